@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/apserver/apserver/internal/demo"
+)
+
+// runDemo is `apserver demo`: flags, then internal/demo does the work.
+func runDemo(args []string) error {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: apserver demo [--json] [--keep]
+
+Runs an offline demo: a scripted model, a temp workspace, and this binary as
+an app-server child, driven through two turns over the JSON-RPC protocol.
+
+`)
+		fs.PrintDefaults()
+	}
+	jsonOut := fs.Bool("json", false, "also print every raw protocol line (→ sent, ← received)")
+	keep := fs.Bool("keep", false, "keep the temp workspace, data dir and server log, and print where they are")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("demo: unexpected arguments %q", fs.Args())
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("demo: finding this binary: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = demo.Run(ctx, demo.Options{
+		Exe:   exe,
+		Out:   os.Stdout,
+		JSON:  *jsonOut,
+		Keep:  *keep,
+		Color: demo.ShouldColor(os.Stdout),
+	})
+	if errors.Is(err, context.Canceled) {
+		return errors.New("demo interrupted")
+	}
+	return err
+}

@@ -1,0 +1,190 @@
+// Command apserver is a Codex-compatible app-server: editors spawn it and
+// speak JSON-RPC (JSONL) over stdio to run coding-agent turns.
+//
+//	apserver [flags]            serve the app-server protocol on stdio
+//	apserver demo               run the offline demo (scripted model, temp workspace)
+//	apserver version            print the version
+//
+// This file parses flags, sets up logging and wires the packages together;
+// the behaviour lives in server, session, store, model and tools.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/server"
+	"github.com/apserver/apserver/session"
+	"github.com/apserver/apserver/store"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "0.1.0-dev"
+
+func main() {
+	args := os.Args[1:]
+	cmd := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "", "serve", "app-server":
+		err = serve(args)
+	case "demo":
+		err = runDemo(args)
+	case "version", "--version":
+		fmt.Println("apserver", version)
+	case "help", "-h", "--help":
+		usage(os.Stdout)
+	default:
+		fmt.Fprintf(os.Stderr, "apserver: unknown command %q\n\n", cmd)
+		usage(os.Stderr)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "apserver:", err)
+		os.Exit(1)
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `apserver: a Codex-compatible coding-agent app-server (JSON-RPC over stdio)
+
+Usage:
+  apserver [serve] [flags]   serve the app-server protocol on stdin/stdout
+  apserver demo              offline demo: scripted model, temp workspace, live view
+  apserver version           print the version
+
+Run "apserver serve -h" for the server's flags. Configuration: docs/configuration.md.
+`)
+}
+
+// serveFlags are the flags shared by serve and the commands that embed a server.
+type serveFlags struct {
+	dataDir, configFile, model, provider, baseURL, wire, logFile, logLevel, durability string
+	maxLine                                                                            int
+	trace                                                                              bool
+}
+
+func (f *serveFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.dataDir, "data-dir", "", "directory for apserver's database (default: the user's data dir)")
+	fs.StringVar(&f.configFile, "config", "", "user config file (default: $XDG_CONFIG_HOME/apserver/config.toml)")
+	fs.StringVar(&f.model, "model", "", "default model")
+	fs.StringVar(&f.provider, "provider", "", "default provider (a [providers.NAME] entry)")
+	fs.StringVar(&f.baseURL, "base-url", "", "base URL of the default provider (overrides OPENAI_BASE_URL)")
+	fs.StringVar(&f.wire, "wire", "", "wire API of the default provider: responses or chat")
+	fs.IntVar(&f.maxLine, "max-line-bytes", 0, "largest accepted JSONL line (default 16 MiB)")
+	fs.StringVar(&f.logFile, "log-file", "", "write logs here instead of stderr")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&f.trace, "trace", false, "log every wire message (to the log, never stdout)")
+	fs.StringVar(&f.durability, "durability", "", "normal (survives a crash of apserver) or full (fsync every commit)")
+}
+
+func (f *serveFlags) overrides() config.Overrides {
+	o := config.Overrides{}
+	str := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	o.Model, o.Provider, o.BaseURL, o.Wire = str(f.model), str(f.provider), str(f.baseURL), str(f.wire)
+	o.DataDir, o.Durability = str(f.dataDir), str(f.durability)
+	if f.maxLine > 0 {
+		o.MaxLineBytes = &f.maxLine
+	}
+	return o
+}
+
+func newLogger(f *serveFlags) (*slog.Logger, func(), error) {
+	var w io.Writer = os.Stderr
+	closeFn := func() {}
+	if f.logFile != "" {
+		lf, err := os.OpenFile(f.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening log file: %w", err)
+		}
+		w, closeFn = lf, func() { lf.Close() }
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return nil, nil, fmt.Errorf("bad -log-level %q", f.logLevel)
+	}
+	if f.trace {
+		lvl = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl})), closeFn, nil
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var f serveFlags
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	log, closeLog, err := newLogger(&f)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	cwd, _ := os.Getwd()
+	cfg, err := config.Load(config.LoadOptions{UserFile: f.configFile, Workspace: cwd, Getenv: os.Getenv, Overrides: f.overrides()})
+	if err != nil {
+		return err
+	}
+	return runServer(context.Background(), cfg, &f, os.Stdin, os.Stdout, log)
+}
+
+// runServer serves one connection until its input ends.
+func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Reader, out io.Writer, log *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	dataDir := cfg.DataDir
+	if dataDir == "" {
+		d, err := store.DefaultDir()
+		if err != nil {
+			return fmt.Errorf("finding the data dir (use --data-dir): %w", err)
+		}
+		dataDir = d
+	}
+	sync := "NORMAL"
+	if strings.EqualFold(cfg.Durability, "full") {
+		sync = "FULL"
+	}
+	srv := server.New(in, out, server.Options{
+		MaxLineBytes: cfg.MaxLineBytes,
+		Logger:       log,
+		Trace:        f.trace,
+		ServerInfo:   server.ServerInfo{Name: "apserver", Version: version, Home: dataDir},
+	})
+	mgr := session.NewManager(session.Options{
+		OpenStore: func() (*store.Store, error) {
+			return store.Open(filepath.Join(dataDir, store.FileName), store.Options{Synchronous: sync})
+		},
+		Config:  cfg,
+		Client:  srv.Client(),
+		Logger:  log,
+		Version: version,
+	})
+	server.Register(srv, mgr)
+	err := srv.Run(ctx)
+	if cerr := mgr.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,258 @@
+// Package config owns apserver's configuration: the built-in defaults, the
+// user and workspace TOML files, the environment variables and the flag
+// overrides, merged in that order of precedence, and the resolution of a
+// role or model name to a model.Provider.
+//
+// config may import model (for model.Provider and model.Wire) and the
+// standard library; it must not import session, server, store or tools.
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/apserver/apserver/model"
+)
+
+// DefaultModel is the model used when no file, variable or flag names one.
+const DefaultModel = "gpt-5.1-codex"
+
+// DefaultMaxLineBytes caps one JSONL protocol line.
+const DefaultMaxLineBytes = 16 << 20
+
+// Valid values of the string settings.
+var (
+	ApprovalPolicies = []string{"untrusted", "on-failure", "on-request", "never"}
+	Sandboxes        = []string{"read-only", "workspace-write", "danger-full-access"}
+	Durabilities     = []string{"normal", "full"}
+)
+
+// Config is apserver's merged configuration.
+type Config struct {
+	Model     string // default model name (role "default")
+	Provider  string // default provider name
+	Providers map[string]ProviderConfig
+	Roles     map[string]RoleConfig // e.g. "decision"; "default" is implied by Model/Provider
+	Models    []ModelInfo           // catalog shown by model/list
+
+	ApprovalPolicy    string // default for new threads
+	Sandbox           string // default for new threads
+	MaxLineBytes      int    // JSONL line cap
+	StreamIdleTimeout time.Duration
+	RequestMaxRetries int // retries after the first attempt; 0 = none
+	DataDir           string
+	Durability        string // "normal" | "full"
+	Instructions      string // extra system-prompt text
+	Prices            map[string]Price
+}
+
+// ProviderConfig is one [providers.NAME] table.
+type ProviderConfig struct {
+	Name      string
+	BaseURL   string
+	APIKey    string // literal key; the variable named by APIKeyEnv wins when set
+	APIKeyEnv string // environment variable holding the key
+	Wire      string // "responses" | "chat"
+	Headers   map[string]string
+	// MaxRetries overrides Config.RequestMaxRetries for this provider.
+	MaxRetries *int
+	// IdleTimeoutMs overrides Config.StreamIdleTimeout for this provider.
+	IdleTimeoutMs *int
+
+	// envKey is the value of APIKeyEnv (or, for the default provider,
+	// OPENAI_API_KEY) as Load saw it; envRead says Load looked.
+	envKey  string
+	envRead bool
+}
+
+// RoleConfig picks the model and provider for one role. Empty fields fall
+// back to the default model and provider.
+type RoleConfig struct {
+	Model    string
+	Provider string
+}
+
+// ModelInfo is one entry of the model catalog.
+type ModelInfo struct {
+	ID                     string
+	DisplayName            string
+	Description            string
+	Provider               string // "" = whichever provider the role uses
+	ReasoningEfforts       []string
+	DefaultReasoningEffort string
+	ContextWindow          int64
+	Hidden                 bool
+}
+
+// Price is the USD cost per million tokens of one model.
+type Price struct {
+	InputPerMTok       float64
+	CachedInputPerMTok float64
+	OutputPerMTok      float64
+}
+
+// Default returns the built-in configuration: the OpenAI provider on the
+// Responses wire, its key from OPENAI_API_KEY.
+func Default() Config { return defaults(os.Getenv) }
+
+func defaults(getenv func(string) string) Config {
+	return Config{
+		Model:    DefaultModel,
+		Provider: "openai",
+		Providers: map[string]ProviderConfig{
+			"openai": {
+				Name:      "openai",
+				BaseURL:   "https://api.openai.com/v1",
+				APIKeyEnv: "OPENAI_API_KEY",
+				Wire:      string(model.WireResponses),
+			},
+		},
+		Roles:             map[string]RoleConfig{},
+		Prices:            map[string]Price{},
+		ApprovalPolicy:    "on-request",
+		Sandbox:           "workspace-write",
+		MaxLineBytes:      DefaultMaxLineBytes,
+		StreamIdleTimeout: model.DefaultIdleTimeout,
+		RequestMaxRetries: model.DefaultMaxRetries,
+		DataDir:           defaultDataDir(getenv),
+		Durability:        "normal",
+	}
+}
+
+// DefaultUserFile is $XDG_CONFIG_HOME/apserver/config.toml, or
+// ~/.config/apserver/config.toml.
+func DefaultUserFile() string { return userFile(os.Getenv) }
+
+func userFile(getenv func(string) string) string {
+	if d := getenv("XDG_CONFIG_HOME"); d != "" {
+		return filepath.Join(d, "apserver", "config.toml")
+	}
+	if h := home(getenv); h != "" {
+		return filepath.Join(h, ".config", "apserver", "config.toml")
+	}
+	return ""
+}
+
+// defaultDataDir is $XDG_DATA_HOME/apserver, or ~/.local/share/apserver.
+func defaultDataDir(getenv func(string) string) string {
+	if d := getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "apserver")
+	}
+	if h := home(getenv); h != "" {
+		return filepath.Join(h, ".local", "share", "apserver")
+	}
+	return ".apserver-data"
+}
+
+func home(getenv func(string) string) string {
+	if h := getenv("HOME"); h != "" {
+		return h
+	}
+	h, _ := os.UserHomeDir()
+	return h
+}
+
+// ResolveModel picks the model and builds the provider for a role ("" or
+// "default" = the default role; an unknown role falls back to the default).
+// A non-empty override replaces the role's model; the role's provider is
+// kept unless the catalog entry for the override names one.
+func (c Config) ResolveModel(role, override string) (string, model.Provider, error) {
+	modelName, provName := c.Model, c.Provider
+	if r, ok := c.Roles[role]; ok && role != "" && role != "default" {
+		if r.Model != "" {
+			modelName = r.Model
+		}
+		if r.Provider != "" {
+			provName = r.Provider
+		}
+	}
+	if override != "" {
+		modelName = override
+		if mi, ok := c.ModelInfo(override); ok && mi.Provider != "" {
+			provName = mi.Provider
+		}
+	}
+	if modelName == "" {
+		return "", model.Provider{}, fmt.Errorf("config: no model configured for role %q", roleName(role))
+	}
+	pc, ok := c.Providers[provName]
+	if !ok {
+		return "", model.Provider{}, fmt.Errorf("config: role %q uses unknown provider %q", roleName(role), provName)
+	}
+	p, err := c.buildProvider(provName, pc)
+	return modelName, p, err
+}
+
+func roleName(r string) string {
+	if r == "" {
+		return "default"
+	}
+	return r
+}
+
+func (c Config) buildProvider(name string, pc ProviderConfig) (model.Provider, error) {
+	wire, err := model.ParseWire(pc.Wire)
+	if err != nil {
+		return model.Provider{}, fmt.Errorf("config: provider %q: %w", name, err)
+	}
+	p := model.Provider{
+		Name:        name,
+		BaseURL:     pc.BaseURL,
+		APIKey:      pc.APIKey,
+		Wire:        wire,
+		MaxRetries:  retriesToModel(c.RequestMaxRetries),
+		IdleTimeout: c.StreamIdleTimeout,
+	}
+	if k := pc.envKey; k != "" {
+		p.APIKey = k
+	} else if !pc.envRead && pc.APIKeyEnv != "" {
+		if k := os.Getenv(pc.APIKeyEnv); k != "" {
+			p.APIKey = k
+		}
+	}
+	if len(pc.Headers) > 0 {
+		p.Headers = make(map[string]string, len(pc.Headers))
+		for k, v := range pc.Headers {
+			p.Headers[k] = v
+		}
+	}
+	if pc.MaxRetries != nil {
+		p.MaxRetries = retriesToModel(*pc.MaxRetries)
+	}
+	if pc.IdleTimeoutMs != nil && *pc.IdleTimeoutMs > 0 {
+		p.IdleTimeout = time.Duration(*pc.IdleTimeoutMs) * time.Millisecond
+	}
+	return p, nil
+}
+
+// retriesToModel maps a configured retry count (0 = no retries) to
+// model.Provider.MaxRetries (0 = default, negative = none).
+func retriesToModel(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+// ModelInfo returns the catalog entry with the given id.
+func (c Config) ModelInfo(id string) (ModelInfo, bool) {
+	for _, m := range c.Models {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return ModelInfo{}, false
+}
+
+// Catalog returns the models to list: the configured catalog, with an entry
+// for the default model first when the catalog lacks one.
+func (c Config) Catalog() []ModelInfo {
+	if _, ok := c.ModelInfo(c.Model); ok || c.Model == "" {
+		return c.Models
+	}
+	out := make([]ModelInfo, 0, len(c.Models)+1)
+	out = append(out, ModelInfo{ID: c.Model, DisplayName: c.Model, Provider: c.Provider})
+	return append(out, c.Models...)
+}

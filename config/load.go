@@ -1,0 +1,468 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/apserver/apserver/model"
+)
+
+// LoadOptions says where Load looks.
+type LoadOptions struct {
+	// UserFile is the user configuration file; "" means DefaultUserFile()
+	// when that file exists. A named file must exist.
+	UserFile string
+	// Workspace is a directory; <Workspace>/.apserver/config.toml is read
+	// when present. "" = none.
+	Workspace string
+	// Getenv reads the environment; nil means os.Getenv.
+	Getenv func(string) string
+	// Overrides come from command-line flags.
+	Overrides Overrides
+}
+
+// Overrides are settings from flags; nil fields are unset.
+type Overrides struct {
+	Model             *string
+	Provider          *string
+	BaseURL           *string // of the default provider
+	Wire              *string // of the default provider
+	ApprovalPolicy    *string
+	Sandbox           *string
+	MaxLineBytes      *int
+	StreamIdleTimeout *time.Duration
+	RequestMaxRetries *int
+	DataDir           *string
+	Durability        *string
+	Instructions      *string
+}
+
+// WorkspaceFile is the workspace configuration path relative to the workspace.
+const WorkspaceFile = ".apserver/config.toml"
+
+// Environment variables Load reads.
+const (
+	EnvOpenAIBaseURL = "OPENAI_BASE_URL" // base_url of the default provider
+	EnvOpenAIAPIKey  = "OPENAI_API_KEY"  // API key of the default provider
+	EnvModel         = "APSERVER_MODEL"  // default model
+	EnvWire          = "APSERVER_WIRE"   // wire of the default provider
+)
+
+// Load merges, lowest precedence first: Default(), the user file, the
+// workspace file, the environment, and opts.Overrides; then validates.
+func Load(opts LoadOptions) (Config, error) {
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	c := defaults(getenv)
+
+	userPath := opts.UserFile
+	if userPath == "" {
+		if p := userFile(getenv); p != "" {
+			if _, err := os.Stat(p); err == nil {
+				userPath = p
+			}
+		}
+	}
+	if userPath != "" {
+		if err := c.mergeFile(userPath, false); err != nil {
+			return Config{}, err
+		}
+	}
+	if opts.Workspace != "" {
+		p := filepath.Join(opts.Workspace, WorkspaceFile)
+		if _, err := os.Stat(p); err == nil {
+			if err := c.mergeFile(p, true); err != nil {
+				return Config{}, err
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return Config{}, fmt.Errorf("config: %w", err)
+		}
+	}
+
+	o := opts.Overrides
+	// Environment and flags that name "the default provider" mean the one
+	// in effect after all layers.
+	if o.Provider != nil {
+		c.Provider = *o.Provider
+	}
+	if err := c.applyEnv(getenv); err != nil {
+		return Config{}, err
+	}
+	if err := c.applyOverrides(o); err != nil {
+		return Config{}, err
+	}
+	c.resolveKeys(getenv)
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// fileConfig mirrors the TOML format; pointers tell "unset" from zero.
+type fileConfig struct {
+	Model               *string                 `toml:"model"`
+	Provider            *string                 `toml:"provider"`
+	ApprovalPolicy      *string                 `toml:"approval_policy"`
+	Sandbox             *string                 `toml:"sandbox"`
+	MaxLineBytes        *int                    `toml:"max_line_bytes"`
+	StreamIdleTimeoutMs *int64                  `toml:"stream_idle_timeout_ms"`
+	RequestMaxRetries   *int                    `toml:"request_max_retries"`
+	DataDir             *string                 `toml:"data_dir"`
+	Durability          *string                 `toml:"durability"`
+	Instructions        *string                 `toml:"instructions"`
+	Providers           map[string]fileProvider `toml:"providers"`
+	Roles               map[string]fileRole     `toml:"roles"`
+	Models              []fileModel             `toml:"models"`
+	Prices              map[string]filePrice    `toml:"prices"`
+}
+
+type fileProvider struct {
+	BaseURL       *string           `toml:"base_url"`
+	APIKey        *string           `toml:"api_key"`
+	APIKeyEnv     *string           `toml:"api_key_env"`
+	Wire          *string           `toml:"wire"`
+	Headers       map[string]string `toml:"headers"`
+	MaxRetries    *int              `toml:"max_retries"`
+	IdleTimeoutMs *int              `toml:"idle_timeout_ms"`
+}
+
+type fileRole struct {
+	Model    *string `toml:"model"`
+	Provider *string `toml:"provider"`
+}
+
+type fileModel struct {
+	ID                     string   `toml:"id"`
+	DisplayName            string   `toml:"display_name"`
+	Description            string   `toml:"description"`
+	Provider               string   `toml:"provider"`
+	ReasoningEfforts       []string `toml:"reasoning_efforts"`
+	DefaultReasoningEffort string   `toml:"default_reasoning_effort"`
+	ContextWindow          int64    `toml:"context_window"`
+	Hidden                 bool     `toml:"hidden"`
+}
+
+type filePrice struct {
+	InputPerMTok       *float64 `toml:"input_per_mtok"`
+	CachedInputPerMTok *float64 `toml:"cached_input_per_mtok"`
+	OutputPerMTok      *float64 `toml:"output_per_mtok"`
+}
+
+// mergeFile decodes one TOML file over c (whose maps Load owns). A workspace file lives in a
+// repository that may not be trusted, so it may not point a provider at a
+// different endpoint or key: base_url, api_key and api_key_env are refused
+// there (they belong in the user file, the environment or flags).
+func (c *Config) mergeFile(path string, workspace bool) error {
+	var f fileConfig
+	md, err := toml.DecodeFile(path, &f)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("config: %s: %s", path, pe.ErrorWithPosition())
+		}
+		return fmt.Errorf("config: %s: %w", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		if len(keys) == 1 {
+			return fmt.Errorf("config: %s: unknown key %q", path, keys[0])
+		}
+		return fmt.Errorf("config: %s: unknown keys %s", path, quoteAll(keys))
+	}
+	bad := func(key, format string, args ...any) error {
+		return fmt.Errorf("config: %s: %s: %s", path, key, fmt.Sprintf(format, args...))
+	}
+	dir := filepath.Dir(path)
+
+	setStr(&c.Model, f.Model)
+	setStr(&c.Provider, f.Provider)
+	setStr(&c.ApprovalPolicy, f.ApprovalPolicy)
+	setStr(&c.Sandbox, f.Sandbox)
+	setStr(&c.Durability, f.Durability)
+	setStr(&c.Instructions, f.Instructions)
+	if f.MaxLineBytes != nil {
+		c.MaxLineBytes = *f.MaxLineBytes
+	}
+	if f.StreamIdleTimeoutMs != nil {
+		if *f.StreamIdleTimeoutMs <= 0 {
+			return bad("stream_idle_timeout_ms", "must be positive")
+		}
+		c.StreamIdleTimeout = time.Duration(*f.StreamIdleTimeoutMs) * time.Millisecond
+	}
+	if f.RequestMaxRetries != nil {
+		c.RequestMaxRetries = *f.RequestMaxRetries
+	}
+	if f.DataDir != nil {
+		c.DataDir = expandPath(*f.DataDir, dir)
+	}
+
+	for _, name := range sortedKeys(f.Providers) {
+		fp := f.Providers[name]
+		key := "providers." + name
+		pc, exists := c.Providers[name]
+		if workspace {
+			for _, f := range []struct {
+				name string
+				set  bool
+			}{{"base_url", fp.BaseURL != nil}, {"api_key", fp.APIKey != nil}, {"api_key_env", fp.APIKeyEnv != nil}} {
+				if f.set {
+					return bad(key+"."+f.name, "not allowed in a workspace file (set it in the user file, the environment or a flag)")
+				}
+			}
+		}
+		pc.Name = name
+		setStr(&pc.BaseURL, fp.BaseURL)
+		setStr(&pc.APIKey, fp.APIKey)
+		setStr(&pc.APIKeyEnv, fp.APIKeyEnv)
+		if fp.Wire != nil {
+			if _, err := model.ParseWire(*fp.Wire); err != nil {
+				return bad(key+".wire", "%v", err)
+			}
+			pc.Wire = *fp.Wire
+		}
+		if len(fp.Headers) > 0 {
+			h := make(map[string]string, len(pc.Headers)+len(fp.Headers))
+			for k, v := range pc.Headers {
+				h[k] = v
+			}
+			for k, v := range fp.Headers {
+				h[k] = v
+			}
+			pc.Headers = h
+		}
+		if fp.MaxRetries != nil {
+			if *fp.MaxRetries < 0 {
+				return bad(key+".max_retries", "must not be negative")
+			}
+			pc.MaxRetries = ptr(*fp.MaxRetries)
+		}
+		if fp.IdleTimeoutMs != nil {
+			if *fp.IdleTimeoutMs <= 0 {
+				return bad(key+".idle_timeout_ms", "must be positive")
+			}
+			pc.IdleTimeoutMs = ptr(*fp.IdleTimeoutMs)
+		}
+		if !exists && pc.BaseURL == "" {
+			return bad(key, "a new provider needs base_url")
+		}
+		c.Providers[name] = pc
+	}
+
+	for name, fr := range f.Roles {
+		r := c.Roles[name]
+		setStr(&r.Model, fr.Model)
+		setStr(&r.Provider, fr.Provider)
+		c.Roles[name] = r
+	}
+
+	for i, fm := range f.Models {
+		if fm.ID == "" {
+			return bad(fmt.Sprintf("models[%d]", i), "id is required")
+		}
+		mi := ModelInfo(fm)
+		if j := slices.IndexFunc(c.Models, func(m ModelInfo) bool { return m.ID == fm.ID }); j >= 0 {
+			c.Models[j] = mi
+		} else {
+			c.Models = append(c.Models, mi)
+		}
+	}
+
+	for name, fp := range f.Prices {
+		p := c.Prices[name]
+		setFloat(&p.InputPerMTok, fp.InputPerMTok)
+		setFloat(&p.CachedInputPerMTok, fp.CachedInputPerMTok)
+		setFloat(&p.OutputPerMTok, fp.OutputPerMTok)
+		c.Prices[name] = p
+	}
+	return nil
+}
+
+func (c *Config) defaultProvider() (ProviderConfig, bool) {
+	pc, ok := c.Providers[c.Provider]
+	return pc, ok
+}
+
+func (c *Config) setDefaultProvider(pc ProviderConfig) {
+	c.Providers[c.Provider] = pc
+}
+
+func (c *Config) applyEnv(getenv func(string) string) error {
+	if v := getenv(EnvModel); v != "" {
+		c.Model = v
+	}
+	pc, ok := c.defaultProvider()
+	if !ok {
+		return nil // reported by Validate
+	}
+	if v := getenv(EnvOpenAIBaseURL); v != "" {
+		pc.BaseURL = v
+	}
+	if v := getenv(EnvWire); v != "" {
+		if _, err := model.ParseWire(v); err != nil {
+			return fmt.Errorf("config: %s: %w", EnvWire, err)
+		}
+		pc.Wire = v
+	}
+	c.setDefaultProvider(pc)
+	return nil
+}
+
+func (c *Config) applyOverrides(o Overrides) error {
+	setStr(&c.Model, o.Model)
+	setStr(&c.ApprovalPolicy, o.ApprovalPolicy)
+	setStr(&c.Sandbox, o.Sandbox)
+	setStr(&c.Durability, o.Durability)
+	setStr(&c.Instructions, o.Instructions)
+	setStr(&c.DataDir, o.DataDir)
+	if o.MaxLineBytes != nil {
+		c.MaxLineBytes = *o.MaxLineBytes
+	}
+	if o.StreamIdleTimeout != nil {
+		c.StreamIdleTimeout = *o.StreamIdleTimeout
+	}
+	if o.RequestMaxRetries != nil {
+		c.RequestMaxRetries = *o.RequestMaxRetries
+	}
+	if o.BaseURL != nil || o.Wire != nil {
+		pc, ok := c.defaultProvider()
+		if !ok {
+			return nil // reported by Validate
+		}
+		setStr(&pc.BaseURL, o.BaseURL)
+		if o.Wire != nil {
+			if _, err := model.ParseWire(*o.Wire); err != nil {
+				return fmt.Errorf("config: --wire: %w", err)
+			}
+			pc.Wire = *o.Wire
+		}
+		c.setDefaultProvider(pc)
+	}
+	return nil
+}
+
+// resolveKeys reads each provider's api_key_env now, so that ResolveModel
+// sees the environment Load was given. OPENAI_API_KEY also serves the
+// default provider unless that provider names another variable.
+func (c *Config) resolveKeys(getenv func(string) string) {
+	for name, pc := range c.Providers {
+		pc.envRead = true
+		pc.envKey = ""
+		if pc.APIKeyEnv != "" {
+			pc.envKey = getenv(pc.APIKeyEnv)
+		} else if name == c.Provider {
+			pc.envKey = getenv(EnvOpenAIAPIKey)
+		}
+		c.Providers[name] = pc
+	}
+}
+
+// Validate checks the merged configuration.
+func (c Config) Validate() error {
+	if _, ok := c.Providers[c.Provider]; !ok {
+		return fmt.Errorf("config: default provider %q is not defined (known: %s)", c.Provider, quoteAll(sortedKeys(c.Providers)))
+	}
+	for _, name := range sortedKeys(c.Providers) {
+		pc := c.Providers[name]
+		if _, err := model.ParseWire(pc.Wire); err != nil {
+			return fmt.Errorf("config: provider %q: %w", name, err)
+		}
+		if pc.BaseURL == "" {
+			return fmt.Errorf("config: provider %q has no base_url", name)
+		}
+	}
+	for _, name := range sortedKeys(c.Roles) {
+		if p := c.Roles[name].Provider; p != "" {
+			if _, ok := c.Providers[p]; !ok {
+				return fmt.Errorf("config: role %q uses unknown provider %q", name, p)
+			}
+		}
+	}
+	for _, m := range c.Models {
+		if m.Provider != "" {
+			if _, ok := c.Providers[m.Provider]; !ok {
+				return fmt.Errorf("config: model %q uses unknown provider %q", m.ID, m.Provider)
+			}
+		}
+	}
+	if !slices.Contains(ApprovalPolicies, c.ApprovalPolicy) {
+		return fmt.Errorf("config: approval_policy %q is not one of %s", c.ApprovalPolicy, quoteAll(ApprovalPolicies))
+	}
+	if !slices.Contains(Sandboxes, c.Sandbox) {
+		return fmt.Errorf("config: sandbox %q is not one of %s", c.Sandbox, quoteAll(Sandboxes))
+	}
+	if !slices.Contains(Durabilities, c.Durability) {
+		return fmt.Errorf("config: durability %q is not one of %s", c.Durability, quoteAll(Durabilities))
+	}
+	if c.MaxLineBytes <= 0 {
+		return fmt.Errorf("config: max_line_bytes must be positive, not %d", c.MaxLineBytes)
+	}
+	if c.StreamIdleTimeout <= 0 {
+		return fmt.Errorf("config: stream idle timeout must be positive, not %s", c.StreamIdleTimeout)
+	}
+	if c.RequestMaxRetries < 0 {
+		return fmt.Errorf("config: request_max_retries must not be negative")
+	}
+	if c.DataDir == "" {
+		return fmt.Errorf("config: data_dir is empty")
+	}
+	return nil
+}
+
+// expandPath resolves "~/" against the home directory and a relative path
+// against dir (the directory of the file that set it).
+func expandPath(p, dir string) string {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		if h, err := os.UserHomeDir(); err == nil {
+			p = filepath.Join(h, p[1:])
+		}
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	return p
+}
+
+func setStr(dst *string, src *string) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
+func setFloat(dst *float64, src *float64) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,946 @@
+// Package e2e drives the real apserver binary over stdio, as an editor
+// would, against the scripted model server. Every line the server writes is
+// validated against Codex's JSON Schemas (internal/wirecheck).
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apserver/apserver/internal/wirecheck"
+	"github.com/apserver/apserver/model/scripted"
+)
+
+// Timeouts are generous: a healthy server answers in milliseconds, and a
+// test that waits this long has found a bug.
+const (
+	waitTimeout = 15 * time.Second
+	exitTimeout = 10 * time.Second
+)
+
+var (
+	binPath   string // the apserver binary built by TestMain
+	validator *wirecheck.Validator
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	// The tests mostly wait on child processes, so run more of them at
+	// once than there are CPUs, unless -parallel says otherwise.
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		flag.Set("test.parallel", strconv.Itoa(max(4, runtime.GOMAXPROCS(0))))
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "apserver-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binPath = filepath.Join(dir, "apserver")
+	args := []string{"build", "-o", binPath}
+	if os.Getenv("APSERVER_E2E_RACE") != "" {
+		args = append(args, "-race")
+	}
+	args = append(args, "./cmd/apserver")
+	build := exec.Command(goTool(), args...)
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: building apserver: %v\n%s", err, out)
+		return 1
+	}
+	sd, err := wirecheck.FindSchemaDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	if validator, err = wirecheck.Load(sd); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// moduleRoot walks up from the working directory to the directory holding
+// go.mod.
+func moduleRoot() (string, error) {
+	d, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		p := filepath.Dir(d)
+		if p == d {
+			return "", errors.New("no go.mod above the test directory")
+		}
+		d = p
+	}
+}
+
+// goTool is the go command of the toolchain running the tests.
+func goTool() string {
+	if out, err := exec.Command("go", "env", "GOROOT").Output(); err == nil {
+		p := filepath.Join(strings.TrimSpace(string(out)), "bin", "go")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+// ---------------------------------------------------------------------------
+// Scripted model.
+
+// startModel starts a scripted model server closed at the end of the test.
+func startModel(t *testing.T, rules ...scripted.Rule) *scripted.Server {
+	t.Helper()
+	srv, err := scripted.Start(scripted.Script{Rules: rules})
+	if err != nil {
+		t.Fatalf("scripted.Start: %v", err)
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// modelRequests returns the model requests (Responses or Chat
+// Completions) received so far.
+func modelRequests(srv *scripted.Server) []scripted.Request {
+	var out []scripted.Request
+	for _, r := range srv.Requests() {
+		if r.Wire == scripted.WireResponses || r.Wire == scripted.WireChat {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// waitModelRequests waits until the model has received at least n requests.
+func waitModelRequests(t *testing.T, srv *scripted.Server, n int) []scripted.Request {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		reqs := modelRequests(srv)
+		if len(reqs) >= n {
+			return reqs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("model got %d requests, want at least %d", len(reqs), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Client.
+
+// message is one line the server sent.
+type message struct {
+	Seq    int             // position among all server lines
+	Raw    string          // the line as sent
+	ID     json.RawMessage // request or response id (nil for notifications)
+	Method string          // notification or server request method
+	Params json.RawMessage
+	Result json.RawMessage
+	Error  *rpcError
+	// ReqMethod is the method of the client request a response answers.
+	ReqMethod string
+
+	params any // decoded Params (or Result for responses)
+}
+
+type rpcError struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
+}
+
+func (m *message) isResponse() bool     { return m.Method == "" }
+func (m *message) isNotification() bool { return m.Method != "" && m.ID == nil }
+func (m *message) isRequest() bool      { return m.Method != "" && m.ID != nil }
+
+// get returns the value at a dotted path in the params (or the result, for
+// a response): "turn.items.0.text".
+func (m *message) get(path string) any { return jget(m.params, path) }
+
+// str is get as a string ("" when absent or not a string).
+func (m *message) str(path string) string {
+	s, _ := m.get(path).(string)
+	return s
+}
+
+// label names the message in ordering lists: the method, or
+// "response:<method>" for a response to a client request.
+func (m *message) label() string {
+	if m.isResponse() {
+		return "response:" + m.ReqMethod
+	}
+	return m.Method
+}
+
+func (m *message) String() string { return m.Raw }
+
+// jget walks a decoded JSON value along a dotted path; numeric segments
+// index arrays.
+func jget(v any, path string) any {
+	if path == "" {
+		return v
+	}
+	for _, seg := range strings.Split(path, ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[seg]
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+// options configure a spawned server.
+type options struct {
+	dataDir string   // --data-dir; a fresh temp dir when empty
+	wire    string   // --wire; "responses" when empty
+	args    []string // extra flags
+}
+
+// client is a fake editor speaking to one apserver process.
+type client struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	stderr  *syncBuffer
+	tr      *wirecheck.Transcript
+	dataDir string
+	model   *scripted.Server
+
+	writeMu sync.Mutex // serialises writes and their transcript entries
+
+	mu        sync.Mutex
+	nextID    int64
+	reqMethod map[string]string // id key → method, for labelling responses
+	msgs      []*message        // every server line, in order
+	changed   chan struct{}     // closed and replaced when msgs grows
+	readDone  chan struct{}     // closed when stdout hits EOF
+	exited    chan struct{}     // closed when the process has been reaped
+	exitErr   error
+	killed    bool
+	noReply   map[string]bool // client request ids (JSON) allowed to stay unanswered
+	sentAt    map[string]int  // client request id (JSON) → len(msgs) when last sent
+}
+
+// newClient spawns apserver against model and initializes the connection.
+func newClient(t *testing.T, model *scripted.Server, opts options) *client {
+	t.Helper()
+	c := spawn(t, model, opts)
+	c.initialize()
+	return c
+}
+
+// spawn starts apserver without initializing.
+func spawn(t *testing.T, model *scripted.Server, opts options) *client {
+	t.Helper()
+	if opts.dataDir == "" {
+		opts.dataDir = t.TempDir()
+	}
+	if opts.wire == "" {
+		opts.wire = "responses"
+	}
+	home := t.TempDir()
+	cfgFile := filepath.Join(home, "config.toml")
+	if err := os.WriteFile(cfgFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--data-dir", opts.dataDir, "--config", cfgFile, "--wire", opts.wire, "--model", "scripted-model"}
+	args = append(args, opts.args...)
+	cmd := exec.Command(binPath, args...)
+	cmd.Dir = home
+	env := []string{
+		"HOME=" + home,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
+		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
+		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
+		"OPENAI_API_KEY=test",
+		"APSERVER_MODEL=scripted-model",
+	}
+	if model != nil {
+		env = append(env, "OPENAI_BASE_URL="+model.URL())
+	}
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "HOME", strings.HasPrefix(k, "XDG_"), strings.HasPrefix(k, "OPENAI_"),
+			strings.HasPrefix(k, "APSERVER_"), strings.HasPrefix(k, "CODEX_"), strings.HasPrefix(k, "ANTHROPIC_"):
+			continue
+		}
+		env = append(env, kv)
+	}
+	cmd.Env = env
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = pw
+	c := &client{
+		t: t, cmd: cmd, stdin: stdin, stderr: &syncBuffer{},
+		dataDir: opts.dataDir, model: model,
+		tr:        validator.NewTranscript(),
+		reqMethod: map[string]string{},
+		noReply:   map[string]bool{},
+		sentAt:    map[string]int{},
+		changed:   make(chan struct{}),
+		readDone:  make(chan struct{}),
+		exited:    make(chan struct{}),
+	}
+	c.tr.RequireEmittedAtMs = true
+	cmd.Stderr = c.stderr
+	cmd.WaitDelay = 2 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting apserver: %v", err)
+	}
+	pw.Close()
+	go c.readLoop(pr)
+	go func() {
+		err := cmd.Wait()
+		c.mu.Lock()
+		c.exitErr = err
+		c.mu.Unlock()
+		close(c.exited)
+		// A grandchild holding stdout must not keep the reader alive.
+		select {
+		case <-c.readDone:
+		case <-time.After(2 * time.Second):
+			pr.Close()
+		}
+	}()
+	t.Cleanup(func() {
+		c.stdin.Close()
+		select {
+		case <-c.exited:
+		case <-time.After(exitTimeout):
+			c.t.Errorf("apserver did not exit within %v of stdin closing", exitTimeout)
+			cmd.Process.Kill()
+			<-c.exited
+		}
+		<-c.readDone
+		c.mu.Lock()
+		killed := c.killed
+		c.mu.Unlock()
+		c.checkInvariants()
+		if !killed {
+			for _, u := range c.tr.Unanswered() {
+				f := strings.Fields(u)
+				if f[0] == "client" && !c.noReply[f[1]] {
+					t.Errorf("apserver never answered request %s", u)
+				}
+			}
+		}
+		if t.Failed() {
+			t.Logf("apserver stderr:\n%s", c.stderr.String())
+		}
+	})
+	return c
+}
+
+// readLoop splits stdout into lines, validates and records them.
+func (c *client) readLoop(r io.ReadCloser) {
+	defer close(c.readDone)
+	defer r.Close()
+	br := bufio.NewReaderSize(r, 1<<20)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) > 0 {
+			c.handleLine(line)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (c *client) handleLine(line []byte) {
+	line = bytes.TrimSuffix(line, []byte("\n"))
+	var env struct {
+		ID          json.RawMessage `json:"id"`
+		Method      string          `json:"method"`
+		Params      json.RawMessage `json:"params"`
+		Result      json.RawMessage `json:"result"`
+		Error       *rpcError       `json:"error"`
+		JSONRPC     *string         `json:"jsonrpc"`
+		EmittedAtMs *int64          `json:"emittedAtMs"`
+	}
+	if err := json.Unmarshal(line, &env); err != nil {
+		c.t.Errorf("server wrote a line that is not a JSON object: %v\n%s", err, line)
+		return
+	}
+	if env.JSONRPC != nil {
+		c.t.Errorf("server message carries a \"jsonrpc\" field (CORE.md §2: omit it):\n%s", line)
+	}
+	nullID := string(env.ID) == "null"
+	if nullID && env.Method == "" {
+		// An error for a request whose id could not be read: wirecheck has no
+		// pending request to match it to, so check the shape here.
+		if env.Error == nil || env.Result != nil {
+			c.t.Errorf("response with a null id must be an error:\n%s", line)
+		}
+	} else if err := c.tr.Server(line); err != nil {
+		c.t.Errorf("wirecheck: %v\n%s", err, line)
+	}
+	m := &message{Raw: string(line), Method: env.Method, Params: env.Params, Result: env.Result, Error: env.Error}
+	if len(env.ID) > 0 {
+		m.ID = env.ID
+	}
+	body := env.Params
+	if m.isResponse() {
+		body = env.Result
+	}
+	if len(body) > 0 {
+		if err := json.Unmarshal(body, &m.params); err != nil {
+			c.t.Errorf("decoding %s: %v", line, err)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m.isResponse() {
+		m.ReqMethod = c.reqMethod[string(m.ID)]
+	}
+	m.Seq = len(c.msgs)
+	c.msgs = append(c.msgs, m)
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// write sends one raw line (a newline is added) and records it in the
+// transcript as a client message.
+func (c *client) write(line string) {
+	c.t.Helper()
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.tr.Client([]byte(line))
+	if _, err := io.WriteString(c.stdin, line+"\n"); err != nil {
+		c.t.Fatalf("writing to apserver: %v\nstderr:\n%s", err, c.stderr.String())
+	}
+}
+
+// sendWithID sends a request with the given id (any JSON value) and returns
+// the id's JSON form.
+func (c *client) sendWithID(id any, method string, params any) string {
+	c.t.Helper()
+	req := map[string]any{"id": id, "method": method}
+	if params != nil {
+		req["params"] = params
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	idJSON, _ := json.Marshal(id)
+	c.mu.Lock()
+	c.reqMethod[string(idJSON)] = method
+	c.sentAt[string(idJSON)] = len(c.msgs)
+	c.mu.Unlock()
+	c.write(string(b))
+	return string(idJSON)
+}
+
+// send sends a request with the next integer id and returns that id's JSON
+// form, for response.
+func (c *client) send(method string, params any) string {
+	c.t.Helper()
+	c.mu.Lock()
+	c.nextID++
+	id := c.nextID
+	c.mu.Unlock()
+	return c.sendWithID(id, method, params)
+}
+
+// response waits for the response with id (in its JSON form) to the
+// latest request sent with that id.
+func (c *client) response(id string) *message {
+	c.t.Helper()
+	c.mu.Lock()
+	from := c.sentAt[id]
+	c.mu.Unlock()
+	m := c.waitMsg("response "+id, from, func(m *message) bool {
+		return m.isResponse() && string(m.ID) == id
+	})
+	return m
+}
+
+// request sends a request and waits for its response (result or error).
+func (c *client) request(method string, params any) *message {
+	c.t.Helper()
+	return c.response(c.send(method, params))
+}
+
+// call sends a request, requires a result and returns it.
+func (c *client) call(method string, params any) *message {
+	c.t.Helper()
+	m := c.request(method, params)
+	if m.Error != nil {
+		c.t.Fatalf("%s: error %d %q, want a result", method, m.Error.Code, m.Error.Message)
+	}
+	return m
+}
+
+// callErr sends a request and requires an error with code whose message
+// contains want.
+func (c *client) callErr(method string, params any, code int, want string) *message {
+	c.t.Helper()
+	m := c.request(method, params)
+	checkErr(c.t, method, m, code, want)
+	return m
+}
+
+func checkErr(t *testing.T, what string, m *message, code int, want string) {
+	t.Helper()
+	if m.Error == nil {
+		t.Errorf("%s = result %s, want error %d %q", what, m.Result, code, want)
+		return
+	}
+	if m.Error.Code != code || !strings.Contains(m.Error.Message, want) {
+		t.Errorf("%s = error %d %q, want %d containing %q", what, m.Error.Code, m.Error.Message, code, want)
+	}
+}
+
+// notify sends a client notification.
+func (c *client) notify(method string, params any) {
+	c.t.Helper()
+	n := map[string]any{"method": method}
+	if params != nil {
+		n["params"] = params
+	}
+	b, _ := json.Marshal(n)
+	c.write(string(b))
+}
+
+// answer replies to a server request with a result.
+func (c *client) answer(req *message, result any) {
+	c.t.Helper()
+	b, _ := json.Marshal(map[string]any{"id": req.ID, "result": result})
+	c.writeAnswer(b)
+}
+
+// answerError replies to a server request with a JSON-RPC error.
+func (c *client) answerError(req *message, code int, msg string) {
+	c.t.Helper()
+	b, _ := json.Marshal(map[string]any{"id": req.ID, "error": map[string]any{"code": code, "message": msg}})
+	c.writeAnswer(b)
+}
+
+func (c *client) writeAnswer(b []byte) {
+	c.t.Helper()
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if err := c.tr.ClientAnswer(b); err != nil {
+		// A deliberately bad answer (e.g. a bogus decision) fails the
+		// schema; that is the point of the test, not a harness error.
+		c.t.Logf("client answer outside the schema (intended): %v", err)
+	}
+	if _, err := c.stdin.Write(append(b, '\n')); err != nil {
+		c.t.Fatalf("writing to apserver: %v", err)
+	}
+}
+
+// waitMsg waits for the first message at or after position from that
+// satisfies pred.
+func (c *client) waitMsg(what string, from int, pred func(*message) bool) *message {
+	c.t.Helper()
+	deadline := time.NewTimer(waitTimeout)
+	defer deadline.Stop()
+	for {
+		c.mu.Lock()
+		for _, m := range c.msgs[min(from, len(c.msgs)):] {
+			if pred(m) {
+				c.mu.Unlock()
+				return m
+			}
+		}
+		ch := c.changed
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-c.readDone:
+			// Drain what was read before EOF, then give up.
+			c.mu.Lock()
+			for _, m := range c.msgs[min(from, len(c.msgs)):] {
+				if pred(m) {
+					c.mu.Unlock()
+					return m
+				}
+			}
+			c.mu.Unlock()
+			c.t.Fatalf("apserver closed stdout while waiting for %s\n%s", what, c.dump(from))
+		case <-deadline.C:
+			c.t.Fatalf("timed out after %v waiting for %s; messages since #%d:\n%s", waitTimeout, what, from, c.dump(from))
+		}
+	}
+}
+
+// waitFor waits for the first notification or server request with method
+// (from the start of the conversation) that satisfies pred (nil: any).
+func (c *client) waitFor(method string, pred func(*message) bool) *message {
+	c.t.Helper()
+	return c.waitAfter(nil, method, pred)
+}
+
+// waitAfter is waitFor for messages after after (nil: from the start).
+func (c *client) waitAfter(after *message, method string, pred func(*message) bool) *message {
+	c.t.Helper()
+	from := 0
+	if after != nil {
+		from = after.Seq + 1
+	}
+	return c.waitMsg(method, from, func(m *message) bool {
+		return m.Method == method && (pred == nil || pred(m))
+	})
+}
+
+// turnDone waits for turn/completed of turnID.
+func (c *client) turnDone(turnID string) *message {
+	c.t.Helper()
+	return c.waitFor("turn/completed", func(m *message) bool { return m.str("turn.id") == turnID })
+}
+
+// snapshot returns a copy of the messages received so far.
+func (c *client) snapshot() []*message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*message(nil), c.msgs...)
+}
+
+// find returns the messages with method (any method when "") that satisfy
+// pred, among those received so far.
+func (c *client) find(method string, pred func(*message) bool) []*message {
+	var out []*message
+	for _, m := range c.snapshot() {
+		if (method == "" || m.Method == method) && (pred == nil || pred(m)) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// labelsBetween lists the labels of the messages strictly between a and b
+// (a nil a: from the start; a nil b: to the end so far).
+func (c *client) labelsBetween(a, b *message) []string {
+	var out []string
+	for _, m := range c.snapshot() {
+		if a != nil && m.Seq <= a.Seq {
+			continue
+		}
+		if b != nil && m.Seq >= b.Seq {
+			break
+		}
+		out = append(out, m.label())
+	}
+	return out
+}
+
+// quiet waits d and reports the messages that arrived meanwhile with method.
+func (c *client) quiet(d time.Duration, method string, pred func(*message) bool) []*message {
+	n := len(c.snapshot())
+	time.Sleep(d)
+	var out []*message
+	for _, m := range c.snapshot()[n:] {
+		if m.Method == method && (pred == nil || pred(m)) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (c *client) dump(from int) string {
+	var sb strings.Builder
+	for _, m := range c.snapshot()[min(from, len(c.snapshot())):] {
+		s := m.Raw
+		if len(s) > 400 {
+			s = s[:400] + "…"
+		}
+		fmt.Fprintf(&sb, "  #%d %s\n", m.Seq, s)
+	}
+	return sb.String()
+}
+
+// initialize performs the handshake.
+func (c *client) initialize() *message {
+	c.t.Helper()
+	m := c.call("initialize", map[string]any{
+		"clientInfo": map[string]any{"name": "e2e", "title": "apserver e2e", "version": "0.0.1"},
+	})
+	c.notify("initialized", nil)
+	return m
+}
+
+// close closes stdin and waits for a clean exit; it returns the exit error.
+func (c *client) close() error {
+	c.t.Helper()
+	c.stdin.Close()
+	select {
+	case <-c.exited:
+	case <-time.After(exitTimeout):
+		c.t.Fatalf("apserver did not exit within %v of stdin closing", exitTimeout)
+	}
+	<-c.readDone
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.exitErr
+}
+
+// kill sends SIGKILL and waits for the process to be reaped.
+func (c *client) kill() {
+	c.t.Helper()
+	c.mu.Lock()
+	c.killed = true
+	c.mu.Unlock()
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		c.t.Fatalf("SIGKILL: %v", err)
+	}
+	select {
+	case <-c.exited:
+	case <-time.After(exitTimeout):
+		c.t.Fatal("apserver survived SIGKILL")
+	}
+	<-c.readDone
+}
+
+// ---------------------------------------------------------------------------
+// Protocol helpers.
+
+// startThread starts a thread in a fresh temp cwd with approvalPolicy and
+// returns the thread id and its cwd.
+func (c *client) startThread(approval string) (threadID, cwd string) {
+	c.t.Helper()
+	cwd = c.t.TempDir()
+	return c.startThreadIn(cwd, approval), cwd
+}
+
+func (c *client) startThreadIn(cwd, approval string) string {
+	c.t.Helper()
+	params := map[string]any{"cwd": cwd}
+	if approval != "" {
+		params["approvalPolicy"] = approval
+	}
+	r := c.call("thread/start", params)
+	id := r.str("thread.id")
+	if id == "" {
+		c.t.Fatalf("thread/start result has no thread.id: %s", r.Raw)
+	}
+	c.waitAfter(r, "thread/started", func(m *message) bool { return m.str("thread.id") == id })
+	return id
+}
+
+// textInput is a UserInput list holding one text element.
+func textInput(text string) []any {
+	return []any{map[string]any{"type": "text", "text": text, "text_elements": []any{}}}
+}
+
+// startTurn sends turn/start and returns its response (requiring a result)
+// and the turn id.
+func (c *client) startTurn(threadID, text string) (*message, string) {
+	c.t.Helper()
+	r := c.call("turn/start", map[string]any{"threadId": threadID, "input": textInput(text)})
+	id := r.str("turn.id")
+	if id == "" {
+		c.t.Fatalf("turn/start result has no turn.id: %s", r.Raw)
+	}
+	return r, id
+}
+
+// runTurn starts a turn and waits for its turn/completed.
+func (c *client) runTurn(threadID, text string) (start *message, done *message) {
+	c.t.Helper()
+	start, id := c.startTurn(threadID, text)
+	return start, c.turnDone(id)
+}
+
+// itemPred matches item notifications for a turn by item type.
+func itemOfType(turnID, typ string) func(*message) bool {
+	return func(m *message) bool {
+		return m.str("turnId") == turnID && m.str("item.type") == typ
+	}
+}
+
+func forTurn(turnID string) func(*message) bool {
+	return func(m *message) bool { return m.str("turnId") == turnID || m.str("turn.id") == turnID }
+}
+
+func statusIs(threadID, typ string, flags ...string) func(*message) bool {
+	return func(m *message) bool {
+		if m.str("threadId") != threadID || m.str("status.type") != typ {
+			return false
+		}
+		if typ != "active" {
+			return true
+		}
+		got, _ := m.get("status.activeFlags").([]any)
+		if len(got) != len(flags) {
+			return false
+		}
+		for i, f := range flags {
+			if got[i] != f {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// indexOf returns the position of the first label equal to want, or -1.
+func indexOf(labels []string, want string) int {
+	for i, l := range labels {
+		if l == want {
+			return i
+		}
+	}
+	return -1
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// checkInvariants checks the ordering rules of CORE.md §9 over the whole
+// conversation: each turn starts once and completes once; items, deltas
+// and turn-scoped notifications sit between their turn's turn/started and
+// turn/completed; each item starts before its deltas and completes at most
+// once; and (unless the process was killed) every server request gets
+// exactly one serverRequest/resolved.
+func (c *client) checkInvariants() {
+	t := c.t
+	type key struct{ turn, item string }
+	turnStarted, turnCompleted := map[string]int{}, map[string]int{}
+	itemStarted, itemCompleted := map[key]int{}, map[key]int{}
+	requests, resolved := map[string]int{}, map[string]int{}
+	inTurn := func(m *message, turnID string) {
+		if _, ok := turnStarted[turnID]; !ok {
+			t.Errorf("#%d %s for turn %s before its turn/started", m.Seq, m.Method, turnID)
+		}
+		if s, ok := turnCompleted[turnID]; ok {
+			t.Errorf("#%d %s for turn %s after its turn/completed (#%d)", m.Seq, m.Method, turnID, s)
+		}
+	}
+	for _, m := range c.snapshot() {
+		if m.isRequest() {
+			requests[string(m.ID)]++
+			continue
+		}
+		switch m.Method {
+		case "turn/started":
+			id := m.str("turn.id")
+			if s, dup := turnStarted[id]; dup {
+				t.Errorf("#%d second turn/started for turn %s (first #%d)", m.Seq, id, s)
+			}
+			turnStarted[id] = m.Seq
+		case "turn/completed":
+			id := m.str("turn.id")
+			if _, ok := turnStarted[id]; !ok {
+				t.Errorf("#%d turn/completed for turn %s without turn/started", m.Seq, id)
+			}
+			if s, dup := turnCompleted[id]; dup {
+				t.Errorf("#%d second turn/completed for turn %s (first #%d)", m.Seq, id, s)
+			}
+			turnCompleted[id] = m.Seq
+		case "item/started":
+			k := key{m.str("turnId"), m.str("item.id")}
+			inTurn(m, k.turn)
+			if s, dup := itemStarted[k]; dup {
+				t.Errorf("#%d second item/started for item %s (first #%d)", m.Seq, k.item, s)
+			}
+			itemStarted[k] = m.Seq
+		case "item/completed":
+			k := key{m.str("turnId"), m.str("item.id")}
+			inTurn(m, k.turn)
+			if _, ok := itemStarted[k]; !ok {
+				t.Errorf("#%d item/completed for item %s without item/started", m.Seq, k.item)
+			}
+			if s, dup := itemCompleted[k]; dup {
+				t.Errorf("#%d second item/completed for item %s (first #%d)", m.Seq, k.item, s)
+			}
+			itemCompleted[k] = m.Seq
+		case "item/agentMessage/delta", "item/commandExecution/outputDelta", "item/reasoning/summaryTextDelta",
+			"item/reasoning/summaryPartAdded", "item/reasoning/textDelta":
+			k := key{m.str("turnId"), m.str("itemId")}
+			inTurn(m, k.turn)
+			if _, ok := itemStarted[k]; !ok {
+				t.Errorf("#%d %s for item %s before its item/started", m.Seq, m.Method, k.item)
+			}
+			if s, ok := itemCompleted[k]; ok {
+				t.Errorf("#%d %s for item %s after its item/completed (#%d)", m.Seq, m.Method, k.item, s)
+			}
+		case "thread/tokenUsage/updated", "turn/plan/updated", "turn/diff/updated", "error":
+			if id := m.str("turnId"); id != "" {
+				inTurn(m, id)
+			}
+		case "serverRequest/resolved":
+			id, _ := json.Marshal(m.get("requestId"))
+			resolved[string(id)]++
+			if requests[string(id)] == 0 {
+				t.Errorf("#%d serverRequest/resolved for request %s, which was never sent", m.Seq, id)
+			}
+		}
+	}
+	c.mu.Lock()
+	killed := c.killed
+	c.mu.Unlock()
+	if killed {
+		return
+	}
+	for id := range requests {
+		if resolved[id] != 1 {
+			t.Errorf("server request %s got %d serverRequest/resolved, want exactly 1", id, resolved[id])
+		}
+	}
+}

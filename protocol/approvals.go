@@ -1,0 +1,103 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// CommandApprovalParams: item/commandExecution/requestApproval.
+type CommandApprovalParams struct {
+	ThreadID                    string          `json:"threadId"`
+	TurnID                      string          `json:"turnId"`
+	ItemID                      string          `json:"itemId"`
+	StartedAtMs                 int64           `json:"startedAtMs"`
+	Kind                        string          `json:"kind"` // command
+	Reason                      *string         `json:"reason"`
+	Command                     *string         `json:"command"`
+	Cwd                         *string         `json:"cwd"`
+	CommandActions              []CommandAction `json:"commandActions"`
+	ProposedExecpolicyAmendment []string        `json:"proposedExecpolicyAmendment"`
+}
+
+// FileChangeApprovalParams: item/fileChange/requestApproval.
+type FileChangeApprovalParams struct {
+	ThreadID    string  `json:"threadId"`
+	TurnID      string  `json:"turnId"`
+	ItemID      string  `json:"itemId"`
+	StartedAtMs int64   `json:"startedAtMs"`
+	Reason      *string `json:"reason"`
+	GrantRoot   *string `json:"grantRoot"`
+}
+
+// Approval decisions (string forms).
+const (
+	DecisionAccept           = "accept"
+	DecisionAcceptForSession = "acceptForSession"
+	DecisionDecline          = "decline"
+	DecisionCancel           = "cancel"
+)
+
+// ApprovalDecision is the client's answer. String decisions land in Kind;
+// the object forms ({"acceptWithExecpolicyAmendment":…}) set Kind to the key
+// and keep the body in Detail.
+type ApprovalDecision struct {
+	Kind   string
+	Detail json.RawMessage
+}
+
+// ParseApprovalResponse decodes {"decision": …}. An unknown decision is an
+// error; the caller treats it like a JSON-RPC error answer (item failed).
+func ParseApprovalResponse(raw json.RawMessage) (ApprovalDecision, error) {
+	var v struct {
+		Decision json.RawMessage `json:"decision"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil || v.Decision == nil {
+		return ApprovalDecision{}, fmt.Errorf("approval answer has no decision")
+	}
+	var s string
+	if err := json.Unmarshal(v.Decision, &s); err == nil {
+		switch s {
+		case DecisionAccept, DecisionAcceptForSession, DecisionDecline, DecisionCancel:
+			return ApprovalDecision{Kind: s}, nil
+		}
+		return ApprovalDecision{}, fmt.Errorf("unknown approval decision %q", s)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(v.Decision, &obj); err != nil || len(obj) != 1 {
+		return ApprovalDecision{}, fmt.Errorf("malformed approval decision")
+	}
+	for k, body := range obj {
+		switch k {
+		case "acceptWithExecpolicyAmendment", "applyNetworkPolicyAmendment":
+			return ApprovalDecision{Kind: k, Detail: body}, nil
+		}
+		return ApprovalDecision{}, fmt.Errorf("unknown approval decision %q", k)
+	}
+	return ApprovalDecision{}, fmt.Errorf("malformed approval decision")
+}
+
+// ToolRequestUserInputParams: item/tool/requestUserInput.
+type ToolRequestUserInputParams struct {
+	ThreadID         string              `json:"threadId"`
+	TurnID           string              `json:"turnId"`
+	ItemID           string              `json:"itemId"`
+	Questions        []UserInputQuestion `json:"questions"`
+	IsBlocking       bool                `json:"isBlocking"`
+	AutoResolutionMs *int64              `json:"autoResolutionMs"`
+}
+
+// UserInputQuestion is one question put to the user.
+type UserInputQuestion struct {
+	ID       string            `json:"id"`
+	Header   string            `json:"header"`
+	Question string            `json:"question"`
+	IsOther  bool              `json:"isOther"`
+	IsSecret bool              `json:"isSecret"`
+	Options  []UserInputOption `json:"options"`
+}
+
+// UserInputOption is one offered answer.
+type UserInputOption struct {
+	Label       string `json:"label"`
+	Description string `json:"description"`
+}

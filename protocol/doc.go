@@ -1,0 +1,12 @@
+// Package protocol holds apserver's wire types: the Codex app-server v2
+// requests, responses, notifications, server requests and ThreadItem
+// variants that apserver speaks, plus method names and the error sentinels
+// the server maps to JSON-RPC codes.
+//
+// Field names follow Codex's generated JSON Schemas (shared/protocol/schema),
+// which are the authority; CORE.md describes the behaviour around them.
+// Optional wire fields are pointers or omitempty; nullable-but-required
+// fields are pointers without omitempty so they serialize as null.
+//
+// protocol imports only the standard library. Everything else may import it.
+package protocol

@@ -1,0 +1,247 @@
+package protocol
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// ThreadItem is one entry of a turn. It is a sealed interface: the variants
+// below are the only implementations, each marshalled with its "type" tag.
+type ThreadItem interface {
+	ItemID() string
+	ItemType() string
+	isThreadItem()
+}
+
+// Item status values (commandExecution, fileChange).
+const (
+	ItemInProgress = "inProgress"
+	ItemCompleted  = "completed"
+	ItemFailed     = "failed"
+	ItemDeclined   = "declined"
+)
+
+// UserMessageItem is the user's input.
+type UserMessageItem struct {
+	ID       string      `json:"id"`
+	ClientID *string     `json:"clientId"`
+	Content  []UserInput `json:"content"`
+}
+
+// AgentMessageItem is text from the agent.
+type AgentMessageItem struct {
+	ID    string  `json:"id"`
+	Text  string  `json:"text"`
+	Phase *string `json:"phase"`
+}
+
+// ReasoningItem is the model's reasoning summary and raw content.
+type ReasoningItem struct {
+	ID      string   `json:"id"`
+	Summary []string `json:"summary"`
+	Content []string `json:"content"`
+}
+
+// PlanItem is a proposed plan (plan mode).
+type PlanItem struct {
+	ID   string `json:"id"`
+	Text string `json:"text"`
+}
+
+// CommandExecutionItem is a shell command the agent ran (or asked to run).
+type CommandExecutionItem struct {
+	ID               string          `json:"id"`
+	Command          string          `json:"command"`
+	Cwd              string          `json:"cwd"`
+	ProcessID        *string         `json:"processId"`
+	Source           string          `json:"source"`
+	Status           string          `json:"status"`
+	CommandActions   []CommandAction `json:"commandActions"`
+	AggregatedOutput *string         `json:"aggregatedOutput"`
+	ExitCode         *int            `json:"exitCode"`
+	DurationMs       *int64          `json:"durationMs"`
+}
+
+// CommandAction is a best-effort reading of what a command does.
+type CommandAction struct {
+	Type    string  `json:"type"` // read | listFiles | search | unknown
+	Command string  `json:"command"`
+	Name    string  `json:"name,omitempty"`
+	Path    *string `json:"path,omitempty"`
+	Query   *string `json:"query,omitempty"`
+}
+
+// FileChangeItem is a set of file edits.
+type FileChangeItem struct {
+	ID      string             `json:"id"`
+	Changes []FileUpdateChange `json:"changes"`
+	Status  string             `json:"status"`
+}
+
+// FileUpdateChange is one file's change with its unified diff.
+type FileUpdateChange struct {
+	Path string          `json:"path"`
+	Kind PatchChangeKind `json:"kind"`
+	Diff string          `json:"diff"`
+}
+
+// PatchChangeKind is {type:add|delete} or {type:update, move_path}.
+type PatchChangeKind struct {
+	Type     string  `json:"type"`
+	MovePath *string `json:"move_path,omitempty"`
+}
+
+// ContextCompactionItem marks a compaction of the history.
+type ContextCompactionItem struct {
+	ID string `json:"id"`
+}
+
+// RawItem carries an item of a type this version does not model.
+type RawItem struct {
+	ID   string
+	Type string
+	Raw  json.RawMessage
+}
+
+func (UserMessageItem) isThreadItem()       {}
+func (AgentMessageItem) isThreadItem()      {}
+func (ReasoningItem) isThreadItem()         {}
+func (PlanItem) isThreadItem()              {}
+func (CommandExecutionItem) isThreadItem()  {}
+func (FileChangeItem) isThreadItem()        {}
+func (ContextCompactionItem) isThreadItem() {}
+func (RawItem) isThreadItem()               {}
+
+func (i UserMessageItem) ItemID() string       { return i.ID }
+func (i AgentMessageItem) ItemID() string      { return i.ID }
+func (i ReasoningItem) ItemID() string         { return i.ID }
+func (i PlanItem) ItemID() string              { return i.ID }
+func (i CommandExecutionItem) ItemID() string  { return i.ID }
+func (i FileChangeItem) ItemID() string        { return i.ID }
+func (i ContextCompactionItem) ItemID() string { return i.ID }
+func (i RawItem) ItemID() string               { return i.ID }
+
+func (UserMessageItem) ItemType() string       { return "userMessage" }
+func (AgentMessageItem) ItemType() string      { return "agentMessage" }
+func (ReasoningItem) ItemType() string         { return "reasoning" }
+func (PlanItem) ItemType() string              { return "plan" }
+func (CommandExecutionItem) ItemType() string  { return "commandExecution" }
+func (FileChangeItem) ItemType() string        { return "fileChange" }
+func (ContextCompactionItem) ItemType() string { return "contextCompaction" }
+func (i RawItem) ItemType() string             { return i.Type }
+
+// tagged marshals v with a leading "type" field.
+func tagged(typ string, v any) ([]byte, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(body)+len(typ)+12)
+	out = append(out, `{"type":"`...)
+	out = append(out, typ...)
+	out = append(out, '"')
+	if len(body) > 2 {
+		out = append(out, ',')
+		out = append(out, body[1:]...)
+	} else {
+		out = append(out, '}')
+	}
+	return out, nil
+}
+
+func (i UserMessageItem) MarshalJSON() ([]byte, error) {
+	type a UserMessageItem
+	if i.Content == nil {
+		i.Content = []UserInput{}
+	}
+	return tagged(i.ItemType(), a(i))
+}
+func (i AgentMessageItem) MarshalJSON() ([]byte, error) {
+	type a AgentMessageItem
+	return tagged(i.ItemType(), a(i))
+}
+func (i ReasoningItem) MarshalJSON() ([]byte, error) {
+	type a ReasoningItem
+	if i.Summary == nil {
+		i.Summary = []string{}
+	}
+	if i.Content == nil {
+		i.Content = []string{}
+	}
+	return tagged(i.ItemType(), a(i))
+}
+func (i PlanItem) MarshalJSON() ([]byte, error) {
+	type a PlanItem
+	return tagged(i.ItemType(), a(i))
+}
+func (i CommandExecutionItem) MarshalJSON() ([]byte, error) {
+	type a CommandExecutionItem
+	if i.CommandActions == nil {
+		i.CommandActions = []CommandAction{}
+	}
+	return tagged(i.ItemType(), a(i))
+}
+func (i FileChangeItem) MarshalJSON() ([]byte, error) {
+	type a FileChangeItem
+	if i.Changes == nil {
+		i.Changes = []FileUpdateChange{}
+	}
+	return tagged(i.ItemType(), a(i))
+}
+func (i ContextCompactionItem) MarshalJSON() ([]byte, error) {
+	type a ContextCompactionItem
+	return tagged(i.ItemType(), a(i))
+}
+func (i RawItem) MarshalJSON() ([]byte, error) { return i.Raw, nil }
+
+// UnmarshalThreadItem decodes a tagged item. Unknown types come back as
+// RawItem so nothing is lost.
+func UnmarshalThreadItem(b []byte) (ThreadItem, error) {
+	var head struct {
+		Type string `json:"type"`
+		ID   string `json:"id"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("decoding thread item: %w", err)
+	}
+	var (
+		it  ThreadItem
+		err error
+	)
+	switch head.Type {
+	case "userMessage":
+		var v UserMessageItem
+		err = json.Unmarshal(b, &v)
+		it = v
+	case "agentMessage":
+		var v AgentMessageItem
+		err = json.Unmarshal(b, &v)
+		it = v
+	case "reasoning":
+		var v ReasoningItem
+		err = json.Unmarshal(b, &v)
+		it = v
+	case "plan":
+		var v PlanItem
+		err = json.Unmarshal(b, &v)
+		it = v
+	case "commandExecution":
+		var v CommandExecutionItem
+		err = json.Unmarshal(b, &v)
+		it = v
+	case "fileChange":
+		var v FileChangeItem
+		err = json.Unmarshal(b, &v)
+		it = v
+	case "contextCompaction":
+		var v ContextCompactionItem
+		err = json.Unmarshal(b, &v)
+		it = v
+	default:
+		it = RawItem{ID: head.ID, Type: head.Type, Raw: append(json.RawMessage(nil), b...)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decoding %s item: %w", head.Type, err)
+	}
+	return it, nil
+}

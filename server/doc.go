@@ -1,0 +1,39 @@
+// Package server owns the editor connection: JSONL framing on stdio, JSON-RPC
+// dispatch, the initialize handshake and its gating, request cancellation,
+// the mapping of Go errors to JSON-RPC error codes, and server→client
+// requests. It is the only user of github.com/sourcegraph/jsonrpc2.
+//
+// It imports session (whose Client and Reply contracts it implements) and
+// protocol; it must not import store or model.
+//
+// # Wire format
+//
+// One JSON object per line in both directions (CORE.md §2). Outgoing messages
+// never carry "jsonrpc":"2.0"; notifications carry "emittedAtMs". Incoming
+// "jsonrpc" and unknown top-level fields are ignored. Ids are echoed with
+// their type: a string stays a string, an integer (any int64, negative ones
+// included) stays an integer.
+//
+// Bad input never ends the connection:
+//
+//   - a line that is not JSON: -32700 "Parse error: …", id null;
+//   - a line over Options.MaxLineBytes: discarded up to its newline without
+//     being buffered, -32600 "line exceeds N bytes", id null;
+//   - JSON that is not a message (an array, a number, an object with no
+//     method, result or error, a non-string method, an id that is neither a
+//     string nor an int64): -32600 "Invalid request: …", with the id when
+//     one can be recovered, else null;
+//   - a request whose id is null or a float (1.5, 1e3): no reply, logged
+//     (Codex drops these too);
+//   - a response with an unusable or unknown id: no reply, logged.
+//
+// # Goroutines
+//
+// jsonrpc2's read loop reads every line (through this package's
+// ObjectStream) and calls the handler for each request and notification in
+// order; handlers must return at once and answer through their Reply, now or
+// later from another goroutine. Responses to server→client requests are
+// matched in the stream before jsonrpc2 sees them. One writer goroutine owns
+// the output: every outgoing message is encoded by its caller and queued;
+// order on the wire is the order of the calls.
+package server

@@ -1,0 +1,19 @@
+package server
+
+import (
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session"
+)
+
+// registerTurn wires the turn/* methods to the session.
+func registerTurn(s *Server, m *session.Manager) {
+	Handle(s, protocol.MethodTurnStart, m.StartTurn)
+	Handle(s, protocol.MethodTurnSteer, m.SteerTurn)
+	Handle(s, protocol.MethodTurnInterrupt, m.InterruptTurn)
+}
+
+// Register wires every session method into the server.
+func Register(s *Server, m *session.Manager) {
+	registerThread(s, m)
+	registerTurn(s, m)
+}

@@ -1,0 +1,538 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/model"
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/store"
+)
+
+// ErrThreadNotFound is wrapped when a request names an unknown thread.
+var ErrThreadNotFound = errors.New("thread not found")
+
+// Options configure a Manager.
+type Options struct {
+	// OpenStore opens the store. It runs once, in the background, as soon as
+	// the Manager is made, so that start-up is not held up by SQLite.
+	OpenStore func() (*store.Store, error)
+	Config    config.Config
+	Client    Client
+	Logger    *slog.Logger
+	// Version is apserver's version, reported as a thread's cliVersion.
+	Version string
+	// HTTPClient is used for model requests; nil means a default client.
+	HTTPClient *http.Client
+}
+
+// Manager owns the set of loaded threads. Its own fields are small leaf
+// state behind mu; each thread's state belongs to that thread's goroutine.
+type Manager struct {
+	opts   Options
+	log    *slog.Logger
+	client Client
+	ctx    context.Context
+	stop   context.CancelFunc
+
+	storeReady chan struct{}
+	db         *store.Store // set before storeReady is closed
+	dbErr      error
+
+	wg sync.WaitGroup
+
+	mu      sync.Mutex
+	threads map[string]*thread // loaded threads
+	models  map[string]*model.Client
+}
+
+// NewManager starts opening the store and returns at once.
+func NewManager(opts Options) *Manager {
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{
+		opts:       opts,
+		log:        opts.Logger,
+		client:     opts.Client,
+		ctx:        ctx,
+		stop:       cancel,
+		storeReady: make(chan struct{}),
+		threads:    map[string]*thread{},
+		models:     map[string]*model.Client{},
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	go func() {
+		defer close(m.storeReady)
+		if opts.OpenStore == nil {
+			m.dbErr = errors.New("no store configured")
+			return
+		}
+		m.db, m.dbErr = opts.OpenStore()
+		if m.dbErr != nil {
+			m.log.Error("opening store", "err", m.dbErr)
+			return
+		}
+		for _, r := range m.db.Recovered() {
+			m.log.Warn("turn was in progress when apserver stopped; marked interrupted", "thread", r.ThreadID, "turn", r.TurnID)
+		}
+	}()
+	return m
+}
+
+// store waits for the store to be open.
+func (m *Manager) store() (*store.Store, error) {
+	<-m.storeReady
+	if m.dbErr != nil {
+		return nil, fmt.Errorf("store unavailable: %w", m.dbErr)
+	}
+	return m.db, nil
+}
+
+// Close interrupts running turns, stops every thread goroutine and closes
+// the store. Completed items are already committed.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	ts := make([]*thread, 0, len(m.threads))
+	for _, t := range m.threads {
+		ts = append(ts, t)
+	}
+	m.mu.Unlock()
+	for _, t := range ts {
+		t.shutdown()
+	}
+	m.stop()
+	m.wg.Wait()
+	<-m.storeReady
+	if m.db != nil {
+		return m.db.Close()
+	}
+	return nil
+}
+
+func (m *Manager) notify(method string, params any) { m.client.Notify(method, params) }
+
+func (m *Manager) loaded(id string) *thread {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.threads[id]
+}
+
+func (m *Manager) modelClient(p model.Provider) *model.Client {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := p.Name + "\x00" + p.BaseURL + "\x00" + string(p.Wire)
+	c, ok := m.models[key]
+	if !ok {
+		c = model.NewClient(p, m.opts.HTTPClient)
+		m.models[key] = c
+	}
+	return c
+}
+
+func threadNotFound(id string) error {
+	return &protocol.Error{Kind: protocol.ErrInvalidRequest, Msg: "thread not found: " + id}
+}
+
+// wrapNotFound converts store.ErrNotFound into the client-facing error.
+func wrapNotFound(id string, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return threadNotFound(id)
+	}
+	return err
+}
+
+// resolveSettings merges request overrides onto a base.
+func (m *Manager) resolveSettings(base threadSettings, o protocol.ThreadSettings) (threadSettings, error) {
+	s := base
+	if o.Cwd != nil && *o.Cwd != "" {
+		if !filepath.IsAbs(*o.Cwd) {
+			return s, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: cwd must be an absolute path: %s", *o.Cwd)
+		}
+		s.Cwd = filepath.Clean(*o.Cwd)
+	}
+	if o.Model != nil && *o.Model != "" {
+		s.Model = *o.Model
+	}
+	if o.ModelProvider != nil && *o.ModelProvider != "" {
+		s.Provider = *o.ModelProvider
+	}
+	if o.ApprovalPolicy != nil {
+		if o.ApprovalPolicy.Granular != nil {
+			return s, protocol.Errorf(protocol.ErrInvalidRequest, "askForApproval.granular requires experimentalApi capability")
+		}
+		s.ApprovalPolicy = o.ApprovalPolicy.Mode
+	}
+	if o.Sandbox != nil {
+		s.Sandbox = *o.Sandbox
+	}
+	if o.BaseInstructions != nil {
+		s.BaseInstructions = *o.BaseInstructions
+	}
+	if o.DeveloperInstructions != nil {
+		s.DeveloperInstructions = *o.DeveloperInstructions
+	}
+	return s, nil
+}
+
+func (m *Manager) defaultSettings() threadSettings {
+	c := m.opts.Config
+	cwd, _ := os.Getwd()
+	s := threadSettings{
+		Cwd:            cwd,
+		Model:          c.Model,
+		Provider:       c.Provider,
+		ApprovalPolicy: c.ApprovalPolicy,
+		Sandbox:        c.Sandbox,
+	}
+	if s.ApprovalPolicy == "" {
+		s.ApprovalPolicy = protocol.ApprovalOnRequest
+	}
+	if s.Sandbox == "" {
+		s.Sandbox = protocol.SandboxWorkspaceWrite
+	}
+	return s
+}
+
+// StartThread implements thread/start: the response, then thread/started.
+func (m *Manager) StartThread(ctx context.Context, p protocol.ThreadStartParams, reply Reply) {
+	s, err := m.resolveSettings(m.defaultSettings(), p.ThreadSettings)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	if st, err := os.Stat(s.Cwd); err != nil || !st.IsDir() {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "cwd is not a directory: %s", s.Cwd))
+		return
+	}
+	now := time.Now()
+	meta := store.Thread{
+		ID:        newID(),
+		Cwd:       s.Cwd,
+		CreatedAt: now.UnixMilli(),
+		UpdatedAt: now.UnixMilli(),
+		Ephemeral: p.Ephemeral != nil && *p.Ephemeral,
+	}
+	t := m.newThread(meta, s)
+	t.post(func() { t.create(reply) })
+}
+
+// ResumeThread implements thread/resume: loads the thread if needed
+// (announcing it idle), then answers with its history.
+func (m *Manager) ResumeThread(ctx context.Context, p protocol.ThreadResumeParams, reply Reply) {
+	t, err := m.load(ctx, p.ThreadID)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	t.post(func() { t.resume(p, reply) })
+}
+
+// load returns the loaded thread, loading it from the store if needed.
+func (m *Manager) load(ctx context.Context, id string) (*thread, error) {
+	if t := m.loaded(id); t != nil {
+		return t, nil
+	}
+	db, err := m.store()
+	if err != nil {
+		return nil, err
+	}
+	meta, err := db.GetThread(ctx, id)
+	if err != nil {
+		return nil, wrapNotFound(id, err)
+	}
+	s := settingsFromStore(meta, m.defaultSettings())
+	m.mu.Lock()
+	if t := m.threads[id]; t != nil { // lost a race with another load
+		m.mu.Unlock()
+		return t, nil
+	}
+	m.mu.Unlock()
+	t := m.newThread(meta, s)
+	t.post(func() { t.loadFromStore(true) })
+	return t, nil
+}
+
+// ForkThread implements thread/fork: a new thread with the history copied
+// through lastTurnId (or all of it), then thread/started.
+func (m *Manager) ForkThread(ctx context.Context, p protocol.ThreadForkParams, reply Reply) {
+	db, err := m.store()
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	src, err := db.GetThread(ctx, p.ThreadID)
+	if err != nil {
+		// An ephemeral source lives only in memory.
+		reply(nil, wrapNotFound(p.ThreadID, err))
+		return
+	}
+	s, err := m.resolveSettings(settingsFromStore(src, m.defaultSettings()), p.ThreadSettings)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	now := time.Now()
+	meta := src
+	meta.ID = newID()
+	meta.ForkedFromID = src.ID
+	meta.CreatedAt, meta.UpdatedAt = now.UnixMilli(), now.UnixMilli()
+	meta.Archived = false
+	meta.Ephemeral = false
+	through := ""
+	if p.LastTurnID != nil {
+		through = *p.LastTurnID
+	}
+	t := m.newThread(meta, s)
+	t.post(func() { t.fork(src.ID, through, p.ExcludeTurns, reply) })
+}
+
+// ListThreads implements thread/list.
+func (m *Manager) ListThreads(ctx context.Context, p protocol.ThreadListParams, reply Reply) {
+	go func() {
+		db, err := m.store()
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		o := store.ListOptions{}
+		if p.Cursor != nil {
+			o.Cursor = *p.Cursor
+		}
+		if p.Limit != nil {
+			o.Limit = *p.Limit
+		}
+		if p.SortKey != nil && *p.SortKey == "updated_at" {
+			o.SortKey = "updated_at"
+		}
+		o.Ascending = p.SortDirection != nil && *p.SortDirection == "asc"
+		o.Archived = p.Archived != nil && *p.Archived
+		o.Cwds, _ = p.Cwds()
+		if p.SearchTerm != nil {
+			o.SearchTerm = *p.SearchTerm
+		}
+		o.ModelProviders = p.ModelProviders
+		rows, next, err := db.ListThreads(ctx, o)
+		if err != nil {
+			if errors.Is(err, store.ErrBadCursor) {
+				err = protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: invalid cursor")
+			}
+			reply(nil, err)
+			return
+		}
+		res := protocol.ThreadListResult{Data: make([]protocol.Thread, 0, len(rows))}
+		for _, r := range rows {
+			res.Data = append(res.Data, m.wireThread(r, m.liveStatus(r.ID)))
+		}
+		if next != "" {
+			res.NextCursor = &next
+		}
+		reply(res, nil)
+	}()
+}
+
+// liveStatus is a loaded thread's status, or notLoaded.
+func (m *Manager) liveStatus(id string) protocol.ThreadStatus {
+	if t := m.loaded(id); t != nil {
+		return t.statusSnapshot()
+	}
+	return protocol.ThreadStatus{Type: protocol.StatusNotLoaded}
+}
+
+// ReadThread implements thread/read, without loading the thread.
+func (m *Manager) ReadThread(ctx context.Context, p protocol.ThreadReadParams, reply Reply) {
+	go func() {
+		if t := m.loaded(p.ThreadID); t != nil && t.meta.Ephemeral {
+			t.post(func() { reply(protocol.ThreadResult{Thread: t.wire(p.IncludeTurns)}, nil) })
+			return
+		}
+		db, err := m.store()
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		meta, err := db.GetThread(ctx, p.ThreadID)
+		if err != nil {
+			reply(nil, wrapNotFound(p.ThreadID, err))
+			return
+		}
+		th := m.wireThread(meta, m.liveStatus(meta.ID))
+		if p.IncludeTurns {
+			turns, err := loadTurns(ctx, db, meta.ID)
+			if err != nil {
+				reply(nil, err)
+				return
+			}
+			th.Turns = turns
+		}
+		reply(protocol.ThreadResult{Thread: th}, nil)
+	}()
+}
+
+// ArchiveThread implements thread/archive: a loaded thread is unloaded first
+// (thread/status/changed notLoaded), then {} and thread/archived.
+func (m *Manager) ArchiveThread(ctx context.Context, p protocol.ThreadIDParams, reply Reply) {
+	go func() {
+		db, err := m.store()
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		meta, err := db.GetThread(ctx, p.ThreadID)
+		if err != nil {
+			reply(nil, wrapNotFound(p.ThreadID, err))
+			return
+		}
+		if t := m.loaded(p.ThreadID); t != nil {
+			t.unload()
+		}
+		meta.Archived = true
+		meta.UpdatedAt = time.Now().UnixMilli()
+		if err := db.UpdateThread(ctx, meta); err != nil {
+			reply(nil, err)
+			return
+		}
+		reply(protocol.Empty{}, nil)
+		m.notify(protocol.NotifyThreadArchived, protocol.ThreadIDNotification{ThreadID: p.ThreadID})
+	}()
+}
+
+// UnarchiveThread implements thread/unarchive: {thread}, then thread/unarchived.
+func (m *Manager) UnarchiveThread(ctx context.Context, p protocol.ThreadIDParams, reply Reply) {
+	go func() {
+		db, err := m.store()
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		meta, err := db.GetThread(ctx, p.ThreadID)
+		if err != nil {
+			reply(nil, wrapNotFound(p.ThreadID, err))
+			return
+		}
+		meta.Archived = false
+		meta.UpdatedAt = time.Now().UnixMilli()
+		if err := db.UpdateThread(ctx, meta); err != nil {
+			reply(nil, err)
+			return
+		}
+		reply(protocol.ThreadResult{Thread: m.wireThread(meta, m.liveStatus(meta.ID))}, nil)
+		m.notify(protocol.NotifyThreadUnarchived, protocol.ThreadIDNotification{ThreadID: p.ThreadID})
+	}()
+}
+
+// SetThreadName implements thread/name/set: {}, then thread/name/updated.
+func (m *Manager) SetThreadName(ctx context.Context, p protocol.ThreadNameSetParams, reply Reply) {
+	if t := m.loaded(p.ThreadID); t != nil {
+		t.post(func() { t.setName(*p.Name, reply) })
+		return
+	}
+	go func() {
+		db, err := m.store()
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		meta, err := db.GetThread(ctx, p.ThreadID)
+		if err != nil {
+			reply(nil, wrapNotFound(p.ThreadID, err))
+			return
+		}
+		meta.Name = *p.Name
+		meta.UpdatedAt = time.Now().UnixMilli()
+		if err := db.UpdateThread(ctx, meta); err != nil {
+			reply(nil, err)
+			return
+		}
+		reply(protocol.Empty{}, nil)
+		m.notify(protocol.NotifyThreadNameUpdated, protocol.ThreadNameUpdatedNotification{ThreadID: p.ThreadID, ThreadName: p.Name})
+	}()
+}
+
+// StartTurn implements turn/start. On a busy thread it steers the running
+// turn and answers with that turn, as Codex does.
+func (m *Manager) StartTurn(ctx context.Context, p protocol.TurnStartParams, reply Reply) {
+	t := m.loaded(p.ThreadID)
+	if t == nil {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "thread not loaded: %s", p.ThreadID))
+		return
+	}
+	t.post(func() { t.startTurn(p, reply) })
+}
+
+// SteerTurn implements turn/steer.
+func (m *Manager) SteerTurn(ctx context.Context, p protocol.TurnSteerParams, reply Reply) {
+	t := m.loaded(p.ThreadID)
+	if t == nil {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "thread not loaded: %s", p.ThreadID))
+		return
+	}
+	t.post(func() { t.steer(p, reply) })
+}
+
+// InterruptTurn implements turn/interrupt.
+func (m *Manager) InterruptTurn(ctx context.Context, p protocol.TurnInterruptParams, reply Reply) {
+	t := m.loaded(p.ThreadID)
+	if t == nil {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "thread not loaded: %s", p.ThreadID))
+		return
+	}
+	t.post(func() { t.interrupt(p.TurnID, reply) })
+}
+
+// ListModels implements model/list from the configured catalog.
+func (m *Manager) ListModels(ctx context.Context, p protocol.ModelListParams, reply Reply) {
+	c := m.opts.Config
+	var out []protocol.Model
+	seen := map[string]bool{}
+	add := func(mi config.ModelInfo) {
+		if seen[mi.ID] || (mi.Hidden && (p.IncludeHidden == nil || !*p.IncludeHidden)) {
+			return
+		}
+		if p.ModelProvider != nil && *p.ModelProvider != "" && mi.Provider != "" && mi.Provider != *p.ModelProvider {
+			return
+		}
+		seen[mi.ID] = true
+		efforts := mi.ReasoningEfforts
+		if len(efforts) == 0 {
+			efforts = []string{"low", "medium", "high"}
+		}
+		def := mi.DefaultReasoningEffort
+		if def == "" {
+			def = "medium"
+		}
+		opts := make([]protocol.ReasoningEffortOption, 0, len(efforts))
+		for _, e := range efforts {
+			opts = append(opts, protocol.ReasoningEffortOption{ReasoningEffort: e, Description: e + " reasoning effort"})
+		}
+		name := mi.DisplayName
+		if name == "" {
+			name = mi.ID
+		}
+		out = append(out, protocol.Model{
+			ID: mi.ID, Model: mi.ID, DisplayName: name, Description: mi.Description, Hidden: mi.Hidden,
+			SupportedReasoningEfforts: opts, DefaultReasoningEffort: def,
+			InputModalities: []string{"text"}, IsDefault: mi.ID == c.Model,
+		})
+	}
+	for _, mi := range c.Models {
+		add(mi)
+	}
+	if c.Model != "" {
+		add(config.ModelInfo{ID: c.Model, Provider: c.Provider, Description: "Default model (from configuration)"})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].IsDefault && !out[j].IsDefault })
+	if out == nil {
+		out = []protocol.Model{}
+	}
+	reply(protocol.ModelListResult{Data: out}, nil)
+}

@@ -1,0 +1,640 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/apserver/apserver/model"
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/store"
+	"github.com/apserver/apserver/tools"
+)
+
+// turn is the active turn of a thread; owned by the thread goroutine.
+type turn struct {
+	id      string
+	ctx     context.Context
+	cancel  context.CancelFunc
+	started time.Time
+	seq     int
+
+	modelName string
+	client    *model.Client
+	prompt    string
+
+	// Sampling state. gen counts model requests; events of older
+	// generations are dropped.
+	gen          int
+	sampling     bool
+	streamCancel context.CancelFunc
+	msg          *protocol.AgentMessageItem // agent message in flight
+	msgModelID   string
+	msgText      strings.Builder
+	msgStarted   time.Time
+	reasoning    *protocol.ReasoningItem // reasoning in flight
+	reasonModel  string
+	calls        []model.ToolCall // tool calls of the last response, not yet run
+
+	// pendingInput is steered input not yet given to the model.
+	pendingInput [][]protocol.UserInput
+	// requests are server requests waiting for an answer.
+	requests []int64
+
+	items     []protocol.ThreadItem // completed items, in order
+	lastAgent *protocol.AgentMessageItem
+}
+
+func (tr *turn) wire(view string) protocol.Turn {
+	w := protocol.Turn{ID: tr.id, Items: []protocol.ThreadItem{}, ItemsView: view, Status: protocol.TurnInProgress}
+	if view == protocol.ItemsFull {
+		w.Items = append(w.Items, tr.items...)
+	}
+	return w
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// startTurn implements turn/start on the thread goroutine.
+func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
+	if tr := t.turn; tr != nil {
+		// Codex: turn/start on a busy thread steers the active turn.
+		tr.pendingInput = append(tr.pendingInput, p.Input)
+		reply(protocol.TurnResult{Turn: tr.wire(protocol.ItemsNotLoaded)}, nil)
+		t.consumeSteerIfSampling(tr)
+		return
+	}
+	changed := false
+	set := func(dst *string, v *string) {
+		if v != nil && *v != "" && *dst != *v {
+			*dst, changed = *v, true
+		}
+	}
+	if p.Cwd != nil && *p.Cwd != "" && !filepath.IsAbs(*p.Cwd) {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: cwd must be an absolute path: %s", *p.Cwd))
+		return
+	}
+	set(&t.settings.Cwd, p.Cwd)
+	set(&t.settings.Model, p.Model)
+	set(&t.settings.Effort, p.Effort)
+	if p.ApprovalPolicy != nil {
+		if p.ApprovalPolicy.Granular != nil {
+			reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "askForApproval.granular requires experimentalApi capability"))
+			return
+		}
+		set(&t.settings.ApprovalPolicy, &p.ApprovalPolicy.Mode)
+	}
+	if p.SandboxPolicy != nil {
+		mode := protocol.SandboxModeFor(*p.SandboxPolicy)
+		set(&t.settings.Sandbox, &mode)
+	}
+	modelName, provider, err := t.m.opts.Config.ResolveModel("", t.settings.Model)
+	if err != nil {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "model: %v", err))
+		return
+	}
+	if t.settings.Model == "" {
+		t.settings.Model = modelName
+	}
+	if t.settings.Provider != provider.Name && provider.Name != "" {
+		t.settings.Provider, changed = provider.Name, true
+	}
+	text := protocol.InputText(p.Input)
+	if t.meta.Preview == "" && text != "" {
+		t.meta.Preview = truncate(text, 200)
+		changed = true
+	}
+	now := time.Now()
+	t.meta.UpdatedAt = now.UnixMilli()
+	if changed {
+		if err := t.saveMeta(); err != nil {
+			reply(nil, err)
+			return
+		}
+	}
+	ctx, cancel := context.WithCancel(t.ctx)
+	tr := &turn{
+		id: newID(), ctx: ctx, cancel: cancel, started: now,
+		modelName: modelName,
+		client:    t.m.modelClient(provider),
+		prompt:    systemPrompt(t.settings.Cwd, t.settings.BaseInstructions, t.m.opts.Config.Instructions, t.settings.DeveloperInstructions),
+	}
+	if t.persistent() {
+		db, err := t.m.store()
+		if err == nil {
+			var st store.Turn
+			st, err = db.StartTurn(ctx, store.Turn{ThreadID: t.id, ID: tr.id, Status: protocol.TurnInProgress, StartedAt: now.UnixMilli()})
+			tr.seq = st.Seq
+		}
+		if err != nil {
+			cancel()
+			reply(nil, fmt.Errorf("starting turn: %w", err))
+			return
+		}
+	}
+	t.turn = tr
+	reply(protocol.TurnResult{Turn: tr.wire(protocol.ItemsNotLoaded)}, nil)
+	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
+	started := tr.wire(protocol.ItemsNotLoaded)
+	started.StartedAt = ptr(now.Unix())
+	t.notify(protocol.NotifyTurnStarted, protocol.TurnNotification{ThreadID: t.id, Turn: started})
+	if err := t.userMessage(tr, p.Input); err != nil {
+		t.failTurn(tr, err)
+		return
+	}
+	t.sample(tr)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8Start(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// steer implements turn/steer.
+func (t *thread) steer(p protocol.TurnSteerParams, reply Reply) {
+	tr := t.turn
+	if tr == nil {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "no active turn to steer"))
+		return
+	}
+	if p.ExpectedTurnID != tr.id {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "expected active turn id `%s` but found `%s`", p.ExpectedTurnID, tr.id))
+		return
+	}
+	tr.pendingInput = append(tr.pendingInput, p.Input)
+	reply(protocol.TurnSteerResult{TurnID: tr.id}, nil)
+	t.consumeSteerIfSampling(tr)
+}
+
+// consumeSteerIfSampling abandons an in-flight model request so the steered
+// input reaches the model now. A partial agent message is left without
+// item/completed, as Codex does. While a tool runs, the input waits for it.
+func (t *thread) consumeSteerIfSampling(tr *turn) {
+	if !tr.sampling {
+		return
+	}
+	tr.streamCancel()
+	tr.sampling = false
+	tr.msg, tr.reasoning, tr.calls = nil, nil, nil
+	tr.msgText.Reset()
+	if err := t.consumePendingInput(tr); err != nil {
+		t.failTurn(tr, err)
+		return
+	}
+	t.sample(tr)
+}
+
+func (t *thread) consumePendingInput(tr *turn) error {
+	for len(tr.pendingInput) > 0 {
+		in := tr.pendingInput[0]
+		tr.pendingInput = tr.pendingInput[1:]
+		if err := t.userMessage(tr, in); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// interrupt implements turn/interrupt: {} then idle, turn/completed
+// interrupted, then serverRequest/resolved for every request cleaned up.
+func (t *thread) interrupt(turnID string, reply Reply) {
+	tr := t.turn
+	if tr == nil {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "no active turn to interrupt"))
+		return
+	}
+	if turnID != tr.id {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "expected active turn id `%s` but found `%s`", turnID, tr.id))
+		return
+	}
+	reply(protocol.Empty{}, nil)
+	t.finishInterrupted()
+}
+
+func (t *thread) finishInterrupted() {
+	if tr := t.turn; tr != nil {
+		t.completeTurn(tr, protocol.TurnInterrupted, nil)
+	}
+}
+
+// abandonTurn runs when the thread goroutine stops (apserver shutting down):
+// the turn is recorded as interrupted; the client is gone, so nothing is sent.
+func (t *thread) abandonTurn() {
+	tr := t.turn
+	if tr == nil {
+		return
+	}
+	tr.cancel()
+	t.turn = nil
+	if t.persistent() {
+		if db, err := t.m.store(); err == nil {
+			now := time.Now()
+			_ = db.FinishTurn(context.Background(), store.Turn{ThreadID: t.id, ID: tr.id, Seq: tr.seq, Status: protocol.TurnInterrupted,
+				StartedAt: tr.started.UnixMilli(), CompletedAt: now.UnixMilli(), DurationMs: now.Sub(tr.started).Milliseconds()})
+		}
+	}
+}
+
+// userMessage records user input as a userMessage item.
+func (t *thread) userMessage(tr *turn, in []protocol.UserInput) error {
+	item := protocol.UserMessageItem{ID: t.uniqueItemID(""), Content: in}
+	now := time.Now()
+	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: now.UnixMilli()})
+	var hist []model.Entry
+	if text := protocol.InputText(in); text != "" {
+		hist = []model.Entry{{Kind: model.EntryUser, Text: text}}
+	}
+	return t.commitItem(tr, item, hist)
+}
+
+// uniqueItemID returns candidate if it is unused in this thread, else a fresh id.
+func (t *thread) uniqueItemID(candidate string) string {
+	if candidate == "" || t.itemIDs[candidate] {
+		candidate = newID()
+	}
+	t.itemIDs[candidate] = true
+	return candidate
+}
+
+// commitItem stores a completed item (committed before it is announced),
+// extends the model history and sends item/completed.
+func (t *thread) commitItem(tr *turn, item protocol.ThreadItem, hist []model.Entry) error {
+	now := time.Now()
+	if t.persistent() {
+		raw, err := json.Marshal(item)
+		if err != nil {
+			return fmt.Errorf("encoding item %s: %w", item.ItemID(), err)
+		}
+		var h json.RawMessage
+		if len(hist) > 0 {
+			h, _ = json.Marshal(hist)
+		}
+		db, err := t.m.store()
+		if err == nil {
+			_, err = db.AppendItem(tr.ctx, store.Item{ThreadID: t.id, TurnID: tr.id, ID: item.ItemID(), Type: item.ItemType(), Item: raw, History: h, CompletedAt: now.UnixMilli()})
+		}
+		if err != nil {
+			return fmt.Errorf("storing item %s: %w", item.ItemID(), err)
+		}
+	}
+	t.history = append(t.history, hist...)
+	tr.items = append(tr.items, item)
+	if am, ok := item.(protocol.AgentMessageItem); ok {
+		tr.lastAgent = &am
+	}
+	t.notify(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, CompletedAtMs: now.UnixMilli()})
+	return nil
+}
+
+// postEvent queues an event from a child goroutine; it is dropped if the
+// child's context ended first (its events would be stale anyway).
+func (t *thread) postEvent(ctx context.Context, f func()) {
+	select {
+	case t.inbox <- f:
+	case <-ctx.Done():
+	case <-t.done:
+	}
+}
+
+// sample starts one model request for the turn.
+func (t *thread) sample(tr *turn) {
+	tr.gen++
+	gen := tr.gen
+	ctx, cancel := context.WithCancel(tr.ctx)
+	tr.streamCancel = cancel
+	tr.sampling = true
+	req := model.Request{
+		Model:             tr.modelName,
+		Instructions:      tr.prompt,
+		Input:             append([]model.Entry(nil), t.history...),
+		Tools:             agentTools(),
+		ReasoningEffort:   t.settings.Effort,
+		ParallelToolCalls: true,
+	}
+	client := tr.client
+	go func() {
+		err := client.Stream(ctx, req, func(ev model.Event) {
+			t.postEvent(ctx, func() { t.onModelEvent(tr, gen, ev) })
+		})
+		t.postEvent(ctx, func() { t.onModelDone(tr, gen, err) })
+	}()
+}
+
+func (t *thread) current(tr *turn, gen int) bool {
+	return t.turn == tr && tr.gen == gen && tr.sampling
+}
+
+func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
+	if !t.current(tr, gen) {
+		return
+	}
+	switch ev.Kind {
+	case model.EvTextDelta:
+		if tr.reasoning != nil {
+			if !t.completeReasoning(tr) {
+				return
+			}
+		}
+		if tr.msg != nil && ev.ItemID != "" && tr.msgModelID != "" && ev.ItemID != tr.msgModelID {
+			if !t.completeMessage(tr, "") {
+				return
+			}
+		}
+		if tr.msg == nil {
+			t.startMessage(tr, ev.ItemID)
+		}
+		tr.msgText.WriteString(ev.Text)
+		t.notify(protocol.NotifyAgentMessageDelta, protocol.DeltaNotification{ThreadID: t.id, TurnID: tr.id, ItemID: tr.msg.ID, Delta: ev.Text})
+	case model.EvMessageDone:
+		if tr.msg == nil {
+			if ev.Text == "" {
+				return
+			}
+			t.startMessage(tr, ev.ItemID)
+		}
+		t.completeMessage(tr, ev.Text)
+	case model.EvReasoningPartAdded:
+		t.startReasoning(tr, ev.ItemID)
+		for len(tr.reasoning.Summary) <= ev.Index {
+			tr.reasoning.Summary = append(tr.reasoning.Summary, "")
+		}
+		t.notify(protocol.NotifyReasoningSummaryPart, protocol.ReasoningSummaryPartAddedNotification{ThreadID: t.id, TurnID: tr.id, ItemID: tr.reasoning.ID, SummaryIndex: ev.Index})
+	case model.EvReasoningSummaryDelta:
+		t.startReasoning(tr, ev.ItemID)
+		for len(tr.reasoning.Summary) <= ev.Index {
+			tr.reasoning.Summary = append(tr.reasoning.Summary, "")
+		}
+		tr.reasoning.Summary[ev.Index] += ev.Text
+		t.notify(protocol.NotifyReasoningSummaryDelta, protocol.ReasoningSummaryDeltaNotification{ThreadID: t.id, TurnID: tr.id, ItemID: tr.reasoning.ID, Delta: ev.Text, SummaryIndex: ev.Index})
+	case model.EvReasoningTextDelta:
+		t.startReasoning(tr, ev.ItemID)
+		for len(tr.reasoning.Content) <= ev.Index {
+			tr.reasoning.Content = append(tr.reasoning.Content, "")
+		}
+		tr.reasoning.Content[ev.Index] += ev.Text
+		t.notify(protocol.NotifyReasoningTextDelta, protocol.ReasoningTextDeltaNotification{ThreadID: t.id, TurnID: tr.id, ItemID: tr.reasoning.ID, Delta: ev.Text, ContentIndex: ev.Index})
+	case model.EvReasoningDone:
+		if tr.reasoning == nil && len(ev.Summary) == 0 && len(ev.Content) == 0 {
+			return
+		}
+		t.startReasoning(tr, ev.ItemID)
+		if len(ev.Summary) > 0 {
+			tr.reasoning.Summary = ev.Summary
+		}
+		if len(ev.Content) > 0 {
+			tr.reasoning.Content = ev.Content
+		}
+		t.completeReasoning(tr)
+	case model.EvToolCall:
+		if !t.flushInFlight(tr) {
+			return
+		}
+		tr.calls = append(tr.calls, ev.Call)
+	case model.EvRetry:
+		msg := fmt.Sprintf("Reconnecting... %d/%d", ev.Attempt, max(ev.Attempt, 1))
+		if ev.Err != nil {
+			msg = fmt.Sprintf("Reconnecting... attempt %d: %v", ev.Attempt, ev.Err)
+		}
+		t.notify(protocol.NotifyError, protocol.ErrorNotification{Error: turnErrorFrom(ev.Err, msg), WillRetry: true, ThreadID: t.id, TurnID: tr.id})
+	case model.EvCompleted:
+		if !t.flushInFlight(tr) {
+			return
+		}
+		last := protocol.TokenUsageBreakdown{
+			TotalTokens: ev.Usage.TotalTokens, InputTokens: ev.Usage.InputTokens, CachedInputTokens: ev.Usage.CachedInputTokens,
+			OutputTokens: ev.Usage.OutputTokens, ReasoningOutputTokens: ev.Usage.ReasoningOutputTokens,
+		}
+		if last.TotalTokens == 0 {
+			last.TotalTokens = last.InputTokens + last.OutputTokens
+		}
+		t.usage.Add(last)
+		t.notify(protocol.NotifyThreadTokenUsage, protocol.ThreadTokenUsageUpdatedNotification{
+			ThreadID: t.id, TurnID: tr.id,
+			TokenUsage: protocol.ThreadTokenUsage{Total: t.usage, Last: last, ModelContextWindow: t.contextWindow(tr.modelName)},
+		})
+		tr.sampling = false
+		t.afterResponse(tr)
+	}
+}
+
+func (t *thread) contextWindow(name string) *int64 {
+	for _, mi := range t.m.opts.Config.Models {
+		if mi.ID == name && mi.ContextWindow > 0 {
+			return ptr(mi.ContextWindow)
+		}
+	}
+	return nil
+}
+
+// flushInFlight completes a reasoning item or agent message still open.
+func (t *thread) flushInFlight(tr *turn) bool {
+	if tr.reasoning != nil && !t.completeReasoning(tr) {
+		return false
+	}
+	if tr.msg != nil && !t.completeMessage(tr, "") {
+		return false
+	}
+	return true
+}
+
+func (t *thread) startMessage(tr *turn, modelID string) {
+	tr.msgModelID = modelID
+	tr.msg = &protocol.AgentMessageItem{ID: t.uniqueItemID(modelID)}
+	tr.msgText.Reset()
+	tr.msgStarted = time.Now()
+	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: *tr.msg, ThreadID: t.id, TurnID: tr.id, StartedAtMs: tr.msgStarted.UnixMilli()})
+}
+
+// completeMessage commits the agent message in flight; text, when given, is
+// the authoritative full text.
+func (t *thread) completeMessage(tr *turn, text string) bool {
+	item := *tr.msg
+	item.Text = tr.msgText.String()
+	if text != "" {
+		item.Text = text
+	}
+	tr.msg = nil
+	tr.msgText.Reset()
+	if err := t.commitItem(tr, item, []model.Entry{{Kind: model.EntryAssistant, Text: item.Text}}); err != nil {
+		t.failTurn(tr, err)
+		return false
+	}
+	return true
+}
+
+func (t *thread) startReasoning(tr *turn, modelID string) {
+	if tr.reasoning != nil {
+		return
+	}
+	tr.reasonModel = modelID
+	tr.reasoning = &protocol.ReasoningItem{ID: t.uniqueItemID(modelID), Summary: []string{}, Content: []string{}}
+	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: *tr.reasoning, ThreadID: t.id, TurnID: tr.id, StartedAtMs: time.Now().UnixMilli()})
+}
+
+func (t *thread) completeReasoning(tr *turn) bool {
+	item := *tr.reasoning
+	tr.reasoning = nil
+	if err := t.commitItem(tr, item, nil); err != nil {
+		t.failTurn(tr, err)
+		return false
+	}
+	return true
+}
+
+func (t *thread) onModelDone(tr *turn, gen int, err error) {
+	if !t.current(tr, gen) {
+		return
+	}
+	if err == nil {
+		// The stream ended without a completion event: treat what we have
+		// as the response.
+		if !t.flushInFlight(tr) {
+			return
+		}
+		tr.sampling = false
+		t.afterResponse(tr)
+		return
+	}
+	if errors.Is(err, context.Canceled) && tr.ctx.Err() != nil {
+		return
+	}
+	t.failTurn(tr, err)
+}
+
+// afterResponse decides what follows a model response: run its tool calls,
+// feed steered input, or finish the turn.
+func (t *thread) afterResponse(tr *turn) {
+	if len(tr.calls) > 0 {
+		t.runNextCall(tr)
+		return
+	}
+	if len(tr.pendingInput) > 0 {
+		if err := t.consumePendingInput(tr); err != nil {
+			t.failTurn(tr, err)
+			return
+		}
+		t.sample(tr)
+		return
+	}
+	t.completeTurn(tr, protocol.TurnCompleted, nil)
+}
+
+// afterCalls runs once every tool call of a response has its result: the
+// model is asked again, with any steered input.
+func (t *thread) afterCalls(tr *turn) {
+	if err := t.consumePendingInput(tr); err != nil {
+		t.failTurn(tr, err)
+		return
+	}
+	t.sample(tr)
+}
+
+// failTurn ends the turn as failed: systemError, error, turn/completed.
+func (t *thread) failTurn(tr *turn, err error) {
+	if t.turn != tr {
+		return
+	}
+	t.m.log.Error("turn failed", "thread", t.id, "turn", tr.id, "err", err)
+	te := turnErrorFrom(err, "")
+	t.completeTurn(tr, protocol.TurnFailed, &te)
+}
+
+// turnErrorFrom maps an error to a TurnError with Codex's error info.
+func turnErrorFrom(err error, msg string) protocol.TurnError {
+	te := protocol.TurnError{CodexErrorInfo: protocol.ErrorInfo("other")}
+	if msg != "" {
+		te.Message = msg
+	} else if err != nil {
+		te.Message = err.Error()
+	}
+	var me *model.Error
+	if errors.As(err, &me) {
+		if msg == "" {
+			te.Message = me.Message
+		}
+		switch me.Kind {
+		case model.ErrKindContextWindow:
+			te.CodexErrorInfo = protocol.ErrorInfo("contextWindowExceeded")
+		case model.ErrKindUnauthorized:
+			te.CodexErrorInfo = protocol.ErrorInfo("unauthorized")
+		case model.ErrKindServer:
+			te.CodexErrorInfo = protocol.ErrorInfo("internalServerError")
+		case model.ErrKindTooManyAttempts:
+			te.CodexErrorInfo = protocol.ErrorInfoHTTP("responseTooManyFailedAttempts", me.HTTPStatus)
+		case model.ErrKindConnection:
+			te.CodexErrorInfo = protocol.ErrorInfoHTTP("httpConnectionFailed", me.HTTPStatus)
+		case model.ErrKindDisconnected, model.ErrKindIdleTimeout:
+			te.CodexErrorInfo = protocol.ErrorInfoHTTP("responseStreamDisconnected", me.HTTPStatus)
+		}
+	}
+	if te.Message == "" {
+		te.Message = "unknown error"
+	}
+	return te
+}
+
+// completeTurn ends the turn with the given status, in Codex's order.
+func (t *thread) completeTurn(tr *turn, status string, te *protocol.TurnError) {
+	tr.cancel()
+	t.turn = nil
+	now := time.Now()
+	dur := now.Sub(tr.started).Milliseconds()
+	if t.persistent() {
+		if db, err := t.m.store(); err == nil {
+			var errJSON json.RawMessage
+			if te != nil {
+				errJSON, _ = json.Marshal(te)
+			}
+			if err := db.FinishTurn(context.Background(), store.Turn{ThreadID: t.id, ID: tr.id, Seq: tr.seq, Status: status, Error: errJSON,
+				StartedAt: tr.started.UnixMilli(), CompletedAt: now.UnixMilli(), DurationMs: dur}); err != nil {
+				t.m.log.Error("recording turn end", "thread", t.id, "turn", tr.id, "err", err)
+			}
+		}
+	} else {
+		done := tr.wire(protocol.ItemsFull)
+		done.Status = status
+		t.turns = append(t.turns, done)
+	}
+	w := protocol.Turn{ID: tr.id, Items: []protocol.ThreadItem{}, Status: status, Error: te,
+		StartedAt: ptr(tr.started.Unix()), CompletedAt: ptr(now.Unix()), DurationMs: ptr(dur)}
+	switch status {
+	case protocol.TurnCompleted:
+		w.ItemsView = protocol.ItemsSummary
+		if tr.lastAgent != nil {
+			w.Items = append(w.Items, *tr.lastAgent)
+		}
+		t.setStatus(protocol.ThreadStatus{Type: protocol.StatusIdle})
+	case protocol.TurnFailed:
+		w.ItemsView = protocol.ItemsSummary
+		t.setStatus(protocol.ThreadStatus{Type: protocol.StatusSystemError})
+		t.notify(protocol.NotifyError, protocol.ErrorNotification{Error: *te, WillRetry: false, ThreadID: t.id, TurnID: tr.id})
+	default:
+		w.ItemsView = protocol.ItemsNotLoaded
+		t.setStatus(protocol.ThreadStatus{Type: protocol.StatusIdle})
+	}
+	t.notify(protocol.NotifyTurnCompleted, protocol.TurnNotification{ThreadID: t.id, Turn: w})
+	for _, id := range tr.requests {
+		t.notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.id, RequestID: id})
+	}
+	tr.requests = nil
+}
+
+// execLimits bound commands.
+const (
+	defaultCommandTimeout = 2 * time.Minute
+	maxCommandTimeout     = 30 * time.Minute
+)
+
+var _ = tools.Exec

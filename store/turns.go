@@ -1,0 +1,359 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Turn is one user turn of a thread.
+type Turn struct {
+	ThreadID, ID           string
+	Seq                    int             // assigned by StartTurn: 1,2,3... per thread
+	Status                 string          // "inProgress" | "completed" | "interrupted" | "failed"
+	Error                  json.RawMessage // TurnError JSON or nil
+	StartedAt, CompletedAt int64           // unix ms; CompletedAt 0 while running
+	DurationMs             int64
+}
+
+// Item is one completed item of a turn.
+type Item struct {
+	ThreadID, TurnID, ID string
+	Seq                  int             // assigned by AppendItem: per-thread order 1,2,3...
+	Type                 string          // e.g. "userMessage", "agentMessage", "commandExecution"
+	Item                 json.RawMessage // the completed wire item (opaque JSON)
+	History              json.RawMessage // model-facing history records for this item (opaque JSON, may be nil)
+	CompletedAt          int64
+}
+
+// StartTurn inserts a running turn, assigns its Seq, bumps the thread's
+// updated_at to StartedAt (if later) and appends "turn.started". Status must
+// be "" or "inProgress". A missing thread wraps ErrNotFound; a turn id
+// already used in the thread wraps ErrDuplicate.
+func (s *Store) StartTurn(ctx context.Context, t Turn) (Turn, error) {
+	if t.ThreadID == "" || t.ID == "" {
+		return Turn{}, errors.New("store: start turn: empty thread or turn id")
+	}
+	if t.Status == "" {
+		t.Status = StatusInProgress
+	}
+	if t.Status != StatusInProgress {
+		return Turn{}, fmt.Errorf("store: start turn: status %q, want %q", t.Status, StatusInProgress)
+	}
+	if err := checkJSON("turn error", t.Error); err != nil {
+		return Turn{}, err
+	}
+	t.CompletedAt, t.DurationMs = 0, 0
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, s.bumpThrd).ExecContext(ctx, t.ThreadID, t.StartedAt)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrNotFound
+		}
+		if err := tx.StmtContext(ctx, s.insTurn).QueryRowContext(ctx, t.ThreadID, t.ID, t.Status,
+			nullJSON(t.Error), t.StartedAt).Scan(&t.Seq); err != nil {
+			return classify(err)
+		}
+		payload := strconv.AppendInt([]byte(`{"seq":`), int64(t.Seq), 10)
+		payload = append(payload, '}')
+		_, err = s.appendEvent(ctx, tx, t.ThreadID, EventTurnStarted, t.ID, "", payload, t.StartedAt)
+		return err
+	})
+	if err != nil {
+		return Turn{}, fmt.Errorf("store: start turn %q in thread %q: %w", t.ID, t.ThreadID, err)
+	}
+	return t, nil
+}
+
+// FinishTurn records the end of a turn (status, error, completion time and
+// duration) and appends "turn.completed". Status must be "completed",
+// "interrupted" or "failed". A missing turn wraps ErrNotFound.
+func (s *Store) FinishTurn(ctx context.Context, t Turn) error {
+	switch t.Status {
+	case StatusCompleted, StatusInterrupted, StatusFailed:
+	default:
+		return fmt.Errorf("store: finish turn %q: bad status %q", t.ID, t.Status)
+	}
+	if err := checkJSON("turn error", t.Error); err != nil {
+		return err
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.StmtContext(ctx, s.finTurn).ExecContext(ctx, t.ThreadID, t.ID, t.Status,
+			nullJSON(t.Error), t.CompletedAt, t.DurationMs)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrNotFound
+		}
+		payload := appendJSONString([]byte(`{"status":`), t.Status)
+		payload = append(payload, '}')
+		_, err = s.appendEvent(ctx, tx, t.ThreadID, EventTurnCompleted, t.ID, "", payload, t.CompletedAt)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: finish turn %q in thread %q: %w", t.ID, t.ThreadID, err)
+	}
+	return nil
+}
+
+const turnCols = `thread_id, id, seq, status, error, started_at, completed_at, duration_ms`
+
+func scanTurns(rows *sql.Rows) ([]Turn, error) {
+	defer rows.Close()
+	var out []Turn
+	for rows.Next() {
+		var t Turn
+		var e []byte
+		if err := rows.Scan(&t.ThreadID, &t.ID, &t.Seq, &t.Status, &e, &t.StartedAt, &t.CompletedAt, &t.DurationMs); err != nil {
+			return nil, err
+		}
+		t.Error = rawOrNil(e)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// Turns returns the thread's turns ordered by Seq. A missing thread wraps
+// ErrNotFound.
+func (s *Store) Turns(ctx context.Context, threadID string) ([]Turn, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+turnCols+` FROM turns WHERE thread_id = ? ORDER BY seq`, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("store: turns of %q: %w", threadID, err)
+	}
+	out, err := scanTurns(rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: turns of %q: %w", threadID, err)
+	}
+	if len(out) == 0 {
+		if err := s.threadExists(ctx, threadID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// AppendItem stores a completed item and its "item.completed" event in one
+// transaction, committed when it returns, and returns the item with Seq set.
+// The turn must exist (else ErrNotFound); item ids are unique per thread
+// (else ErrDuplicate).
+func (s *Store) AppendItem(ctx context.Context, it Item) (Item, error) {
+	if it.ThreadID == "" || it.TurnID == "" || it.ID == "" {
+		return Item{}, errors.New("store: append item: empty thread, turn or item id")
+	}
+	if len(it.Item) == 0 {
+		return Item{}, fmt.Errorf("store: append item %q: empty item", it.ID)
+	}
+	if err := checkJSON("item", it.Item); err != nil {
+		return Item{}, err
+	}
+	if err := checkJSON("item history", it.History); err != nil {
+		return Item{}, err
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := tx.StmtContext(ctx, s.insItem).QueryRowContext(ctx, it.ThreadID, it.TurnID, it.ID,
+			it.Type, string(it.Item), nullJSON(it.History), it.CompletedAt).Scan(&it.Seq); err != nil {
+			return classify(err)
+		}
+		payload := appendJSONString([]byte(`{"type":`), it.Type)
+		payload = append(payload, `,"seq":`...)
+		payload = strconv.AppendInt(payload, int64(it.Seq), 10)
+		payload = append(payload, '}')
+		_, err := s.appendEvent(ctx, tx, it.ThreadID, EventItemCompleted, it.TurnID, it.ID, payload, it.CompletedAt)
+		return err
+	})
+	if err != nil {
+		return Item{}, fmt.Errorf("store: append item %q to thread %q: %w", it.ID, it.ThreadID, err)
+	}
+	return it, nil
+}
+
+const itemCols = `thread_id, turn_id, id, seq, type, item, history, completed_at`
+
+func scanItems(rows *sql.Rows) ([]Item, error) {
+	defer rows.Close()
+	var out []Item
+	for rows.Next() {
+		var it Item
+		var body, hist []byte
+		if err := rows.Scan(&it.ThreadID, &it.TurnID, &it.ID, &it.Seq, &it.Type, &body, &hist, &it.CompletedAt); err != nil {
+			return nil, err
+		}
+		it.Item, it.History = body, rawOrNil(hist)
+		out = append(out, it)
+	}
+	return out, rows.Err()
+}
+
+// Items returns all items of the thread ordered by Seq. A missing thread
+// wraps ErrNotFound.
+func (s *Store) Items(ctx context.Context, threadID string) ([]Item, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+itemCols+` FROM items WHERE thread_id = ? ORDER BY seq`, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("store: items of %q: %w", threadID, err)
+	}
+	out, err := scanItems(rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: items of %q: %w", threadID, err)
+	}
+	if len(out) == 0 {
+		if err := s.threadExists(ctx, threadID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// TurnItems returns the items of one turn ordered by Seq. A missing turn
+// wraps ErrNotFound.
+func (s *Store) TurnItems(ctx context.Context, threadID, turnID string) ([]Item, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+itemCols+` FROM items WHERE thread_id = ? AND turn_id = ? ORDER BY seq`,
+		threadID, turnID)
+	if err != nil {
+		return nil, fmt.Errorf("store: items of turn %q: %w", turnID, err)
+	}
+	out, err := scanItems(rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: items of turn %q: %w", turnID, err)
+	}
+	if len(out) == 0 {
+		var one int
+		err := s.r.QueryRowContext(ctx, `SELECT 1 FROM turns WHERE thread_id = ? AND id = ?`, threadID, turnID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("store: turn %q of thread %q: %w", turnID, threadID, ErrNotFound)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("store: items of turn %q: %w", turnID, err)
+		}
+	}
+	return out, nil
+}
+
+// Fork creates dst and copies into it the source thread's turns and items up
+// to and including throughTurnID ("" = all turns); a turn still
+// "inProgress" is never copied. Turns and items keep their ids and are
+// renumbered 1..n in their original order. If dst.ForkedFromID is empty it
+// is set to srcID. One transaction; appends "thread.forked" on dst.
+func (s *Store) Fork(ctx context.Context, srcID string, dst Thread, throughTurnID string) error {
+	if dst.ForkedFromID == "" {
+		dst.ForkedFromID = srcID
+	}
+	if err := checkThread(dst); err != nil {
+		return err
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM threads WHERE id = ?`, srcID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("source thread: %w", ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		cutoff := int64(math.MaxInt64)
+		if throughTurnID != "" {
+			err := tx.QueryRowContext(ctx, `SELECT seq FROM turns WHERE thread_id = ? AND id = ?`,
+				srcID, throughTurnID).Scan(&cutoff)
+			if errors.Is(err, sql.ErrNoRows) {
+				return fmt.Errorf("turn %q: %w", throughTurnID, ErrNotFound)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err := insertThread(ctx, tx, dst); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO turns (`+turnCols+`)
+			SELECT ?1, id, ROW_NUMBER() OVER (ORDER BY seq), status, error, started_at, completed_at, duration_ms
+			FROM turns WHERE thread_id = ?2 AND seq <= ?3 AND status != 'inProgress'`,
+			dst.ID, srcID, cutoff)
+		if err != nil {
+			return err
+		}
+		nTurns, _ := res.RowsAffected()
+		res, err = tx.ExecContext(ctx, `INSERT INTO items (`+itemCols+`)
+			SELECT ?1, i.turn_id, i.id, ROW_NUMBER() OVER (ORDER BY i.seq), i.type, i.item, i.history, i.completed_at
+			FROM items i JOIN turns t ON t.thread_id = i.thread_id AND t.id = i.turn_id
+			WHERE i.thread_id = ?2 AND t.seq <= ?3 AND t.status != 'inProgress'`,
+			dst.ID, srcID, cutoff)
+		if err != nil {
+			return err
+		}
+		nItems, _ := res.RowsAffected()
+		payload := appendJSONString([]byte(`{"from":`), srcID)
+		payload = append(payload, `,"throughTurnId":`...)
+		payload = appendJSONString(payload, throughTurnID)
+		payload = fmt.Appendf(payload, `,"turns":%d,"items":%d}`, nTurns, nItems)
+		_, err = s.appendEvent(ctx, tx, dst.ID, EventThreadForked, "", "", payload, dst.CreatedAt)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: fork thread %q into %q: %w", srcID, dst.ID, err)
+	}
+	return nil
+}
+
+// DropTurnsFrom deletes turn turnID and every later turn (by Seq) of the
+// thread, with their items, and appends "turns.dropped" (at the current
+// time, as no caller timestamp is given). The event log itself is never
+// truncated. A missing turn wraps ErrNotFound.
+func (s *Store) DropTurnsFrom(ctx context.Context, threadID, turnID string) error {
+	now := s.now().UnixMilli()
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var seq int64
+		err := tx.QueryRowContext(ctx, `SELECT seq FROM turns WHERE thread_id = ? AND id = ?`, threadID, turnID).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM turns WHERE thread_id = ? AND seq >= ? ORDER BY seq`, threadID, seq)
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM items WHERE thread_id = ?1 AND turn_id IN
+			(SELECT id FROM turns WHERE thread_id = ?1 AND seq >= ?2)`, threadID, seq)
+		if err != nil {
+			return err
+		}
+		nItems, _ := res.RowsAffected()
+		if _, err := tx.ExecContext(ctx, `DELETE FROM turns WHERE thread_id = ? AND seq >= ?`, threadID, seq); err != nil {
+			return err
+		}
+		payload, err := json.Marshal(struct {
+			From  string   `json:"fromTurnId"`
+			Turns []string `json:"turnIds"`
+			Items int64    `json:"items"`
+		}{turnID, ids, nItems})
+		if err != nil {
+			return err
+		}
+		_, err = s.appendEvent(ctx, tx, threadID, EventTurnsDropped, turnID, "", payload, now)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: drop turns from %q in thread %q: %w", turnID, threadID, err)
+	}
+	return nil
+}

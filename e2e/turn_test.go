@@ -11,15 +11,23 @@ import (
 // on both wires.
 func TestPlainTurn(t *testing.T) {
 	t.Parallel()
-	for _, wire := range []string{"responses", "chat"} {
-		t.Run(wire, func(t *testing.T) {
+	for _, mode := range []struct {
+		wire     string
+		coalesce bool
+	}{{"responses", false}, {"chat", false}, {"responses", true}, {"chat", true}} {
+		wire := mode.wire
+		name, args := wire, []string{"--no-coalesce"}
+		if mode.coalesce {
+			name, args = wire+"/coalesce", nil
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			const answer = "Hello there, how are you today?"
 			reasoning := []string{"Plan the greeting.", "Then say it politely."}
 			model := startModel(t, scripted.Rule{Match: "say hello", Steps: []scripted.Step{
 				{Reasoning: reasoning, Text: answer},
 			}})
-			c := newClient(t, model, options{wire: wire})
+			c := newClient(t, model, options{wire: wire, args: args})
 
 			// thread/start: response, then thread/started with status idle.
 			cwd := t.TempDir()
@@ -135,8 +143,13 @@ func TestPlainTurn(t *testing.T) {
 				}
 				concat.WriteString(d.str("delta"))
 			}
-			if len(deltas) < 2 {
-				t.Errorf("got %d agentMessage deltas, want the word-sized stream (≥2)", len(deltas))
+			// Without coalescing every model delta is its own notification;
+			// with it, deltas already waiting are merged (at least one, at
+			// most one per model delta).
+			if words := len(strings.Fields(answer)); !mode.coalesce && len(deltas) != words {
+				t.Errorf("got %d agentMessage deltas, want one per model delta (%d)", len(deltas), words)
+			} else if mode.coalesce && (len(deltas) < 1 || len(deltas) > words) {
+				t.Errorf("got %d coalesced agentMessage deltas, want 1..%d", len(deltas), words)
 			}
 			if concat.String() != answer || aDone.str("item.text") != answer {
 				t.Errorf("agentMessage deltas concat %q, completed text %q; want %q", concat.String(), aDone.str("item.text"), answer)

@@ -31,6 +31,9 @@ type Options struct {
 	Logger    *slog.Logger
 	// Version is apserver's version, reported as a thread's cliVersion.
 	Version string
+	// CoalesceDeltas merges agent-message deltas that arrive faster than
+	// the thread goroutine can send them (see drainModelEvents).
+	CoalesceDeltas bool
 	// HTTPClient is used for model requests; nil means a default client.
 	HTTPClient *http.Client
 }

@@ -52,21 +52,24 @@ type thread struct {
 	m     *Manager
 	id    string
 	inbox chan func()
-	done  chan struct{}
-	ctx   context.Context
-	stop  context.CancelFunc
+	// events carries model stream events from the sampling goroutine.
+	events eventQueue
+	done   chan struct{}
+	ctx    context.Context
+	stop   context.CancelFunc
 
 	// Owned by run.
-	meta       store.Thread
-	settings   threadSettings
-	history    []model.Entry
-	turns      []protocol.Turn // completed turns with their items (for resume/read of ephemeral threads)
-	turn       *turn           // the active turn, or nil
-	usage      protocol.TokenUsageBreakdown
-	approved   map[string]bool // commands accepted for the session
-	itemIDs    map[string]bool // item ids used in this thread
-	status     protocol.ThreadStatus
-	statusSent bool
+	meta        store.Thread
+	settings    threadSettings
+	history     []model.Entry
+	turns       []protocol.Turn // completed turns with their items (for resume/read of ephemeral threads)
+	turn        *turn           // the active turn, or nil
+	usage       protocol.TokenUsageBreakdown
+	approved    map[string]bool // commands accepted for the session
+	spareEvents []modelEvent    // drained event buffer, reused
+	itemIDs     map[string]bool // item ids used in this thread
+	status      protocol.ThreadStatus
+	statusSent  bool
 
 	// statusMu guards statusSnap, read by thread/list from other goroutines.
 	statusMu   sync.Mutex
@@ -78,7 +81,8 @@ func (m *Manager) newThread(meta store.Thread, s threadSettings) *thread {
 	t := &thread{
 		m:        m,
 		id:       meta.ID,
-		inbox:    make(chan func(), 1024),
+		inbox:    make(chan func(), 256),
+		events:   newEventQueue(),
 		done:     make(chan struct{}),
 		ctx:      ctx,
 		stop:     cancel,
@@ -105,6 +109,8 @@ func (t *thread) run() {
 		select {
 		case f := <-t.inbox:
 			f()
+		case <-t.events.wake:
+			t.drainModelEvents()
 		case <-t.ctx.Done():
 			t.abandonTurn()
 			return

@@ -326,9 +326,9 @@ func (t *thread) sample(tr *turn) {
 	client := tr.client
 	go func() {
 		err := client.Stream(ctx, req, func(ev model.Event) {
-			t.postEvent(ctx, func() { t.onModelEvent(tr, gen, ev) })
+			t.events.push(modelEvent{tr: tr, gen: gen, ev: ev})
 		})
-		t.postEvent(ctx, func() { t.onModelDone(tr, gen, err) })
+		t.events.push(modelEvent{tr: tr, gen: gen, done: true, err: err})
 	}()
 }
 
@@ -572,7 +572,14 @@ func turnErrorFrom(err error, msg string) protocol.TurnError {
 		case model.ErrKindServer:
 			te.CodexErrorInfo = protocol.ErrorInfo("internalServerError")
 		case model.ErrKindTooManyAttempts:
-			te.CodexErrorInfo = protocol.ErrorInfoHTTP("responseTooManyFailedAttempts", me.HTTPStatus)
+			// Codex reports by the upstream status: a 5xx is a server
+			// error however often it was retried; a 429 is "too many
+			// failed attempts".
+			if me.HTTPStatus >= 500 {
+				te.CodexErrorInfo = protocol.ErrorInfo("internalServerError")
+			} else {
+				te.CodexErrorInfo = protocol.ErrorInfoHTTP("responseTooManyFailedAttempts", me.HTTPStatus)
+			}
 		case model.ErrKindConnection:
 			te.CodexErrorInfo = protocol.ErrorInfoHTTP("httpConnectionFailed", me.HTTPStatus)
 		case model.ErrKindDisconnected, model.ErrKindIdleTimeout:

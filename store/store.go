@@ -69,8 +69,9 @@ type TurnRef struct {
 
 // Store is an open database file. It is safe for concurrent use.
 type Store struct {
-	w *sql.DB // the single writer connection
-	r *sql.DB // reader pool
+	path string
+	w    *sql.DB // the single writer connection
+	r    *sql.DB // reader pool
 
 	wmu sync.Mutex // serialises write transactions
 
@@ -191,7 +192,7 @@ func Open(path string, opts Options) (*Store, error) {
 	rdsn := uri + "?" + common + "&_foreign_keys=1&_query_only=1"
 	ckdsn := uri + "?" + common + "&_synchronous=" + syncMode
 
-	s := &Store{now: time.Now}
+	s := &Store{path: abs, now: time.Now}
 	fail := func(err error) (*Store, error) {
 		s.closeAll()
 		return nil, err
@@ -288,6 +289,9 @@ func (s *Store) closeAll() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Path returns the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
 
 // Recovered returns the turns that Open found "inProgress" and marked
 // "interrupted".

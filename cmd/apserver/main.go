@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -73,8 +74,9 @@ Run "apserver serve -h" for the server's flags. Configuration: docs/configuratio
 // serveFlags are the flags shared by serve and the commands that embed a server.
 type serveFlags struct {
 	dataDir, configFile, model, provider, baseURL, wire, logFile, logLevel, durability string
+	cpuProfile                                                                         string
 	maxLine                                                                            int
-	trace                                                                              bool
+	trace, noCoalesce                                                                  bool
 }
 
 func (f *serveFlags) register(fs *flag.FlagSet) {
@@ -89,6 +91,8 @@ func (f *serveFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.BoolVar(&f.trace, "trace", false, "log every wire message (to the log, never stdout)")
 	fs.StringVar(&f.durability, "durability", "", "normal (survives a crash of apserver) or full (fsync every commit)")
+	fs.BoolVar(&f.noCoalesce, "no-coalesce", false, "send every model delta as its own notification, even when the client falls behind")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile here (for benchmarking)")
 }
 
 func (f *serveFlags) overrides() config.Overrides {
@@ -142,6 +146,16 @@ func serve(args []string) error {
 		return err
 	}
 	defer closeLog()
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	cwd, _ := os.Getwd()
 	cfg, err := config.Load(config.LoadOptions{UserFile: f.configFile, Workspace: cwd, Getenv: os.Getenv, Overrides: f.overrides()})
 	if err != nil {
@@ -180,6 +194,8 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 		Client:  srv.Client(),
 		Logger:  log,
 		Version: version,
+
+		CoalesceDeltas: !f.noCoalesce,
 	})
 	server.Register(srv, mgr)
 	err := srv.Run(ctx)

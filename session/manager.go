@@ -358,14 +358,9 @@ func (m *Manager) ReadThread(ctx context.Context, p protocol.ThreadReadParams, r
 			t.post(func() { reply(protocol.ThreadResult{Thread: t.wire(p.IncludeTurns)}, nil) })
 			return
 		}
-		db, err := m.store()
+		db, meta, err := m.storedThread(ctx, p.ThreadID)
 		if err != nil {
 			reply(nil, err)
-			return
-		}
-		meta, err := db.GetThread(ctx, p.ThreadID)
-		if err != nil {
-			reply(nil, wrapNotFound(p.ThreadID, err))
 			return
 		}
 		th := m.wireThread(meta, m.liveStatus(meta.ID))
@@ -385,14 +380,9 @@ func (m *Manager) ReadThread(ctx context.Context, p protocol.ThreadReadParams, r
 // (thread/status/changed notLoaded), then {} and thread/archived.
 func (m *Manager) ArchiveThread(ctx context.Context, p protocol.ThreadIDParams, reply Reply) {
 	go func() {
-		db, err := m.store()
+		db, meta, err := m.storedThread(ctx, p.ThreadID)
 		if err != nil {
 			reply(nil, err)
-			return
-		}
-		meta, err := db.GetThread(ctx, p.ThreadID)
-		if err != nil {
-			reply(nil, wrapNotFound(p.ThreadID, err))
 			return
 		}
 		if t := m.loaded(p.ThreadID); t != nil {
@@ -412,14 +402,9 @@ func (m *Manager) ArchiveThread(ctx context.Context, p protocol.ThreadIDParams, 
 // UnarchiveThread implements thread/unarchive: {thread}, then thread/unarchived.
 func (m *Manager) UnarchiveThread(ctx context.Context, p protocol.ThreadIDParams, reply Reply) {
 	go func() {
-		db, err := m.store()
+		db, meta, err := m.storedThread(ctx, p.ThreadID)
 		if err != nil {
 			reply(nil, err)
-			return
-		}
-		meta, err := db.GetThread(ctx, p.ThreadID)
-		if err != nil {
-			reply(nil, wrapNotFound(p.ThreadID, err))
 			return
 		}
 		meta.Archived = false
@@ -440,14 +425,9 @@ func (m *Manager) SetThreadName(ctx context.Context, p protocol.ThreadNameSetPar
 		return
 	}
 	go func() {
-		db, err := m.store()
+		db, meta, err := m.storedThread(ctx, p.ThreadID)
 		if err != nil {
 			reply(nil, err)
-			return
-		}
-		meta, err := db.GetThread(ctx, p.ThreadID)
-		if err != nil {
-			reply(nil, wrapNotFound(p.ThreadID, err))
 			return
 		}
 		meta.Name = *p.Name
@@ -461,35 +441,44 @@ func (m *Manager) SetThreadName(ctx context.Context, p protocol.ThreadNameSetPar
 	}()
 }
 
+// onThread runs f on the goroutine of a loaded thread, or answers that the
+// thread is not loaded.
+func (m *Manager) onThread(id string, reply Reply, f func(t *thread)) {
+	t := m.loaded(id)
+	if t == nil {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "thread not loaded: %s", id))
+		return
+	}
+	t.post(func() { f(t) })
+}
+
+// storedThread waits for the store and reads a thread row.
+func (m *Manager) storedThread(ctx context.Context, id string) (*store.Store, store.Thread, error) {
+	db, err := m.store()
+	if err != nil {
+		return nil, store.Thread{}, err
+	}
+	meta, err := db.GetThread(ctx, id)
+	if err != nil {
+		return nil, store.Thread{}, wrapNotFound(id, err)
+	}
+	return db, meta, nil
+}
+
 // StartTurn implements turn/start. On a busy thread it steers the running
 // turn and answers with that turn, as Codex does.
 func (m *Manager) StartTurn(ctx context.Context, p protocol.TurnStartParams, reply Reply) {
-	t := m.loaded(p.ThreadID)
-	if t == nil {
-		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "thread not loaded: %s", p.ThreadID))
-		return
-	}
-	t.post(func() { t.startTurn(p, reply) })
+	m.onThread(p.ThreadID, reply, func(t *thread) { t.startTurn(p, reply) })
 }
 
 // SteerTurn implements turn/steer.
 func (m *Manager) SteerTurn(ctx context.Context, p protocol.TurnSteerParams, reply Reply) {
-	t := m.loaded(p.ThreadID)
-	if t == nil {
-		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "thread not loaded: %s", p.ThreadID))
-		return
-	}
-	t.post(func() { t.steer(p, reply) })
+	m.onThread(p.ThreadID, reply, func(t *thread) { t.steer(p, reply) })
 }
 
 // InterruptTurn implements turn/interrupt.
 func (m *Manager) InterruptTurn(ctx context.Context, p protocol.TurnInterruptParams, reply Reply) {
-	t := m.loaded(p.ThreadID)
-	if t == nil {
-		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "thread not loaded: %s", p.ThreadID))
-		return
-	}
-	t.post(func() { t.interrupt(p.TurnID, reply) })
+	m.onThread(p.ThreadID, reply, func(t *thread) { t.interrupt(p.TurnID, reply) })
 }
 
 // ListModels implements model/list from the configured catalog.

@@ -113,7 +113,7 @@ func goTool() string {
 			return p
 		}
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	return "go"
 }
 
 // ---------------------------------------------------------------------------
@@ -182,9 +182,8 @@ type rpcError struct {
 	Data    json.RawMessage `json:"data"`
 }
 
-func (m *message) isResponse() bool     { return m.Method == "" }
-func (m *message) isNotification() bool { return m.Method != "" && m.ID == nil }
-func (m *message) isRequest() bool      { return m.Method != "" && m.ID != nil }
+func (m *message) isResponse() bool { return m.Method == "" }
+func (m *message) isRequest() bool  { return m.Method != "" && m.ID != nil }
 
 // get returns the value at a dotted path in the params (or the result, for
 // a response): "turn.items.0.text".

@@ -22,7 +22,6 @@ type commandRun struct {
 	timeout time.Duration
 	item    protocol.CommandExecutionItem
 	started time.Time
-	output  []byte
 }
 
 // runNextCall takes the next tool call of the response and runs it.

@@ -395,7 +395,7 @@ func (m *Manager) ArchiveThread(ctx context.Context, p protocol.ThreadIDParams, 
 			return
 		}
 		reply(protocol.Empty{}, nil)
-		m.notify(protocol.NotifyThreadArchived, protocol.ThreadIDNotification{ThreadID: p.ThreadID})
+		m.notify(protocol.NotifyThreadArchived, protocol.ThreadIDNotification(p))
 	}()
 }
 
@@ -414,7 +414,7 @@ func (m *Manager) UnarchiveThread(ctx context.Context, p protocol.ThreadIDParams
 			return
 		}
 		reply(protocol.ThreadResult{Thread: m.wireThread(meta, m.liveStatus(meta.ID))}, nil)
-		m.notify(protocol.NotifyThreadUnarchived, protocol.ThreadIDNotification{ThreadID: p.ThreadID})
+		m.notify(protocol.NotifyThreadUnarchived, protocol.ThreadIDNotification(p))
 	}()
 }
 

@@ -673,14 +673,13 @@ func TestApprovalPendingThenInterrupt(t *testing.T) {
 	mustCall[protocol.Empty](t, h, "turn/interrupt", func(r Reply) {
 		h.m.InterruptTurn(context.Background(), protocol.TurnInterruptParams{ThreadID: id, TurnID: turnID}, r)
 	})
-	log, done, ct := h.turnCompleted(t, id)
+	_, done, ct := h.turnCompleted(t, id)
 	if ct.Status != protocol.TurnInterrupted {
 		t.Fatalf("turn status %s", ct.Status)
 	}
 	// The request cleaned up by the interrupt is resolved after turn/completed.
-	rs := filter(log, protocol.NotifyServerRequestResolved, id)
-	log = h.c.waitFor(t, "serverRequest/resolved", func(l []event) bool { return find(l, done, protocol.NotifyServerRequestResolved, id) > done })
-	if rs = filter(log, protocol.NotifyServerRequestResolved, id); len(rs) != 1 {
+	log := h.c.waitFor(t, "serverRequest/resolved", func(l []event) bool { return find(l, done, protocol.NotifyServerRequestResolved, id) > done })
+	if rs := filter(log, protocol.NotifyServerRequestResolved, id); len(rs) != 1 {
 		t.Errorf("%d serverRequest/resolved, want 1\n%s", len(rs), dump(log))
 	}
 	// A late answer changes nothing.

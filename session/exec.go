@@ -3,7 +3,6 @@ package session
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -236,13 +235,8 @@ func (t *thread) startExec(tr *turn, run *commandRun) {
 	run.started = time.Now()
 	ctx := tr.ctx
 	req := tools.ExecRequest{Command: run.command, Dir: run.dir, Timeout: run.timeout}
-	if st, err := os.Stat(run.dir); err != nil || !st.IsDir() {
-		run.item.ExitCode = ptr(-1)
-		run.item.AggregatedOutput = ptr("")
-		run.item.DurationMs = ptr(int64(0))
-		t.finishCommand(tr, run, protocol.ItemFailed, fmt.Sprintf("workdir does not exist: %s", run.dir))
-		return
-	}
+	// tools.Exec refuses a missing or non-directory workdir with an error,
+	// which onCommandDone reports to the model as a failed command.
 	go func() {
 		res, err := tools.Exec(ctx, req, func(b []byte) {
 			t.postEvent(ctx, func() { t.onCommandOutput(tr, run, b) })

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
-	"github.com/apserver/apserver/tools"
 )
 
 // turn is the active turn of a thread; owned by the thread goroutine.
@@ -154,13 +154,11 @@ func truncate(s string, n int) string {
 		return s
 	}
 	cut := n
-	for cut > 0 && !utf8Start(s[cut]) {
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}
 	return s[:cut]
 }
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 // steer implements turn/steer.
 func (t *thread) steer(p protocol.TurnSteerParams, reply Reply) {
@@ -403,7 +401,7 @@ func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 		}
 		tr.calls = append(tr.calls, ev.Call)
 	case model.EvRetry:
-		msg := fmt.Sprintf("Reconnecting... %d/%d", ev.Attempt, max(ev.Attempt, 1))
+		msg := fmt.Sprintf("Reconnecting... attempt %d", ev.Attempt)
 		if ev.Err != nil {
 			msg = fmt.Sprintf("Reconnecting... attempt %d: %v", ev.Attempt, ev.Err)
 		}
@@ -643,5 +641,3 @@ const (
 	defaultCommandTimeout = 2 * time.Minute
 	maxCommandTimeout     = 30 * time.Minute
 )
-
-var _ = tools.Exec

@@ -46,7 +46,31 @@ type Config struct {
 	Durability        string // "normal" | "full"
 	Instructions      string // extra system-prompt text
 	Prices            map[string]Price
+
+	// SandboxWritableRoots are extra directories commands and file tools
+	// may write in workspace-write mode (user file only).
+	SandboxWritableRoots []string
+	// SandboxReadableRoots are extra directories sandboxed commands may
+	// read besides the system directories and the workspace (user file only).
+	SandboxReadableRoots []string
+	// SandboxNetwork lets sandboxed commands use the network (user file only).
+	SandboxNetwork bool
+	// RulesFile is the user's command rules file (see tools/rules); the
+	// workspace's .apserver/rules is read as well.
+	RulesFile string
+	// ApplyPatchTool is how apply_patch is offered: "freeform" (a Responses
+	// custom tool taking the raw patch; a one-string function on the Chat
+	// wire) or "function" (a function taking {"input": patch}).
+	ApplyPatchTool string
+
+	// MaxConcurrentModelCalls caps the model requests in flight across all
+	// threads; FullAuto tunes full-auto runs (fullauto.go).
+	MaxConcurrentModelCalls int
+	FullAuto                FullAutoConfig
 }
+
+// ApplyPatchTools are the valid values of ApplyPatchTool.
+var ApplyPatchTools = []string{"freeform", "function"}
 
 // ProviderConfig is one [providers.NAME] table.
 type ProviderConfig struct {
@@ -118,7 +142,20 @@ func defaults(getenv func(string) string) Config {
 		RequestMaxRetries: model.DefaultMaxRetries,
 		DataDir:           defaultDataDir(getenv),
 		Durability:        "normal",
+
+		MaxConcurrentModelCalls: DefaultMaxConcurrentModelCalls,
+		FullAuto:                defaultFullAuto(),
+		RulesFile:               userRulesFile(getenv),
+		ApplyPatchTool:          "freeform",
 	}
+}
+
+// userRulesFile is the rules file beside the user config file.
+func userRulesFile(getenv func(string) string) string {
+	if p := userFile(getenv); p != "" {
+		return filepath.Join(filepath.Dir(p), "rules")
+	}
+	return ""
 }
 
 // DefaultUserFile is $XDG_CONFIG_HOME/apserver/config.toml, or

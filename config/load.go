@@ -110,6 +110,13 @@ func Load(opts LoadOptions) (Config, error) {
 }
 
 // fileConfig mirrors the TOML format; pointers tell "unset" from zero.
+// fileSandbox is the [sandbox_settings] table.
+type fileSandbox struct {
+	WritableRoots []string `toml:"writable_roots"`
+	ReadableRoots []string `toml:"readable_roots"`
+	Network       *bool    `toml:"network"`
+}
+
 type fileConfig struct {
 	Model               *string                 `toml:"model"`
 	Provider            *string                 `toml:"provider"`
@@ -125,6 +132,12 @@ type fileConfig struct {
 	Roles               map[string]fileRole     `toml:"roles"`
 	Models              []fileModel             `toml:"models"`
 	Prices              map[string]filePrice    `toml:"prices"`
+	SandboxSettings     *fileSandbox            `toml:"sandbox_settings"`
+	RulesFile           *string                 `toml:"rules_file"`
+	ApplyPatchTool      *string                 `toml:"apply_patch_tool"`
+	// Full auto (fullauto.go).
+	MaxConcurrentModelCalls *int          `toml:"max_concurrent_model_calls"`
+	FullAuto                *fileFullAuto `toml:"full_auto"`
 }
 
 type fileProvider struct {
@@ -208,6 +221,37 @@ func (c *Config) mergeFile(path string, workspace bool) error {
 	}
 	if f.DataDir != nil {
 		c.DataDir = expandPath(*f.DataDir, dir)
+	}
+	if workspace && (f.SandboxSettings != nil || f.RulesFile != nil) {
+		key := "sandbox_settings"
+		if f.SandboxSettings == nil {
+			key = "rules_file"
+		}
+		return bad(key, "not allowed in a workspace file (a cloned repository must not widen its own sandbox; set it in the user file)")
+	}
+	if sb := f.SandboxSettings; sb != nil {
+		for _, r := range sb.WritableRoots {
+			c.SandboxWritableRoots = append(c.SandboxWritableRoots, expandPath(r, dir))
+		}
+		for _, r := range sb.ReadableRoots {
+			c.SandboxReadableRoots = append(c.SandboxReadableRoots, expandPath(r, dir))
+		}
+		if sb.Network != nil {
+			c.SandboxNetwork = *sb.Network
+		}
+	}
+	if f.RulesFile != nil {
+		c.RulesFile = expandPath(*f.RulesFile, dir)
+	}
+	if f.ApplyPatchTool != nil {
+		if !slices.Contains(ApplyPatchTools, *f.ApplyPatchTool) {
+			return bad("apply_patch_tool", "%q is not one of %s", *f.ApplyPatchTool, quoteAll(ApplyPatchTools))
+		}
+		c.ApplyPatchTool = *f.ApplyPatchTool
+	}
+
+	if err := c.mergeFullAuto(f.MaxConcurrentModelCalls, f.FullAuto, bad); err != nil {
+		return err
 	}
 
 	for _, name := range sortedKeys(f.Providers) {

@@ -234,6 +234,7 @@ type options struct {
 	dataDir string   // --data-dir; a fresh temp dir when empty
 	wire    string   // --wire; "responses" when empty
 	args    []string // extra flags
+	env     []string // extra environment (KEY=VALUE), overriding the harness's
 }
 
 // client is a fake editor speaking to one apserver process.
@@ -308,7 +309,7 @@ func spawn(t *testing.T, model *scripted.Server, opts options) *client {
 		}
 		env = append(env, kv)
 	}
-	cmd.Env = env
+	cmd.Env = append(env, opts.env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,10 @@ func buildChatRequest(req Request) openai.ChatCompletionRequest {
 				lastAssistant = len(msgs) - 1
 			}
 			args := e.Arguments
+			if e.Custom {
+				b, _ := json.Marshal(map[string]string{"input": e.Arguments})
+				args = string(b)
+			}
 			if args == "" {
 				args = "{}"
 			}
@@ -65,6 +69,9 @@ func buildChatRequest(req Request) openai.ChatCompletionRequest {
 	}
 	for _, t := range req.Tools {
 		params := t.Parameters
+		if t.Freeform != nil {
+			params = freeformSchema
+		}
 		if len(params) == 0 {
 			params = emptySchema
 		}
@@ -78,6 +85,7 @@ func buildChatRequest(req Request) openai.ChatCompletionRequest {
 		r.ParallelToolCalls = req.ParallelToolCalls
 	}
 	r.ReasoningEffort = req.ReasoningEffort
+	r.ResponseFormat = req.OutputSchema.chatFormat()
 	return r
 }
 
@@ -133,9 +141,27 @@ type ccCall struct {
 	args  []byte
 }
 
+// freeformSchema stands in for a free-form tool on the Chat wire.
+var freeformSchema = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string","description":"the raw input text"}},"required":["input"]}`)
+
+// unwrapFreeform turns the function-call form of a free-form tool's call
+// back into raw input.
+func unwrapFreeform(call ToolCall) ToolCall {
+	var a struct {
+		Input *string `json:"input"`
+	}
+	if json.Unmarshal([]byte(call.Arguments), &a) == nil && a.Input != nil {
+		call.Arguments = *a.Input
+	}
+	call.Custom = true
+	return call
+}
+
 type chatParser struct {
-	em    *emitter
-	chunk ccChunk
+	// freeform names the free-form tools of the request.
+	freeform map[string]bool
+	em       *emitter
+	chunk    ccChunk
 
 	base          string // id stem for generated item ids
 	msgID, rsID   string
@@ -149,6 +175,19 @@ type chatParser struct {
 
 func newChatParser(em *emitter) *chatParser {
 	return &chatParser{em: em}
+}
+
+func newChatParserFor(req Request, em *emitter) *chatParser {
+	p := newChatParser(em)
+	for _, t := range req.Tools {
+		if t.Freeform != nil {
+			if p.freeform == nil {
+				p.freeform = map[string]bool{}
+			}
+			p.freeform[t.Name] = true
+		}
+	}
+	return p
 }
 
 func (p *chatParser) line(b []byte) (bool, *Error) {
@@ -400,7 +439,11 @@ func (p *chatParser) finish() {
 		if args == "" {
 			args = "{}"
 		}
-		p.em.send(Event{Kind: EvToolCall, ItemID: id, Call: ToolCall{CallID: id, Name: c.name, Arguments: args}})
+		call := ToolCall{CallID: id, Name: c.name, Arguments: args}
+		if p.freeform[c.name] {
+			call = unwrapFreeform(call)
+		}
+		p.em.send(Event{Kind: EvToolCall, ItemID: id, Call: call})
 	}
 }
 

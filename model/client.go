@@ -236,7 +236,7 @@ func (c *Client) Stream(ctx context.Context, req Request, emit func(Event)) erro
 					return nil, err
 				}
 				return s, nil
-			}, newChatParser(em))
+			}, newChatParserFor(req, em))
 		} else {
 			e = c.attempt(ctx, info, func(actx context.Context) (rawStream, error) {
 				s, err := c.oa.CreateResponseStream(actx, rsReq)

@@ -27,6 +27,13 @@ type rsFunctionCall struct {
 	Arguments string `json:"arguments"`
 }
 
+type rsCustomCall struct {
+	Type   string `json:"type"`
+	CallID string `json:"call_id"`
+	Name   string `json:"name"`
+	Input  string `json:"input"`
+}
+
 type rsFunctionCallOutput struct {
 	Type   string `json:"type"`
 	CallID string `json:"call_id"`
@@ -46,13 +53,21 @@ func buildResponsesRequest(req Request) openai.CreateResponseRequest {
 			input = append(input, rsInputMessage{Type: "message", Role: "assistant",
 				Content: []rsInputContent{{Type: "output_text", Text: e.Text}}})
 		case EntryToolCall:
+			if e.Custom {
+				input = append(input, rsCustomCall{Type: "custom_tool_call", CallID: e.CallID, Name: e.Name, Input: e.Arguments})
+				continue
+			}
 			args := e.Arguments
 			if args == "" {
 				args = "{}"
 			}
 			input = append(input, rsFunctionCall{Type: "function_call", CallID: e.CallID, Name: e.Name, Arguments: args})
 		case EntryToolOutput:
-			input = append(input, rsFunctionCallOutput{Type: "function_call_output", CallID: e.CallID, Output: e.Output})
+			typ := "function_call_output"
+			if e.Custom {
+				typ = "custom_tool_call_output"
+			}
+			input = append(input, rsFunctionCallOutput{Type: typ, CallID: e.CallID, Output: e.Output})
 		}
 	}
 	store := false
@@ -64,6 +79,14 @@ func buildResponsesRequest(req Request) openai.CreateResponseRequest {
 		Stream:       true,
 	}
 	for _, t := range req.Tools {
+		if t.Freeform != nil {
+			r.Tools = append(r.Tools, openai.Tool{Type: openai.ToolTypeCustom, Parameters: map[string]any{
+				"name":        t.Name,
+				"description": t.Description,
+				"format":      map[string]any{"type": "grammar", "syntax": t.Freeform.Syntax, "definition": t.Freeform.Definition},
+			}})
+			continue
+		}
 		params := t.Parameters
 		if len(params) == 0 {
 			params = emptySchema
@@ -82,6 +105,7 @@ func buildResponsesRequest(req Request) openai.CreateResponseRequest {
 	if req.ReasoningEffort != "" {
 		r.Reasoning = &openai.ResponseReasoning{Effort: req.ReasoningEffort, Summary: "auto"}
 	}
+	r.Text = req.OutputSchema.responsesText()
 	return r
 }
 
@@ -97,6 +121,7 @@ type rsEvent struct {
 	SummaryIndex int             `json:"summary_index"`
 	Delta        string          `json:"delta"`
 	Arguments    string          `json:"arguments"`
+	Input        string          `json:"input"`
 	Item         *rsItem         `json:"item"`
 	Response     *rsResponse     `json:"response"`
 	Code         json.RawMessage `json:"code"`
@@ -110,6 +135,7 @@ type rsItem struct {
 	CallID    string      `json:"call_id"`
 	Name      string      `json:"name"`
 	Arguments string      `json:"arguments"`
+	Input     string      `json:"input"`
 	Content   []rsContent `json:"content"`
 	Summary   []rsContent `json:"summary"`
 }
@@ -152,6 +178,7 @@ const (
 	itemMessage
 	itemReasoning
 	itemFunctionCall
+	itemCustomCall
 )
 
 func itemKindOf(t string) itemKind {
@@ -162,6 +189,8 @@ func itemKindOf(t string) itemKind {
 		return itemReasoning
 	case "function_call":
 		return itemFunctionCall
+	case "custom_tool_call":
+		return itemCustomCall
 	}
 	return itemOther
 }
@@ -226,6 +255,7 @@ var rsDeltaTypes = [...]string{
 	"response.reasoning_summary_text.delta",
 	"response.reasoning_text.delta",
 	"response.function_call_arguments.delta",
+	"response.custom_tool_call_input.delta",
 	"response.refusal.delta",
 }
 
@@ -326,8 +356,11 @@ func (p *responsesParser) handle() (bool, *Error) {
 			return false, nil
 		}
 		it := &rsItemState{id: ev.Item.ID, kind: itemKindOf(ev.Item.Type), callID: ev.Item.CallID, name: ev.Item.Name}
-		if it.kind == itemFunctionCall {
+		switch it.kind {
+		case itemFunctionCall:
 			it.text = append(it.text, ev.Item.Arguments...)
+		case itemCustomCall:
+			it.text = append(it.text, ev.Item.Input...)
 		}
 		p.items = append(p.items, it)
 
@@ -361,6 +394,16 @@ func (p *responsesParser) handle() (bool, *Error) {
 		it := p.find(ev.ItemID, itemFunctionCall)
 		if ev.Arguments != "" {
 			it.text = append(it.text[:0], ev.Arguments...)
+		}
+
+	case "response.custom_tool_call_input.delta":
+		it := p.find(ev.ItemID, itemCustomCall)
+		it.text = append(it.text, ev.Delta...)
+
+	case "response.custom_tool_call_input.done":
+		it := p.find(ev.ItemID, itemCustomCall)
+		if ev.Input != "" {
+			it.text = append(it.text[:0], ev.Input...)
 		}
 
 	case "response.output_item.done":
@@ -432,8 +475,11 @@ func (p *responsesParser) itemDone(item *rsItem) {
 		}
 		p.em.send(Event{Kind: EvReasoningDone, ItemID: it.id, Summary: summary, Content: content})
 
-	case itemFunctionCall:
+	case itemFunctionCall, itemCustomCall:
 		call := ToolCall{CallID: item.CallID, Name: item.Name, Arguments: item.Arguments}
+		if k == itemCustomCall {
+			call.Arguments, call.Custom = item.Input, true
+		}
 		if call.CallID == "" {
 			call.CallID = it.callID
 		}
@@ -444,6 +490,7 @@ func (p *responsesParser) itemDone(item *rsItem) {
 			call.Arguments = string(it.text)
 		}
 		p.em.send(Event{Kind: EvToolCall, ItemID: it.id, Call: call})
+
 	}
 }
 

@@ -57,11 +57,24 @@ type Provider struct {
 	IdleTimeout time.Duration
 }
 
-// Tool is a function tool offered to the model.
+// Tool is a tool offered to the model: a function tool taking JSON
+// arguments, or, with Freeform set, a free-form tool taking raw text.
 type Tool struct {
 	Name        string
 	Description string
 	Parameters  json.RawMessage // JSON schema object; empty = no parameters
+	// Freeform makes the tool a Responses "custom" tool whose input is raw
+	// text constrained by a grammar (Codex offers apply_patch this way). On
+	// the Chat wire, which has no such tools, it is sent as a function tool
+	// with one string parameter "input"; calls come back with Custom set and
+	// the text in Arguments either way.
+	Freeform *Freeform
+}
+
+// Freeform is the input format of a free-form tool.
+type Freeform struct {
+	Syntax     string // "lark" or "regex"
+	Definition string // the grammar
 }
 
 // EntryKind says what a history Entry records.
@@ -94,8 +107,11 @@ type Entry struct {
 	Text      string // EntryUser, EntryAssistant
 	CallID    string // EntryToolCall, EntryToolOutput
 	Name      string // EntryToolCall
-	Arguments string // EntryToolCall: raw JSON string
+	Arguments string // EntryToolCall: raw JSON string (raw input text when Custom)
 	Output    string // EntryToolOutput
+	// Custom marks a call of a free-form tool (and its output): on the
+	// Responses wire they are custom_tool_call / custom_tool_call_output.
+	Custom bool
 }
 
 // Request is one model call.
@@ -106,13 +122,17 @@ type Request struct {
 	Tools             []Tool
 	ReasoningEffort   string // "" = not sent
 	ParallelToolCalls bool   // only sent when Tools is non-empty
+	// OutputSchema, when set, asks for structured output (see outputschema.go).
+	OutputSchema *OutputSchema
 }
 
 // ToolCall is a complete function call requested by the model.
 type ToolCall struct {
 	CallID    string
 	Name      string
-	Arguments string // raw JSON, fully accumulated
+	Arguments string // raw JSON, fully accumulated; the raw input text when Custom
+	// Custom: a call of a free-form tool (see Tool.Freeform).
+	Custom bool
 }
 
 // Usage is the token accounting of one response.

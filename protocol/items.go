@@ -91,6 +91,25 @@ type PatchChangeKind struct {
 	MovePath *string `json:"move_path,omitempty"`
 }
 
+// DynamicToolCallItem is a call of one of the server's own tools that is not
+// a command or a file change: apserver uses it for read_file, list_dir and
+// search, so clients see what the agent looked at.
+type DynamicToolCallItem struct {
+	ID           string                   `json:"id"`
+	Tool         string                   `json:"tool"`
+	Arguments    json.RawMessage          `json:"arguments"`
+	Status       string                   `json:"status"` // inProgress | completed | failed
+	Success      *bool                    `json:"success"`
+	ContentItems []DynamicToolCallContent `json:"contentItems"`
+	DurationMs   *int64                   `json:"durationMs"`
+}
+
+// DynamicToolCallContent is one part of a dynamic tool call's output.
+type DynamicToolCallContent struct {
+	Type string `json:"type"` // inputText
+	Text string `json:"text"`
+}
+
 // ContextCompactionItem marks a compaction of the history.
 type ContextCompactionItem struct {
 	ID string `json:"id"`
@@ -110,6 +129,7 @@ func (PlanItem) isThreadItem()              {}
 func (CommandExecutionItem) isThreadItem()  {}
 func (FileChangeItem) isThreadItem()        {}
 func (ContextCompactionItem) isThreadItem() {}
+func (DynamicToolCallItem) isThreadItem()   {}
 func (RawItem) isThreadItem()               {}
 
 func (i UserMessageItem) ItemID() string       { return i.ID }
@@ -119,6 +139,7 @@ func (i PlanItem) ItemID() string              { return i.ID }
 func (i CommandExecutionItem) ItemID() string  { return i.ID }
 func (i FileChangeItem) ItemID() string        { return i.ID }
 func (i ContextCompactionItem) ItemID() string { return i.ID }
+func (i DynamicToolCallItem) ItemID() string   { return i.ID }
 func (i RawItem) ItemID() string               { return i.ID }
 
 func (UserMessageItem) ItemType() string       { return "userMessage" }
@@ -128,6 +149,7 @@ func (PlanItem) ItemType() string              { return "plan" }
 func (CommandExecutionItem) ItemType() string  { return "commandExecution" }
 func (FileChangeItem) ItemType() string        { return "fileChange" }
 func (ContextCompactionItem) ItemType() string { return "contextCompaction" }
+func (DynamicToolCallItem) ItemType() string   { return "dynamicToolCall" }
 func (i RawItem) ItemType() string             { return i.Type }
 
 // tagged marshals v with a leading "type" field.
@@ -192,6 +214,13 @@ func (i ContextCompactionItem) MarshalJSON() ([]byte, error) {
 	type a ContextCompactionItem
 	return tagged(i.ItemType(), a(i))
 }
+func (i DynamicToolCallItem) MarshalJSON() ([]byte, error) {
+	type a DynamicToolCallItem
+	if len(i.Arguments) == 0 {
+		i.Arguments = json.RawMessage("{}")
+	}
+	return tagged(i.ItemType(), a(i))
+}
 func (i RawItem) MarshalJSON() ([]byte, error) { return i.Raw, nil }
 
 // UnmarshalThreadItem decodes a tagged item. Unknown types come back as
@@ -235,6 +264,10 @@ func UnmarshalThreadItem(b []byte) (ThreadItem, error) {
 		it = v
 	case "contextCompaction":
 		var v ContextCompactionItem
+		err = json.Unmarshal(b, &v)
+		it = v
+	case "dynamicToolCall":
+		var v DynamicToolCallItem
 		err = json.Unmarshal(b, &v)
 		it = v
 	default:

@@ -572,8 +572,25 @@ func (c client) Notify(method string, params any) {
 
 // Call sends a server→client request with the next integer id.
 func (c client) Call(method string, params any) session.ClientCall {
-	s := c.s
-	call := &clientCall{id: s.nextCallID.Add(1) - 1, done: make(chan struct{})}
+	return c.s.call(c.s.nextCallID.Add(1)-1, method, params)
+}
+
+// CallWithID sends a server→client request under a given id: a request
+// that was pending when apserver last stopped, re-sent after the restart
+// with its old id. Ids from Call continue above it, so none is reused while
+// the re-sent request waits.
+func (c client) CallWithID(id int64, method string, params any) session.ClientCall {
+	for {
+		next := c.s.nextCallID.Load()
+		if next > id || c.s.nextCallID.CompareAndSwap(next, id+1) {
+			break
+		}
+	}
+	return c.s.call(id, method, params)
+}
+
+func (s *Server) call(id int64, method string, params any) session.ClientCall {
+	call := &clientCall{id: id, done: make(chan struct{})}
 	lb := getLine()
 	if err := lb.appendCall(jsonrpc2.ID{Num: uint64(call.id)}, method, params); err != nil {
 		putLine(lb)

@@ -16,4 +16,6 @@ func registerTurn(s *Server, m *session.Manager) {
 func Register(s *Server, m *session.Manager) {
 	registerThread(s, m)
 	registerTurn(s, m)
+	registerTools(s, m)
+	registerFullAuto(s, m)
 }

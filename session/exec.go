@@ -21,20 +21,12 @@ type commandRun struct {
 	timeout time.Duration
 	item    protocol.CommandExecutionItem
 	started time.Time
+	plan    commandPlan
 }
 
-// runNextCall takes the next tool call of the response and runs it.
-func (t *thread) runNextCall(tr *turn) {
-	if len(tr.calls) == 0 {
-		t.afterCalls(tr)
-		return
-	}
-	call := tr.calls[0]
-	tr.calls = tr.calls[1:]
-	if call.Name != toolExecCommand && call.Name != "shell" && call.Name != "shell_command" && call.Name != "bash" {
-		t.toolError(tr, call, fmt.Sprintf("unknown tool %q; the available tool is %s", call.Name, toolExecCommand))
-		return
-	}
+// runCommandCall runs an exec_command call: parse, judge (rules, sandbox,
+// approval policy), maybe ask, then execute.
+func (t *thread) runCommandCall(tr *turn, call model.ToolCall) {
 	var args execArgs
 	if err := json.Unmarshal([]byte(call.Arguments), &args); err != nil {
 		t.toolError(tr, call, fmt.Sprintf("invalid arguments for %s: %v", call.Name, err))
@@ -66,25 +58,21 @@ func (t *thread) runNextCall(tr *turn) {
 		Status:         protocol.ItemInProgress,
 		CommandActions: commandActions(cmd),
 	}
-	if t.needsApproval(cmd, args) {
+	run.plan = t.planCommand(cmd, args.SandboxPermissions == "require_escalated")
+	switch {
+	case run.plan.refuse != "":
+		t.notifyItemStarted(tr, run.item)
+		t.finishCommand(tr, run, protocol.ItemDeclined, "Not run: "+run.plan.refuse)
+	case run.plan.ask:
 		t.askApproval(tr, run, args.Justification)
-		return
+	default:
+		t.notifyItemStarted(tr, run.item)
+		t.startExec(tr, run)
 	}
-	t.notifyItemStarted(tr, run.item)
-	t.startExec(tr, run)
 }
 
 func (t *thread) notifyItemStarted(tr *turn, item protocol.ThreadItem) {
 	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: time.Now().UnixMilli()})
-}
-
-// toolError answers a tool call the agent got wrong; the model sees the
-// message and the turn goes on.
-func (t *thread) toolError(tr *turn, call model.ToolCall, msg string) {
-	t.history = append(t.history,
-		model.Entry{Kind: model.EntryToolCall, CallID: call.CallID, Name: call.Name, Arguments: call.Arguments},
-		model.Entry{Kind: model.EntryToolOutput, CallID: call.CallID, Output: msg})
-	t.runNextCall(tr)
 }
 
 func commandActions(cmd string) []protocol.CommandAction {
@@ -112,58 +100,36 @@ func commandActions(cmd string) []protocol.CommandAction {
 	return out
 }
 
-// needsApproval applies the thread's approval policy to a command.
-//
-//   - never: run everything without asking.
-//   - untrusted: ask for anything that is not a known read-only command.
-//   - on-request: ask when the model requests escalation, and, since this
-//     build does not yet confine commands with a kernel sandbox, for any
-//     command that is not known read-only unless the thread runs with
-//     danger-full-access.
-//
-// A command accepted "for session" runs without asking again.
-func (t *thread) needsApproval(cmd string, args execArgs) bool {
-	if t.approved[cmd] {
-		return false
-	}
-	switch t.settings.ApprovalPolicy {
-	case protocol.ApprovalNever:
-		return false
-	case protocol.ApprovalUntrusted:
-		return !tools.IsKnownSafe(cmd)
-	default:
-		if args.SandboxPermissions == "require_escalated" {
-			return true
-		}
-		if t.settings.Sandbox == protocol.SandboxDangerFullAccess {
-			return false
-		}
-		return !tools.IsKnownSafe(cmd)
-	}
-}
-
 // askApproval sends item/commandExecution/requestApproval. Codex's order for
 // commands: the waitingOnApproval status first, then item/started, then the
 // request.
 func (t *thread) askApproval(tr *turn, run *commandRun, reason string) {
-	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{protocol.FlagWaitingOnApproval}})
-	t.notifyItemStarted(tr, run.item)
 	params := protocol.CommandApprovalParams{
-		ThreadID: t.id, TurnID: tr.id, ItemID: run.item.ID, StartedAtMs: time.Now().UnixMilli(),
+		ThreadID: t.id, TurnID: tr.id, ItemID: run.item.ID, StartedAtMs: nowMs(),
 		Kind: "command", Command: ptr(run.item.Command), Cwd: ptr(run.dir),
 		CommandActions: run.item.CommandActions, ProposedExecpolicyAmendment: proposedPrefix(run.command),
 	}
 	if reason != "" {
 		params.Reason = ptr(reason)
 	}
-	call := t.m.client.Call(protocol.RequestCommandApproval, params)
-	id := call.ID()
-	tr.requests = append(tr.requests, id)
-	ctx := tr.ctx
-	go func() {
-		raw, err := call.Wait(ctx)
-		t.postEvent(ctx, func() { t.onApproval(tr, run, id, raw, err) })
-	}()
+	if run.plan.forbidden() {
+		why := run.plan.reason()
+		if reason != "" {
+			why += ". The agent says: " + reason
+		}
+		params.Reason = ptr(why)
+		params.ProposedExecpolicyAmendment = nil
+	}
+	req := serverRequest{Method: protocol.RequestCommandApproval, Params: params, Kind: "command", Command: run.command,
+		Rule: run.plan.ruleDecision(), RuleName: run.plan.ruleName(), Sandboxed: run.plan.sandboxed()}
+	if raw, ok := t.autoAnswer(tr, req); ok {
+		t.notifyItemStarted(tr, run.item)
+		t.onApproval(tr, run, -1, raw, nil)
+		return
+	}
+	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{protocol.FlagWaitingOnApproval}})
+	t.notifyItemStarted(tr, run.item)
+	t.sendRequest(tr, req, func(id int64, raw json.RawMessage, err error) { t.onApproval(tr, run, id, raw, err) })
 }
 
 func (tr *turn) dropRequest(id int64) {
@@ -177,17 +143,8 @@ func (tr *turn) dropRequest(id int64) {
 
 // onApproval acts on the client's answer (CORE.md §8).
 func (t *thread) onApproval(tr *turn, run *commandRun, reqID int64, raw json.RawMessage, callErr error) {
-	if t.turn != tr {
-		return
-	}
-	tr.dropRequest(reqID)
-	t.notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.id, RequestID: reqID})
-	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
-	var dec protocol.ApprovalDecision
-	err := callErr
-	if err == nil {
-		dec, err = protocol.ParseApprovalResponse(raw)
-	}
+	t.resolved(reqID)
+	dec, err := approvalAnswer(raw, callErr)
 	if err != nil {
 		t.m.log.Warn("approval answer unusable; command not run", "thread", t.id, "item", run.item.ID, "err", err)
 		t.finishCommand(tr, run, protocol.ItemFailed, "The approval request failed, so the command was not run: "+err.Error())
@@ -218,11 +175,7 @@ func (t *thread) finishCommand(tr *turn, run *commandRun, status, modelMsg strin
 
 func (t *thread) finishCommandOnly(tr *turn, run *commandRun, status, modelMsg string) bool {
 	run.item.Status = status
-	hist := []model.Entry{
-		{Kind: model.EntryToolCall, CallID: run.call.CallID, Name: run.call.Name, Arguments: run.call.Arguments},
-		{Kind: model.EntryToolOutput, CallID: run.call.CallID, Output: modelMsg},
-	}
-	if err := t.commitItem(tr, run.item, hist); err != nil {
+	if err := t.commitItem(tr, run.item, callHistory(run.call, modelMsg)); err != nil {
 		t.failTurn(tr, err)
 		return false
 	}
@@ -235,6 +188,7 @@ func (t *thread) startExec(tr *turn, run *commandRun) {
 	run.started = time.Now()
 	ctx := tr.ctx
 	req := tools.ExecRequest{Command: run.command, Dir: run.dir, Timeout: run.timeout}
+	run.plan.confine(&req)
 	// tools.Exec refuses a missing or non-directory workdir with an error,
 	// which onCommandDone reports to the model as a failed command.
 	go func() {
@@ -256,6 +210,7 @@ func (t *thread) onCommandDone(tr *turn, run *commandRun, res tools.ExecResult, 
 	if t.turn != tr {
 		return
 	}
+	t.restamp(tr)
 	if err != nil {
 		run.item.ExitCode = ptr(-1)
 		run.item.AggregatedOutput = ptr(err.Error())

@@ -16,6 +16,8 @@ import (
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
+	"github.com/apserver/apserver/tools/checkpoint"
+	"github.com/apserver/apserver/tools/sandbox"
 )
 
 // ErrThreadNotFound is wrapped when a request names an unknown thread.
@@ -36,6 +38,14 @@ type Options struct {
 	CoalesceDeltas bool
 	// HTTPClient is used for model requests; nil means a default client.
 	HTTPClient *http.Client
+	// SandboxSupport reports what the kernel offers for confining commands;
+	// nil means sandbox.Probe. (Tests use it to act out a kernel without
+	// Landlock.)
+	SandboxSupport func() sandbox.Support
+	// DataDir holds apserver's files besides the database: the per-turn
+	// checkpoints of each workspace. Empty turns checkpoints (and with them
+	// turn diffs and thread/revert) off.
+	DataDir string
 }
 
 // Manager owns the set of loaded threads. Its own fields are small leaf
@@ -53,9 +63,13 @@ type Manager struct {
 
 	wg sync.WaitGroup
 
+	fa *fullAutoManager // full auto across threads (fullauto.go); set by NewManager
+
 	mu      sync.Mutex
 	threads map[string]*thread // loaded threads
 	models  map[string]*model.Client
+	ckpts   map[string]*checkpoint.Store // by workspace
+	fsw     watchState                   // fs/watch, made on first use
 }
 
 // NewManager starts opening the store and returns at once.
@@ -70,10 +84,12 @@ func NewManager(opts Options) *Manager {
 		storeReady: make(chan struct{}),
 		threads:    map[string]*thread{},
 		models:     map[string]*model.Client{},
+		ckpts:      map[string]*checkpoint.Store{},
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	m.fa = newFullAutoManager(m)
 	go func() {
 		defer close(m.storeReady)
 		if opts.OpenStore == nil {
@@ -115,6 +131,9 @@ func (m *Manager) Close() error {
 	}
 	m.stop()
 	m.wg.Wait()
+	m.mu.Lock()
+	m.closeWatcher()
+	m.mu.Unlock()
 	<-m.storeReady
 	if m.db != nil {
 		return m.db.Close()
@@ -477,6 +496,11 @@ func (m *Manager) SteerTurn(ctx context.Context, p protocol.TurnSteerParams, rep
 }
 
 // InterruptTurn implements turn/interrupt.
+// RevertThread implements thread/revert.
+func (m *Manager) RevertThread(ctx context.Context, p protocol.ThreadRevertParams, reply Reply) {
+	m.onThread(p.ThreadID, reply, func(t *thread) { t.revert(p, reply) })
+}
+
 func (m *Manager) InterruptTurn(ctx context.Context, p protocol.TurnInterruptParams, reply Reply) {
 	m.onThread(p.ThreadID, reply, func(t *thread) { t.interrupt(p.TurnID, reply) })
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/apserver/apserver/model/scripted"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
+	"github.com/apserver/apserver/tools/sandbox"
 )
 
 const testTimeout = 10 * time.Second
@@ -541,7 +542,10 @@ func approvalSetup(t *testing.T) (*harness, string, string, *fakeCall) {
 		{Text: "Made it."},
 	}}}}, true)
 	dir := t.TempDir()
-	th := h.startThread(t, protocol.ThreadStartParams{ThreadSettings: protocol.ThreadSettings{Cwd: &dir}})
+	// untrusted: commands the rules do not allow are asked about (under
+	// on-request they would run in the sandbox without asking).
+	th := h.startThread(t, protocol.ThreadStartParams{ThreadSettings: protocol.ThreadSettings{Cwd: &dir,
+		ApprovalPolicy: &protocol.AskForApproval{Mode: protocol.ApprovalUntrusted}}})
 	h.startTurn(t, th.Thread.ID, "make the file")
 	var fc *fakeCall
 	select {
@@ -1021,5 +1025,50 @@ func TestThreadManagement(t *testing.T) {
 	ml := mustCall[protocol.ModelListResult](t, h, "model/list", func(r Reply) { h.m.ListModels(ctx, protocol.ModelListParams{}, r) })
 	if len(ml.Data) == 0 || ml.Data[0].ID != config.Default().Model {
 		t.Errorf("model/list = %+v, want the default model first", ml.Data)
+	}
+}
+
+// TestNoKernelSandboxFallsBackToAsking: where the kernel cannot confine
+// commands, a warning says so (once) and on-request asks before a command
+// it would otherwise have run in the sandbox.
+func TestNoKernelSandboxFallsBackToAsking(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, scripted.Script{Rules: []scripted.Rule{{Match: "make", Steps: []scripted.Step{
+		{ToolCalls: []scripted.ToolCall{{Command: "touch made.txt"}}},
+		{ToolCalls: []scripted.ToolCall{{Command: "touch again.txt"}}},
+		{Text: "Made it."},
+	}}}}, true)
+	h.m.opts.SandboxSupport = func() sandbox.Support { return sandbox.Support{Err: errors.New("Landlock is not available")} }
+	dir := t.TempDir()
+	th := h.startThread(t, protocol.ThreadStartParams{ThreadSettings: protocol.ThreadSettings{Cwd: &dir}})
+	h.startTurn(t, th.Thread.ID, "make the files")
+	for range 2 {
+		select {
+		case fc := <-h.c.calls:
+			if fc.method != protocol.RequestCommandApproval {
+				t.Fatalf("server request %s, want a command approval", fc.method)
+			}
+			fc.answer <- callAnswer{raw: json.RawMessage(`{"decision":"accept"}`)}
+		case <-time.After(testTimeout):
+			t.Fatalf("no approval request; log:\n%s", dump(h.c.snapshot()))
+		}
+	}
+	log, _, ct := h.turnCompleted(t, th.Thread.ID)
+	if ct.Status != protocol.TurnCompleted {
+		t.Fatalf("turn %s\n%s", ct.Status, dump(log))
+	}
+	warnings := 0
+	for _, e := range log {
+		if e.Method == protocol.NotifyWarning && strings.Contains(string(e.Params), "Landlock is not available") {
+			warnings++
+		}
+	}
+	if warnings != 1 {
+		t.Errorf("%d sandbox warnings, want 1\n%s", warnings, dump(log))
+	}
+	for _, f := range []string{"made.txt", "again.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("approved command did not run: %v", err)
+		}
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/apserver/apserver/model"
 )
 
 // maxAgentsBytes caps how much of a workspace's AGENTS.md goes into the prompt.
@@ -15,7 +13,9 @@ const maxAgentsBytes = 64 << 10
 const basePrompt = `You are a coding agent running inside apserver, working in the user's workspace on their behalf.
 
 How to work:
-- Read before you change. Use the exec_command tool to inspect files, run builds and tests, and make changes.
+- Read before you change. Use read_file, list_dir and search to look around, exec_command to run builds and tests, and apply_patch (or edit_file / write_file) to change files.
+- Keep a plan with update_plan for tasks of more than a couple of steps, and keep its statuses current.
+- Commands may run in a sandbox that blocks writes outside the workspace and network access. If a command fails because of the sandbox and it truly needs more, run it again with sandbox_permissions "require_escalated" and a justification; the user will be asked.
 - Keep changes small and focused on what the user asked. Do not revert changes you did not make.
 - Prefer non-interactive commands. Commands run with the workspace as the working directory unless you pass workdir.
 - If a command needs approval and the user declines it, do not retry it in another form; explain what you wanted to do instead.
@@ -74,14 +74,6 @@ var execCommandSchema = json.RawMessage(`{
   "required": ["cmd"],
   "additionalProperties": false
 }`)
-
-func agentTools() []model.Tool {
-	return []model.Tool{{
-		Name:        toolExecCommand,
-		Description: "Run a shell command in the workspace and return its exit code and combined stdout/stderr.",
-		Parameters:  execCommandSchema,
-	}}
-}
 
 // execArgs are exec_command's arguments. "command" is accepted as an alias
 // of "cmd" for models trained on other harnesses.

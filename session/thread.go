@@ -59,17 +59,30 @@ type thread struct {
 	stop   context.CancelFunc
 
 	// Owned by run.
-	meta        store.Thread
-	settings    threadSettings
-	history     []model.Entry
-	turns       []protocol.Turn // completed turns with their items (for resume/read of ephemeral threads)
-	turn        *turn           // the active turn, or nil
-	usage       protocol.TokenUsageBreakdown
-	approved    map[string]bool // commands accepted for the session
-	spareEvents []modelEvent    // drained event buffer, reused
-	itemIDs     map[string]bool // item ids used in this thread
-	status      protocol.ThreadStatus
-	statusSent  bool
+	meta     store.Thread
+	settings threadSettings
+	history  []model.Entry
+	turns    []protocol.Turn // completed turns with their items (for resume/read of ephemeral threads)
+	turn     *turn           // the active turn, or nil
+	auto     threadAuto      // full-auto run (fullauto.go)
+	usage    protocol.TokenUsageBreakdown
+	approved map[string]bool // commands accepted for the session
+	// approvedPaths are files whose changes were accepted for the session.
+	approvedPaths map[string]bool
+	// ckpts are the checkpoints of an ephemeral thread's turns (persistent
+	// threads keep them in the store).
+	ckpts map[string]turnCheckpoints
+	// histMark is len(history) when each turn started (for reverting
+	// ephemeral threads).
+	histMark map[string]int
+	// rules is the command rules cache; sandboxWarned: the missing-sandbox
+	// warning was sent.
+	rules         *rulesCache
+	sandboxWarned bool
+	spareEvents   []modelEvent    // drained event buffer, reused
+	itemIDs       map[string]bool // item ids used in this thread
+	status        protocol.ThreadStatus
+	statusSent    bool
 
 	// statusMu guards statusSnap, read by thread/list from other goroutines.
 	statusMu   sync.Mutex
@@ -89,8 +102,12 @@ func (m *Manager) newThread(meta store.Thread, s threadSettings) *thread {
 		meta:     meta,
 		settings: s,
 		approved: map[string]bool{},
-		itemIDs:  map[string]bool{},
-		status:   protocol.ThreadStatus{Type: protocol.StatusIdle},
+
+		approvedPaths: map[string]bool{},
+		ckpts:         map[string]turnCheckpoints{},
+		histMark:      map[string]int{},
+		itemIDs:       map[string]bool{},
+		status:        protocol.ThreadStatus{Type: protocol.StatusIdle},
 	}
 	t.statusSnap = t.status
 	m.mu.Lock()
@@ -232,7 +249,12 @@ func (t *thread) loadFromStore(announce bool) {
 		return
 	}
 	t.history = t.history[:0]
+	hidden := t.storedHiddenInputs(db) // full auto: turns started with hidden input (fullauto_restore.go)
 	for _, it := range items {
+		if h, ok := hidden[it.TurnID]; ok {
+			t.history = append(t.history, hiddenEntry(h))
+			delete(hidden, it.TurnID)
+		}
 		t.itemIDs[it.ID] = true
 		if len(it.History) > 0 {
 			var es []model.Entry
@@ -265,6 +287,7 @@ func (t *thread) resume(p protocol.ThreadResumeParams, reply Reply) {
 	}
 	res := protocol.ThreadResumeResult{ThreadSessionResult: t.sessionResult(!p.ExcludeTurns)}
 	reply(res, nil)
+	t.goalOnResume() // Codex syncs the goal on resume (goal.go)
 }
 
 // fork creates this (new) thread as a copy of src and announces it.

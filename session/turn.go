@@ -13,6 +13,7 @@ import (
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
+	"github.com/apserver/apserver/tools/files"
 )
 
 // turn is the active turn of a thread; owned by the thread goroutine.
@@ -47,6 +48,20 @@ type turn struct {
 
 	items     []protocol.ThreadItem // completed items, in order
 	lastAgent *protocol.AgentMessageItem
+
+	// plan is the agent's latest update_plan.
+	plan []protocol.TurnPlanStep
+	// stamps record what the agent last read or wrote of each file
+	// (workspace-relative path); a change to a file whose stamp no longer
+	// matches was edited by someone else and is refused.
+	stamps map[string]files.Stamp
+	// Checkpoints: the start snapshot being taken, the ids recorded so far,
+	// whether a diff was sent and the end snapshot recorded.
+	startSnap   *pendingSnapshot
+	ckpt        turnCheckpoints
+	ckptWarned  bool
+	diffSent    bool
+	endRecorded bool
 }
 
 func (tr *turn) wire(view string) protocol.Turn {
@@ -120,6 +135,7 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 	tr := &turn{
 		id: newID(), ctx: ctx, cancel: cancel, started: now,
 		modelName: modelName,
+		stamps:    map[string]files.Stamp{},
 		client:    t.m.modelClient(provider),
 		prompt:    systemPrompt(t.settings.Cwd, t.settings.BaseInstructions, t.m.opts.Config.Instructions, t.settings.DeveloperInstructions),
 	}
@@ -137,12 +153,14 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 		}
 	}
 	t.turn = tr
+	t.histMark[tr.id] = len(t.history)
+	tr.startSnap = t.snapshotAsync("turn " + tr.id + " start")
 	reply(protocol.TurnResult{Turn: tr.wire(protocol.ItemsNotLoaded)}, nil)
 	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
 	started := tr.wire(protocol.ItemsNotLoaded)
 	started.StartedAt = ptr(now.Unix())
 	t.notify(protocol.NotifyTurnStarted, protocol.TurnNotification{ThreadID: t.id, Turn: started})
-	if err := t.userMessage(tr, p.Input); err != nil {
+	if err := t.turnInput(tr, p.Input); err != nil { // userMessage, or full auto's hidden input (fullauto.go)
 		t.failTurn(tr, err)
 		return
 	}
@@ -317,13 +335,13 @@ func (t *thread) sample(tr *turn) {
 		Model:             tr.modelName,
 		Instructions:      tr.prompt,
 		Input:             append([]model.Entry(nil), t.history...),
-		Tools:             agentTools(),
+		Tools:             t.agentTools(),
 		ReasoningEffort:   t.settings.Effort,
 		ParallelToolCalls: true,
 	}
 	client := tr.client
 	go func() {
-		err := client.Stream(ctx, req, func(ev model.Event) {
+		err := t.m.fa.sched.stream(ctx, client, req, func(ev model.Event) { // capped across threads (sched.go)
 			t.events.push(modelEvent{tr: tr, gen: gen, ev: ev})
 		})
 		t.events.push(modelEvent{tr: tr, gen: gen, done: true, err: err})
@@ -422,6 +440,7 @@ func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 			ThreadID: t.id, TurnID: tr.id,
 			TokenUsage: protocol.ThreadTokenUsage{Total: t.usage, Last: last, ModelContextWindow: t.contextWindow(tr.modelName)},
 		})
+		t.responseUsage(tr, last) // full auto: spent tokens, goal progress (fullauto_turn.go)
 		tr.sampling = false
 		t.afterResponse(tr)
 	}
@@ -526,7 +545,15 @@ func (t *thread) afterResponse(tr *turn) {
 		t.sample(tr)
 		return
 	}
-	t.completeTurn(tr, protocol.TurnCompleted, nil)
+	t.sendTurnDiff(tr, func() {
+		if len(tr.pendingInput) > 0 {
+			// Steered while the final diff was computed: go on instead.
+			t.afterCalls(tr)
+			return
+		}
+		tr.endRecorded = true
+		t.completeTurn(tr, protocol.TurnCompleted, nil)
+	})
 }
 
 // afterCalls runs once every tool call of a response has its result: the
@@ -592,6 +619,7 @@ func turnErrorFrom(err error, msg string) protocol.TurnError {
 
 // completeTurn ends the turn with the given status, in Codex's order.
 func (t *thread) completeTurn(tr *turn, status string, te *protocol.TurnError) {
+	t.endCheckpointAsync(tr)
 	tr.cancel()
 	t.turn = nil
 	now := time.Now()
@@ -634,6 +662,7 @@ func (t *thread) completeTurn(tr *turn, status string, te *protocol.TurnError) {
 		t.notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.id, RequestID: id})
 	}
 	tr.requests = nil
+	t.turnEnded(tr, status, te)
 }
 
 // execLimits bound commands.

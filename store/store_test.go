@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -140,7 +141,7 @@ func TestOpen(t *testing.T) {
 			if err := s.w.QueryRow("PRAGMA foreign_keys").Scan(&fk); err != nil || fk != 1 {
 				t.Fatalf("foreign_keys = %d, %v", fk, err)
 			}
-			if v, err := s.SchemaVersion(ctx); err != nil || v != 1 {
+			if v, err := s.SchemaVersion(ctx); err != nil || v != numMigrations(t) {
 				t.Fatalf("SchemaVersion = %d, %v", v, err)
 			}
 			if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
@@ -160,6 +161,16 @@ func TestOpen(t *testing.T) {
 			s2.Close()
 		})
 	}
+}
+
+// numMigrations is the schema version a fresh file migrates to.
+func numMigrations(t *testing.T) int {
+	t.Helper()
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
 }
 
 func TestOpenNewerSchema(t *testing.T) {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/apserver/apserver/tools/sandbox"
 )
 
 const (
@@ -45,6 +47,10 @@ type ExecRequest struct {
 	// DefaultMaxOutputBytes. Beyond the cap the first and last halves are
 	// kept with a marker between them, and Truncated is set.
 	MaxOutputBytes int
+	// Sandbox, if not nil, confines the command (see sandbox.Command; the
+	// HOME, TMPDIR and PATH of Env shape the policy). If the kernel cannot
+	// enforce it, Exec returns an error and runs nothing.
+	Sandbox *sandbox.Policy
 }
 
 // ExecResult is the outcome of a command that started.
@@ -100,19 +106,31 @@ func Exec(ctx context.Context, req ExecRequest, onOutput func([]byte)) (ExecResu
 		limit = DefaultMaxOutputBytes
 	}
 
+	var cmd *exec.Cmd
+	if req.Sandbox == nil {
+		cmd = &exec.Cmd{
+			Path:        shellPath,
+			Args:        []string{"bash", "-c", req.Command},
+			Dir:         req.Dir,
+			Env:         req.Env,
+			SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		}
+	} else {
+		// Like the above, in a process group of its own. Exec kills the
+		// group itself, so the Cmd must not also act on ctx.
+		var err error
+		cmd, err = sandbox.Command(context.WithoutCancel(ctx), *req.Sandbox, req.Dir, req.Env, shellPath, req.Command)
+		if err != nil {
+			return ExecResult{}, fmt.Errorf("tools: %w", err)
+		}
+	}
+
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("tools: output pipe: %w", err)
 	}
-	cmd := &exec.Cmd{
-		Path:        shellPath,
-		Args:        []string{"bash", "-c", req.Command},
-		Dir:         req.Dir,
-		Env:         req.Env,
-		Stdout:      pw, // an *os.File: the child gets it directly, no copying goroutine
-		Stderr:      pw,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-	}
+	// An *os.File: the child gets it directly, no copying goroutine.
+	cmd.Stdout, cmd.Stderr = pw, pw
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		pr.Close()

@@ -3,6 +3,8 @@
 //
 //	apserver [flags]            serve the app-server protocol on stdio
 //	apserver demo               run the offline demo (scripted model, temp workspace)
+//	apserver exec "objective"   work on an objective headless (exec.go)
+//	apserver replay THREAD      re-decide a thread's full-auto receipts (replay.go)
 //	apserver version            print the version
 //
 // This file parses flags, sets up logging and wires the packages together;
@@ -35,7 +37,7 @@ var version = "0.1.0-dev"
 func main() {
 	args := os.Args[1:]
 	cmd := ""
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+	if len(args) > 0 && (!strings.HasPrefix(args[0], "-") || args[0] == "--version") {
 		cmd, args = args[0], args[1:]
 	}
 	var err error
@@ -44,6 +46,12 @@ func main() {
 		err = serve(args)
 	case "demo":
 		err = runDemo(args)
+	case "fake-model":
+		err = runFakeModel(args)
+	case "exec":
+		err = runExec(args)
+	case "replay":
+		err = runReplay(args)
 	case "version", "--version":
 		fmt.Println("apserver", version)
 	case "help", "-h", "--help":
@@ -52,6 +60,13 @@ func main() {
 		fmt.Fprintf(os.Stderr, "apserver: unknown command %q\n\n", cmd)
 		usage(os.Stderr)
 		os.Exit(2)
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(os.Stderr, "apserver:", ee.msg)
+		}
+		os.Exit(ee.code)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "apserver:", err)
@@ -65,6 +80,9 @@ func usage(w io.Writer) {
 Usage:
   apserver [serve] [flags]   serve the app-server protocol on stdin/stdout
   apserver demo              offline demo: scripted model, temp workspace, live view
+  apserver fake-model        serve the scripted test model on 127.0.0.1; print its URL
+  apserver exec "objective"  work on an objective headless in this directory (--full-auto: until done)
+  apserver replay THREAD     re-decide a thread's full-auto receipts; exit 1 naming each that differs
   apserver version           print the version
 
 Run "apserver serve -h" for the server's flags. Configuration: docs/configuration.md.
@@ -194,6 +212,7 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 		Client:  srv.Client(),
 		Logger:  log,
 		Version: version,
+		DataDir: dataDir,
 
 		CoalesceDeltas: !f.noCoalesce,
 	})

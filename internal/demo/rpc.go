@@ -158,7 +158,8 @@ func (c *client) call(ctx context.Context, timeout time.Duration, method string,
 	c.nextID++
 	id := c.nextID
 	if err := c.send(map[string]any{"id": id, "method": method, "params": params}); err != nil {
-		return err
+		// A server that died before reading the request: say which.
+		return fmt.Errorf("sending %s: %w", method, err)
 	}
 	dl := within(timeout)
 	what := "the " + method + " response"

@@ -56,6 +56,17 @@ func (b *requestBody) toolNames() []string {
 	return out
 }
 
+// isCustom: the request advertises name as a Responses custom (free-form)
+// tool.
+func (b *requestBody) isCustom(name string) bool {
+	for _, t := range b.Tools {
+		if t.Type == "custom" && t.name() == name {
+			return true
+		}
+	}
+	return false
+}
+
 // shellTools is the order in which a scripted call without a Name picks
 // an advertised tool.
 var shellTools = []string{"exec_command", "shell", "shell_command", "bash"}

@@ -78,14 +78,18 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, p *
 		sw.event("response.output_item.added", map[string]any{
 			"output_index": idx, "item": callItem(id, "in_progress", c, ""),
 		})
+		deltaType, doneType, doneKey := "response.function_call_arguments.delta", "response.function_call_arguments.done", "arguments"
+		if c.custom {
+			deltaType, doneType, doneKey = "response.custom_tool_call_input.delta", "response.custom_tool_call_input.done", "input"
+		}
 		for _, a := range c.argChunks {
 			if !sw.delta() {
 				return
 			}
-			sw.deltaEvent("response.function_call_arguments.delta", id, idx, "", 0, a, false)
+			sw.deltaEvent(deltaType, id, idx, "", 0, a, false)
 		}
-		sw.event("response.function_call_arguments.done", map[string]any{
-			"item_id": id, "output_index": idx, "arguments": c.args,
+		sw.event(doneType, map[string]any{
+			"item_id": id, "output_index": idx, doneKey: c.args,
 		})
 		item := callItem(id, "completed", c, c.args)
 		sw.event("response.output_item.done", map[string]any{"output_index": idx, "item": item})
@@ -170,6 +174,12 @@ func messageItem(id, status string, text *string) map[string]any {
 }
 
 func callItem(id, status string, c plannedCall, args string) map[string]any {
+	if c.custom {
+		return map[string]any{
+			"id": id, "type": "custom_tool_call", "status": status,
+			"call_id": c.callID, "name": c.name, "input": args,
+		}
+	}
 	return map[string]any{
 		"id": id, "type": "function_call", "status": status,
 		"call_id": c.callID, "name": c.name, "arguments": args,

@@ -108,6 +108,11 @@ type ToolCall struct {
 	Command string
 	// CallID is the call's id; empty means a generated "call_<n>".
 	CallID string
+	// Input is the raw text of a free-form tool call (apply_patch, say).
+	// When the request advertises Name as a Responses custom tool, the call
+	// is streamed as a custom_tool_call; otherwise Arguments is built as
+	// {"input": Input}, the form free-form tools take on the Chat wire.
+	Input string
 }
 
 // Usage is the token usage a response reports. Total is Input + Output.
@@ -261,6 +266,7 @@ type wireToolCall struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	Command   string          `json:"command,omitempty"`
 	CallID    string          `json:"call_id,omitempty"`
+	Input     string          `json:"input,omitempty"`
 }
 
 type wireUsage struct {
@@ -305,7 +311,7 @@ func stepsFromWire(ws []wireStep) ([]Step, error) {
 			if err != nil {
 				return nil, fmt.Errorf("steps[%d].tool_calls[%d].arguments: %w", i, j, err)
 			}
-			st.ToolCalls = append(st.ToolCalls, ToolCall{Name: tc.Name, Arguments: args, Command: tc.Command, CallID: tc.CallID})
+			st.ToolCalls = append(st.ToolCalls, ToolCall{Name: tc.Name, Arguments: args, Command: tc.Command, CallID: tc.CallID, Input: tc.Input})
 		}
 		out = append(out, st)
 	}
@@ -357,7 +363,7 @@ func stepsToWire(steps []Step) []wireStep {
 			if tc.Arguments != "" {
 				args, _ = json.Marshal(tc.Arguments) // a string never fails
 			}
-			w.ToolCalls = append(w.ToolCalls, wireToolCall{Name: tc.Name, Arguments: args, Command: tc.Command, CallID: tc.CallID})
+			w.ToolCalls = append(w.ToolCalls, wireToolCall{Name: tc.Name, Arguments: args, Command: tc.Command, CallID: tc.CallID, Input: tc.Input})
 		}
 		out = append(out, w)
 	}

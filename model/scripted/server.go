@@ -228,7 +228,7 @@ func (s *Server) serveModel(ctx context.Context, w http.ResponseWriter, r *http.
 		writeError(w, st.HTTPError, msg)
 		return
 	}
-	p := s.plan(&st, &in, len(body))
+	p := s.plan(&st, &in, wire, len(body))
 	model := in.Model
 	if model == "" {
 		model = ModelID

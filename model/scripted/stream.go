@@ -25,9 +25,11 @@ type plan struct {
 type plannedCall struct {
 	callID, name, args string
 	argChunks          []string
+	// custom: a custom_tool_call whose input is args (Responses only).
+	custom bool
 }
 
-func (s *Server) plan(st *Step, in *requestBody, bodyLen int) *plan {
+func (s *Server) plan(st *Step, in *requestBody, wire string, bodyLen int) *plan {
 	p := &plan{st: st, text: st.textChunks()}
 	p.fullText = strings.Join(p.text, "")
 	var reasoningDeltas, deltas int64
@@ -48,6 +50,14 @@ func (s *Server) plan(st *Step, in *requestBody, bodyLen int) *plan {
 		}
 		if c.callID == "" {
 			c.callID = "call_" + strconv.FormatInt(s.calls.Add(1), 10)
+		}
+		if tc.Input != "" {
+			if wire == WireResponses && in.isCustom(c.name) {
+				c.custom, c.args = true, tc.Input
+			} else {
+				b, _ := json.Marshal(map[string]string{"input": tc.Input})
+				c.args = string(b)
+			}
 		}
 		if c.args == "" {
 			key := "command"

@@ -1,0 +1,426 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session"
+	"github.com/apserver/apserver/store"
+)
+
+// Exit codes of `apserver exec` (docs/fullauto.md).
+const (
+	exitOK          = 0   // the objective is done (full auto: stopped "completed"; one turn: it completed)
+	exitSetup       = 1   // apserver could not run (configuration, store, model setup)
+	exitUsage       = 2   // bad flags or arguments
+	exitBudget      = 3   // a budget ran out (tokens, turns, time, cost)
+	exitStuck       = 4   // no progress: a loop, repeated errors, compaction thrash, empty replies
+	exitNeedsHuman  = 5   // the run paused for a human (approval timeout, low confidence, waiting)
+	exitFailed      = 6   // the turn failed and could not be retried (or retries ran out)
+	exitInterrupted = 130 // SIGINT or SIGTERM: the run was stopped
+)
+
+// exitError ends the process with code after printing msg, if any.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// errUsage exits 2; the usage text has been printed.
+var errUsage = &exitError{code: exitUsage}
+
+// exitCodeFor maps how a full-auto run ended to the exit code.
+func exitCodeFor(state, cond string) int {
+	switch cond {
+	case "completed":
+		return exitOK
+	case "budgetTokens", "budgetTurns", "budgetTime", "budgetCost":
+		return exitBudget
+	case "stuckLoop", "noProgress", "repeatedError", "compactionThrash", "emptyReplies":
+		return exitStuck
+	case "failedUnrecoverable", "retriesExhausted":
+		return exitFailed
+	case "userStop":
+		return exitInterrupted
+	}
+	if state == string(protocol.FullAutoPaused) || cond == "approvalTimeout" || cond == "waitingOnHuman" || cond == "lowConfidence" {
+		return exitNeedsHuman
+	}
+	return exitSetup
+}
+
+// runExec is `apserver exec`: one objective, headless, in the current
+// directory. Flags and wiring only; the run is the session's.
+func runExec(args []string) error {
+	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: apserver exec [flags] "objective"
+
+Works on the objective in the current directory without an editor: progress
+on stderr, the agent's final message on stdout. Without --full-auto it runs
+one turn; with it, turns go on until the objective is done, a budget runs out
+or the run needs a human. Requests for a human are declined (nobody is there
+to answer them). Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
+4 stuck, 5 needs a human, 6 failed, 130 interrupted.
+
+`)
+		fs.PrintDefaults()
+	}
+	var f serveFlags
+	f.register(fs)
+	fullAuto := fs.Bool("full-auto", false, "keep running turns until the objective is done, a budget runs out or a human is needed")
+	budgetTokens := fs.Int64("budget-tokens", 0, "full auto: stop after this many tokens (0 = no limit)")
+	budgetTurns := fs.Int("budget-turns", 0, "full auto: stop after this many turns (0 = no limit)")
+	budgetTime := fs.Duration("budget-time", 0, "full auto: stop after this much time, e.g. 10m (0 = no limit)")
+	budgetCost := fs.Float64("budget-cost", 0, "full auto: stop after this many US dollars, priced by [prices] (0 = no limit)")
+	approvals := fs.String("approvals", protocol.FullAutoApprovePolicy, "full auto: never, policy or ask (what the policy does not approve is declined)")
+	review := fs.Bool("review", false, "full auto: one review turn before accepting completion")
+	jsonOut := fs.Bool("json", false, "print every event as JSON lines on stdout instead of the final message")
+	outFile := fs.String("o", "", "also write the final message to this file")
+	// Flags may come after the objective, as with codex exec.
+	var words []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return errUsage
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		words = append(words, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	objective := strings.TrimSpace(strings.Join(words, " "))
+	if objective == "" {
+		fmt.Fprintln(os.Stderr, "apserver exec: an objective is required")
+		fs.Usage()
+		return errUsage
+	}
+	if f.logFile == "" {
+		f.logLevel = "warn" // the live view is on stderr
+	}
+	log, closeLog, err := newLogger(&f)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	cwd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(config.LoadOptions{UserFile: f.configFile, Workspace: cwd, Getenv: os.Getenv, Overrides: f.overrides()})
+	if err != nil {
+		return err
+	}
+	sync := "NORMAL"
+	if strings.EqualFold(cfg.Durability, "full") {
+		sync = "FULL"
+	}
+	ec := newExecClient(os.Stdout, os.Stderr, *jsonOut, !*fullAuto)
+	mgr := session.NewManager(session.Options{
+		OpenStore: func() (*store.Store, error) {
+			return store.Open(filepath.Join(cfg.DataDir, store.FileName), store.Options{Synchronous: sync})
+		},
+		Config:         cfg,
+		Client:         ec,
+		Logger:         log,
+		Version:        version,
+		CoalesceDeltas: true,
+		DataDir:        cfg.DataDir,
+	})
+	defer mgr.Close()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	threadID, err := execCall(func(r session.Reply) {
+		mgr.StartThread(ctx, protocol.ThreadStartParams{ThreadSettings: protocol.ThreadSettings{Cwd: &cwd}}, r)
+	}, "thread.id")
+	if err != nil {
+		return err
+	}
+	ec.watch(threadID)
+	if *fullAuto {
+		p := protocol.FullAutoStartParams{ThreadID: threadID, Objective: &objective, Approvals: approvals, Review: review,
+			Budgets: &protocol.FullAutoBudgets{}}
+		if *budgetTokens > 0 {
+			p.Budgets.Tokens = budgetTokens
+		}
+		if *budgetTurns > 0 {
+			p.Budgets.Turns = budgetTurns
+		}
+		if *budgetTime > 0 {
+			p.Budgets.TimeMs = ptrTo(budgetTime.Milliseconds())
+		}
+		if *budgetCost > 0 {
+			p.Budgets.CostUSD = budgetCost
+		}
+		if err := p.Validate(); err != nil {
+			fmt.Fprintln(os.Stderr, "apserver exec:", err)
+			return errUsage
+		}
+		_, err = execCall(func(r session.Reply) { mgr.StartFullAuto(ctx, p, r) }, "")
+	} else {
+		input := []protocol.UserInput{{Type: "text", Text: objective}}
+		_, err = execCall(func(r session.Reply) {
+			mgr.StartTurn(ctx, protocol.TurnStartParams{ThreadID: threadID, Input: input}, r)
+		}, "")
+	}
+	if err != nil {
+		return err
+	}
+
+	var code int
+	select {
+	case end := <-ec.ended:
+		code = end.code
+	case <-ctx.Done():
+		stop() // a second signal kills the process
+		fmt.Fprintln(os.Stderr, "apserver exec: interrupted; stopping")
+		if *fullAuto {
+			_, _ = execCall(func(r session.Reply) {
+				mgr.StopFullAuto(context.Background(), protocol.FullAutoThreadParams{ThreadID: threadID}, r)
+			}, "")
+		} else {
+			_, _ = execCall(func(r session.Reply) {
+				mgr.InterruptTurn(context.Background(), protocol.TurnInterruptParams{ThreadID: threadID, TurnID: ec.turnID()}, r)
+			}, "")
+		}
+		select {
+		case <-ec.ended:
+		case <-time.After(10 * time.Second):
+		}
+		code = exitInterrupted
+	}
+	final := ec.finalMessage()
+	if !*jsonOut && final != "" {
+		fmt.Fprintln(os.Stdout, final)
+	}
+	if *outFile != "" {
+		if err := os.WriteFile(*outFile, []byte(final+"\n"), 0o644); err != nil {
+			return fmt.Errorf("writing %s: %w", *outFile, err)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "thread %s (apserver replay %s)\n", threadID, threadID)
+	if code != exitOK {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// execCall calls a session method and waits for its reply; path, when set,
+// picks a string out of the result.
+func execCall(call func(session.Reply), path string) (string, error) {
+	type answer struct {
+		v   any
+		err error
+	}
+	ch := make(chan answer, 1)
+	call(func(v any, err error) { ch <- answer{v, err} })
+	a := <-ch
+	if a.err != nil || path == "" {
+		return "", a.err
+	}
+	b, err := json.Marshal(a.v)
+	if err != nil {
+		return "", err
+	}
+	var m any
+	_ = json.Unmarshal(b, &m)
+	for _, k := range strings.Split(path, ".") {
+		mm, _ := m.(map[string]any)
+		m = mm[k]
+	}
+	s, _ := m.(string)
+	return s, nil
+}
+
+// execEnd is how the work ended.
+type execEnd struct{ code int }
+
+// execClient is the session.Client of `apserver exec`: it renders what
+// happens on stderr (or every event as JSON lines on stdout) and declines
+// every request for a human, since there is none.
+type execClient struct {
+	out, errw io.Writer
+	json      bool
+	oneTurn   bool // without --full-auto: the first turn's end is the end
+	ended     chan execEnd
+	nextID    atomic.Int64
+
+	mu       sync.Mutex
+	thread   string
+	turn     string
+	turns    int
+	lastText string
+	done     bool
+}
+
+func newExecClient(out, errw io.Writer, jsonOut, oneTurn bool) *execClient {
+	return &execClient{out: out, errw: errw, json: jsonOut, oneTurn: oneTurn, ended: make(chan execEnd, 1)}
+}
+
+func (c *execClient) watch(threadID string) {
+	c.mu.Lock()
+	c.thread = threadID
+	c.mu.Unlock()
+}
+
+func (c *execClient) turnID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.turn
+}
+
+func (c *execClient) finalMessage() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastText
+}
+
+func (c *execClient) end(code int) {
+	if c.done {
+		return
+	}
+	c.done = true
+	c.ended <- execEnd{code: code}
+}
+
+// Notify renders one notification.
+func (c *execClient) Notify(method string, params any) {
+	b, err := json.Marshal(params)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.json {
+		line, _ := json.Marshal(map[string]any{"method": method, "params": json.RawMessage(b)})
+		fmt.Fprintf(c.out, "%s\n", line)
+	}
+	var p map[string]any
+	_ = json.Unmarshal(b, &p)
+	get := func(path string) any {
+		var v any = p
+		for _, k := range strings.Split(path, ".") {
+			m, _ := v.(map[string]any)
+			v = m[k]
+		}
+		return v
+	}
+	str := func(path string) string { s, _ := get(path).(string); return s }
+	if tid := str("threadId"); tid != "" && c.thread != "" && tid != c.thread {
+		return
+	}
+	w := c.errw
+	switch method {
+	case protocol.NotifyTurnStarted:
+		c.turn = str("turn.id")
+		c.turns++
+		fmt.Fprintf(w, "── turn %d\n", c.turns)
+	case protocol.NotifyItemStarted:
+		if str("item.type") == "commandExecution" {
+			fmt.Fprintf(w, "  $ %s\n", firstLine(str("item.command"), 160))
+		}
+	case protocol.NotifyItemCompleted:
+		switch str("item.type") {
+		case "agentMessage":
+			c.lastText = str("item.text")
+			for _, l := range strings.Split(strings.TrimSpace(c.lastText), "\n") {
+				fmt.Fprintf(w, "  │ %s\n", l)
+			}
+		case "commandExecution":
+			code, _ := get("item.exitCode").(float64)
+			fmt.Fprintf(w, "    → %s, exit %d\n", str("item.status"), int(code))
+		case "fileChange":
+			var paths []string
+			chs, _ := get("item.changes").([]any)
+			for _, ch := range chs {
+				if m, ok := ch.(map[string]any); ok {
+					paths = append(paths, fmt.Sprint(m["path"]))
+				}
+			}
+			fmt.Fprintf(w, "  ✎ %s: %s\n", str("item.status"), strings.Join(paths, ", "))
+		}
+	case protocol.NotifyTurnCompleted:
+		status := str("turn.status")
+		if status != "completed" {
+			fmt.Fprintf(w, "  turn %s: %s\n", status, str("turn.error.message"))
+		}
+		if c.oneTurn {
+			code := exitOK
+			if status != "completed" {
+				code = exitFailed
+			}
+			c.end(code)
+		}
+	case protocol.NotifyFullAutoDecision:
+		r := str("receipt.action") + " (" + str("receipt.rule") + ")"
+		fmt.Fprintf(w, "◆ %s: %s\n", r, str("receipt.reason"))
+	case protocol.NotifyFullAutoStatusChanged:
+		state, cond := str("state"), str("run.stopCondition")
+		switch state {
+		case string(protocol.FullAutoWaiting):
+			fmt.Fprintf(w, "  waiting: %s\n", str("reason"))
+		case string(protocol.FullAutoStopped), string(protocol.FullAutoPaused):
+			spent := fmt.Sprintf("%v turns, %v tokens, %.1fs", get("run.spent.turns"), get("run.spent.tokens"), num(get("run.spent.timeMs"))/1000)
+			fmt.Fprintf(w, "■ %s (%s): %s [%s]\n", state, cond, str("reason"), spent)
+			c.end(exitCodeFor(state, cond))
+		}
+	case protocol.NotifyError:
+		if will, _ := get("willRetry").(bool); will {
+			fmt.Fprintf(w, "  retrying: %s\n", str("error.message"))
+		}
+	}
+}
+
+func num(v any) float64 { f, _ := v.(float64); return f }
+
+func firstLine(s string, n int) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
+
+// Call declines every request for a human: exec has nobody to ask.
+func (c *execClient) Call(method string, params any) session.ClientCall {
+	id := c.nextID.Add(1) - 1
+	c.mu.Lock()
+	fmt.Fprintf(c.errw, "  declined (no human to ask): %s\n", method)
+	c.mu.Unlock()
+	if method == protocol.RequestUserInput {
+		return execCallResult{id: id, err: errors.New("no human is there to answer (apserver exec)")}
+	}
+	return execCallResult{id: id, raw: json.RawMessage(`{"decision":"decline"}`)}
+}
+
+type execCallResult struct {
+	id  int64
+	raw json.RawMessage
+	err error
+}
+
+func (r execCallResult) ID() int64 { return r.id }
+
+func (r execCallResult) Wait(context.Context) (json.RawMessage, error) { return r.raw, r.err }

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/controller"
+	"github.com/apserver/apserver/session"
+	"github.com/apserver/apserver/store"
+)
+
+// errReplayDiffers is returned (after the report) when a decision differs.
+var errReplayDiffers = errors.New("replay: decisions differ")
+
+// runReplay is `apserver replay THREAD`: every receipt of the thread's
+// full-auto runs is re-decided by today's controller from its stored
+// inputs. It prints one line per receipt and exits 1 naming each decision
+// that differs.
+func runReplay(args []string) error {
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: apserver replay [--data-dir DIR] [--config FILE] [-v] THREAD
+
+Re-runs the full-auto controller on the inputs stored with every decision
+(and every automatic approval) of THREAD and compares with what was decided
+then. Exits 0 when all agree, 1 naming each one that differs.
+
+`)
+		fs.PrintDefaults()
+	}
+	dataDir := fs.String("data-dir", "", "apserver's data directory (default: from the config)")
+	cfgFile := fs.String("config", "", "user config file (default: $XDG_CONFIG_HOME/apserver/config.toml)")
+	verbose := fs.Bool("v", false, "also print the reason of each decision")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errUsage
+	}
+	dir := *dataDir
+	if dir == "" {
+		cwd, _ := os.Getwd()
+		cfg, err := config.Load(config.LoadOptions{UserFile: *cfgFile, Workspace: cwd, Getenv: os.Getenv})
+		if err != nil {
+			return err
+		}
+		dir = cfg.DataDir
+	}
+	db, err := store.OpenReadOnly(filepath.Join(dir, store.FileName))
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	defer db.Close()
+	rs, err := db.Receipts(context.Background(), fs.Arg(0))
+	if err != nil {
+		return fmt.Errorf("replay: %w", err)
+	}
+	return replay(os.Stdout, rs, *verbose)
+}
+
+// replay checks each receipt and reports on w.
+func replay(w io.Writer, rs []store.Receipt, verbose bool) error {
+	var differ []string
+	decisions := 0
+	for _, r := range rs {
+		var line, why string
+		var same bool
+		switch r.Kind {
+		case store.ReceiptDecision:
+			decisions++
+			line, why, same = replayDecision(r)
+		case store.ReceiptApproval:
+			line, why, same = replayApproval(r)
+		default:
+			line, same = fmt.Sprintf("unknown receipt kind %q", r.Kind), false
+		}
+		mark := "ok  "
+		if !same {
+			mark = "DIFF"
+			differ = append(differ, fmt.Sprintf("#%d (%s, turn %s): %s", r.Seq, r.Kind, r.TurnID, why))
+		}
+		fmt.Fprintf(w, "%s #%d %-8s turn %s  %s\n", mark, r.Seq, r.Kind, r.TurnID, line)
+		if verbose && why != "" && same {
+			fmt.Fprintf(w, "       %s\n", why)
+		}
+	}
+	fmt.Fprintf(w, "%d receipts (%d decisions), %d differ\n", len(rs), decisions, len(differ))
+	if len(differ) > 0 {
+		for _, d := range differ {
+			fmt.Fprintln(os.Stderr, "apserver replay: differs:", d)
+		}
+		return errReplayDiffers
+	}
+	return nil
+}
+
+func replayDecision(r store.Receipt) (line, why string, same bool) {
+	cr := controller.Receipt{ID: r.ID, TurnID: r.TurnID, Seq: r.Seq, PolicyHash: r.PolicyHash, Executed: r.Executed, Override: r.Override}
+	if err := json.Unmarshal(r.Input, &cr.Input); err != nil {
+		return "undecodable input", err.Error(), false
+	}
+	if err := json.Unmarshal(r.Output, &cr.Output); err != nil {
+		return "undecodable output", err.Error(), false
+	}
+	got, same := controller.Replay(cr)
+	want := cr.Output
+	line = describeDecision(want)
+	if !same {
+		return line + "  now: " + describeDecision(got), "stored " + describeDecision(want) + ", now " + describeDecision(got) + ": " + got.Reason, false
+	}
+	return line, want.Reason, true
+}
+
+func describeDecision(d controller.Decision) string {
+	s := fmt.Sprintf("%s (rule %s", d.Action, d.Rule)
+	if d.StopCondition != "" {
+		s += ", " + string(d.StopCondition)
+	}
+	if d.WrapUp {
+		s += ", wrap-up"
+	}
+	if d.Source == "model" {
+		s += ", model"
+	}
+	return s + ")"
+}
+
+// replayApproval re-runs controller.Approve. An answer the decision model
+// gave cannot be replayed; its receipt is checked for the policy part (the
+// rules passed the request on).
+func replayApproval(r store.Receipt) (line, why string, same bool) {
+	var in session.ApprovalReceiptInput
+	var out session.ApprovalReceiptOutput
+	if err := json.Unmarshal(r.Input, &in); err != nil {
+		return "undecodable input", err.Error(), false
+	}
+	if err := json.Unmarshal(r.Output, &out); err != nil {
+		return "undecodable output", err.Error(), false
+	}
+	got := controller.Approve(in.Strategy, in.Request, in.Denials)
+	want := out.ApprovalVerdict
+	line = fmt.Sprintf("%s %s: %s (rule %s)", in.Request.Kind, label(in.Request), want.Outcome, want.Rule)
+	if out.Source == "model" {
+		if got.Outcome != controller.OutcomeForward {
+			return line, fmt.Sprintf("the policy now answers %s (rule %s) instead of asking the decision model", got.Outcome, got.Rule), false
+		}
+		return line + " [decision model]", want.Reason, true
+	}
+	if got.Outcome != want.Outcome || got.Rule != want.Rule {
+		return line + fmt.Sprintf("  now: %s (rule %s)", got.Outcome, got.Rule),
+			fmt.Sprintf("stored %s (rule %s), now %s (rule %s)", want.Outcome, want.Rule, got.Outcome, got.Rule), false
+	}
+	return line, want.Reason, true
+}
+
+func label(r controller.ApprovalRequest) string {
+	if r.Command != "" {
+		return fmt.Sprintf("%q", r.Command)
+	}
+	if len(r.Paths) > 0 {
+		return fmt.Sprint(r.Paths)
+	}
+	return ""
+}

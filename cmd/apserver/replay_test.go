@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/apserver/apserver/controller"
+	"github.com/apserver/apserver/session"
+	"github.com/apserver/apserver/store"
+)
+
+func decisionReceipt(t *testing.T, seq int, in controller.Input, out controller.Decision) store.Receipt {
+	t.Helper()
+	ib, _ := json.Marshal(in)
+	ob, _ := json.Marshal(out)
+	return store.Receipt{Seq: seq, ID: "r", Kind: store.ReceiptDecision, TurnID: "turn-" + string(rune('0'+seq)),
+		Input: ib, Output: ob, PolicyHash: controller.PolicyHash(in.Config), Executed: true}
+}
+
+func TestReplay(t *testing.T) {
+	done := controller.Input{Objective: "o", Config: controller.DefaultConfig(),
+		Turn: controller.TurnSummary{TurnID: "t1", Status: controller.StatusCompleted, AgentMessage: "The task is complete."}}
+	goOn := done
+	goOn.Turn.AgentMessage = "More to do."
+	approval := session.ApprovalReceiptInput{Strategy: controller.ApproveNever,
+		Request: controller.ApprovalRequest{Kind: "command", Command: "make build", Paths: []string{}}, Denials: map[string]int{}}
+	ai, _ := json.Marshal(approval)
+	verdict := controller.Approve(approval.Strategy, approval.Request, approval.Denials)
+	ao, _ := json.Marshal(session.ApprovalReceiptOutput{ApprovalVerdict: verdict, Source: "policy"})
+	wrongVerdict := verdict
+	wrongVerdict.Outcome = controller.OutcomeForward
+	wo, _ := json.Marshal(session.ApprovalReceiptOutput{ApprovalVerdict: wrongVerdict, Source: "policy"})
+
+	tampered := controller.Decide(goOn)
+	tampered.Action, tampered.Rule = controller.ActStop, "done"
+	otherPolicy := decisionReceipt(t, 4, done, controller.Decide(done))
+	otherPolicy.PolicyHash = "0000"
+
+	tests := []struct {
+		name    string
+		rs      []store.Receipt
+		differs []string // "#seq" of each receipt that must be named
+	}{
+		{"all agree", []store.Receipt{
+			decisionReceipt(t, 1, goOn, controller.Decide(goOn)),
+			{Seq: 2, Kind: store.ReceiptApproval, Input: ai, Output: ao},
+			decisionReceipt(t, 3, done, controller.Decide(done)),
+		}, nil},
+		{"a tampered decision, a wrong approval and another policy", []store.Receipt{
+			decisionReceipt(t, 1, goOn, tampered),
+			{Seq: 2, Kind: store.ReceiptApproval, Input: ai, Output: wo},
+			decisionReceipt(t, 3, done, controller.Decide(done)),
+			otherPolicy,
+		}, []string{"#1", "#2", "#4"}},
+	}
+	for _, tc := range tests {
+		var out bytes.Buffer
+		err := replay(&out, tc.rs, false)
+		if (err != nil) != (len(tc.differs) > 0) || (err != nil && !errors.Is(err, errReplayDiffers)) {
+			t.Errorf("%s: replay = %v\n%s", tc.name, err, out.String())
+		}
+		var diffLines []string
+		for _, l := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(l, "DIFF") {
+				diffLines = append(diffLines, strings.Fields(l)[1])
+			}
+		}
+		if strings.Join(diffLines, " ") != strings.Join(tc.differs, " ") {
+			t.Errorf("%s: receipts reported as differing = %v, want %v\n%s", tc.name, diffLines, tc.differs, out.String())
+		}
+	}
+}

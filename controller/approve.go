@@ -1,0 +1,67 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+)
+
+// blockedPrefixDenials is how many human denials block a command prefix.
+const blockedPrefixDenials = 3
+
+// Approve answers an approval request under full auto. denials counts,
+// per command prefix, how often a human declined it in this run.
+//
+//   - ApproveAsk forwards everything to a human.
+//   - ApproveNever accepts everything except what the rules forbid, which
+//     it declines.
+//   - ApprovePolicy accepts what the rules allow, file changes inside the
+//     writable roots, and sandboxed commands the rules only prompt for. It
+//     never accepts a forbidden command: a human decides.
+//
+// Under never and policy a prefix a human declined 3 times is declined
+// without asking again, and questions always go on (the session asks the
+// decision model). An unknown strategy forwards.
+func Approve(strategy ApprovalStrategy, req ApprovalRequest, denials map[string]int) ApprovalVerdict {
+	verdict := func(outcome, rule, format string, args ...any) ApprovalVerdict {
+		return ApprovalVerdict{Outcome: outcome, Rule: rule, Reason: fmt.Sprintf(format, args...)}
+	}
+	if strategy != ApproveNever && strategy != ApprovePolicy {
+		if strategy == ApproveAsk {
+			return verdict(OutcomeForward, "ask", "approval strategy ask: a human decides")
+		}
+		return verdict(OutcomeForward, "unknownStrategy", "unknown approval strategy %q: a human decides", strategy)
+	}
+	if req.Kind == "question" {
+		return verdict(OutcomeForward, string(strategy)+".question", "questions are answered by the decision model or a human")
+	}
+	prefix := req.Prefix
+	if prefix == "" {
+		prefix = commandPrefix(req.Command)
+	}
+	if n := denials[prefix]; prefix != "" && n >= blockedPrefixDenials {
+		return verdict(OutcomeDecline, "denials.prefixBlocked", "%q was declined %d times in this run", prefix, n)
+	}
+	if strategy == ApproveNever {
+		if req.RuleDecision == "forbidden" {
+			return verdict(OutcomeDecline, "never.forbidden", "forbidden by rule %s", req.Rule)
+		}
+		return verdict(OutcomeAccept, "never", "approval strategy never: accept what is not forbidden")
+	}
+	switch {
+	case req.RuleDecision == "forbidden":
+		return verdict(OutcomeForward, "policy.forbidden", "forbidden by rule %s: a human decides", req.Rule)
+	case req.RuleDecision == "allow":
+		return verdict(OutcomeAccept, "policy.ruleAllow", "allowed by rule %s", req.Rule)
+	case req.Kind == "fileChange" && req.InsideWritableRoots:
+		return verdict(OutcomeAccept, "policy.writableRoots", "the change stays inside the writable roots")
+	case req.Kind == "command" && req.RuleDecision == "prompt" && req.Sandboxed:
+		return verdict(OutcomeAccept, "policy.sandboxed", "the command runs in the sandbox")
+	}
+	return verdict(OutcomeForward, "policy.forward", "not covered by the policy: a human decides")
+}
+
+// commandPrefix is the first two words of a command.
+func commandPrefix(cmd string) string {
+	f := strings.Fields(cmd)
+	return strings.Join(f[:min(2, len(f))], " ")
+}

@@ -1,0 +1,61 @@
+package controller
+
+import "testing"
+
+func TestApprove(t *testing.T) {
+	cmd := func(command, rule string, sandboxed bool) ApprovalRequest {
+		return ApprovalRequest{Kind: "command", Command: command, RuleDecision: rule, Rule: "r1", Sandboxed: sandboxed}
+	}
+	file := func(inside bool) ApprovalRequest {
+		return ApprovalRequest{Kind: "fileChange", Paths: []string{"/w/main.go"}, InsideWritableRoots: inside}
+	}
+	question := ApprovalRequest{Kind: "question"}
+	blocked := map[string]int{"git push": 3}
+	for _, c := range []struct {
+		name     string
+		strategy ApprovalStrategy
+		req      ApprovalRequest
+		denials  map[string]int
+		outcome  string
+		rule     string
+	}{
+		{"never: allowed", ApproveNever, cmd("go test ./...", "allow", false), nil, OutcomeAccept, "never"},
+		{"never: prompt, unsandboxed", ApproveNever, cmd("curl example.com", "prompt", false), nil, OutcomeAccept, "never"},
+		{"never: file outside roots", ApproveNever, file(false), nil, OutcomeAccept, "never"},
+		{"never: forbidden", ApproveNever, cmd("rm -rf /", "forbidden", false), nil, OutcomeDecline, "never.forbidden"},
+		{"never: question", ApproveNever, question, nil, OutcomeForward, "never.question"},
+		{"never: blocked prefix", ApproveNever, cmd("git push origin main", "prompt", false), blocked, OutcomeDecline, "denials.prefixBlocked"},
+
+		{"ask: allowed", ApproveAsk, cmd("go test ./...", "allow", true), nil, OutcomeForward, "ask"},
+		{"ask: file inside roots", ApproveAsk, file(true), nil, OutcomeForward, "ask"},
+		{"ask: blocked prefix still asks", ApproveAsk, cmd("git push", "prompt", false), blocked, OutcomeForward, "ask"},
+
+		{"policy: rule allows", ApprovePolicy, cmd("go test ./...", "allow", false), nil, OutcomeAccept, "policy.ruleAllow"},
+		{"policy: file inside roots", ApprovePolicy, file(true), nil, OutcomeAccept, "policy.writableRoots"},
+		{"policy: file outside roots", ApprovePolicy, file(false), nil, OutcomeForward, "policy.forward"},
+		{"policy: prompt, sandboxed", ApprovePolicy, cmd("make build", "prompt", true), nil, OutcomeAccept, "policy.sandboxed"},
+		{"policy: prompt, unsandboxed", ApprovePolicy, cmd("make build", "prompt", false), nil, OutcomeForward, "policy.forward"},
+		{"policy: no rule, sandboxed", ApprovePolicy, cmd("make build", "", true), nil, OutcomeForward, "policy.forward"},
+		{"policy: forbidden goes to a human", ApprovePolicy, cmd("rm -rf /", "forbidden", true), nil, OutcomeForward, "policy.forbidden"},
+		{"policy: question", ApprovePolicy, question, nil, OutcomeForward, "policy.question"},
+		{"policy: blocked prefix", ApprovePolicy, cmd("git  push --force", "allow", true), blocked, OutcomeDecline, "denials.prefixBlocked"},
+		{"policy: explicit prefix", ApprovePolicy, ApprovalRequest{Kind: "command", Command: "x", Prefix: "git push", RuleDecision: "allow"}, blocked, OutcomeDecline, "denials.prefixBlocked"},
+		{"policy: two denials", ApprovePolicy, cmd("git push", "prompt", true), map[string]int{"git push": 2}, OutcomeAccept, "policy.sandboxed"},
+		{"policy: other prefix", ApprovePolicy, cmd("git pull", "prompt", true), blocked, OutcomeAccept, "policy.sandboxed"},
+
+		{"unknown strategy", "yolo", cmd("ls", "allow", true), nil, OutcomeForward, "unknownStrategy"},
+	} {
+		got := Approve(c.strategy, c.req, c.denials)
+		if got.Outcome != c.outcome || got.Rule != c.rule || got.Reason == "" {
+			t.Errorf("Approve(%s) = %+v, want %s by %s", c.name, got, c.outcome, c.rule)
+		}
+	}
+}
+
+func TestCommandPrefix(t *testing.T) {
+	for cmd, want := range map[string]string{"git push origin main": "git push", "  ls ": "ls", "": "", "go\ttest ./...": "go test"} {
+		if got := commandPrefix(cmd); got != want {
+			t.Errorf("commandPrefix(%q) = %q, want %q", cmd, got, want)
+		}
+	}
+}

@@ -1,0 +1,361 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apserver/apserver/controller"
+	"github.com/apserver/apserver/model/scripted"
+	"github.com/apserver/apserver/session"
+	"github.com/apserver/apserver/store"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden decision scripts of controller/testdata/scenarios")
+
+// scenarioDir holds the public full-auto scenario suite.
+const scenarioDir = "../controller/testdata/scenarios"
+
+// TestScenarios runs every full-auto scenario of the public suite through
+// the real binary and the scripted model, and checks the final action,
+// stop condition and number of turns, the golden decision script (rewritten
+// by -update), and that `apserver replay` reproduces every decision.
+//
+// A scenario is a txtar archive:
+//
+//	-- script.json --    the scripted model (model/scripted.LoadScript)
+//	-- start.json --     fullAuto/start params (threadId is added)
+//	-- expect.json --    {"action", "stopCondition", "turns"}: the run's end
+//	-- decisions --      the golden decision script
+//	-- config.toml --    (optional) the user config file
+//	-- thread.json --    (optional) thread/start params (cwd is added)
+//	-- answers --        (optional) how the editor answers server requests:
+//	                     one "METHOD RESULT-JSON" or "METHOD none" per line
+//	-- workspace/PATH -- (optional) files of the workspace
+func TestScenarios(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join(scenarioDir, "*.txtar"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios in %s (%v)", scenarioDir, err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".txtar")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runScenario(t, f)
+		})
+	}
+}
+
+// archive is a parsed txtar file.
+type archive struct {
+	comment string
+	files   []archiveFile
+}
+
+type archiveFile struct {
+	name string
+	data string
+}
+
+func parseArchive(text string) archive {
+	var a archive
+	cur := -1
+	for _, line := range strings.SplitAfter(text, "\n") {
+		trimmed := strings.TrimRight(line, "\n")
+		if strings.HasPrefix(trimmed, "-- ") && strings.HasSuffix(trimmed, " --") && len(trimmed) > 6 {
+			a.files = append(a.files, archiveFile{name: strings.TrimSpace(trimmed[3 : len(trimmed)-3])})
+			cur = len(a.files) - 1
+			continue
+		}
+		if cur < 0 {
+			a.comment += line
+		} else {
+			a.files[cur].data += line
+		}
+	}
+	return a
+}
+
+func (a archive) get(name string) (string, bool) {
+	for _, f := range a.files {
+		if f.name == name {
+			return f.data, true
+		}
+	}
+	return "", false
+}
+
+func (a archive) format() string {
+	var b strings.Builder
+	b.WriteString(a.comment)
+	for _, f := range a.files {
+		fmt.Fprintf(&b, "-- %s --\n%s", f.name, f.data)
+		if f.data != "" && !strings.HasSuffix(f.data, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+func (a *archive) set(name, data string) {
+	for i := range a.files {
+		if a.files[i].name == name {
+			a.files[i].data = data
+			return
+		}
+	}
+	a.files = append(a.files, archiveFile{name: name, data: data})
+}
+
+type scenarioExpect struct {
+	Action        string `json:"action"`
+	StopCondition string `json:"stopCondition"`
+	Turns         int    `json:"turns"`
+}
+
+func runScenario(t *testing.T, path string) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar := parseArchive(string(raw))
+	must := func(name string) string {
+		s, ok := ar.get(name)
+		if !ok {
+			t.Fatalf("%s: no %q section", path, name)
+		}
+		return s
+	}
+	sc, err := scripted.LoadScript(strings.NewReader(must("script.json")))
+	if err != nil {
+		t.Fatalf("script.json: %v", err)
+	}
+	var start map[string]any
+	if err := json.Unmarshal([]byte(must("start.json")), &start); err != nil {
+		t.Fatalf("start.json: %v", err)
+	}
+	var want scenarioExpect
+	if err := json.Unmarshal([]byte(must("expect.json")), &want); err != nil {
+		t.Fatalf("expect.json: %v", err)
+	}
+	cfg, _ := ar.get("config.toml")
+	threadParams := map[string]any{"approvalPolicy": "never"}
+	if s, ok := ar.get("thread.json"); ok {
+		if err := json.Unmarshal([]byte(s), &threadParams); err != nil {
+			t.Fatalf("thread.json: %v", err)
+		}
+	}
+	answers := map[string]string{}
+	if s, ok := ar.get("answers"); ok {
+		for _, l := range strings.Split(s, "\n") {
+			if l = strings.TrimSpace(l); l == "" || strings.HasPrefix(l, "#") {
+				continue
+			}
+			method, result, _ := strings.Cut(l, " ")
+			answers[method] = strings.TrimSpace(result)
+		}
+	}
+	cwd := t.TempDir()
+	for _, f := range ar.files {
+		if rel, ok := strings.CutPrefix(f.name, "workspace/"); ok {
+			p := filepath.Join(cwd, filepath.FromSlash(rel))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(f.data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	model, err := scripted.Start(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(model.Close)
+	dataDir := t.TempDir()
+	c := newFAClient(t, model, faOptions{dataDir: dataDir, config: cfg})
+	threadParams["cwd"] = cwd
+	r := c.call("thread/start", threadParams)
+	threadID := r.str("thread.id")
+	c.startFullAuto(threadID, start)
+
+	// Answer requests as the scenario says until the run stops or pauses.
+	answered := map[int]bool{}
+	var end *message
+	for end == nil {
+		m := c.waitMsg("a request or the end of the run", 0, func(m *message) bool {
+			if m.isRequest() && !answered[m.Seq] {
+				return true
+			}
+			return m.Method == "fullAuto/statusChanged" && m.str("threadId") == threadID &&
+				(m.str("state") == "stopped" || m.str("state") == "paused")
+		})
+		if !m.isRequest() {
+			end = m
+			break
+		}
+		answered[m.Seq] = true
+		a, ok := answers[m.Method]
+		switch {
+		case !ok:
+			t.Fatalf("unexpected request %s (the scenario's answers do not cover it)", m.Raw)
+		case a == "none":
+			c.mu.Lock()
+			c.noReply[string(m.ID)] = true
+			c.mu.Unlock()
+		default:
+			c.answer(m, json.RawMessage(a))
+		}
+	}
+
+	turns := int(jget(end.params, "run.spent.turns").(float64))
+	last, _ := jget(end.params, "run.lastDecision").(map[string]any)
+	gotAction, _ := last["action"].(string)
+	gotCond, _ := jget(end.params, "run.stopCondition").(string)
+	if gotAction != want.Action || gotCond != want.StopCondition || turns != want.Turns {
+		t.Errorf("run ended with %s/%s after %d turns, want %s/%s after %d\n%s",
+			gotAction, gotCond, turns, want.Action, want.StopCondition, want.Turns, end.Raw)
+	}
+	if n := len(c.find("turn/completed", nil)); n != want.Turns {
+		t.Errorf("%d turn/completed, want %d", n, want.Turns)
+	}
+
+	golden := decisionScript(t, dataDir, threadID)
+	if *update {
+		ar.set("decisions", golden)
+		if err := os.WriteFile(path, []byte(ar.format()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	} else if g, _ := ar.get("decisions"); g != golden {
+		t.Errorf("decision script differs (run with -update and review the diff):\ngot:\n%swant:\n%s", golden, g)
+	}
+
+	// apserver replay reproduces every decision.
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, binPath, "replay", "--data-dir", dataDir, threadID).CombinedOutput()
+	if err != nil {
+		t.Errorf("apserver replay: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte(" 0 differ")) {
+		t.Errorf("apserver replay output:\n%s", out)
+	}
+}
+
+// decisionScript renders the thread's receipts as the golden decision
+// script: one line per receipt, with what the controller saw and decided
+// (nothing that depends on timing, ids or token counts).
+func decisionScript(t *testing.T, dataDir, threadID string) string {
+	t.Helper()
+	db, err := store.OpenReadOnly(filepath.Join(dataDir, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rs, err := db.Receipts(context.Background(), threadID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, r := range rs {
+		switch r.Kind {
+		case store.ReceiptDecision:
+			var in controller.Input
+			var d controller.Decision
+			if err := json.Unmarshal(r.Input, &in); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(r.Output, &d); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "decide turn=%d %s\n", in.Spent.Turns, describeTurn(in.Turn))
+			fmt.Fprintf(&b, "  -> %s rule=%s", d.Action, d.Rule)
+			if d.StopCondition != "" {
+				fmt.Fprintf(&b, " stop=%s", d.StopCondition)
+			}
+			if d.WrapUp {
+				b.WriteString(" wrapUp")
+			}
+			fmt.Fprintf(&b, " source=%s", d.Source)
+			if !r.Executed {
+				fmt.Fprintf(&b, " (not executed: %s)", r.Override)
+			}
+			b.WriteString("\n")
+		case store.ReceiptApproval:
+			var in session.ApprovalReceiptInput
+			var out session.ApprovalReceiptOutput
+			if err := json.Unmarshal(r.Input, &in); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(r.Output, &out); err != nil {
+				t.Fatal(err)
+			}
+			what := in.Request.Command
+			if what == "" {
+				what = strings.Join(in.Request.Paths, ",")
+			}
+			fmt.Fprintf(&b, "approve %s %q (%s)\n  -> %s rule=%s source=%s\n", in.Request.Kind, what, in.Strategy, out.Outcome, out.Rule, out.Source)
+		}
+	}
+	return b.String()
+}
+
+func describeTurn(s controller.TurnSummary) string {
+	kind := s.Kind
+	if kind == "" {
+		kind = controller.KindNormal
+	}
+	parts := []string{kind, s.Status}
+	if s.Error != nil {
+		parts = append(parts, fmt.Sprintf("error=%s(recoverable=%t)", s.Error.Kind, s.Error.Recoverable))
+	}
+	var steps []string
+	for _, st := range s.Steps {
+		mark := ""
+		if st.Error {
+			mark = "!"
+		}
+		steps = append(steps, mark+st.Action)
+	}
+	if len(steps) > 0 {
+		parts = append(parts, fmt.Sprintf("steps=%q", steps))
+	}
+	if s.ChecksPassed != nil {
+		parts = append(parts, fmt.Sprintf("checks=%t", *s.ChecksPassed))
+	}
+	if s.ReviewApproved != nil {
+		parts = append(parts, fmt.Sprintf("review=%t", *s.ReviewApproved))
+	}
+	for _, f := range []struct {
+		n    int
+		name string
+	}{{s.Compactions, "compactions"}, {s.PendingApprovals, "pendingApprovals"}, {s.PendingQuestions, "pendingQuestions"}, {s.ApprovalTimeouts, "approvalTimeouts"}} {
+		if f.n > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", f.name, f.n))
+		}
+	}
+	if s.EmptyReply {
+		parts = append(parts, "empty")
+	}
+	if s.AgentMessage != "" {
+		parts = append(parts, fmt.Sprintf("msg=%q", clipText(s.AgentMessage, 60)))
+	}
+	return strings.Join(parts, " ")
+}
+
+func clipText(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

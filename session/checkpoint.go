@@ -1,0 +1,346 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/tools/checkpoint"
+)
+
+// Checkpoints: the workspace is snapshotted (in apserver's own git object
+// store, never the user's .git) when a turn starts and when it ends. The
+// turn's diff is the start snapshot against the workspace now, so it shows
+// what shell commands changed too; thread/revert restores a start snapshot.
+
+// turnCheckpoints are the snapshot ids of one turn.
+type turnCheckpoints struct {
+	Start string `json:"start,omitempty"`
+	End   string `json:"end,omitempty"`
+}
+
+// pendingSnapshot is a snapshot being taken by a child goroutine.
+type pendingSnapshot struct {
+	done chan struct{}
+	id   string
+	err  error
+}
+
+func checkpointKey(threadID, turnID string) string {
+	return "checkpoint/" + threadID + "/" + turnID
+}
+
+// checkpoints returns the snapshot store of the thread's workspace, or an
+// error when checkpoints are off (no data dir) or git is missing.
+func (t *thread) checkpoints() (*checkpoint.Store, error) {
+	dir := t.m.opts.DataDir
+	if dir == "" {
+		return nil, errors.New("checkpoints are off (no data dir)")
+	}
+	cwd := t.settings.Cwd
+	t.m.mu.Lock()
+	cs := t.m.ckpts[cwd]
+	t.m.mu.Unlock()
+	if cs != nil {
+		return cs, nil
+	}
+	cs, err := checkpoint.Open(t.ctx, dir, cwd, checkpoint.Options{})
+	if err != nil {
+		return nil, err
+	}
+	t.m.mu.Lock()
+	if prev := t.m.ckpts[cwd]; prev != nil {
+		cs = prev
+	} else {
+		t.m.ckpts[cwd] = cs
+	}
+	t.m.mu.Unlock()
+	return cs, nil
+}
+
+// snapshotAsync starts a snapshot in a child goroutine.
+func (t *thread) snapshotAsync(label string) *pendingSnapshot {
+	ps := &pendingSnapshot{done: make(chan struct{})}
+	cs, err := t.checkpoints()
+	if err != nil {
+		ps.err = err
+		close(ps.done)
+		return ps
+	}
+	go func() {
+		defer close(ps.done)
+		// Not the turn's context: an interrupted turn still gets its
+		// snapshot, which a later revert needs.
+		snap, err := cs.Snapshot(t.ctx, label)
+		ps.id, ps.err = snap.ID, err
+	}()
+	return ps
+}
+
+// afterStartCheckpoint runs then on the thread goroutine once the turn's
+// start snapshot exists (at once when it already does).
+func (t *thread) afterStartCheckpoint(tr *turn, then func()) {
+	ps := tr.startSnap
+	if ps == nil {
+		then()
+		return
+	}
+	select {
+	case <-ps.done:
+		t.noteStartSnapshot(tr)
+		then()
+		return
+	default:
+	}
+	go func() {
+		<-ps.done
+		t.postEvent(tr.ctx, func() {
+			if t.turn != tr {
+				return
+			}
+			t.noteStartSnapshot(tr)
+			then()
+		})
+	}()
+}
+
+// noteStartSnapshot records the start snapshot once.
+func (t *thread) noteStartSnapshot(tr *turn) {
+	ps := tr.startSnap
+	if ps == nil || tr.ckpt.Start != "" {
+		return
+	}
+	if ps.err != nil {
+		if !tr.ckptWarned {
+			tr.ckptWarned = true
+			t.m.log.Warn("no checkpoint for turn; its diff and revert are unavailable", "thread", t.id, "turn", tr.id, "err", ps.err)
+		}
+		return
+	}
+	tr.ckpt.Start = ps.id
+	t.saveCheckpoints(tr.id, tr.ckpt)
+}
+
+func (t *thread) saveCheckpoints(turnID string, c turnCheckpoints) {
+	if !t.persistent() {
+		t.ckpts[turnID] = c
+		return
+	}
+	db, err := t.m.store()
+	if err != nil {
+		return
+	}
+	raw, _ := json.Marshal(c)
+	if err := db.PutState(context.Background(), checkpointKey(t.id, turnID), raw); err != nil {
+		t.m.log.Warn("recording checkpoint", "thread", t.id, "turn", turnID, "err", err)
+	}
+}
+
+func (t *thread) loadCheckpoints(turnID string) (turnCheckpoints, bool) {
+	if !t.persistent() {
+		c, ok := t.ckpts[turnID]
+		return c, ok
+	}
+	db, err := t.m.store()
+	if err != nil {
+		return turnCheckpoints{}, false
+	}
+	raw, err := db.GetState(context.Background(), checkpointKey(t.id, turnID))
+	if err != nil {
+		return turnCheckpoints{}, false
+	}
+	var c turnCheckpoints
+	return c, json.Unmarshal(raw, &c) == nil
+}
+
+// sendTurnDiff snapshots the workspace, sends turn/diff/updated (the whole
+// diff of the turn so far) and then runs then on the thread goroutine. The
+// snapshot becomes the turn's latest end snapshot. Without checkpoints it
+// just runs then.
+func (t *thread) sendTurnDiff(tr *turn, then func()) {
+	t.afterStartCheckpoint(tr, func() {
+		start := tr.ckpt.Start
+		cs, err := t.checkpoints()
+		if start == "" || err != nil {
+			then()
+			return
+		}
+		ctx := tr.ctx
+		go func() {
+			snap, err := cs.Snapshot(t.ctx, "turn "+tr.id)
+			var diff string
+			if err == nil {
+				diff, err = cs.Diff(t.ctx, start, snap.ID)
+			}
+			t.postEvent(ctx, func() {
+				if t.turn != tr {
+					return
+				}
+				if err != nil {
+					t.m.log.Warn("computing the turn diff", "thread", t.id, "turn", tr.id, "err", err)
+				} else {
+					tr.ckpt.End = snap.ID
+					t.saveCheckpoints(tr.id, tr.ckpt)
+					if diff != "" || tr.diffSent {
+						tr.diffSent = true
+						t.notify(protocol.NotifyTurnDiffUpdated, protocol.TurnDiffUpdatedNotification{ThreadID: t.id, TurnID: tr.id, Diff: diff})
+					}
+				}
+				then()
+			})
+		}()
+	})
+}
+
+// endCheckpointAsync records the end snapshot of a turn that ended without
+// a final diff (interrupted, failed), so that revert can tell the agent's
+// changes from later outside edits.
+func (t *thread) endCheckpointAsync(tr *turn) {
+	if tr.startSnap == nil || tr.endRecorded {
+		return
+	}
+	tr.endRecorded = true
+	ps := tr.startSnap
+	cs, err := t.checkpoints()
+	if err != nil {
+		return
+	}
+	ck := tr.ckpt
+	go func() {
+		<-ps.done
+		if ps.err != nil {
+			return
+		}
+		ck.Start = ps.id
+		snap, err := cs.Snapshot(t.ctx, "turn "+tr.id+" end")
+		if err != nil {
+			return
+		}
+		ck.End = snap.ID
+		t.post(func() { t.saveCheckpoints(tr.id, ck) })
+	}()
+}
+
+// revert implements thread/revert: restore the workspace to its state at
+// the start of p.BeforeTurnID and drop that turn and every later one.
+func (t *thread) revert(p protocol.ThreadRevertParams, reply Reply) {
+	if t.turn != nil {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "cannot revert thread %s while a turn is running; interrupt it first", t.id))
+		return
+	}
+	turnIDs, err := t.turnIDs()
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	idx := -1
+	for i, id := range turnIDs {
+		if id == p.BeforeTurnID {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "turn not found in thread %s: %s", t.id, p.BeforeTurnID))
+		return
+	}
+	target, ok := t.loadCheckpoints(p.BeforeTurnID)
+	if !ok || target.Start == "" {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "no checkpoint for turn %s: its files cannot be restored", p.BeforeTurnID))
+		return
+	}
+	// The agent's last known state of the workspace: the end snapshot of
+	// the latest turn that has one.
+	lastEnd := ""
+	for i := len(turnIDs) - 1; i >= idx && lastEnd == ""; i-- {
+		if c, ok := t.loadCheckpoints(turnIDs[i]); ok {
+			lastEnd = c.End
+		}
+	}
+	cs, err := t.checkpoints()
+	if err != nil {
+		reply(nil, fmt.Errorf("revert: %w", err))
+		return
+	}
+	ctx := t.ctx
+	go func() {
+		restored, err := func() ([]string, error) {
+			now, err := cs.Snapshot(ctx, "before revert")
+			if err != nil {
+				return nil, err
+			}
+			if lastEnd != "" && !p.Force {
+				changed, err := cs.Changed(ctx, lastEnd, now.ID)
+				if err != nil {
+					return nil, err
+				}
+				if len(changed) > 0 {
+					sort.Strings(changed)
+					return nil, protocol.Errorf(protocol.ErrInvalidRequest,
+						"revert refused: these files changed outside apserver since its last turn, and reverting would lose those changes: %s (pass force: true to revert anyway)",
+						strings.Join(changed, ", "))
+				}
+			}
+			return cs.Restore(ctx, target.Start, now.ID)
+		}()
+		t.post(func() { t.finishRevert(p, idx, turnIDs, restored, err, reply) })
+	}()
+}
+
+func (t *thread) finishRevert(p protocol.ThreadRevertParams, idx int, turnIDs, restored []string, err error, reply Reply) {
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	if t.persistent() {
+		db, derr := t.m.store()
+		if derr == nil {
+			derr = db.DropTurnsFrom(t.ctx, t.id, p.BeforeTurnID)
+		}
+		if derr != nil {
+			reply(nil, fmt.Errorf("revert: files restored, but dropping the turns failed: %w", derr))
+			return
+		}
+		for _, id := range turnIDs[idx:] {
+			_ = db.DeleteState(t.ctx, checkpointKey(t.id, id))
+		}
+		t.loadFromStore(false)
+	} else {
+		t.turns = t.turns[:idx]
+		if n, ok := t.histMark[p.BeforeTurnID]; ok && n <= len(t.history) {
+			t.history = t.history[:n]
+		}
+	}
+	if restored == nil {
+		restored = []string{}
+	}
+	reply(protocol.ThreadRevertResult{Thread: t.wire(false), RestoredPaths: restored}, nil)
+	t.notify(protocol.NotifyThreadReverted, protocol.ThreadRevertedNotification{ThreadID: t.id})
+}
+
+// turnIDs lists the thread's turns, oldest first.
+func (t *thread) turnIDs() ([]string, error) {
+	if !t.persistent() {
+		ids := make([]string, len(t.turns))
+		for i, tn := range t.turns {
+			ids[i] = tn.ID
+		}
+		return ids, nil
+	}
+	db, err := t.m.store()
+	if err != nil {
+		return nil, err
+	}
+	turns, err := db.Turns(t.ctx, t.id)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(turns))
+	for i, tn := range turns {
+		ids[i] = tn.ID
+	}
+	return ids, nil
+}

@@ -1,0 +1,82 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/tools/rules"
+)
+
+// ExplainPolicy implements policy/explain: what would happen to a command
+// or a file path, and which rule says so. With a threadId the thread's cwd,
+// approval policy and sandbox apply; without, the server's defaults and the
+// given cwd (or the server's own working directory).
+func (m *Manager) ExplainPolicy(ctx context.Context, p protocol.PolicyExplainParams, reply Reply) {
+	if p.ThreadID != nil && *p.ThreadID != "" {
+		m.onThread(*p.ThreadID, reply, func(t *thread) {
+			if p.Cwd != nil && *p.Cwd != "" {
+				saved := t.settings.Cwd
+				t.settings.Cwd = *p.Cwd
+				defer func() { t.settings.Cwd = saved }()
+			}
+			reply(t.explain(p), nil)
+		})
+		return
+	}
+	s := m.defaultSettings()
+	if p.Cwd != nil && *p.Cwd != "" {
+		s.Cwd = *p.Cwd
+	}
+	if !filepath.IsAbs(s.Cwd) {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: cwd must be an absolute path: %s", s.Cwd))
+		return
+	}
+	// A throwaway thread value (no goroutine): explain only reads settings
+	// and rules files.
+	t := &thread{m: m, settings: s, approved: map[string]bool{}, sandboxWarned: true}
+	reply(t.explain(p), nil)
+}
+
+func (t *thread) explain(p protocol.PolicyExplainParams) protocol.PolicyExplainResult {
+	res := protocol.PolicyExplainResult{Sandbox: t.settings.Sandbox, Approval: t.settings.ApprovalPolicy}
+	if p.Command != nil {
+		plan := t.planCommand(*p.Command, false)
+		v := plan.verdict
+		res.Decision, res.Reason, res.Effective = v.Decision.String(), v.Reason, plan.effective()
+		res.Source = "default"
+		if v.Rule != nil {
+			res.Rule = ptr(strings.TrimSpace(v.Rule.Decision.String() + " " + strings.Join(v.Rule.Prefix, " ")))
+			res.Source = v.Rule.Source
+			if v.Rule.Line > 0 {
+				res.Source = fmt.Sprintf("%s:%d", v.Rule.Source, v.Rule.Line)
+			}
+		}
+		if v.Part != "" {
+			res.Part = ptr(v.Part)
+		}
+		return res
+	}
+	res.Source = "sandbox"
+	ws, err := t.workspace()
+	if err == nil {
+		var abs string
+		abs, err = ws.ResolveWrite(*p.Path)
+		if err == nil {
+			res.ResolvedTo = ptr(abs)
+			res.Decision = rules.Allow.String()
+			res.Reason = "inside the writable roots: " + strings.Join(t.writableRoots(), ", ")
+			res.Effective = "run"
+			if t.fileChangeNeedsApproval([]string{relKey(t.settings.Cwd, abs)}, true) {
+				res.Decision, res.Effective = rules.Prompt.String(), "ask"
+				res.Reason += fmt.Sprintf("; approval policy %s with sandbox %s asks before file changes", t.settings.ApprovalPolicy, t.settings.Sandbox)
+			}
+			return res
+		}
+	}
+	res.Decision, res.Effective = rules.Forbidden.String(), "refuse"
+	res.Reason = "the file tools refuse it: " + err.Error()
+	return res
+}

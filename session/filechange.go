@@ -1,0 +1,329 @@
+package session
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/apserver/apserver/model"
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/tools/files"
+	"github.com/apserver/apserver/tools/patch"
+)
+
+// fileRun is one file-changing tool call (apply_patch, edit_file,
+// write_file) on its way through approval and commit; owned by the thread
+// goroutine.
+type fileRun struct {
+	call    model.ToolCall
+	ws      *files.Workspace
+	changes []files.Change
+	item    protocol.FileChangeItem
+	inside  bool // every path is inside the writable roots
+}
+
+// workspace is the thread's file-tool view of its cwd: writes confined to
+// the cwd and the configured writable roots.
+func (t *thread) workspace() (*files.Workspace, error) {
+	cfg := t.m.opts.Config
+	return files.NewWorkspace(t.settings.Cwd, cfg.SandboxWritableRoots, cfg.SandboxReadableRoots)
+}
+
+// runPatchCall handles apply_patch: the free-form call carries the patch
+// itself; the function form carries {"input": patch}.
+func (t *thread) runPatchCall(tr *turn, call model.ToolCall) {
+	text := call.Arguments
+	if !call.Custom {
+		var a struct {
+			Input string `json:"input"`
+			Patch string `json:"patch"`
+		}
+		if err := json.Unmarshal([]byte(call.Arguments), &a); err != nil {
+			t.toolError(tr, call, "apply_patch: invalid arguments: "+err.Error()+`; pass {"input": "*** Begin Patch\n…\n*** End Patch"}`)
+			return
+		}
+		text = a.Input
+		if text == "" {
+			text = a.Patch
+		}
+	}
+	ws, err := t.workspace()
+	if err != nil {
+		t.toolError(tr, call, "apply_patch: "+err.Error())
+		return
+	}
+	p, err := patch.Parse(text)
+	if err != nil {
+		t.toolError(tr, call, "apply_patch: the patch is malformed, nothing was changed: "+err.Error())
+		return
+	}
+	results, err := patch.Apply(p, func(path string) ([]byte, error) {
+		abs, err := ws.ResolveWrite(path)
+		if err != nil {
+			return nil, err
+		}
+		return os.ReadFile(abs)
+	})
+	if err != nil {
+		t.toolError(tr, call, "apply_patch: the patch does not apply, nothing was changed: "+err.Error())
+		return
+	}
+	changes := make([]files.Change, 0, len(results))
+	for _, r := range results {
+		c := files.Change{Path: r.Path, MoveTo: r.MoveTo, Old: r.Old, New: r.New}
+		switch r.Kind {
+		case patch.Add:
+			c.Kind = "add"
+			if r.Old != nil {
+				c.Kind = "update"
+			}
+		case patch.Delete:
+			c.Kind = "delete"
+		default:
+			c.Kind = "update"
+		}
+		c.Diff = changeDiff(c)
+		changes = append(changes, c)
+	}
+	t.proposeChanges(tr, call, ws, changes)
+}
+
+// changeDiff is what a fileChange item shows for one change: the contents
+// of an added or deleted file, the hunks of an update.
+func changeDiff(c files.Change) string {
+	switch c.Kind {
+	case "add":
+		return string(c.New)
+	case "delete":
+		return string(c.Old)
+	}
+	return patch.Hunks(c.Old, c.New)
+}
+
+// runEditCall handles edit_file and write_file.
+func (t *thread) runEditCall(tr *turn, call model.ToolCall) {
+	ws, err := t.workspace()
+	if err != nil {
+		t.toolError(tr, call, call.Name+": "+err.Error())
+		return
+	}
+	var changes []files.Change
+	switch call.Name {
+	case "edit_file":
+		var p files.EditParams
+		if err = json.Unmarshal([]byte(call.Arguments), &p); err == nil {
+			changes, err = ws.Edit(p)
+		}
+	default:
+		var p files.WriteParams
+		if err = json.Unmarshal([]byte(call.Arguments), &p); err == nil {
+			changes, err = ws.Write(p)
+		}
+	}
+	if err != nil {
+		t.toolError(tr, call, call.Name+": nothing was changed: "+err.Error())
+		return
+	}
+	if len(changes) == 0 {
+		t.toolError(tr, call, call.Name+": the file already has that content; nothing to change")
+		return
+	}
+	t.proposeChanges(tr, call, ws, changes)
+}
+
+// proposeChanges refuses changes to files edited outside apserver since the
+// agent last saw them, then announces the fileChange item and asks for
+// approval when the policy says so.
+func (t *thread) proposeChanges(tr *turn, call model.ToolCall, ws *files.Workspace, changes []files.Change) {
+	if stale := t.staleFiles(tr, ws, changes); len(stale) > 0 {
+		t.toolError(tr, call, fmt.Sprintf("%s: refused, nothing was changed: %s changed outside this session since you last read or wrote it (the user may be editing it). Read it again with read_file and redo your edit on its current contents.", call.Name, strings.Join(stale, ", ")))
+		return
+	}
+	run := &fileRun{call: call, ws: ws, changes: changes, inside: true}
+	run.item = protocol.FileChangeItem{ID: t.uniqueItemID(call.CallID), Status: protocol.ItemInProgress}
+	for _, c := range changes {
+		fc := protocol.FileUpdateChange{Path: c.Path, Kind: protocol.PatchChangeKind{Type: c.Kind}, Diff: c.Diff}
+		if c.MoveTo != "" {
+			fc.Kind.MovePath = ptr(c.MoveTo)
+		}
+		run.item.Changes = append(run.item.Changes, fc)
+	}
+	t.notifyItemStarted(tr, run.item)
+	paths := make([]string, 0, len(changes))
+	for _, c := range changes {
+		paths = append(paths, c.Path)
+		if c.MoveTo != "" {
+			paths = append(paths, c.MoveTo)
+		}
+	}
+	if !t.fileChangeNeedsApproval(paths, run.inside) {
+		t.commitChanges(tr, run)
+		return
+	}
+	params := protocol.FileChangeApprovalParams{ThreadID: t.id, TurnID: tr.id, ItemID: run.item.ID, StartedAtMs: nowMs()}
+	req := serverRequest{Method: protocol.RequestFileChangeApproval, Params: params, Kind: "fileChange", Paths: paths, InsideWorkspace: run.inside}
+	if raw, ok := t.autoAnswer(tr, req); ok {
+		t.onFileApproval(tr, run, -1, raw, nil)
+		return
+	}
+	// Codex's order for file changes: item/started, then the waiting flag.
+	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{protocol.FlagWaitingOnApproval}})
+	t.sendRequest(tr, req, func(id int64, raw json.RawMessage, err error) { t.onFileApproval(tr, run, id, raw, err) })
+}
+
+// fileChangeNeedsApproval applies the approval policy to a file change
+// (CORE.md §9): never asks under "never" or danger-full-access; asks for
+// everything under "untrusted" and in read-only; under on-request with
+// workspace-write, asks only when a path is outside the writable roots
+// (which the workspace guard already refuses) or was accepted for the
+// session.
+func (t *thread) fileChangeNeedsApproval(paths []string, inside bool) bool {
+	allApproved := true
+	for _, p := range paths {
+		if !t.approvedPaths[p] {
+			allApproved = false
+		}
+	}
+	if allApproved {
+		return false
+	}
+	switch t.settings.ApprovalPolicy {
+	case protocol.ApprovalNever:
+		return false
+	case protocol.ApprovalUntrusted:
+		return true
+	}
+	switch t.settings.Sandbox {
+	case protocol.SandboxDangerFullAccess:
+		return false
+	case protocol.SandboxReadOnly:
+		return true
+	}
+	return !inside
+}
+
+// onFileApproval acts on the answer (CORE.md §8): accept commits, decline
+// completes the item declined and the turn goes on, cancel ends the turn
+// interrupted with no item/completed for the change.
+func (t *thread) onFileApproval(tr *turn, run *fileRun, reqID int64, raw json.RawMessage, callErr error) {
+	t.resolved(reqID)
+	dec, err := approvalAnswer(raw, callErr)
+	if err != nil {
+		t.m.log.Warn("approval answer unusable; changes not applied", "thread", t.id, "item", run.item.ID, "err", err)
+		t.finishFileChange(tr, run, protocol.ItemFailed, "The approval request failed, so nothing was changed: "+err.Error())
+		return
+	}
+	switch dec.Kind {
+	case protocol.DecisionAccept:
+		t.commitChanges(tr, run)
+	case protocol.DecisionAcceptForSession:
+		for _, c := range run.changes {
+			t.approvedPaths[c.Path] = true
+			if c.MoveTo != "" {
+				t.approvedPaths[c.MoveTo] = true
+			}
+		}
+		t.commitChanges(tr, run)
+	case protocol.DecisionCancel:
+		t.history = append(t.history, callHistory(run.call, "The user cancelled these changes and stopped the turn; nothing was changed.")...)
+		t.completeTurn(tr, protocol.TurnInterrupted, nil)
+	default:
+		t.finishFileChange(tr, run, protocol.ItemDeclined, "The user declined these changes; nothing was changed. Do not retry them as they are; continue without them or explain what you needed.")
+	}
+}
+
+// commitChanges writes the changes (all or none), completes the item and
+// sends the turn's diff.
+func (t *thread) commitChanges(tr *turn, run *fileRun) {
+	if err := run.ws.Commit(run.changes); err != nil {
+		t.finishFileChange(tr, run, protocol.ItemFailed, "Nothing was changed: "+err.Error())
+		return
+	}
+	t.stampChanged(tr, run.ws, run.changes)
+	var b strings.Builder
+	b.WriteString("Success. Updated the following files:\n")
+	for _, c := range run.changes {
+		switch {
+		case c.Kind == "add":
+			fmt.Fprintf(&b, "A %s\n", c.Path)
+		case c.Kind == "delete":
+			fmt.Fprintf(&b, "D %s\n", c.Path)
+		case c.MoveTo != "":
+			fmt.Fprintf(&b, "M %s -> %s\n", c.Path, c.MoveTo)
+		default:
+			fmt.Fprintf(&b, "M %s\n", c.Path)
+		}
+	}
+	run.item.Status = protocol.ItemCompleted
+	if err := t.commitItem(tr, run.item, callHistory(run.call, b.String())); err != nil {
+		t.failTurn(tr, err)
+		return
+	}
+	t.sendTurnDiff(tr, func() { t.runNextCall(tr) })
+}
+
+// finishFileChange completes a change that was not applied, then goes on.
+func (t *thread) finishFileChange(tr *turn, run *fileRun, status, modelMsg string) {
+	run.item.Status = status
+	if err := t.commitItem(tr, run.item, callHistory(run.call, run.call.Name+": "+modelMsg)); err != nil {
+		t.failTurn(tr, err)
+		return
+	}
+	t.runNextCall(tr)
+}
+
+// staleFiles lists the paths of changes whose file differs from what the
+// agent last read or wrote in this turn: someone else edited it.
+func (t *thread) staleFiles(tr *turn, ws *files.Workspace, changes []files.Change) []string {
+	var stale []string
+	for _, c := range changes {
+		seen, ok := tr.stamps[c.Path]
+		if !ok {
+			continue
+		}
+		now, err := ws.Stamp(c.Path)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if !now.Same(seen) {
+			stale = append(stale, c.Path)
+		}
+	}
+	sort.Strings(stale)
+	return stale
+}
+
+// stampChanged records what the agent just wrote.
+func (t *thread) stampChanged(tr *turn, ws *files.Workspace, changes []files.Change) {
+	for _, c := range changes {
+		for _, p := range []string{c.Path, c.MoveTo} {
+			if p == "" {
+				continue
+			}
+			if st, err := ws.Stamp(p); err == nil {
+				tr.stamps[p] = st
+			}
+		}
+	}
+}
+
+// restamp refreshes every recorded stamp: the agent's own commands may
+// have changed those files, which is not an outside edit.
+func (t *thread) restamp(tr *turn) {
+	if len(tr.stamps) == 0 {
+		return
+	}
+	ws, err := t.workspace()
+	if err != nil {
+		return
+	}
+	for p := range tr.stamps {
+		if st, err := ws.Stamp(p); err == nil {
+			tr.stamps[p] = st
+		}
+	}
+}

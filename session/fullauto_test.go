@@ -1,0 +1,381 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/controller"
+	"github.com/apserver/apserver/model"
+	"github.com/apserver/apserver/model/scripted"
+	"github.com/apserver/apserver/protocol"
+)
+
+// TestSchedulerCapAndOrder: at most n slots are held; waiters get freed
+// slots in the order they asked; a waiter that gives up leaves the queue.
+func TestSchedulerCapAndOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScheduler(2)
+		ctx := context.Background()
+		if err := s.acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.acquire(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var order []int
+		cancelled, cancel := context.WithCancel(ctx)
+		for i := range 4 {
+			wctx := ctx
+			if i == 1 {
+				wctx = cancelled
+			}
+			go func() {
+				if err := s.acquire(wctx); err != nil {
+					return
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+			}()
+			synctest.Wait() // queue in order 0, 1, 2, 3
+		}
+		cancel()
+		synctest.Wait()
+		if len(order) != 0 {
+			t.Fatalf("granted %v with every slot held", order)
+		}
+		s.release()
+		synctest.Wait()
+		s.release()
+		synctest.Wait()
+		mu.Lock()
+		got := fmt.Sprint(order)
+		mu.Unlock()
+		if got != "[0 2]" {
+			t.Errorf("grants after two releases = %s, want [0 2] (1 gave up)", got)
+		}
+		s.release()
+		synctest.Wait()
+		if got := fmt.Sprint(order); got != "[0 2 3]" {
+			t.Errorf("grants = %s, want [0 2 3]", got)
+		}
+		s.release()
+		s.release()
+		if s.free != 2 || len(s.queue) != 0 {
+			t.Errorf("after every release: free %d, queue %d; want 2, 0", s.free, len(s.queue))
+		}
+	})
+}
+
+// TestSchedulerRoundRobin: threads that each ask again as soon as they are
+// served get equal shares of one slot.
+func TestSchedulerRoundRobin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newScheduler(1)
+		ctx, stop := context.WithCancel(context.Background())
+		var mu sync.Mutex
+		served := map[int]int{}
+		var wg sync.WaitGroup
+		for i := range 5 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for s.acquire(ctx) == nil {
+					mu.Lock()
+					served[i]++
+					mu.Unlock()
+					time.Sleep(10 * time.Millisecond) // the model call
+					s.release()
+				}
+			}()
+		}
+		time.Sleep(time.Second)
+		stop()
+		wg.Wait()
+		lo, hi := 1<<30, 0
+		for i := range 5 {
+			lo, hi = min(lo, served[i]), max(hi, served[i])
+		}
+		if hi-lo > 1 {
+			t.Errorf("served per thread = %v, want equal shares (±1)", served)
+		}
+	})
+}
+
+func TestBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		base time.Duration
+		n    int
+		want time.Duration
+	}{
+		{time.Second, 0, 0},
+		{time.Second, 1, time.Second},
+		{time.Second, 3, 4 * time.Second},
+		{time.Second, 20, time.Minute},
+		{0, 3, 0},
+	} {
+		if got := backoff(tc.base, tc.n); got != tc.want {
+			t.Errorf("backoff(%v, %d) = %v, want %v", tc.base, tc.n, got, tc.want)
+		}
+	}
+}
+
+func TestNormalizeResult(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{
+		{"Exit code: 0\nWall time: 0.1 seconds\nOutput:\nok", "Exit code: 0\nWall time: 2.7 seconds\nOutput:\nok"},
+		{"ok  \tpkg\t0.012s", "ok  \tpkg\t1.5s"},
+		{"2026-11-22T00:20:10.462Z started", "2025-01-02T03:04:05Z started"},
+		{"wrote /tmp/go-build12345/x.o", "wrote /tmp/go-build99/x.o"},
+		{"commit 9fceb02d0ae598e95dc970b74767f19372d61af8", "commit 1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b"},
+		{"pid 4242 exited", "pid 17 exited"},
+	} {
+		if x, y := normalizeResult(tc.a), normalizeResult(tc.b); x != y {
+			t.Errorf("normalizeResult(%q) = %q, normalizeResult(%q) = %q; want equal", tc.a, x, tc.b, y)
+		}
+	}
+	if normalizeResult("FAIL: TestA") == normalizeResult("FAIL: TestB") {
+		t.Error("different failures normalize to the same result")
+	}
+	long := strings.Repeat("line of output\n", 200)
+	if r := normalizeResult(long); len(r) > resultDigestBytes+40 || !strings.Contains(r, "#") {
+		t.Errorf("normalizeResult(long) = %d bytes %q…, want a clipped digest", len(r), r[:40])
+	}
+	if normalizeResult(long) == normalizeResult(long+"x") {
+		t.Error("the digest of a long result ignores its tail")
+	}
+}
+
+func TestSteps(t *testing.T) {
+	hist := []model.Entry{
+		{Kind: model.EntryUser, Text: "go"},
+		{Kind: model.EntryToolCall, CallID: "c1", Name: "exec_command", Arguments: `{"cmd":"go test ./..."}`},
+		{Kind: model.EntryToolOutput, CallID: "c1", Output: "Exit code: 1\nWall time: 1.0 seconds\nOutput:\nFAIL"},
+		{Kind: model.EntryToolCall, CallID: "c2", Name: "read_file", Arguments: `{"path":"a.go","limit":5}`},
+		{Kind: model.EntryToolOutput, CallID: "c2", Output: "package a"},
+		{Kind: model.EntryToolCall, CallID: "c3", Name: "update_plan", Arguments: `{"plan":[]}`},
+		{Kind: model.EntryToolOutput, CallID: "c3", Output: "update_plan: invalid arguments: empty"},
+		{Kind: model.EntryAssistant, Text: "hm"},
+	}
+	items := map[string]protocol.ThreadItem{
+		"c1": protocol.CommandExecutionItem{ID: "c1", Status: protocol.ItemFailed},
+	}
+	got := steps(hist, items)
+	want := []controller.Step{
+		{Tool: "exec_command", Action: "exec_command: go test ./...", Result: "Exit code: 1 Wall time: <dur> Output: FAIL", Error: true},
+		{Tool: "read_file", Action: `read_file: {"limit":5,"path":"a.go"}`, Result: "package a"},
+		{Tool: "update_plan", Action: `update_plan: {"plan":[]}`, Result: "update_plan: invalid arguments: empty", Error: true},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("steps =\n%v\nwant\n%v", got, want)
+	}
+}
+
+func TestIsCheck(t *testing.T) {
+	for cmd, want := range map[string]bool{
+		"go test ./...":           true,
+		"cd x && make test":       true,
+		"npm test":                true,
+		"pytest -q":               true,
+		"touch fixed && make":     true,
+		"echo go test":            true, // good enough: the command mentions a check
+		"ls -la":                  false,
+		"cat go.mod":              false,
+		"git commit -m 'testing'": false,
+	} {
+		if got := isCheck(cmd); got != want {
+			t.Errorf("isCheck(%q) = %t, want %t", cmd, got, want)
+		}
+	}
+}
+
+func TestTurnErrorRecoverable(t *testing.T) {
+	for info, want := range map[string]bool{
+		`"internalServerError"`: true,
+		`{"responseTooManyFailedAttempts":{"httpStatusCode":429}}`: true,
+		`{"responseStreamDisconnected":{"httpStatusCode":null}}`:   true,
+		`"contextWindowExceeded"`:                                  false,
+		`"unauthorized"`:                                           false,
+		`"other"`:                                                  false,
+		`null`:                                                     false,
+	} {
+		te := turnError(&protocol.TurnError{Message: "m", CodexErrorInfo: json.RawMessage(info)})
+		if te.Recoverable != want {
+			t.Errorf("turnError(%s).Recoverable = %t, want %t", info, te.Recoverable, want)
+		}
+	}
+}
+
+func TestGoalStatus(t *testing.T) {
+	for _, tc := range []struct {
+		state protocol.FullAutoState
+		stop  controller.StopCondition
+		want  protocol.ThreadGoalStatus
+	}{
+		{protocol.FullAutoRunning, "", protocol.GoalActive},
+		{protocol.FullAutoWaiting, "", protocol.GoalActive},
+		{protocol.FullAutoPaused, controller.StopWaitingOnHuman, protocol.GoalPaused},
+		{protocol.FullAutoPaused, controller.StopBudgetTokens, protocol.GoalBudgetLimited},
+		{protocol.FullAutoPaused, controller.StopRetriesExhausted, protocol.GoalBlocked},
+		{protocol.FullAutoStopped, controller.StopCompleted, protocol.GoalComplete},
+		{protocol.FullAutoStopped, controller.StopBudgetTime, protocol.GoalBudgetLimited},
+		{protocol.FullAutoStopped, controller.StopUserStop, protocol.GoalPaused},
+		{protocol.FullAutoStopped, controller.StopStuckLoop, protocol.GoalBlocked},
+		{protocol.FullAutoStopped, controller.StopApprovalTimeout, protocol.GoalBlocked},
+	} {
+		r := &faRun{State: tc.state, Stop: tc.stop}
+		if got := r.goalStatus(); got != tc.want {
+			t.Errorf("goalStatus(%s, %s) = %s, want %s", tc.state, tc.stop, got, tc.want)
+		}
+	}
+}
+
+func TestWorkspaceFingerprint(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.go", "package a")
+	write("sub/b.txt", "b")
+	write(".git/HEAD", "ref")
+	ctx := context.Background()
+	fp1, cache := workspaceFingerprint(ctx, dir, nil)
+	fp2, cache := workspaceFingerprint(ctx, dir, cache)
+	if fp1 != fp2 || len(cache) != 2 {
+		t.Fatalf("unchanged tree: %s then %s (cache %d files, want 2: .git skipped)", fp1, fp2, len(cache))
+	}
+	write(".git/HEAD", "other")
+	if fp, _ := workspaceFingerprint(ctx, dir, cache); fp != fp1 {
+		t.Errorf("a change inside .git changed the fingerprint")
+	}
+	write("sub/b.txt", "B")
+	fp3, cache := workspaceFingerprint(ctx, dir, cache)
+	if fp3 == fp1 {
+		t.Errorf("a content change left the fingerprint unchanged")
+	}
+	write("sub/b.txt", "b")
+	if fp, _ := workspaceFingerprint(ctx, dir, cache); fp != fp1 {
+		t.Errorf("restoring the content did not restore the fingerprint")
+	}
+	if err := os.Rename(filepath.Join(dir, "a.go"), filepath.Join(dir, "c.go")); err != nil {
+		t.Fatal(err)
+	}
+	if fp, _ := workspaceFingerprint(ctx, dir, nil); fp == fp1 {
+		t.Errorf("a rename left the fingerprint unchanged")
+	}
+}
+
+// TestAttention: one summary across threads, sent only when it changes,
+// oldest first, count 0 when cleared.
+func TestAttention(t *testing.T) {
+	c := newFakeClient()
+	a := &attention{m: &Manager{client: c}}
+	k1 := attnKey{"t1", protocol.AttentionApproval, 3}
+	k2 := attnKey{"t2", protocol.AttentionPaused, 0}
+	a.clear(k1) // nothing to clear: nothing sent
+	a.set(k1, protocol.AttentionItem{ThreadID: "t1", Kind: "approval", Reason: "r1", SinceMs: 200})
+	a.set(k2, protocol.AttentionItem{ThreadID: "t2", Kind: "paused", Reason: "r2", SinceMs: 100})
+	a.set(k2, protocol.AttentionItem{ThreadID: "t2", Kind: "paused", Reason: "r2", SinceMs: 500}) // same item again: no change
+	a.clear(k1)
+	a.clear(k2)
+	var got []string
+	for _, e := range c.snapshot() {
+		var n protocol.AttentionNotification
+		if err := json.Unmarshal(e.Params, &n); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, it := range n.Items {
+			ids = append(ids, it.ThreadID)
+		}
+		oldest := "null"
+		if n.OldestSinceMs != nil {
+			oldest = fmt.Sprint(*n.OldestSinceMs)
+		}
+		got = append(got, fmt.Sprintf("%s %d %s %v", e.Method, n.Count, oldest, ids))
+	}
+	want := []string{
+		"attention 1 200 [t1]",
+		"attention 2 100 [t2 t1]",
+		"attention 1 100 [t2]",
+		"attention 0 null []",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("attention notifications =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestFullAutoEphemeral runs a run on an ephemeral thread (no store): the
+// first turn carries the objective as a user message, the next one starts
+// with hidden input (no userMessage item) and the run stops completed.
+func TestFullAutoEphemeral(t *testing.T) {
+	h := newHarness(t, scripted.Script{Rules: []scripted.Rule{
+		{Match: `turn="2"`, Steps: []scripted.Step{{Text: "The task is complete."}}},
+		{Match: "objective one", Steps: []scripted.Step{{Text: "Halfway there; more to do."}}},
+	}}, false)
+	th := h.startThread(t, protocol.ThreadStartParams{Ephemeral: ptr(true)})
+	id := th.Thread.ID
+	run := mustCall[protocol.FullAutoRunResult](t, h, "fullAuto/start", func(r Reply) {
+		h.m.StartFullAuto(context.Background(), protocol.FullAutoStartParams{ThreadID: id, Objective: ptr("objective one")}, r)
+	})
+	if run.Run.State != protocol.FullAutoRunning || run.Run.Approvals != "policy" {
+		t.Errorf("fullAuto/start = %+v", run.Run)
+	}
+	log := h.c.waitFor(t, "the run to stop", func(log []event) bool {
+		for _, e := range filter(log, protocol.NotifyFullAutoStatusChanged, id) {
+			if strings.Contains(string(e.Params), `"state":"stopped"`) {
+				return true
+			}
+		}
+		return false
+	})
+	var users int
+	for _, e := range filter(log, protocol.NotifyItemStarted, id) {
+		if strings.Contains(string(e.Params), `"type":"userMessage"`) {
+			users++
+		}
+	}
+	if n := len(filter(log, protocol.NotifyTurnStarted, id)); n != 2 || users != 1 {
+		t.Errorf("%d turns with %d userMessage items, want 2 turns, 1 user message", n, users)
+	}
+	decisions := filter(log, protocol.NotifyFullAutoDecision, id)
+	if len(decisions) != 2 || !strings.Contains(string(decisions[1].Params), `"stopCondition":"completed"`) {
+		t.Errorf("decisions = %s", dump(decisions))
+	}
+	if n := len(filter(log, protocol.NotifyThreadGoalUpdated, id)); n != 0 {
+		t.Errorf("%d thread/goal/updated on an ephemeral thread, want none", n)
+	}
+	reqs := h.srv.Requests()
+	if last := reqs[len(reqs)-1].LastUserText; !strings.HasPrefix(last, `<apserver_full_auto turn="2">`) {
+		t.Errorf("second turn's input = %q, want the hidden full-auto input", last)
+	}
+}
+
+func TestCost(t *testing.T) {
+	cfg := config.Default()
+	cfg.Prices["m"] = config.Price{InputPerMTok: 2, CachedInputPerMTok: 0.5, OutputPerMTok: 8}
+	th := &thread{m: &Manager{opts: Options{Config: cfg}}}
+	u := protocol.TokenUsageBreakdown{InputTokens: 1_000_000, CachedInputTokens: 400_000, OutputTokens: 100_000}
+	if got, want := th.cost("m", u), 0.6*2+0.4*0.5+0.1*8; fmt.Sprintf("%.6f", got) != fmt.Sprintf("%.6f", want) {
+		t.Errorf("cost = %v, want %v", got, want)
+	}
+	if got := th.cost("unpriced", u); got != 0 {
+		t.Errorf("cost of a model without a price = %v, want 0", got)
+	}
+}

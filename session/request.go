@@ -1,0 +1,82 @@
+package session
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/apserver/apserver/protocol"
+)
+
+// serverRequest is a request the thread is about to send to the client: an
+// approval (command or file change) or a question for the user.
+type serverRequest struct {
+	Method string
+	Params any
+	// Kind is "command", "fileChange" or "question".
+	Kind string
+	// Command is the raw command of a command approval.
+	Command string
+	// Paths are the workspace-relative paths of a file-change approval.
+	Paths []string
+	// Rule is the command-rules verdict ("allow", "prompt", "forbidden")
+	// and RuleName the rule that decided, when the rules were consulted.
+	Rule, RuleName string
+	// Sandboxed: the command would run confined by the kernel sandbox.
+	Sandboxed bool
+	// InsideWorkspace: every path of a file change is inside the writable
+	// roots.
+	InsideWorkspace bool
+}
+
+// sendRequest asks the client and calls onAnswer on the thread goroutine
+// with the raw result (or the error) once it arrives. reqID is -1 when the
+// request was answered without the client (full auto's decision model); in
+// that case the client never saw it and no serverRequest/resolved is due.
+// Callers consult autoAnswer first: a request it answers is never sent.
+//
+// The request is tracked on the turn so that ending the turn resolves it
+// (CORE.md §8: serverRequest/resolved after turn/completed).
+func (t *thread) sendRequest(tr *turn, req serverRequest, onAnswer func(reqID int64, raw json.RawMessage, err error)) {
+	if t.answerLater(tr, req, onAnswer) { // full auto: the decision model may answer (fullauto_approve.go)
+		return
+	}
+	call := t.m.client.Call(req.Method, req.Params)
+	id := call.ID()
+	tr.requests = append(tr.requests, id)
+	ctx := tr.ctx
+	wait := t.requestWait(tr, req, id)
+	go func() {
+		wctx, cancel := wait(ctx)
+		raw, err := call.Wait(wctx)
+		raw, err = t.settleRequest(ctx, wctx, tr, req, id, raw, err) // full auto: timeouts (fullauto_approve.go)
+		cancel()
+		t.postEvent(ctx, func() {
+			if t.turn != tr {
+				return
+			}
+			tr.dropRequest(id)
+			onAnswer(id, raw, err)
+		})
+	}()
+}
+
+// resolved tells the client a request it saw is settled, and clears the
+// waiting flag.
+func (t *thread) resolved(reqID int64) {
+	if reqID < 0 {
+		return
+	}
+	t.notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.id, RequestID: reqID})
+	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
+}
+
+func nowMs() int64 { return time.Now().UnixMilli() }
+
+// approvalAnswer reads the client's answer to an approval request; an
+// error reply or an answer that is not a known decision is an error.
+func approvalAnswer(raw json.RawMessage, callErr error) (protocol.ApprovalDecision, error) {
+	if callErr != nil {
+		return protocol.ApprovalDecision{}, callErr
+	}
+	return protocol.ParseApprovalResponse(raw)
+}

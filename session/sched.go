@@ -1,0 +1,84 @@
+package session
+
+import (
+	"context"
+	"sync"
+
+	"github.com/apserver/apserver/model"
+)
+
+// scheduler caps the model requests in flight across all threads
+// (max_concurrent_model_calls). A request that finds every slot taken
+// waits in a FIFO queue; a freed slot goes to the head of the queue. Each
+// thread has at most one model request waiting at a time (one turn per
+// thread, one sampling at a time), so the queue is a fair round-robin over
+// the threads that are ready to call the model. Slots are held only while a
+// model stream runs: a thread waiting on a human holds none.
+type scheduler struct {
+	mu    sync.Mutex
+	free  int
+	queue []chan struct{} // waiters, oldest first; closed when granted a slot
+}
+
+func newScheduler(slots int) *scheduler {
+	if slots <= 0 {
+		slots = 1
+	}
+	return &scheduler{free: slots}
+}
+
+// acquire waits for a slot. The caller must call release exactly once
+// after a nil error.
+func (s *scheduler) acquire(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.free > 0 && len(s.queue) == 0 {
+		s.free--
+		s.mu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{})
+	s.queue = append(s.queue, ch)
+	s.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		s.mu.Lock()
+		for i, w := range s.queue {
+			if w == ch {
+				s.queue = append(s.queue[:i], s.queue[i+1:]...)
+				s.mu.Unlock()
+				return ctx.Err()
+			}
+		}
+		s.mu.Unlock()
+		// Granted while giving up: pass the slot on.
+		s.release()
+		return ctx.Err()
+	}
+}
+
+// release frees a slot, handing it to the oldest waiter if there is one.
+func (s *scheduler) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) > 0 {
+		ch := s.queue[0]
+		s.queue = s.queue[1:]
+		close(ch)
+		return
+	}
+	s.free++
+}
+
+// stream runs one model request in a slot.
+func (s *scheduler) stream(ctx context.Context, c *model.Client, req model.Request, fn func(model.Event)) error {
+	if err := s.acquire(ctx); err != nil {
+		return err
+	}
+	defer s.release()
+	return c.Stream(ctx, req, fn)
+}

@@ -1,0 +1,135 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apserver/apserver/tools/sandbox"
+)
+
+// These tests run sandboxed commands through Exec, so they also check
+// that the sandbox helper (sandbox's init) works inside this package's
+// test binary.
+
+func skipUnlessEnforceable(t *testing.T, p *sandbox.Policy) {
+	t.Helper()
+	if err := sandbox.Probe().Enforceable(*p); err != nil {
+		t.Skip(err)
+	}
+}
+
+func TestExecSandboxWorkspaceWrite(t *testing.T) {
+	ws, outside := t.TempDir(), t.TempDir()
+	p := &sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableRoots: []string{ws}}
+	skipUnlessEnforceable(t, p)
+	var streamed bytes.Buffer
+	res, err := Exec(context.Background(), ExecRequest{
+		Command: `echo in > inside && cat inside; { echo out > "$OUT/f"; } 2>/dev/null || echo denied; exit 3`,
+		Dir:     ws,
+		Env:     append(os.Environ(), "OUT="+outside),
+		Sandbox: p,
+	}, func(b []byte) { streamed.Write(b) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 3 || res.Output != "in\ndenied\n" || streamed.String() != res.Output {
+		t.Fatalf("result %+v, streamed %q", res, streamed.String())
+	}
+	if _, err := os.Stat(filepath.Join(ws, "inside")); err != nil {
+		t.Errorf("write inside the workspace: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "f")); err == nil {
+		t.Error("wrote outside the workspace")
+	}
+}
+
+func TestExecSandboxReadOnly(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "f"), []byte("data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := &sandbox.Policy{Mode: sandbox.ReadOnly}
+	skipUnlessEnforceable(t, p)
+	res := run(t, ExecRequest{Command: "cat f; { touch new; } 2>/dev/null || echo denied", Dir: ws, Sandbox: p})
+	if res.ExitCode != 0 || res.Output != "data\ndenied\n" {
+		t.Fatalf("result %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "new")); err == nil {
+		t.Error("wrote in read-only mode")
+	}
+}
+
+func TestExecSandboxFullAccess(t *testing.T) {
+	ws, outside := t.TempDir(), t.TempDir()
+	p := &sandbox.Policy{Mode: sandbox.FullAccess}
+	res := run(t, ExecRequest{Command: `touch "$OUT/f"`, Dir: ws, Env: append(os.Environ(), "OUT="+outside), Sandbox: p})
+	if res.ExitCode != 0 {
+		t.Fatalf("result %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "f")); err != nil {
+		t.Errorf("danger-full-access could not write outside: %v", err)
+	}
+}
+
+// TestExecSandboxRefuses checks that a policy that cannot be enforced is
+// an error and nothing runs.
+func TestExecSandboxRefuses(t *testing.T) {
+	ws := t.TempDir()
+	for _, p := range []*sandbox.Policy{
+		{Mode: "bogus"},
+		{Mode: sandbox.WorkspaceWrite, WritableRoots: []string{"relative"}},
+	} {
+		res, err := Exec(context.Background(), ExecRequest{Command: "touch ran", Dir: ws, Sandbox: p}, nil)
+		if err == nil || !strings.HasPrefix(err.Error(), "tools: sandbox: ") {
+			t.Errorf("Exec with %+v = %+v, %v; want a sandbox error", p, res, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+		t.Fatal("command ran")
+	}
+}
+
+func TestExecSandboxTimeoutKillsProcessGroup(t *testing.T) {
+	dir := t.TempDir()
+	p := &sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableRoots: []string{dir}}
+	skipUnlessEnforceable(t, p)
+	res := run(t, ExecRequest{
+		Command: "echo $$ > pg; sleep 100 & echo $! > bg; echo started; sleep 100",
+		Dir:     dir,
+		Timeout: 300 * time.Millisecond,
+		Sandbox: p,
+	})
+	if !res.TimedOut || res.Canceled || res.ExitCode != -1 || res.Output != "started\n" {
+		t.Fatalf("result %+v", res)
+	}
+	assertGone(t, dir)
+}
+
+func TestExecSandboxCancelKillsProcessGroup(t *testing.T) {
+	dir := t.TempDir()
+	p := &sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableRoots: []string{dir}}
+	skipUnlessEnforceable(t, p)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, err := Exec(ctx, ExecRequest{
+		Command: "echo $$ > pg; sleep 100 & echo $! > bg; echo started; sleep 100",
+		Dir:     dir,
+		Sandbox: p,
+	}, func(b []byte) {
+		if bytes.Contains(b, []byte("started")) {
+			cancel()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Canceled || res.TimedOut || res.ExitCode != -1 {
+		t.Fatalf("result %+v", res)
+	}
+	assertGone(t, dir)
+}

@@ -1,0 +1,346 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Mode is how far a command is confined. The values are the wire names of
+// the thread-level sandbox modes.
+type Mode string
+
+const (
+	// ReadOnly lets a command read the system, the workspace and the
+	// configured roots, and write nowhere.
+	ReadOnly Mode = "read-only"
+	// WorkspaceWrite is ReadOnly plus writing under Policy.WritableRoots
+	// (and /tmp and $TMPDIR with Policy.AllowTmp).
+	WorkspaceWrite Mode = "workspace-write"
+	// FullAccess runs the command unconfined.
+	FullAccess Mode = "danger-full-access"
+)
+
+// Policy is what a sandboxed command may do.
+type Policy struct {
+	Mode Mode
+	// WritableRoots are the directories a workspace-write command may
+	// write under: the thread's cwd plus extra roots. In read-only mode
+	// they are only readable. Paths must be absolute; missing ones are
+	// skipped.
+	WritableRoots []string
+	// ReadableRoots are readable directories on top of the defaults (see
+	// the package documentation).
+	ReadableRoots []string
+	// Network lets the command use the network. Without it the command
+	// runs in a network namespace of its own that has only a loopback
+	// interface, which is down.
+	Network bool
+	// AllowTmp makes /tmp and the command's $TMPDIR writable in
+	// workspace-write mode, as Codex does. It is ignored in read-only mode.
+	AllowTmp bool
+}
+
+// Support is what the running kernel offers for sandboxing.
+type Support struct {
+	// LandlockABI is the kernel's Landlock ABI version, 0 if Landlock is
+	// unavailable (too old a kernel, or not enabled at boot).
+	LandlockABI int
+	// UserNS reports that this process can start a child in new user,
+	// mount and network namespaces, as sandboxed commands are.
+	UserNS bool
+	// Err says why UserNS is false; nil when it is true.
+	Err error
+}
+
+// minLandlockABI is the oldest Landlock ABI the sandbox accepts: ABI 3
+// (Linux 6.2) is the first to stop truncate(2) outside the writable
+// roots, and ABI 6 (Linux 6.12) the first that keeps signals and abstract
+// unix sockets inside the sandbox.
+const minLandlockABI = 6
+
+var probeOnce = sync.OnceValue(probe)
+
+// Probe reports what the kernel offers. It checks once, by asking the
+// kernel for the Landlock ABI and by starting this executable in the
+// namespaces a sandboxed command gets, and caches the result. It never
+// panics.
+func Probe() Support { return probeOnce() }
+
+func probe() Support {
+	err := probeNamespaces()
+	return Support{LandlockABI: landlockABI(), UserNS: err == nil, Err: err}
+}
+
+// probeNamespaces runs the helper with no command: it sets up the
+// namespaces and the read-only mount tree and exits.
+func probeNamespaces() error {
+	arg, err := json.Marshal(plan{})
+	if err != nil {
+		return err
+	}
+	cmd := helperCmd(context.Background(), arg, nil, true)
+	cmd.Dir = "/"
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		if msg := strings.TrimSpace(out.String()); msg != "" {
+			return fmt.Errorf("starting a process in new user, mount and network namespaces: %w (%s)", err, msg)
+		}
+		return fmt.Errorf("starting a process in new user, mount and network namespaces: %w", err)
+	}
+	return nil
+}
+
+// Enforceable returns nil if p can be enforced with s, else an error that
+// says what is missing. FullAccess is always enforceable.
+func (s Support) Enforceable(p Policy) error {
+	switch p.Mode {
+	case FullAccess:
+		return nil
+	case ReadOnly, WorkspaceWrite:
+	default:
+		return fmt.Errorf("sandbox: unknown mode %q", p.Mode)
+	}
+	switch {
+	case s.LandlockABI == 0:
+		return errors.New("sandbox: Landlock is not available (kernel too old or disabled)")
+	case s.LandlockABI < minLandlockABI:
+		return fmt.Errorf("sandbox: Landlock ABI %d is too old: ABI %d (Linux 6.12) is needed to keep signals and abstract unix sockets inside the sandbox", s.LandlockABI, minLandlockABI)
+	case !s.UserNS:
+		return fmt.Errorf("sandbox: unprivileged user namespaces are not available: %v", s.Err)
+	}
+	return nil
+}
+
+// Command returns a Cmd that runs `shell -c script` in dir with env (nil
+// means the current environment) under p. The Cmd leads a process group
+// of its own (Setpgid), and canceling ctx kills that group. The caller
+// sets Stdin, Stdout and Stderr; dir and shell must be absolute.
+//
+// For FullAccess the Cmd runs the shell directly. Otherwise it re-executes
+// this binary as a helper that confines itself and then execs the shell
+// in place, so the Cmd's pid is the shell's. The policy follows env: its
+// HOME decides the per-user toolchain directories, its TMPDIR what
+// AllowTmp opens, and its PATH where GOROOT is. If the kernel cannot
+// enforce p (see Support.Enforceable), Command returns that error; it
+// never falls back to running unconfined.
+func Command(ctx context.Context, p Policy, dir string, env []string, shell, script string) (*exec.Cmd, error) {
+	if !filepath.IsAbs(shell) {
+		return nil, fmt.Errorf("sandbox: shell %q is not an absolute path", shell)
+	}
+	if !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("sandbox: working directory %q is not an absolute path", dir)
+	}
+	if p.Mode == FullAccess {
+		cmd := exec.CommandContext(ctx, shell, "-c", script)
+		cmd.Args[0] = filepath.Base(shell)
+		cmd.Dir, cmd.Env = dir, env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = killGroup(cmd)
+		return cmd, nil
+	}
+	if err := Probe().Enforceable(p); err != nil {
+		return nil, err
+	}
+	if env == nil {
+		env = os.Environ()
+	}
+	pl, err := newPlan(p, dir, env)
+	if err != nil {
+		return nil, err
+	}
+	arg, err := json.Marshal(pl)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: encoding policy: %w", err)
+	}
+	cmd := helperCmd(ctx, arg, []string{shell, "-c", script}, !p.Network)
+	cmd.Dir, cmd.Env = dir, env
+	return cmd, nil
+}
+
+// helperArg is the helper's argv[1]: `<this binary> helperArg <plan JSON>
+// -- <path> <args>...` confines itself to the plan and execs path with
+// args (argv[0] is path's base name). With nothing after "--" it exits 0
+// once confined; Probe uses that.
+const helperArg = "-apserver-sandbox-exec"
+
+// helperCmd returns the Cmd that re-executes this binary as the helper in
+// new user and mount namespaces, and a new network namespace if noNet.
+func helperCmd(ctx context.Context, planJSON []byte, argv []string, noNet bool) *exec.Cmd {
+	args := append([]string{helperArg, string(planJSON), "--"}, argv...)
+	// /proc/self/exe rather than os.Executable: it is this very binary
+	// even if the file on disk has been replaced since it started.
+	cmd := exec.CommandContext(ctx, "/proc/self/exe", args...)
+	cmd.Args[0] = os.Args[0]
+	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS)
+	if noNet {
+		flags |= syscall.CLONE_NEWNET
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid:     true,
+		Cloneflags:  flags,
+		UidMappings: idMap(os.Getuid()),
+		GidMappings: idMap(os.Getgid()),
+	}
+	cmd.Cancel = killGroup(cmd)
+	return cmd
+}
+
+// idMap maps id to itself. Root maps every id to itself, so that it keeps
+// its usual standing towards files it does not own (a workspace owned by
+// another user stays writable); the sandbox's boundary is Landlock and
+// the read-only mount tree, not file ownership.
+func idMap(id int) []syscall.SysProcIDMap {
+	if id == 0 {
+		return []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1<<32 - 1}}
+	}
+	return []syscall.SysProcIDMap{{ContainerID: id, HostID: id, Size: 1}}
+}
+
+func killGroup(cmd *exec.Cmd) func() error {
+	return func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+}
+
+// plan is the confinement the helper applies, computed by Command.
+type plan struct {
+	// Writable are the paths that stay writable when the helper makes the
+	// rest of the mount tree read-only.
+	Writable []string `json:"writable,omitempty"`
+	// Rules are the Landlock filesystem rules; the ruleset also scopes
+	// signals and abstract unix sockets.
+	Rules []pathRule `json:"rules,omitempty"`
+	// NoNetwork makes the ruleset deny TCP bind and connect.
+	NoNetwork bool `json:"noNetwork,omitempty"`
+}
+
+// pathRule grants Access (Landlock filesystem rights) beneath Path.
+type pathRule struct {
+	Path   string `json:"path"`
+	Access uint64 `json:"access"`
+}
+
+// systemDirs are readable when they exist; /var is handled by varDirs.
+var systemDirs = []string{
+	"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
+	"/etc", "/opt", "/run", "/srv", "/nix", "/proc", "/sys",
+}
+
+// homeToolDirs are the per-user toolchain directories under $HOME that
+// are readable when they exist. $HOME itself is not.
+var homeToolDirs = []string{"go", ".cache", ".cargo", ".rustup", ".npm", ".local", ".nvm", ".pyenv"}
+
+// newPlan computes the mounts and Landlock rules for p.
+func newPlan(p Policy, dir string, env []string) (plan, error) {
+	pl := plan{NoNetwork: !p.Network}
+	grant := func(access uint64, paths ...string) {
+		for _, path := range paths {
+			pl.Rules = append(pl.Rules, pathRule{Path: path, Access: access})
+		}
+	}
+	grant(fsRead, systemDirs...)
+	grant(fsRead, varDirs()...)
+	if home := envValue(env, "HOME"); filepath.IsAbs(home) {
+		for _, d := range homeToolDirs {
+			grant(fsRead, filepath.Join(home, d))
+		}
+	}
+	if goroot := findGoroot(envValue(env, "PATH")); goroot != "" {
+		grant(fsRead, goroot)
+	}
+	grant(accessDevDir, "/dev")
+	grant(accessDevRW, "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+	grant(accessTTY, "/dev/tty", "/dev/ptmx")
+	grant(accessTTY|accessDevDir, "/dev/pts")
+
+	readable := append([]string{dir}, p.ReadableRoots...)
+	var writable []string
+	if p.Mode == WorkspaceWrite {
+		writable = slices.Clone(p.WritableRoots)
+		if p.AllowTmp {
+			writable = append(writable, "/tmp")
+			if tmp := envValue(env, "TMPDIR"); filepath.IsAbs(tmp) {
+				writable = append(writable, tmp)
+			}
+		}
+	} else {
+		readable = append(readable, p.WritableRoots...)
+	}
+	for _, r := range readable {
+		if !filepath.IsAbs(r) {
+			return plan{}, fmt.Errorf("sandbox: readable root %q is not an absolute path", r)
+		}
+	}
+	grant(fsRead, readable...)
+	for _, w := range writable {
+		if !filepath.IsAbs(w) {
+			return plan{}, fmt.Errorf("sandbox: writable root %q is not an absolute path", w)
+		}
+		real, err := filepath.EvalSymlinks(w)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return plan{}, fmt.Errorf("sandbox: writable root: %w", err)
+		}
+		pl.Writable = append(pl.Writable, real)
+	}
+	// Parents before children, so a nested root's bind mount lands on its
+	// parent's.
+	slices.SortFunc(pl.Writable, func(a, b string) int { return len(a) - len(b) })
+	pl.Writable = slices.Compact(pl.Writable)
+	grant(fsRead|fsWrite, pl.Writable...)
+	return pl, nil
+}
+
+// varDirs lists what is in /var except /var/tmp: like /tmp, that is where
+// other users and programs leave their files.
+func varDirs() []string {
+	entries, err := os.ReadDir("/var")
+	if err != nil {
+		return nil
+	}
+	var dirs []string
+	for _, e := range entries {
+		if e.Name() != "tmp" {
+			dirs = append(dirs, filepath.Join("/var", e.Name()))
+		}
+	}
+	return dirs
+}
+
+// findGoroot returns the GOROOT of the first `go` executable on path, or
+// "" if there is none.
+func findGoroot(path string) string {
+	for _, dir := range filepath.SplitList(path) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		bin, err := filepath.EvalSymlinks(filepath.Join(dir, "go"))
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(bin); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return filepath.Dir(filepath.Dir(bin))
+		}
+	}
+	return ""
+}
+
+// envValue returns the last value of key in env, as the shell would see it.
+func envValue(env []string, key string) string {
+	for _, kv := range slices.Backward(env) {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}

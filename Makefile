@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 FUZZTIME ?= 15s
 
-.PHONY: help build test e2e lint fuzz bench demo clean
+.PHONY: help build test test-go e2e lint fuzz bench demo vscode vsix clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -13,7 +13,9 @@ help: ## list the targets
 build: ## build bin/apserver
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/apserver
 
-test: ## run every test with the race detector (unit, e2e over the real binary, demo)
+test: test-go vscode ## run every test: Go (race detector, e2e over the real binary) and the VS Code extension
+
+test-go: ## the Go tests only: vet, then every package with the race detector
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
@@ -25,8 +27,16 @@ lint: ## go vet, gofmt and staticcheck
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@2025.1.1 ./...
 
-fuzz: ## run each fuzz target briefly (FUZZTIME=15s)
-	$(GO) test ./server/ -run '^$$' -fuzz '^FuzzReadLine$$' -fuzztime $(FUZZTIME)
+# package:FuzzTarget pairs run by `make fuzz`.
+FUZZ_TARGETS := server:FuzzReadLine model:FuzzFastDecode tools/patch:FuzzParse \
+	tools/patch:FuzzRoundTrip tools/patch:FuzzUnifiedDiff \
+	tools/rules:FuzzEvaluate
+
+fuzz: ## run each fuzz target briefly (FUZZTIME=15s each)
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; echo "== $$pkg $$fn"; \
+		$(GO) test ./$$pkg/ -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME); \
+	done
 
 bench: build ## Go benchmarks plus the peerbench comparison against Codex (see docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./server/ ./model/ ./store/
@@ -34,6 +44,12 @@ bench: build ## Go benchmarks plus the peerbench comparison against Codex (see d
 
 demo: build ## the offline demo: scripted model, temp workspace, live view
 	./$(BIN) demo
+
+vscode: ## build, type-check and test the VS Code extension (installs npm packages and chromium if missing)
+	./editors/vscode/test.sh
+
+vsix: ## package the VS Code extension (linux-x64, bundles apserver)
+	./editors/vscode/package.sh
 
 clean: ## remove build output
 	rm -rf bin

@@ -1,0 +1,110 @@
+import * as vscode from "vscode";
+import { Controller, DIFF_SCHEME } from "./controller";
+import { PanelProvider, VIEW_ID } from "./panel";
+import type { ViewState } from "./store";
+
+let controller: Controller | undefined;
+
+const STATE_LABEL: Record<string, string> = {
+  running: "running",
+  paused: "paused",
+  waiting: "waiting on you",
+  stopped: "stopped",
+};
+const STATE_ICON: Record<string, string> = {
+  running: "$(sync~spin)",
+  paused: "$(debug-pause)",
+  waiting: "$(bell-dot)",
+  stopped: "$(circle-slash)",
+};
+
+/** The status bar text for a state (exported for tests). */
+export function statusBarText(state: ViewState): { text: string; tooltip: string; attention: boolean } {
+  const tid = state.activeThreadId;
+  const run = tid ? state.fullAuto[tid] : undefined;
+  const attention = state.attention.count;
+  const attn = attention > 0 ? ` · ${attention} waiting` : "";
+  if (state.connection.state === "failed") {
+    return { text: "$(error) apserver", tooltip: state.connection.message ?? "apserver is not running", attention: true };
+  }
+  if (!run) {
+    return { text: `$(hubot) apserver${attn}`, tooltip: "Open the apserver panel", attention: attention > 0 };
+  }
+  const spent = run.spent ? ` ${run.spent.turns}${run.budgets?.turns ? `/${run.budgets.turns}` : ""} turns` : "";
+  const text = `${STATE_ICON[run.state] ?? ""} Full Auto: ${STATE_LABEL[run.state] ?? run.state}${run.state === "stopped" ? "" : spent}${attn}`;
+  const lines = [`Full Auto ${STATE_LABEL[run.state] ?? run.state}${run.reason ? `: ${run.reason}` : ""}`];
+  if (run.lastDecision) lines.push(`Last decision: ${run.lastDecision.action} — ${run.lastDecision.reason}`);
+  if (run.stopCondition) lines.push(`Stop condition: ${run.stopCondition}`);
+  if (attention > 0) lines.push(`${attention} item(s) waiting on you across threads`);
+  return { text, tooltip: lines.join("\n"), attention: run.state === "waiting" || attention > 0 };
+}
+
+export function activate(context: vscode.ExtensionContext): Controller {
+  const out = vscode.window.createOutputChannel("apserver");
+  const ctl = new Controller(context.extensionUri.fsPath, out);
+  controller = ctl;
+  const provider = new PanelProvider(context.extensionUri, ctl);
+
+  const status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 50);
+  status.name = "apserver Full Auto";
+  status.command = "apserver.openPanel";
+  let lastStatus = "";
+  const updateStatus = () => {
+    const s = statusBarText(ctl.state);
+    const key = s.text + s.tooltip + s.attention;
+    if (key === lastStatus) return;
+    lastStatus = key;
+    status.text = s.text;
+    status.tooltip = s.tooltip;
+    status.backgroundColor = s.attention ? new vscode.ThemeColor("statusBarItem.warningBackground") : undefined;
+  };
+  ctl.onChange = updateStatus;
+  updateStatus();
+  status.show();
+
+  const run = (fn: () => Promise<unknown> | unknown) => async () => {
+    try {
+      await fn();
+    } catch (e) {
+      ctl.showError(e);
+    }
+  };
+
+  context.subscriptions.push(
+    out,
+    status,
+    { dispose: () => void ctl.dispose() },
+    vscode.window.registerWebviewViewProvider(VIEW_ID, provider, { webviewOptions: { retainContextWhenHidden: true } }),
+    vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, {
+      provideTextDocumentContent: (uri: vscode.Uri) => ctl.diffContent(uri),
+    }),
+    vscode.workspace.onDidChangeConfiguration((e) => ctl.onConfigChanged(e)),
+    vscode.commands.registerCommand("apserver.openPanel", run(() => provider.reveal())),
+    vscode.commands.registerCommand("apserver.openInEditor", run(() => provider.openInEditor())),
+    vscode.commands.registerCommand(
+      "apserver.newThread",
+      run(async () => {
+        await provider.reveal();
+        await ctl.newThread();
+      }),
+    ),
+    vscode.commands.registerCommand("apserver.resumeThread", run(() => ctl.pickThread())),
+    vscode.commands.registerCommand("apserver.renameThread", run(() => ctl.renameThread())),
+    vscode.commands.registerCommand("apserver.archiveThread", run(() => ctl.archiveThread())),
+    vscode.commands.registerCommand("apserver.send", run(() => ctl.sendCommand())),
+    vscode.commands.registerCommand("apserver.interrupt", run(() => ctl.interrupt())),
+    vscode.commands.registerCommand("apserver.toggleFullAuto", run(() => ctl.toggleFullAuto())),
+    vscode.commands.registerCommand("apserver.fullAutoPause", run(() => ctl.fullAutoAction("pause"))),
+    vscode.commands.registerCommand("apserver.fullAutoResume", run(() => ctl.fullAutoAction("resume"))),
+    vscode.commands.registerCommand("apserver.fullAutoStop", run(() => ctl.fullAutoAction("stop"))),
+    vscode.commands.registerCommand("apserver.restartServer", run(() => ctl.restartServer())),
+    vscode.commands.registerCommand("apserver.showLog", () => out.show(true)),
+  );
+  return ctl;
+}
+
+export async function deactivate(): Promise<void> {
+  const c = controller;
+  controller = undefined;
+  if (c) await c.dispose();
+}

@@ -1,0 +1,61 @@
+// The typed postMessage protocol between the extension host and the panel.
+
+import type { ApprovalDecision, FullAutoApprovals, FullAutoBudgets } from "./protocol";
+import type { StoreEvent, ViewState } from "./store";
+
+/** Extension host → webview. */
+export type HostMessage =
+  /** The whole state; sent when the webview reports ready (and after a reset). */
+  | { type: "snapshot"; state: ViewState }
+  /** Events to apply, in order, to the webview's copy of the state. */
+  | { type: "events"; events: StoreEvent[] }
+  | { type: "focusComposer" }
+  /** Send what the composer holds (the "send" command); answered by send or composerEmpty. */
+  | { type: "submitComposer" };
+
+/** Webview → extension host. */
+export type WebviewMessage =
+  | { type: "ready" }
+  | { type: "newThread" }
+  | { type: "openThread"; threadId: string }
+  | { type: "archiveThread"; threadId: string }
+  | { type: "renameThread"; threadId: string }
+  | { type: "refreshThreads" }
+  | { type: "send"; text: string }
+  | { type: "composerEmpty" }
+  | { type: "interrupt" }
+  | { type: "approval"; key: string; decision: ApprovalDecision }
+  | { type: "openDiff"; threadId: string; itemId: string; index: number }
+  | { type: "openTurnDiff"; threadId: string }
+  | { type: "openLink"; href: string }
+  | { type: "fullAutoStart"; objective: string; budgets: FullAutoBudgets; approvals: FullAutoApprovals }
+  | { type: "fullAuto"; action: "pause" | "resume" | "stop" }
+  | { type: "dismissNotice"; id: number }
+  | { type: "restartServer" }
+  | { type: "showLog" };
+
+const WEBVIEW_TYPES = new Set<WebviewMessage["type"]>([
+  "ready",
+  "newThread",
+  "openThread",
+  "archiveThread",
+  "renameThread",
+  "refreshThreads",
+  "send",
+  "composerEmpty",
+  "interrupt",
+  "approval",
+  "openDiff",
+  "openTurnDiff",
+  "openLink",
+  "fullAutoStart",
+  "fullAuto",
+  "dismissNotice",
+  "restartServer",
+  "showLog",
+]);
+
+/** Checks that an incoming message has a known type (the webview is not trusted blindly). */
+export function isWebviewMessage(m: unknown): m is WebviewMessage {
+  return typeof m === "object" && m !== null && WEBVIEW_TYPES.has((m as { type: WebviewMessage["type"] }).type);
+}

@@ -1,0 +1,280 @@
+// Types for the subset of the Codex app-server v2 protocol (and apserver's
+// Full Auto extension) that the extension uses. Field names follow
+// shared/protocol/schema and docs/protocol.md. Everything is tolerant:
+// unknown fields are ignored and unknown methods are passed through.
+
+export type RequestId = string | number;
+
+export type ApprovalPolicy = "untrusted" | "on-request" | "never";
+export type SandboxMode = "read-only" | "workspace-write" | "danger-full-access";
+
+export interface TextElement {
+  byteRange: { start: number; end: number };
+  placeholder: string | null;
+}
+export type UserInput =
+  | { type: "text"; text: string; text_elements: TextElement[] }
+  | { type: "image"; url: string }
+  | { type: "localImage"; path: string };
+
+export type ThreadStatus =
+  | { type: "notLoaded" }
+  | { type: "idle" }
+  | { type: "systemError" }
+  | { type: "active"; activeFlags: ("waitingOnApproval" | "waitingOnUserInput")[] };
+
+export interface Thread {
+  id: string;
+  preview: string;
+  name: string | null;
+  cwd: string;
+  model: string | null;
+  modelProvider?: string;
+  createdAt: number; // seconds
+  updatedAt: number; // seconds
+  status: ThreadStatus;
+  ephemeral?: boolean;
+  turns: Turn[];
+}
+
+export type TurnStatus = "inProgress" | "completed" | "interrupted" | "failed";
+
+export interface TurnError {
+  message: string;
+  codexErrorInfo?: unknown;
+  additionalDetails?: string | null;
+}
+
+export interface Turn {
+  id: string;
+  items: ThreadItem[];
+  status: TurnStatus;
+  error: TurnError | null;
+  startedAt?: number | null;
+  completedAt?: number | null;
+  durationMs?: number | null;
+}
+
+export type ItemStatus = "inProgress" | "completed" | "failed" | "declined";
+
+export type FileChangeKind =
+  | { type: "add" }
+  | { type: "delete" }
+  | { type: "update"; move_path?: string | null };
+
+export interface FileUpdateChange {
+  path: string;
+  kind: FileChangeKind;
+  diff: string;
+}
+
+export type ThreadItem =
+  | { type: "userMessage"; id: string; content: UserInput[] }
+  | { type: "agentMessage"; id: string; text: string; phase?: string | null }
+  | { type: "reasoning"; id: string; summary: string[]; content: string[] }
+  | { type: "plan"; id: string; text: string }
+  | {
+      type: "commandExecution";
+      id: string;
+      command: string;
+      cwd: string;
+      status: ItemStatus;
+      aggregatedOutput: string | null;
+      exitCode: number | null;
+      durationMs: number | null;
+    }
+  | { type: "fileChange"; id: string; changes: FileUpdateChange[]; status: ItemStatus }
+  | { type: "contextCompaction"; id: string }
+  | { type: string; id: string; [key: string]: unknown };
+
+export interface TokenUsageBreakdown {
+  totalTokens: number;
+  inputTokens: number;
+  cachedInputTokens: number;
+  outputTokens: number;
+  reasoningOutputTokens: number;
+}
+export interface ThreadTokenUsage {
+  total: TokenUsageBreakdown;
+  last: TokenUsageBreakdown;
+  modelContextWindow: number | null;
+}
+
+export interface PlanStep {
+  step: string;
+  status: "pending" | "inProgress" | "completed";
+}
+
+export type ApprovalDecision = "accept" | "acceptForSession" | "decline" | "cancel";
+
+export interface CommandExecutionRequestApprovalParams {
+  threadId: string;
+  turnId: string;
+  itemId: string;
+  startedAtMs?: number;
+  reason?: string | null;
+  command?: string | null;
+  cwd?: string | null;
+}
+export interface FileChangeRequestApprovalParams {
+  threadId: string;
+  turnId: string;
+  itemId: string;
+  startedAtMs?: number;
+  reason?: string | null;
+  grantRoot?: string | null;
+}
+export interface UserInputQuestion {
+  id: string;
+  header?: string;
+  question: string;
+  isOther?: boolean;
+  isSecret?: boolean;
+  options?: { label: string; description?: string }[] | null;
+}
+export interface ToolRequestUserInputParams {
+  threadId: string;
+  turnId: string;
+  itemId: string;
+  questions: UserInputQuestion[];
+}
+
+// ---- Full Auto (apserver extension; see docs/protocol.md) ----
+
+export type FullAutoState = "running" | "paused" | "waiting" | "stopped";
+export type FullAutoApprovals = "never" | "policy" | "ask";
+/** Budgets of a run; absent or null = unlimited (runs report null). */
+export interface FullAutoBudgets {
+  tokens?: number | null;
+  turns?: number | null;
+  timeMs?: number | null;
+  costUsd?: number | null;
+}
+export interface FullAutoSpent {
+  tokens: number;
+  turns: number;
+  timeMs: number;
+  costUsd: number;
+}
+export interface Receipt {
+  id: string;
+  threadId: string;
+  turnId: string;
+  seq: number;
+  action: "continue" | "pause" | "stop" | "review";
+  reason: string;
+  confidence: number;
+  stopCondition: string | null;
+  rule: string;
+  source: "policy" | "model";
+  nextInput: string | null;
+  executed: boolean;
+}
+export interface FullAutoRun {
+  threadId: string;
+  state: FullAutoState;
+  reason: string | null;
+  objective: string | null;
+  approvals: FullAutoApprovals;
+  budgets: FullAutoBudgets;
+  spent: FullAutoSpent;
+  stopCondition: string | null;
+  lastDecision: Receipt | null;
+}
+export interface AttentionItem {
+  threadId: string;
+  kind: "approval" | "question" | "paused";
+  reason: string;
+  sinceMs: number;
+}
+export interface Attention {
+  count: number;
+  oldestSinceMs: number | null;
+  items: AttentionItem[];
+}
+
+// ---- method maps ----
+
+export interface InitializeResponse {
+  userAgent: string;
+  codexHome?: string;
+  platformFamily?: string;
+  platformOs?: string;
+}
+
+export interface ThreadSettings {
+  cwd?: string;
+  model?: string;
+  approvalPolicy?: ApprovalPolicy;
+  sandbox?: SandboxMode;
+}
+
+export interface ThreadStartResponse {
+  thread: Thread;
+  model?: string;
+  cwd?: string;
+  approvalPolicy?: unknown;
+  sandbox?: unknown;
+}
+
+/** Client → server requests: method → [params, result]. */
+export interface ClientRequests {
+  initialize: {
+    params: { clientInfo: { name: string; title?: string | null; version: string }; capabilities?: unknown };
+    result: InitializeResponse;
+  };
+  "thread/start": { params: ThreadSettings & { ephemeral?: boolean }; result: ThreadStartResponse };
+  "thread/resume": { params: ThreadSettings & { threadId: string; excludeTurns?: boolean }; result: ThreadStartResponse };
+  "thread/list": {
+    params: { cursor?: string | null; limit?: number; archived?: boolean; cwd?: string | string[]; sortKey?: string };
+    result: { data: Thread[]; nextCursor: string | null };
+  };
+  "thread/read": { params: { threadId: string; includeTurns?: boolean }; result: { thread: Thread } };
+  "thread/archive": { params: { threadId: string }; result: Record<string, never> };
+  "thread/unarchive": { params: { threadId: string }; result: { thread: Thread } };
+  "thread/name/set": { params: { threadId: string; name: string }; result: Record<string, never> };
+  "turn/start": {
+    params: { threadId: string; input: UserInput[]; approvalPolicy?: ApprovalPolicy; model?: string };
+    result: { turn: Turn };
+  };
+  "turn/steer": { params: { threadId: string; expectedTurnId: string; input: UserInput[] }; result: { turnId: string } };
+  "turn/interrupt": { params: { threadId: string; turnId: string }; result: Record<string, never> };
+  "model/list": { params: { limit?: number }; result: { data: { id: string; model: string; displayName?: string }[] } };
+  "fullAuto/start": {
+    params: { threadId: string; objective?: string; budgets?: FullAutoBudgets; approvals?: FullAutoApprovals };
+    result: { run: FullAutoRun };
+  };
+  "fullAuto/pause": { params: { threadId: string }; result: { run: FullAutoRun } };
+  "fullAuto/resume": { params: { threadId: string }; result: { run: FullAutoRun } };
+  "fullAuto/stop": { params: { threadId: string }; result: { run: FullAutoRun } };
+  "fullAuto/status": { params: { threadId?: string }; result: { runs: FullAutoRun[]; attention: Attention } };
+}
+export type ClientMethod = keyof ClientRequests;
+
+/** Server → client requests: method → [params, result]. */
+export interface ServerRequests {
+  "item/commandExecution/requestApproval": {
+    params: CommandExecutionRequestApprovalParams;
+    result: { decision: ApprovalDecision };
+  };
+  "item/fileChange/requestApproval": {
+    params: FileChangeRequestApprovalParams;
+    result: { decision: ApprovalDecision };
+  };
+  "item/tool/requestUserInput": {
+    params: ToolRequestUserInputParams;
+    result: { answers: Record<string, { answers: string[] }> };
+  };
+}
+export type ServerRequestMethod = keyof ServerRequests;
+
+export const APPROVAL_METHODS = [
+  "item/commandExecution/requestApproval",
+  "item/fileChange/requestApproval",
+] as const;
+
+export interface RpcError {
+  code: number;
+  message: string;
+  data?: unknown;
+}

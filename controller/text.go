@@ -65,6 +65,13 @@ func ClaimsDone(msg string) bool {
 	case "done", "complete", "completed", "finished":
 		return true
 	}
+	// A report that leads with the verdict: "Done: …", "Finished — …".
+	for _, w := range []string{"done", "finished", "complete", "completed", "all done"} {
+		rest, ok := strings.CutPrefix(m, w)
+		if rest = strings.TrimLeft(rest, " "); ok && rest != "" && strings.ContainsRune(":,;.!-\u2014\u2013", []rune(rest)[0]) {
+			return true
+		}
+	}
 	for _, p := range doneClaims {
 		if strings.Contains(m, p) {
 			return true

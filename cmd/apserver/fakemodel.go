@@ -25,7 +25,8 @@ func runFakeModel(args []string) error {
 
 Serves the scripted OpenAI-compatible model (Responses and Chat Completions
 streams) on 127.0.0.1 and prints its base URL on stdout. Without --script it
-answers with the demo script. Stops on SIGINT/SIGTERM or when stdin closes.
+answers with the demo script. Stops on SIGINT/SIGTERM, or when stdin is a
+pipe and it closes.
 
 `)
 		fs.PrintDefaults()
@@ -57,16 +58,20 @@ answers with the demo script. Stops on SIGINT/SIGTERM or when stdin closes.
 	fmt.Println(srv.URL())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// The parent closing our stdin means it is gone: stop with it.
-	go func() {
-		var b [1]byte
-		for {
-			if _, err := os.Stdin.Read(b[:]); err != nil {
-				stop()
-				return
+	// A parent that talks to us through a pipe on stdin is gone when the
+	// pipe closes: stop with it. (A stdin that is /dev/null or a terminal,
+	// as for `apserver fake-model &` in a shell, is not watched.)
+	if fi, err := os.Stdin.Stat(); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+		go func() {
+			var b [1]byte
+			for {
+				if _, err := os.Stdin.Read(b[:]); err != nil {
+					stop()
+					return
+				}
 			}
-		}
-	}()
+		}()
+	}
 	<-ctx.Done()
 	return nil
 }

@@ -321,7 +321,21 @@ func TestRevertRestoresPatchAndShellEdits(t *testing.T) {
 	if len(diffs) == 0 || !strings.Contains(diffs[len(diffs)-1].str("diff"), "+shell-edit") {
 		t.Errorf("the turn's final diff does not show the shell edit: %v", diffs)
 	}
+	_, done2 := c.runTurn(threadID, "second turn")
 	c.runTurn(threadID, "second turn")
+	if d := c.find("turn/diff/updated", forTurn(done2.str("turn.id"))); len(d) != 0 {
+		t.Errorf("a turn that ran no tool sent a diff: %v", d)
+	}
+	// Reverting turns that ran no tool drops them and touches no file.
+	afterTurn1 := treeHash(t, cwd)
+	r2 := c.call("thread/revert", map[string]any{"threadId": threadID, "beforeTurnId": done2.str("turn.id")})
+	if got, _ := r2.get("restoredPaths").([]any); len(got) != 0 || treeHash(t, cwd) != afterTurn1 {
+		t.Errorf("reverting a text-only turn restored %v", got)
+	}
+	read2 := c.call("thread/read", map[string]any{"threadId": threadID, "includeTurns": true})
+	if turns, _ := read2.get("thread.turns").([]any); len(turns) != 1 {
+		t.Errorf("after reverting the text-only turns, %d turns remain, want 1", len(turns))
+	}
 
 	// An outside edit since the last turn makes revert refuse, naming it.
 	if err := os.WriteFile(filepath.Join(cwd, "d.txt"), []byte("user edit\n"), 0o644); err != nil {

@@ -13,14 +13,19 @@ import (
 )
 
 // Checkpoints: the workspace is snapshotted (in apserver's own git object
-// store, never the user's .git) when a turn starts and when it ends. The
-// turn's diff is the start snapshot against the workspace now, so it shows
-// what shell commands changed too; thread/revert restores a start snapshot.
+// store, never the user's .git) before a turn's first tool runs and when the
+// turn ends. The turn's diff is the start snapshot against the workspace
+// now, so it shows what shell commands changed too; thread/revert restores
+// a start snapshot. A turn that runs no tool cannot change the workspace and
+// takes no snapshot at all, so a plain chat turn never waits for git.
 
 // turnCheckpoints are the snapshot ids of one turn.
 type turnCheckpoints struct {
 	Start string `json:"start,omitempty"`
 	End   string `json:"end,omitempty"`
+	// Missing: the turn ran tools but no snapshot could be taken, so its
+	// changes cannot be undone.
+	Missing bool `json:"missing,omitempty"`
 }
 
 // pendingSnapshot is a snapshot being taken by a child goroutine.
@@ -82,13 +87,13 @@ func (t *thread) snapshotAsync(label string) *pendingSnapshot {
 }
 
 // afterStartCheckpoint runs then on the thread goroutine once the turn's
-// start snapshot exists (at once when it already does).
+// start snapshot exists (at once when it already does), taking it first if
+// this is the turn's first tool call.
 func (t *thread) afterStartCheckpoint(tr *turn, then func()) {
-	ps := tr.startSnap
-	if ps == nil {
-		then()
-		return
+	if tr.startSnap == nil {
+		tr.startSnap = t.snapshotAsync("turn " + tr.id + " start")
 	}
+	ps := tr.startSnap
 	select {
 	case <-ps.done:
 		t.noteStartSnapshot(tr)
@@ -118,6 +123,7 @@ func (t *thread) noteStartSnapshot(tr *turn) {
 		if !tr.ckptWarned {
 			tr.ckptWarned = true
 			t.m.log.Warn("no checkpoint for turn; its diff and revert are unavailable", "thread", t.id, "turn", tr.id, "err", ps.err)
+			t.saveCheckpoints(tr.id, turnCheckpoints{Missing: true})
 		}
 		return
 	}
@@ -162,6 +168,11 @@ func (t *thread) loadCheckpoints(turnID string) (turnCheckpoints, bool) {
 // snapshot becomes the turn's latest end snapshot. Without checkpoints it
 // just runs then.
 func (t *thread) sendTurnDiff(tr *turn, then func()) {
+	if tr.startSnap == nil {
+		// No tool ran: nothing in the workspace changed through the turn.
+		then()
+		return
+	}
 	t.afterStartCheckpoint(tr, func() {
 		start := tr.ckpt.Start
 		cs, err := t.checkpoints()
@@ -247,9 +258,23 @@ func (t *thread) revert(p protocol.ThreadRevertParams, reply Reply) {
 		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "turn not found in thread %s: %s", t.id, p.BeforeTurnID))
 		return
 	}
-	target, ok := t.loadCheckpoints(p.BeforeTurnID)
-	if !ok || target.Start == "" {
-		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "no checkpoint for turn %s: its files cannot be restored", p.BeforeTurnID))
+	// The state to go back to is the start snapshot of the first turn from
+	// beforeTurnId on that ran a tool: turns before it changed nothing.
+	// When none did, there are no files to restore.
+	target := ""
+	for _, id := range turnIDs[idx:] {
+		c, ok := t.loadCheckpoints(id)
+		if ok && c.Missing {
+			reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "turn %s ran tools but has no checkpoint (is git installed?): its files cannot be restored", id))
+			return
+		}
+		if ok && c.Start != "" {
+			target = c.Start
+			break
+		}
+	}
+	if target == "" {
+		t.finishRevert(p, idx, turnIDs, nil, nil, reply)
 		return
 	}
 	// The agent's last known state of the workspace: the end snapshot of
@@ -284,7 +309,7 @@ func (t *thread) revert(p protocol.ThreadRevertParams, reply Reply) {
 						strings.Join(changed, ", "))
 				}
 			}
-			return cs.Restore(ctx, target.Start, now.ID)
+			return cs.Restore(ctx, target, now.ID)
 		}()
 		t.post(func() { t.finishRevert(p, idx, turnIDs, restored, err, reply) })
 	}()

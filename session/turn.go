@@ -154,7 +154,6 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 	}
 	t.turn = tr
 	t.histMark[tr.id] = len(t.history)
-	tr.startSnap = t.snapshotAsync("turn " + tr.id + " start")
 	reply(protocol.TurnResult{Turn: tr.wire(protocol.ItemsNotLoaded)}, nil)
 	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
 	started := tr.wire(protocol.ItemsNotLoaded)

@@ -3,16 +3,19 @@ module github.com/apserver/apserver
 go 1.26.8
 
 require (
-	github.com/BurntSushi/toml v1.6.0 // indirect
-	github.com/fsnotify/fsnotify v1.10.1 // indirect
-	github.com/hexops/gotextdiff v1.0.3 // indirect
-	github.com/landlock-lsm/go-landlock v0.11.0 // indirect
-	github.com/mattn/go-sqlite3 v1.14.53 // indirect
-	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
-	github.com/sashabaranov/go-openai v1.43.0 // indirect
-	github.com/sourcegraph/jsonrpc2 v0.2.3 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	github.com/BurntSushi/toml v1.6.0
+	github.com/fsnotify/fsnotify v1.10.1
+	github.com/hexops/gotextdiff v1.0.3
+	github.com/landlock-lsm/go-landlock v0.11.0
+	github.com/mattn/go-sqlite3 v1.14.53
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/sashabaranov/go-openai v1.43.0
+	github.com/sourcegraph/jsonrpc2 v0.2.3
+	golang.org/x/sys v0.48.0
+	mvdan.cc/sh/v3 v3.14.1
+)
+
+require (
 	golang.org/x/text v0.14.0 // indirect
 	kernel.org/pub/linux/libs/security/libcap/psx v1.2.77 // indirect
-	mvdan.cc/sh/v3 v3.14.1 // indirect
 )

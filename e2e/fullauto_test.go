@@ -131,9 +131,16 @@ func TestFullAutoManyThreads(t *testing.T) {
 		args:   []string{"--base-url", ps.URL + "/v1"},
 		env:    []string{"PATH=" + noGitPath(t)},
 	})
+	// 20 runs of 12 turns share 2 CPUs with the rest of `go test ./...`:
+	// the first run ends long after a normal wait.
+	c.wait = 2 * time.Minute
 	ids := make([]string, threads)
 	for i := range ids {
-		ids[i], _ = c.startThread("never")
+		// Full access: this measures the scheduler, so commands skip the
+		// sandbox's namespace setup, which would dominate on 2 CPUs.
+		r := c.call("thread/start", map[string]any{"cwd": t.TempDir(), "approvalPolicy": "never", "sandbox": "danger-full-access"})
+		ids[i] = r.str("thread.id")
+		c.waitAfter(r, "thread/started", func(m *message) bool { return m.str("thread.id") == ids[i] })
 	}
 	var started *message
 	for _, id := range ids {

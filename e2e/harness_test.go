@@ -247,6 +247,10 @@ type client struct {
 	dataDir string
 	model   *scripted.Server
 
+	// wait overrides waitTimeout for this client's waits (a test whose
+	// whole point is a long run under load).
+	wait time.Duration
+
 	writeMu sync.Mutex // serialises writes and their transcript entries
 
 	mu        sync.Mutex
@@ -584,7 +588,11 @@ func (c *client) writeAnswer(b []byte) {
 // satisfies pred.
 func (c *client) waitMsg(what string, from int, pred func(*message) bool) *message {
 	c.t.Helper()
-	deadline := time.NewTimer(waitTimeout)
+	limit := waitTimeout
+	if c.wait > 0 {
+		limit = c.wait
+	}
+	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
 	for {
 		c.mu.Lock()
@@ -610,7 +618,7 @@ func (c *client) waitMsg(what string, from int, pred func(*message) bool) *messa
 			c.mu.Unlock()
 			c.t.Fatalf("apserver closed stdout while waiting for %s\n%s", what, c.dump(from))
 		case <-deadline.C:
-			c.t.Fatalf("timed out after %v waiting for %s; messages since #%d:\n%s", waitTimeout, what, from, c.dump(from))
+			c.t.Fatalf("timed out after %v waiting for %s; messages since #%d:\n%s", limit, what, from, c.dump(from))
 		}
 	}
 }

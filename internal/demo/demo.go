@@ -121,6 +121,7 @@ type demo struct {
 	root, workspace, dataDir string
 
 	threadID  string
+	lastTurn  string          // id of the last turn started
 	items     int             // item/completed seen
 	usage     tokenBreakdown  // latest thread total
 	cmdOut    map[string]bool // command items that streamed output
@@ -176,12 +177,38 @@ func (d *demo) run(ctx context.Context) error {
 	d.step("thread/start", "thread "+ts.Thread.ID, fmt.Sprintf("model %s · approval %s · sandbox %s",
 		ts.Model, tagOf(ts.ApprovalPolicy), tagOf(ts.Sandbox)))
 
-	for i, p := range []string{promptHello, promptTests} {
+	for i, p := range []string{promptHello, promptTests, promptShout} {
 		if err := d.turn(ctx, i+1, p); err != nil {
 			return err
 		}
 	}
+	if err := d.undo(ctx); err != nil {
+		return err
+	}
 	return d.summary(ctx)
+}
+
+// undo reverts the last turn with thread/revert: its edits are undone from
+// the checkpoint taken before its first tool ran, and the turn is dropped.
+func (d *demo) undo(ctx context.Context) error {
+	d.v.rule("undo the last turn")
+	var res struct {
+		RestoredPaths []string `json:"restoredPaths"`
+	}
+	if err := d.c.call(ctx, callTimeout, "thread/revert", map[string]any{"threadId": d.threadID, "beforeTurnId": d.lastTurn}, &res); err != nil {
+		return err
+	}
+	d.step("thread/revert", "restored "+strings.Join(res.RestoredPaths, ", ")+" and dropped turn 3",
+		"(from apserver's own checkpoint store; the workspace's .git, if any, is never touched)")
+	b, err := os.ReadFile(filepath.Join(d.workspace, "greet.sh"))
+	if err != nil {
+		return err
+	}
+	if strings.Contains(string(b), "shout") {
+		return errors.New("thread/revert left shout in greet.sh")
+	}
+	d.v.line(sg(green, "  ✓ greet.sh is back to its state before turn 3"))
+	return nil
 }
 
 // step prints one handshake or bookkeeping exchange: the method sent, and
@@ -212,6 +239,7 @@ func (d *demo) turn(ctx context.Context, n int, prompt string) error {
 	if err != nil {
 		return err
 	}
+	d.lastTurn = res.Turn.ID
 	what := fmt.Sprintf("turn/completed of turn %d (%q)", n, prompt)
 	dl := within(turnTimeout)
 	for {
@@ -317,6 +345,22 @@ func (d *demo) handle(m *message) error {
 		v.line(sg(boldRed, "  ✗ error: "), sg(red, p.Error.Message+retry))
 	case "warning":
 		v.line(sg(boldYlw, "  ! warning: "), sg(yellow, p.Message))
+	case "turn/plan/updated":
+		v.breakLine()
+		v.line(sg(bold, "  plan"))
+		for _, st := range p.Plan {
+			mark, s := "[ ]", style(plain)
+			switch st.Status {
+			case "completed":
+				mark, s = "[x]", green
+			case "inProgress":
+				mark, s = "[~]", yellow
+			}
+			v.line(sg(s, "    "+mark+" "), sg(plain, st.Step))
+		}
+	case "turn/diff/updated":
+		files, plus, minus := diffStat(p.Diff)
+		v.line(sg(dim, fmt.Sprintf("  turn diff: %d file%s, +%d −%d (turn/diff/updated, the whole turn so far)", files, plural(files), plus, minus)))
 	case "(unparseable line)":
 		v.line(sg(boldYlw, "  ! the server sent a line that is not JSON: "), sg(yellow, string(m.raw)))
 	}
@@ -348,6 +392,23 @@ func (d *demo) itemStarted(it item) {
 		v.line(sg(boldCyn, "› "), sg(boldCyn, strings.Join(text, " ")))
 	case "commandExecution":
 		v.line(sg(bold, "  $ "+shellBody(it.Command)))
+	case "fileChange":
+		v.breakLine()
+		for _, c := range it.Changes {
+			v.line(sg(bold, "  ✎ "+c.Kind.Type+" "+c.Path))
+			for _, l := range strings.Split(strings.TrimSuffix(c.Diff, "\n"), "\n") {
+				s := style(dim)
+				switch {
+				case strings.HasPrefix(l, "+"):
+					s = green
+				case strings.HasPrefix(l, "-"):
+					s = red
+				}
+				v.line(sg(s, "      "+l))
+			}
+		}
+	case "plan":
+		// shown from turn/plan/updated
 	case "reasoning", "agentMessage":
 		// rendered as their deltas arrive
 	default:
@@ -370,6 +431,12 @@ func (d *demo) itemCompleted(it item) {
 			v.flow(plain, "  ", it.Text)
 		}
 		v.breakLine()
+	case "fileChange":
+		if it.Status == "completed" {
+			v.line(sg(green, "    ✓ written"), sg(dim, fmt.Sprintf(" · %d file%s", len(it.Changes), plural(len(it.Changes)))))
+		} else {
+			v.line(sg(red, "    ✗ "+it.Status))
+		}
 	case "commandExecution":
 		if !d.cmdOut[it.ID] && it.AggregatedOutput != nil {
 			v.verbatim(dim, "      ", *it.AggregatedOutput)
@@ -402,6 +469,7 @@ func (d *demo) serverRequest(m *message) error {
 		return d.c.replyError(m.ID, -32601, "apserver demo does not handle "+m.Method)
 	}
 	var p struct {
+		ItemID  string  `json:"itemId"`
 		Command *string `json:"command"`
 		Cwd     *string `json:"cwd"`
 		Reason  *string `json:"reason"`
@@ -415,6 +483,8 @@ func (d *demo) serverRequest(m *message) error {
 	row("method", m.Method)
 	if p.Command != nil {
 		row("command", *p.Command)
+	} else {
+		row("changes", "the fileChange item "+p.ItemID+" shown above")
 	}
 	if p.Cwd != nil {
 		row("cwd", *p.Cwd)
@@ -425,7 +495,7 @@ func (d *demo) serverRequest(m *message) error {
 	if len(d.flags) > 0 {
 		row("status", "thread active, "+strings.Join(d.flags, ", "))
 	}
-	row("policy", `"untrusted": ask before any command not known to be read-only`)
+	row("policy", `"untrusted": ask before file changes and before commands the rules do not allow`)
 	v.breakLine()
 	v.write(boldYlw, "  └ ")
 	v.write(yellow, "approving… ")
@@ -478,7 +548,11 @@ func (d *demo) summary(ctx context.Context) error {
 	u := d.usage
 	v.line(sg(dim, "  threads    "), sg(plain, strconv.Itoa(len(list.Data))))
 	v.line(sg(dim, "  turns      "), sg(plain, strconv.Itoa(len(read.Thread.Turns))))
-	v.line(sg(dim, "  items      "), sg(plain, fmt.Sprintf("%d completed live, %d stored", d.items, stored)))
+	kept := fmt.Sprintf("%d completed live, %d stored", d.items, stored)
+	if d.items > stored {
+		kept += " (the reverted turn's were dropped)"
+	}
+	v.line(sg(dim, "  items      "), sg(plain, kept))
 	v.line(sg(dim, "  approvals  "), sg(plain, strconv.Itoa(d.approvals)))
 	v.line(sg(dim, "  tokens     "), sg(plain, thousands(u.TotalTokens)),
 		sg(dim, fmt.Sprintf(" (%s input, %s cached, %s output)", thousands(u.InputTokens), thousands(u.CachedInputTokens), thousands(u.OutputTokens))))
@@ -556,6 +630,11 @@ type (
 		} `json:"error"`
 		WillRetry bool   `json:"willRetry"`
 		Message   string `json:"message"`
+		Plan      []struct {
+			Step   string `json:"step"`
+			Status string `json:"status"`
+		} `json:"plan"`
+		Diff string `json:"diff"`
 	}
 	item struct {
 		ID      string `json:"id"`
@@ -571,6 +650,14 @@ type (
 		AggregatedOutput *string  `json:"aggregatedOutput"`
 		ExitCode         *int     `json:"exitCode"`
 		DurationMs       *int64   `json:"durationMs"`
+		Changes          []struct {
+			Path string `json:"path"`
+			Kind struct {
+				Type     string  `json:"type"`
+				MovePath *string `json:"move_path"`
+			} `json:"kind"`
+			Diff string `json:"diff"`
+		} `json:"changes"`
 	}
 	tokenBreakdown struct {
 		TotalTokens       int64 `json:"totalTokens"`
@@ -644,4 +731,21 @@ func thousands(n int64) string {
 		s = "-" + s
 	}
 	return s
+}
+
+// diffStat counts the files and the added and removed lines of a unified
+// diff.
+func diffStat(diff string) (files, plus, minus int) {
+	for _, l := range strings.Split(diff, "\n") {
+		switch {
+		case strings.HasPrefix(l, "diff --git "):
+			files++
+		case strings.HasPrefix(l, "+++ "), strings.HasPrefix(l, "--- "):
+		case strings.HasPrefix(l, "+"):
+			plus++
+		case strings.HasPrefix(l, "-"):
+			minus++
+		}
+	}
+	return files, plus, minus
 }

@@ -89,6 +89,18 @@ func TestDemo(t *testing.T) {
 			"✓ exit 0",
 			"✓ turn 1 completed",
 			"✓ turn 2 completed",
+			"[~] Add shout to greet.sh",
+			"✎ update greet.sh",
+			"+shout() {",
+			"item/fileChange/requestApproval",
+			"✓ written · 2 files",
+			"turn diff: 2 files, +6 −0",
+			"all 3 tests passed",
+			"[x] Run the tests",
+			"✓ turn 3 completed",
+			"restored greet.sh, test.sh and dropped turn 3",
+			"✓ greet.sh is back to its state before turn 3",
+			"2 turns",
 			"thread/list",
 			"apserver exited cleanly",
 		} {
@@ -107,6 +119,15 @@ func TestDemo(t *testing.T) {
 		if !(iApprove < iOutput && iOutput < iTurn2) {
 			t.Errorf("out of order: approved at %d, command output at %d, turn 2 end at %d\n%s", iApprove, iOutput, iTurn2, out)
 		}
+		// Turn 3: the change is shown, approved and written before the
+		// tests run, and undone after the turn.
+		iChange := strings.Index(out, "✎ update greet.sh")
+		iWritten := strings.Index(out, "✓ written")
+		iThree := strings.Index(out, "all 3 tests passed")
+		iUndo := strings.Index(out, "✓ greet.sh is back")
+		if !(iTurn2 < iChange && iChange < iWritten && iWritten < iThree && iThree < iUndo) {
+			t.Errorf("turn 3 out of order: change %d, written %d, tests %d, undo %d\n%s", iChange, iWritten, iThree, iUndo, out)
+		}
 	})
 
 	t.Run("json", func(t *testing.T) {
@@ -116,6 +137,8 @@ func TestDemo(t *testing.T) {
 			"← {",
 			`"userAgent"`,
 			`"method":"item/commandExecution/requestApproval"`,
+			`"method":"item/fileChange/requestApproval"`,
+			`"method":"thread/revert"`,
 			`"result":{"decision":"accept"}`,
 			`"method":"turn/completed"`,
 		} {

@@ -8,11 +8,43 @@ import (
 	"github.com/apserver/apserver/model/scripted"
 )
 
-// The two prompts the demo sends, one per turn.
+// The prompts the demo sends, one per turn.
 const (
 	promptHello = "hello"
 	promptTests = "run the tests"
+	promptShout = "add a shout function that greets in capitals"
 )
+
+// shoutPatch is the change the model proposes in the third turn: a new
+// function and its test, in Codex's apply_patch format.
+const shoutPatch = `*** Begin Patch
+*** Update File: greet.sh
+@@
+ greet() {
+ 	echo "Hello, ${1:-world}!"
+ }
++
++# shout greets like greet, in capitals.
++shout() {
++	greet "$@" | tr '[:lower:]' '[:upper:]'
++}
+*** Update File: test.sh
+@@
+ check "defaults to world" "$(greet)" "Hello, world!"
++check "shouts" "$(shout Ada)" "HELLO, ADA!"
+*** End Patch
+`
+
+// plan is an update_plan call of the third turn: at first the edit is in
+// progress, at the end (last "completed") every step is done.
+func plan(last string) string {
+	first := "in_progress"
+	if last == "completed" {
+		first = "completed"
+	}
+	return `{"plan":[{"step":"Add shout to greet.sh and a test in test.sh","status":"` + first + `"},` +
+		`{"step":"Run the tests","status":"` + last + `"}]}`
+}
 
 // testCommand is the command the model asks to run in the second turn.
 const testCommand = "sh test.sh"
@@ -44,8 +76,34 @@ func demoScript() scripted.Script {
 			InterDelta: demoDelta,
 		},
 	}
+	shout := []scripted.Step{
+		{
+			Reasoning:  []string{"A new function plus a test for it. Plan, patch both files in one go, then run the suite as AGENTS.md asks."},
+			Text:       "Here is the plan.",
+			ToolCalls:  []scripted.ToolCall{{Name: "update_plan", Arguments: plan("pending")}},
+			InterDelta: demoDelta,
+		},
+		{
+			Text:       "The change, as one patch:",
+			ToolCalls:  []scripted.ToolCall{{Name: "apply_patch", Input: shoutPatch}},
+			InterDelta: demoDelta,
+		},
+		{
+			Text:       "Patched. Running the tests.",
+			ToolCalls:  []scripted.ToolCall{{Command: testCommand}},
+			InterDelta: demoDelta,
+		},
+		{
+			ToolCalls: []scripted.ToolCall{{Name: "update_plan", Arguments: plan("completed")}},
+		},
+		{
+			Text:       "Done: `shout` greets in capitals, and all 3 tests pass.",
+			InterDelta: demoDelta,
+		},
+	}
 	return scripted.Script{
 		Rules: []scripted.Rule{
+			{Match: "shout", Steps: shout},
 			{Match: "test", Steps: tests},
 			{Match: "hello", Steps: greeting},
 		},

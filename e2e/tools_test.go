@@ -431,3 +431,29 @@ func TestPlanAndQuestion(t *testing.T) {
 		t.Errorf("the answer did not reach the model: %s", out)
 	}
 }
+
+// TestApplyPatchThroughShell: a Codex-trained model runs `apply_patch
+// <<'EOF'` through the shell tool; it becomes a fileChange, not a command.
+func TestApplyPatchThroughShell(t *testing.T) {
+	t.Parallel()
+	cmd := "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: a.txt\n@@\n alpha\n-beta\n+SHELL\n*** End Patch\nEOF\n"
+	model := startModel(t, scripted.Rule{Match: "via shell", Steps: []scripted.Step{
+		{ToolCalls: []scripted.ToolCall{{Command: cmd}}},
+		{Text: "ok"},
+	}})
+	c := newClient(t, model, options{})
+	cwd := t.TempDir()
+	gitRepo(t, cwd, startFiles)
+	threadID := c.startThreadIn(cwd, "never")
+	_, done := c.runTurn(threadID, "patch via shell")
+	turnID := done.str("turn.id")
+	if s, _ := readFile(t, filepath.Join(cwd, "a.txt")); s != "alpha\nSHELL\ngamma\n" {
+		t.Errorf("a.txt = %q", s)
+	}
+	if n := len(c.find("item/completed", itemOfType(turnID, "fileChange"))); n != 1 {
+		t.Errorf("%d fileChange items, want 1", n)
+	}
+	if n := len(c.find("item/started", itemOfType(turnID, "commandExecution"))); n != 0 {
+		t.Errorf("%d commandExecution items for a patch", n)
+	}
+}

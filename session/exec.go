@@ -37,6 +37,10 @@ func (t *thread) runCommandCall(tr *turn, call model.ToolCall) {
 		t.toolError(tr, call, "invalid arguments: cmd must be a non-empty string")
 		return
 	}
+	if text, ok := patchCommand(cmd); ok && args.Workdir == "" {
+		t.applyPatchText(tr, call, text)
+		return
+	}
 	dir := t.settings.Cwd
 	if args.Workdir != "" {
 		if filepath.IsAbs(args.Workdir) {

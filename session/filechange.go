@@ -33,6 +33,27 @@ func (t *thread) workspace() (*files.Workspace, error) {
 	return files.NewWorkspace(t.settings.Cwd, cfg.SandboxWritableRoots, cfg.SandboxReadableRoots)
 }
 
+// patchCommand recognizes a shell command that is really a patch: models
+// trained on Codex often run `apply_patch <<'EOF' … EOF` through the shell
+// tool, where no such program exists. Codex intercepts it; so do we, and
+// the patch goes through the same fileChange flow as the apply_patch tool.
+func patchCommand(cmd string) (string, bool) {
+	c := strings.TrimSpace(cmd)
+	for _, name := range []string{"apply_patch", "applypatch"} {
+		if rest, ok := strings.CutPrefix(c, name); ok && rest != "" && (rest[0] == ' ' || rest[0] == '\n' || rest[0] == '<') {
+			rest = strings.TrimSpace(rest)
+			if strings.HasPrefix(rest, "<<") {
+				return c, true // the patch parser unwraps the heredoc
+			}
+			// apply_patch '*** Begin Patch …' as one quoted argument.
+			if len(rest) >= 2 && (rest[0] == '\'' || rest[0] == '"') && rest[len(rest)-1] == rest[0] {
+				return rest[1 : len(rest)-1], true
+			}
+		}
+	}
+	return "", false
+}
+
 // runPatchCall handles apply_patch: the free-form call carries the patch
 // itself; the function form carries {"input": patch}.
 func (t *thread) runPatchCall(tr *turn, call model.ToolCall) {
@@ -51,6 +72,12 @@ func (t *thread) runPatchCall(tr *turn, call model.ToolCall) {
 			text = a.Patch
 		}
 	}
+	t.applyPatchText(tr, call, text)
+}
+
+// applyPatchText parses and applies a patch in memory, then proposes the
+// changes (fileChange item, approval, commit).
+func (t *thread) applyPatchText(tr *turn, call model.ToolCall, text string) {
 	ws, err := t.workspace()
 	if err != nil {
 		t.toolError(tr, call, "apply_patch: "+err.Error())

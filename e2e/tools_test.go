@@ -457,3 +457,31 @@ func TestApplyPatchThroughShell(t *testing.T) {
 		t.Errorf("%d commandExecution items for a patch", n)
 	}
 }
+
+// TestReadOnlyNeverRefusesEdits: a read-only thread that never asks cannot
+// change files: the edit is refused and the model is told why.
+func TestReadOnlyNeverRefusesEdits(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, scripted.Rule{Match: "write it", Steps: []scripted.Step{
+		{ToolCalls: []scripted.ToolCall{{Name: "write_file", Arguments: `{"path":"new.txt","content":"x\n"}`}}},
+		{Text: "could not"},
+	}})
+	c := newClient(t, model, options{})
+	cwd := t.TempDir()
+	r := c.call("thread/start", map[string]any{"cwd": cwd, "approvalPolicy": "never", "sandbox": "read-only"})
+	threadID := r.str("thread.id")
+	_, done := c.runTurn(threadID, "write it")
+	if _, ok := readFile(t, filepath.Join(cwd, "new.txt")); ok {
+		t.Error("a read-only thread wrote a file")
+	}
+	if n := len(c.find("item/started", itemOfType(done.str("turn.id"), "fileChange"))); n != 0 {
+		t.Errorf("%d fileChange items for a refused edit", n)
+	}
+	if out := lastModelInput(t, model, 2); !strings.Contains(out, "read-only") {
+		t.Errorf("the model was not told why: %s", out)
+	}
+	ex := c.call("policy/explain", map[string]any{"threadId": threadID, "path": "new.txt"})
+	if ex.str("effective") != "refuse" {
+		t.Errorf("policy/explain of a path in a read-only never thread: %s", ex.Raw)
+	}
+}

@@ -69,9 +69,13 @@ func (t *thread) explain(p protocol.PolicyExplainParams) protocol.PolicyExplainR
 			res.Decision = rules.Allow.String()
 			res.Reason = "inside the writable roots: " + strings.Join(t.writableRoots(), ", ")
 			res.Effective = "run"
-			if t.fileChangeNeedsApproval([]string{relKey(t.settings.Cwd, abs)}, true) {
+			switch t.fileChangePlan([]string{relKey(t.settings.Cwd, abs)}, true) {
+			case fileAsk:
 				res.Decision, res.Effective = rules.Prompt.String(), "ask"
 				res.Reason += fmt.Sprintf("; approval policy %s with sandbox %s asks before file changes", t.settings.ApprovalPolicy, t.settings.Sandbox)
+			case fileRefuse:
+				res.Decision, res.Effective = rules.Forbidden.String(), "refuse"
+				res.Reason = "the sandbox is read-only and approval policy never asks, so no file can be changed"
 			}
 			return res
 		}

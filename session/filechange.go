@@ -170,6 +170,18 @@ func (t *thread) proposeChanges(tr *turn, call model.ToolCall, ws *files.Workspa
 		t.toolError(tr, call, fmt.Sprintf("%s: refused, nothing was changed: %s changed outside this session since you last read or wrote it (the user may be editing it). Read it again with read_file and redo your edit on its current contents.", call.Name, strings.Join(stale, ", ")))
 		return
 	}
+	paths := make([]string, 0, len(changes))
+	for _, c := range changes {
+		paths = append(paths, c.Path)
+		if c.MoveTo != "" {
+			paths = append(paths, c.MoveTo)
+		}
+	}
+	plan := t.fileChangePlan(paths, true)
+	if plan == fileRefuse {
+		t.toolError(tr, call, call.Name+": refused, nothing was changed: this thread's sandbox is read-only and it never asks for approval, so no file can be changed.")
+		return
+	}
 	run := &fileRun{call: call, ws: ws, changes: changes, inside: true}
 	run.item = protocol.FileChangeItem{ID: t.uniqueItemID(call.CallID), Status: protocol.ItemInProgress}
 	for _, c := range changes {
@@ -180,14 +192,7 @@ func (t *thread) proposeChanges(tr *turn, call model.ToolCall, ws *files.Workspa
 		run.item.Changes = append(run.item.Changes, fc)
 	}
 	t.notifyItemStarted(tr, run.item)
-	paths := make([]string, 0, len(changes))
-	for _, c := range changes {
-		paths = append(paths, c.Path)
-		if c.MoveTo != "" {
-			paths = append(paths, c.MoveTo)
-		}
-	}
-	if !t.fileChangeNeedsApproval(paths, run.inside) {
+	if plan == fileWrite {
 		t.commitChanges(tr, run)
 		return
 	}
@@ -202,35 +207,41 @@ func (t *thread) proposeChanges(tr *turn, call model.ToolCall, ws *files.Workspa
 	t.sendRequest(tr, req, func(id int64, raw json.RawMessage, err error) { t.onFileApproval(tr, run, id, raw, err) })
 }
 
-// fileChangeNeedsApproval applies the approval policy to a file change
-// (CORE.md §9): never asks under "never" or danger-full-access; asks for
-// everything under "untrusted" and in read-only; under on-request with
-// workspace-write, asks only when a path is outside the writable roots
-// (which the workspace guard already refuses) or was accepted for the
-// session.
-func (t *thread) fileChangeNeedsApproval(paths []string, inside bool) bool {
+// What happens to a file change.
+const (
+	fileWrite  = "write"
+	fileAsk    = "ask"
+	fileRefuse = "refuse"
+)
+
+// fileChangePlan applies the approval policy to a file change (CORE.md §9):
+// written without asking under "never" or danger-full-access; asked about
+// under "untrusted" and in read-only; under on-request with workspace-write,
+// asked only when a path is outside the writable roots (which the workspace
+// guard refuses before this) — unless every path was accepted for the
+// session. A read-only thread that never asks cannot write: refused.
+func (t *thread) fileChangePlan(paths []string, inside bool) string {
 	allApproved := true
 	for _, p := range paths {
 		if !t.approvedPaths[p] {
 			allApproved = false
 		}
 	}
-	if allApproved {
-		return false
+	switch {
+	case allApproved:
+		return fileWrite
+	case t.settings.ApprovalPolicy == protocol.ApprovalNever && t.settings.Sandbox == protocol.SandboxReadOnly:
+		return fileRefuse
+	case t.settings.ApprovalPolicy == protocol.ApprovalNever:
+		return fileWrite
+	case t.settings.ApprovalPolicy == protocol.ApprovalUntrusted:
+		return fileAsk
+	case t.settings.Sandbox == protocol.SandboxDangerFullAccess:
+		return fileWrite
+	case t.settings.Sandbox == protocol.SandboxReadOnly, !inside:
+		return fileAsk
 	}
-	switch t.settings.ApprovalPolicy {
-	case protocol.ApprovalNever:
-		return false
-	case protocol.ApprovalUntrusted:
-		return true
-	}
-	switch t.settings.Sandbox {
-	case protocol.SandboxDangerFullAccess:
-		return false
-	case protocol.SandboxReadOnly:
-		return true
-	}
-	return !inside
+	return fileWrite
 }
 
 // onFileApproval acts on the answer (CORE.md §8): accept commits, decline

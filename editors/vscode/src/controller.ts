@@ -195,6 +195,9 @@ export class Controller implements vscode.Disposable {
       case "openTurnDiff":
         await this.openTurnDiff(m.threadId);
         return;
+      case "revertTurn":
+        await this.revertTurn(m.threadId, m.turnId);
+        return;
       case "openLink":
         if (/^(https?:|mailto:)/i.test(m.href)) await vscode.env.openExternal(vscode.Uri.parse(m.href));
         return;
@@ -532,6 +535,37 @@ export class Controller implements vscode.Disposable {
   /** The "send" command: submit the panel's composer, or ask in an input box. */
   async sendCommand(): Promise<void> {
     if (!this.broadcast({ type: "submitComposer" })) await this.promptAndSend();
+  }
+
+  /**
+   * Undoes a turn and every later one: apserver restores the files they
+   * changed (shell edits too) from its checkpoints and drops the turns. If
+   * files changed outside apserver since, it refuses and names them; the
+   * user may then undo anyway.
+   */
+  async revertTurn(threadId: string, turnId: string): Promise<void> {
+    const ok = await vscode.window.showWarningMessage(
+      "Undo this turn and every later one? apserver restores the files they changed and removes the turns from the thread.",
+      { modal: true },
+      "Undo",
+    );
+    if (ok !== "Undo") return;
+    const client = await this.rpc();
+    let res;
+    try {
+      res = await client.request("thread/revert", { threadId, beforeTurnId: turnId });
+    } catch (e) {
+      const msg = errorText(e);
+      if (!/changed outside apserver/.test(msg)) throw e;
+      const force = await vscode.window.showWarningMessage(msg, { modal: true }, "Undo anyway");
+      if (force !== "Undo anyway") return;
+      res = await client.request("thread/revert", { threadId, beforeTurnId: turnId, force: true });
+    }
+    await this.openThread(threadId);
+    const restored = res.restoredPaths ?? [];
+    void vscode.window.showInformationMessage(
+      restored.length ? `Undone; restored ${restored.join(", ")}.` : "Undone; no files needed restoring.",
+    );
   }
 
   async interrupt(): Promise<void> {

@@ -27,6 +27,8 @@ export type WebviewMessage =
   | { type: "approval"; key: string; decision: ApprovalDecision }
   | { type: "openDiff"; threadId: string; itemId: string; index: number }
   | { type: "openTurnDiff"; threadId: string }
+  /** Undo a turn and every later one (thread/revert): files restored, turns dropped. */
+  | { type: "revertTurn"; threadId: string; turnId: string }
   | { type: "openLink"; href: string }
   | { type: "fullAutoStart"; objective: string; budgets: FullAutoBudgets; approvals: FullAutoApprovals }
   | { type: "fullAuto"; action: "pause" | "resume" | "stop" }
@@ -47,6 +49,7 @@ const WEBVIEW_TYPES = new Set<WebviewMessage["type"]>([
   "approval",
   "openDiff",
   "openTurnDiff",
+  "revertTurn",
   "openLink",
   "fullAutoStart",
   "fullAuto",

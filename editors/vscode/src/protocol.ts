@@ -231,6 +231,10 @@ export interface ClientRequests {
   };
   "thread/read": { params: { threadId: string; includeTurns?: boolean }; result: { thread: Thread } };
   "thread/archive": { params: { threadId: string }; result: Record<string, never> };
+  "thread/revert": {
+    params: { threadId: string; beforeTurnId: string; force?: boolean };
+    result: { thread: Thread; restoredPaths?: string[] };
+  };
   "thread/unarchive": { params: { threadId: string }; result: { thread: Thread } };
   "thread/name/set": { params: { threadId: string; name: string }; result: Record<string, never> };
   "turn/start": {

@@ -16,6 +16,8 @@ describe("activate() with a stub vscode", () => {
   const answers = {
     // The notification fallback: approve whatever is asked.
     info: (text, buttons) => (buttons.includes("Approve") ? "Approve" : undefined),
+    // Undo this turn: confirm.
+    warning: (text, buttons) => (buttons.includes("Undo") ? "Undo" : undefined),
   };
 
   before(async () => {
@@ -161,6 +163,21 @@ describe("activate() with a stub vscode", () => {
     const prov = stub.rec.contentProviders.get("apserver-diff");
     assert.equal(prov.provideTextDocumentContent(left), "hello world\n");
     assert.equal(prov.provideTextDocumentContent(right), "goodbye world\n");
+  });
+
+  test("Undo this turn: the file is restored and the turn leaves the thread", async (t) => {
+    if (readFileSync(join(ws, "greet.txt"), "utf8") !== "goodbye world\n") {
+      t.skip("the file change test did not run");
+      return;
+    }
+    const tid = ctl.state.activeThreadId;
+    const turnId = lastTurn().id;
+    const turnsBefore = turnCount();
+    view.webview.deliver({ type: "revertTurn", threadId: tid, turnId });
+    await until(() => readFileSync(join(ws, "greet.txt"), "utf8") === "hello world\n", 15000, "greet.txt restored");
+    await until(() => turnCount() === turnsBefore - 1, 15000, "the turn dropped from the thread");
+    assert.ok(!ctl.state.conversations[tid].turns.some((x) => x.id === turnId));
+    assert.ok(stub.rec.messages.some((m) => m.level === "info" && /restored greet\.txt/.test(m.text)), "no confirmation message");
   });
 
   test("Open diff builds both sides from the item's diff", async () => {

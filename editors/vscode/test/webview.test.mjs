@@ -353,4 +353,19 @@ describe("webview in headless Chromium", () => {
     assert.deepEqual(pageErrors, []);
     assert.deepEqual(await page.evaluate(() => window.__csp), []);
   });
+
+  test("a finished turn offers undo, which posts revertTurn; a running one does not", async () => {
+    await send({
+      type: "events",
+      events: [
+        n("turn/completed", { threadId: T, turn: { id: "turn-2", status: "completed", items: [], error: null } }),
+        n("turn/started", { threadId: T, turn: { id: "turn-3", status: "inProgress", items: [] } }),
+      ],
+    });
+    const undo = page.locator('[data-action="revertTurn"][data-turn-id="turn-2"]');
+    await undo.waitFor({ timeout: 5000 });
+    assert.equal(await page.locator('[data-action="revertTurn"][data-turn-id="turn-3"]').count(), 0, "a running turn offers undo");
+    await undo.click();
+    assert.deepEqual((await posted()).filter((m) => m.type === "revertTurn").pop(), { type: "revertTurn", threadId: T, turnId: "turn-2" });
+  });
 });

@@ -168,6 +168,9 @@ document.addEventListener("click", (e: MouseEvent) => {
     case "openTurnDiff":
       post({ type: "openTurnDiff", threadId: d.threadId ?? "" });
       break;
+    case "revertTurn":
+      post({ type: "revertTurn", threadId: d.threadId ?? "", turnId: d.turnId ?? "" });
+      break;
     case "fullAutoStart":
       startFullAuto();
       break;
@@ -577,7 +580,7 @@ function renderConversation(): void {
     const orphans = approvals.filter((a) => !turn.items.some((i) => i.id === a.itemId));
     const tailSig = `${turn.rev}|${turn.status}|${orphans.map((a) => a.key).join(",")}|${turn.decisions.length}`;
     if (rt.tail.sig !== tailSig) {
-      rt.tail.el.innerHTML = orphans.map((a) => renderApproval(a)).join("") + renderTurnTail(turn);
+      rt.tail.el.innerHTML = orphans.map((a) => renderApproval(a)).join("") + renderTurnTail(tid, turn);
       rt.tail.sig = tailSig;
     }
   }
@@ -751,12 +754,16 @@ function compactDecision(r: Receipt): string {
   );
 }
 
-function renderTurnTail(turn: TurnView): string {
+function renderTurnTail(tid: string, turn: TurnView): string {
   let s = turn.decisions.map((d) => compactDecision(d)).join("");
   if (turn.retrying && turn.status === "inProgress") s += `<div class="turn-status retry">⟳ ${esc(turn.retrying)} (retrying)</div>`;
   if (turn.status === "interrupted") s += `<div class="turn-status interrupted">■ interrupted</div>`;
   if (turn.status === "failed") s += `<div class="turn-status failed">✖ ${esc(turn.error?.message ?? "turn failed")}</div>`;
   if (turn.status === "inProgress" && turn.items.every((i) => i.done)) s += `<div class="turn-status working"><span class="spinner"></span> working…</div>`;
+  if (turn.status !== "inProgress")
+    s +=
+      `<div class="turn-actions"><button type="button" class="link small" data-action="revertTurn" data-thread-id="${esc(tid)}" ` +
+      `data-turn-id="${esc(turn.id)}" title="Restore the files this turn and later ones changed, and remove them from the thread">↶ undo this turn</button></div>`;
   return s;
 }
 

@@ -485,3 +485,33 @@ func TestReadOnlyNeverRefusesEdits(t *testing.T) {
 		t.Errorf("policy/explain of a path in a read-only never thread: %s", ex.Raw)
 	}
 }
+
+// TestRevertInFork: a fork keeps the checkpoints of the turns it copies, so
+// undoing one of them in the fork restores the files.
+func TestRevertInFork(t *testing.T) {
+	t.Parallel()
+	p := "*** Begin Patch\n*** Update File: a.txt\n@@\n alpha\n-beta\n+FORKED\n*** End Patch\n"
+	model := startModel(t, scripted.Rule{Match: "patch it", Steps: []scripted.Step{
+		{ToolCalls: []scripted.ToolCall{{Name: "apply_patch", Input: p}}},
+		{Text: "patched"},
+	}})
+	c := newClient(t, model, options{})
+	cwd := t.TempDir()
+	gitRepo(t, cwd, startFiles)
+	before := treeHash(t, cwd)
+	src := c.startThreadIn(cwd, "never")
+	_, done := c.runTurn(src, "patch it")
+	turnID := done.str("turn.id")
+	f := c.call("thread/fork", map[string]any{"threadId": src})
+	fork := f.str("thread.id")
+	if fork == "" || fork == src {
+		t.Fatalf("thread/fork: %s", f.Raw)
+	}
+	r := c.call("thread/revert", map[string]any{"threadId": fork, "beforeTurnId": turnID})
+	if got, _ := r.get("restoredPaths").([]any); len(got) != 1 {
+		t.Errorf("revert in the fork restored %v, want a.txt", got)
+	}
+	if treeHash(t, cwd) != before {
+		t.Error("reverting the copied turn in the fork did not restore the workspace")
+	}
+}

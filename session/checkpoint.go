@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/tools/checkpoint"
 )
 
@@ -368,4 +369,27 @@ func (t *thread) turnIDs() ([]string, error) {
 		ids[i] = tn.ID
 	}
 	return ids, nil
+}
+
+// copyCheckpoints gives a fork the checkpoints of the turns it copied (a
+// fork keeps their ids), so that reverting them in the fork restores files
+// as it would in the source.
+func (t *thread) copyCheckpoints(db *store.Store, srcID string) {
+	prefix := "checkpoint/" + srcID + "/"
+	states, err := db.ListState(t.ctx, prefix)
+	if err != nil {
+		t.m.log.Warn("copying checkpoints to a fork", "thread", t.id, "from", srcID, "err", err)
+		return
+	}
+	ids, err := t.turnIDs()
+	if err != nil {
+		return
+	}
+	for _, id := range ids {
+		if raw, ok := states[prefix+id]; ok {
+			if err := db.PutState(t.ctx, checkpointKey(t.id, id), raw); err != nil {
+				t.m.log.Warn("copying checkpoints to a fork", "thread", t.id, "turn", id, "err", err)
+			}
+		}
+	}
 }

@@ -307,6 +307,7 @@ func (t *thread) fork(srcID, through string, excludeTurns bool, reply Reply) {
 		t.stop()
 		return
 	}
+	t.copyCheckpoints(db, srcID)
 	t.loadFromStore(false)
 	t.statusSent = true
 	reply(t.sessionResult(!excludeTurns), nil)

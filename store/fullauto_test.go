@@ -167,3 +167,26 @@ func TestOpenReadOnly(t *testing.T) {
 		t.Error("OpenReadOnly of a missing file succeeded")
 	}
 }
+
+// A fork copies the hidden inputs of the turns it copies, and only those.
+func TestForkCopiesHiddenInputs(t *testing.T) {
+	s := openTest(t, filepath.Join(t.TempDir(), FileName))
+	mkThread(t, s, Thread{ID: "src"})
+	for _, id := range []string{"t1", "t2"} {
+		if _, err := s.StartTurn(ctx, Turn{ThreadID: "src", ID: id, Status: "inProgress", StartedAt: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.FinishTurn(ctx, Turn{ThreadID: "src", ID: id, Status: "completed", StartedAt: 1, CompletedAt: 2}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PutHiddenInput(ctx, "src", id, "continue "+id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Fork(ctx, "src", Thread{ID: "dst", CreatedAt: 3, UpdatedAt: 3}, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := s.HiddenInputs(ctx, "dst"); err != nil || len(h) != 1 || h["t1"] != "continue t1" {
+		t.Errorf("HiddenInputs(dst) = %v, %v; want t1's only", h, err)
+	}
+}

@@ -287,6 +287,15 @@ func (s *Store) Fork(ctx context.Context, srcID string, dst Thread, throughTurnI
 			return err
 		}
 		nItems, _ := res.RowsAffected()
+		// Full auto's hidden inputs belong to the copied turns too: without
+		// them the fork's model history would lose those turns' input.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO hidden_inputs (thread_id, turn_id, text, created_at)
+			SELECT ?1, h.turn_id, h.text, h.created_at
+			FROM hidden_inputs h JOIN turns t ON t.thread_id = h.thread_id AND t.id = h.turn_id
+			WHERE h.thread_id = ?2 AND t.seq <= ?3 AND t.status != 'inProgress'`,
+			dst.ID, srcID, cutoff); err != nil {
+			return err
+		}
 		payload := appendJSONString([]byte(`{"from":`), srcID)
 		payload = append(payload, `,"throughTurnId":`...)
 		payload = appendJSONString(payload, throughTurnID)

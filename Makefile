@@ -39,7 +39,7 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=15s each)
 	done
 
 bench: build ## Go benchmarks plus the peerbench comparison against Codex (see docs/benchmarks.md)
-	$(GO) test -run '^$$' -bench . -benchmem ./server/ ./model/ ./store/
+	$(GO) test -run '^$$' -bench . -benchmem ./server/ ./model/ ./store/ ./tools/ ./tools/checkpoint/
 	./bench/peerbench.sh
 
 demo: build ## the offline demo: scripted model, temp workspace, live view

@@ -152,13 +152,13 @@ func TestFileChangeApprovals(t *testing.T) {
 				}
 				kinds := map[string]string{}
 				for i := range changes {
-					p := started.str("item.changes." + itoa(i) + ".path")
-					kinds[p] = started.str("item.changes." + itoa(i) + ".kind.type")
-					if p == "b.txt" && started.str("item.changes."+itoa(i)+".kind.move_path") != "moved/b2.txt" {
-						t.Errorf("%s: move_path of b.txt = %q", wire, started.str("item.changes."+itoa(i)+".kind.move_path"))
+					p := started.str("item.changes." + strconv.Itoa(i) + ".path")
+					kinds[p] = started.str("item.changes." + strconv.Itoa(i) + ".kind.type")
+					if p == "b.txt" && started.str("item.changes."+strconv.Itoa(i)+".kind.move_path") != "moved/b2.txt" {
+						t.Errorf("%s: move_path of b.txt = %q", wire, started.str("item.changes."+strconv.Itoa(i)+".kind.move_path"))
 					}
-					if p == "a.txt" && !strings.Contains(started.str("item.changes."+itoa(i)+".diff"), "-beta\n+BETA") {
-						t.Errorf("%s: a.txt diff lacks the hunk: %q", wire, started.str("item.changes."+itoa(i)+".diff"))
+					if p == "a.txt" && !strings.Contains(started.str("item.changes."+strconv.Itoa(i)+".diff"), "-beta\n+BETA") {
+						t.Errorf("%s: a.txt diff lacks the hunk: %q", wire, started.str("item.changes."+strconv.Itoa(i)+".diff"))
 					}
 				}
 				want := map[string]string{"docs/new.txt": "add", "a.txt": "update", "b.txt": "update", "d.txt": "delete"}
@@ -226,8 +226,6 @@ func TestFileChangeApprovals(t *testing.T) {
 		})
 	}
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 // TestAcceptForSessionSkipsLaterFileApprovals: after acceptForSession, a
 // second change to the same file is not asked about.

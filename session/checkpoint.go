@@ -166,9 +166,10 @@ func (t *thread) loadCheckpoints(turnID string) (turnCheckpoints, bool) {
 
 // sendTurnDiff snapshots the workspace, sends turn/diff/updated (the whole
 // diff of the turn so far) and then runs then on the thread goroutine. The
-// snapshot becomes the turn's latest end snapshot. Without checkpoints it
-// just runs then.
-func (t *thread) sendTurnDiff(tr *turn, then func()) {
+// snapshot becomes the turn's latest end snapshot; the final one (at the
+// turn's end) is recorded in the store, the ones after each file change
+// only in memory. Without checkpoints it just runs then.
+func (t *thread) sendTurnDiff(tr *turn, final bool, then func()) {
 	if tr.startSnap == nil {
 		// No tool ran: nothing in the workspace changed through the turn.
 		then()
@@ -196,7 +197,9 @@ func (t *thread) sendTurnDiff(tr *turn, then func()) {
 					t.m.log.Warn("computing the turn diff", "thread", t.id, "turn", tr.id, "err", err)
 				} else {
 					tr.ckpt.End = snap.ID
-					t.saveCheckpoints(tr.id, tr.ckpt)
+					if final {
+						t.saveCheckpoints(tr.id, tr.ckpt)
+					}
 					if diff != "" || tr.diffSent {
 						tr.diffSent = true
 						t.notify(protocol.NotifyTurnDiffUpdated, protocol.TurnDiffUpdatedNotification{ThreadID: t.id, TurnID: tr.id, Diff: diff})

@@ -17,12 +17,11 @@ import (
 func (m *Manager) ExplainPolicy(ctx context.Context, p protocol.PolicyExplainParams, reply Reply) {
 	if p.ThreadID != nil && *p.ThreadID != "" {
 		m.onThread(*p.ThreadID, reply, func(t *thread) {
+			s := t.settings
 			if p.Cwd != nil && *p.Cwd != "" {
-				saved := t.settings.Cwd
-				t.settings.Cwd = *p.Cwd
-				defer func() { t.settings.Cwd = saved }()
+				s.Cwd = *p.Cwd
 			}
-			reply(t.explain(p), nil)
+			reply(m.explainer(t.id, s, t.approved, t.approvedPaths).explain(p), nil)
 		})
 		return
 	}
@@ -34,10 +33,14 @@ func (m *Manager) ExplainPolicy(ctx context.Context, p protocol.PolicyExplainPar
 		reply(nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: cwd must be an absolute path: %s", s.Cwd))
 		return
 	}
-	// A throwaway thread value (no goroutine): explain only reads settings
-	// and rules files.
-	t := &thread{m: m, settings: s, approved: map[string]bool{}, sandboxWarned: true}
-	reply(t.explain(p), nil)
+	reply(m.explainer("", s, nil, nil).explain(p), nil)
+}
+
+// explainer is a thread value with no goroutine, for judging with the given
+// settings and session approvals: explain only reads those and the rules
+// files, so a query never changes the real thread.
+func (m *Manager) explainer(id string, s threadSettings, approved, approvedPaths map[string]bool) *thread {
+	return &thread{m: m, id: id, settings: s, approved: approved, approvedPaths: approvedPaths, sandboxWarned: true}
 }
 
 func (t *thread) explain(p protocol.PolicyExplainParams) protocol.PolicyExplainResult {

@@ -301,7 +301,7 @@ func (t *thread) commitChanges(tr *turn, run *fileRun) {
 		t.failTurn(tr, err)
 		return
 	}
-	t.sendTurnDiff(tr, func() { t.runNextCall(tr) })
+	t.sendTurnDiff(tr, false, func() { t.runNextCall(tr) })
 }
 
 // finishFileChange completes a change that was not applied, then goes on.

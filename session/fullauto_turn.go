@@ -107,11 +107,24 @@ func (t *thread) runTurnEnded(tr *turn, status string, te *protocol.TurnError) {
 	ctx := t.ctx
 	cache := a.fpCache
 	a.fpCache = nil
-	// The workspace fingerprint (and the decision model) take time: off
-	// the thread goroutine, then back.
+	// The tree is usually known already: a turn that ran tools ended with a
+	// checkpoint snapshot, whose id names the tree's content, and a turn
+	// that ran none left the tree as the previous turn did. Only otherwise
+	// (no git, an interrupted turn) is the workspace walked and hashed.
+	known := ""
+	switch {
+	case tr.ckpt.End != "":
+		known = "snapshot:" + tr.ckpt.End
+	case tr.startSnap == nil && len(r.History) > 0:
+		known = r.History[len(r.History)-1].WorkspaceFingerprint
+	}
+	// The walk (and the decision model) take time: off the thread
+	// goroutine, then back.
 	go func() {
-		var fp string
-		fp, cache = workspaceFingerprint(ctx, cwd, cache)
+		fp := known
+		if fp == "" {
+			fp, cache = workspaceFingerprint(ctx, cwd, cache)
+		}
 		in.Turn.WorkspaceFingerprint = fp
 		t.postEvent(ctx, func() {
 			t.auto.fpCache = cache

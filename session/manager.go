@@ -65,6 +65,9 @@ type Manager struct {
 
 	fa *fullAutoManager // full auto across threads (fullauto.go); set by NewManager
 
+	toolsOnce sync.Once
+	tools     []model.Tool // the agent's tools, built on first use (tools.go)
+
 	mu      sync.Mutex
 	threads map[string]*thread // loaded threads
 	models  map[string]*model.Client
@@ -495,12 +498,12 @@ func (m *Manager) SteerTurn(ctx context.Context, p protocol.TurnSteerParams, rep
 	m.onThread(p.ThreadID, reply, func(t *thread) { t.steer(p, reply) })
 }
 
-// InterruptTurn implements turn/interrupt.
 // RevertThread implements thread/revert.
 func (m *Manager) RevertThread(ctx context.Context, p protocol.ThreadRevertParams, reply Reply) {
 	m.onThread(p.ThreadID, reply, func(t *thread) { t.revert(p, reply) })
 }
 
+// InterruptTurn implements turn/interrupt.
 func (m *Manager) InterruptTurn(ctx context.Context, p protocol.TurnInterruptParams, reply Reply) {
 	m.onThread(p.ThreadID, reply, func(t *thread) { t.interrupt(p.TurnID, reply) })
 }

@@ -80,7 +80,11 @@ func userRules(s *rules.Set) []rules.Rule {
 // warn sends a warning notification for this thread.
 func (t *thread) warn(msg string) {
 	t.m.log.Warn(msg, "thread", t.id)
-	t.notify(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: ptr(t.id), Message: msg})
+	w := protocol.WarningNotification{Message: msg}
+	if t.id != "" {
+		w.ThreadID = ptr(t.id)
+	}
+	t.notify(protocol.NotifyWarning, w)
 }
 
 func (t *thread) rulesContext() rules.Context {

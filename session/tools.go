@@ -98,15 +98,23 @@ var requestUserInputSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-// agentTools is the tool list of every model request of the thread.
+// agentTools is the tool list of every model request. It depends only on
+// the configuration, so it is built once per Manager rather than for every
+// request.
 func (t *thread) agentTools() []model.Tool {
+	m := t.m
+	m.toolsOnce.Do(func() { m.tools = buildAgentTools(m.opts.Config.ApplyPatchTool) })
+	return m.tools
+}
+
+func buildAgentTools(applyPatchTool string) []model.Tool {
 	out := []model.Tool{{
 		Name:        toolExecCommand,
 		Description: "Run a shell command in the workspace and return its exit code and combined stdout/stderr.",
 		Parameters:  execCommandSchema,
 	}}
 	ap := model.Tool{Name: toolApplyPatch, Description: applyPatchDescription, Parameters: applyPatchSchema}
-	if t.m.opts.Config.ApplyPatchTool != "function" {
+	if applyPatchTool != "function" {
 		ap.Freeform = &model.Freeform{Syntax: "lark", Definition: applyPatchGrammar}
 	}
 	out = append(out, ap)

@@ -544,7 +544,7 @@ func (t *thread) afterResponse(tr *turn) {
 		t.sample(tr)
 		return
 	}
-	t.sendTurnDiff(tr, func() {
+	t.sendTurnDiff(tr, true, func() {
 		if len(tr.pendingInput) > 0 {
 			// Steered while the final diff was computed: go on instead.
 			t.afterCalls(tr)

@@ -133,3 +133,32 @@ func TestExecSandboxCancelKillsProcessGroup(t *testing.T) {
 	}
 	assertGone(t, dir)
 }
+
+// BenchmarkExec measures what confining a command costs: `true` run plain,
+// in the sandbox with its network namespace (the default), and in the
+// sandbox with network allowed (no network namespace). `make bench` runs it.
+func BenchmarkExec(b *testing.B) {
+	ws := b.TempDir()
+	for _, bc := range []struct {
+		name string
+		p    *sandbox.Policy
+	}{
+		{"plain", nil},
+		{"sandboxed", &sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableRoots: []string{ws}}},
+		{"sandboxed-network", &sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableRoots: []string{ws}, Network: true}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if bc.p != nil {
+				if err := sandbox.Probe().Enforceable(*bc.p); err != nil {
+					b.Skip(err)
+				}
+			}
+			for b.Loop() {
+				res, err := Exec(context.Background(), ExecRequest{Command: "true", Dir: ws, Sandbox: bc.p}, nil)
+				if err != nil || res.ExitCode != 0 {
+					b.Fatalf("exit %d, %v", res.ExitCode, err)
+				}
+			}
+		})
+	}
+}

@@ -240,8 +240,8 @@ func literalDollar(next byte) bool {
 	return false
 }
 
-// shellQuote quotes s for bash if it needs quoting.
-func shellQuote(s string) string {
+// ShellQuote quotes s for bash if it needs quoting.
+func ShellQuote(s string) string {
 	if s == "" {
 		return "''"
 	}
@@ -264,7 +264,7 @@ func shellQuote(s string) string {
 func shellJoin(words []string) string {
 	q := make([]string, len(words))
 	for i, w := range words {
-		q[i] = shellQuote(w)
+		q[i] = ShellQuote(w)
 	}
 	return strings.Join(q, " ")
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/apserver/apserver/tools"
 )
 
 // Decision is what may happen to a command. Values are ordered by
@@ -90,7 +92,11 @@ func (r Rule) pattern() string {
 	}
 	q := make([]string, len(r.Prefix))
 	for i, w := range r.Prefix {
-		q[i] = shellQuote(w)
+		if w == "*" { // the wildcard word, shown as written
+			q[i] = w
+		} else {
+			q[i] = tools.ShellQuote(w)
+		}
 	}
 	return strings.Join(q, " ")
 }
@@ -162,15 +168,4 @@ type LoadError struct {
 
 func (e *LoadError) Error() string {
 	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-}
-
-// shellQuote quotes s for bash if it needs quoting.
-func shellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	if strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=@%+,*") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -153,7 +153,9 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 		}
 	}
 	t.turn = tr
-	t.histMark[tr.id] = len(t.history)
+	if !t.persistent() {
+		t.histMark[tr.id] = len(t.history) // for thread/revert; the store keeps the rest
+	}
 	reply(protocol.TurnResult{Turn: tr.wire(protocol.ItemsNotLoaded)}, nil)
 	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
 	started := tr.wire(protocol.ItemsNotLoaded)

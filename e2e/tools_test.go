@@ -513,3 +513,32 @@ func TestRevertInFork(t *testing.T) {
 		t.Error("reverting the copied turn in the fork did not restore the workspace")
 	}
 }
+
+// TestRevertEphemeral: an ephemeral thread (no store) keeps its checkpoints
+// and history marks in memory; revert restores files and drops the turn.
+func TestRevertEphemeral(t *testing.T) {
+	t.Parallel()
+	p := "*** Begin Patch\n*** Update File: a.txt\n@@\n alpha\n-beta\n+EPHEMERAL\n*** End Patch\n"
+	model := startModel(t, scripted.Rule{Match: "patch it", Steps: []scripted.Step{
+		{ToolCalls: []scripted.ToolCall{{Name: "apply_patch", Input: p}}},
+		{Text: "patched"},
+	}})
+	c := newClient(t, model, options{})
+	cwd := t.TempDir()
+	gitRepo(t, cwd, startFiles)
+	before := treeHash(t, cwd)
+	r := c.call("thread/start", map[string]any{"cwd": cwd, "approvalPolicy": "never", "ephemeral": true})
+	id := r.str("thread.id")
+	_, done := c.runTurn(id, "patch it")
+	if s, _ := readFile(t, filepath.Join(cwd, "a.txt")); !strings.Contains(s, "EPHEMERAL") {
+		t.Fatalf("the patch did not apply: %q", s)
+	}
+	c.call("thread/revert", map[string]any{"threadId": id, "beforeTurnId": done.str("turn.id")})
+	if treeHash(t, cwd) != before {
+		t.Error("revert of an ephemeral thread's turn did not restore the workspace")
+	}
+	read := c.call("thread/read", map[string]any{"threadId": id, "includeTurns": true})
+	if turns, _ := read.get("thread.turns").([]any); len(turns) != 0 {
+		t.Errorf("%d turns after the revert, want 0", len(turns))
+	}
+}

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"github.com/apserver/apserver/controller"
+	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/model/scripted"
-	"github.com/apserver/apserver/session"
 	"github.com/apserver/apserver/store"
 )
 
@@ -291,8 +291,8 @@ func decisionScript(t *testing.T, dataDir, threadID string) string {
 			}
 			b.WriteString("\n")
 		case store.ReceiptApproval:
-			var in session.ApprovalReceiptInput
-			var out session.ApprovalReceiptOutput
+			var in fullauto.ApprovalInput
+			var out fullauto.ApprovalOutput
 			if err := json.Unmarshal(r.Input, &in); err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
@@ -27,6 +28,9 @@ type turn struct {
 	modelName string
 	client    *model.Client
 	prompt    string
+	// histStart is len(t.history) before the turn's input: the turn's
+	// steps are the history after it.
+	histStart int
 
 	// Sampling state. gen counts model requests; events of older
 	// generations are dropped.
@@ -83,6 +87,19 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 		t.consumeSteerIfSampling(tr)
 		return
 	}
+	tr, err := t.beginTurn(p)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	reply(protocol.TurnResult{Turn: tr.wire(protocol.ItemsNotLoaded)}, nil)
+	t.runTurn(tr, p.Input, nil)
+}
+
+// beginTurn makes the thread's next turn from p (its settings overrides
+// stick) and records it; the caller answers, then calls runTurn. Both
+// turn/start and a full-auto run start turns this way.
+func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 	changed := false
 	set := func(dst *string, v *string) {
 		if v != nil && *v != "" && *dst != *v {
@@ -90,16 +107,14 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 		}
 	}
 	if p.Cwd != nil && *p.Cwd != "" && !filepath.IsAbs(*p.Cwd) {
-		reply(nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: cwd must be an absolute path: %s", *p.Cwd))
-		return
+		return nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: cwd must be an absolute path: %s", *p.Cwd)
 	}
 	set(&t.settings.Cwd, p.Cwd)
 	set(&t.settings.Model, p.Model)
 	set(&t.settings.Effort, p.Effort)
 	if p.ApprovalPolicy != nil {
 		if p.ApprovalPolicy.Granular != nil {
-			reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "askForApproval.granular requires experimentalApi capability"))
-			return
+			return nil, protocol.Errorf(protocol.ErrInvalidRequest, "askForApproval.granular requires experimentalApi capability")
 		}
 		set(&t.settings.ApprovalPolicy, &p.ApprovalPolicy.Mode)
 	}
@@ -109,8 +124,7 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 	}
 	modelName, provider, err := t.m.opts.Config.ResolveModel("", t.settings.Model)
 	if err != nil {
-		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "model: %v", err))
-		return
+		return nil, protocol.Errorf(protocol.ErrInvalidRequest, "model: %v", err)
 	}
 	if t.settings.Model == "" {
 		t.settings.Model = modelName
@@ -123,12 +137,11 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 		t.meta.Preview = truncate(text, 200)
 		changed = true
 	}
-	now := time.Now()
+	now := t.m.clock.Now()
 	t.meta.UpdatedAt = now.UnixMilli()
 	if changed {
 		if err := t.saveMeta(); err != nil {
-			reply(nil, err)
-			return
+			return nil, err
 		}
 	}
 	ctx, cancel := context.WithCancel(t.ctx)
@@ -148,22 +161,33 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 		}
 		if err != nil {
 			cancel()
-			reply(nil, fmt.Errorf("starting turn: %w", err))
-			return
+			return nil, fmt.Errorf("starting turn: %w", err)
 		}
 	}
 	t.turn = tr
 	if !t.persistent() {
 		t.histMark[tr.id] = len(t.history) // for thread/revert; the store keeps the rest
 	}
-	reply(protocol.TurnResult{Turn: tr.wire(protocol.ItemsNotLoaded)}, nil)
+	return tr, nil
+}
+
+// runTurn announces a turn beginTurn made and starts it with the user's
+// input, or a full-auto run's (auto).
+func (t *thread) runTurn(tr *turn, user []protocol.UserInput, auto *fullauto.TurnInput) {
 	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
 	started := tr.wire(protocol.ItemsNotLoaded)
-	started.StartedAt = ptr(now.Unix())
+	started.StartedAt = ptr(tr.started.Unix())
 	t.notify(protocol.NotifyTurnStarted, protocol.TurnNotification{ThreadID: t.id, Turn: started})
-	if err := t.turnInput(tr, p.Input); err != nil { // userMessage, or full auto's hidden input (fullauto.go)
+	tr.histStart = len(t.history)
+	if err := t.runTurnInput(tr, auto); err != nil { // full auto's hidden input (fullauto.go)
 		t.failTurn(tr, err)
 		return
+	}
+	if len(user) > 0 {
+		if err := t.userMessage(tr, user); err != nil {
+			t.failTurn(tr, err)
+			return
+		}
 	}
 	t.sample(tr)
 }
@@ -342,7 +366,7 @@ func (t *thread) sample(tr *turn) {
 	}
 	client := tr.client
 	go func() {
-		err := t.m.fa.sched.stream(ctx, client, req, func(ev model.Event) { // capped across threads (sched.go)
+		err := t.m.sched.stream(ctx, client, req, func(ev model.Event) { // capped across threads (sched.go)
 			t.events.push(modelEvent{tr: tr, gen: gen, ev: ev})
 		})
 		t.events.push(modelEvent{tr: tr, gen: gen, done: true, err: err})
@@ -623,7 +647,7 @@ func (t *thread) completeTurn(tr *turn, status string, te *protocol.TurnError) {
 	t.endCheckpointAsync(tr)
 	tr.cancel()
 	t.turn = nil
-	now := time.Now()
+	now := t.m.clock.Now()
 	dur := now.Sub(tr.started).Milliseconds()
 	if t.persistent() {
 		if db, err := t.m.store(); err == nil {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/apserver/apserver/controller"
-	"github.com/apserver/apserver/session"
+	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/store"
 )
 
@@ -25,14 +25,14 @@ func TestReplay(t *testing.T) {
 		Turn: controller.TurnSummary{TurnID: "t1", Status: controller.StatusCompleted, AgentMessage: "The task is complete."}}
 	goOn := done
 	goOn.Turn.AgentMessage = "More to do."
-	approval := session.ApprovalReceiptInput{Strategy: controller.ApproveNever,
+	approval := fullauto.ApprovalInput{Strategy: controller.ApproveNever,
 		Request: controller.ApprovalRequest{Kind: "command", Command: "make build", Paths: []string{}}, Denials: map[string]int{}}
 	ai, _ := json.Marshal(approval)
 	verdict := controller.Approve(approval.Strategy, approval.Request, approval.Denials)
-	ao, _ := json.Marshal(session.ApprovalReceiptOutput{ApprovalVerdict: verdict, Source: "policy"})
+	ao, _ := json.Marshal(fullauto.ApprovalOutput{ApprovalVerdict: verdict, Source: "policy"})
 	wrongVerdict := verdict
 	wrongVerdict.Outcome = controller.OutcomeForward
-	wo, _ := json.Marshal(session.ApprovalReceiptOutput{ApprovalVerdict: wrongVerdict, Source: "policy"})
+	wo, _ := json.Marshal(fullauto.ApprovalOutput{ApprovalVerdict: wrongVerdict, Source: "policy"})
 
 	tampered := controller.Decide(goOn)
 	tampered.Action, tampered.Rule = controller.ActStop, "done"

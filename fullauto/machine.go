@@ -468,9 +468,10 @@ func (m *Machine) TurnEnded(now int64, te TurnEnd) []Effect {
 	s.Kind = cur.kind
 	s.Usage = cur.usage
 	s.Compactions += cur.pressure
-	s.PendingApprovals, s.PendingQuestions = approvals, questions
-	s.ApprovalTimeouts = cur.timeouts
-	if cur.kind == controller.KindReview {
+	s.PendingApprovals += approvals
+	s.PendingQuestions += questions
+	s.ApprovalTimeouts += cur.timeouts
+	if cur.kind == controller.KindReview && s.ReviewApproved == nil {
 		s.ReviewApproved = controller.ReviewVerdict(s.AgentMessage)
 	}
 	r.Spent.Turns++

@@ -356,6 +356,48 @@ func TestFullAutoRestartInProcess(t *testing.T) {
 		}
 	})
 
+	// The other outcomes of a request resent after a restart: a declined
+	// command, and a question, whose answers reach the model in the turn
+	// that carries the run on.
+	for _, tc := range []struct {
+		name, answer, modelSees string
+		call                    scripted.ToolCall
+	}{
+		{"declined", `{"decision":"decline"}`, "The user declined to run this command.", scripted.ToolCall{Command: "touch marker.txt"}},
+		{"question", `{"answers":{"lang":{"answers":["French"]}}}`, "French", scripted.ToolCall{Name: "request_user_input",
+			Arguments: `{"questions":[{"id":"lang","header":"Language","question":"Which language?","options":[{"label":"English"},{"label":"French"}]}]}`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, scripted.Script{Rules: []scripted.Rule{{Match: "S-restart", Steps: []scripted.Step{
+				{Text: "First this.", ToolCalls: []scripted.ToolCall{tc.call}},
+				{Text: "The task is complete."},
+			}}}}, false)
+			cwd := t.TempDir()
+			id := h.startThread(t, threadParams(&cwd, "untrusted")).Thread.ID
+			mustCall[protocol.FullAutoRunResult](t, h, "start", func(r Reply) {
+				h.m.StartFullAuto(context.Background(), protocol.FullAutoStartParams{ThreadID: id, Objective: ptr("S-restart: go"), Approvals: ptr("ask")}, r)
+			})
+			<-h.c.calls
+			waitNote(t, h, protocol.NotifyFullAutoStatusChanged, id, 0, hasState(protocol.FullAutoWaiting))
+			_ = h.m.Close()
+			h.open(t, false)
+			h.m.RestoreFullAuto()
+			again := <-h.c.calls
+			again.answer <- callAnswer{raw: json.RawMessage(tc.answer)}
+			waitNote(t, h, protocol.NotifyFullAutoStatusChanged, id, 0, hasState(protocol.FullAutoStopped))
+			var saw bool
+			for _, rq := range h.srv.Requests() {
+				saw = saw || strings.Contains(string(rq.Body), tc.modelSees)
+			}
+			if !saw {
+				t.Errorf("the model never saw %q after the restart", tc.modelSees)
+			}
+			if _, err := os.Stat(filepath.Join(cwd, "marker.txt")); err == nil {
+				t.Errorf("marker.txt exists: a declined command ran")
+			}
+		})
+	}
+
 	for _, mode := range []string{"running", "paused"} {
 		t.Run("midturn-"+mode, func(t *testing.T) {
 			h := newHarness(t, scripted.Script{Rules: []scripted.Rule{

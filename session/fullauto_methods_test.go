@@ -95,7 +95,9 @@ func TestFullAutoControl(t *testing.T) {
 	if err != nil || res.Run.State != protocol.FullAutoRunning || *res.Run.Budgets.Turns != 8 || res.Run.Budgets.TimeMs != nil {
 		t.Fatalf("fullAuto/start = %+v, %v", res.Run, err)
 	}
-	_, err = run("start", func(r Reply) { h.m.StartFullAuto(ctx, protocol.FullAutoStartParams{ThreadID: id, Objective: ptr("again")}, r) })
+	_, err = run("start", func(r Reply) {
+		h.m.StartFullAuto(ctx, protocol.FullAutoStartParams{ThreadID: id, Objective: ptr("again")}, r)
+	})
 	wantErr(t, "second fullAuto/start", err, protocol.ErrInvalidRequest, "already running")
 
 	dec := waitNote(t, h, protocol.NotifyFullAutoDecision, id, 0, nil)

@@ -8,6 +8,11 @@
 // the sampling generation they belong to, so events that arrive after an
 // interrupt or a steer are dropped.
 //
+// Full auto's decisions belong to package fullauto, a pure state machine
+// that the thread goroutine drives: it feeds events and applies the
+// effects (fullauto.go). The Manager owns what spans threads: the
+// model-call scheduler (sched.go) and the clock (clock.go).
+//
 // session declares what it consumes: the editor (Client), the model
 // (via model.Client, configured from config), the store and the tools. It
 // must not import server or any JSON-RPC package.

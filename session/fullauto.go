@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
+	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
@@ -73,7 +75,7 @@ func (t *thread) fsm() *fullauto.Machine {
 		QuestionMinConfidence: fa.QuestionMinConfidence,
 		ErrorBackoffMs:        fa.ErrorBackoff.Milliseconds(),
 		ApprovalTimeoutMs:     fa.ApprovalTimeout.Milliseconds(),
-		OnRestartPaused:       fa.OnRestart == "paused",
+		OnRestartPaused:       fa.OnRestart == config.OnRestartPaused,
 	})
 	if r := t.loadRun(); r != nil {
 		a.fsm.Load(r)
@@ -291,7 +293,7 @@ func (t *thread) hiddenInput(tr *turn, text string) error {
 			err = db.PutHiddenInput(tr.ctx, t.id, tr.id, text)
 		}
 		if err != nil {
-			return errors.New("storing hidden input: " + err.Error())
+			return fmt.Errorf("storing hidden input: %w", err)
 		}
 	}
 	t.history = append(t.history, hiddenEntry(text))

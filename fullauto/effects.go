@@ -102,6 +102,13 @@ type Resend struct {
 // Interrupt interrupts the running turn.
 type Interrupt struct{}
 
+// TurnDeadline asks for DeadlineReached(TurnID) after DelayMs, unless the
+// turn ends first: the run's time budget runs out then.
+type TurnDeadline struct {
+	TurnID  string
+	DelayMs int64
+}
+
 func (Notify) effect()         {}
 func (SaveRun) effect()        {}
 func (DeleteRun) effect()      {}
@@ -114,3 +121,4 @@ func (ClearAttention) effect() {}
 func (DropPending) effect()    {}
 func (Resend) effect()         {}
 func (Interrupt) effect()      {}
+func (TurnDeadline) effect()   {}

@@ -371,13 +371,34 @@ func (m *Machine) Carry(now int64, token int, in TurnInput) []Effect {
 // ---- turns ----
 
 // TurnStarted: a turn began (any turn: a client's or the run's); kind is
-// its TurnInput's, "" for a client's.
-func (m *Machine) TurnStarted(now int64, turnID, kind string) {
+// its TurnInput's, "" for a client's. Under a time budget the turn gets a
+// deadline (TurnDeadline): the budget is enforced during the turn, not
+// only after it.
+func (m *Machine) TurnStarted(now int64, turnID, kind string) []Effect {
 	if kind == "" {
 		kind = controller.KindNormal
 	}
 	m.turnID = turnID
 	m.cur = &turnAcc{id: turnID, kind: kind}
+	r := m.run
+	if !r.Active() || r.Config.Budgets.TimeMs <= 0 {
+		return nil
+	}
+	spent := r.Spent.TimeMs + m.extra(now)
+	// +1: the deadline falls just past the budget, so the decision after
+	// the interrupt finds it spent.
+	return []Effect{TurnDeadline{TurnID: turnID, DelayMs: max(0, r.Config.Budgets.TimeMs-spent) + 1}}
+}
+
+// DeadlineReached: the TurnDeadline of turnID is over. If the turn still
+// runs under an active run it is interrupted; the decision after it finds
+// the time budget spent (budgets come before everything but a user stop)
+// and stops the run, as after any turn.
+func (m *Machine) DeadlineReached(now int64, turnID string) []Effect {
+	if m.turnID != turnID || !m.run.Active() {
+		return nil
+	}
+	return []Effect{Interrupt{}}
 }
 
 // CompactionThreshold: a model response whose input used this share of

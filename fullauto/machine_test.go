@@ -629,3 +629,35 @@ func TestTexts(t *testing.T) {
 		t.Errorf("WireRun/BudgetsFrom round trip = %+v, %+v", w, b)
 	}
 }
+
+// TestTimeBudgetDuringTurn: under a time budget each turn gets a deadline
+// at the budget's end; reaching it interrupts the turn, and the decision
+// after it stops the run on the budget.
+func TestTimeBudgetDuringTurn(t *testing.T) {
+	d := newDriver(t, Options{}, protocol.FullAutoStartParams{Budgets: &protocol.FullAutoBudgets{TimeMs: ptr(int64(5000))}})
+	d.now += 1200
+	effs := d.m.TurnStarted(d.now, "t1", "")
+	if len(effs) != 1 || effs[0] != (TurnDeadline{TurnID: "t1", DelayMs: 3801}) {
+		t.Fatalf("TurnStarted under a 5 s budget with 1.2 s spent = %v, want a deadline in 3801 ms", effs)
+	}
+	if got := d.m.DeadlineReached(d.now, "other"); got != nil {
+		t.Errorf("the deadline of another turn = %v", got)
+	}
+	d.now += 3801
+	if got := d.m.DeadlineReached(d.now, "t1"); len(got) != 1 || got[0] != (Interrupt{}) {
+		t.Fatalf("DeadlineReached = %v, want the turn interrupted", got)
+	}
+	d.now -= 1000 // end() adds a second
+	rec := d.end("t1", controller.TurnSummary{Status: controller.StatusInterrupted})
+	if got := rec.Output.(controller.Decision); got.Rule != "budget.time" || d.m.Run().State != protocol.FullAutoStopped {
+		t.Errorf("after the deadline: rule %s, state %s; want budget.time, stopped", got.Rule, d.m.Run().State)
+	}
+	if got := d.m.DeadlineReached(d.now, "t1"); got != nil {
+		t.Errorf("a deadline after the turn ended = %v", got)
+	}
+	// No budget, no deadline; a paused run's turn has none either.
+	d2 := newDriver(t, Options{}, protocol.FullAutoStartParams{})
+	if effs := d2.m.TurnStarted(d2.now, "t1", ""); effs != nil {
+		t.Errorf("TurnStarted without a time budget = %v", effs)
+	}
+}

@@ -175,6 +175,8 @@ func (t *thread) apply(effs []fullauto.Effect) {
 			if t.turn != nil {
 				t.finishInterrupted()
 			}
+		case fullauto.TurnDeadline:
+			t.turnDeadline(e)
 		}
 	}
 }
@@ -245,6 +247,25 @@ func (t *thread) startRunTurn(e fullauto.StartTurn) {
 	}
 }
 
+// turnDeadline sets the timer of a TurnDeadline on the running turn; the
+// turn's end stops it.
+func (t *thread) turnDeadline(e fullauto.TurnDeadline) {
+	tr := t.turn
+	if tr == nil || tr.id != e.TurnID {
+		return
+	}
+	ctx := tr.ctx
+	tr.deadline = t.m.clock.AfterFunc(time.Duration(e.DelayMs)*time.Millisecond, func() {
+		t.postEvent(ctx, func() {
+			effs := t.fsm().DeadlineReached(t.nowMs(), e.TurnID)
+			if len(effs) > 0 {
+				t.m.log.Info("full auto: time budget spent during a turn; interrupting it", "thread", t.id, "turn", e.TurnID)
+			}
+			t.apply(effs)
+		})
+	})
+}
+
 // beginRunTurn starts a turn of the run: with a visible user message, or
 // hidden input, or items carried over from before a restart.
 func (t *thread) beginRunTurn(in fullauto.TurnInput) error {
@@ -269,7 +290,7 @@ func (t *thread) runTurnInput(tr *turn, in *fullauto.TurnInput) error {
 	if in != nil {
 		kind = in.Kind
 	}
-	t.fsm().TurnStarted(t.nowMs(), tr.id, kind)
+	t.apply(t.fsm().TurnStarted(t.nowMs(), tr.id, kind))
 	if in == nil {
 		return nil
 	}

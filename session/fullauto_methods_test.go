@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apserver/apserver/model/scripted"
 	"github.com/apserver/apserver/protocol"
@@ -435,5 +436,34 @@ func TestFullAutoRestartInProcess(t *testing.T) {
 				t.Errorf("the model's input after the restart = %q, want it to contain %q", last, want)
 			}
 		})
+	}
+}
+
+// TestTimeBudgetInterruptsTurn: a run's time budget runs out while its
+// turn waits on a model that never answers; on the fake clock the turn is
+// interrupted at the budget's end and the run stops with budgetTime.
+func TestTimeBudgetInterruptsTurn(t *testing.T) {
+	r := startScenarioManager(t, scripted.Script{Rules: []scripted.Rule{{Match: "S-deadline", Steps: []scripted.Step{{Hang: true}}}}}, "")
+	h := &harness{m: r.m, c: r.c, srv: r.srv}
+	id := h.startThread(t, threadParams(nil, "never")).Thread.ID
+	mustCall[protocol.FullAutoRunResult](t, h, "start", func(rp Reply) {
+		r.m.StartFullAuto(context.Background(), protocol.FullAutoStartParams{ThreadID: id, Objective: ptr("S-deadline: wait"),
+			Budgets: &protocol.FullAutoBudgets{TimeMs: ptr(int64(60_000))}}, rp)
+	})
+	waitNote(t, h, protocol.NotifyTurnStarted, id, 0, nil)
+	start := r.clock.Now()
+	r.clock.fireNext(t)
+	if got := r.clock.Now().Sub(start); got != 60_001*time.Millisecond {
+		t.Errorf("the turn's deadline came after %v, want the budget (60 s) and 1 ms", got)
+	}
+	waitNote(t, h, protocol.NotifyTurnCompleted, id, 0, func(b json.RawMessage) bool {
+		var n protocol.TurnNotification
+		return json.Unmarshal(b, &n) == nil && n.Turn.Status == protocol.TurnInterrupted
+	})
+	end := waitNote(t, h, protocol.NotifyFullAutoStatusChanged, id, 0, hasState(protocol.FullAutoStopped))
+	var n protocol.FullAutoStatusChangedNotification
+	_ = json.Unmarshal(h.c.snapshot()[end].Params, &n)
+	if *n.Run.StopCondition != "budgetTime" || n.Run.Spent.TimeMs < 60_000 {
+		t.Errorf("run ended %s after %d ms, want budgetTime after the budget", *n.Run.StopCondition, n.Run.Spent.TimeMs)
 	}
 }

@@ -31,6 +31,9 @@ type turn struct {
 	// histStart is len(t.history) before the turn's input: the turn's
 	// steps are the history after it.
 	histStart int
+	// deadline fires when a full-auto run's time budget runs out during
+	// the turn (fullauto.go); the turn's end stops it.
+	deadline Timer
 
 	// Sampling state. gen counts model requests; events of older
 	// generations are dropped.
@@ -644,6 +647,9 @@ func turnErrorFrom(err error, msg string) protocol.TurnError {
 
 // completeTurn ends the turn with the given status, in Codex's order.
 func (t *thread) completeTurn(tr *turn, status string, te *protocol.TurnError) {
+	if tr.deadline != nil {
+		tr.deadline.Stop()
+	}
 	t.endCheckpointAsync(tr)
 	tr.cancel()
 	t.turn = nil

@@ -835,7 +835,7 @@ func (m *Machine) RequestAsked(now int64, turnID, key string, req controller.App
 // in is the receipt input to give ModelAnsweredRequest.
 func (m *Machine) ModelMayAnswer(key string, req controller.ApprovalRequest) (ok bool, objective string, in ApprovalInput) {
 	r := m.run
-	if !r.Active() || r.Approvals == controller.ApproveAsk || req.RuleDecision == "forbidden" || !m.opts.DecisionModel || m.modelAsked[key] {
+	if !r.Active() || !ModelMayAnswerRequest(r.Approvals, req) || !m.opts.DecisionModel || m.modelAsked[key] {
 		return false, "", in
 	}
 	if m.modelAsked == nil {
@@ -846,6 +846,13 @@ func (m *Machine) ModelMayAnswer(key string, req controller.ApprovalRequest) (ok
 		req.Prefix = controller.CommandPrefix(req.Command)
 	}
 	return true, r.Objective, ApprovalInput{Strategy: r.Approvals, Request: req, Denials: copyDenials(r.Denials)}
+}
+
+// ModelMayAnswerRequest: under strategy, the decision model may answer req
+// (rung 2): never under "ask", and never for a forbidden command, which is
+// a human's call.
+func ModelMayAnswerRequest(strategy controller.ApprovalStrategy, req controller.ApprovalRequest) bool {
+	return strategy != controller.ApproveAsk && req.RuleDecision != "forbidden"
 }
 
 // RequestAnswer is the decision model's answer to an approval or question.

@@ -611,6 +611,35 @@ func TestEphemeralSeq(t *testing.T) {
 	}
 }
 
+// TestReplayApproval: a policy answer replays when the rules agree; a
+// model's answer when the rules still pass the request on and the model
+// may still answer it.
+func TestReplayApproval(t *testing.T) {
+	cmd := controller.ApprovalRequest{Kind: "command", Command: "npm publish", Paths: []string{}}
+	forbidden := cmd
+	forbidden.RuleDecision = "forbidden"
+	allowed := cmd
+	allowed.RuleDecision = "allow"
+	model := ApprovalOutput{ApprovalVerdict: controller.ApprovalVerdict{Outcome: "accept", Rule: "model"}, Source: controller.SourceModel}
+	for _, tc := range []struct {
+		name string
+		in   ApprovalInput
+		out  ApprovalOutput
+		same bool
+	}{
+		{"policy agrees", ApprovalInput{Strategy: controller.ApprovePolicy, Request: allowed}, ApprovalOutput{ApprovalVerdict: controller.ApprovalVerdict{Outcome: "accept", Rule: "policy.ruleAllow"}, Source: "policy"}, true},
+		{"policy differs", ApprovalInput{Strategy: controller.ApprovePolicy, Request: cmd}, ApprovalOutput{ApprovalVerdict: controller.ApprovalVerdict{Outcome: "accept", Rule: "policy.ruleAllow"}, Source: "policy"}, false},
+		{"model after a forward", ApprovalInput{Strategy: controller.ApprovePolicy, Request: cmd}, model, true},
+		{"model where the rules now answer", ApprovalInput{Strategy: controller.ApprovePolicy, Request: allowed}, model, false},
+		{"model on a forbidden command", ApprovalInput{Strategy: controller.ApprovePolicy, Request: forbidden}, model, false},
+		{"model under ask", ApprovalInput{Strategy: controller.ApproveAsk, Request: cmd}, model, false},
+	} {
+		if _, why, same := ReplayApproval(tc.in, tc.out); same != tc.same {
+			t.Errorf("%s: ReplayApproval same = %t (%s), want %t", tc.name, same, why, tc.same)
+		}
+	}
+}
+
 func TestTexts(t *testing.T) {
 	if s := FileChangeRestartText("accept", "ship it"); !strings.Contains(s, "answer to it: accept.") || !strings.HasSuffix(s, "Objective:\nship it") {
 		t.Errorf("FileChangeRestartText = %q", s)

@@ -39,6 +39,9 @@ func ReplayApproval(in ApprovalInput, out ApprovalOutput) (got controller.Approv
 	got = controller.Approve(in.Strategy, in.Request, in.Denials)
 	want := out.ApprovalVerdict
 	if out.Source == controller.SourceModel {
+		if !ModelMayAnswerRequest(in.Strategy, in.Request) {
+			return got, "the decision model may no longer answer this request: a human decides", false
+		}
 		if got.Outcome != controller.OutcomeForward {
 			return got, fmt.Sprintf("the policy now answers %s (rule %s) instead of asking the decision model", got.Outcome, got.Rule), false
 		}

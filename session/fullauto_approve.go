@@ -216,6 +216,11 @@ func (t *thread) settleRequest(ctx, wctx context.Context, tr *turn, req serverRe
 			raw, err = decisionJSON(protocol.DecisionDecline), nil
 		}
 	}
+	if ctx.Err() != nil {
+		// The turn ended (its end dropped the request) or the thread is
+		// shutting down (the request stays stored for the next start).
+		return raw, err
+	}
 	s := fullauto.Settled{TimedOut: timedOut, Declined: !timedOut && declined(raw, err)}
 	t.postEvent(ctx, func() { t.apply(t.fsm().RequestSettled(t.nowMs(), tr.id, id, s)) })
 	return raw, err

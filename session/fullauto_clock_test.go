@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// fakeClock is a Clock that moves only when a test advances it. Timers
-// whose time has come run in their own goroutines, as time.AfterFunc's
-// do.
+// fakeClock is a Clock that moves only when a test advances it. Advance
+// runs the functions of the timers that come due before it returns (in
+// the test's goroutine; the session's only post an event), so what a test
+// does next comes after them.
 type fakeClock struct {
 	mu     sync.Mutex
 	now    time.Time
@@ -74,7 +75,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 	sort.Slice(due, func(i, j int) bool { return due[i].at.Before(due[j].at) })
 	for _, tm := range due {
-		go tm.f()
+		tm.f()
 	}
 }
 

@@ -467,3 +467,42 @@ func TestTimeBudgetInterruptsTurn(t *testing.T) {
 		t.Errorf("run ended %s after %d ms, want budgetTime after the budget", *n.Run.StopCondition, n.Run.Spent.TimeMs)
 	}
 }
+
+// TestPauseDuringCooldown: a run paused while it waits out the cooldown
+// after a failed turn starts no turn when the cooldown ends; resumed, it
+// goes on at once.
+func TestPauseDuringCooldown(t *testing.T) {
+	r := startScenarioManager(t, scripted.Script{Rules: []scripted.Rule{{Match: "S-cool", Steps: []scripted.Step{
+		{HTTPError: 503, FailTimes: 1, Text: "Working."},
+	}}}}, "request_max_retries = 0\n[full_auto]\nerror_backoff_ms = 1000\n")
+	h := &harness{m: r.m, c: r.c, srv: r.srv}
+	id := h.startThread(t, threadParams(nil, "never")).Thread.ID
+	ctx := context.Background()
+	mustCall[protocol.FullAutoRunResult](t, h, "start", func(rp Reply) {
+		r.m.StartFullAuto(ctx, protocol.FullAutoStartParams{ThreadID: id, Objective: ptr("S-cool: work")}, rp)
+	})
+	dec := waitNote(t, h, protocol.NotifyFullAutoDecision, id, 0, nil)
+	var d protocol.FullAutoDecisionNotification
+	_ = json.Unmarshal(h.c.snapshot()[dec].Params, &d)
+	if d.Receipt.Rule != "retry" {
+		t.Fatalf("decision after the failed turn = %+v, want a retry", d.Receipt)
+	}
+	tp := protocol.FullAutoThreadParams{ThreadID: id}
+	mustCall[protocol.FullAutoRunResult](t, h, "pause", func(rp Reply) { r.m.PauseFullAuto(ctx, tp, rp) })
+	at, ok, _ := r.clock.next()
+	if !ok || at.Sub(r.clock.Now()) != time.Second {
+		t.Fatalf("pending cooldown = %v (%t), want 1 s", at.Sub(r.clock.Now()), ok)
+	}
+	r.clock.fireNext(t)
+	// The timer posted its event before fireNext returned; a call through
+	// the thread's inbox comes after it.
+	mustCall[protocol.FullAutoStatusResult](t, h, "status", func(rp Reply) {
+		r.m.FullAutoStatus(ctx, protocol.FullAutoStatusParams{ThreadID: &id}, rp)
+	})
+	if got := after(h.c.snapshot(), dec, protocol.NotifyTurnStarted, id); len(got) != 0 {
+		t.Fatalf("a paused run started a turn when the cooldown ended")
+	}
+	mark := len(h.c.snapshot())
+	mustCall[protocol.FullAutoRunResult](t, h, "resume", func(rp Reply) { r.m.ResumeFullAuto(ctx, tp, rp) })
+	waitNote(t, h, protocol.NotifyTurnStarted, id, mark, nil)
+}

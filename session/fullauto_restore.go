@@ -128,6 +128,9 @@ func (t *thread) resend(e fullauto.Resend) {
 		timedOut := err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), errRequestTimeout)
 		cancel(context.Canceled)
 		t.m.fa.attn.clear(key)
+		if ctx.Err() != nil {
+			return // shutting down: the request stays stored for the next start
+		}
 		t.postEvent(ctx, func() { t.resentAnswered(p, rd, id, raw, err, timedOut) })
 	}()
 }

@@ -369,6 +369,8 @@ func TestFullAutoRestartInProcess(t *testing.T) {
 		{"declined", `{"decision":"decline"}`, "The user declined to run this command.", scripted.ToolCall{Command: "touch marker.txt"}},
 		{"question", `{"answers":{"lang":{"answers":["French"]}}}`, "French", scripted.ToolCall{Name: "request_user_input",
 			Arguments: `{"questions":[{"id":"lang","header":"Language","question":"Which language?","options":[{"label":"English"},{"label":"French"}]}]}`}},
+		{"fileChange", `{"decision":"accept"}`, "apserver restarted while your file change waited for approval", scripted.ToolCall{Name: "apply_patch",
+			Input: "*** Begin Patch\n*** Add File: notes.txt\n+hello\n*** End Patch\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, scripted.Script{Rules: []scripted.Rule{{Match: "S-restart", Steps: []scripted.Step{
@@ -385,8 +387,20 @@ func TestFullAutoRestartInProcess(t *testing.T) {
 			_ = h.m.Close()
 			h.open(t, false)
 			h.m.RestoreFullAuto()
-			again := <-h.c.calls
-			again.answer <- callAnswer{raw: json.RawMessage(tc.answer)}
+			// The resent request, and any the model makes again (a file
+			// change is made anew after a restart), get the answer.
+			done := make(chan struct{})
+			defer close(done)
+			go func() {
+				for {
+					select {
+					case fc := <-h.c.calls:
+						fc.answer <- callAnswer{raw: json.RawMessage(tc.answer)}
+					case <-done:
+						return
+					}
+				}
+			}()
 			waitNote(t, h, protocol.NotifyFullAutoStatusChanged, id, 0, hasState(protocol.FullAutoStopped))
 			var saw bool
 			for _, rq := range h.srv.Requests() {
@@ -505,4 +519,45 @@ func TestPauseDuringCooldown(t *testing.T) {
 	mark := len(h.c.snapshot())
 	mustCall[protocol.FullAutoRunResult](t, h, "resume", func(rp Reply) { r.m.ResumeFullAuto(ctx, tp, rp) })
 	waitNote(t, h, protocol.NotifyTurnStarted, id, mark, nil)
+}
+
+// TestDecisionModelFails: a decision model that answers nonsense leaves
+// the decision to the policy, and an approval it was asked about goes to
+// the editor after all; the receipts say so and replay.
+func TestDecisionModelFails(t *testing.T) {
+	sc := scripted.Script{Rules: []scripted.Rule{
+		{Match: "policy proposal:", Steps: []scripted.Step{{Text: "not json"}}},
+		{Match: "asks to run this shell command", Steps: []scripted.Step{{Text: "{\"decision\": \"maybe\", \"reason\": \"?\", \"confidence\": 1}"}}},
+		{Match: "S-badmodel", Steps: []scripted.Step{
+			{Text: "Creating the marker.", ToolCalls: []scripted.ToolCall{{Command: "touch marker.txt"}}},
+			{Text: "The task is complete."},
+		}},
+	}}
+	r := startScenarioManager(t, sc, "[roles.decision]\nmodel = \"scripted-decision\"\n")
+	h := &harness{m: r.m, c: r.c, srv: r.srv}
+	cwd := t.TempDir()
+	tp := threadParams(&cwd, "untrusted")
+	tp.Sandbox = ptr("danger-full-access") // unsandboxed: the policy passes the command on
+	id := h.startThread(t, tp).Thread.ID
+	mustCall[protocol.FullAutoRunResult](t, h, "start", func(rp Reply) {
+		r.m.StartFullAuto(context.Background(), protocol.FullAutoStartParams{ThreadID: id, Objective: ptr("S-badmodel: create marker.txt")}, rp)
+	})
+	fc := <-h.c.calls // the model failed: the editor is asked
+	fc.answer <- callAnswer{raw: json.RawMessage(`{"decision":"accept"}`)}
+	end := waitNote(t, h, protocol.NotifyFullAutoStatusChanged, id, 0, hasState(protocol.FullAutoStopped))
+	if !strings.Contains(string(h.c.snapshot()[end].Params), `"stopCondition":"completed"`) {
+		t.Errorf("run ended %s, want completed by the policy", h.c.snapshot()[end].Params)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "marker.txt")); err != nil {
+		t.Errorf("marker.txt: %v", err)
+	}
+	db, _ := r.m.store()
+	rs, _ := db.Receipts(context.Background(), id)
+	got := decisionScript(t, rs)
+	for _, want := range []string{"-> forward rule=model.lowConfidence source=model", "-> stop rule=done stop=completed source=policy"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("receipts lack %q:\n%s", want, got)
+		}
+	}
+	replayReceipts(t, rs)
 }

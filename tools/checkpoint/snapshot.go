@@ -106,7 +106,26 @@ func (s *Store) stage(ctx context.Context) (skipped []string, err error) {
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
 
-	var add []string
+	// A path whose parent is now a file or a symlink (a command replaced a
+	// directory) is gone: git refuses to look beyond a symlink, so drop it
+	// from the index first and stage what replaced the parent instead.
+	var gone, add []string
+	for _, p := range paths {
+		if parent := s.nonDirParent(p); parent != "" {
+			gone = append(gone, p)
+			add = append(add, parent)
+		}
+	}
+	if len(gone) > 0 {
+		if _, err := s.inStore(ctx, joinZ(gone), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
+			return nil, err
+		}
+		paths = slices.DeleteFunc(paths, func(p string) bool { _, found := slices.BinarySearch(gone, p); return found })
+		paths = append(paths, add...)
+		slices.Sort(paths)
+		paths = slices.Compact(paths)
+		add = nil
+	}
 	for _, p := range paths {
 		fi, err := os.Lstat(filepath.Join(s.workspace, p))
 		if err == nil && fi.Mode().IsRegular() && fi.Size() > s.maxFileBytes {

@@ -83,7 +83,11 @@ func Load(opts LoadOptions) (Config, error) {
 	if opts.Workspace != "" {
 		p := filepath.Join(opts.Workspace, WorkspaceFile)
 		if _, err := os.Stat(p); err == nil {
-			ws := &workspaceLayer{dir: opts.Workspace, trusted: c.ProjectTrusted(opts.Workspace), userFile: userPath}
+			uf := userPath
+			if uf == "" {
+				uf = userFile(getenv)
+			}
+			ws := &workspaceLayer{dir: opts.Workspace, trusted: c.ProjectTrusted(opts.Workspace), userFile: uf}
 			if err := c.mergeFile(p, ws); err != nil {
 				return Config{}, err
 			}

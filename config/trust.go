@@ -58,8 +58,6 @@ func (ws *workspaceLayer) ignored(path, key string, value any) string {
 	where := "your user config file"
 	if ws.userFile != "" {
 		where = ws.userFile
-	} else if p := DefaultUserFile(); p != "" {
-		where = p
 	}
 	return fmt.Sprintf("config: %s: ignored %s = %s: an untrusted workspace file may only tighten safety settings; "+
 		"if you trust this project, add [projects.%q] trust_level = %q to %s",

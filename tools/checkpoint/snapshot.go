@@ -110,8 +110,15 @@ func (s *Store) stage(ctx context.Context) (skipped []string, err error) {
 	// directory) is gone: git refuses to look beyond a symlink, so drop it
 	// from the index first and stage what replaced the parent instead.
 	var gone, add []string
+	seen := make(map[string]string) // directory → its nonDirParent result
 	for _, p := range paths {
-		if parent := s.nonDirParent(p); parent != "" {
+		dir := pathDir(p)
+		parent, ok := seen[dir]
+		if !ok {
+			parent = s.nonDirParent(p)
+			seen[dir] = parent
+		}
+		if parent != "" {
 			gone = append(gone, p)
 			add = append(add, parent)
 		}
@@ -308,4 +315,12 @@ func (s *Store) Prune(ctx context.Context) error {
 		return fmt.Errorf("pruning snapshots: %w", err)
 	}
 	return nil
+}
+
+// pathDir is the directory part of the slash-separated path p ("" at the top).
+func pathDir(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
 }

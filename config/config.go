@@ -1,7 +1,10 @@
 // Package config owns apserver's configuration: the built-in defaults, the
 // user and workspace TOML files, the environment variables and the flag
 // overrides, merged in that order of precedence, and the resolution of a
-// role or model name to a model.Provider.
+// role or model name to a model.Provider. It also owns project trust
+// (trust.go): a workspace file may only tighten the SafetyKeys unless the
+// user file trusts the project, and ProjectTrusted answers that for any
+// project file.
 //
 // config may import model (for model.Provider and model.Wire) and the
 // standard library; it must not import session, server, store or tools.

@@ -1,7 +1,10 @@
 // Package config owns apserver's configuration: the built-in defaults, the
 // user and workspace TOML files, the environment variables and the flag
 // overrides, merged in that order of precedence, and the resolution of a
-// role or model name to a model.Provider.
+// role or model name to a model.Provider. It also owns project trust
+// (trust.go): a workspace file may only tighten the SafetyKeys unless the
+// user file trusts the project, and ProjectTrusted answers that for any
+// project file.
 //
 // config may import model (for model.Provider and model.Wire) and the
 // standard library; it must not import session, server, store or tools.
@@ -48,12 +51,13 @@ type Config struct {
 	Prices            map[string]Price
 
 	// SandboxWritableRoots are extra directories commands and file tools
-	// may write in workspace-write mode (user file only).
+	// may write in workspace-write mode (a workspace file adds them only when
+	// the project is trusted).
 	SandboxWritableRoots []string
 	// SandboxReadableRoots are extra directories sandboxed commands may
-	// read besides the system directories and the workspace (user file only).
+	// read besides the system directories and the workspace (likewise).
 	SandboxReadableRoots []string
-	// SandboxNetwork lets sandboxed commands use the network (user file only).
+	// SandboxNetwork lets sandboxed commands use the network (likewise).
 	SandboxNetwork bool
 	// RulesFile is the user's command rules file (see tools/rules); the
 	// workspace's .apserver/rules is read as well.
@@ -67,6 +71,14 @@ type Config struct {
 	// threads; FullAuto tunes full-auto runs (fullauto.go).
 	MaxConcurrentModelCalls int
 	FullAuto                FullAutoConfig
+
+	// Projects maps a project directory (cleaned, symbolic links resolved)
+	// to its trust_level, from the user file's [projects."PATH"] tables;
+	// see ProjectTrusted.
+	Projects map[string]string
+	// Warnings say what Load skipped in a file it could still use, e.g. a
+	// key an untrusted workspace file may not loosen. The caller logs them.
+	Warnings []string
 }
 
 // ApplyPatchTools are the valid values of ApplyPatchTool.

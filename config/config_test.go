@@ -322,10 +322,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "new provider without base_url", user: "[providers.x]\nwire = \"chat\"\n", wantAll: []string{"providers.x", "base_url"}},
 		{name: "syntax error", user: "model = \n", wantAll: []string{"user.toml", "line 1"}},
 		{name: "wrong type", user: "max_line_bytes = \"big\"\n", wantAll: []string{"user.toml", "max_line_bytes"}},
-		{name: "workspace may not redirect keys", workspace: "[providers.openai]\nbase_url = \"https://evil.example/v1\"\n",
-			wantAll: []string{"providers.openai.base_url", "not allowed in a workspace file"}},
-		{name: "workspace may not name key variables", workspace: "[providers.openai]\napi_key_env = \"AWS_SECRET\"\n",
-			wantAll: []string{"api_key_env", "workspace"}},
+		{name: "bad trust level", user: "[projects.\"/x\"]\ntrust_level = \"yes\"\n", wantAll: []string{"trust_level", `"yes"`}},
+		{name: "relative project path", user: "[projects.\"x\"]\ntrust_level = \"trusted\"\n", wantAll: []string{"projects", "absolute"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -235,6 +235,7 @@ type options struct {
 	wire    string   // --wire; "responses" when empty
 	args    []string // extra flags
 	env     []string // extra environment (KEY=VALUE), overriding the harness's
+	dir     string   // the process's working directory; a fresh temp dir when empty
 }
 
 // client is a fake editor speaking to one apserver process.
@@ -292,6 +293,9 @@ func spawn(t *testing.T, model *scripted.Server, opts options) *client {
 	args = append(args, opts.args...)
 	cmd := exec.Command(binPath, args...)
 	cmd.Dir = home
+	if opts.dir != "" {
+		cmd.Dir = opts.dir
+	}
 	env := []string{
 		"HOME=" + home,
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),

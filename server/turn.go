@@ -7,7 +7,9 @@ import (
 
 // registerTurn wires the turn/* methods to the session.
 func registerTurn(s *Server, m *session.Manager) {
-	Handle(s, protocol.MethodTurnStart, m.StartTurn)
+	Handle(s, protocol.MethodTurnStart, checked(m.StartTurn, func(p *protocol.TurnStartParams) error {
+		return m.ValidateTurnStart(*p)
+	}))
 	Handle(s, protocol.MethodTurnSteer, m.SteerTurn)
 	Handle(s, protocol.MethodTurnInterrupt, m.InterruptTurn)
 }

@@ -130,6 +130,9 @@ to answer them). Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 	if err != nil {
 		return err
 	}
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
 	sync := "NORMAL"
 	if strings.EqualFold(cfg.Durability, "full") {
 		sync = "FULL"

@@ -179,6 +179,9 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
 	return runServer(context.Background(), cfg, &f, os.Stdin, os.Stdout, log)
 }
 

@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 FUZZTIME ?= 15s
 
-.PHONY: help build test test-go e2e lint fuzz bench demo vscode vsix clean
+.PHONY: help build test test-go e2e lint fuzz bench demo vscode vsix check-generated clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -50,6 +50,9 @@ vscode: ## build, type-check and test the VS Code extension (installs npm packag
 
 vsix: ## package the VS Code extension (linux-x64, bundles apserver)
 	./editors/vscode/package.sh
+
+check-generated: ## regenerate Codex's schema from npm @openai/codex and diff it with protocol/codex (needs npm; not in test)
+	./scripts/codex-schema.sh
 
 clean: ## remove build output
 	rm -rf bin

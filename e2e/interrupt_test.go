@@ -23,7 +23,7 @@ func (c *client) interrupt(threadID, turnID string) *message {
 }
 
 // TestInterruptStreaming interrupts a turn while the agent message streams
-// (CORE.md §6 turn/interrupt).
+// (protocol/codex/CORE.md §6 turn/interrupt).
 func TestInterruptStreaming(t *testing.T) {
 	t.Parallel()
 	model := startModel(t,
@@ -48,7 +48,7 @@ func TestInterruptStreaming(t *testing.T) {
 		t.Errorf("interrupted turn error = %v, want null", done.get("turn.error"))
 	}
 	if items, ok := done.get("turn.items").([]any); !ok || len(items) != 0 {
-		t.Errorf("interrupted turn/completed items = %v, want [] (CORE.md §6)", done.get("turn.items"))
+		t.Errorf("interrupted turn/completed items = %v, want [] (protocol/codex/CORE.md §6)", done.get("turn.items"))
 	}
 	if late := c.quiet(300*time.Millisecond, "item/agentMessage/delta", forTurn(turnID)); len(late) > 0 {
 		t.Errorf("%d agentMessage deltas after the interrupt completed", len(late))
@@ -100,7 +100,7 @@ func TestInterruptCommand(t *testing.T) {
 		t.Errorf("sleep (pid %d) still alive 3s after the interrupt", pid)
 	}
 	if got := c.find("item/completed", func(m *message) bool { return m.str("item.id") == item.str("item.id") }); len(got) != 0 {
-		t.Errorf("the interrupted command got item/completed (CORE.md §6: in-flight items get none): %v", got)
+		t.Errorf("the interrupted command got item/completed (protocol/codex/CORE.md §6: in-flight items get none): %v", got)
 	}
 }
 
@@ -179,7 +179,7 @@ func TestInterruptIdle(t *testing.T) {
 	c.callErr("turn/interrupt", map[string]any{"threadId": threadID, "turnId": "no-such-turn"}, -32600, "no active turn to interrupt")
 }
 
-// TestSteer steers a streaming turn (CORE.md §6 turn/steer).
+// TestSteer steers a streaming turn (protocol/codex/CORE.md §6 turn/steer).
 func TestSteer(t *testing.T) {
 	t.Parallel()
 	model := startModel(t,
@@ -227,7 +227,7 @@ func TestSteer(t *testing.T) {
 }
 
 // TestTurnStartWhileBusy: turn/start on a busy thread steers the active turn
-// (CORE.md §11 rule 3).
+// (protocol/codex/CORE.md §11 rule 3).
 func TestTurnStartWhileBusy(t *testing.T) {
 	t.Parallel()
 	model := startModel(t,
@@ -270,7 +270,7 @@ func TestSteerIdle(t *testing.T) {
 }
 
 // TestSteerDuringCommand steers while a command runs: the steer is consumed
-// after the command's item/completed (CORE.md §6 turn/steer).
+// after the command's item/completed (protocol/codex/CORE.md §6 turn/steer).
 func TestSteerDuringCommand(t *testing.T) {
 	t.Parallel()
 	model := startModel(t,

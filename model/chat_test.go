@@ -154,7 +154,9 @@ func TestChatEndsWithoutDone(t *testing.T) {
 					conn.Close()
 				}
 			})
-			evs, err := collect(t, NewClient(fs.provider(WireChat), nil), context.Background(), Request{Model: "m"})
+			p := fs.provider(WireChat)
+			p.IdleTimeout = shortIdle // ends the stalled stream
+			evs, err := collect(t, NewClient(p, nil), context.Background(), Request{Model: "m"})
 			if err != nil {
 				t.Fatalf("Stream: %v", err)
 			}

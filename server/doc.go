@@ -8,7 +8,7 @@
 //
 // # Wire format
 //
-// One JSON object per line in both directions (CORE.md §2). Outgoing messages
+// One JSON object per line in both directions (protocol/codex/CORE.md §2). Outgoing messages
 // never carry "jsonrpc":"2.0"; notifications carry "emittedAtMs". Incoming
 // "jsonrpc" and unknown top-level fields are ignored. Ids are echoed with
 // their type: a string stays a string, an integer (any int64, negative ones

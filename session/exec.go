@@ -145,7 +145,7 @@ func (tr *turn) dropRequest(id int64) {
 	}
 }
 
-// onApproval acts on the client's answer (CORE.md §8).
+// onApproval acts on the client's answer (protocol/codex/CORE.md §8).
 func (t *thread) onApproval(tr *turn, run *commandRun, reqID int64, raw json.RawMessage, callErr error) {
 	t.resolved(reqID)
 	dec, err := approvalAnswer(raw, callErr)

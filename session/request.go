@@ -35,7 +35,7 @@ type serverRequest struct {
 // Callers consult autoAnswer first: a request it answers is never sent.
 //
 // The request is tracked on the turn so that ending the turn resolves it
-// (CORE.md §8: serverRequest/resolved after turn/completed).
+// (protocol/codex/CORE.md §8: serverRequest/resolved after turn/completed).
 func (t *thread) sendRequest(tr *turn, req serverRequest, onAnswer func(reqID int64, raw json.RawMessage, err error)) {
 	if t.answerLater(tr, req, onAnswer) { // full auto: the decision model may answer (fullauto_approve.go)
 		return

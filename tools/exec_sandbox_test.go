@@ -98,7 +98,7 @@ func TestExecSandboxTimeoutKillsProcessGroup(t *testing.T) {
 	dir := t.TempDir()
 	p := &sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableRoots: []string{dir}}
 	skipUnlessEnforceable(t, p)
-	res := run(t, ExecRequest{
+	res, _ := runToTimeout(t, ExecRequest{
 		Command: "echo $$ > pg; sleep 100 & echo $! > bg; echo started; sleep 100",
 		Dir:     dir,
 		Timeout: 300 * time.Millisecond,

@@ -339,3 +339,42 @@ func TestEOFManyPipelined(t *testing.T) {
 		t.Errorf("thread/list after %d thread/starts lists %d threads", n, len(data))
 	}
 }
+
+// TestEOFPendingQuestionInterrupts: request_user_input with nobody left to
+// answer: the request is written, apserver answers it itself, the model is
+// not asked again, the turn is stored interrupted and the exit status is 3.
+func TestEOFPendingQuestionInterrupts(t *testing.T) {
+	t.Parallel()
+	q := `{"questions":[{"id":"color","header":"Color","question":"Which color?","options":[{"label":"red"},{"label":"blue"}]}]}`
+	model := startModel(t, scripted.Rule{Match: "ask me", Steps: []scripted.Step{
+		{ToolCalls: []scripted.ToolCall{{Name: "request_user_input", Arguments: q}}},
+		{Text: "Going on without an answer."},
+	}})
+	dataDir, cwd := t.TempDir(), t.TempDir()
+	threadID := newPipedThread(t, dataDir, cwd, "never")
+	p := pipeRun(t, model, dataDir, cwd, nil, initReq(0), rpc(nil, "initialized", nil),
+		rpc(1, "thread/resume", map[string]any{"threadId": threadID}),
+		rpc(2, "turn/start", map[string]any{"threadId": threadID, "input": textInput("ask me")}))
+	if p.code != 3 {
+		t.Errorf("exit status %d, want 3", p.code)
+	}
+	if len(p.requests("item/tool/requestUserInput")) != 1 {
+		t.Errorf("the question was not written")
+	}
+	if len(p.notes("warning")) != 1 {
+		t.Errorf("warnings = %v, want one saying why the turn stopped", p.notes("warning"))
+	}
+	done := p.notes("turn/completed")
+	if len(done) != 1 || jget(done[0], "params.turn.status") != "interrupted" {
+		t.Errorf("turn/completed = %v, want one, interrupted", done)
+	}
+	if n := len(modelRequests(model)); n != 1 {
+		t.Errorf("model requests = %d, want 1 (the turn stops at the question)", n)
+	}
+	if s := storedTurnStatus(t, dataDir, cwd, threadID); s != "interrupted" {
+		t.Errorf("stored turn status %q, want interrupted", s)
+	}
+	if t.Failed() {
+		t.Log(p.dump())
+	}
+}

@@ -133,10 +133,10 @@ func (m *Manager) signalTurnEnded() {
 
 // noClient answers a request that the client can no longer answer because
 // its input ended: an approval as if the user chose cancel (the command
-// does not run, nothing is changed), a question with no answer; either way
-// the turn stops interrupted, and a warning says why. It runs on the
+// does not run, nothing is changed), a question by stopping there; either
+// way the turn stops interrupted, and a warning says why. It runs on the
 // thread goroutine.
-func (t *thread) noClient(tr *turn, req serverRequest, id int64, err error, onAnswer func(int64, json.RawMessage, error)) {
+func (t *thread) noClient(tr *turn, req serverRequest, id int64, onAnswer func(int64, json.RawMessage, error)) {
 	t.m.eofCancelled.Add(1)
 	what := map[string]string{"command": "the approval of a command", "fileChange": "the approval of a file change"}[req.Kind]
 	if what == "" {
@@ -149,7 +149,9 @@ func (t *thread) noClient(tr *turn, req serverRequest, id int64, err error, onAn
 	case "command", "fileChange":
 		onAnswer(id, json.RawMessage(`{"decision":"cancel"}`), nil)
 	default:
-		onAnswer(id, nil, err)
+		// Not onAnswer: that would give the model "no answer" and sample
+		// again. The turn stops here, as on turn/interrupt.
+		t.resolved(id)
 	}
 	if t.turn == tr {
 		t.completeTurn(tr, protocol.TurnInterrupted, nil)

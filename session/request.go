@@ -57,7 +57,7 @@ func (t *thread) sendRequest(tr *turn, req serverRequest, onAnswer func(reqID in
 			}
 			tr.dropRequest(id)
 			if errors.Is(err, ErrNoClient) { // the input ended (drain.go)
-				t.noClient(tr, req, id, err, onAnswer)
+				t.noClient(tr, req, id, onAnswer)
 				return
 			}
 			onAnswer(id, raw, err)

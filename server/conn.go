@@ -280,8 +280,18 @@ type readStream struct{ *stream }
 
 func (readStream) Close() error { return nil }
 
-// drain runs on Run's goroutine once the input has ended (see Run).
+// drain runs on Run's goroutine once the input has ended (see Run). A
+// write error ends it: nothing more can reach the client.
 func (s *Server) drain(ctx context.Context) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		select {
+		case <-s.st.closing:
+			stop()
+		case <-ctx.Done():
+		}
+	}()
 	s.mu.Lock()
 	s.inputClosed = true
 	pending := s.pending

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -316,22 +318,29 @@ func TestSteerDuringCommand(t *testing.T) {
 	})
 }
 
-// TestStdinCloseMidTurn: the editor goes away while a command runs; the
-// server exits promptly and cleanly and takes the command with it.
+// TestStdinCloseMidTurn: the editor (which passes --on-eof interrupt, as
+// the VS Code extension does) goes away while a command runs; the server
+// exits promptly, says with status 3 that it interrupted a turn, and takes
+// the command with it. (Without the flag a piped script's turn runs on:
+// eof_test.go.)
 func TestStdinCloseMidTurn(t *testing.T) {
 	t.Parallel()
 	model := startModel(t, scripted.Rule{Match: "sleep", Steps: []scripted.Step{
 		{ToolCalls: []scripted.ToolCall{{Command: "echo $$ > pid; exec sleep 30"}}},
 	}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{args: []string{"--on-eof", "interrupt"}})
 	threadID, cwd := c.startThread("never")
 	c.startTurn(threadID, "please sleep")
 	c.waitFor("item/started", func(m *message) bool { return m.str("item.type") == "commandExecution" })
 	pid := waitPid(t, filepath.Join(cwd, "pid"))
 
 	begin := time.Now()
-	if err := c.close(); err != nil {
-		t.Errorf("exit after stdin EOF mid-turn: %v, want status 0", err)
+	var ee *exec.ExitError
+	if err := c.close(); !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Errorf("exit after stdin EOF mid-turn: %v, want status 3 (a turn was interrupted)", err)
+	}
+	if done := c.find("turn/completed", nil); len(done) != 1 || done[0].str("turn.status") != "interrupted" {
+		t.Errorf("turn/completed = %v, want one, interrupted", done)
 	}
 	if d := time.Since(begin); d > 5*time.Second {
 		t.Errorf("exit took %v after stdin EOF, want a prompt exit", d)

@@ -48,6 +48,10 @@ type stream struct {
 	stickyErr  error           // returned by every read after the input ended
 	onResponse func(m message) // set before the first read; gets client responses
 
+	// inputEnded is closed when reading stops at the end of the input or
+	// a read error (readError says which), not when the stream is closed.
+	inputEnded chan struct{}
+
 	// Write side.
 	q          chan outItem
 	w          *bufio.Writer // owned by the writer goroutine
@@ -81,6 +85,7 @@ func newStream(r io.Reader, w io.Writer, maxLine int, log *slog.Logger, trace bo
 		w:          bufio.NewWriterSize(w, writeBufSize),
 		closing:    make(chan struct{}),
 		writerDone: make(chan struct{}),
+		inputEnded: make(chan struct{}),
 	}
 	go st.writeLoop()
 	return st
@@ -126,6 +131,7 @@ func (st *stream) next() (message, error) {
 			st.mu.Lock()
 			if st.readErr == nil {
 				st.readErr = err
+				close(st.inputEnded)
 			}
 			st.mu.Unlock()
 			return message{}, err

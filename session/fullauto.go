@@ -600,7 +600,7 @@ func (t *thread) stopRun() {
 // startRunTurn starts a turn for the run: with text as a visible user
 // message, or with in's hidden input or carried-over items.
 func (t *thread) startRunTurn(in autoTurnInput, text string) {
-	if t.turn != nil || !t.auto.run.active() {
+	if t.turn != nil || !t.auto.run.active() || t.m.inputClosed.Load() { // no client: the next one resumes the run
 		return
 	}
 	t.auto.run.LastKind = in.kind

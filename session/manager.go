@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apserver/apserver/config"
@@ -68,11 +69,18 @@ type Manager struct {
 	toolsOnce sync.Once
 	tools     []model.Tool // the agent's tools, built on first use (tools.go)
 
-	mu      sync.Mutex
-	threads map[string]*thread // loaded threads
-	models  map[string]*model.Client
-	ckpts   map[string]*checkpoint.Store // by workspace
-	fsw     watchState                   // fs/watch, made on first use
+	// inputClosed: the client's input has ended (Drain); full-auto runs
+	// start no new turn. eofCancelled counts the requests answered by
+	// apserver because no client was left to (drain.go).
+	inputClosed  atomic.Bool
+	eofCancelled atomic.Int64
+
+	mu        sync.Mutex
+	turnEnded chan struct{}      // closed at the next turn/completed, for Drain; nil: nobody waits
+	threads   map[string]*thread // loaded threads
+	models    map[string]*model.Client
+	ckpts     map[string]*checkpoint.Store // by workspace
+	fsw       watchState                   // fs/watch, made on first use
 }
 
 // NewManager starts opening the store and returns at once.
@@ -144,7 +152,12 @@ func (m *Manager) Close() error {
 	return nil
 }
 
-func (m *Manager) notify(method string, params any) { m.client.Notify(method, params) }
+func (m *Manager) notify(method string, params any) {
+	m.client.Notify(method, params)
+	if method == protocol.NotifyTurnCompleted {
+		m.signalTurnEnded()
+	}
+}
 
 func (m *Manager) loaded(id string) *thread {
 	m.mu.Lock()

@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/apserver/apserver/protocol"
@@ -55,6 +56,10 @@ func (t *thread) sendRequest(tr *turn, req serverRequest, onAnswer func(reqID in
 				return
 			}
 			tr.dropRequest(id)
+			if errors.Is(err, ErrNoClient) { // the input ended (drain.go)
+				t.noClient(tr, req, id, onAnswer)
+				return
+			}
 			onAnswer(id, raw, err)
 		})
 	}()

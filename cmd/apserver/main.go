@@ -34,6 +34,11 @@ import (
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "0.1.0-dev"
 
+// exitUnfinished is serve's exit status when stdin ended with work that
+// could not end normally: a turn interrupted, or an approval or question
+// cancelled because no client was left to answer it (docs/protocol.md).
+const exitUnfinished = 3
+
 func main() {
 	args := os.Args[1:]
 	cmd := ""
@@ -93,6 +98,7 @@ Run "apserver serve -h" for the server's flags. Configuration: docs/configuratio
 type serveFlags struct {
 	dataDir, configFile, model, provider, baseURL, wire, logFile, logLevel, durability string
 	cpuProfile                                                                         string
+	onEOF                                                                              session.EOFMode
 	maxLine                                                                            int
 	trace, noCoalesce                                                                  bool
 }
@@ -153,6 +159,11 @@ func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var f serveFlags
 	f.register(fs)
+	fs.Func("on-eof", "when stdin ends: drain (finish running turns, then exit) or interrupt (interrupt them, exit at once) (default drain)", func(v string) error {
+		m, err := session.ParseEOFMode(v)
+		f.onEOF = m
+		return err
+	})
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -182,10 +193,15 @@ func serve(args []string) error {
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
-	return runServer(context.Background(), cfg, &f, os.Stdin, os.Stdout, log)
+	err = runServer(context.Background(), cfg, &f, os.Stdin, os.Stdout, log)
+	if errors.Is(err, session.ErrUnfinished) {
+		return &exitError{code: exitUnfinished, msg: err.Error()}
+	}
+	return err
 }
 
-// runServer serves one connection until its input ends.
+// runServer serves one connection until its input ends and the work in
+// flight is drained (f.onEOF).
 func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Reader, out io.Writer, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -201,13 +217,15 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 	if strings.EqualFold(cfg.Durability, "full") {
 		sync = "FULL"
 	}
+	var mgr *session.Manager
 	srv := server.New(in, out, server.Options{
 		MaxLineBytes: cfg.MaxLineBytes,
 		Logger:       log,
 		Trace:        f.trace,
 		ServerInfo:   server.ServerInfo{Name: "apserver", Version: version, Home: dataDir},
+		OnInputEnd:   func(ctx context.Context) error { return mgr.Drain(ctx, f.onEOF) },
 	})
-	mgr := session.NewManager(session.Options{
+	mgr = session.NewManager(session.Options{
 		OpenStore: func() (*store.Store, error) {
 			return store.Open(filepath.Join(dataDir, store.FileName), store.Options{Synchronous: sync})
 		},

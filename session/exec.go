@@ -116,8 +116,16 @@ func (t *thread) askApproval(tr *turn, run *commandRun, reason string) {
 	if reason != "" {
 		params.Reason = ptr(reason)
 	}
-	if run.plan.forbidden() {
-		why := run.plan.reason()
+	var why string
+	switch {
+	case run.plan.forbidden():
+		why = run.plan.reason()
+	case run.plan.escalated:
+		why = "The agent asks to run this command outside the sandbox"
+	case run.plan.opaque() != "":
+		why = "The rules cannot read this command fully: " + run.plan.opaque()
+	}
+	if why != "" {
 		if reason != "" {
 			why += ". The agent says: " + reason
 		}
@@ -125,7 +133,8 @@ func (t *thread) askApproval(tr *turn, run *commandRun, reason string) {
 		params.ProposedExecpolicyAmendment = nil
 	}
 	req := serverRequest{Method: protocol.RequestCommandApproval, Params: params, Kind: "command", Command: run.command,
-		Rule: run.plan.ruleDecision(), RuleName: run.plan.ruleName(), Sandboxed: run.plan.sandboxed()}
+		Rule: run.plan.ruleDecision(), RuleName: run.plan.ruleName(), Sandboxed: run.plan.sandboxed(),
+		Escalated: run.plan.escalated, Opaque: run.plan.opaque()}
 	if raw, ok := t.autoAnswer(tr, req); ok {
 		t.notifyItemStarted(tr, run.item)
 		t.onApproval(tr, run, -1, raw, nil)
@@ -158,7 +167,7 @@ func (t *thread) onApproval(tr *turn, run *commandRun, reqID int64, raw json.Raw
 	case protocol.DecisionAccept, "acceptWithExecpolicyAmendment", "applyNetworkPolicyAmendment":
 		t.startExec(tr, run)
 	case protocol.DecisionAcceptForSession:
-		t.approved[run.command] = true
+		t.approved[approvalKey(run.command, run.plan.escalated)] = true
 		t.startExec(tr, run)
 	case protocol.DecisionDecline:
 		t.finishCommand(tr, run, protocol.ItemDeclined, "The user declined to run this command. Do not retry it; continue without it or explain what you needed.")

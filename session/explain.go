@@ -46,9 +46,19 @@ func (m *Manager) explainer(id string, s threadSettings, approved, approvedPaths
 func (t *thread) explain(p protocol.PolicyExplainParams) protocol.PolicyExplainResult {
 	res := protocol.PolicyExplainResult{Sandbox: t.settings.Sandbox, Approval: t.settings.ApprovalPolicy}
 	if p.Command != nil {
-		plan := t.planCommand(*p.Command, false)
+		escalated := p.SandboxPermissions != nil && *p.SandboxPermissions == "require_escalated"
+		// The very plan a command of this thread gets: same function, same
+		// rules, approvals and sandbox.
+		plan := t.planCommand(*p.Command, escalated)
 		v := plan.verdict
 		res.Decision, res.Reason, res.Effective = v.Decision.String(), v.Reason, plan.effective()
+		res.Escalated = escalated
+		if v.Opaque != "" {
+			res.Opaque = ptr(v.Opaque)
+		}
+		if plan.refuse != "" {
+			res.Refusal = ptr(plan.refuse)
+		}
 		res.Source = "default"
 		if v.Rule != nil {
 			res.Rule = ptr(strings.TrimSpace(v.Rule.Decision.String() + " " + strings.Join(v.Rule.Prefix, " ")))

@@ -108,8 +108,22 @@ func commandActions(cmd string) []protocol.CommandAction {
 // commands: the waitingOnApproval status first, then item/started, then the
 // request.
 func (t *thread) askApproval(tr *turn, run *commandRun, reason string) {
+	req := t.commandRequest(tr.id, run, reason)
+	if raw, ok := t.autoAnswer(tr, req); ok {
+		t.notifyItemStarted(tr, run.item)
+		t.onApproval(tr, run, -1, raw, nil)
+		return
+	}
+	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{protocol.FlagWaitingOnApproval}})
+	t.notifyItemStarted(tr, run.item)
+	t.sendRequest(tr, req, func(id int64, raw json.RawMessage, err error) { t.onApproval(tr, run, id, raw, err) })
+}
+
+// commandRequest is the approval request for a planned command; full
+// auto's rules judge it by its Rule, Sandboxed, Escalated and Opaque.
+func (t *thread) commandRequest(turnID string, run *commandRun, reason string) serverRequest {
 	params := protocol.CommandApprovalParams{
-		ThreadID: t.id, TurnID: tr.id, ItemID: run.item.ID, StartedAtMs: nowMs(),
+		ThreadID: t.id, TurnID: turnID, ItemID: run.item.ID, StartedAtMs: nowMs(),
 		Kind: "command", Command: ptr(run.item.Command), Cwd: ptr(run.dir),
 		CommandActions: run.item.CommandActions, ProposedExecpolicyAmendment: proposedPrefix(run.command),
 	}
@@ -120,8 +134,6 @@ func (t *thread) askApproval(tr *turn, run *commandRun, reason string) {
 	switch {
 	case run.plan.forbidden():
 		why = run.plan.reason()
-	case run.plan.escalated:
-		why = "The agent asks to run this command outside the sandbox"
 	case run.plan.opaque() != "":
 		why = "The rules cannot read this command fully: " + run.plan.opaque()
 	}
@@ -132,17 +144,9 @@ func (t *thread) askApproval(tr *turn, run *commandRun, reason string) {
 		params.Reason = ptr(why)
 		params.ProposedExecpolicyAmendment = nil
 	}
-	req := serverRequest{Method: protocol.RequestCommandApproval, Params: params, Kind: "command", Command: run.command,
+	return serverRequest{Method: protocol.RequestCommandApproval, Params: params, Kind: "command", Command: run.command,
 		Rule: run.plan.ruleDecision(), RuleName: run.plan.ruleName(), Sandboxed: run.plan.sandboxed(),
 		Escalated: run.plan.escalated, Opaque: run.plan.opaque()}
-	if raw, ok := t.autoAnswer(tr, req); ok {
-		t.notifyItemStarted(tr, run.item)
-		t.onApproval(tr, run, -1, raw, nil)
-		return
-	}
-	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{protocol.FlagWaitingOnApproval}})
-	t.notifyItemStarted(tr, run.item)
-	t.sendRequest(tr, req, func(id int64, raw json.RawMessage, err error) { t.onApproval(tr, run, id, raw, err) })
 }
 
 func (tr *turn) dropRequest(id int64) {

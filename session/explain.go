@@ -21,7 +21,14 @@ func (m *Manager) ExplainPolicy(ctx context.Context, p protocol.PolicyExplainPar
 			if p.Cwd != nil && *p.Cwd != "" {
 				s.Cwd = *p.Cwd
 			}
-			reply(m.explainer(t.id, s, t.approved, t.approvedPaths).explain(p), nil)
+			ex := m.explainer(t.id, s, t.approved, t.approvedPaths)
+			if s.Cwd == t.settings.Cwd {
+				// Share the thread's loaded rules, so that a query warns
+				// about a rules file once, as the thread's commands do.
+				ex.rules = t.rules
+				defer func() { t.rules = ex.rules }()
+			}
+			reply(ex.explain(p), nil)
 		})
 		return
 	}

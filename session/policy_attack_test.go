@@ -68,7 +68,7 @@ func (b *attackBed) harmed(t *testing.T) string {
 // attackManager is a Manager whose threads see a kernel sandbox that can
 // enforce every policy, so that sandbox modes plan as they would on a
 // machine that has one.
-func attackManager(t *testing.T) *Manager {
+func attackManager(t testing.TB) *Manager {
 	t.Helper()
 	m := NewManager(Options{
 		Config:         config.Default(),
@@ -331,4 +331,43 @@ func TestExplainIsThePlan(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzExplainIsThePlan: for any command, in any approval policy and
+// sandbox, escalated or not, policy/explain reports the plan the command
+// gets when the model runs it.
+func FuzzExplainIsThePlan(f *testing.F) {
+	for _, seed := range []string{"git push", "$(echo git) push", "make test", `eval "git push"`, "go test ./...", "echo 'x"} {
+		f.Add(seed, uint8(0))
+	}
+	m := attackManager(f)
+	ws := f.TempDir()
+	esc := "require_escalated"
+	f.Fuzz(func(t *testing.T, cmd string, mode uint8) {
+		if cmd == "" {
+			return
+		}
+		approval := attackApprovals[int(mode)%len(attackApprovals)]
+		sb := attackSandboxes[int(mode/4)%len(attackSandboxes)]
+		escalated := mode&0x80 != 0
+		th := m.explainer("t", threadSettings{Cwd: ws, ApprovalPolicy: approval, Sandbox: sb}, map[string]bool{}, nil)
+		p := protocol.PolicyExplainParams{Command: &cmd}
+		if escalated {
+			p.SandboxPermissions = &esc
+		}
+		res := th.explain(p)
+		plan := th.planCommand(cmd, escalated)
+		opaque := ""
+		if res.Opaque != nil {
+			opaque = *res.Opaque
+		}
+		if res.Effective != plan.effective() || res.Decision != plan.ruleDecision() || opaque != plan.opaque() {
+			t.Fatalf("explain %q (%s, %s, escalated %v) = %s/%s; plan %s/%s", cmd, approval, sb, escalated, res.Decision, res.Effective, plan.ruleDecision(), plan.effective())
+		}
+		// Forbidden, escalated and opaque commands never run unasked
+		// outside the sandbox.
+		if (plan.forbidden() || escalated || plan.opaque() != "") && !plan.ask && plan.refuse == "" && (plan.sandbox == nil || plan.forbidden() || escalated) {
+			t.Fatalf("%q (%s, %s, escalated %v) runs without a human: %s", cmd, approval, sb, escalated, plan.effective())
+		}
+	})
 }

@@ -89,6 +89,7 @@ func approvalRequest(req serverRequest) controller.ApprovalRequest {
 		Kind: req.Kind, Command: req.Command, Prefix: commandPrefix(req.Command),
 		RuleDecision: req.Rule, Rule: req.RuleName, Paths: append([]string{}, req.Paths...),
 		InsideWritableRoots: req.InsideWorkspace, Sandboxed: req.Sandboxed,
+		Escalated: req.Escalated, Opaque: req.Opaque,
 	}
 }
 
@@ -137,8 +138,8 @@ func copyDenials(m map[string]int) map[string]int {
 func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID int64, raw json.RawMessage, err error)) bool {
 	a := &t.auto
 	r := a.run
-	if !r.active() || r.Approvals == controller.ApproveAsk || req.Rule == "forbidden" {
-		return false // a forbidden command is a human's call
+	if !r.active() || r.Approvals == controller.ApproveAsk || req.Rule == "forbidden" || req.Escalated || req.Opaque != "" {
+		return false // forbidden, escalated and opaque commands are a human's call
 	}
 	dm := t.m.decisionModel()
 	key := requestKey(req)

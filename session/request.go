@@ -24,6 +24,10 @@ type serverRequest struct {
 	Rule, RuleName string
 	// Sandboxed: the command would run confined by the kernel sandbox.
 	Sandboxed bool
+	// Escalated: the command asks to run outside the sandbox. Opaque says
+	// why the rules cannot read it fully. Either makes it a human's call.
+	Escalated bool
+	Opaque    string
 	// InsideWorkspace: every path of a file change is inside the writable
 	// roots.
 	InsideWorkspace bool

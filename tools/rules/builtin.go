@@ -14,12 +14,11 @@ var builtinRules = slices.Concat(
 	prefixRules(Allow, "runs the project's tests, build or linters",
 		"go test", "go build", "go vet", "go fmt", "go list", "go version",
 		"gofmt -l", "gofmt -d", "golangci-lint run", "staticcheck",
-		"make test", "make build", "make lint", "make check",
 		"cargo test", "cargo build", "cargo check", "cargo clippy", "cargo fmt",
 		"npm test", "npm run test", "npm run build", "npm run lint", "npx tsc",
 		"pnpm test", "pnpm run test", "pnpm lint", "yarn test", "yarn lint",
 		"pytest", "python -m pytest", "python3 -m pytest", "tox", "mypy", "ruff check",
-		"mvn test", "gradle test", "./gradlew test", "ctest", "cmake --build",
+		"mvn test", "gradle test", "ctest", "cmake --build",
 		"tsc --noEmit", "eslint", "prettier --check", "shellcheck",
 	),
 	prefixRules(Allow, "only reads",
@@ -676,6 +675,15 @@ func (e *env) removal(t word, bases cwdSet) match {
 	switch {
 	case t.home:
 		return yes
+	case t.under != "":
+		// A file find found at or under a starting point: forbidden when
+		// the starting point lies outside the writable roots or holds one.
+		return e.each(t.under, bases, func(abs string) match {
+			if e.inside(abs) || slices.Contains(e.roots, abs) {
+				return maybe
+			}
+			return yes
+		})
 	case t.kind == dynamic:
 		return maybe
 	case t.kind == glob:

@@ -12,7 +12,8 @@
 //
 // Rules come from the builtin set, then the user's rules file (rules beside
 // the user config file, so ~/.config/apserver/rules by default, or
-// rules_file in the user config), then the workspace's .apserver/rules. A
+// rules_file in the user config), then the workspace's .apserver/rules,
+// whose allow rules the session drops unless the user trusts the project. A
 // file is read line by line:
 //
 //	# Lines starting with # are comments; blank lines are ignored.
@@ -71,13 +72,15 @@
 // quotes, in assignments and redirections, in here-documents), process
 // substitutions <( ) >( ), the script of `bash -c '...'`, `sh -c`, `zsh -c`
 // (and dash, ksh, mksh), a script fed to a shell as a here-document or
-// here-string, and the commands of find -exec, -execdir, -ok and -okdir.
+// here-string, the words of eval when they are plain, and the commands of
+// find -exec, -execdir, -ok and -okdir, whose {} stands for a file at or
+// under each starting point (so `find / -exec rm -rf {} +` removes /).
 // Quotes are removed before matching, so an argument such as "git push"
 // inside echo is a word, not a command, while `"git" push` is git push.
 //
-// Wrappers are looked through: env (with its options and VAR=value words),
-// sudo, doas, timeout, nice, nohup, xargs, time, command, builtin, exec,
-// setsid, stdbuf and ionice, as well as leading VAR=value assignments and
+// Wrappers are looked through: env (with its options and VAR=value words,
+// and the plain words of -S), sudo, doas, timeout, nice, nohup, xargs, time,
+// command, builtin, exec, setsid, stdbuf, ionice and busybox, as well as leading VAR=value assignments and
 // git's global options (git -C dir push is git push). Wrappers and shells
 // count as such only by name or from a standard bin directory: ./env is a
 // script like any other. Allow rules are
@@ -98,18 +101,44 @@
 // compares a word may or may not match: an allow rule then does not apply,
 // and a forbidden rule turns the command into a prompt (`git $cmd` is
 // prompted because $cmd may be push). A command whose program itself is
-// unknown ($cmd, $(which x)), a `bash -c` of an unknown string, eval,
-// source and . are prompted, and so is a command string that does not
-// parse.
+// unknown ($cmd, $(which x)), a `bash -c` of an unknown string, and a
+// command string that does not parse are prompted.
+//
+// # Opaque commands
+//
+// Verdict.Opaque says why the rules cannot read a command fully; the
+// session never runs an opaque command without a human, except inside the
+// kernel sandbox under approval policy never. A command is opaque when a
+// part of it:
+//
+//   - may or may not match a forbidden rule (`git $x`, `echo push | xargs
+//     git`, `find . -exec rm -rf {} +`, which may remove the workspace);
+//   - runs a program that cannot be known ($cmd, $(echo git)), or eval, a
+//     shell's -c, or env -S of a dynamic string;
+//   - runs inline code or code from standard input in an interpreter
+//     (python -c, node -e, perl -e, ruby -e, `... | sh`, `... | python3`);
+//   - runs a file: a shell or interpreter given a script (sh x.sh, python
+//     x.py), source or ., a program given by a path outside the standard
+//     bin directories (./x.sh, scripts/check.sh), or make, gmake and just
+//     (recipes from a file in the workspace);
+//   - defines an alias, or gives git configuration that can run programs or
+//     define aliases (-c with any key but color.* and core.quotepath,
+//     --config-env, --exec-path=).
+//
+// A file-running part is readable when a rule that is not builtin allows it
+// for certain (`allow make test`, `allow ./scripts/check.sh`): builtin rules
+// vouch for no file. eval of plain words is read as the script it runs, so
+// `eval "git push"` is forbidden. The rules do not read the code that
+// allowed test runners and builds run (go test, npm test, pytest); the
+// sandbox confines it. An opaque verdict is never Allow.
 //
 // # Builtin rules
 //
 // Allowed, as tests, builds and linters: go test, build, vet, fmt, list and
-// version; gofmt -l and -d; golangci-lint run; staticcheck; make test,
-// build, lint and check; cargo test, build, check, clippy and fmt; npm test,
+// version; gofmt -l and -d; golangci-lint run; staticcheck; cargo test, build, check, clippy and fmt; npm test,
 // npm run test|build|lint; npx tsc; pnpm test, pnpm run test, pnpm lint;
 // yarn test and lint; pytest; python -m pytest (and python3); tox; mypy;
-// ruff check; mvn test; gradle test and ./gradlew test; ctest; cmake
+// ruff check; mvn test; gradle test; ctest; cmake
 // --build; tsc --noEmit; eslint; prettier --check; shellcheck.
 //
 // Allowed, as read-only: ls, cat, head, tail, wc, grep, pwd, echo, printf,

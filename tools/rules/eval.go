@@ -51,7 +51,8 @@ func newEnv(ctx Context) (*env, cwdSet) {
 func (s *Set) Evaluate(command string, ctx Context) Verdict {
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
 	if err != nil {
-		return Verdict{Decision: Prompt, Part: command, Reason: fmt.Sprintf("cannot parse the command (%v); asking", err)}
+		why := fmt.Sprintf("cannot parse the command (%v)", err)
+		return Verdict{Decision: Prompt, Part: command, Reason: why + "; asking", Opaque: why}
 	}
 	if len(f.Stmts) == 0 {
 		return Verdict{Decision: Prompt, Part: command, Reason: "the command is empty; asking"}
@@ -63,14 +64,24 @@ func (s *Set) Evaluate(command string, ctx Context) Verdict {
 		return Verdict{Decision: Allow, Part: command, Reason: "runs no programs"}
 	}
 	var out Verdict
+	opaque := ""
 	for i, p := range w.parts {
 		v := s.decide(p, e)
+		if opaque == "" {
+			opaque = v.Opaque
+		}
 		// An allowed command is explained by a rule that allows it rather
-		// than by a part that runs nothing.
-		if i == 0 || v.Decision > out.Decision || v.Decision == Allow && out.Decision == Allow && out.Rule == nil && v.Rule != nil {
+		// than by a part that runs nothing; a prompted one by an opaque
+		// part, which says why it cannot be read.
+		if i == 0 || v.Decision > out.Decision ||
+			v.Decision == Allow && out.Decision == Allow && out.Rule == nil && v.Rule != nil ||
+			v.Decision == Prompt && out.Decision == Prompt && out.Opaque == "" && v.Opaque != "" {
 			out = v
 		}
 	}
+	// A command with one part the rules cannot read is opaque as a whole,
+	// whichever part decided.
+	out.Opaque = opaque
 	return out
 }
 
@@ -81,6 +92,8 @@ func (s *Set) decide(p *part, e *env) Verdict {
 		bestD    Decision
 		bestM    match
 		definite bool
+		// maybeForbidden is a forbidden rule that may match.
+		maybeForbidden *Rule
 	)
 	for i := range s.rules {
 		r := &s.rules[i]
@@ -89,6 +102,9 @@ func (s *Set) decide(p *part, e *env) Verdict {
 			continue
 		}
 		d := r.Decision
+		if m == maybe && d == Forbidden && maybeForbidden == nil {
+			maybeForbidden = r
+		}
 		if m == maybe {
 			if d == Allow {
 				continue // an allow rule must match for certain
@@ -100,7 +116,18 @@ func (s *Set) decide(p *part, e *env) Verdict {
 		}
 	}
 	if p.unknown != "" && (best == nil || !definite || bestD == Allow) {
-		return Verdict{Decision: Prompt, Part: p.text, Reason: p.unknown + "; asking"}
+		return Verdict{Decision: Prompt, Part: p.text, Reason: p.unknown + "; asking", Opaque: p.unknown}
+	}
+	// A part that runs code the rules do not read (inline code, a script
+	// file, make, a git alias) is opaque unless the user's own rules allow
+	// it for certain: a builtin allow rule does not vouch for the file.
+	if p.opaque != "" && bestD < Forbidden && !(bestD == Allow && definite && best.Source != builtinSource) {
+		v := Verdict{Decision: Prompt, Part: p.text, Reason: p.opaque + "; asking", Opaque: p.opaque}
+		if best != nil && bestD == Prompt {
+			rule := *best
+			v.Rule = &rule
+		}
+		return v
 	}
 	if best == nil {
 		if p.neutral {
@@ -126,6 +153,13 @@ func (s *Set) decide(p *part, e *env) Verdict {
 	}
 	if bestM == yes && best.Reason != "" {
 		v.Reason += ": " + best.Reason
+	}
+	if p.unknown != "" && bestD < Forbidden {
+		v.Opaque = p.unknown
+	} else if maybeForbidden != nil && bestD < Forbidden {
+		// Whether a forbidden program runs depends on what is only known
+		// when the command runs: the command is opaque.
+		v.Opaque = fmt.Sprintf("cannot tell whether %q is %s", p.text, maybeForbidden.String())
 	}
 	return v
 }

@@ -157,6 +157,12 @@ type Verdict struct {
 	Part string
 	// Reason is a sentence for the user and the model.
 	Reason string
+	// Opaque, when not empty, says why the rules cannot read the command
+	// fully: what it runs depends on something they do not see (a
+	// variable, inline code, a script file, a git alias). An opaque command
+	// is at least prompted, and the session never runs one without a human
+	// or the sandbox; see the package documentation.
+	Opaque string
 }
 
 // LoadError is a problem in a rules file.

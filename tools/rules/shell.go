@@ -58,6 +58,9 @@ type word struct {
 	split bool
 	// home: the word is the home directory (~, $HOME, "${HOME}/").
 	home bool
+	// under, for find's {} in -exec, is the starting point the file is at
+	// or under.
+	under string
 }
 
 // couldStartWith reports whether w may begin with prefix.
@@ -496,8 +499,12 @@ type part struct {
 	bases   cwdSet
 	text    string
 	// unknown, when set, says why the part cannot be judged; it is at least
-	// prompted.
+	// prompted, and opaque.
 	unknown string
+	// opaque, when set, says what code the part runs that the rules do not
+	// read (inline code, a script file, make's recipes, a git alias); it is
+	// opaque unless a rule of the user's allows it for certain.
+	opaque string
 	// neutral: the part runs no program of its own (a bare redirection, a
 	// shell running a script whose commands are parts too); only forbidden
 	// and prompt rules apply, and if none matches it is allowed.
@@ -807,12 +814,34 @@ func (w *walker) command(sc *script, words []word, p *part, stdin *syntax.Redire
 	name := program(cur)
 	if !systemProgram(cur[0]) {
 		name = "" // a script that only shares a name, such as ./env
+		p.opaque = fmt.Sprintf("runs the program file %s, which the rules do not read", cur[0].src)
 	}
-	if shells[name] && w.shell(sc, cur, p, stdin) {
-		return
+	if shells[name] {
+		if w.shell(sc, cur, p, stdin) {
+			return
+		}
+		if p.unknown == "" {
+			p.opaque = shellInput(cur)
+		}
 	}
-	if name == "exec" {
+	switch {
+	case name == "exec":
 		p.neutral = true // exec with only redirections
+	case name == "eval":
+		if w.eval(sc, cur, p) {
+			return
+		}
+	case name == "source" || name == ".":
+		p.opaque = fmt.Sprintf("%s runs a script file, which the rules do not read", cur[0].src)
+		if len(cur) > 1 {
+			p.opaque = fmt.Sprintf("%s runs the script file %s, which the rules do not read", cur[0].src, cur[1].src)
+		}
+	case name == "alias":
+		p.opaque = "alias changes what later commands run"
+	case name == "make" || name == "gmake" || name == "just":
+		p.opaque = fmt.Sprintf("%s runs recipes from a file in the workspace, which the rules do not read", name)
+	case interpreter(name) && !shells[name]:
+		p.opaque = interpreterInput(name, cur)
 	}
 	p.text = p.render()
 	if name == "git" {
@@ -830,6 +859,76 @@ func (w *walker) command(sc *script, words []word, p *part, stdin *syntax.Redire
 			w.command(sc, ex.words, np, nil)
 		}
 	}
+}
+
+// eval runs its arguments, joined by spaces, as a script: when they are
+// all known, eval emits itself as a neutral part and walks the script.
+// Otherwise it marks p unknown and reports false.
+func (w *walker) eval(sc *script, cmd []word, p *part) bool {
+	src := make([]string, 0, len(cmd)-1)
+	for _, a := range cmd[1:] {
+		if a.kind != literal {
+			p.unknown = fmt.Sprintf("cannot tell what %s runs", cmd[0].src)
+			return false
+		}
+		src = append(src, a.text)
+	}
+	p.neutral = true
+	p.text = p.render()
+	w.emit(p)
+	w.nested(strings.Join(src, " "), p.bases)
+	return true
+}
+
+// shellInput says what a shell that runs neither -c nor a here-document
+// runs: a script file, or what it reads on standard input.
+func shellInput(cmd []word) string {
+	for _, a := range cmd[1:] {
+		if a.kind != literal {
+			return fmt.Sprintf("cannot tell what %s runs", cmd[0].src)
+		}
+		if !strings.HasPrefix(a.text, "-") && !strings.HasPrefix(a.text, "+") {
+			return fmt.Sprintf("%s runs the script file %s, which the rules do not read", cmd[0].src, a.src)
+		}
+	}
+	return fmt.Sprintf("%s runs commands from its standard input, which the rules do not read", cmd[0].src)
+}
+
+// interpreterInput says what code an interpreter (python, node, perl, ...)
+// runs that the rules do not read: inline code (-c, -e, --eval), a script
+// file, or standard input. It returns "" when the interpreter only reports
+// (--version, --help) or runs a module by name (python -m pytest), which
+// other rules judge.
+func interpreterInput(name string, cmd []word) string {
+	info := false
+	for _, a := range cmd[1:] {
+		if a.kind != literal {
+			return fmt.Sprintf("cannot tell what code %s runs", cmd[0].src)
+		}
+		t := a.text
+		switch {
+		case t == "-m" && strings.HasPrefix(name, "python"):
+			return ""
+		case t == "--version" || t == "-V" || t == "--help" || t == "-h":
+			info = true
+		case strings.HasPrefix(t, "--"):
+			if strings.HasPrefix(t, "--eval") || strings.HasPrefix(t, "--print") || strings.HasPrefix(t, "--command") || strings.HasPrefix(t, "--require") || strings.HasPrefix(t, "--import") {
+				return fmt.Sprintf("%s runs inline code, which the rules do not read", cmd[0].src)
+			}
+		case len(t) > 1 && t[0] == '-':
+			if strings.ContainsAny(t[1:], "ceErpM") {
+				return fmt.Sprintf("%s runs inline code, which the rules do not read", cmd[0].src)
+			}
+		case t == "-":
+			return fmt.Sprintf("%s runs code from its standard input, which the rules do not read", cmd[0].src)
+		default:
+			return fmt.Sprintf("%s runs the script file %s, which the rules do not read", cmd[0].src, a.src)
+		}
+	}
+	if info {
+		return ""
+	}
+	return fmt.Sprintf("%s runs code from its standard input, which the rules do not read", cmd[0].src)
 }
 
 // shells run a script given with -c or on standard input.

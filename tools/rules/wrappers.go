@@ -102,6 +102,7 @@ var wrappers = map[string]unwrapFunc{
 	"exec":    skipOptions(optSpec{short: "a"}, 0),
 	"time":    skipOptions(optSpec{short: "fo", long: []string{"format", "output"}}, 0),
 	"stdbuf":  skipOptions(optSpec{short: "ioe", long: []string{"input", "output", "error"}}, 0),
+	"busybox": skipOptions(optSpec{}, 0),
 	"ionice":  skipOptions(optSpec{short: "cnpPu", long: []string{"class", "classdata", "pid", "pgid", "uid"}}, 0),
 }
 
@@ -185,22 +186,30 @@ func validName(s string) bool {
 var envSpec = optSpec{short: "uCS", long: []string{"unset", "chdir", "split-string"}}
 
 func unwrapEnv(cmd []word, p *part) ([]word, string) {
-	split := false
+	var split []*word
 	i, ok := envSpec.scan(cmd[1:], func(opt string, arg *word) {
 		switch opt {
 		case "-C", "--chdir":
 			p.bases = p.bases.chdir(arg)
 		case "-S", "--split-string":
-			split = true
+			split = append(split, arg)
 		}
 	})
-	switch {
-	case !ok:
+	if !ok {
 		return nil, unknownOptions(cmd)
-	case split:
-		return nil, "cannot tell what env -S runs"
 	}
-	return p.skipAssigns(cmd[1+i:]), ""
+	// env -S splits its argument into words: read plain words, and call
+	// anything with quotes, escapes or expansions unknown.
+	var words []word
+	for _, a := range split {
+		if a == nil || a.kind != literal || strings.ContainsAny(a.text, `"'\$`+"`") {
+			return nil, "cannot tell what env -S runs"
+		}
+		for _, f := range strings.Fields(a.text) {
+			words = append(words, word{text: f, src: f})
+		}
+	}
+	return p.skipAssigns(append(words, cmd[1+i:]...)), ""
 }
 
 var sudoSpec = optSpec{short: "CDghpRrTtUu", long: []string{
@@ -316,14 +325,19 @@ func gitCommand(cmd []word, p *part) []word {
 				continue
 			}
 			p.gitConfig = true
+			p.opaque = "git -c can define aliases and make git run other programs (core.sshCommand, core.pager, ...), which the rules do not read"
 			i++
 		case "--config-env":
 			p.gitConfig = true
+			p.opaque = "git --config-env can define aliases and make git run other programs, which the rules do not read"
 			if !hasVal {
 				i++
 			}
 		case "--exec-path":
-			p.gitConfig = p.gitConfig || hasVal
+			if hasVal {
+				p.gitConfig = true
+				p.opaque = "git --exec-path makes git run its commands from another directory"
+			}
 		case "-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--attr-source":
 			if !hasVal {
 				i++
@@ -344,8 +358,13 @@ type findExec struct {
 
 // findExecs returns the commands of find's -exec, -execdir, -ok and -okdir,
 // with the {} file name as an unknown word.
+//
+// When find's starting points are all known, each command is returned once
+// per starting point, with {} standing for a file at or under it, so that
+// `find / -exec rm -rf {} +` reads as removing / and what is under it.
 func findExecs(cmd []word) []findExec {
 	var out []findExec
+	roots := findRoots(cmd)
 	for i := 1; i < len(cmd); i++ {
 		a := cmd[i]
 		if a.kind != literal || a.text != "-exec" && a.text != "-execdir" && a.text != "-ok" && a.text != "-okdir" {
@@ -357,14 +376,61 @@ func findExecs(cmd []word) []findExec {
 			if w.kind == literal && (w.text == ";" || w.text == "+") {
 				break
 			}
-			if k := strings.Index(w.text, "{}"); w.kind != dynamic && k >= 0 {
-				w = word{src: w.src, kind: dynamic, lead: w.text[:k]}
-			}
 			ex.words = append(ex.words, w)
 		}
-		if len(ex.words) > 0 {
-			out = append(out, ex)
+		if len(ex.words) == 0 {
+			continue
+		}
+		if len(roots) == 0 {
+			out = append(out, ex.under(""))
+		}
+		for _, r := range roots {
+			out = append(out, ex.under(r))
 		}
 	}
 	return out
+}
+
+// under returns ex with each word holding {} made an unknown word; a {}
+// word that is exactly {} records root as where its file lies.
+func (ex findExec) under(root string) findExec {
+	ws := make([]word, len(ex.words))
+	for j, w := range ex.words {
+		if k := strings.Index(w.text, "{}"); w.kind != dynamic && k >= 0 {
+			nw := word{src: w.src, kind: dynamic, lead: w.text[:k]}
+			if w.text == "{}" {
+				nw.under = root
+			}
+			w = nw
+		}
+		ws[j] = w
+	}
+	return findExec{words: ws, dir: ex.dir}
+}
+
+// findRoots returns find's starting points when all are plain words, or
+// nil. Without any, find starts at ".".
+func findRoots(cmd []word) []string {
+	i := 1
+	for i < len(cmd) && cmd[i].kind == literal && (cmd[i].text == "-H" || cmd[i].text == "-L" || cmd[i].text == "-P" || strings.HasPrefix(cmd[i].text, "-O") || strings.HasPrefix(cmd[i].text, "-D")) {
+		if cmd[i].text == "-D" {
+			i++
+		}
+		i++
+	}
+	var roots []string
+	for ; i < len(cmd); i++ {
+		a := cmd[i]
+		if a.kind != literal {
+			return nil
+		}
+		if strings.HasPrefix(a.text, "-") || a.text == "(" || a.text == "!" || a.text == "," {
+			break
+		}
+		roots = append(roots, a.text)
+	}
+	if len(roots) == 0 {
+		roots = []string{"."}
+	}
+	return roots
 }

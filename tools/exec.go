@@ -106,23 +106,15 @@ func Exec(ctx context.Context, req ExecRequest, onOutput func([]byte)) (ExecResu
 		limit = DefaultMaxOutputBytes
 	}
 
-	var cmd *exec.Cmd
-	if req.Sandbox == nil {
-		cmd = &exec.Cmd{
-			Path:        shellPath,
-			Args:        []string{"bash", "-c", req.Command},
-			Dir:         req.Dir,
-			Env:         req.Env,
-			SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-		}
-	} else {
-		// Like the above, in a process group of its own. Exec kills the
-		// group itself, so the Cmd must not also act on ctx.
-		var err error
-		cmd, err = sandbox.Command(context.WithoutCancel(ctx), *req.Sandbox, req.Dir, req.Env, shellPath, req.Command)
-		if err != nil {
-			return ExecResult{}, fmt.Errorf("tools: %w", err)
-		}
+	// The Cmd leads a process group of its own. Exec kills the group
+	// itself, so the Cmd must not also act on ctx.
+	policy := sandbox.Policy{Mode: sandbox.FullAccess}
+	if req.Sandbox != nil {
+		policy = *req.Sandbox
+	}
+	cmd, err := sandbox.Command(context.WithoutCancel(ctx), policy, req.Dir, req.Env, shellPath, req.Command)
+	if err != nil {
+		return ExecResult{}, fmt.Errorf("tools: %w", err)
 	}
 
 	pr, pw, err := os.Pipe()
@@ -132,13 +124,18 @@ func Exec(ctx context.Context, req ExecRequest, onOutput func([]byte)) (ExecResu
 	// An *os.File: the child gets it directly, no copying goroutine.
 	cmd.Stdout, cmd.Stderr = pw, pw
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	// sandbox.Start, for the Pdeathsig that sandbox.Command sets: the
+	// command dies with apserver.
+	if err := sandbox.Start(cmd); err != nil {
 		pr.Close()
 		pw.Close()
 		return ExecResult{}, fmt.Errorf("tools: start command: %w", err)
 	}
 	pw.Close() // only the child holds the write end now
 	pgid := cmd.Process.Pid
+	// If apserver dies before the command ends, the watchdog kills the
+	// group, grandchildren included.
+	unwatch := sandbox.Watch(pgid)
 	killGroup := func(sig syscall.Signal) { _ = syscall.Kill(-pgid, sig) }
 
 	chunks := make(chan []byte, 16)
@@ -206,6 +203,7 @@ func Exec(ctx context.Context, req ExecRequest, onOutput func([]byte)) (ExecResu
 	// The shell has exited but is not reaped yet, so the group id is still
 	// ours: kill whatever is left in it.
 	killGroup(syscall.SIGKILL)
+	unwatch()
 
 	// Stop the reader even if an escaped process still holds the pipe, and
 	// keep what it had already read.

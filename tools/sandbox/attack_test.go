@@ -384,11 +384,77 @@ func TestWritableAndReadableRoots(t *testing.T) {
 			want:   "1000",
 		})
 	}
-	// With /tmp writable the outside dir is still closed.
-	for _, name := range []string{"append-to-sibling-file", "var-tmp-create", "read-ssh-key"} {
+	// /tmp is private to the sandbox, but the same from one command to
+	// the next.
+	if tmp, err := sandbox.PrivateTmp(); err == nil {
+		t.Cleanup(func() { os.Remove(filepath.Join(tmp, h.vars["ESC"]+"-kept")) })
+	}
+	h.mustWork(t, control{name: "tmp-kept", script: `echo kept > "/tmp/$ESC-kept"`})
+	h.mustWork(t, control{name: "tmp-kept", script: `cat "/tmp/$ESC-kept"`, want: "kept"})
+	// With /tmp writable the outside dir and the host's sockets in /tmp
+	// are still closed.
+	for _, name := range []string{"append-to-sibling-file", "var-tmp-create", "read-ssh-key", "unix-socket-tmp", "unix-socket-run", "unix-socket-readable-root", "git-hook-pre-commit"} {
 		i := slices.IndexFunc(attacks, func(a attack) bool { return a.name == name })
 		t.Run(name, func(t *testing.T) { h.mustNotEscape(t, attacks[i]) })
 	}
+}
+
+// TestMissingApserverDir checks that a command cannot create the
+// .apserver directory that a workspace lacks: apserver would read it as
+// the workspace's configuration and rules.
+func TestMissingApserverDir(t *testing.T) {
+	h := newHarness(t, sandbox.Policy{Mode: sandbox.WorkspaceWrite})
+	for _, script := range []string{
+		`mkdir -p .apserver && echo '[sandbox]' > .apserver/config.toml`,
+		`rmdir .apserver; mv .apserver gone; mkdir .apserver; echo x > .apserver/rules`,
+		`ln -s "$WS/mine" .apserver; mkdir -p mine && echo x > mine/rules`,
+	} {
+		h.seed(t)
+		if err := os.RemoveAll(filepath.Join(h.ws, ".apserver")); err != nil {
+			t.Fatal(err)
+		}
+		res := h.execute(t, script)
+		var found []string
+		filepath.WalkDir(filepath.Join(h.ws, ".apserver"), func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				found = append(found, path)
+			}
+			return nil
+		})
+		if len(found) > 0 {
+			t.Errorf("%q made %q (output %q)", script, found, res.Output)
+		}
+	}
+}
+
+// TestGitdirFile checks a .git file (a worktree or submodule) whose
+// gitdir lies in the writable root: that directory is read-only too.
+func TestGitdirFile(t *testing.T) {
+	h := newHarness(t, sandbox.Policy{Mode: sandbox.WorkspaceWrite})
+	h.seed(t)
+	if err := os.Rename(filepath.Join(h.ws, ".git"), filepath.Join(h.ws, "gitdir")); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, map[string]string{filepath.Join(h.ws, ".git"): "gitdir: gitdir\n"})
+	res := h.execute(t, `mkdir -p gitdir/hooks; echo pwn > gitdir/hooks/pre-commit; echo 'gitdir: elsewhere' > .git`)
+	if _, err := os.Stat(filepath.Join(h.ws, "gitdir", "hooks", "pre-commit")); err == nil {
+		t.Errorf("wrote a hook into the gitdir (output %q)", res.Output)
+	}
+	if b, _ := os.ReadFile(filepath.Join(h.ws, ".git")); string(b) != "gitdir: gitdir\n" {
+		t.Errorf(".git file is now %q", b)
+	}
+}
+
+// TestWritableGit checks the escape hatch: with WritableGit a sandboxed
+// command can commit, and .apserver stays read-only all the same.
+func TestWritableGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	h := newHarness(t, sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableGit: true})
+	h.mustWork(t, control{name: "git-commit", script: `git add file.txt && git -c user.name=t -c user.email=t@t commit -qm m && git log --format=%s`, want: "m"})
+	i := slices.IndexFunc(attacks, func(a attack) bool { return a.name == "apserver-config-write" })
+	h.mustNotEscape(t, attacks[i])
 }
 
 // harness is one sandbox setup: directories, canaries, servers and the

@@ -56,7 +56,9 @@ type ExecRequest struct {
 // ExecResult is the outcome of a command that started.
 type ExecResult struct {
 	// ExitCode is the shell's exit status, or -1 if it was killed by a
-	// signal, timed out or was canceled.
+	// signal, timed out or was canceled. (A sandboxed shell that a signal
+	// n from inside the sandbox killed reports 128+n, as its helper, the
+	// pid namespace's init, exits with that status.)
 	ExitCode int
 	// Signal is the signal that terminated the shell, or 0.
 	Signal syscall.Signal
@@ -80,8 +82,13 @@ type ExecResult struct {
 // with Canceled set. When the shell exits, Exec returns once the pipe reaches
 // EOF or, if background processes keep it open, after a short grace; either
 // way whatever is left of the process group is then killed, so nothing the
-// command started outlives it (processes that left the group, e.g. via
-// setsid, are out of reach).
+// command started outlives it. A sandboxed command runs in a pid namespace
+// of its own, which dies with it, so that holds even for processes that
+// left the group (setsid); an unsandboxed one's are out of reach.
+//
+// Nothing outlives apserver either: the command gets SIGKILL when apserver
+// dies (sandbox.Start), and the sandbox's watchdog kills the group
+// (sandbox.Watch).
 //
 // A failure to start (for example a bad Dir) is returned as an error. A
 // non-zero exit status is not an error.

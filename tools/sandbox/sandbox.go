@@ -137,8 +137,11 @@ func (s Support) Enforceable(p Policy) error {
 // sets Stdin, Stdout and Stderr; dir and shell must be absolute.
 //
 // For FullAccess the Cmd runs the shell directly. Otherwise it re-executes
-// this binary as a helper that confines itself and then execs the shell
-// in place, so the Cmd's pid is the shell's. The policy follows env: its
+// this binary as a helper that confines itself, starts the shell and stays
+// as the init of the command's pid namespace; the Cmd's pid is the
+// helper's, and the shell is in its process group. Either way the Cmd has
+// Pdeathsig set to SIGKILL: start it with Start, so that it fires when
+// apserver dies and only then. The policy follows env: its
 // HOME decides the per-user toolchain directories, its TMPDIR what
 // AllowTmp opens, and its PATH where GOROOT is. If the kernel cannot
 // enforce p (see Support.Enforceable), Command returns that error; it

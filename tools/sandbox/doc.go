@@ -122,7 +122,9 @@
 // processes, so tools that map ids in a nested user namespace (unshare
 // -r, rootless containers) fail; POSIX shared memory (/dev/shm) is
 // unavailable; sandboxed commands see pids of their own namespace; every
-// writable root gets an empty .apserver directory if it had none; and
+// writable root gets an empty .apserver directory if it had none; in
+// workspace-write, mounts beneath a readable root are not seen through
+// its overlay (the directories under them are); and
 // background processes of a sandboxed command die as soon as its shell
 // exits (an unsandboxed one's get a short grace to flush output).
 //

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -71,15 +70,16 @@ func TestInterruptStreaming(t *testing.T) {
 // and the process is killed.
 func TestInterruptCommand(t *testing.T) {
 	t.Parallel()
+	mark := markFor(t)
 	model := startModel(t, scripted.Rule{Match: "sleep", Steps: []scripted.Step{
-		{ToolCalls: []scripted.ToolCall{{Command: "echo $$ > pid; exec sleep 30"}}},
+		{ToolCalls: []scripted.ToolCall{{Command: "exec -a " + mark + " sleep 30"}}},
 	}})
 	c := newClient(t, model, options{})
-	threadID, cwd := c.startThread("never")
+	threadID, _ := c.startThread("never")
 	_, turnID := c.startTurn(threadID, "please sleep")
 	item := c.waitFor("item/started", itemOfType(turnID, "commandExecution"))
 
-	pid := waitPid(t, filepath.Join(cwd, "pid"))
+	pid := waitMarked(t, mark)
 
 	begin := time.Now()
 	c.interrupt(threadID, turnID)
@@ -320,14 +320,15 @@ func TestSteerDuringCommand(t *testing.T) {
 // server exits promptly and cleanly and takes the command with it.
 func TestStdinCloseMidTurn(t *testing.T) {
 	t.Parallel()
+	mark := markFor(t)
 	model := startModel(t, scripted.Rule{Match: "sleep", Steps: []scripted.Step{
-		{ToolCalls: []scripted.ToolCall{{Command: "echo $$ > pid; exec sleep 30"}}},
+		{ToolCalls: []scripted.ToolCall{{Command: "exec -a " + mark + " sleep 30"}}},
 	}})
 	c := newClient(t, model, options{})
-	threadID, cwd := c.startThread("never")
+	threadID, _ := c.startThread("never")
 	c.startTurn(threadID, "please sleep")
 	c.waitFor("item/started", func(m *message) bool { return m.str("item.type") == "commandExecution" })
-	pid := waitPid(t, filepath.Join(cwd, "pid"))
+	pid := waitMarked(t, mark)
 
 	begin := time.Now()
 	if err := c.close(); err != nil {
@@ -341,27 +342,5 @@ func TestStdinCloseMidTurn(t *testing.T) {
 	}
 	if alive(pid) {
 		t.Errorf("the turn's command (pid %d) outlived the server", pid)
-	}
-}
-
-// waitPid waits for a command to write its pid to path, and kills that
-// process at the end of the test if it is still there.
-func waitPid(t *testing.T, path string) int {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		b, _ := os.ReadFile(path)
-		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 {
-			t.Cleanup(func() {
-				if alive(n) {
-					syscall.Kill(n, syscall.SIGKILL)
-				}
-			})
-			return n
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the command never wrote %s", path)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,5 +111,29 @@ func killMarked(mark string) {
 		if p, err := os.FindProcess(pid); err == nil {
 			_ = p.Kill()
 		}
+	}
+}
+
+// markFor returns a marker unique to this test and process, for a command
+// line: a sandboxed command's $$ is a pid of its own pid namespace, so
+// tests find its processes by marker (exec -a) instead.
+func markFor(t *testing.T) string {
+	return fmt.Sprintf("apserver-e2e-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"))
+}
+
+// waitMarked waits for a process whose command line holds mark, returns
+// its pid, and kills what is left of them at the end of the test.
+func waitMarked(t *testing.T, mark string) int {
+	t.Helper()
+	t.Cleanup(func() { killMarked(mark) })
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		if pids := markedProcesses(mark); len(pids) > 0 {
+			return pids[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no process with %s in its command line started", mark)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -124,6 +124,11 @@ func Exec(ctx context.Context, req ExecRequest, onOutput func([]byte)) (ExecResu
 		return ExecResult{}, fmt.Errorf("tools: %w", err)
 	}
 
+	// The empty .apserver the sandbox protects where a root has none is
+	// removed again once the command is over.
+	releaseConfig := sandbox.HoldConfigDirs(policy)
+	defer releaseConfig() // after cmd.Wait below: the helper is gone
+
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("tools: output pipe: %w", err)

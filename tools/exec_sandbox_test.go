@@ -48,6 +48,10 @@ func TestExecSandboxWorkspaceWrite(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(outside, "f")); err == nil {
 		t.Error("wrote outside the workspace")
 	}
+	// The empty .apserver that stood in for the missing one is gone.
+	if _, err := os.Lstat(filepath.Join(ws, ".apserver")); err == nil {
+		t.Error("the command left a .apserver behind")
+	}
 }
 
 func TestExecSandboxReadOnly(t *testing.T) {

@@ -477,3 +477,68 @@ func envValue(env []string, key string) string {
 	}
 	return ""
 }
+
+// configDirs counts the running commands per .apserver directory that
+// HoldConfigDirs made, so that the last one to end removes it.
+var configDirs struct {
+	mu sync.Mutex
+	// held maps a writable root's .apserver to the number of commands
+	// holding it and whether it was made for them.
+	held map[string]*configDir
+}
+
+type configDir struct {
+	n    int
+	made bool
+}
+
+// HoldConfigDirs makes the .apserver directory that a writable root of a
+// workspace-write policy lacks, empty, so that the helper can mount it
+// read-only: a command must not create one that apserver would then read
+// as the workspace's configuration. It returns a function to call once the
+// command has ended (its helper reaped); the last such call removes the
+// directories made here if they are still empty, so the workspace is left
+// as it was. (The helper makes a missing one itself, and leaves it, for
+// callers that skip this.)
+func HoldConfigDirs(p Policy) (release func()) {
+	if p.Mode != WorkspaceWrite {
+		return func() {}
+	}
+	var dirs []string
+	configDirs.mu.Lock()
+	defer configDirs.mu.Unlock()
+	if configDirs.held == nil {
+		configDirs.held = map[string]*configDir{}
+	}
+	for _, root := range p.WritableRoots {
+		real, err := filepath.EvalSymlinks(root)
+		if err != nil {
+			continue
+		}
+		dir := filepath.Join(real, ".apserver")
+		if slices.Contains(dirs, dir) {
+			continue
+		}
+		h := configDirs.held[dir]
+		if h == nil {
+			h = &configDir{}
+			configDirs.held[dir] = h
+			h.made = os.Mkdir(dir, 0o755) == nil
+		}
+		h.n++
+		dirs = append(dirs, dir)
+	}
+	return func() {
+		configDirs.mu.Lock()
+		defer configDirs.mu.Unlock()
+		for _, dir := range dirs {
+			h := configDirs.held[dir]
+			if h.n--; h.n == 0 {
+				if h.made {
+					_ = os.Remove(dir) // only if still empty
+				}
+				delete(configDirs.held, dir)
+			}
+		}
+	}
+}

@@ -126,7 +126,7 @@ func Exec(ctx context.Context, req ExecRequest, onOutput func([]byte)) (ExecResu
 
 	// The empty .apserver the sandbox protects where a root has none is
 	// removed again once the command is over.
-	releaseConfig := sandbox.HoldConfigDirs(policy)
+	releaseConfig := sandbox.HoldConfigDirs(policy, req.Dir)
 	defer releaseConfig() // after cmd.Wait below: the helper is gone
 
 	pr, pw, err := os.Pipe()

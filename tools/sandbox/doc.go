@@ -25,8 +25,9 @@
 //     and extended attributes on files outside the writable roots. Then
 //     bind-mount .git (a directory, or a gitdir file and the directory
 //     it names inside a writable root) and .apserver of each writable
-//     root read-only over themselves; a missing .apserver is made empty
-//     first (HoldConfigDirs, which removes it after the command).
+//     root read-only over themselves; where the root holding the working
+//     directory has no .apserver, an empty one is made first
+//     (HoldConfigDirs, which removes it after the command).
 //  3. Drop CAP_SYS_ADMIN from the bounding set, so the command, root in
 //     its user namespace, cannot undo that with mount_setattr(2).
 //  4. Apply a Landlock ruleset with Go-Landlock, which also sets
@@ -122,7 +123,7 @@
 // processes, so tools that map ids in a nested user namespace (unshare
 // -r, rootless containers) fail; POSIX shared memory (/dev/shm) is
 // unavailable; sandboxed commands see pids of their own namespace; a
-// writable root without .apserver has an empty one while a command runs; in
+// workspace without .apserver has an empty one while a command runs; in
 // workspace-write, mounts beneath a readable root are not seen through
 // its overlay (the directories under them are); and
 // background processes of a sandboxed command die as soon as its shell

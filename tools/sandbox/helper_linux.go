@@ -59,7 +59,7 @@ func runHelper(args []string) error {
 	if err != nil {
 		return fmt.Errorf("working directory: %w", err)
 	}
-	if err := isolateMounts(pl); err != nil {
+	if err := isolateMounts(pl, wd); err != nil {
 		return err
 	}
 	// The working directory still refers to the mount beneath any bind
@@ -158,7 +158,7 @@ func initProcess(argv []string) int {
 //     and xattrs;
 //  5. read-only bind mounts over .git and .apserver in the writable
 //     roots (plan Protect).
-func isolateMounts(pl plan) error {
+func isolateMounts(pl plan, wd string) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making mounts private: %w", err)
 	}
@@ -249,7 +249,7 @@ func isolateMounts(pl plan) error {
 			}
 		}
 	}
-	protect, err := protectedPaths(pl)
+	protect, err := protectedPaths(pl, wd)
 	if err != nil {
 		return err
 	}
@@ -281,18 +281,20 @@ func isolateMounts(pl plan) error {
 }
 
 // protectedPaths returns what isolateMounts keeps read-only in the
-// writable roots: .apserver (made, empty, where it is missing, so that a
-// command cannot create one that apserver would then read as the
-// workspace's configuration) and, with ProtectGit, .git, a directory or a
+// writable roots: .apserver (made, empty, where the root holding the
+// working directory wd lacks one, so that a command cannot create one that
+// apserver would then read as the workspace's configuration; see
+// HoldConfigDirs) and, with ProtectGit, .git, a directory or a
 // gitdir file, plus the directory a gitdir file names if it lies in a
 // writable root. A missing .git stays missing: a repository the command
 // creates is its own.
-func protectedPaths(pl plan) ([]string, error) {
+func protectedPaths(pl plan, wd string) ([]string, error) {
 	var out []string
 	for _, root := range pl.Protect {
 		ap := filepath.Join(root, ".apserver")
-		if err := os.Mkdir(ap, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			if !errors.Is(err, os.ErrNotExist) {
+		if underAny(wd, []string{root}) {
+			err := os.Mkdir(ap, 0o755)
+			if err != nil && !errors.Is(err, os.ErrExist) && !errors.Is(err, os.ErrNotExist) {
 				return nil, fmt.Errorf("protecting %s: %w", ap, err)
 			}
 		}

@@ -492,15 +492,17 @@ type configDir struct {
 	made bool
 }
 
-// HoldConfigDirs makes the .apserver directory that a writable root of a
-// workspace-write policy lacks, empty, so that the helper can mount it
+// HoldConfigDirs makes the .apserver directory that the workspace lacks
+// (a writable root of a workspace-write policy that holds dir, the
+// command's working directory), empty, so that the helper can mount it
 // read-only: a command must not create one that apserver would then read
 // as the workspace's configuration. It returns a function to call once the
 // command has ended (its helper reaped); the last such call removes the
 // directories made here if they are still empty, so the workspace is left
 // as it was. (The helper makes a missing one itself, and leaves it, for
-// callers that skip this.)
-func HoldConfigDirs(p Policy) (release func()) {
+// callers that skip this.) Other writable roots have their .apserver
+// protected only if it exists.
+func HoldConfigDirs(p Policy, dir string) (release func()) {
 	if p.Mode != WorkspaceWrite {
 		return func() {}
 	}
@@ -512,21 +514,21 @@ func HoldConfigDirs(p Policy) (release func()) {
 	}
 	for _, root := range p.WritableRoots {
 		real, err := filepath.EvalSymlinks(root)
-		if err != nil {
+		if err != nil || !underAny(dir, []string{root, real}) {
 			continue
 		}
-		dir := filepath.Join(real, ".apserver")
-		if slices.Contains(dirs, dir) {
+		cfg := filepath.Join(real, ".apserver")
+		if slices.Contains(dirs, cfg) {
 			continue
 		}
-		h := configDirs.held[dir]
+		h := configDirs.held[cfg]
 		if h == nil {
 			h = &configDir{}
-			configDirs.held[dir] = h
-			h.made = os.Mkdir(dir, 0o755) == nil
+			configDirs.held[cfg] = h
+			h.made = os.Mkdir(cfg, 0o755) == nil
 		}
 		h.n++
-		dirs = append(dirs, dir)
+		dirs = append(dirs, cfg)
 	}
 	return func() {
 		configDirs.mu.Lock()

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -73,15 +72,16 @@ func TestInterruptStreaming(t *testing.T) {
 // and the process is killed.
 func TestInterruptCommand(t *testing.T) {
 	t.Parallel()
+	mark := markFor(t)
 	model := startModel(t, scripted.Rule{Match: "sleep", Steps: []scripted.Step{
-		{ToolCalls: []scripted.ToolCall{{Command: "echo $$ > pid; exec sleep 30"}}},
+		{ToolCalls: []scripted.ToolCall{{Command: "exec -a " + mark + " sleep 30"}}},
 	}})
 	c := newClient(t, model, options{})
-	threadID, cwd := c.startThread("never")
+	threadID, _ := c.startThread("never")
 	_, turnID := c.startTurn(threadID, "please sleep")
 	item := c.waitFor("item/started", itemOfType(turnID, "commandExecution"))
 
-	pid := waitPid(t, filepath.Join(cwd, "pid"))
+	pid := waitMarked(t, mark)
 
 	begin := time.Now()
 	c.interrupt(threadID, turnID)
@@ -325,14 +325,15 @@ func TestSteerDuringCommand(t *testing.T) {
 // eof_test.go.)
 func TestStdinCloseMidTurn(t *testing.T) {
 	t.Parallel()
+	mark := markFor(t)
 	model := startModel(t, scripted.Rule{Match: "sleep", Steps: []scripted.Step{
-		{ToolCalls: []scripted.ToolCall{{Command: "echo $$ > pid; exec sleep 30"}}},
+		{ToolCalls: []scripted.ToolCall{{Command: "exec -a " + mark + " sleep 30"}}},
 	}})
 	c := newClient(t, model, options{args: []string{"--on-eof", "interrupt"}})
-	threadID, cwd := c.startThread("never")
+	threadID, _ := c.startThread("never")
 	c.startTurn(threadID, "please sleep")
 	c.waitFor("item/started", func(m *message) bool { return m.str("item.type") == "commandExecution" })
-	pid := waitPid(t, filepath.Join(cwd, "pid"))
+	pid := waitMarked(t, mark)
 
 	begin := time.Now()
 	var ee *exec.ExitError
@@ -350,27 +351,5 @@ func TestStdinCloseMidTurn(t *testing.T) {
 	}
 	if alive(pid) {
 		t.Errorf("the turn's command (pid %d) outlived the server", pid)
-	}
-}
-
-// waitPid waits for a command to write its pid to path, and kills that
-// process at the end of the test if it is still there.
-func waitPid(t *testing.T, path string) int {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		b, _ := os.ReadFile(path)
-		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 {
-			t.Cleanup(func() {
-				if alive(n) {
-					syscall.Kill(n, syscall.SIGKILL)
-				}
-			})
-			return n
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the command never wrote %s", path)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -174,7 +174,7 @@ func runToTimeout(t *testing.T, req ExecRequest) (ExecResult, time.Duration) {
 			return res, req.Timeout
 		}
 		t.Logf("the %v timeout fired before the command printed; again with a longer one", req.Timeout)
-		for _, f := range []string{"pg", "bg"} {
+		for _, f := range []string{"pg", "bg", "a", "b"} {
 			os.Remove(filepath.Join(req.Dir, f))
 		}
 	}

@@ -234,6 +234,7 @@ func (p *chatParser) line(b []byte) (bool, *Error) {
 				p.rsID = "rs_" + p.idBase()
 			}
 			p.reasoningOpen = true
+			p.em.count(len(r))
 			p.reasoning = append(p.reasoning, r...)
 			p.em.send(Event{Kind: EvReasoningTextDelta, ItemID: p.rsID, Text: r})
 		}
@@ -242,6 +243,7 @@ func (p *chatParser) line(b []byte) (bool, *Error) {
 			if p.msgID == "" {
 				p.msgID = "msg_" + p.idBase()
 			}
+			p.em.count(len(d.Content))
 			p.text = append(p.text, d.Content...)
 			p.em.send(Event{Kind: EvTextDelta, ItemID: p.msgID, Text: d.Content})
 		}
@@ -389,6 +391,7 @@ func (p *chatParser) toolCallDelta(tc *ccToolCallDelta) {
 	if call.name == "" {
 		call.name = tc.Function.Name
 	}
+	p.em.count(len(tc.Function.Arguments))
 	call.args = append(call.args, tc.Function.Arguments...)
 }
 
@@ -448,6 +451,8 @@ func (p *chatParser) finish() {
 }
 
 func (p *chatParser) complete() bool { return p.finished }
+
+func (p *chatParser) output() *emitter { return p.em }
 
 func (p *chatParser) eof() *Error {
 	if !p.finished {

@@ -40,6 +40,12 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, p *plan,
 		}
 		sw.chatDelta(c, `{"content":`, t)
 	}
+	if p.endless != "" {
+		for sw.delta() {
+			sw.chatDelta(c, `{"content":`, p.endless)
+		}
+		return
+	}
 	for i, call := range p.calls {
 		sw.chatChunk(c, map[string]any{"tool_calls": []any{map[string]any{
 			"index": i, "id": call.callID, "type": "function",

@@ -62,6 +62,12 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, p *
 			}
 			sw.deltaEvent("response.output_text.delta", id, idx, `,"content_index":`, 0, c, true)
 		}
+		if p.endless != "" {
+			for sw.delta() {
+				sw.deltaEvent("response.output_text.delta", id, idx, `,"content_index":`, 0, p.endless, true)
+			}
+			return
+		}
 		sw.event("response.output_text.done", map[string]any{
 			"item_id": id, "output_index": idx, "content_index": 0, "text": p.fullText, "logprobs": []any{},
 		})

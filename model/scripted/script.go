@@ -80,6 +80,11 @@ type Step struct {
 	// response never completes. Zero or negative: no stall. To stall before
 	// the first event, use Hang.
 	StallAfter int
+	// Endless makes the assistant message never end: after Text (or the
+	// Deltas copies of DeltaText), DeltaText ("word " if empty) is streamed
+	// again and again, generated as it goes, until the client goes away.
+	// StallAfter still applies. The response never completes.
+	Endless bool
 	// Hang sends the response headers (status 200, text/event-stream) and
 	// then nothing until the client goes away. A request that did not ask
 	// for a stream gets the same treatment (with application/json) when
@@ -256,6 +261,7 @@ type wireStep struct {
 	InterDeltaUs int64          `json:"inter_delta_us,omitempty"`
 	StallAfter   int            `json:"stall_after,omitempty"`
 	Hang         bool           `json:"hang,omitempty"`
+	Endless      bool           `json:"endless,omitempty"`
 	Usage        *wireUsage     `json:"usage,omitempty"`
 }
 
@@ -301,7 +307,7 @@ func stepsFromWire(ws []wireStep) ([]Step, error) {
 			HTTPError: w.HTTPError, ErrorMessage: w.ErrorMessage, FailTimes: w.FailTimes,
 			TTFT:       time.Duration(w.TTFTMs) * time.Millisecond,
 			InterDelta: time.Duration(w.InterDeltaUs) * time.Microsecond,
-			StallAfter: w.StallAfter, Hang: w.Hang,
+			StallAfter: w.StallAfter, Hang: w.Hang, Endless: w.Endless,
 		}
 		if w.Usage != nil {
 			st.Usage = &Usage{Input: w.Usage.Input, Cached: w.Usage.Cached, Output: w.Usage.Output, Reasoning: w.Usage.Reasoning}
@@ -352,7 +358,7 @@ func stepsToWire(steps []Step) []wireStep {
 			Text: st.Text, Deltas: st.Deltas, DeltaText: st.DeltaText, Reasoning: st.Reasoning,
 			HTTPError: st.HTTPError, ErrorMessage: st.ErrorMessage, FailTimes: st.FailTimes,
 			TTFTMs: st.TTFT.Milliseconds(), InterDeltaUs: st.InterDelta.Microseconds(),
-			StallAfter: st.StallAfter, Hang: st.Hang,
+			StallAfter: st.StallAfter, Hang: st.Hang, Endless: st.Endless,
 		}
 		if st.Usage != nil {
 			u := *st.Usage

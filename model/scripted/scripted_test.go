@@ -913,3 +913,32 @@ func BenchmarkStream10kDeltas(b *testing.B) {
 		})
 	}
 }
+
+// TestEndless: an endless step keeps streaming its delta, far past any
+// pre-built length, and stops when the client goes away; it never sends
+// the end of the response. The "endless" key round-trips.
+func TestEndless(t *testing.T) {
+	for _, wire := range []string{WireResponses, WireChat} {
+		t.Run(wire, func(t *testing.T) {
+			s := start(t, Script{Default: []Step{{Text: "first ", Endless: true, DeltaText: "w "}}})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			url, body, typ := s.URL()+"/responses", any(responsesBody(userMsg("x"))), "response.output_text.delta"
+			if wire == WireChat {
+				url, body, typ = s.URL()+"/chat/completions", chatBody(map[string]any{"role": "user", "content": "x"}), ""
+			}
+			resp := post(t, ctx, url, body)
+			defer resp.Body.Close()
+			readUntil(t, bufio.NewReader(resp.Body), typ, 50_000)
+			cancel()
+			waitIdle(t, s)
+		})
+	}
+	sc, err := LoadScript(strings.NewReader(`{"default":[{"endless":true,"delta_text":"x"}]}`))
+	if err != nil || !sc.Default[0].Endless {
+		t.Fatalf("LoadScript endless: %+v, %v", sc, err)
+	}
+	if b, _ := json.Marshal(sc); !bytes.Contains(b, []byte(`"endless":true`)) {
+		t.Errorf("marshalled %s, want endless", b)
+	}
+}

@@ -18,8 +18,10 @@ type plan struct {
 	parts     []string   // each summary part in full
 	text      []string   // deltas of the assistant message
 	fullText  string
-	calls     []plannedCall
-	usage     Usage
+	// endless is the delta repeated forever after text (Step.Endless).
+	endless string
+	calls   []plannedCall
+	usage   Usage
 }
 
 type plannedCall struct {
@@ -32,6 +34,15 @@ type plannedCall struct {
 func (s *Server) plan(st *Step, in *requestBody, wire string, bodyLen int) *plan {
 	p := &plan{st: st, text: st.textChunks()}
 	p.fullText = strings.Join(p.text, "")
+	if st.Endless {
+		p.endless = st.DeltaText
+		if p.endless == "" {
+			p.endless = "word "
+		}
+		if p.text == nil {
+			p.text = []string{}
+		}
+	}
 	var reasoningDeltas, deltas int64
 	for _, part := range st.Reasoning {
 		ch := splitWords(part)

@@ -138,6 +138,8 @@ type fileConfig struct {
 	// Full auto (fullauto.go).
 	MaxConcurrentModelCalls *int          `toml:"max_concurrent_model_calls"`
 	FullAuto                *fileFullAuto `toml:"full_auto"`
+
+	fileCaps // caps.go
 }
 
 type fileProvider struct {
@@ -218,6 +220,9 @@ func (c *Config) mergeFile(path string, workspace bool) error {
 	}
 	if f.RequestMaxRetries != nil {
 		c.RequestMaxRetries = *f.RequestMaxRetries
+	}
+	if err := c.mergeCaps(f.fileCaps, bad); err != nil {
+		return err
 	}
 	if f.DataDir != nil {
 		c.DataDir = expandPath(*f.DataDir, dir)

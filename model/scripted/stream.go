@@ -109,9 +109,13 @@ type stream struct {
 	seq        int // next Responses sequence_number
 	deltas     int // deltas written
 	stallAfter int
-	pause      time.Duration
-	timer      *time.Timer
-	stopped    bool // the client went away, a write failed, or the stream stalled
+	cutAfter   int
+	failAfter  int
+	// fail writes the wire's in-stream error event (FailAfter).
+	fail    func()
+	pause   time.Duration
+	timer   *time.Timer
+	stopped bool // the client went away, a write failed, or the stream stalled
 }
 
 // startStream sends the 200 and the SSE headers.
@@ -123,7 +127,8 @@ func startStream(ctx context.Context, w http.ResponseWriter, st *Step) *stream {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	sw := &stream{ctx: ctx, w: w, rc: rc, buf: make([]byte, 0, 1024), stallAfter: st.StallAfter, pause: st.InterDelta}
+	sw := &stream{ctx: ctx, w: w, rc: rc, buf: make([]byte, 0, 1024), stallAfter: st.StallAfter,
+		cutAfter: st.CutAfter, failAfter: st.FailAfter, pause: st.InterDelta}
 	if rc.Flush() != nil {
 		sw.stopped = true
 	}
@@ -156,6 +161,16 @@ func (sw *stream) delta() bool {
 	}
 	if sw.stallAfter > 0 && sw.deltas >= sw.stallAfter {
 		sw.stall()
+		return false
+	}
+	if sw.cutAfter > 0 && sw.deltas >= sw.cutAfter {
+		panic(http.ErrAbortHandler) // net/http drops the connection
+	}
+	if sw.failAfter > 0 && sw.deltas >= sw.failAfter {
+		if sw.fail != nil {
+			sw.fail()
+		}
+		sw.stopped = true
 		return false
 	}
 	if sw.deltas > 0 && sw.pause > 0 {
@@ -242,4 +257,12 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// errorMessage is the message of a FailAfter error.
+func (st *Step) errorMessage() string {
+	if st.ErrorMessage != "" {
+		return st.ErrorMessage
+	}
+	return "scripted error mid-stream"
 }

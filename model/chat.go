@@ -165,7 +165,7 @@ type chatParser struct {
 
 	base          string // id stem for generated item ids
 	msgID, rsID   string
-	text          []byte
+	sawText       bool
 	reasoning     []byte
 	reasoningOpen bool
 	calls         []ccCall
@@ -244,7 +244,7 @@ func (p *chatParser) line(b []byte) (bool, *Error) {
 				p.msgID = "msg_" + p.idBase()
 			}
 			p.em.count(len(d.Content))
-			p.text = append(p.text, d.Content...)
+			p.sawText = true // the text itself is the caller's (see EvMessageDone)
 			p.em.send(Event{Kind: EvTextDelta, ItemID: p.msgID, Text: d.Content})
 		}
 		for j := range d.ToolCalls {
@@ -429,8 +429,8 @@ func (p *chatParser) closeReasoning() {
 func (p *chatParser) finish() {
 	p.finished = true
 	p.closeReasoning()
-	if len(p.text) > 0 {
-		p.em.send(Event{Kind: EvMessageDone, ItemID: p.msgID, Text: string(p.text)})
+	if p.sawText {
+		p.em.send(Event{Kind: EvMessageDone, ItemID: p.msgID})
 	}
 	for i := range p.calls {
 		c := &p.calls[i]

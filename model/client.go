@@ -336,6 +336,9 @@ func (c *Client) attempt(ctx context.Context, info *attemptInfo, open func(conte
 	for {
 		idle.Reset(c.idle)
 		b, err := stream.RecvRaw()
+		// The idle timer measures the server's silence, not the time the
+		// caller takes to accept our events (it may be slowed by its client).
+		idle.Stop()
 		if errors.Is(err, errLineTooLong) {
 			return c.lineLimitError()
 		}

@@ -201,7 +201,7 @@ type rsItemState struct {
 	kind    itemKind
 	callID  string
 	name    string
-	text    []byte   // message text or function arguments
+	text    []byte   // function arguments or custom tool input
 	summary [][]byte // reasoning summary parts by summary_index
 	content [][]byte // reasoning content parts by content_index
 }
@@ -367,7 +367,9 @@ func (p *responsesParser) handle() (bool, *Error) {
 	case "response.output_text.delta", "response.refusal.delta":
 		p.em.count(len(ev.Delta))
 		it := p.find(ev.ItemID, itemMessage)
-		it.text = append(it.text, ev.Delta...)
+		// The message text is not kept here: the caller has the deltas
+		// (see EvMessageDone), and a second copy would double the memory
+		// a long answer costs.
 		p.em.send(Event{Kind: EvTextDelta, ItemID: it.id, Text: ev.Delta})
 
 	case "response.reasoning_summary_part.added":
@@ -463,11 +465,7 @@ func (p *responsesParser) itemDone(item *rsItem) {
 	p.remove(it)
 	switch k {
 	case itemMessage:
-		text := string(it.text)
-		if full := joinContent(item.Content, "output_text", "refusal"); full != "" {
-			text = full
-		}
-		p.em.send(Event{Kind: EvMessageDone, ItemID: it.id, Text: text})
+		p.em.send(Event{Kind: EvMessageDone, ItemID: it.id, Text: joinContent(item.Content, "output_text", "refusal")})
 
 	case itemReasoning:
 		summary := partsText(item.Summary, "")

@@ -171,7 +171,10 @@ const (
 	EvReasoningSummaryDelta
 	// EvReasoningTextDelta: ItemID, Index, Text (raw reasoning content).
 	EvReasoningTextDelta
-	// EvMessageDone: ItemID, Text (the whole message).
+	// EvMessageDone: ItemID, Text (the whole message when the server sent
+	// it in a final event; empty when it only streamed deltas, whose
+	// concatenation is then the message: the client keeps no copy, so that
+	// a long answer is held once, by the caller).
 	EvMessageDone
 	// EvReasoningDone: ItemID, Summary, Content.
 	EvReasoningDone

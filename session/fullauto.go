@@ -628,9 +628,11 @@ func (t *thread) turnInput(tr *turn, in []protocol.UserInput) error {
 	next := a.next
 	a.next = nil
 	a.cur = &faTurn{id: tr.id, kind: controller.KindNormal, histStart: len(t.history)}
-	t.armTimeBudget(tr)
 	if next != nil {
 		a.cur.kind = next.kind
+	}
+	t.armTimeBudget(tr)
+	if next != nil {
 		if next.resume != nil {
 			if err := t.resumeCallItems(tr, next.resume); err != nil {
 				return err
@@ -691,10 +693,15 @@ func backoff(base time.Duration, n int) time.Duration {
 // budget runs out while tr is still going, tr is interrupted, and the
 // controller, which checks budgets first, stops the run with its budget
 // reason as it would after any turn. Between turns the controller's own
-// check is enough.
+// check is enough. A wrap-up turn (the soft landing the controller grants
+// as a budget runs out) is left to finish its handoff; the turn caps
+// (turn_max_time_ms) still bound it.
 func (t *thread) armTimeBudget(tr *turn) {
 	r := t.auto.run
 	if r == nil || !r.active() || r.Config.Budgets.TimeMs <= 0 {
+		return
+	}
+	if cur := t.auto.cur; cur != nil && cur.kind == controller.KindWrapUp {
 		return
 	}
 	spent := r.Spent.TimeMs

@@ -50,6 +50,12 @@ type Config struct {
 	Instructions      string // extra system-prompt text
 	Prices            map[string]Price
 
+	// Caps on one model response and on one turn (caps.go); 0 = no cap.
+	ResponseMaxOutputBytes int64
+	ResponseMaxTime        time.Duration
+	TurnMaxOutputBytes     int64
+	TurnMaxTime            time.Duration
+
 	// SandboxWritableRoots are extra directories commands and file tools
 	// may write in workspace-write mode (a workspace file adds them only when
 	// the project is trusted).
@@ -155,6 +161,11 @@ func defaults(getenv func(string) string) Config {
 		DataDir:           defaultDataDir(getenv),
 		Durability:        "normal",
 
+		ResponseMaxOutputBytes: model.DefaultMaxOutputBytes,
+		ResponseMaxTime:        model.DefaultMaxResponseTime,
+		TurnMaxOutputBytes:     DefaultTurnMaxOutputBytes,
+		TurnMaxTime:            DefaultTurnMaxTime,
+
 		MaxConcurrentModelCalls: DefaultMaxConcurrentModelCalls,
 		FullAuto:                defaultFullAuto(),
 		RulesFile:               userRulesFile(getenv),
@@ -253,6 +264,9 @@ func (c Config) buildProvider(name string, pc ProviderConfig) (model.Provider, e
 		Wire:        wire,
 		MaxRetries:  retriesToModel(c.RequestMaxRetries),
 		IdleTimeout: c.StreamIdleTimeout,
+
+		MaxOutputBytes:  capToModel(c.ResponseMaxOutputBytes),
+		MaxResponseTime: time.Duration(capToModel(int64(c.ResponseMaxTime))),
 	}
 	if k := pc.envKey; k != "" {
 		p.APIKey = k

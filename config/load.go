@@ -146,6 +146,8 @@ type fileConfig struct {
 	FullAuto                *fileFullAuto `toml:"full_auto"`
 	// Trust (trust.go); user file only.
 	Projects map[string]fileProject `toml:"projects"`
+
+	fileCaps // caps.go
 }
 
 type fileProvider struct {
@@ -262,6 +264,9 @@ func (c *Config) mergeFile(path string, ws *workspaceLayer) error {
 	}
 	if f.RequestMaxRetries != nil {
 		c.RequestMaxRetries = *f.RequestMaxRetries
+	}
+	if err := c.mergeCaps(f.fileCaps, bad, may); err != nil {
+		return err
 	}
 	if f.DataDir != nil {
 		// The database holds threads' settings and full-auto runs that

@@ -38,6 +38,10 @@ var SafetyKeys = []string{
 	"full_auto.question_min_confidence", // only higher
 	"prices.*",                          // only higher: a lower price is a larger costUsd budget
 	"projects",                          // user file only
+	"response_max_output_bytes",         // only lower, never 0 (no cap)
+	"response_max_time_ms",              // only lower, never 0
+	"turn_max_output_bytes",             // only lower, never 0
+	"turn_max_time_ms",                  // only lower, never 0
 }
 
 // fileProject is one [projects."PATH"] table.

@@ -247,3 +247,29 @@ trust_level = "untrusted"
 		t.Error("empty config trusts a project")
 	}
 }
+
+// TestUntrustedWorkspaceCapsOnlyTighten: a project file may lower the caps
+// on a turn but not lift them (0 means no cap) or raise them.
+func TestUntrustedWorkspaceCapsOnlyTighten(t *testing.T) {
+	dir := t.TempDir()
+	user := writeFile(t, filepath.Join(dir, "user.toml"), "turn_max_output_bytes = 1000000\n")
+	getenv := env(t)
+	for _, tc := range []struct {
+		ws   string
+		want int64
+	}{
+		{"turn_max_output_bytes = 0\n", 1000000},
+		{"turn_max_output_bytes = 5000000\n", 1000000},
+		{"turn_max_output_bytes = 500\n", 500},
+	} {
+		ws := filepath.Join(t.TempDir(), "ws")
+		writeFile(t, filepath.Join(ws, ".apserver", "config.toml"), tc.ws)
+		c, err := Load(LoadOptions{UserFile: user, Workspace: ws, Getenv: getenv})
+		if err != nil {
+			t.Fatalf("Load(%q): %v", tc.ws, err)
+		}
+		if c.TurnMaxOutputBytes != tc.want {
+			t.Errorf("workspace %q: TurnMaxOutputBytes = %d, want %d", tc.ws, c.TurnMaxOutputBytes, tc.want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -23,6 +24,7 @@ const (
 	DefaultMaxLineBytes = 16 << 20
 
 	queueLen     = 8192                  // outgoing messages queued before callers block
+	queueBytes   = 4 << 20               // ... or outgoing bytes (a client reading slowly must not cost memory)
 	writeBufSize = 64 << 10              // bufio.Writer in front of the output
 	readBufSize  = 64 << 10              // bufio.Reader in front of the input
 	keepLineCap  = 64 << 10              // pooled line buffers larger than this are dropped
@@ -58,6 +60,10 @@ type stream struct {
 	closing    chan struct{} // closed by Close or on a write error
 	closeOnce  sync.Once
 	writerDone chan struct{} // closed when the writer goroutine returns
+	// queued counts the bytes in q; room is signalled as the writer takes
+	// lines, for enqueue waiting on queueBytes.
+	queued atomic.Int64
+	room   chan struct{}
 
 	// mu guards the two errors below.
 	mu       sync.Mutex
@@ -86,6 +92,7 @@ func newStream(r io.Reader, w io.Writer, maxLine int, log *slog.Logger, trace bo
 		closing:    make(chan struct{}),
 		writerDone: make(chan struct{}),
 		inputEnded: make(chan struct{}),
+		room:       make(chan struct{}, 1),
 	}
 	go st.writeLoop()
 	return st
@@ -309,6 +316,16 @@ func (st *stream) enqueue(lb *lineBuf) error {
 		return ErrClosed
 	default:
 	}
+	n := int64(len(lb.b))
+	for q := st.queued.Load(); q > 0 && q+n > queueBytes; q = st.queued.Load() {
+		select {
+		case <-st.room:
+		case <-st.closing:
+			putLine(lb)
+			return ErrClosed
+		}
+	}
+	st.queued.Add(n)
 	select {
 	case st.q <- outItem{lb: lb}:
 		return nil
@@ -408,6 +425,7 @@ func (st *stream) write(it outItem) bool {
 		st.log.Debug("send", "line", string(bytes.TrimSuffix(it.lb.b, []byte{'\n'})))
 	}
 	_, err := st.w.Write(it.lb.b)
+	st.taken(it.lb)
 	putLine(it.lb)
 	if err != nil {
 		st.fail(err)
@@ -454,6 +472,15 @@ func (st *stream) drain() {
 	}
 }
 
+// taken accounts for a line leaving the queue.
+func (st *stream) taken(lb *lineBuf) {
+	st.queued.Add(-int64(len(lb.b)))
+	select {
+	case st.room <- struct{}{}:
+	default:
+	}
+}
+
 // discard empties the queue after a write error.
 func (st *stream) discard() {
 	for {
@@ -462,6 +489,7 @@ func (st *stream) discard() {
 			if it.flushed != nil {
 				close(it.flushed)
 			} else {
+				st.taken(it.lb)
 				putLine(it.lb)
 			}
 		default:

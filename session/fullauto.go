@@ -630,6 +630,9 @@ func (t *thread) turnInput(tr *turn, in []protocol.UserInput) error {
 	a.cur = &faTurn{id: tr.id, kind: controller.KindNormal, histStart: len(t.history)}
 	if next != nil {
 		a.cur.kind = next.kind
+	}
+	t.armTimeBudget(tr)
+	if next != nil {
 		if next.resume != nil {
 			if err := t.resumeCallItems(tr, next.resume); err != nil {
 				return err
@@ -684,4 +687,35 @@ func backoff(base time.Duration, n int) time.Duration {
 		d *= 2
 	}
 	return min(d, config.MaxErrorBackoff)
+}
+
+// armTimeBudget enforces the run's time budget during a turn: when the
+// budget runs out while tr is still going, tr is interrupted, and the
+// controller, which checks budgets first, stops the run with its budget
+// reason as it would after any turn. Between turns the controller's own
+// check is enough. A wrap-up turn (the soft landing the controller grants
+// as a budget runs out) is left to finish its handoff; the turn caps
+// (turn_max_time_ms) still bound it.
+func (t *thread) armTimeBudget(tr *turn) {
+	r := t.auto.run
+	if r == nil || !r.active() || r.Config.Budgets.TimeMs <= 0 {
+		return
+	}
+	if cur := t.auto.cur; cur != nil && cur.kind == controller.KindWrapUp {
+		return
+	}
+	spent := r.Spent.TimeMs
+	if since := t.auto.runningSince; !since.IsZero() {
+		spent += time.Since(since).Milliseconds()
+	}
+	left := time.Duration(r.Config.Budgets.TimeMs-spent+1) * time.Millisecond // +1: spent is rounded down
+	ctx := tr.ctx
+	tr.budget = time.AfterFunc(max(left, 0), func() {
+		t.postEvent(ctx, func() {
+			if t.turn == tr && t.auto.run.active() {
+				t.m.log.Info("full auto: time budget spent during a turn; interrupting it", "thread", t.id, "turn", tr.id)
+				t.finishInterrupted()
+			}
+		})
+	})
 }

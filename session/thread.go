@@ -170,7 +170,23 @@ func (t *thread) unload() {
 	t.shutdown()
 }
 
-func (t *thread) notify(method string, params any) { t.m.notify(method, params) }
+// notify sends a notification, noting which items of the active turn are
+// open (started, not completed) so that a failing turn can close them.
+func (t *thread) notify(method string, params any) {
+	if tr := t.turn; tr != nil {
+		switch p := params.(type) {
+		case protocol.ItemStartedNotification:
+			if p.TurnID == tr.id {
+				tr.open = append(tr.open, p.Item)
+			}
+		case protocol.ItemCompletedNotification:
+			if p.TurnID == tr.id {
+				tr.dropOpen(p.Item.ItemID())
+			}
+		}
+	}
+	t.m.notify(method, params)
+}
 
 // setStatus records the status and announces it if it changed.
 func (t *thread) setStatus(s protocol.ThreadStatus) {

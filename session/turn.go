@@ -48,6 +48,15 @@ type turn struct {
 
 	items     []protocol.ThreadItem // completed items, in order
 	lastAgent *protocol.AgentMessageItem
+	// open are the items started and not completed, in start order
+	// (tracked by thread.notify); a failing turn completes them.
+	open []protocol.ThreadItem
+	// outBytes is the model output streamed in this turn, against
+	// Config.TurnMaxOutputBytes; limit fires at Config.TurnMaxTime.
+	outBytes int64
+	limit    *time.Timer
+	// budget fires when a full-auto run's time budget runs out (fullauto.go).
+	budget *time.Timer
 
 	// plan is the agent's latest update_plan.
 	plan []protocol.TurnPlanStep
@@ -156,6 +165,13 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 	if !t.persistent() {
 		t.histMark[tr.id] = len(t.history) // for thread/revert; the store keeps the rest
 	}
+	if d := t.m.opts.Config.TurnMaxTime; d > 0 {
+		tr.limit = time.AfterFunc(d, func() {
+			t.postEvent(ctx, func() {
+				t.failTurn(tr, &limitError{what: fmt.Sprintf("the turn ran longer than %s", d), key: "turn_max_time_ms"})
+			})
+		})
+	}
 	reply(protocol.TurnResult{Turn: tr.wire(protocol.ItemsNotLoaded)}, nil)
 	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
 	started := tr.wire(protocol.ItemsNotLoaded)
@@ -204,6 +220,13 @@ func (t *thread) consumeSteerIfSampling(tr *turn) {
 	}
 	tr.streamCancel()
 	tr.sampling = false
+	// The partial message and reasoning are abandoned (CORE.md §6 turn/steer).
+	if tr.msg != nil {
+		tr.dropOpen(tr.msg.ID)
+	}
+	if tr.reasoning != nil {
+		tr.dropOpen(tr.reasoning.ID)
+	}
 	tr.msg, tr.reasoning, tr.calls = nil, nil, nil
 	tr.msgText.Reset()
 	if err := t.consumePendingInput(tr); err != nil {
@@ -343,9 +366,9 @@ func (t *thread) sample(tr *turn) {
 	client := tr.client
 	go func() {
 		err := t.m.fa.sched.stream(ctx, client, req, func(ev model.Event) { // capped across threads (sched.go)
-			t.events.push(modelEvent{tr: tr, gen: gen, ev: ev})
+			t.events.push(ctx, modelEvent{tr: tr, gen: gen, ev: ev})
 		})
-		t.events.push(modelEvent{tr: tr, gen: gen, done: true, err: err})
+		t.events.push(ctx, modelEvent{tr: tr, gen: gen, done: true, err: err})
 	}()
 }
 
@@ -355,6 +378,9 @@ func (t *thread) current(tr *turn, gen int) bool {
 
 func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 	if !t.current(tr, gen) {
+		return
+	}
+	if !t.countOutput(tr, ev) {
 		return
 	}
 	switch ev.Kind {
@@ -610,7 +636,18 @@ func turnErrorFrom(err error, msg string) protocol.TurnError {
 			te.CodexErrorInfo = protocol.ErrorInfoHTTP("httpConnectionFailed", me.HTTPStatus)
 		case model.ErrKindDisconnected, model.ErrKindIdleTimeout:
 			te.CodexErrorInfo = protocol.ErrorInfoHTTP("responseStreamDisconnected", me.HTTPStatus)
+		case model.ErrKindOutputLimit:
+			te.Message = me.Message + " (config: response_max_output_bytes)"
+			te.AdditionalDetails = ptr("response_max_output_bytes")
+		case model.ErrKindResponseTimeout:
+			te.Message = me.Message + " (config: response_max_time_ms)"
+			te.AdditionalDetails = ptr("response_max_time_ms")
 		}
+	}
+	var le *limitError
+	if errors.As(err, &le) {
+		te.Message = le.Error()
+		te.AdditionalDetails = ptr(le.key)
 	}
 	if te.Message == "" {
 		te.Message = "unknown error"
@@ -620,6 +657,14 @@ func turnErrorFrom(err error, msg string) protocol.TurnError {
 
 // completeTurn ends the turn with the given status, in Codex's order.
 func (t *thread) completeTurn(tr *turn, status string, te *protocol.TurnError) {
+	if status == protocol.TurnFailed {
+		t.closeOpenItems(tr)
+	}
+	for _, tm := range []*time.Timer{tr.limit, tr.budget} {
+		if tm != nil {
+			tm.Stop()
+		}
+	}
 	t.endCheckpointAsync(tr)
 	tr.cancel()
 	t.turn = nil
@@ -671,3 +716,87 @@ const (
 	defaultCommandTimeout = 2 * time.Minute
 	maxCommandTimeout     = 30 * time.Minute
 )
+
+// limitError ends a turn that went past one of its caps; key is the config
+// key that sets the cap. Its TurnError has codexErrorInfo "other" (see
+// docs/protocol.md: no Codex variant names a server-side cap, and the
+// stream variants would make full auto retry a runaway) with the key in
+// additionalDetails.
+type limitError struct {
+	what, key string
+}
+
+func (e *limitError) Error() string {
+	return fmt.Sprintf("%s; apserver stopped it (config: %s)", e.what, e.key)
+}
+
+// countOutput adds a model event's output to the turn's total and fails
+// the turn once it passes Config.TurnMaxOutputBytes; false means the turn
+// ended.
+func (t *thread) countOutput(tr *turn, ev model.Event) bool {
+	switch ev.Kind {
+	case model.EvTextDelta, model.EvReasoningSummaryDelta, model.EvReasoningTextDelta:
+		tr.outBytes += int64(len(ev.Text))
+	case model.EvToolCall:
+		tr.outBytes += int64(len(ev.Call.Arguments))
+	default:
+		return true
+	}
+	limit := t.m.opts.Config.TurnMaxOutputBytes
+	if limit <= 0 || tr.outBytes <= limit {
+		return true
+	}
+	tr.streamCancel()
+	t.failTurn(tr, &limitError{what: fmt.Sprintf("the turn's model output passed %d bytes", limit), key: "turn_max_output_bytes"})
+	return false
+}
+
+func (tr *turn) dropOpen(id string) {
+	for i, it := range tr.open {
+		if it.ItemID() == id {
+			tr.open = append(tr.open[:i], tr.open[i+1:]...)
+			return
+		}
+	}
+}
+
+// closeOpenItems completes, before a failed turn's turn/completed, every
+// item it started and did not complete: an agent message or reasoning
+// with what was received so far, a tool item as failed. Partial model
+// output is kept out of the model's history: the next turn must not
+// inherit a runaway response.
+func (t *thread) closeOpenItems(tr *turn) {
+	open := tr.open
+	tr.open = nil
+	for _, it := range open {
+		switch item := it.(type) {
+		case protocol.AgentMessageItem:
+			if tr.msg != nil && tr.msg.ID == item.ID {
+				item.Text = tr.msgText.String()
+				tr.msg = nil
+				tr.msgText.Reset()
+			}
+			it = item
+		case protocol.ReasoningItem:
+			if tr.reasoning != nil && tr.reasoning.ID == item.ID {
+				item = *tr.reasoning
+				tr.reasoning = nil
+			}
+			it = item
+		case protocol.CommandExecutionItem:
+			item.Status = protocol.ItemFailed
+			it = item
+		case protocol.FileChangeItem:
+			item.Status = protocol.ItemFailed
+			it = item
+		case protocol.DynamicToolCallItem:
+			item.Status = protocol.ItemFailed
+			it = item
+		}
+		if err := t.commitItem(tr, it, nil); err != nil {
+			// The client still learns the item is over.
+			t.m.log.Error("closing an item of a failed turn", "thread", t.id, "turn", tr.id, "item", it.ItemID(), "err", err)
+			t.notify(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: it, ThreadID: t.id, TurnID: tr.id, CompletedAtMs: time.Now().UnixMilli()})
+		}
+	}
+}

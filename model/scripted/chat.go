@@ -21,6 +21,9 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, p *plan,
 	}
 	sw := startStream(ctx, w, p.st)
 	c := newChatChunker(s.newID("chatcmpl-"), model)
+	sw.fail = func() {
+		sw.data(map[string]any{"error": map[string]any{"code": "server_error", "type": "server_error", "message": p.st.errorMessage()}})
+	}
 
 	sw.chatChunk(c, map[string]any{"role": "assistant", "content": ""}, nil)
 	for i, chunks := range p.reasoning {
@@ -39,6 +42,12 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, p *plan,
 			return
 		}
 		sw.chatDelta(c, `{"content":`, t)
+	}
+	if p.endless != "" {
+		for sw.delta() {
+			sw.chatDelta(c, `{"content":`, p.endless)
+		}
+		return
 	}
 	for i, call := range p.calls {
 		sw.chatChunk(c, map[string]any{"tool_calls": []any{map[string]any{

@@ -26,13 +26,12 @@ func TestKilledServerLeavesNoProcesses(t *testing.T) {
 			// whatever its pid is (a sandboxed command has a pid namespace
 			// of its own, so $! means nothing out here).
 			mark := fmt.Sprintf("apserver-e2e-orphan-%d-%s", os.Getpid(), mode)
-			script, want := `bash -c "exec -a `+mark+`-bg sleep 1000" & `, 1
-			if mode != "danger-full-access" {
-				// And a daemon that left the process group (setsid): only
-				// the sandbox's pid namespace reaches that one.
-				script += `setsid bash -c "exec -a ` + mark + `-sid sleep 1000" & `
-				want++
-			}
+			// And a daemon that left the process group (setsid): the
+			// sandbox's pid namespace reaches it, and for an unsandboxed
+			// command the watchdog finds it by the environment mark.
+			script := `bash -c "exec -a ` + mark + `-bg sleep 1000" & ` +
+				`setsid bash -c "exec -a ` + mark + `-sid sleep 1000" & `
+			want := 2
 			cmd := `sh -c '` + script + `wait'`
 			model := startModel(t, scripted.Rule{Match: "orphan", Steps: []scripted.Step{
 				{ToolCalls: []scripted.ToolCall{{Command: cmd}}},

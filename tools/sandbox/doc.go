@@ -116,8 +116,9 @@
 //     them (such as /etc/shadow). A $HOME under a readable directory
 //     (say /var/lib/svc) is readable.
 //   - A danger-full-access command's processes that left its process
-//     group (setsid) survive apserver's death; so do any of its
-//     processes if the watchdog itself is killed first.
+//     group (setsid) and re-exec'd with a scrubbed environment survive
+//     apserver's death (the watchdog finds the others by their mark); so
+//     do any of its processes if the watchdog itself is killed first.
 //
 // Side effects: /proc is read-only and shows only the command's own
 // processes, so tools that map ids in a nested user namespace (unshare

@@ -23,7 +23,7 @@ import (
 // program: it execs the command or exits, with status 126 and a message
 // on stderr if it could not confine itself.
 func init() {
-	if len(os.Args) == 2 && os.Args[1] == watchdogArg {
+	if len(os.Args) >= 2 && len(os.Args) <= 3 && os.Args[1] == watchdogArg {
 		runWatchdog()
 		os.Exit(0)
 	}

@@ -156,7 +156,12 @@ func Command(ctx context.Context, p Policy, dir string, env []string, shell, scr
 	if p.Mode == FullAccess {
 		cmd := exec.CommandContext(ctx, shell, "-c", script)
 		cmd.Args[0] = filepath.Base(shell)
-		cmd.Dir, cmd.Env = dir, env
+		if env == nil {
+			env = os.Environ()
+		}
+		// The mark lets the watchdog find what left the command's process
+		// group (setsid, daemons) once apserver is gone.
+		cmd.Dir, cmd.Env = dir, append(slices.Clip(env), markEnv())
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		cmd.Cancel = killGroup(cmd)
 		return cmd, nil

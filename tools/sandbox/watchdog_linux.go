@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -30,11 +31,50 @@ import (
 //     reads the process groups of running commands from a pipe. When the
 //     pipe reaches EOF, which happens however apserver ends, it kills
 //     every group still listed. This is what reaches the grandchildren of
-//     an unsandboxed command; ones that left its process group are out of
-//     reach there.
+//     an unsandboxed command.
+//   - Unsandboxed commands also carry an environment variable naming this
+//     apserver process (markEnv). After the groups, the watchdog kills
+//     every process whose initial environment holds that mark: what left
+//     the command's process group (setsid, double forks, daemons) but
+//     inherited its environment. A process that execs itself with a
+//     scrubbed environment escapes this; a sandboxed one cannot escape its
+//     pid namespace.
 
 // watchdogArg is argv[1] of the watchdog process.
 const watchdogArg = "-apserver-sandbox-watchdog"
+
+// markVar is the environment variable that marks an unsandboxed command's
+// processes as this apserver's; its value is apserver's pid and start
+// time, so a restarted apserver's mark differs.
+const markVar = "APSERVER_COMMAND_OF"
+
+var markOnce = sync.OnceValue(func() string {
+	return fmt.Sprintf("%s=%d-%d", markVar, os.Getpid(), processStart(os.Getpid()))
+})
+
+// markEnv is the KEY=VALUE that unsandboxed commands carry.
+func markEnv() string { return markOnce() }
+
+// processStart is the start time of pid in clock ticks since boot (field
+// 22 of /proc/pid/stat), or 0.
+func processStart(pid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces and parentheses: count
+	// fields after its closing parenthesis.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0
+	}
+	n, _ := strconv.ParseUint(f[19], 10, 64)
+	return n
+}
 
 var (
 	startOnce sync.Once
@@ -101,7 +141,7 @@ func sendWatchdog(line string) {
 		watchdog.w.Close()
 		watchdog.w = nil
 	}
-	cmd := exec.Command("/proc/self/exe", watchdogArg)
+	cmd := exec.Command("/proc/self/exe", watchdogArg, markEnv())
 	cmd.Args[0] = os.Args[0]
 	// Its own process group: signals for apserver's group (a terminal's
 	// ^C) must not take it down first.
@@ -146,6 +186,45 @@ func runWatchdog() {
 	for pgid, live := range groups {
 		if live {
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	}
+	if len(os.Args) > 2 && strings.HasPrefix(os.Args[2], markVar+"=") {
+		killMarked(os.Args[2])
+	}
+}
+
+// killMarked kills every process whose initial environment holds mark
+// (KEY=VALUE), over a few rounds: one that forks while a round runs is
+// caught by the next.
+func killMarked(mark string) {
+	want := []byte(mark)
+	self := os.Getpid()
+	for round := 0; round < 5; round++ {
+		ents, err := os.ReadDir("/proc")
+		if err != nil {
+			return
+		}
+		killed := 0
+		for _, e := range ents {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil || pid == self {
+				continue
+			}
+			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+			if err != nil {
+				continue
+			}
+			for _, kv := range bytes.Split(env, []byte{0}) {
+				if bytes.Equal(kv, want) {
+					if syscall.Kill(pid, syscall.SIGKILL) == nil {
+						killed++
+					}
+					break
+				}
+			}
+		}
+		if killed == 0 {
+			return
 		}
 	}
 }

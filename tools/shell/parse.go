@@ -18,8 +18,8 @@ import (
 // strings and here-documents fed to a shell, find -exec, and wrapper
 // programs such as env, sudo, timeout and xargs. Whatever cannot be known
 // without running the command (the value of a variable, the output of a
-// substitution) is kept as an unknown word, and matching treats it as "may
-// be anything".
+// substitution) is kept as a Dynamic word, which a reader must treat as
+// "may be anything".
 
 // ErrEmpty is returned by Parse for a script with no commands.
 var ErrEmpty = errors.New("the command is empty")
@@ -28,8 +28,8 @@ var ErrEmpty = errors.New("the command is empty")
 type Options struct {
 	// Home is the value of ~ and $HOME, or "" when unknown.
 	Home string
-	// Dir is the directory the script starts in; the zero Dirs means
-	// unknown.
+	// Dir is the absolute directory the script starts in; anything else
+	// means unknown.
 	Dir string
 }
 
@@ -65,32 +65,33 @@ func ParseWord(src string, word *syntax.Word) Word {
 // maxDepth bounds nested `bash -c` strings.
 const maxDepth = 8
 
+// Kind says how much of a word is known without running the command.
 type Kind uint8
 
 const (
-	// literal: text is exactly what the command sees.
+	// Literal: Text is exactly what the command sees.
 	Literal Kind = iota
-	// glob: an unquoted *, ? or [ may expand to file names; pat is the
+	// Glob: an unquoted *, ? or [ may expand to file names; Pat is the
 	// pattern, in path.Match syntax.
 	Glob
-	// dynamic: an expansion (parameter, substitution, arithmetic, brace,
-	// ~user) makes the value unknown; lead is the literal text before it.
+	// Dynamic: an expansion (parameter, substitution, arithmetic, brace,
+	// ~user) makes the value unknown; Lead is the literal text before it.
 	Dynamic
 )
 
-// word is one word of a simple command, as far as it is known statically.
+// Word is one word of a simple command, as far as it is known statically.
 type Word struct {
 	Text string // after quote removal; meaningful for literal and glob words
 	Src  string // as written
 	Pat  string // glob pattern, for glob words
 	Lead string // literal text before the first expansion, for dynamic words
 	Kind Kind
-	// split: unquoted expansion or glob, which may become zero or several
-	// words.
+	// Split: an unquoted expansion or glob, which may become zero or
+	// several words.
 	Split bool
-	// home: the word is the home directory (~, $HOME, "${HOME}/").
+	// Home: the word is the home directory (~, $HOME, "${HOME}/").
 	Home bool
-	// under, for find's {} in -exec, is the starting point the file is at
+	// Under, for find's {} in -exec, is the starting point the file is at
 	// or under.
 	Under string
 }
@@ -160,17 +161,17 @@ func unescapePattern(s string) string {
 
 // wordBuilder accumulates a word part by part.
 type wordBuilder struct {
-	Home  string // value of ~ and $HOME, or "" when unknown
-	Text  strings.Builder
-	Pat   strings.Builder
+	home  string // value of ~ and $HOME, or "" when unknown
+	text  strings.Builder
+	pat   strings.Builder
 	shape []byte // unquoted bytes as themselves, others as 'x': for brace expansion
-	Lead  string
+	lead  string
 	// homeState: 0 nothing yet, 1 only the home directory and slashes so
 	// far, 2 anything else.
 	homeState   int
-	Dynamic     bool
+	dynamic     bool
 	meta        bool // an unquoted *, ? or [
-	Split       bool
+	split       bool
 	prevBracket bool // the last byte was an unquoted [
 }
 
@@ -183,12 +184,12 @@ func (b *wordBuilder) seen(s string) {
 
 func (b *wordBuilder) quoted(s string) {
 	b.seen(s)
-	b.Text.WriteString(s)
+	b.text.WriteString(s)
 	for i := 0; i < len(s); i++ {
 		if strings.IndexByte(`*?[\`, s[i]) >= 0 {
-			b.Pat.WriteByte('\\')
+			b.pat.WriteByte('\\')
 		}
-		b.Pat.WriteByte(s[i])
+		b.pat.WriteByte(s[i])
 		b.shape = append(b.shape, 'x')
 	}
 	b.prevBracket = false
@@ -196,11 +197,11 @@ func (b *wordBuilder) quoted(s string) {
 
 func (b *wordBuilder) unquoted(c byte) {
 	b.seen(string(c))
-	b.Text.WriteByte(c)
+	b.text.WriteByte(c)
 	if c == '!' && b.prevBracket {
-		b.Pat.WriteByte('^') // bash's [!a] is path.Match's [^a]
+		b.pat.WriteByte('^') // bash's [!a] is path.Match's [^a]
 	} else {
-		b.Pat.WriteByte(c)
+		b.pat.WriteByte(c)
 	}
 	b.shape = append(b.shape, c)
 	b.meta = b.meta || c == '*' || c == '?' || c == '['
@@ -225,23 +226,23 @@ func (b *wordBuilder) lit(v string) {
 }
 
 func (b *wordBuilder) expansion(unquoted bool) {
-	if !b.Dynamic {
-		b.Lead = b.Text.String()
-		b.Dynamic = true
+	if !b.dynamic {
+		b.lead = b.text.String()
+		b.dynamic = true
 	}
 	b.homeState = 2
 	b.shape = append(b.shape, 'x')
-	b.Split = b.Split || unquoted
+	b.split = b.split || unquoted
 	b.prevBracket = false
 }
 
 // homeDir adds ~ or $HOME.
 func (b *wordBuilder) homeDir(unquoted bool) {
 	first := b.homeState == 0
-	if b.Home == "" {
+	if b.home == "" {
 		b.expansion(unquoted)
 	} else {
-		b.quoted(b.Home)
+		b.quoted(b.home)
 	}
 	if first {
 		b.homeState = 1
@@ -251,14 +252,14 @@ func (b *wordBuilder) homeDir(unquoted bool) {
 }
 
 func (b *wordBuilder) word(src string) Word {
-	w := Word{Text: b.Text.String(), Src: src, Home: b.homeState == 1}
+	w := Word{Text: b.text.String(), Src: src, Home: b.homeState == 1}
 	switch {
-	case b.Dynamic:
-		w.Kind, w.Lead, w.Split = Dynamic, b.Lead, b.Split
+	case b.dynamic:
+		w.Kind, w.Lead, w.Split = Dynamic, b.lead, b.split
 	case hasBraceExpansion(b.shape):
 		w.Kind, w.Split = Dynamic, true
-	case b.meta && validPattern(b.Pat.String()):
-		w.Kind, w.Pat, w.Split = Glob, b.Pat.String(), true
+	case b.meta && validPattern(b.pat.String()):
+		w.Kind, w.Pat, w.Split = Glob, b.pat.String(), true
 	}
 	return w
 }
@@ -347,7 +348,7 @@ func (sc *script) slice(n syntax.Node) string {
 }
 
 func (sc *script) word(w *syntax.Word) Word {
-	b := wordBuilder{Home: sc.home}
+	b := wordBuilder{home: sc.home}
 	for i, wp := range w.Parts {
 		switch p := wp.(type) {
 		case *syntax.Lit:
@@ -445,14 +446,14 @@ func (sc *script) stdinScript(r *syntax.Redirect) (string, bool) {
 	return b.String(), true
 }
 
-// cwdSet is the directories a command may run in.
+// Dirs is the directories a command may run in.
 type Dirs struct {
 	Dirs []string
-	// unknown: it may also run somewhere else.
+	// Unknown: it may also run somewhere else.
 	Unknown bool
 }
 
-// maxDirs bounds a cwdSet; beyond it the directory is unknown.
+// maxDirs bounds a Dirs; beyond it the directory is unknown.
 const maxDirs = 16
 
 func (c *Dirs) add(dir string) {
@@ -466,7 +467,7 @@ func (c *Dirs) add(dir string) {
 	c.Dirs = append(c.Dirs, dir)
 }
 
-// chdir returns where a command runs after changing to dir.
+// Chdir returns where a command runs after changing to dir.
 func (c Dirs) Chdir(dir *Word) Dirs {
 	if dir == nil || dir.Kind != Literal {
 		return Dirs{Unknown: true}

@@ -88,3 +88,21 @@ check just lint
 		t.Error(`Parse("check go test" with example "go vet") succeeded, want an error`)
 	}
 }
+
+// BenchmarkCheck measures the check detection full auto runs on each
+// command item of a turn.
+func BenchmarkCheck(b *testing.B) {
+	s := Builtin()
+	ctx := Context{Cwd: "/w"}
+	for _, cmd := range []string{
+		`/bin/bash -c 'make test'`,
+		`/bin/bash -c 'cd pkg && go test ./... 2>&1 | tail -50'`,
+		`/bin/bash -c 'grep -rn "func main" --include=*.go . | head'`,
+	} {
+		b.Run(cmd, func(b *testing.B) {
+			for b.Loop() {
+				s.Check(cmd, ctx)
+			}
+		})
+	}
+}

@@ -1,12 +1,14 @@
 // Package rules decides which shell commands the agent may run without
-// asking: command rules from builtin defaults and rules files, and the
-// evaluation of a bash command string against them.
+// asking, and which commands are checks: command rules from builtin
+// defaults and rules files, and the evaluation of a bash command string
+// against them.
 //
-// It owns the rules file format, the builtin rules, and a static reading of
-// bash (through mvdan.cc/sh's parser) that finds every simple command a
-// command string may run. It runs nothing and touches no files except the
-// rules files Load reads. It must not import session, server, store, model
-// or tools (tools may import it).
+// It owns the rules file format, the builtin rules, the verdict of a
+// command and check detection. It reads commands through tools/shell, the
+// one static reading of bash (with mvdan.cc/sh) that finds every simple
+// command a command string may run. It runs nothing and touches no files
+// except the rules files Load reads. It must not import session, server,
+// store, model or tools (tools may import it).
 //
 // # Rules files
 //
@@ -27,6 +29,7 @@
 //	  match: git push origin main
 //	allow docker compose * ps
 //	allow ./scripts/check.sh
+//	check ./scripts/check.sh
 //
 // A rule is an unindented line `<decision> <words...>`. The decision is one
 // of:
@@ -34,6 +37,7 @@
 //	allow      run without asking
 //	prompt     ask the user first
 //	forbidden  never run; no approval can override it
+//	check      decides nothing: the command is a check (see Checks)
 //
 // The words are a command prefix, written as shell words: quote them as in
 // bash ('a b' is one word, "x" is x), and a trailing # comment is allowed.
@@ -194,4 +198,33 @@
 //     or a directory above one.
 //
 // Everything else is prompted.
+//
+// # Checks
+//
+// A check rule (`check <words>`) names a test, build or linter whose exit
+// status says whether the work is sound; full auto weighs a completion
+// claim against the last one. It decides nothing about running the
+// command. Set.Check reports whether a command runs a check: a simple
+// command whose command that finally runs (after wrappers, inside bash -c,
+// after cd ... &&) a check rule matches for certain, with a first word
+// given by any path (/usr/local/go/bin/go test). Mentioning a check is not
+// running it: echo go test, grep -r tox . and cat /usr/share/doc/make run
+// none. A check is conclusive when the command exits 0 only if the check
+// does (shell.Command.Decides): make test, cd x && go test ./..., timeout
+// 60 pytest -q, /bin/bash -c 'make test', make test 2>&1. It is
+// inconclusive, no evidence either way, when the exit status may hide its
+// failure: a pipeline stage before the last without set -o pipefail (make
+// test | tail exits with tail's status), before a `;` without set -e, on
+// either side of ||, negated, in the background, or in a condition or
+// loop. A command with any inconclusive check is inconclusive.
+//
+// Builtin checks: go test, build and vet; staticcheck; golangci-lint run;
+// cargo test, build, check and clippy; npm test, npm run
+// test|build|lint|check; npx tsc; pnpm test, build, lint and run
+// test|build|lint; yarn test, build, lint and run test; pytest; python -m
+// pytest (and python3); tox; mypy; ruff; eslint; tsc; mvn test, verify and
+// package; gradle and ./gradlew test, build and check; ctest; bazel test
+// and build; make test, check, build, lint and all; gmake test and check;
+// make with no target; just test. A check rule has Decision Allow, so that where allow
+// rules are ignored (an untrusted workspace rules file) checks are too.
 package rules

@@ -1,7 +1,10 @@
 package rules
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/apserver/apserver/tools/shell"
 )
 
 func FuzzEvaluate(f *testing.F) {
@@ -91,6 +94,21 @@ func FuzzEvaluate(f *testing.F) {
 			case w.Decision < v.Decision && c.head == "go test ./... && ":
 				t.Fatalf("Evaluate(%q) = %v, laxer than %v for %q alone", c.head+cmd, w.Decision, v.Decision, cmd)
 			}
+		}
+		// Check reads a command as apserver runs it, /bin/bash -c '...',
+		// the same as the command itself; a check piped into another
+		// command is never conclusive without pipefail.
+		c := s.Check(cmd, testCtx)
+		if c < NoCheck || c > CheckConclusive {
+			t.Fatalf("Check(%q) = %d", cmd, c)
+		}
+		if strings.Count(cmd, "-c") < 4 { // shells nested deeper than maxDepth are unknown
+			if w := s.Check(shell.Script("/bin/bash", cmd), testCtx); w != c {
+				t.Fatalf("Check(/bin/bash -c %q) = %v, but Check of the command alone = %v", cmd, w, c)
+			}
+		}
+		if w := s.Check("{ "+cmd+"\n} | cat", testCtx); w == CheckConclusive && !strings.Contains(cmd, "pipefail") {
+			t.Fatalf("Check({ %q; } | cat) = %v", cmd, w)
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package rules
+package shell
 
 import (
 	"fmt"
@@ -22,14 +22,14 @@ type optSpec struct {
 // operand. Long options are reported by their full name when they are
 // abbreviations of one in s.long. ok is false when a word that may be an
 // option cannot be read (an expansion after a '-').
-func (s optSpec) scan(args []word, each func(opt string, arg *word)) (first int, ok bool) {
+func (s optSpec) scan(args []Word, each func(opt string, arg *Word)) (first int, ok bool) {
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
-		if a.kind == dynamic {
-			return i, !strings.HasPrefix(a.lead, "-")
+		if a.Kind == Dynamic {
+			return i, !strings.HasPrefix(a.Lead, "-")
 		}
-		t := a.text
+		t := a.Text
 		if t == "--" {
 			return i + 1, true
 		}
@@ -41,7 +41,7 @@ func (s optSpec) scan(args []word, each func(opt string, arg *word)) (first int,
 			full, takesArg := s.longName(name)
 			switch {
 			case hasVal:
-				each(full, &word{text: val, src: val})
+				each(full, &Word{Text: val, Src: val})
 			case takesArg && i+1 < len(args):
 				i++
 				each(full, &args[i])
@@ -58,7 +58,7 @@ func (s optSpec) scan(args []word, each func(opt string, arg *word)) (first int,
 			}
 			switch {
 			case j+1 < len(t):
-				each("-"+c, &word{text: t[j+1:], src: t[j+1:]})
+				each("-"+c, &Word{Text: t[j+1:], Src: t[j+1:]})
 			case strings.Contains(s.short, c) && i+1 < len(args):
 				i++
 				each("-"+c, &args[i])
@@ -85,7 +85,7 @@ func (s optSpec) longName(name string) (string, bool) {
 // unwrapFunc returns the command a wrapper runs (nil if it runs none), or
 // why that cannot be told. It may record on p what the wrapper changes: the
 // directory, the environment, extra arguments.
-type unwrapFunc func(cmd []word, p *part) (inner []word, unknown string)
+type unwrapFunc func(cmd []Word, p *Command) (inner []Word, unknown string)
 
 // wrappers are programs that run another command given in their arguments.
 var wrappers = map[string]unwrapFunc{
@@ -106,15 +106,15 @@ var wrappers = map[string]unwrapFunc{
 	"ionice":  skipOptions(optSpec{short: "cnpPu", long: []string{"class", "classdata", "pid", "pgid", "uid"}}, 0),
 }
 
-func unknownOptions(cmd []word) string {
-	return fmt.Sprintf("cannot tell how %s reads its options", cmd[0].src)
+func unknownOptions(cmd []Word) string {
+	return fmt.Sprintf("cannot tell how %s reads its options", cmd[0].Src)
 }
 
 // skipOptions unwraps a program that takes options, then operands fixed
 // arguments (timeout's duration), then the command.
 func skipOptions(spec optSpec, operands int) unwrapFunc {
-	return func(cmd []word, _ *part) ([]word, string) {
-		i, ok := spec.scan(cmd[1:], func(string, *word) {})
+	return func(cmd []Word, _ *Command) ([]Word, string) {
+		i, ok := spec.scan(cmd[1:], func(string, *Word) {})
 		if !ok {
 			return nil, unknownOptions(cmd)
 		}
@@ -126,19 +126,19 @@ func skipOptions(spec optSpec, operands int) unwrapFunc {
 }
 
 // skipAssigns records and drops the NAME=value words at the start of ws.
-func (p *part) skipAssigns(ws []word) []word {
+func (p *Command) skipAssigns(ws []Word) []Word {
 	for len(ws) > 0 {
-		known := ws[0].text
-		if ws[0].kind == dynamic {
-			known = ws[0].lead
+		known := ws[0].Text
+		if ws[0].Kind == Dynamic {
+			known = ws[0].Lead
 		}
 		name, val, ok := strings.Cut(known, "=")
 		if !ok || !validName(name) {
 			break
 		}
-		var value *word
-		if ws[0].kind != dynamic {
-			value = &word{text: val, src: val}
+		var value *Word
+		if ws[0].Kind != Dynamic {
+			value = &Word{Text: val, Src: val}
 		}
 		p.setVar(name, value)
 		ws = ws[1:]
@@ -148,16 +148,16 @@ func (p *part) skipAssigns(ws []word) []word {
 
 // setVar records that the part sets name to value (nil when unknown) if
 // that may change which program runs or what it does.
-func (p *part) setVar(name string, value *word) {
+func (p *Command) setVar(name string, value *Word) {
 	if changesWhatRuns(name, value) {
-		p.assigns = append(p.assigns, name)
+		p.Assigns = append(p.Assigns, name)
 	}
 }
 
-func changesWhatRuns(name string, value *word) bool {
+func changesWhatRuns(name string, value *Word) bool {
 	switch name {
 	case "PAGER", "GIT_PAGER", "MANPAGER":
-		return value == nil || value.kind != literal || value.text != "cat" && value.text != ""
+		return value == nil || value.Kind != Literal || value.Text != "cat" && value.Text != ""
 	case "PATH", "IFS", "ENV", "BASH_ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND",
 		"HOME", "XDG_CONFIG_HOME", "EDITOR", "VISUAL", "GOFLAGS", "CC", "CXX", "NODE_OPTIONS",
 		"PYTHONPATH", "PYTHONSTARTUP", "PERL5OPT", "PERL5LIB", "RUBYOPT", "RUSTC_WRAPPER", "MAKEFLAGS",
@@ -185,12 +185,12 @@ func validName(s string) bool {
 
 var envSpec = optSpec{short: "uCS", long: []string{"unset", "chdir", "split-string"}}
 
-func unwrapEnv(cmd []word, p *part) ([]word, string) {
-	var split []*word
-	i, ok := envSpec.scan(cmd[1:], func(opt string, arg *word) {
+func unwrapEnv(cmd []Word, p *Command) ([]Word, string) {
+	var split []*Word
+	i, ok := envSpec.scan(cmd[1:], func(opt string, arg *Word) {
 		switch opt {
 		case "-C", "--chdir":
-			p.bases = p.bases.chdir(arg)
+			p.Bases = p.Bases.Chdir(arg)
 		case "-S", "--split-string":
 			split = append(split, arg)
 		}
@@ -200,13 +200,13 @@ func unwrapEnv(cmd []word, p *part) ([]word, string) {
 	}
 	// env -S splits its argument into words: read plain words, and call
 	// anything with quotes, escapes or expansions unknown.
-	var words []word
+	var words []Word
 	for _, a := range split {
-		if a == nil || a.kind != literal || strings.ContainsAny(a.text, `"'\$`+"`") {
+		if a == nil || a.Kind != Literal || strings.ContainsAny(a.Text, `"'\$`+"`") {
 			return nil, "cannot tell what env -S runs"
 		}
-		for _, f := range strings.Fields(a.text) {
-			words = append(words, word{text: f, src: f})
+		for _, f := range strings.Fields(a.Text) {
+			words = append(words, Word{Text: f, Src: f})
 		}
 	}
 	return p.skipAssigns(append(words, cmd[1+i:]...)), ""
@@ -217,14 +217,14 @@ var sudoSpec = optSpec{short: "CDghpRrTtUu", long: []string{
 	"command-timeout", "other-user", "close-from",
 }}
 
-func unwrapSudo(cmd []word, p *part) ([]word, string) {
+func unwrapSudo(cmd []Word, p *Command) ([]Word, string) {
 	runs := true
-	i, ok := sudoSpec.scan(cmd[1:], func(opt string, arg *word) {
+	i, ok := sudoSpec.scan(cmd[1:], func(opt string, arg *Word) {
 		switch opt {
 		case "-e", "-l", "-v", "-V", "-K", "--edit", "--list", "--validate", "--version", "--remove-timestamp":
 			runs = false // edits files or only reports
 		case "-D", "--chdir":
-			p.bases = p.bases.chdir(arg)
+			p.Bases = p.Bases.Chdir(arg)
 		}
 	})
 	if !ok {
@@ -236,9 +236,9 @@ func unwrapSudo(cmd []word, p *part) ([]word, string) {
 	return p.skipAssigns(cmd[1+i:]), ""
 }
 
-func unwrapDoas(cmd []word, _ *part) ([]word, string) {
+func unwrapDoas(cmd []Word, _ *Command) ([]Word, string) {
 	runs := true
-	i, ok := optSpec{short: "uC"}.scan(cmd[1:], func(opt string, _ *word) {
+	i, ok := optSpec{short: "uC"}.scan(cmd[1:], func(opt string, _ *Word) {
 		runs = runs && opt != "-C"
 	})
 	if !ok {
@@ -250,9 +250,9 @@ func unwrapDoas(cmd []word, _ *part) ([]word, string) {
 	return cmd[1+i:], ""
 }
 
-func unwrapCommand(cmd []word, _ *part) ([]word, string) {
+func unwrapCommand(cmd []Word, _ *Command) ([]Word, string) {
 	runs := true
-	i, ok := optSpec{}.scan(cmd[1:], func(opt string, _ *word) {
+	i, ok := optSpec{}.scan(cmd[1:], func(opt string, _ *Word) {
 		runs = runs && opt != "-v" && opt != "-V" // only describe the command
 	})
 	if !ok {
@@ -270,13 +270,13 @@ var xargsSpec = optSpec{short: "adEILnPs", shortOpt: "eil", long: []string{
 
 // unwrapXargs returns xargs's command, marked as taking more arguments from
 // standard input. Words holding the -I replacement string become unknown.
-func unwrapXargs(cmd []word, p *part) ([]word, string) {
+func unwrapXargs(cmd []Word, p *Command) ([]Word, string) {
 	var replace []string
-	i, ok := xargsSpec.scan(cmd[1:], func(opt string, arg *word) {
+	i, ok := xargsSpec.scan(cmd[1:], func(opt string, arg *Word) {
 		if opt == "-I" || opt == "-i" || opt == "--replace" {
 			r := "{}"
-			if arg != nil && arg.text != "" {
-				r = arg.text
+			if arg != nil && arg.Text != "" {
+				r = arg.Text
 			}
 			replace = append(replace, r)
 		}
@@ -284,17 +284,17 @@ func unwrapXargs(cmd []word, p *part) ([]word, string) {
 	if !ok {
 		return nil, unknownOptions(cmd)
 	}
-	p.extra = true
+	p.Extra = true
 	rest := cmd[1+i:]
 	if len(rest) == 0 {
-		return []word{{text: "echo", src: "echo"}}, ""
+		return []Word{{Text: "echo", Src: "echo"}}, ""
 	}
-	out := make([]word, len(rest))
+	out := make([]Word, len(rest))
 	for j, w := range rest {
 		out[j] = w
 		for _, r := range replace {
-			if k := strings.Index(w.text, r); w.kind != dynamic && k >= 0 {
-				out[j] = word{src: w.src, kind: dynamic, lead: w.text[:k]}
+			if k := strings.Index(w.Text, r); w.Kind != Dynamic && k >= 0 {
+				out[j] = Word{Src: w.Src, Kind: Dynamic, Lead: w.Text[:k]}
 			}
 		}
 	}
@@ -310,33 +310,33 @@ func safeGitConfig(kv string) bool {
 
 // gitCommand returns cmd without git's global options, so that `git -C dir
 // push` reads as `git push`, and marks p when they set configuration.
-func gitCommand(cmd []word, p *part) []word {
+func gitCommand(cmd []Word, p *Command) []Word {
 	i := 1
 	for ; i < len(cmd); i++ {
 		a := cmd[i]
-		if a.kind != literal || !strings.HasPrefix(a.text, "-") {
+		if a.Kind != Literal || !strings.HasPrefix(a.Text, "-") {
 			break
 		}
-		name, _, hasVal := strings.Cut(a.text, "=")
+		name, _, hasVal := strings.Cut(a.Text, "=")
 		switch name {
 		case "-c":
-			if i+1 < len(cmd) && cmd[i+1].kind == literal && safeGitConfig(cmd[i+1].text) {
+			if i+1 < len(cmd) && cmd[i+1].Kind == Literal && safeGitConfig(cmd[i+1].Text) {
 				i++
 				continue
 			}
-			p.gitConfig = true
-			p.opaque = "git -c can define aliases and make git run other programs (core.sshCommand, core.pager, ...), which the rules do not read"
+			p.GitConfig = true
+			p.Opaque = "git -c can define aliases and make git run other programs (core.sshCommand, core.pager, ...), which the rules do not read"
 			i++
 		case "--config-env":
-			p.gitConfig = true
-			p.opaque = "git --config-env can define aliases and make git run other programs, which the rules do not read"
+			p.GitConfig = true
+			p.Opaque = "git --config-env can define aliases and make git run other programs, which the rules do not read"
 			if !hasVal {
 				i++
 			}
 		case "--exec-path":
 			if hasVal {
-				p.gitConfig = true
-				p.opaque = "git --exec-path makes git run its commands from another directory"
+				p.GitConfig = true
+				p.Opaque = "git --exec-path makes git run its commands from another directory"
 			}
 		case "-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--attr-source":
 			if !hasVal {
@@ -347,12 +347,12 @@ func gitCommand(cmd []word, p *part) []word {
 	if i == 1 {
 		return cmd
 	}
-	return append([]word{cmd[0]}, cmd[min(i, len(cmd)):]...)
+	return append([]Word{cmd[0]}, cmd[min(i, len(cmd)):]...)
 }
 
 // findExec is a command find runs for each file.
 type findExec struct {
-	words []word
+	words []Word
 	dir   bool // -execdir, -okdir: runs in the file's directory
 }
 
@@ -362,18 +362,18 @@ type findExec struct {
 // When find's starting points are all known, each command is returned once
 // per starting point, with {} standing for a file at or under it, so that
 // `find / -exec rm -rf {} +` reads as removing / and what is under it.
-func findExecs(cmd []word) []findExec {
+func findExecs(cmd []Word) []findExec {
 	var out []findExec
 	roots := findRoots(cmd)
 	for i := 1; i < len(cmd); i++ {
 		a := cmd[i]
-		if a.kind != literal || a.text != "-exec" && a.text != "-execdir" && a.text != "-ok" && a.text != "-okdir" {
+		if a.Kind != Literal || a.Text != "-exec" && a.Text != "-execdir" && a.Text != "-ok" && a.Text != "-okdir" {
 			continue
 		}
-		ex := findExec{dir: strings.HasSuffix(a.text, "dir")}
+		ex := findExec{dir: strings.HasSuffix(a.Text, "dir")}
 		for i++; i < len(cmd); i++ {
 			w := cmd[i]
-			if w.kind == literal && (w.text == ";" || w.text == "+") {
+			if w.Kind == Literal && (w.Text == ";" || w.Text == "+") {
 				break
 			}
 			ex.words = append(ex.words, w)
@@ -394,12 +394,12 @@ func findExecs(cmd []word) []findExec {
 // under returns ex with each word holding {} made an unknown word; a {}
 // word that is exactly {} records root as where its file lies.
 func (ex findExec) under(root string) findExec {
-	ws := make([]word, len(ex.words))
+	ws := make([]Word, len(ex.words))
 	for j, w := range ex.words {
-		if k := strings.Index(w.text, "{}"); w.kind != dynamic && k >= 0 {
-			nw := word{src: w.src, kind: dynamic, lead: w.text[:k]}
-			if w.text == "{}" {
-				nw.under = root
+		if k := strings.Index(w.Text, "{}"); w.Kind != Dynamic && k >= 0 {
+			nw := Word{Src: w.Src, Kind: Dynamic, Lead: w.Text[:k]}
+			if w.Text == "{}" {
+				nw.Under = root
 			}
 			w = nw
 		}
@@ -410,10 +410,10 @@ func (ex findExec) under(root string) findExec {
 
 // findRoots returns find's starting points when all are plain words, or
 // nil. Without any, find starts at ".".
-func findRoots(cmd []word) []string {
+func findRoots(cmd []Word) []string {
 	i := 1
-	for i < len(cmd) && cmd[i].kind == literal && (cmd[i].text == "-H" || cmd[i].text == "-L" || cmd[i].text == "-P" || strings.HasPrefix(cmd[i].text, "-O") || strings.HasPrefix(cmd[i].text, "-D")) {
-		if cmd[i].text == "-D" {
+	for i < len(cmd) && cmd[i].Kind == Literal && (cmd[i].Text == "-H" || cmd[i].Text == "-L" || cmd[i].Text == "-P" || strings.HasPrefix(cmd[i].Text, "-O") || strings.HasPrefix(cmd[i].Text, "-D")) {
+		if cmd[i].Text == "-D" {
 			i++
 		}
 		i++
@@ -421,13 +421,13 @@ func findRoots(cmd []word) []string {
 	var roots []string
 	for ; i < len(cmd); i++ {
 		a := cmd[i]
-		if a.kind != literal {
+		if a.Kind != Literal {
 			return nil
 		}
-		if strings.HasPrefix(a.text, "-") || a.text == "(" || a.text == "!" || a.text == "," {
+		if strings.HasPrefix(a.Text, "-") || a.Text == "(" || a.Text == "!" || a.Text == "," {
 			break
 		}
-		roots = append(roots, a.text)
+		roots = append(roots, a.Text)
 	}
 	if len(roots) == 0 {
 		roots = []string{"."}

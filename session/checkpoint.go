@@ -336,7 +336,10 @@ func (t *thread) finishRevert(p protocol.ThreadRevertParams, idx int, turnIDs, r
 		for _, id := range turnIDs[idx:] {
 			_ = db.DeleteState(t.ctx, checkpointKey(t.id, id))
 		}
-		t.loadFromStore(false)
+		if err := t.reloadHistory(db); err != nil {
+			reply(nil, fmt.Errorf("revert: files restored and turns dropped, but %w", err))
+			return
+		}
 	} else {
 		t.turns = t.turns[:idx]
 		if n, ok := t.histMark[p.BeforeTurnID]; ok && n <= len(t.history) {

@@ -266,16 +266,23 @@ func (m *Manager) StartThread(ctx context.Context, p protocol.ThreadStartParams,
 
 // ResumeThread implements thread/resume: loads the thread if needed
 // (announcing it idle), then answers with its history.
+// Loading reads the store, so it runs on a goroutine of its own; later
+// requests about the thread wait in its lane for the answer.
 func (m *Manager) ResumeThread(ctx context.Context, p protocol.ThreadResumeParams, reply Reply) {
-	t, err := m.load(ctx, p.ThreadID)
-	if err != nil {
-		reply(nil, err)
-		return
-	}
-	t.post(func() { t.resume(p, reply) })
+	go func() {
+		t, err := m.load(ctx, p.ThreadID)
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		t.post(func() { t.resume(p, reply) })
+	}()
 }
 
-// load returns the loaded thread, loading it from the store if needed.
+// load returns the loaded thread, loading it from the store if needed. The
+// store is read here, on the caller's goroutine, never on the thread's. A
+// thread whose history cannot be read is not loaded: the error says why
+// and nothing is written.
 func (m *Manager) load(ctx context.Context, id string) (*thread, error) {
 	if t := m.loaded(id); t != nil {
 		return t, nil
@@ -288,6 +295,10 @@ func (m *Manager) load(ctx context.Context, id string) (*thread, error) {
 	if err != nil {
 		return nil, wrapNotFound(id, err)
 	}
+	h, err := readHistory(ctx, db, id)
+	if err != nil {
+		return nil, fmt.Errorf("loading thread %s: %w", id, wrapNotFound(id, err))
+	}
 	s := settingsFromStore(meta, m.defaultSettings())
 	m.mu.Lock()
 	if t := m.threads[id]; t != nil { // lost a race with another load
@@ -296,7 +307,10 @@ func (m *Manager) load(ctx context.Context, id string) (*thread, error) {
 	}
 	m.mu.Unlock()
 	t := m.newThread(meta, s)
-	t.post(func() { t.loadFromStore(true) })
+	t.post(func() {
+		t.setHistory(h)
+		t.setStatus(protocol.ThreadStatus{Type: protocol.StatusIdle})
+	})
 	return t, nil
 }
 

@@ -47,6 +47,9 @@ type Options struct {
 	// checkpoints of each workspace. Empty turns checkpoints (and with them
 	// turn diffs and thread/revert) off.
 	DataDir string
+	// Checkpoints tunes the snapshot stores (how many snapshots each
+	// workspace keeps, when git collects garbage); zero values are defaults.
+	Checkpoints checkpoint.Options
 }
 
 // Manager owns the set of loaded threads. Its own fields are small leaf
@@ -79,8 +82,8 @@ type Manager struct {
 	turnEnded chan struct{}      // closed at the next turn/completed, for Drain; nil: nobody waits
 	threads   map[string]*thread // loaded threads
 	models    map[string]*model.Client
-	ckpts     map[string]*checkpoint.Store // by workspace
-	fsw       watchState                   // fs/watch, made on first use
+	ckpts     map[string]*checkpointOpening // snapshot stores by workspace (checkpoint.go)
+	fsw       watchState                    // fs/watch, made on first use
 }
 
 // NewManager starts opening the store and returns at once.
@@ -95,7 +98,7 @@ func NewManager(opts Options) *Manager {
 		storeReady: make(chan struct{}),
 		threads:    map[string]*thread{},
 		models:     map[string]*model.Client{},
-		ckpts:      map[string]*checkpoint.Store{},
+		ckpts:      map[string]*checkpointOpening{},
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.NewTextHandler(os.Stderr, nil))

@@ -33,6 +33,9 @@ const (
 	ErrKindDisconnected
 	// ErrKindIdleTimeout: no event for Provider.IdleTimeout.
 	ErrKindIdleTimeout
+	// ErrKindConfig: the provider's configuration cannot work (a base URL
+	// that is not an http or https URL). Never retried.
+	ErrKindConfig
 )
 
 func (k ErrorKind) String() string {
@@ -55,6 +58,8 @@ func (k ErrorKind) String() string {
 		return "disconnected"
 	case ErrKindIdleTimeout:
 		return "idleTimeout"
+	case ErrKindConfig:
+		return "configuration"
 	}
 	return fmt.Sprintf("ErrorKind(%d)", int(k))
 }

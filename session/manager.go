@@ -21,9 +21,6 @@ import (
 	"github.com/apserver/apserver/tools/sandbox"
 )
 
-// ErrThreadNotFound is wrapped when a request names an unknown thread.
-var ErrThreadNotFound = errors.New("thread not found")
-
 // Options configure a Manager.
 type Options struct {
 	// OpenStore opens the store. It runs once, in the background, as soon as

@@ -55,7 +55,7 @@
 // lines Codex clients must be refused for (see the list above) and writes
 // "jsonrpc":"2.0"; so the stream validates a line itself, hands jsonrpc2 a
 // canonical re-encoding, and writes every outgoing line itself. The price is
-// that re-encoding and jsonrpc2's second decode, about 17 µs a message
+// that re-encoding and jsonrpc2's second decode, about 20 µs a message
 // (BenchmarkReadObject against next, a turn/start line, on 2 shared cores):
 // nothing for an editor's request rate, so replacing a tested read loop that
 // the lanes and the stdin-EOF drain are built on is not worth it.

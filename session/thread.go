@@ -322,7 +322,7 @@ func (t *thread) resume(p protocol.ThreadResumeParams, reply Reply) {
 	if !t.statusSent {
 		t.setStatus(t.status)
 	}
-	t.withTurns(t.sessionResult(), !p.ExcludeTurns, func(res protocol.ThreadSessionResult, err error) {
+	t.withTurns(t.sessionResult(), !p.ExcludeTurns, reply, func(res protocol.ThreadSessionResult, err error) {
 		if err != nil {
 			reply(nil, err)
 			return
@@ -355,7 +355,7 @@ func (t *thread) fork(srcID, through string, excludeTurns bool, reply Reply) {
 		return
 	}
 	t.statusSent = true
-	t.withTurns(t.sessionResult(), !excludeTurns, func(res protocol.ThreadSessionResult, err error) {
+	t.withTurns(t.sessionResult(), !excludeTurns, reply, func(res protocol.ThreadSessionResult, err error) {
 		if err != nil {
 			reply(nil, err)
 			return
@@ -414,8 +414,10 @@ func (t *thread) wire(withTurns bool) protocol.Thread {
 // withTurns calls done on the thread goroutine with res, its turns added
 // when want is set. A persistent thread's turns are read from the store by a
 // child goroutine (SQLite reads of a long thread are slow work); an error
-// reading them is done's error, never an empty list.
-func (t *thread) withTurns(res protocol.ThreadSessionResult, want bool, done func(protocol.ThreadSessionResult, error)) {
+// reading them is done's error, never an empty list. If the thread stops
+// before done can run, reply gets an error instead, so the request is still
+// answered.
+func (t *thread) withTurns(res protocol.ThreadSessionResult, want bool, reply Reply, done func(protocol.ThreadSessionResult, error)) {
 	if !want || !t.persistent() {
 		if want {
 			res.Thread = t.wire(true)
@@ -435,6 +437,19 @@ func (t *thread) withTurns(res protocol.ThreadSessionResult, want bool, done fun
 			err = fmt.Errorf("reading the turns of thread %s: %w", id, err)
 		}
 		res.Thread.Turns = turns
-		t.post(func() { done(res, err) })
+		ran := make(chan struct{})
+		t.post(func() {
+			close(ran)
+			done(res, err)
+		})
+		select {
+		case <-ran:
+		case <-t.done:
+			select {
+			case <-ran:
+			default:
+				reply(nil, fmt.Errorf("thread %s was unloaded before it could answer", id))
+			}
+		}
 	}()
 }

@@ -461,3 +461,40 @@ func TestOverrides(t *testing.T) {
 		t.Error("unknown --provider accepted")
 	}
 }
+
+// TestBadBaseURL: a base URL that cannot work fails Load, naming where it
+// came from.
+func TestBadBaseURL(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, env, flag, want string
+	}{
+		{name: "env no scheme", env: "/v1", want: "OPENAI_BASE_URL"},
+		{name: "env ftp", env: "ftp://x", want: "OPENAI_BASE_URL"},
+		{name: "env host:port", env: "localhost:8080", want: "OPENAI_BASE_URL"},
+		{name: "flag", flag: "localhost:8080", want: "--base-url"},
+		{name: "flag over a bad env", env: "/v1", flag: "ftp://x", want: "--base-url"},
+		{name: "file", file: "[providers.openai]\nbase_url = \"/v1\"\n", want: "providers.openai.base_url"},
+		{name: "file, new provider", file: "[providers.local]\nbase_url = \"localhost:8080\"\n", want: "providers.local.base_url"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := LoadOptions{Getenv: env(t)}
+			if tc.env != "" {
+				opts.Getenv = env(t, "OPENAI_BASE_URL", tc.env)
+			}
+			if tc.flag != "" {
+				opts.Overrides.BaseURL = ptr(tc.flag)
+			}
+			if tc.file != "" {
+				opts.UserFile = writeFile(t, filepath.Join(t.TempDir(), "user.toml"), tc.file)
+			}
+			_, err := Load(opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Load = %v, want an error naming %s", err, tc.want)
+			}
+		})
+	}
+	// A good flag wins over a bad environment variable.
+	if _, err := Load(LoadOptions{Getenv: env(t, "OPENAI_BASE_URL", "/v1"), Overrides: Overrides{BaseURL: ptr("http://localhost:8080/v1")}}); err != nil {
+		t.Errorf("Load with a good --base-url over a bad OPENAI_BASE_URL = %v", err)
+	}
+}

@@ -108,6 +108,17 @@ func Load(opts LoadOptions) (Config, error) {
 	if err := c.applyOverrides(o); err != nil {
 		return Config{}, err
 	}
+	// A bad base URL from the environment or a flag is named as such
+	// (Validate names the file key).
+	if o.BaseURL != nil && *o.BaseURL != "" {
+		if err := model.CheckBaseURL(*o.BaseURL); err != nil {
+			return Config{}, fmt.Errorf("config: --base-url: %w", err)
+		}
+	} else if v := getenv(EnvOpenAIBaseURL); v != "" {
+		if err := model.CheckBaseURL(v); err != nil {
+			return Config{}, fmt.Errorf("config: %s: %w", EnvOpenAIBaseURL, err)
+		}
+	}
 	c.resolveKeys(getenv)
 	if err := c.Validate(); err != nil {
 		return Config{}, err
@@ -497,6 +508,9 @@ func (c Config) Validate() error {
 		}
 		if pc.BaseURL == "" {
 			return fmt.Errorf("config: provider %q has no base_url", name)
+		}
+		if err := model.CheckBaseURL(pc.BaseURL); err != nil {
+			return fmt.Errorf("config: providers.%s.base_url: %w", name, err)
 		}
 	}
 	for _, name := range sortedKeys(c.Roles) {

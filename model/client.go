@@ -89,6 +89,22 @@ func NewClient(p Provider, httpClient *http.Client) *Client {
 	return c
 }
 
+// CheckBaseURL reports why u cannot be a provider's base URL: it must be an
+// absolute http or https URL with a host, such as https://api.openai.com/v1.
+func CheckBaseURL(u string) error {
+	p, err := url.Parse(u)
+	if err != nil {
+		return fmt.Errorf("base URL %q: %w", u, err)
+	}
+	if p.Scheme != "http" && p.Scheme != "https" {
+		return fmt.Errorf("base URL %q is not an http:// or https:// URL", u)
+	}
+	if p.Host == "" {
+		return fmt.Errorf("base URL %q has no host", u)
+	}
+	return nil
+}
+
 // Provider returns the provider the client was built for, with defaults applied
 // to Wire.
 func (c *Client) Provider() Provider { return c.p }
@@ -245,6 +261,10 @@ type parser interface {
 func (c *Client) Stream(ctx context.Context, req Request, emit func(Event)) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	if err := CheckBaseURL(c.p.BaseURL); err != nil && c.p.BaseURL != "" {
+		// Retrying cannot help: the request would fail the same way.
+		return &Error{Kind: ErrKindConfig, Message: err.Error()}
 	}
 	em := &emitter{fn: emit, max: c.maxOut}
 	info := &attemptInfo{}

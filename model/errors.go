@@ -40,6 +40,9 @@ const (
 	// ErrKindResponseTimeout: the response took longer than
 	// Provider.MaxResponseTime; apserver cut it.
 	ErrKindResponseTimeout
+	// ErrKindConfig: the provider's configuration cannot work (a base URL
+	// that is not an http or https URL). Never retried.
+	ErrKindConfig
 )
 
 func (k ErrorKind) String() string {
@@ -66,6 +69,8 @@ func (k ErrorKind) String() string {
 		return "outputLimit"
 	case ErrKindResponseTimeout:
 		return "responseTimeout"
+	case ErrKindConfig:
+		return "configuration"
 	}
 	return fmt.Sprintf("ErrorKind(%d)", int(k))
 }

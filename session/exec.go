@@ -184,13 +184,13 @@ func (t *thread) onApproval(tr *turn, run *commandRun, reqID int64, raw json.Raw
 }
 
 // finishCommand completes a command item that did not run, then goes on.
-func (t *thread) finishCommand(tr *turn, run *commandRun, status, modelMsg string) {
+func (t *thread) finishCommand(tr *turn, run *commandRun, status protocol.ItemStatus, modelMsg string) {
 	if t.finishCommandOnly(tr, run, status, modelMsg) {
 		t.runNextCall(tr)
 	}
 }
 
-func (t *thread) finishCommandOnly(tr *turn, run *commandRun, status, modelMsg string) bool {
+func (t *thread) finishCommandOnly(tr *turn, run *commandRun, status protocol.ItemStatus, modelMsg string) bool {
 	run.item.Status = status
 	if err := t.commitItem(tr, run.item, callHistory(run.call, modelMsg)); err != nil {
 		t.failTurn(tr, err)

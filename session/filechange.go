@@ -305,7 +305,7 @@ func (t *thread) commitChanges(tr *turn, run *fileRun) {
 }
 
 // finishFileChange completes a change that was not applied, then goes on.
-func (t *thread) finishFileChange(tr *turn, run *fileRun, status, modelMsg string) {
+func (t *thread) finishFileChange(tr *turn, run *fileRun, status protocol.ItemStatus, modelMsg string) {
 	run.item.Status = status
 	if err := t.commitItem(tr, run.item, callHistory(run.call, run.call.Name+": "+modelMsg)); err != nil {
 		t.failTurn(tr, err)

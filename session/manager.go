@@ -21,9 +21,6 @@ import (
 	"github.com/apserver/apserver/tools/sandbox"
 )
 
-// ErrThreadNotFound is wrapped when a request names an unknown thread.
-var ErrThreadNotFound = errors.New("thread not found")
-
 // Options configure a Manager.
 type Options struct {
 	// OpenStore opens the store. It runs once, in the background, as soon as
@@ -47,6 +44,9 @@ type Options struct {
 	// checkpoints of each workspace. Empty turns checkpoints (and with them
 	// turn diffs and thread/revert) off.
 	DataDir string
+	// Checkpoints tunes the snapshot stores (how many snapshots each
+	// workspace keeps, when git collects garbage); zero values are defaults.
+	Checkpoints checkpoint.Options
 }
 
 // Manager owns the set of loaded threads. Its own fields are small leaf
@@ -79,8 +79,8 @@ type Manager struct {
 	turnEnded chan struct{}      // closed at the next turn/completed, for Drain; nil: nobody waits
 	threads   map[string]*thread // loaded threads
 	models    map[string]*model.Client
-	ckpts     map[string]*checkpoint.Store // by workspace
-	fsw       watchState                   // fs/watch, made on first use
+	ckpts     map[string]*checkpointOpening // snapshot stores by workspace (checkpoint.go)
+	fsw       watchState                    // fs/watch, made on first use
 }
 
 // NewManager starts opening the store and returns at once.
@@ -95,7 +95,7 @@ func NewManager(opts Options) *Manager {
 		storeReady: make(chan struct{}),
 		threads:    map[string]*thread{},
 		models:     map[string]*model.Client{},
-		ckpts:      map[string]*checkpoint.Store{},
+		ckpts:      map[string]*checkpointOpening{},
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -266,16 +266,23 @@ func (m *Manager) StartThread(ctx context.Context, p protocol.ThreadStartParams,
 
 // ResumeThread implements thread/resume: loads the thread if needed
 // (announcing it idle), then answers with its history.
+// Loading reads the store, so it runs on a goroutine of its own; later
+// requests about the thread wait in its lane for the answer.
 func (m *Manager) ResumeThread(ctx context.Context, p protocol.ThreadResumeParams, reply Reply) {
-	t, err := m.load(ctx, p.ThreadID)
-	if err != nil {
-		reply(nil, err)
-		return
-	}
-	t.post(func() { t.resume(p, reply) })
+	go func() {
+		t, err := m.load(ctx, p.ThreadID)
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		t.post(func() { t.resume(p, reply) })
+	}()
 }
 
-// load returns the loaded thread, loading it from the store if needed.
+// load returns the loaded thread, loading it from the store if needed. The
+// store is read here, on the caller's goroutine, never on the thread's. A
+// thread whose history cannot be read is not loaded: the error says why
+// and nothing is written.
 func (m *Manager) load(ctx context.Context, id string) (*thread, error) {
 	if t := m.loaded(id); t != nil {
 		return t, nil
@@ -288,6 +295,10 @@ func (m *Manager) load(ctx context.Context, id string) (*thread, error) {
 	if err != nil {
 		return nil, wrapNotFound(id, err)
 	}
+	h, err := readHistory(ctx, db, id)
+	if err != nil {
+		return nil, fmt.Errorf("loading thread %s: %w", id, wrapNotFound(id, err))
+	}
 	s := settingsFromStore(meta, m.defaultSettings())
 	m.mu.Lock()
 	if t := m.threads[id]; t != nil { // lost a race with another load
@@ -296,7 +307,10 @@ func (m *Manager) load(ctx context.Context, id string) (*thread, error) {
 	}
 	m.mu.Unlock()
 	t := m.newThread(meta, s)
-	t.post(func() { t.loadFromStore(true) })
+	t.post(func() {
+		t.setHistory(h)
+		t.setStatus(protocol.ThreadStatus{Type: protocol.StatusIdle})
+	})
 	return t, nil
 }
 

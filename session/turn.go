@@ -73,7 +73,7 @@ type turn struct {
 	endRecorded bool
 }
 
-func (tr *turn) wire(view string) protocol.Turn {
+func (tr *turn) wire(view protocol.ItemsView) protocol.Turn {
 	w := protocol.Turn{ID: tr.id, Items: []protocol.ThreadItem{}, ItemsView: view, Status: protocol.TurnInProgress}
 	if view == protocol.ItemsFull {
 		w.Items = append(w.Items, tr.items...)
@@ -152,7 +152,7 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 		db, err := t.m.store()
 		if err == nil {
 			var st store.Turn
-			st, err = db.StartTurn(ctx, store.Turn{ThreadID: t.id, ID: tr.id, Status: protocol.TurnInProgress, StartedAt: now.UnixMilli()})
+			st, err = db.StartTurn(ctx, store.Turn{ThreadID: t.id, ID: tr.id, Status: store.StatusInProgress, StartedAt: now.UnixMilli()})
 			tr.seq = st.Seq
 		}
 		if err != nil {
@@ -281,7 +281,7 @@ func (t *thread) abandonTurn() {
 	if t.persistent() {
 		if db, err := t.m.store(); err == nil {
 			now := time.Now()
-			_ = db.FinishTurn(context.Background(), store.Turn{ThreadID: t.id, ID: tr.id, Seq: tr.seq, Status: protocol.TurnInterrupted,
+			_ = db.FinishTurn(context.Background(), store.Turn{ThreadID: t.id, ID: tr.id, Seq: tr.seq, Status: store.StatusInterrupted,
 				StartedAt: tr.started.UnixMilli(), CompletedAt: now.UnixMilli(), DurationMs: now.Sub(tr.started).Milliseconds()})
 		}
 	}
@@ -656,7 +656,7 @@ func turnErrorFrom(err error, msg string) protocol.TurnError {
 }
 
 // completeTurn ends the turn with the given status, in Codex's order.
-func (t *thread) completeTurn(tr *turn, status string, te *protocol.TurnError) {
+func (t *thread) completeTurn(tr *turn, status protocol.TurnStatus, te *protocol.TurnError) {
 	if status == protocol.TurnFailed {
 		t.closeOpenItems(tr)
 	}
@@ -676,7 +676,7 @@ func (t *thread) completeTurn(tr *turn, status string, te *protocol.TurnError) {
 			if te != nil {
 				errJSON, _ = json.Marshal(te)
 			}
-			if err := db.FinishTurn(context.Background(), store.Turn{ThreadID: t.id, ID: tr.id, Seq: tr.seq, Status: status, Error: errJSON,
+			if err := db.FinishTurn(context.Background(), store.Turn{ThreadID: t.id, ID: tr.id, Seq: tr.seq, Status: string(status), Error: errJSON,
 				StartedAt: tr.started.UnixMilli(), CompletedAt: now.UnixMilli(), DurationMs: dur}); err != nil {
 				t.m.log.Error("recording turn end", "thread", t.id, "turn", tr.id, "err", err)
 			}
@@ -708,7 +708,7 @@ func (t *thread) completeTurn(tr *turn, status string, te *protocol.TurnError) {
 		t.notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.id, RequestID: id})
 	}
 	tr.requests = nil
-	t.turnEnded(tr, status, te)
+	t.turnEnded(tr, string(status), te) // full auto takes the plain string
 }
 
 // execLimits bound commands.

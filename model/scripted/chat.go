@@ -141,7 +141,7 @@ func newChatChunker(id, model string) *chatChunker {
 	b = append(b, `","object":"chat.completion.chunk","created":`...)
 	b = strconv.AppendInt(b, c.created, 10)
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, model)
+	b = AppendJSONString(b, model)
 	c.prefix = append(b, `,"choices":[{"index":0,"delta":`...)
 	return c
 }
@@ -161,7 +161,7 @@ func (sw *stream) chatChunk(c *chatChunker, delta map[string]any, finishReason a
 	b = append(b, d...)
 	b = append(b, `,"finish_reason":`...)
 	if s, ok := finishReason.(string); ok {
-		b = appendJSONString(b, s)
+		b = AppendJSONString(b, s)
 	} else {
 		b = append(b, "null"...)
 	}
@@ -177,7 +177,7 @@ func (sw *stream) chatDelta(c *chatChunker, open, text string) {
 	}
 	b := append(sw.buf[:0], c.prefix...)
 	b = append(b, open...)
-	b = appendJSONString(b, text)
+	b = AppendJSONString(b, text)
 	sw.buf = append(b, `},"finish_reason":null}]}`+"\n\n"...)
 	sw.flushBuf()
 }

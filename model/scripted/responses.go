@@ -247,7 +247,7 @@ func (sw *stream) deltaEvent(typ, itemID string, outIdx int, subKey string, sub 
 		b = strconv.AppendInt(b, int64(sub), 10)
 	}
 	b = append(b, `,"delta":`...)
-	b = appendJSONString(b, delta)
+	b = AppendJSONString(b, delta)
 	if logprobs {
 		b = append(b, `,"logprobs":[]`...)
 	}

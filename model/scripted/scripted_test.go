@@ -854,7 +854,7 @@ func TestChunking(t *testing.T) {
 	}
 	for _, s := range []string{"", "plain", "quote\" back\\ nl\n tab\t ctl\x01 uni é 😀 bad\xff end\u2028"} {
 		var back string
-		if err := json.Unmarshal(appendJSONString(nil, s), &back); err != nil {
+		if err := json.Unmarshal(AppendJSONString(nil, s), &back); err != nil {
 			t.Fatalf("%q: %v", s, err)
 		}
 		want, _ := json.Marshal(s)

@@ -215,9 +215,13 @@ func hang(ctx context.Context, w http.ResponseWriter, contentType string) {
 	<-ctx.Done()
 }
 
-// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
-// U+FFFD, as with encoding/json.
-func appendJSONString(b []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string: '"', '\\' and control
+// characters escaped, invalid UTF-8 as \ufffd and U+2028 and U+2029 as
+// \u2028 and \u2029 (as encoding/json does), '<', '>' and '&' as they are.
+// It is the same escaping, byte for byte, as apserver's own output (a test
+// in package server holds the two to it); scripted keeps its own copy to
+// stay standard-library only.
+func AppendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
@@ -250,6 +254,13 @@ func appendJSONString(b []byte, s string) []byte {
 			b = append(b, s[start:i]...)
 			b = append(b, `\ufffd`...)
 			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
 			start = i
 			continue
 		}

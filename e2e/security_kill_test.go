@@ -1,15 +1,13 @@
 package e2e
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apserver/apserver/internal/proctest"
 	"github.com/apserver/apserver/model/scripted"
 )
 
@@ -83,26 +81,7 @@ func TestKilledServerLeavesNoProcesses(t *testing.T) {
 
 // markedProcesses returns the pids of live (not zombie) processes whose
 // command line contains mark.
-func markedProcesses(mark string) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.Contains(cmdline, []byte(mark)) {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if i := bytes.LastIndexByte(stat, ')'); err == nil && i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-			continue
-		}
-		pids = append(pids, pid)
-	}
-	return pids
-}
+func markedProcesses(mark string) []int { return proctest.Marked(mark) }
 
 // killMarked kills what a failed test left behind.
 func killMarked(mark string) {

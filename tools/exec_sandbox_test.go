@@ -5,12 +5,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/apserver/apserver/internal/proctest"
 	"github.com/apserver/apserver/tools/sandbox"
 )
 
@@ -115,18 +115,7 @@ func assertNoMarked(t *testing.T, mark string) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		var alive []int
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-			if err == nil && bytes.Contains(b, []byte(mark)) && procState(pid) != "Z" {
-				alive = append(alive, pid)
-			}
-		}
+		alive := proctest.Marked(mark)
 		if len(alive) == 0 {
 			return
 		}

@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/apserver/apserver/internal/proctest"
 	"github.com/apserver/apserver/tools"
 	"github.com/apserver/apserver/tools/sandbox"
 )
@@ -698,18 +699,9 @@ func (h *harness) startUnixServers(t *testing.T) {
 // orphans returns the pids of processes whose command line has marker
 // (started by the orphan attacks), and kills them.
 func orphans(marker string) []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(marker)) && procState(pid) != "Z" {
-			pids = append(pids, pid)
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
+	pids := proctest.Marked(marker)
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGKILL)
 	}
 	return pids
 }
@@ -979,19 +971,5 @@ func (h *harness) secretsIn(t *testing.T, dir string) []string {
 }
 
 // procState returns the state letter of pid from /proc, or "" if there is
-// no such process.
-func procState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
-	}
-	if f := strings.Fields(s[i+1:]); len(f) > 0 {
-		return f[0]
-	}
-	return ""
-}
+// none.
+func procState(pid int) string { return proctest.State(pid) }

@@ -973,3 +973,104 @@ func (h *harness) secretsIn(t *testing.T, dir string) []string {
 // procState returns the state letter of pid from /proc, or "" if there is
 // none.
 func procState(pid int) string { return proctest.State(pid) }
+
+// TestHomeSocketHidden: a unix socket under $HOME (gpg-agent, rootless
+// Docker, an editor's IPC socket) is reachable by path without reading the
+// directory, which Landlock does not stop; the sandbox hides $HOME. The
+// listener counts clients, so the verdict comes from outside; without a
+// sandbox the same connect reaches it (the positive control).
+func TestHomeSocketHidden(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("needs python3")
+	}
+	realHome, err := os.UserHomeDir()
+	if err != nil || realHome == "/" {
+		t.Skip("no home directory")
+	}
+	// Under the real home, not /tmp or /var/tmp, which are hidden anyway.
+	home, err := os.MkdirTemp(realHome, ".apserver-sandbox-home-")
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	ws := filepath.Join(home, "ws") // a workspace under $HOME stays usable
+	if err := os.MkdirAll(filepath.Join(home, ".gnupg"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(home, ".gnupg", "S.gpg-agent")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	// The client says it is about to connect, so a run where python never
+	// started (not readable in the sandbox) cannot pass for a refusal.
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("needs python3")
+	}
+	py, _ = filepath.EvalSymlinks(py)
+	if strings.Contains(py, "/shims/") {
+		// pyenv's shim runs python from under the real home, which the
+		// sandbox hides; the system one is enough here.
+		py = "/usr/bin/python3"
+	}
+	script := py + ` -c 'import socket,sys; print("connecting", flush=True); s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.recv(1)' ` + sock + `; echo > done`
+	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + home, "LANG=C"}
+	for _, tc := range []struct {
+		name string
+		p    sandbox.Policy
+		want int64 // connections the listener sees
+	}{
+		{"no sandbox", sandbox.Policy{Mode: sandbox.FullAccess}, 1},
+		{"workspace-write", sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableRoots: []string{ws}, AllowTmp: true}, 0},
+		{"read-only", sandbox.Policy{Mode: sandbox.ReadOnly}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.p.Mode != sandbox.FullAccess {
+				if err := sandbox.Probe().Enforceable(tc.p); err != nil {
+					t.Skip(err)
+				}
+			}
+			before := accepted.Load()
+			res, err := tools.Exec(context.Background(), tools.ExecRequest{Command: script, Dir: ws, Env: env, Sandbox: sandboxOrNil(tc.p)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The listener counts before the client's recv returns, so the
+			// count is settled once the command is over.
+			if !strings.Contains(res.Output, "connecting") {
+				t.Fatalf("%s: the client never ran; output:\n%s", tc.name, res.Output)
+			}
+			if got := accepted.Load() - before; got != tc.want {
+				t.Errorf("%s: the socket under $HOME saw %d connections, want %d; output:\n%s", tc.name, got, tc.want, res.Output)
+			}
+			if tc.p.Mode == sandbox.WorkspaceWrite {
+				if _, err := os.Stat(filepath.Join(ws, "done")); err != nil {
+					t.Errorf("a workspace under $HOME is not writable in the sandbox: %v; output:\n%s", err, res.Output)
+				}
+			}
+		})
+	}
+}
+
+func sandboxOrNil(p sandbox.Policy) *sandbox.Policy {
+	if p.Mode == sandbox.FullAccess {
+		return nil
+	}
+	return &p
+}

@@ -392,12 +392,21 @@ var keepFiles = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/hostname", "/et
 // socketDirs are the directories hidden under an empty tmpfs in the
 // sandbox: where daemons and sessions put their unix sockets (Docker,
 // D-Bus, systemd, ssh-agent, X11, tmux, user services) and which other
-// users share. Symlinks (such as /var/run to /run) are left alone: their
-// targets are masked.
+// users share, and $HOME (gpg-agent, rootless Docker, editors' IPC): Landlock
+// keeps $HOME unreadable, but a socket whose path is known can be connected
+// to without reading a directory. What the plan grants beneath them (the
+// toolchain directories, a workspace under $HOME) is mounted back.
+// Symlinks (such as /var/run to /run) are left alone: their targets are
+// masked.
 func socketDirs(env []string) []string {
 	dirs := []string{"/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm"}
 	if xdg := envValue(env, "XDG_RUNTIME_DIR"); filepath.IsAbs(xdg) {
 		dirs = append(dirs, filepath.Clean(xdg))
+	}
+	if home := envValue(env, "HOME"); filepath.IsAbs(home) && filepath.Clean(home) != "/" {
+		if real, err := filepath.EvalSymlinks(home); err == nil {
+			dirs = append(dirs, real)
+		}
 	}
 	var masks []string
 	for _, d := range dirs {

@@ -14,7 +14,7 @@
 // before main (or the testing framework) runs and confines the process:
 //
 //  1. Build the mount tree: a fresh /proc for the pid namespace; an empty
-//     tmpfs over /run, /tmp, /var/tmp, /dev/shm and $XDG_RUNTIME_DIR,
+//     tmpfs over /run, /tmp, /var/tmp, /dev/shm, $XDG_RUNTIME_DIR and $HOME,
 //     with what the policy grants beneath them mounted back (a workspace
 //     under /var/tmp, the target of a symlinked /etc/resolv.conf) and,
 //     with AllowTmp, the private /tmp (PrivateTmp); in workspace-write, a

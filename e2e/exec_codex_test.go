@@ -453,4 +453,3 @@ func runCodexExec(t *testing.T, model *scripted.Server, prompt string, args ...s
 	t.Helper()
 	return newCodexEnv(t).run(t, model, prompt, args...)
 }
-

@@ -26,7 +26,7 @@ type codexEvents struct {
 	next int
 	ids  map[string]string // apserver item id → Codex item id
 
-	turn     string    // the running turn, "" between turns
+	turn     string // the running turn, "" between turns
 	todo     *codexTodoList
 	usage    codexUsage
 	fatalErr string // the last error that will not be retried
@@ -78,14 +78,14 @@ type (
 		Kind string `json:"kind"` // add | delete | update
 	}
 	codexMcpToolCall struct {
-		ID        string             `json:"id"`
-		Type      string             `json:"type"` // mcp_tool_call
-		Server    string             `json:"server"`
-		Tool      string             `json:"tool"`
-		Arguments json.RawMessage    `json:"arguments"`
-		Result    *codexMcpResult    `json:"result,omitempty"`
-		Error     *codexThreadError  `json:"error,omitempty"`
-		Status    string             `json:"status"` // in_progress | completed | failed
+		ID        string            `json:"id"`
+		Type      string            `json:"type"` // mcp_tool_call
+		Server    string            `json:"server"`
+		Tool      string            `json:"tool"`
+		Arguments json.RawMessage   `json:"arguments"`
+		Result    *codexMcpResult   `json:"result,omitempty"`
+		Error     *codexThreadError `json:"error,omitempty"`
+		Status    string            `json:"status"` // in_progress | completed | failed
 	}
 	codexMcpResult struct {
 		Content           []codexContentBlock `json:"content"`

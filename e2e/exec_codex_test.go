@@ -221,7 +221,7 @@ func TestExecCodexStream(t *testing.T) {
 		// One call per response: the scripted model picks the next step by
 		// the number of tool outputs so far.
 		{Reasoning: []string{"Plan, run, write."}, ToolCalls: []scripted.ToolCall{plan("in_progress", "pending")}},
-		{ToolCalls: []scripted.ToolCall{{Command: "echo streamed"}}},
+		{ToolCalls: []scripted.ToolCall{{Command: "echo streamed && echo ok"}}},
 		{ToolCalls: []scripted.ToolCall{{Name: "apply_patch", Input: "*** Begin Patch\n*** Add File: hello.txt\n+hi\n*** End Patch\n"}}},
 		{ToolCalls: []scripted.ToolCall{plan("completed", "completed")}},
 		{Text: "All done."},
@@ -258,6 +258,9 @@ func TestExecCodexStream(t *testing.T) {
 	}
 	if f := byType["file_change"]; f["status"] != "completed" || !reflect.DeepEqual(f["changes"], []any{map[string]any{"path": filepath.Join(r.cwd, "hello.txt"), "kind": "add"}}) {
 		t.Errorf("file_change: %v", f)
+	}
+	if !strings.Contains(r.stdout, "echo streamed && echo ok") {
+		t.Errorf("the command is not printed as codex does, with & unescaped:\n%s", r.stdout)
 	}
 	if a := byType["agent_message"]; a["text"] != "All done." {
 		t.Errorf("agent_message: %v", a)

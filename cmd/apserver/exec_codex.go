@@ -116,12 +116,12 @@ type (
 	}
 )
 
+// emit writes one event line. Like codex (serde), it leaves <, > and &
+// unescaped.
 func (e *codexEvents) emit(v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return
-	}
-	fmt.Fprintf(e.out, "%s\n", b)
+	enc := json.NewEncoder(e.out)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // one line, newline included
 }
 
 func (e *codexEvents) item(kind string, item any) {

@@ -456,3 +456,45 @@ func runCodexExec(t *testing.T, model *scripted.Server, prompt string, args ...s
 	t.Helper()
 	return newCodexEnv(t).run(t, model, prompt, args...)
 }
+
+// TestExecCodexReadTools checks how apserver's own read tools, which codex
+// exec has no item for, appear: as mcp_tool_call items of server "apserver",
+// completed with the text the model got, or failed with the error.
+func TestExecCodexReadTools(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, scripted.Rule{Match: "C-read", Steps: []scripted.Step{
+		{ToolCalls: []scripted.ToolCall{{Name: "read_file", Arguments: `{"path":"notes.txt"}`}}},
+		{ToolCalls: []scripted.ToolCall{{Name: "read_file", Arguments: `{"path":"missing.txt"}`}}},
+		{Text: "Read them."},
+	}})
+	env := newCodexEnv(t)
+	if err := os.WriteFile(filepath.Join(env.cwd, "notes.txt"), []byte("the notes\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := env.run(t, model, "C-read: look", "exec", "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s", r.code, r.stderr)
+	}
+	evs := parseCodexStream(t, r.stdout)
+	want := []string{"thread.started", "turn.started",
+		"item.started mcp_tool_call", "item.completed mcp_tool_call",
+		"item.started mcp_tool_call", "item.completed mcp_tool_call",
+		"item.completed agent_message", "turn.completed"}
+	if got := eventTypes(evs); !reflect.DeepEqual(got, want) {
+		t.Fatalf("events %v\nwant %v\n%s", got, want, r.stdout)
+	}
+	ok, failed := evs[3].Item, evs[5].Item
+	if ok["server"] != "apserver" || ok["tool"] != "read_file" || ok["status"] != "completed" || ok["id"] != evs[2].Item["id"] {
+		t.Errorf("read_file: %v", ok)
+	}
+	if args, _ := ok["arguments"].(map[string]any); args["path"] != "notes.txt" {
+		t.Errorf("arguments: %v", ok["arguments"])
+	}
+	content, _ := ok["result"].(map[string]any)["content"].([]any)
+	if len(content) != 1 || !strings.Contains(content[0].(map[string]any)["text"].(string), "the notes") {
+		t.Errorf("result: %v", ok["result"])
+	}
+	if failed["status"] != "failed" || failed["result"] != nil || !strings.Contains(fmt.Sprint(failed["error"]), "missing.txt") {
+		t.Errorf("failed read_file: %v", failed)
+	}
+}

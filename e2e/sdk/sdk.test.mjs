@@ -125,6 +125,7 @@ test('runStreamed() streams commands, the plan, file changes and the answer', as
     'item.started todo_list',
     'item.started command_execution', 'item.completed command_execution',
     'item.completed file_change',
+    'item.started mcp_tool_call', 'item.completed mcp_tool_call',
     'item.updated todo_list',
     'item.completed agent_message',
     'item.completed todo_list',
@@ -142,6 +143,13 @@ test('runStreamed() streams commands, the plan, file changes and the answer', as
   assert.equal(readFileSync(path.join(workspace, 'sdk.txt'), 'utf8'), 'written through the SDK\n');
   assert.deepEqual(item('todo_list', 'item.started').items, [{ text: 'run', completed: false }, { text: 'write', completed: false }]);
   assert.deepEqual(item('todo_list').items, [{ text: 'run', completed: true }, { text: 'write', completed: true }]);
+  // apserver's read tools have no codex exec item: they come as MCP calls.
+  const read = item('mcp_tool_call');
+  assert.equal(read.server, 'apserver');
+  assert.equal(read.tool, 'read_file');
+  assert.deepEqual(read.arguments, { path: 'sdk.txt' });
+  assert.equal(read.status, 'completed');
+  assert.match(read.result.content[0].text, /written through the SDK/);
   assert.equal(item('agent_message').text, 'Ran the command and wrote sdk.txt.');
   assert.equal(lines().length, got.length);
 });

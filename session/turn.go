@@ -27,6 +27,9 @@ type turn struct {
 	modelName string
 	client    *model.Client
 	prompt    string
+	// schema, from turn/start's outputSchema, asks the model for
+	// structured output for this turn only.
+	schema *model.OutputSchema
 
 	// Sampling state. gen counts model requests; events of older
 	// generations are dropped.
@@ -147,6 +150,9 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 		stamps:    map[string]files.Stamp{},
 		client:    t.m.modelClient(provider),
 		prompt:    systemPrompt(t.settings.Cwd, t.settings.BaseInstructions, t.m.opts.Config.Instructions, t.settings.DeveloperInstructions),
+	}
+	if raw := strings.TrimSpace(string(p.OutputSchema)); raw != "" && raw != "null" {
+		tr.schema = &model.OutputSchema{Name: "codex_output_schema", Schema: p.OutputSchema, Strict: true}
 	}
 	if t.persistent() {
 		db, err := t.m.store()
@@ -362,6 +368,7 @@ func (t *thread) sample(tr *turn) {
 		Tools:             t.agentTools(),
 		ReasoningEffort:   t.settings.Effort,
 		ParallelToolCalls: true,
+		OutputSchema:      tr.schema,
 	}
 	client := tr.client
 	go func() {

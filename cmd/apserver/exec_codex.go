@@ -237,7 +237,7 @@ func (e *codexEvents) notify(method string, b []byte) {
 			msg = p.Turn.Error.Message
 		}
 		if msg == "" {
-			msg = "turn " + p.Turn.Status
+			msg = "turn " + string(p.Turn.Status)
 		}
 		e.emit(struct {
 			Type  string           `json:"type"`
@@ -366,7 +366,7 @@ func (e *codexEvents) rawItem(v protocol.RawItem, started bool) (any, bool) {
 			return c, true
 		}
 		c.Status = "completed"
-		if r.Error != nil || r.Status == protocol.ItemFailed {
+		if r.Error != nil || r.Status == string(protocol.ItemFailed) {
 			c.Status, c.Error = "failed", r.Error
 			if c.Error == nil {
 				c.Error = &codexThreadError{Message: "tool call failed"}

@@ -13,7 +13,7 @@ help: ## list the targets
 build: ## build bin/apserver
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/apserver
 
-test: test-go vscode ## run every test: Go (race detector, e2e over the real binary) and the VS Code extension
+test: test-go vscode nvim ## run every test: Go (race detector, e2e over the real binary), the VS Code extension and the Neovim plugin
 
 test-go: ## the Go tests only: vet, then every package with the race detector
 	$(GO) vet ./...
@@ -47,6 +47,9 @@ demo: build ## the offline demo: scripted model, temp workspace, live view
 
 vscode: ## build, type-check and test the VS Code extension (installs npm packages and chromium if missing)
 	./editors/vscode/test.sh
+
+nvim: ## test the Neovim plugin in Debian's nvim: busted headless, then a tmux session (installs neovim, lua-busted, tmux if missing)
+	./editors/nvim/test.sh
 
 vsix: ## package the VS Code extension (linux-x64, bundles apserver)
 	./editors/vscode/package.sh

@@ -22,6 +22,10 @@ vim.opt.runtimepath:prepend(root)
 vim.cmd("runtime plugin/apserver.lua")
 
 local code
+-- headless Neovim prints messages without a newline; keep the output readable
+vim.notify = function(msg)
+  io.stdout:write("      (notify) " .. tostring(msg) .. "\n")
+end
 local compat = require("busted.compatibility")
 compat.exit = function(c)
   code = c

@@ -138,6 +138,7 @@ function Chat:open()
     wo.foldlevel = 0
     wo.foldenable = true
     wo.foldtext = [['  ┊ reasoning ('.(v:foldend-v:foldstart+1).' lines, zo opens)']]
+    wo.statusline = "%{v:lua.require'apserver.chat'.title(" .. self.buf .. ")}"
     vim.api.nvim_win_set_cursor(win, { vim.api.nvim_buf_line_count(self.buf), 0 })
   else
     vim.api.nvim_set_current_win(win)
@@ -147,6 +148,7 @@ function Chat:open()
     vim.api.nvim_win_set_buf(0, self.prompt_buf)
     vim.wo.winfixheight = true
     vim.wo.number = false
+    vim.wo.statusline = "apserver prompt · <CR>/<C-s> sends · <C-c> interrupts"
   else
     vim.fn.win_gotoid(vim.fn.win_findbuf(self.prompt_buf)[1])
   end
@@ -283,6 +285,9 @@ function Chat:render_item(item)
   end
   self.items[item.id] = item
   local a = self:_approval_for(item.id)
+  if not a and self.answers and self.answers[item.id] then
+    a = { answer = self.answers[item.id], params = {} }
+  end
   self:set_block(item.id, render.item(item, a, config.options.keys))
 end
 
@@ -421,6 +426,8 @@ function Chat:answer(decision)
   end
   a.respond({ decision = decision })
   a.answer = decision
+  self.answers = self.answers or {}
+  self.answers[a.item_id] = decision
   local item = self.items and self.items[a.item_id]
   if item then
     self:render_item(item)
@@ -467,6 +474,28 @@ function Chat:send_prompt()
   end
   vim.api.nvim_buf_set_lines(self.prompt_buf, 0, -1, false, {})
   self.app.send(self, text)
+end
+
+-- M.title is the chat window's status line text: the thread and its state.
+function M.title(buf)
+  local ok, tid = pcall(vim.api.nvim_buf_get_var, buf, "apserver_thread")
+  if not ok then
+    return ""
+  end
+  local app = require("apserver")
+  local chat = app.state.chats[tid]
+  local s = "apserver " .. tid:sub(1, 13)
+  if chat and chat.turn_id then
+    s = s .. " · working"
+  end
+  if chat and #chat.approvals > 0 then
+    s = s .. " · approval waiting"
+  end
+  local auto = app.auto_status(tid)
+  if auto ~= "" then
+    s = s .. " · " .. auto
+  end
+  return s
 end
 
 M.Chat = Chat

@@ -473,26 +473,35 @@ local function human(n)
   return tostring(math.floor(n))
 end
 
+-- M.auto_status describes thread_id's full-auto run: state, last decision
+-- and reason, spent vs budget. Empty without a run.
+function M.auto_status(thread_id)
+  local run = thread_id and S.runs[thread_id]
+  if not run then
+    return ""
+  end
+  local s = "auto:" .. tostring(nn(run.state))
+  local d = nn(run.lastDecision)
+  if type(d) == "table" then
+    s = s .. " " .. tostring(nn(d.action))
+    local reason = nn(d.reason)
+    if reason then
+      s = s .. " (" .. reason:sub(1, 40) .. ")"
+    end
+  end
+  local b, sp = nn(run.budgets) or {}, nn(run.spent) or {}
+  return s .. (" turns %s/%s tok %s/%s"):format(human(nn(sp.turns) or 0), human(nn(b.turns)), human(nn(sp.tokens) or 0), human(nn(b.tokens)))
+end
+
 -- M.statusline is the status line component: the current thread's full
--- auto state, last decision and reason, spent vs budget, and how many
--- things wait on a human. Empty when there is nothing to say.
+-- auto state (M.auto_status), "working" during a turn, the server's state
+-- when it is not ready, and ⚑N when N things wait on a human.
 function M.statusline()
   local parts = {}
   local chat = S.current
-  local run = chat and S.runs[chat.thread_id]
-  if run then
-    local s = "auto:" .. tostring(nn(run.state))
-    local d = nn(run.lastDecision)
-    if type(d) == "table" then
-      s = s .. " " .. tostring(nn(d.action))
-      local reason = nn(d.reason)
-      if reason then
-        s = s .. " (" .. reason:sub(1, 40) .. ")"
-      end
-    end
-    local b, sp = nn(run.budgets) or {}, nn(run.spent) or {}
-    s = s .. (" turns %s/%s tok %s/%s"):format(human(nn(sp.turns) or 0), human(nn(b.turns)), human(nn(sp.tokens) or 0), human(nn(b.tokens)))
-    table.insert(parts, s)
+  local auto = M.auto_status(chat and chat.thread_id)
+  if auto ~= "" then
+    table.insert(parts, auto)
   elseif chat and chat.turn_id then
     table.insert(parts, "apserver: working")
   end

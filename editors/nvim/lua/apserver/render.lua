@@ -154,10 +154,10 @@ function M.item(item, approval, keys)
       if reason then
         table.insert(out, "  ⚠ " .. reason)
       end
-      local l = ("  ⚠ approve? [%s] accept  [%s] for session  [%s] decline  [%s] cancel"):format(
+      local l = ("  ⚠ approve? [%s]ccept [%s] session [%s]ecline [%s]ancel"):format(
         keys.accept or "a", keys.accept_session or "A", keys.decline or "d", keys.cancel or "c")
       if approval.kind == "fileChange" then
-        l = l .. ("  [%s] diff"):format(keys.diff or "D")
+        l = l .. (" [%s]iff"):format(keys.diff or "D")
       end
       table.insert(out, l)
     end

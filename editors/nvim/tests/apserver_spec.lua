@@ -142,8 +142,16 @@ describe("chat against apserver", function()
 
   it("takes a 1 MB agent message in one line", function()
     local chat = h.new_chat()
+    local completed
+    app.on_notification_hook = function(method, p)
+      if method == "item/completed" and p.item.type == "agentMessage" then
+        completed = #p.item.text
+      end
+    end
     h.send(chat, "something big")
     h.wait(h.contains(chat, "── turn completed"), 30000, "the end of the turn")
+    app.on_notification_hook = nil
+    assert.are.equal(1024 * 1024, completed, "the item/completed line (over 1 MB) was read whole")
     local longest = 0
     for _, l in ipairs(vim.api.nvim_buf_get_lines(chat.buf, 0, -1, false)) do
       longest = math.max(longest, #l)

@@ -140,6 +140,74 @@ describe("chat against apserver", function()
     assert.is_true(ticks < 2000, "the stream was cut short: " .. ticks .. " of 2000")
   end)
 
+  it("steers a running turn with :ApserverSteer", function()
+    local chat = h.new_chat()
+    h.send(chat, "slow please")
+    h.wait(h.contains(chat, "tick tick"), 15000, "streaming")
+    vim.api.nvim_set_current_win(chat:window())
+    vim.cmd("ApserverSteer say it differently")
+    -- the model now answers the steered input (the default rule)
+    h.wait(h.contains(chat, "in several small pieces"), 15000, "the steered answer")
+    h.wait(h.contains(chat, "── turn completed"), 15000, "the end of the turn")
+  end)
+
+  it("asks the agent's question with vim.ui.select and sends the answer", function()
+    -- --trace: apserver logs every message it reads to stderr, which the
+    -- plugin keeps in its log; the answer is judged there, as apserver read it
+    local app_ = require("apserver")
+    app_.stop()
+    app_.state.client = nil
+    h.setup({ extra_args = { "--data-dir", h.data, "--base-url", h.url, "--model", "scripted", "--trace" } })
+    local chat = h.new_chat()
+    local asked
+    local orig = vim.ui.select
+    vim.ui.select = function(items, opts, on_choice)
+      asked = { items = items, prompt = opts.prompt, first = opts.format_item(items[1]) }
+      on_choice("blue")
+    end
+    h.send(chat, "ask me something")
+    h.wait(h.contains(chat, "thanks for answering"), 15000, "the answer after the question")
+    vim.ui.select = orig
+    assert.are.same({ "red", "blue" }, { asked.items[1], asked.items[2] })
+    assert.are.equal("Color: Which color?", asked.prompt)
+    assert.are.equal("red — warm", asked.first)
+    local log = table.concat(app.state.log, "\n"):gsub('\\"', '"')
+    assert.truthy(log:find('"answers":{"color":{"answers":["blue"]}}', 1, true), log:sub(-3000))
+    app_.stop()
+    app_.state.client = nil
+  end)
+
+  it("resumes a thread picked in :ApserverThreads with its history", function()
+    local first = h.new_chat()
+    h.send(first, "say the thing to remember")
+    h.wait(h.contains(first, "── turn completed"), 15000, "a turn")
+    -- forget the chat, as after restarting Neovim
+    app.state.chats[first.thread_id] = nil
+    app.state.current = nil
+    vim.cmd("silent! tabonly | silent! only")
+    local orig = vim.ui.select
+    local offered
+    vim.ui.select = function(items, opts, on_choice)
+      offered = #items
+      for _, t in ipairs(items) do
+        if t.id == first.thread_id then
+          return on_choice(t)
+        end
+      end
+      on_choice(nil)
+    end
+    vim.cmd("ApserverThreads")
+    h.wait(function()
+      return app.state.chats[first.thread_id]
+    end, 15000, "the resumed chat")
+    vim.ui.select = orig
+    assert.is_true(offered >= 1)
+    local chat = app.state.chats[first.thread_id]
+    assert.are_not.equal(first, chat)
+    h.wait(h.contains(chat, "▶ say the thing to remember"), 5000, "the history")
+    assert.truthy(chat:text():find("in several small pieces", 1, true), chat:text())
+  end)
+
   it("takes a 1 MB agent message in one line", function()
     local chat = h.new_chat()
     local completed
@@ -192,6 +260,20 @@ describe("chat against apserver", function()
       local _, n = chat:text():gsub("── turn completed", "")
       return n >= 2
     end, 15000, "the new turn's end")
+  end)
+
+  it("opens the chat in a float, and :ApserverLog shows apserver's stderr", function()
+    h.setup({ layout = "float" })
+    local chat = h.new_chat()
+    assert.are.equal("editor", vim.api.nvim_win_get_config(chat:window()).relative)
+    local pw = vim.fn.win_findbuf(chat.prompt_buf)[1]
+    assert.are.equal("editor", vim.api.nvim_win_get_config(pw).relative, "the prompt floats under the chat")
+    h.send(chat, "say something")
+    h.wait(h.contains(chat, "── turn completed"), 15000, "the turn")
+    vim.cmd("ApserverLog")
+    assert.truthy(vim.api.nvim_buf_get_name(0):find("apserver://log", 1, true))
+    assert.are.same(app.state.log, vim.api.nvim_buf_get_lines(0, 0, -1, false))
+    h.setup()
   end)
 
   it("passes :checkhealth apserver", function()

@@ -37,6 +37,12 @@ M.SCRIPT = {
     { match = "slow", steps = { { deltas = 2000, delta_text = "tick ", inter_delta_us = 20000 } } },
     { match = "many", steps = { { deltas = 10000, delta_text = "word ", inter_delta_us = 200 } } },
     { match = "big", steps = { { text = string.rep("x", 1024 * 1024) } } },
+    { match = "ask me", steps = {
+      { tool_calls = { { name = "request_user_input", arguments = { questions = {
+        { id = "color", header = "Color", question = "Which color?", options = { { label = "red", description = "warm" }, { label = "blue" } } },
+      } } } } },
+      { text = "thanks for answering" },
+    } },
     { match = "think", steps = { { reasoning = { "first I consider", "then I decide" }, text = "decided." } } },
   },
   default = { { text = "hello there, this answer is streamed in several small pieces", inter_delta_us = 5000 } },

@@ -19,6 +19,19 @@ local function split(s)
   return vim.split(s, "\n", { plain = true })
 end
 
+-- named_buf makes a scratch buffer called name, replacing a stale one of
+-- the same name (a chat that was closed and is opened again).
+local function named_buf(name)
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_get_name(b) == name then
+      pcall(vim.api.nvim_buf_delete, b, { force = true })
+    end
+  end
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_name(buf, name)
+  return buf
+end
+
 -- M.new makes the buffers of thread (a Thread object of the protocol).
 function M.new(thread, app)
   local self = setmetatable({}, Chat)
@@ -33,8 +46,7 @@ function M.new(thread, app)
   self.changed = {}
   self.pending_flush = false
 
-  local buf = vim.api.nvim_create_buf(false, true)
-  vim.api.nvim_buf_set_name(buf, "apserver://" .. thread.id)
+  local buf = named_buf("apserver://" .. thread.id)
   vim.bo[buf].buftype = "nofile"
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].swapfile = false
@@ -46,8 +58,7 @@ function M.new(thread, app)
   vim.bo[buf].modifiable = false
   self.buf = buf
 
-  local pbuf = vim.api.nvim_create_buf(false, true)
-  vim.api.nvim_buf_set_name(pbuf, "apserver-prompt://" .. thread.id)
+  local pbuf = named_buf("apserver-prompt://" .. thread.id)
   vim.bo[pbuf].buftype = "nofile"
   vim.bo[pbuf].bufhidden = "hide"
   vim.bo[pbuf].swapfile = false
@@ -103,15 +114,15 @@ function Chat:open()
       return v <= 1 and math.floor(total * v) or v
     end
     if o.layout == "float" then
+      -- the chat and, under it, the prompt: two floats in one column
       local w, h = size(o.width, vim.o.columns), size(o.height, vim.o.lines)
+      local row = math.floor((vim.o.lines - h - o.prompt_height - 2) / 2)
+      local col = math.floor((vim.o.columns - w) / 2)
       win = vim.api.nvim_open_win(self.buf, true, {
-        relative = "editor",
-        width = w,
-        height = h,
-        row = math.floor((vim.o.lines - h) / 2),
-        col = math.floor((vim.o.columns - w) / 2),
-        border = "rounded",
+        relative = "editor", width = w, height = h, row = row, col = col, border = "rounded",
       })
+      self.float_prompt = { relative = "editor", width = w, height = o.prompt_height,
+        row = row + h + 2, col = col, border = "rounded" }
     else
       if o.layout == "tab" then
         vim.cmd("tabnew")
@@ -144,8 +155,12 @@ function Chat:open()
     vim.api.nvim_set_current_win(win)
   end
   if #vim.fn.win_findbuf(self.prompt_buf) == 0 then
-    vim.cmd("belowright " .. o.prompt_height .. "split")
-    vim.api.nvim_win_set_buf(0, self.prompt_buf)
+    if o.layout == "float" and self.float_prompt then
+      vim.api.nvim_open_win(self.prompt_buf, true, self.float_prompt)
+    else
+      vim.cmd("belowright " .. o.prompt_height .. "split")
+      vim.api.nvim_win_set_buf(0, self.prompt_buf)
+    end
     vim.wo.winfixheight = true
     vim.wo.number = false
     vim.wo.statusline = "apserver prompt · <CR>/<C-s> sends · <C-c> interrupts"

@@ -276,6 +276,21 @@ describe("chat against apserver", function()
     h.setup()
   end)
 
+  it("drops an approval whose apserver died, and shows the turn interrupted after the restart", function()
+    local ws = h.setup({ approval_policy = "untrusted" })
+    local chat = h.new_chat()
+    h.send(chat, "run tests")
+    h.wait(h.contains(chat, "approve? [a]ccept"), 15000, "the approval")
+    local c = app.state.client
+    local pid = c.pid
+    vim.loop.kill(pid, 9)
+    h.wait(h.contains(chat, "apserver restarted; thread resumed"), 15000, "the resumed chat")
+    assert.falsy(chat:text():find("approve? [a]ccept", 1, true), chat:text())
+    assert.truthy(chat:text():find("── turn interrupted", 1, true), chat:text())
+    assert.is_false(chat:answer("accept"))
+    assert.are.equal(0, vim.fn.filereadable(ws .. "/note.txt"))
+  end)
+
   it("passes :checkhealth apserver", function()
     vim.cmd("silent! tabonly | silent! only")
     vim.cmd("checkhealth apserver")

@@ -184,6 +184,8 @@ end
 -- after a restart every open chat resumes its thread
 function M._resume_all()
   for tid, chat in pairs(S.chats) do
+    -- the requests of the old process died with it
+    chat.approvals = {}
     S.client:request("thread/resume", { threadId = tid }, function(err, res)
       if err then
         chat:note("⚠ could not resume the thread after the restart: " .. (err.message or "?"))

@@ -13,6 +13,7 @@ M.defaults = {
   height = 0.4, -- split/float height
   prompt_height = 4, -- lines of the prompt window under the chat
   restart = true, -- restart apserver after a crash (3 times within a minute)
+  restart_delay_ms = 300, -- first delay before a restart, doubled per recent crash
   flush_ms = 30, -- streamed text is drawn at most this often
   keys = { -- in the chat buffer
     accept = "a",

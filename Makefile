@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 FUZZTIME ?= 15s
 
-.PHONY: help build test test-go e2e lint fuzz bench demo vscode sdk vsix check-generated clean
+.PHONY: help build test test-go e2e lint fuzz bench demo vscode nvim sdk vsix check-generated clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -13,7 +13,7 @@ help: ## list the targets
 build: ## build bin/apserver
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/apserver
 
-test: test-go vscode sdk ## run every test: Go (race detector, e2e over the real binary), the VS Code extension and the Codex SDK
+test: test-go vscode nvim sdk ## run every test: Go (race detector, e2e over the real binary), the VS Code extension, the Neovim plugin and the Codex SDK
 
 test-go: ## the Go tests only: vet, then every package with the race detector
 	$(GO) vet ./...
@@ -49,8 +49,7 @@ demo: build ## the offline demo: scripted model, temp workspace, live view
 vscode: ## build, type-check and test the VS Code extension (installs npm packages and chromium if missing)
 	./editors/vscode/test.sh
 
-sdk: ## drive `apserver exec` with the official Codex SDK (installs its npm package if missing)
-	./e2e/sdk/test.sh
+test: test-go vscode nvim sdk ## run every test: Go (race detector, e2e over the real binary), the VS Code extension, the Neovim plugin and the Codex SDK
 
 vsix: ## package the VS Code extension (linux-x64, bundles apserver)
 	./editors/vscode/package.sh

@@ -49,7 +49,11 @@ demo: build ## the offline demo: scripted model, temp workspace, live view
 vscode: ## build, type-check and test the VS Code extension (installs npm packages and chromium if missing)
 	./editors/vscode/test.sh
 
-test: test-go vscode nvim sdk ## run every test: Go (race detector, e2e over the real binary), the VS Code extension, the Neovim plugin and the Codex SDK
+nvim: ## test the Neovim plugin in Debian's nvim: busted headless, then a tmux session (installs neovim, lua-busted, tmux if missing)
+	./editors/nvim/test.sh
+
+sdk: ## drive `apserver exec` with the official Codex SDK (installs its npm package if missing)
+	./e2e/sdk/test.sh
 
 vsix: ## package the VS Code extension (linux-x64, bundles apserver)
 	./editors/vscode/package.sh

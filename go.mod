@@ -16,6 +16,7 @@ require (
 )
 
 require (
+	github.com/coder/websocket v1.8.15 // indirect
 	golang.org/x/text v0.14.0 // indirect
 	kernel.org/pub/linux/libs/security/libcap/psx v1.2.77 // indirect
 )

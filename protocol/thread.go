@@ -228,7 +228,7 @@ func (p *ThreadListParams) Cwds() ([]string, error) {
 func (p *ThreadListParams) Validate() error {
 	if p.SortKey != nil {
 		switch *p.SortKey {
-		case "created_at", "updated_at", "recency_at":
+		case "created_at", "updated_at", "recency_at", "section_position":
 		default:
 			return Errorf(ErrInvalidParams, "Invalid params: unknown sortKey `%s`", *p.SortKey)
 		}

@@ -260,6 +260,7 @@ func (m *Manager) StartThread(ctx context.Context, p protocol.ThreadStartParams,
 		UpdatedAt: now.UnixMilli(),
 		Ephemeral: p.Ephemeral != nil && *p.Ephemeral,
 	}
+	s.DisabledTools = disabledTools(p.Config)
 	t := m.newThread(meta, s)
 	t.post(func() { t.create(reply) })
 }
@@ -349,7 +350,7 @@ func (m *Manager) ListThreads(ctx context.Context, p protocol.ThreadListParams, 
 		if p.Limit != nil {
 			o.Limit = *p.Limit
 		}
-		if p.SortKey != nil && *p.SortKey == "updated_at" {
+		if p.SortKey != nil && *p.SortKey != "created_at" { // recency and (without sections) section position follow updates
 			o.SortKey = "updated_at"
 		}
 		o.Ascending = p.SortDirection != nil && *p.SortDirection == "asc"

@@ -24,6 +24,8 @@ type turn struct {
 	started time.Time
 	seq     int
 
+	output *model.OutputSchema // turn/start's outputSchema (configtools.go)
+
 	modelName string
 	client    *model.Client
 	prompt    string
@@ -135,6 +137,7 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 	tr := &turn{
 		id: newID(), ctx: ctx, cancel: cancel, started: now,
 		modelName: modelName,
+		output:    outputSchema(p.OutputSchema),
 		stamps:    map[string]files.Stamp{},
 		client:    t.m.modelClient(provider),
 		prompt:    systemPrompt(t.settings.Cwd, t.settings.BaseInstructions, t.m.opts.Config.Instructions, t.settings.DeveloperInstructions),
@@ -339,6 +342,7 @@ func (t *thread) sample(tr *turn) {
 		Tools:             t.agentTools(),
 		ReasoningEffort:   t.settings.Effort,
 		ParallelToolCalls: true,
+		OutputSchema:      tr.output,
 	}
 	client := tr.client
 	go func() {

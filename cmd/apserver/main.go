@@ -159,6 +159,8 @@ func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var f serveFlags
 	f.register(fs)
+	var lf listenFlags
+	lf.register(fs)
 	fs.Func("on-eof", "when stdin ends: drain (finish running turns, then exit) or interrupt (interrupt them, exit at once) (default drain)", func(v string) error {
 		m, err := session.ParseEOFMode(v)
 		f.onEOF = m
@@ -193,6 +195,9 @@ func serve(args []string) error {
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
+	if lf.listen != "" && lf.listen != "stdio://" {
+		return runListener(context.Background(), cfg, &f, &lf, log)
+	}
 	err = runServer(context.Background(), cfg, &f, os.Stdin, os.Stdout, log)
 	if errors.Is(err, session.ErrUnfinished) {
 		return &exitError{code: exitUnfinished, msg: err.Error()}
@@ -205,17 +210,9 @@ func serve(args []string) error {
 func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Reader, out io.Writer, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	dataDir := cfg.DataDir
-	if dataDir == "" {
-		d, err := store.DefaultDir()
-		if err != nil {
-			return fmt.Errorf("finding the data dir (use --data-dir): %w", err)
-		}
-		dataDir = d
-	}
-	sync := "NORMAL"
-	if strings.EqualFold(cfg.Durability, "full") {
-		sync = "FULL"
+	dataDir, err := resolveDataDir(cfg)
+	if err != nil {
+		return err
 	}
 	var mgr *session.Manager
 	srv := server.New(in, out, server.Options{
@@ -225,22 +222,42 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 		ServerInfo:   server.ServerInfo{Name: "apserver", Version: version, Home: dataDir},
 		OnInputEnd:   func(ctx context.Context) error { return mgr.Drain(ctx, f.onEOF) },
 	})
-	mgr = session.NewManager(session.Options{
+	mgr = newManager(cfg, f, dataDir, srv.Client(), log)
+	server.Register(srv, mgr)
+	err = srv.Run(ctx)
+	if cerr := mgr.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func resolveDataDir(cfg config.Config) (string, error) {
+	if cfg.DataDir != "" {
+		return cfg.DataDir, nil
+	}
+	d, err := store.DefaultDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the data dir (use --data-dir): %w", err)
+	}
+	return d, nil
+}
+
+// newManager makes the session for a server whose client is c.
+func newManager(cfg config.Config, f *serveFlags, dataDir string, c session.Client, log *slog.Logger) *session.Manager {
+	sync := "NORMAL"
+	if strings.EqualFold(cfg.Durability, "full") {
+		sync = "FULL"
+	}
+	return session.NewManager(session.Options{
 		OpenStore: func() (*store.Store, error) {
 			return store.Open(filepath.Join(dataDir, store.FileName), store.Options{Synchronous: sync})
 		},
 		Config:  cfg,
-		Client:  srv.Client(),
+		Client:  c,
 		Logger:  log,
 		Version: version,
 		DataDir: dataDir,
 
 		CoalesceDeltas: !f.noCoalesce,
 	})
-	server.Register(srv, mgr)
-	err := srv.Run(ctx)
-	if cerr := mgr.Close(); cerr != nil && err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -1,0 +1,296 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session"
+)
+
+// Hub is the session.Client of a server that takes several connections
+// (ws:// and unix:// listeners). It routes what the session sends:
+//
+//   - a notification whose params carry a top-level "threadId" goes to the
+//     connections subscribed to that thread; any other notification
+//     (thread/started among them) goes to every initialized connection;
+//   - a server→client request (an approval, a question) goes to every
+//     connection subscribed to its thread; the first answer wins and the
+//     copies still out are dropped. A request that no connection can answer
+//     waits: it is sent again, with the same id, to the next connection that
+//     subscribes to its thread (a client that reconnects and resumes).
+//
+// A connection subscribes to a thread by starting, resuming or forking it,
+// and unsubscribes with thread/unsubscribe or by closing. Threads, turns
+// and full-auto runs belong to the session, not to a connection: they go on
+// when the connection that started them closes.
+type Hub struct {
+	log    *slog.Logger
+	nextID atomic.Int64
+
+	mu      sync.Mutex
+	conns   map[*Server]map[string]bool // connection → subscribed thread ids
+	pending map[int64]*hubCall
+}
+
+// NewHub returns an empty hub.
+func NewHub(log *slog.Logger) *Hub {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Hub{log: log, conns: map[*Server]map[string]bool{}, pending: map[int64]*hubCall{}}
+}
+
+// Client returns the hub as the session sees it.
+func (h *Hub) Client() session.Client { return hubClient{h} }
+
+// Subscribed reports whether s receives threadID's notifications.
+func (h *Hub) Subscribed(s *Server, threadID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.conns[s][threadID]
+}
+
+func (h *Hub) attach(s *Server) {
+	h.mu.Lock()
+	h.conns[s] = map[string]bool{}
+	h.mu.Unlock()
+}
+
+func (h *Hub) detach(s *Server) {
+	h.mu.Lock()
+	delete(h.conns, s)
+	h.mu.Unlock()
+}
+
+// mark adds threadID to s's subscriptions.
+func (h *Hub) mark(s *Server, threadID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if subs, ok := h.conns[s]; ok && threadID != "" {
+		subs[threadID] = true
+	}
+}
+
+// subscribe adds threadID to s's subscriptions and sends s the requests
+// of that thread still waiting for an answer.
+func (h *Hub) subscribe(s *Server, threadID string) {
+	if threadID == "" {
+		return
+	}
+	h.mark(s, threadID)
+	h.mu.Lock()
+	var resend []*hubCall
+	for _, c := range h.pending {
+		if c.threadID == threadID {
+			resend = append(resend, c)
+		}
+	}
+	h.mu.Unlock()
+	for _, c := range resend {
+		c.sendTo(s)
+	}
+}
+
+// replied runs after a request's answer is queued: a thread started,
+// resumed or forked subscribes the connection (after the answer, so that
+// requests re-sent to it come after the answer too).
+func (h *Hub) replied(rs *requestState, result any, err error) {
+	switch rs.method {
+	case protocol.MethodThreadStart, protocol.MethodThreadResume, protocol.MethodThreadFork:
+	default:
+		return
+	}
+	if err != nil {
+		if rs.unmarkOnError {
+			h.unsubscribe(rs.s, rs.lane)
+		}
+		return
+	}
+	h.subscribe(rs.s, startedThread(result))
+}
+
+// unsubscribe removes threadID from s's subscriptions; it reports whether
+// s was subscribed.
+func (h *Hub) unsubscribe(s *Server, threadID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	subs := h.conns[s]
+	if !subs[threadID] {
+		return false
+	}
+	delete(subs, threadID)
+	return true
+}
+
+// targets returns the connections that get a message about threadID ("":
+// every connection).
+func (h *Hub) targets(threadID string) []*Server {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*Server, 0, len(h.conns))
+	for s, subs := range h.conns {
+		if threadID == "" || subs[threadID] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// threadOf returns the top-level "threadId" of encoded params.
+func threadOf(raw json.RawMessage) string {
+	var p struct {
+		ThreadID string `json:"threadId"`
+	}
+	if len(raw) > 0 && raw[0] == '{' {
+		_ = json.Unmarshal(raw, &p)
+	}
+	return p.ThreadID
+}
+
+// startedThread returns the thread id of a thread/start, thread/resume or
+// thread/fork result.
+func startedThread(result any) string {
+	b, err := json.Marshal(result)
+	if err != nil {
+		return ""
+	}
+	var r struct {
+		Thread struct {
+			ID string `json:"id"`
+		} `json:"thread"`
+	}
+	_ = json.Unmarshal(b, &r)
+	return r.Thread.ID
+}
+
+type hubClient struct{ h *Hub }
+
+func (c hubClient) Notify(method string, params any) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		c.h.log.Error("bug: notification does not encode", "method", method, "err", err)
+		return
+	}
+	tid := threadOf(raw)
+	if method == protocol.NotifyThreadStarted {
+		tid = "" // every client learns about new threads
+	}
+	for _, s := range c.h.targets(tid) {
+		if s.state.Load() == nil {
+			continue // not initialized yet
+		}
+		client{s}.Notify(method, json.RawMessage(raw))
+	}
+}
+
+func (c hubClient) Call(method string, params any) session.ClientCall {
+	return c.CallWithID(c.h.nextID.Add(1)-1, method, params)
+}
+
+// CallWithID re-sends a request under the id it had before a restart.
+func (c hubClient) CallWithID(id int64, method string, params any) session.ClientCall {
+	h := c.h
+	for {
+		next := h.nextID.Load()
+		if next > id || h.nextID.CompareAndSwap(next, id+1) {
+			break
+		}
+	}
+	call := &hubCall{h: h, id: id, method: method, done: make(chan struct{}), sent: map[*Server]bool{}}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		call.finish(nil, err)
+		return call
+	}
+	call.params = raw
+	call.threadID = threadOf(raw)
+	h.mu.Lock()
+	h.pending[id] = call
+	h.mu.Unlock()
+	for _, s := range h.targets(call.threadID) {
+		call.sendTo(s)
+	}
+	return call
+}
+
+// hubCall is one server→client request, possibly sent to several
+// connections.
+type hubCall struct {
+	h        *Hub
+	id       int64
+	method   string
+	params   json.RawMessage
+	threadID string
+	done     chan struct{}
+	result   json.RawMessage
+	err      error
+	once     sync.Once
+
+	mu   sync.Mutex
+	sent map[*Server]bool
+}
+
+func (c *hubCall) ID() int64 { return c.id }
+
+// Wait returns the first answer from any connection, or ctx.Err(). A
+// connection that closes does not end it: another may answer.
+func (c *hubCall) Wait(ctx context.Context) (json.RawMessage, error) {
+	select {
+	case <-c.done:
+		return c.result, c.err
+	case <-ctx.Done():
+		c.finish(nil, ctx.Err())
+		return nil, ctx.Err()
+	}
+}
+
+func (c *hubCall) sendTo(s *Server) {
+	c.mu.Lock()
+	if c.sent[s] {
+		c.mu.Unlock()
+		return
+	}
+	c.sent[s] = true
+	c.mu.Unlock()
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	cc := s.call(c.id, c.method, c.params)
+	go func() {
+		raw, err := cc.Wait(context.Background())
+		if errors.Is(err, ErrClosed) {
+			c.mu.Lock()
+			delete(c.sent, s)
+			c.mu.Unlock()
+			return // that connection is gone; another may answer
+		}
+		c.finish(raw, err)
+	}()
+}
+
+// finish settles the call once and withdraws the copies still out.
+func (c *hubCall) finish(result json.RawMessage, err error) {
+	c.once.Do(func() {
+		c.result, c.err = result, err
+		close(c.done)
+		c.h.mu.Lock()
+		delete(c.h.pending, c.id)
+		c.h.mu.Unlock()
+		c.mu.Lock()
+		conns := make([]*Server, 0, len(c.sent))
+		for s := range c.sent {
+			conns = append(conns, s)
+		}
+		c.mu.Unlock()
+		for _, s := range conns {
+			s.forget(c.id)
+		}
+	})
+}

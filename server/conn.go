@@ -694,7 +694,7 @@ func (s *Server) initialize(id jsonrpc2.ID, raw json.RawMessage) {
 	info := p.ClientInfo
 	s.log.Info("initialized", "client", info.Name, "clientVersion", info.Version, "experimentalApi", experimental)
 	s.sendReply(id, protocol.InitializeResult{
-		UserAgent: userAgent(info.Name, info.Version, s.info.Version),
+		UserAgent:      userAgent(info.Name, info.Version, s.info.Version),
 		CodexHome:      s.info.Home,
 		PlatformFamily: "unix",
 		PlatformOS:     platformOS(),

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -180,6 +181,7 @@ func Serve(ctx context.Context, l net.Listener, opts ListenOptions) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
+	var conns atomic.Int64
 	mux := http.NewServeMux()
 	ok := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -211,7 +213,7 @@ func Serve(ctx context.Context, l net.Listener, opts ListenOptions) error {
 		c.SetReadLimit(int64(max) + 1)
 		wg.Add(1)
 		defer wg.Done()
-		serveConn(ctx, c, opts, log)
+		serveConn(ctx, c, opts, log.With("conn", conns.Add(1)))
 	}
 	mux.HandleFunc("/{$}", rpc)
 	mux.HandleFunc("/rpc", rpc)
@@ -263,7 +265,9 @@ func serveConn(ctx context.Context, c *websocket.Conn, opts ListenOptions, log *
 	defer cancel()
 	r := &wsReader{ctx: cctx, c: c}
 	w := &wsWriter{ctx: cctx, c: c}
-	srv := New(r, w, opts.Server)
+	so := opts.Server
+	so.Logger = log // names the connection in every line (--trace included)
+	srv := New(r, w, so)
 	if opts.Setup != nil {
 		opts.Setup(srv)
 	}

@@ -1,7 +1,7 @@
 // Command apserver is a Codex-compatible app-server: editors spawn it and
 // speak JSON-RPC (JSONL) over stdio to run coding-agent turns.
 //
-//	apserver [flags]            serve the app-server protocol on stdio
+//	apserver [flags]            serve the app-server protocol on stdio, or on a socket (listen.go)
 //	apserver demo               run the offline demo (scripted model, temp workspace)
 //	apserver exec "objective"   work on an objective headless (exec.go)
 //	apserver replay THREAD      re-decide a thread's full-auto receipts (replay.go)
@@ -84,6 +84,7 @@ func usage(w io.Writer) {
 
 Usage:
   apserver [serve] [flags]   serve the app-server protocol on stdin/stdout
+                             (--listen ws://IP:PORT or unix://PATH: several clients)
   apserver demo              offline demo: scripted model, temp workspace, live view
   apserver fake-model        serve the scripted test model on 127.0.0.1; print its URL
   apserver exec "objective"  work on an objective headless in this directory (--full-auto: until done)

@@ -1,5 +1,7 @@
 package protocol
 
+import "encoding/json"
+
 // Methods a Codex client (the 0.169 TUI among them) calls at start-up and
 // while it runs, besides threads and turns (docs/protocol.md).
 const (
@@ -171,3 +173,48 @@ type PageParams struct {
 // speaks (the vendored schema in protocol/codex). It is the version in the
 // initialize result's userAgent.
 const CodexVersion = "0.169.0"
+
+// ThreadItemsListParams are thread/items/list's params. Cursor is a string
+// (an item id from nextCursor) or an anchor {"type":"item","itemId":…};
+// either way the page starts after that item.
+type ThreadItemsListParams struct {
+	ThreadID      string          `json:"threadId"`
+	TurnID        *string         `json:"turnId,omitempty"`
+	Cursor        json.RawMessage `json:"cursor,omitempty"`
+	Limit         *int            `json:"limit,omitempty"`
+	SortDirection *string         `json:"sortDirection,omitempty"`
+}
+
+func (p *ThreadItemsListParams) Validate() error {
+	q := ThreadTurnsListParams{ThreadID: p.ThreadID, Limit: p.Limit, SortDirection: p.SortDirection}
+	if err := q.Validate(); err != nil {
+		return err
+	}
+	_, err := p.CursorItem()
+	return err
+}
+
+// CursorItem is the id of the item the page starts after ("": the start).
+func (p *ThreadItemsListParams) CursorItem() (string, error) {
+	if len(p.Cursor) == 0 || string(p.Cursor) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(p.Cursor, &s) == nil {
+		return s, nil
+	}
+	var a struct {
+		Type   string `json:"type"`
+		ItemID string `json:"itemId"`
+	}
+	if json.Unmarshal(p.Cursor, &a) != nil || a.Type != "item" || a.ItemID == "" {
+		return "", Errorf(ErrInvalidParams, "Invalid params: cursor must be a string or {\"type\":\"item\",\"itemId\":…}")
+	}
+	return a.ItemID, nil
+}
+
+// ThreadItemEntry is one entry of thread/items/list.
+type ThreadItemEntry struct {
+	Item   ThreadItem `json:"item"`
+	TurnID string     `json:"turnId"`
+}

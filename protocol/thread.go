@@ -248,6 +248,9 @@ type ThreadListResult struct {
 	Data            []Thread `json:"data"`
 	NextCursor      *string  `json:"nextCursor"`
 	BackwardsCursor *string  `json:"backwardsCursor"`
+	// ReadStates is always null: apserver keeps no read receipts, which
+	// Codex's clients take as "durable read state is unavailable".
+	ReadStates map[string]any `json:"readStates"`
 }
 
 // ThreadIDParams is the params shape of methods that take only a threadId

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -209,9 +210,7 @@ func (m *Manager) ListTurns(ctx context.Context, p protocol.ThreadTurnsListParam
 			return
 		}
 		if p.SortDirection == nil || *p.SortDirection == "desc" {
-			for i, j := 0, len(turns)-1; i < j; i, j = i+1, j-1 {
-				turns[i], turns[j] = turns[j], turns[i]
-			}
+			slices.Reverse(turns)
 		}
 		reply(page(turns, p.Cursor, p.Limit, func(t protocol.Turn) string { return t.ID }))
 	}()
@@ -219,32 +218,37 @@ func (m *Manager) ListTurns(ctx context.Context, p protocol.ThreadTurnsListParam
 
 // ListItems implements thread/items/list: the items of the thread (of one
 // turn with turnId), oldest first unless sortDirection is "desc".
-func (m *Manager) ListItems(ctx context.Context, p protocol.ThreadTurnsListParams, reply Reply) {
+func (m *Manager) ListItems(ctx context.Context, p protocol.ThreadItemsListParams, reply Reply) {
 	go func() {
 		turns, err := m.turnsOf(ctx, p.ThreadID)
 		if err != nil {
 			reply(nil, err)
 			return
 		}
-		items := []protocol.ThreadItem{}
+		items := []protocol.ThreadItemEntry{}
 		found := p.TurnID == nil
 		for _, t := range turns {
 			if p.TurnID != nil && t.ID != *p.TurnID {
 				continue
 			}
 			found = true
-			items = append(items, t.Items...)
+			for _, it := range t.Items {
+				items = append(items, protocol.ThreadItemEntry{Item: it, TurnID: t.ID})
+			}
 		}
 		if !found {
 			reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "turn not found: %s", *p.TurnID))
 			return
 		}
 		if p.SortDirection != nil && *p.SortDirection == "desc" {
-			for i, j := 0, len(items)-1; i < j; i, j = i+1, j-1 {
-				items[i], items[j] = items[j], items[i]
-			}
+			slices.Reverse(items)
 		}
-		reply(page(items, p.Cursor, p.Limit, func(it protocol.ThreadItem) string { return it.ItemID() }))
+		after, _ := p.CursorItem() // checked by Validate
+		var cursor *string
+		if after != "" {
+			cursor = &after
+		}
+		reply(page(items, cursor, p.Limit, func(e protocol.ThreadItemEntry) string { return e.Item.ItemID() }))
 	}()
 }
 

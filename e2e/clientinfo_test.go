@@ -27,11 +27,13 @@ func TestTUIStartupMethods(t *testing.T) {
 	if m := c.call("account/read", map[string]any{}); m.get("requiresOpenaiAuth") != false || m.get("account") != nil {
 		t.Errorf("account/read = %s", m.Raw)
 	}
-	if m := c.call("config/read", map[string]any{"includeLayers": true}); m.str("config.approval_policy") == "" {
-		t.Errorf("config/read = %s", m.Raw)
+	m := c.call("config/read", map[string]any{"includeLayers": true})
+	if m.str("config.approval_policy") == "" || m.str("config.model") != "scripted-model" ||
+		m.str("origins.model.name.type") != "sessionFlags" || m.str("layers.0.name.type") != "user" {
+		t.Errorf("config/read = %s, want the model from the flags and the user file as the first layer", m.Raw)
 	}
 	c.call("configRequirements/read", nil)
-	m := c.call("skills/list", map[string]any{"cwds": []string{cwd}})
+	m = c.call("skills/list", map[string]any{"cwds": []string{cwd}})
 	if m.str("data.0.skills.0.name") != "deploy" || m.str("data.0.skills.0.description") != "Ship it." || m.str("data.0.skills.0.scope") != "repo" {
 		t.Errorf("skills/list = %s, want the workspace's deploy skill", m.Raw)
 	}

@@ -18,23 +18,6 @@ func (m *Manager) ReadAccount(_ context.Context, _ protocol.Empty, reply Reply) 
 	reply(protocol.AccountReadResult{Account: nil, RequiresOpenaiAuth: false}, nil)
 }
 
-// ReadConfig implements config/read: the effective settings a Codex client
-// shows, in Codex's keys. Origins and layers are not tracked per key by
-// apserver's config loader, so origins is empty and no layers are listed.
-func (m *Manager) ReadConfig(_ context.Context, p protocol.ConfigReadParams, reply Reply) {
-	s := m.defaultSettings()
-	cfg := map[string]any{
-		"model":           nilIfEmpty(s.Model),
-		"model_provider":  nilIfEmpty(s.Provider),
-		"approval_policy": s.ApprovalPolicy,
-		"sandbox_mode":    s.Sandbox,
-	}
-	if m.opts.Config.Instructions != "" {
-		cfg["developer_instructions"] = m.opts.Config.Instructions
-	}
-	reply(protocol.ConfigReadResult{Config: cfg, Origins: map[string]protocol.ConfigLayerMetadata{}}, nil)
-}
-
 func nilIfEmpty(s string) any {
 	if s == "" {
 		return nil

@@ -47,6 +47,9 @@ type Options struct {
 	// checkpoints of each workspace. Empty turns checkpoints (and with them
 	// turn diffs and thread/revert) off.
 	DataDir string
+	// ConfigSources are the config files and flags config/read reports
+	// (configread.go).
+	ConfigSources ConfigSources
 }
 
 // Manager owns the set of loaded threads. Its own fields are small leaf

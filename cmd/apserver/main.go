@@ -260,5 +260,27 @@ func newManager(cfg config.Config, f *serveFlags, dataDir string, c session.Clie
 		DataDir: dataDir,
 
 		CoalesceDeltas: !f.noCoalesce,
+		ConfigSources:  configSources(f),
 	})
+}
+
+// configSources names the layers config/read reports: the same files
+// config.Load read, and the flags given.
+func configSources(f *serveFlags) session.ConfigSources {
+	src := session.ConfigSources{UserFile: f.configFile, Flags: map[string]any{}}
+	if src.UserFile == "" {
+		src.UserFile = config.DefaultUserFile()
+	}
+	if abs, err := filepath.Abs(src.UserFile); err == nil {
+		src.UserFile = abs
+	}
+	if cwd, err := os.Getwd(); err == nil {
+		src.WorkspaceFile = filepath.Join(cwd, ".apserver", "config.toml")
+	}
+	for k, v := range map[string]string{"model": f.model, "provider": f.provider} {
+		if v != "" {
+			src.Flags[k] = v
+		}
+	}
+	return src
 }

@@ -103,3 +103,26 @@ func TestTitleThreadToolsOff(t *testing.T) {
 		t.Errorf("the model was not told the tool is off")
 	}
 }
+
+// TestFuzzyFileSearch: the @-mention picker finds a file by the letters of
+// its path, best first, never looks inside .git, and refuses a relative
+// root.
+func TestFuzzyFileSearch(t *testing.T) {
+	t.Parallel()
+	c := newClient(t, nil, options{})
+	root := t.TempDir()
+	for _, p := range []string{"src/server/listen.go", "src/server/conn.go", "docs/listening.md", ".git/listen.go", "README.md"} {
+		os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
+		os.WriteFile(filepath.Join(root, p), nil, 0o644)
+	}
+	m := c.call("fuzzyFileSearch", map[string]any{"query": "srvlisten", "roots": []string{root}})
+	if m.str("files.0.path") != "src/server/listen.go" || m.str("files.0.file_name") != "listen.go" ||
+		m.str("files.0.match_type") != "file" || m.str("files.0.root") != root {
+		t.Errorf("fuzzyFileSearch srvlisten = %s, want src/server/listen.go first", m.Raw)
+	}
+	m = c.call("fuzzyFileSearch", map[string]any{"query": "listen", "roots": []string{root}})
+	if strings.Contains(m.Raw, ".git") || !strings.Contains(m.Raw, "docs/listening.md") {
+		t.Errorf("fuzzyFileSearch listen = %s, want docs/listening.md and nothing under .git", m.Raw)
+	}
+	c.callErr("fuzzyFileSearch", map[string]any{"query": "x", "roots": []string{"rel"}}, -32602, "absolute")
+}

@@ -1,6 +1,9 @@
 package protocol
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"path/filepath"
+)
 
 // Methods a Codex client (the 0.169 TUI among them) calls at start-up and
 // while it runs, besides threads and turns (docs/protocol.md).
@@ -217,4 +220,42 @@ func (p *ThreadItemsListParams) CursorItem() (string, error) {
 type ThreadItemEntry struct {
 	Item   ThreadItem `json:"item"`
 	TurnID string     `json:"turnId"`
+}
+
+// MethodFuzzyFileSearch is the @-mention file picker's search.
+const MethodFuzzyFileSearch = "fuzzyFileSearch"
+
+// FuzzyFileSearchParams are fuzzyFileSearch's params.
+type FuzzyFileSearchParams struct {
+	Query             string   `json:"query"`
+	Roots             []string `json:"roots"`
+	CancellationToken *string  `json:"cancellationToken,omitempty"`
+}
+
+func (p *FuzzyFileSearchParams) Validate() error {
+	if p.Roots == nil {
+		return MissingField("roots")
+	}
+	for _, r := range p.Roots {
+		if !filepath.IsAbs(r) {
+			return Errorf(ErrInvalidParams, "Invalid params: roots must be absolute paths: %s", r)
+		}
+	}
+	return nil
+}
+
+// FuzzyFileSearchResult is fuzzyFileSearch's result.
+type FuzzyFileSearchResult struct {
+	Files []FuzzyFileMatch `json:"files"`
+}
+
+// FuzzyFileMatch is one match; Path is relative to Root, Indices are the
+// matched characters' positions in Path.
+type FuzzyFileMatch struct {
+	Root      string   `json:"root"`
+	Path      string   `json:"path"`
+	FileName  string   `json:"file_name"`
+	MatchType string   `json:"match_type"`
+	Score     uint32   `json:"score"`
+	Indices   []uint32 `json:"indices"`
 }

@@ -22,6 +22,7 @@ func registerClientInfo(s *Server, m *session.Manager) {
 	Handle(s, protocol.MethodBackgroundTerminalList, m.ListBackgroundTerminals)
 	Handle(s, protocol.MethodBedrockGovCloud, m.CheckBedrockGovCloud)
 	Handle(s, protocol.MethodPluginInstalled, m.ListInstalledPlugins)
+	Handle(s, protocol.MethodFuzzyFileSearch, m.FuzzyFileSearch)
 	Handle(s, protocol.MethodThreadUnsubscribe, func(_ context.Context, p protocol.ThreadIDParams, reply session.Reply) {
 		switch {
 		case !m.Loaded(p.ThreadID):

@@ -84,6 +84,8 @@ type Manager struct {
 	models    map[string]*model.Client
 	ckpts     map[string]*checkpoint.Store // by workspace
 	fsw       watchState                   // fs/watch, made on first use
+
+	fuzzy fuzzyTokens // fuzzyFileSearch's cancellation tokens (fuzzy.go)
 }
 
 // NewManager starts opening the store and returns at once.

@@ -3,6 +3,8 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -344,6 +346,23 @@ func TestListenAuth(t *testing.T) {
 	}
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("unix socket mode %v, want 0600", fi.Mode().Perm())
+	}
+
+	// The token given as its SHA-256, and an Origin allowed by a flag.
+	sum := sha256.Sum256([]byte(testToken))
+	hx := startListener(t, nil, t.TempDir(), "ws://127.0.0.1:0", "--ws-auth", "capability-token",
+		"--ws-token-sha256", hex.EncodeToString(sum[:]), "--ws-allow-origin", "https://ok.example")
+	h := bearer(testToken)
+	h.Set("Origin", "https://ok.example")
+	if _, _, err := dialWS(t, hx, h); err != nil {
+		t.Errorf("token by SHA-256 with an allowed Origin: %v", err)
+	}
+	h.Set("Origin", "https://evil.example")
+	if _, status, err := dialWS(t, hx, h); err == nil || status != http.StatusForbidden {
+		t.Errorf("an Origin not allowed: status %d (err %v), want 403", status, err)
+	}
+	if _, status, err := dialWS(t, hx, bearer("wrong")); err == nil || status != http.StatusUnauthorized {
+		t.Errorf("wrong token against --ws-token-sha256: status %d (err %v), want 401", status, err)
 	}
 
 	// Reachable from other machines without auth: refused before binding.

@@ -437,3 +437,58 @@ func TestListenTwoClients(t *testing.T) {
 		t.Errorf("the approved command did not run: %v", err)
 	}
 }
+
+// TestListenReleasesEphemeral: an ephemeral thread (the Codex TUI makes one
+// per prompt to title it) is unloaded once its last client unsubscribes or
+// disconnects; a stored thread stays loaded for whoever resumes it.
+func TestListenReleasesEphemeral(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, scripted.Rule{Match: "hello", Steps: []scripted.Step{{Text: "Hi."}}})
+	dir := t.TempDir()
+	l := startListener(t, model, dir, "ws://127.0.0.1:0")
+	a, _, err := dialWS(t, l, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.initialize()
+	loaded := func(c *wsClient, id string) bool {
+		return strings.Contains(c.call("thread/loaded/list", map[string]any{}).Raw, id)
+	}
+	waitUnloaded := func(c *wsClient, id string) {
+		t.Helper()
+		deadline := time.Now().Add(waitTimeout)
+		for loaded(c, id) {
+			if time.Now().After(deadline) {
+				t.Fatalf("thread %s still loaded", id)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	run := func(c *wsClient, ephemeral bool) string {
+		id := c.call("thread/start", map[string]any{"cwd": dir, "ephemeral": ephemeral}).str("thread.id")
+		from := c.count()
+		c.call("turn/start", map[string]any{"threadId": id, "input": []any{map[string]any{"type": "text", "text": "hello"}}})
+		c.wait("turn/completed", from, func(m *message) bool { return m.Method == "turn/completed" && m.str("threadId") == id })
+		return id
+	}
+	eph, kept := run(a, true), run(a, false)
+	if m := a.call("thread/unsubscribe", map[string]any{"threadId": eph}); m.str("status") != "unsubscribed" {
+		t.Errorf("thread/unsubscribe = %s", m.Raw)
+	}
+	a.call("thread/unsubscribe", map[string]any{"threadId": kept})
+	waitUnloaded(a, eph)
+	if !loaded(a, kept) {
+		t.Errorf("a stored thread was unloaded on unsubscribe")
+	}
+
+	// A client that goes away without unsubscribing releases it too.
+	eph2 := run(a, true)
+	a.c.Close(websocket.StatusNormalClosure, "")
+	<-a.done
+	b, _, err := dialWS(t, l, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.initialize()
+	waitUnloaded(b, eph2)
+}

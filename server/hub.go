@@ -32,6 +32,10 @@ type Hub struct {
 	log    *slog.Logger
 	nextID atomic.Int64
 
+	// OnAbandoned, when set, runs (on a goroutine of its own) for a thread
+	// whose last subscriber unsubscribed or disconnected.
+	OnAbandoned func(threadID string)
+
 	mu      sync.Mutex
 	conns   map[*Server]map[string]bool // connection → subscribed thread ids
 	pending map[int64]*hubCall
@@ -63,8 +67,35 @@ func (h *Hub) attach(s *Server) {
 
 func (h *Hub) detach(s *Server) {
 	h.mu.Lock()
+	subs := h.conns[s]
 	delete(h.conns, s)
+	var gone []string
+	for tid := range subs {
+		if !h.followedLocked(tid) {
+			gone = append(gone, tid)
+		}
+	}
 	h.mu.Unlock()
+	h.abandoned(gone...)
+}
+
+// followedLocked reports whether any connection is subscribed to threadID.
+func (h *Hub) followedLocked(threadID string) bool {
+	for _, subs := range h.conns {
+		if subs[threadID] {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *Hub) abandoned(ids ...string) {
+	if h.OnAbandoned == nil {
+		return
+	}
+	for _, id := range ids {
+		go h.OnAbandoned(id)
+	}
 }
 
 // mark adds threadID to s's subscriptions.
@@ -118,12 +149,17 @@ func (h *Hub) replied(rs *requestState, result any, err error) {
 // s was subscribed.
 func (h *Hub) unsubscribe(s *Server, threadID string) bool {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	subs := h.conns[s]
 	if !subs[threadID] {
+		h.mu.Unlock()
 		return false
 	}
 	delete(subs, threadID)
+	gone := !h.followedLocked(threadID)
+	h.mu.Unlock()
+	if gone {
+		h.abandoned(threadID)
+	}
 	return true
 }
 

@@ -289,3 +289,24 @@ func page[T any](all []T, cursor *string, limit *int, key func(T) string) (proto
 func (m *Manager) ListInstalledPlugins(_ context.Context, _ protocol.Empty, reply Reply) {
 	reply(map[string][]any{"marketplaces": {}, "marketplaceLoadErrors": {}}, nil)
 }
+
+// ReleaseEphemeral unloads an ephemeral thread that no client follows any
+// more, if no turn is running on it: nothing could ever read it again (it
+// is not stored), so keeping it would only grow memory. The server calls
+// it when the last subscriber of a thread unsubscribes or disconnects;
+// Codex's TUI makes one such thread per prompt, for the title.
+func (m *Manager) ReleaseEphemeral(id string) {
+	t := m.loaded(id)
+	if t == nil || !t.meta.Ephemeral { // meta.Ephemeral never changes after creation
+		return
+	}
+	idle := make(chan bool, 1)
+	t.post(func() { idle <- t.turn == nil })
+	select {
+	case ok := <-idle:
+		if ok {
+			t.unload()
+		}
+	case <-t.done:
+	}
+}

@@ -78,6 +78,7 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 	defer stop()
 	hub := server.NewHub(log)
 	mgr := newManager(cfg, f, dataDir, hub.Client(), log)
+	hub.OnAbandoned = mgr.ReleaseEphemeral
 	fmt.Fprintln(os.Stderr, "apserver: listening on", server.URL(l))
 	err = server.Serve(ctx, l, server.ListenOptions{
 		TokenSHA256:  token,

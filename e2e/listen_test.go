@@ -492,3 +492,46 @@ func TestListenReleasesEphemeral(t *testing.T) {
 	b.initialize()
 	waitUnloaded(b, eph2)
 }
+
+// TestListenWatchesPerClient: fs/watch ids are each client's own: two
+// clients may use the same one, and each gets only its own fs/changed,
+// with its id.
+func TestListenWatchesPerClient(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	l := startListener(t, nil, dir, "ws://127.0.0.1:0")
+	var cs []*wsClient
+	for range 2 {
+		c, _, err := dialWS(t, l, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.initialize()
+		cs = append(cs, c)
+	}
+	a, b := cs[0], cs[1]
+	wa, wb := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	os.Mkdir(wa, 0o755)
+	os.Mkdir(wb, 0o755)
+	a.call("fs/watch", map[string]any{"watchId": "w", "path": wa})
+	b.call("fs/watch", map[string]any{"watchId": "w", "path": wb})
+	fromB := b.count()
+	os.WriteFile(filepath.Join(wa, "x"), []byte("1"), 0o644)
+	m := a.wait("A's fs/changed", 0, func(m *message) bool { return m.Method == "fs/changed" })
+	if m.str("watchId") != "w" || !strings.Contains(m.Raw, filepath.Join(wa, "x")) {
+		t.Errorf("A got %s, want watchId w and a/x", m.Raw)
+	}
+	os.WriteFile(filepath.Join(wb, "y"), []byte("1"), 0o644)
+	m = b.wait("B's fs/changed", fromB, func(m *message) bool { return m.Method == "fs/changed" })
+	if m.str("watchId") != "w" || strings.Contains(m.Raw, filepath.Join(wa, "x")) {
+		t.Errorf("B got %s, want only its own watch", m.Raw)
+	}
+	if a.has(func(m *message) bool { return m.Method == "fs/changed" && strings.Contains(m.Raw, wb) }) {
+		t.Errorf("A got B's change")
+	}
+	a.call("fs/unwatch", map[string]any{"watchId": "w"})
+	// B's watch is still there: its id is taken for B, not for A.
+	if m := a.call("fs/watch", map[string]any{"watchId": "w", "path": wa}); m.str("path") == "" {
+		t.Errorf("A could not reuse its id: %s", m.Raw)
+	}
+}

@@ -418,6 +418,9 @@ func (s *Server) handleRequest(ctx context.Context, id jsonrpc2.ID, method strin
 
 	rctx, cancel := context.WithCancel(ctx)
 	rs := &requestState{s: s, id: id, method: method, cancel: cancel, lane: laneOf(params)}
+	if s.hub != nil && (method == protocol.MethodFsWatch || method == protocol.MethodFsUnwatch) {
+		params, rs.watchID = s.hub.scopeWatch(s, params)
+	}
 	if s.hub != nil && method == protocol.MethodThreadResume && rs.lane != "" && !s.hub.Subscribed(s, rs.lane) {
 		// Subscribed before the answer, so that the status sent while
 		// resuming reaches this client; undone if the resume fails.
@@ -489,7 +492,8 @@ type requestState struct {
 	cancel  context.CancelFunc
 	replied atomic.Bool
 
-	unmarkOnError bool // a failed thread/resume undoes its early subscription
+	unmarkOnError bool   // a failed thread/resume undoes its early subscription
+	watchID       string // fs/watch, fs/unwatch behind a Hub: the session's watch id
 }
 
 // reply is the request's session.Reply. It sends the answer regardless of

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -35,10 +37,20 @@ type Hub struct {
 	// OnAbandoned, when set, runs (on a goroutine of its own) for a thread
 	// whose last subscriber unsubscribed or disconnected.
 	OnAbandoned func(threadID string)
+	// OnWatchGone, when set, runs (on a goroutine of its own) for each
+	// fs/watch of a connection that closed, with the session's watch id.
+	OnWatchGone func(watchID string)
+
+	nextTag atomic.Int64
 
 	mu      sync.Mutex
 	conns   map[*Server]map[string]bool // connection → subscribed thread ids
 	pending map[int64]*hubCall
+	// fs/watch ids are the client's, so two clients may pick the same one:
+	// the session sees them prefixed with the connection's tag.
+	tags    map[*Server]string
+	byTag   map[string]*Server
+	watches map[*Server]map[string]bool // connection → session watch ids
 }
 
 // NewHub returns an empty hub.
@@ -46,7 +58,8 @@ func NewHub(log *slog.Logger) *Hub {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Hub{log: log, conns: map[*Server]map[string]bool{}, pending: map[int64]*hubCall{}}
+	return &Hub{log: log, conns: map[*Server]map[string]bool{}, pending: map[int64]*hubCall{},
+		tags: map[*Server]string{}, byTag: map[string]*Server{}, watches: map[*Server]map[string]bool{}}
 }
 
 // Client returns the hub as the session sees it.
@@ -60,8 +73,11 @@ func (h *Hub) Subscribed(s *Server, threadID string) bool {
 }
 
 func (h *Hub) attach(s *Server) {
+	tag := fmt.Sprintf("c%d:", h.nextTag.Add(1))
 	h.mu.Lock()
 	h.conns[s] = map[string]bool{}
+	h.tags[s], h.byTag[tag] = tag, s
+	h.watches[s] = map[string]bool{}
 	h.mu.Unlock()
 }
 
@@ -69,6 +85,10 @@ func (h *Hub) detach(s *Server) {
 	h.mu.Lock()
 	subs := h.conns[s]
 	delete(h.conns, s)
+	delete(h.byTag, h.tags[s])
+	delete(h.tags, s)
+	watches := h.watches[s]
+	delete(h.watches, s)
 	var gone []string
 	for tid := range subs {
 		if !h.followedLocked(tid) {
@@ -77,6 +97,60 @@ func (h *Hub) detach(s *Server) {
 	}
 	h.mu.Unlock()
 	h.abandoned(gone...)
+	if h.OnWatchGone != nil {
+		for id := range watches {
+			go h.OnWatchGone(id)
+		}
+	}
+}
+
+// scopeWatch prefixes the watchId of fs/watch and fs/unwatch params with
+// the connection's tag; it returns the params and the scoped id ("" when
+// there is none to scope: the session then refuses the params itself).
+func (h *Hub) scopeWatch(s *Server, params json.RawMessage) (json.RawMessage, string) {
+	var p map[string]any
+	if len(params) == 0 || params[0] != '{' || json.Unmarshal(params, &p) != nil {
+		return params, ""
+	}
+	id, ok := p["watchId"].(string)
+	if !ok || id == "" {
+		return params, ""
+	}
+	h.mu.Lock()
+	tag := h.tags[s]
+	h.mu.Unlock()
+	p["watchId"] = tag + id
+	b, err := json.Marshal(p)
+	if err != nil {
+		return params, ""
+	}
+	return b, tag + id
+}
+
+// watchTarget routes an fs/changed notification: the connection that
+// made the watch, and the params with the client's own watch id.
+func (h *Hub) watchTarget(raw json.RawMessage) (*Server, json.RawMessage) {
+	var p map[string]any
+	if json.Unmarshal(raw, &p) != nil {
+		return nil, nil
+	}
+	id, _ := p["watchId"].(string)
+	tag, rest, ok := strings.Cut(id, ":")
+	if !ok {
+		return nil, nil
+	}
+	h.mu.Lock()
+	s := h.byTag[tag+":"]
+	h.mu.Unlock()
+	if s == nil {
+		return nil, nil
+	}
+	p["watchId"] = rest
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, nil
+	}
+	return s, b
 }
 
 // followedLocked reports whether any connection is subscribed to threadID.
@@ -131,6 +205,18 @@ func (h *Hub) subscribe(s *Server, threadID string) {
 // resumed or forked subscribes the connection (after the answer, so that
 // requests re-sent to it come after the answer too).
 func (h *Hub) replied(rs *requestState, result any, err error) {
+	if rs.watchID != "" && err == nil {
+		h.mu.Lock()
+		if w := h.watches[rs.s]; w != nil {
+			if rs.method == protocol.MethodFsWatch {
+				w[rs.watchID] = true
+			} else {
+				delete(w, rs.watchID)
+			}
+		}
+		h.mu.Unlock()
+		return
+	}
 	switch rs.method {
 	case protocol.MethodThreadStart, protocol.MethodThreadResume, protocol.MethodThreadFork:
 	default:
@@ -210,6 +296,12 @@ func (c hubClient) Notify(method string, params any) {
 	raw, err := json.Marshal(params)
 	if err != nil {
 		c.h.log.Error("bug: notification does not encode", "method", method, "err", err)
+		return
+	}
+	if method == protocol.NotifyFsChanged {
+		if s, params := c.h.watchTarget(raw); s != nil && s.state.Load() != nil {
+			client{s}.Notify(method, json.RawMessage(params))
+		}
 		return
 	}
 	tid := threadOf(raw)

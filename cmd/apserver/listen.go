@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/server"
 )
 
@@ -79,6 +80,9 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 	hub := server.NewHub(log)
 	mgr := newManager(cfg, f, dataDir, hub.Client(), log)
 	hub.OnAbandoned = mgr.ReleaseEphemeral
+	hub.OnWatchGone = func(id string) {
+		mgr.UnwatchFS(context.Background(), protocol.FsUnwatchParams{WatchID: id}, func(any, error) {})
+	}
 	fmt.Fprintln(os.Stderr, "apserver: listening on", server.URL(l))
 	err = server.Serve(ctx, l, server.ListenOptions{
 		TokenSHA256:  token,

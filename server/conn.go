@@ -21,6 +21,10 @@ import (
 	"github.com/apserver/apserver/session"
 )
 
+// stallLimit is how long a connection behind a Hub may leave its output
+// queue full before it is closed: the session waits for no single client.
+const stallLimit = 10 * time.Second
+
 // closeTimeout bounds how long Run waits for queued output to be written
 // when it returns (a client that stops reading must not hang the process).
 const closeTimeout = 5 * time.Second
@@ -127,6 +131,9 @@ func New(r io.Reader, w io.Writer, opts Options) *Server {
 		pending:       map[int64]*clientCall{},
 	}
 	s.st = newStream(r, w, opts.MaxLineBytes, log, opts.Trace)
+	if opts.Hub != nil {
+		s.st.stallLimit = stallLimit
+	}
 	s.st.onResponse = s.deliver
 	return s
 }

@@ -271,6 +271,15 @@ func serveConn(ctx context.Context, c *websocket.Conn, opts ListenOptions, log *
 	if opts.Setup != nil {
 		opts.Setup(srv)
 	}
+	go func() {
+		// Once the output closes (the end, or a client too slow to keep
+		// up), a write blocked on the socket is abandoned.
+		select {
+		case <-srv.st.closing:
+			cancel()
+		case <-cctx.Done():
+		}
+	}()
 	err := srv.Run(cctx)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		log.Debug("connection ended", "err", err)

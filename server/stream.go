@@ -53,6 +53,9 @@ type stream struct {
 	inputEnded chan struct{}
 
 	// Write side.
+	// stallLimit > 0: a full queue waits at most this long, then the
+	// connection is closed (enqueueOrDrop). Set before use.
+	stallLimit time.Duration
 	q          chan outItem
 	w          *bufio.Writer // owned by the writer goroutine
 	closing    chan struct{} // closed by Close or on a write error
@@ -309,11 +312,39 @@ func (st *stream) enqueue(lb *lineBuf) error {
 		return ErrClosed
 	default:
 	}
+	if st.stallLimit > 0 {
+		return st.enqueueOrDrop(lb)
+	}
 	select {
 	case st.q <- outItem{lb: lb}:
 		return nil
 	case <-st.closing:
 		putLine(lb)
+		return ErrClosed
+	}
+}
+
+// enqueueOrDrop is enqueue for a connection that shares the session with
+// others (a Hub): a client that has not made room in the queue for
+// stallLimit is disconnected, so that it cannot hold up every other
+// client's threads.
+func (st *stream) enqueueOrDrop(lb *lineBuf) error {
+	select {
+	case st.q <- outItem{lb: lb}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(st.stallLimit)
+	defer t.Stop()
+	select {
+	case st.q <- outItem{lb: lb}:
+		return nil
+	case <-st.closing:
+		putLine(lb)
+		return ErrClosed
+	case <-t.C:
+		putLine(lb)
+		st.fail(fmt.Errorf("the client read nothing for %v with %d messages queued", st.stallLimit, queueLen))
 		return ErrClosed
 	}
 }

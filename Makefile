@@ -16,6 +16,7 @@ build: ## build bin/apserver
 test: test-go vscode nvim sdk ## run every test: Go (race detector, e2e over the real binary), the VS Code extension, the Neovim plugin and the Codex SDK
 
 test-go: ## the Go tests only: vet, then every package with the race detector
+	./scripts/install-codex.sh >/dev/null # the Codex TUI that e2e/codex_tui_test.go drives (cached)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 

@@ -235,7 +235,7 @@ func (p *ThreadListParams) Cwds() ([]string, error) {
 func (p *ThreadListParams) Validate() error {
 	if p.SortKey != nil {
 		switch *p.SortKey {
-		case "created_at", "updated_at", "recency_at":
+		case "created_at", "updated_at", "recency_at", "section_position":
 		default:
 			return Errorf(ErrInvalidParams, "Invalid params: unknown sortKey `%s`", *p.SortKey)
 		}
@@ -255,6 +255,9 @@ type ThreadListResult struct {
 	Data            []Thread `json:"data"`
 	NextCursor      *string  `json:"nextCursor"`
 	BackwardsCursor *string  `json:"backwardsCursor"`
+	// ReadStates is always null: apserver keeps no read receipts, which
+	// Codex's clients take as "durable read state is unavailable".
+	ReadStates map[string]any `json:"readStates"`
 }
 
 // ThreadIDParams is the params shape of methods that take only a threadId

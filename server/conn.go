@@ -21,6 +21,10 @@ import (
 	"github.com/apserver/apserver/session"
 )
 
+// stallLimit is how long a connection behind a Hub may leave its output
+// queue full before it is closed: the session waits for no single client.
+const stallLimit = 10 * time.Second
+
 // closeTimeout bounds how long Run waits for queued output to be written
 // when it returns (a client that stops reading must not hang the process).
 const closeTimeout = 5 * time.Second
@@ -50,6 +54,11 @@ type Options struct {
 	// Its error is Run's. nil: Run returns as soon as the requests read are
 	// answered.
 	OnInputEnd func(ctx context.Context) error
+	// Hub, when set, is the session's client shared by several
+	// connections (hub.go): Run attaches the connection to it, and a
+	// thread/start, thread/resume or thread/fork subscribes it to the
+	// thread. nil: the connection is the session's only client.
+	Hub *Hub
 }
 
 // ServerInfo describes this server in the initialize result.
@@ -65,6 +74,7 @@ type Server struct {
 	log        *slog.Logger
 	info       ServerInfo
 	onInputEnd func(ctx context.Context) error
+	hub        *Hub
 
 	// reqCtx is the parent of every handler's ctx: set by Run before the
 	// read loop starts, canceled when Run is done draining.
@@ -113,6 +123,7 @@ func New(r io.Reader, w io.Writer, opts Options) *Server {
 		log:           log,
 		info:          opts.ServerInfo,
 		onInputEnd:    opts.OnInputEnd,
+		hub:           opts.Hub,
 		handlers:      map[string]requestHandler{},
 		notifHandlers: map[string]func(json.RawMessage){},
 		inflight:      map[jsonrpc2.ID][]*requestState{},
@@ -120,6 +131,9 @@ func New(r io.Reader, w io.Writer, opts Options) *Server {
 		pending:       map[int64]*clientCall{},
 	}
 	s.st = newStream(r, w, opts.MaxLineBytes, log, opts.Trace)
+	if opts.Hub != nil {
+		s.st.stallLimit = stallLimit
+	}
 	s.st.onResponse = s.deliver
 	return s
 }
@@ -231,6 +245,10 @@ func (s *Server) Run(ctx context.Context) error {
 	connCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.reqCtx = connCtx
+	if s.hub != nil {
+		s.hub.attach(s)
+		defer s.hub.detach(s)
+	}
 	// jsonrpc2 closes its stream and cancels its context as soon as reading
 	// stops; the output and the handlers' ctx must outlive that while Run
 	// drains, so it gets a stream whose Close does nothing.
@@ -407,6 +425,15 @@ func (s *Server) handleRequest(ctx context.Context, id jsonrpc2.ID, method strin
 
 	rctx, cancel := context.WithCancel(ctx)
 	rs := &requestState{s: s, id: id, method: method, cancel: cancel, lane: laneOf(params)}
+	if s.hub != nil && (method == protocol.MethodFsWatch || method == protocol.MethodFsUnwatch) {
+		params, rs.watchID = s.hub.scopeWatch(s, params)
+	}
+	if s.hub != nil && method == protocol.MethodThreadResume && rs.lane != "" && !s.hub.Subscribed(s, rs.lane) {
+		// Subscribed before the answer, so that the status sent while
+		// resuming reaches this client; undone if the resume fails.
+		s.hub.mark(s, rs.lane)
+		rs.unmarkOnError = true
+	}
 	run := func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -471,6 +498,9 @@ type requestState struct {
 	lane    string
 	cancel  context.CancelFunc
 	replied atomic.Bool
+
+	unmarkOnError bool   // a failed thread/resume undoes its early subscription
+	watchID       string // fs/watch, fs/unwatch behind a Hub: the session's watch id
 }
 
 // reply is the request's session.Reply. It sends the answer regardless of
@@ -481,6 +511,9 @@ func (rs *requestState) reply(result any, err error) {
 		return
 	}
 	rs.s.sendReply(rs.id, result, err)
+	if h := rs.s.hub; h != nil {
+		h.replied(rs, result, err)
+	}
 	rs.s.mu.Lock()
 	list := rs.s.inflight[rs.id]
 	for i, x := range list {
@@ -672,12 +705,22 @@ func (s *Server) initialize(id jsonrpc2.ID, raw json.RawMessage) {
 	info := p.ClientInfo
 	s.log.Info("initialized", "client", info.Name, "clientVersion", info.Version, "experimentalApi", experimental)
 	s.sendReply(id, protocol.InitializeResult{
-		UserAgent: fmt.Sprintf("%s/%s (%s; %s) (%s; %s)", info.Name, s.info.Version, platformOS(), arch(),
-			info.Name, info.Version),
+		UserAgent:      userAgent(info.Name, info.Version, s.info.Version),
 		CodexHome:      s.info.Home,
 		PlatformFamily: "unix",
 		PlatformOS:     platformOS(),
 	}, nil)
+}
+
+// userAgent is the initialize result's userAgent in Codex's format,
+// "<client>/<codex version> (<os>; <arch>) <terminal> (<client>; <client
+// version>)". The version is the Codex release whose protocol apserver
+// speaks (protocol.CodexVersion): Codex clients compare it with their own
+// and warn about an older server. apserver's own version takes the
+// terminal's place.
+func userAgent(client, clientVersion, version string) string {
+	return fmt.Sprintf("%s/%s (%s; %s) apserver/%s (%s; %s)", client, protocol.CodexVersion, platformOS(), arch(),
+		version, client, clientVersion)
 }
 
 // platformOS is runtime.GOOS as Codex spells it ("macos" for darwin).
@@ -767,6 +810,18 @@ func (s *Server) call(id int64, method string, params any) session.ClientCall {
 		call.finish(nil, err)
 	}
 	return call
+}
+
+// forget drops a server→client request still waiting for this
+// connection's answer: another connection answered it (hub.go).
+func (s *Server) forget(id int64) {
+	s.mu.Lock()
+	call := s.pending[id]
+	delete(s.pending, id)
+	s.mu.Unlock()
+	if call != nil {
+		call.finish(nil, ErrClosed)
+	}
 }
 
 // deliver hands a client response to its waiting call. It runs on the read

@@ -1,7 +1,13 @@
-// Package server owns the editor connection: JSONL framing on stdio, JSON-RPC
+// Package server owns the editor connections: JSONL framing on stdio, JSON-RPC
 // dispatch, the initialize handshake and its gating, request cancellation,
 // the mapping of Go errors to JSON-RPC error codes, and server→client
 // requests. It is the only user of github.com/sourcegraph/jsonrpc2.
+//
+// A Server is one connection. On stdio it is the session's only client;
+// behind a socket (listen.go: ws:// and unix://, capability-token auth,
+// browser Origins refused) each WebSocket is a Server of its own, and a Hub
+// (hub.go) is the session's client, routing each thread's notifications
+// and approval requests to the connections subscribed to it.
 //
 // It imports session (whose Client and Reply contracts it implements) and
 // protocol; it must not import store or model.

@@ -51,6 +51,9 @@ type stream struct {
 	inputEnded chan struct{}
 
 	// Write side.
+	// stallLimit > 0: a full queue waits at most this long, then the
+	// connection is closed (see enqueue). Set before use.
+	stallLimit time.Duration
 	q          chan outItem
 	w          *bufio.Writer // owned by the writer goroutine
 	closing    chan struct{} // closed by Close or on a write error

@@ -20,4 +20,5 @@ func Register(s *Server, m *session.Manager) {
 	registerTurn(s, m)
 	registerTools(s, m)
 	registerFullAuto(s, m)
+	registerClientInfo(s, m)
 }

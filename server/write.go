@@ -34,13 +34,29 @@ func (st *stream) replyError(id *jsonrpc2.ID, code int64, msg string, data json.
 }
 
 // enqueue hands a line to the writer. It blocks only while the queue is
-// full. After Close it drops the line and returns ErrClosed.
+// full (in messages or in bytes). After Close it drops the line and
+// returns ErrClosed. On a connection that shares the session with others
+// (a Hub sets stallLimit), a client that has not made room for stallLimit
+// is disconnected, so that it cannot hold up every other client's threads.
 func (st *stream) enqueue(lb *lineBuf) error {
 	select {
 	case <-st.closing:
 		putLine(lb)
 		return ErrClosed
 	default:
+	}
+	var stall <-chan time.Time // armed on the first wait
+	wait := func() <-chan time.Time {
+		if stall == nil && st.stallLimit > 0 {
+			t := time.NewTimer(st.stallLimit)
+			stall = t.C
+		}
+		return stall
+	}
+	stalled := func() error {
+		putLine(lb)
+		st.fail(fmt.Errorf("the client read nothing for %v with its output queue full", st.stallLimit))
+		return ErrClosed
 	}
 	n := int64(len(lb.b))
 	for q := st.queued.Load(); q > 0 && q+n > queueBytes; q = st.queued.Load() {
@@ -49,15 +65,26 @@ func (st *stream) enqueue(lb *lineBuf) error {
 		case <-st.closing:
 			putLine(lb)
 			return ErrClosed
+		case <-wait():
+			return stalled()
 		}
 	}
 	st.queued.Add(n)
 	select {
 	case st.q <- outItem{lb: lb}:
 		return nil
+	default:
+	}
+	select {
+	case st.q <- outItem{lb: lb}:
+		return nil
 	case <-st.closing:
+		st.queued.Add(-n)
 		putLine(lb)
 		return ErrClosed
+	case <-wait():
+		st.queued.Add(-n)
+		return stalled()
 	}
 }
 

@@ -126,6 +126,7 @@ func (t *thread) commandRequest(turnID string, run *commandRun, reason string) s
 		ThreadID: t.id, TurnID: turnID, ItemID: run.item.ID, StartedAtMs: nowMs(),
 		Kind: "command", Command: ptr(run.item.Command), Cwd: ptr(run.dir),
 		CommandActions: run.item.CommandActions, ProposedExecpolicyAmendment: proposedPrefix(run.command),
+		AvailableDecisions: []string{protocol.DecisionAccept, protocol.DecisionAcceptForSession, protocol.DecisionCancel},
 	}
 	if reason != "" {
 		params.Reason = ptr(reason)
@@ -143,6 +144,7 @@ func (t *thread) commandRequest(turnID string, run *commandRun, reason string) s
 		}
 		params.Reason = ptr(why)
 		params.ProposedExecpolicyAmendment = nil
+		params.AvailableDecisions = []string{protocol.DecisionAccept, protocol.DecisionCancel} // never approved for the session
 	}
 	return serverRequest{Method: protocol.RequestCommandApproval, Params: params, Kind: "command", Command: run.command,
 		Rule: run.plan.ruleDecision(), RuleName: run.plan.ruleName(), Sandboxed: run.plan.sandboxed(),

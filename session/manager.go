@@ -47,6 +47,9 @@ type Options struct {
 	// Checkpoints tunes the snapshot stores (how many snapshots each
 	// workspace keeps, when git collects garbage); zero values are defaults.
 	Checkpoints checkpoint.Options
+	// ConfigSources are the config files and flags config/read reports
+	// (configread.go).
+	ConfigSources ConfigSources
 }
 
 // Manager owns the set of loaded threads. Its own fields are small leaf
@@ -81,6 +84,8 @@ type Manager struct {
 	models    map[string]*model.Client
 	ckpts     map[string]*checkpointOpening // snapshot stores by workspace (checkpoint.go)
 	fsw       watchState                    // fs/watch, made on first use
+
+	fuzzy fuzzyTokens // fuzzyFileSearch's cancellation tokens (fuzzy.go)
 }
 
 // NewManager starts opening the store and returns at once.
@@ -260,6 +265,7 @@ func (m *Manager) StartThread(ctx context.Context, p protocol.ThreadStartParams,
 		UpdatedAt: now.UnixMilli(),
 		Ephemeral: p.Ephemeral != nil && *p.Ephemeral,
 	}
+	s.DisabledTools = disabledTools(p.Config)
 	t := m.newThread(meta, s)
 	t.post(func() { t.create(reply) })
 }
@@ -363,7 +369,7 @@ func (m *Manager) ListThreads(ctx context.Context, p protocol.ThreadListParams, 
 		if p.Limit != nil {
 			o.Limit = *p.Limit
 		}
-		if p.SortKey != nil && *p.SortKey == "updated_at" {
+		if p.SortKey != nil && *p.SortKey != "created_at" { // recency and (without sections) section position follow updates
 			o.SortKey = "updated_at"
 		}
 		o.Ascending = p.SortDirection != nil && *p.SortDirection == "asc"

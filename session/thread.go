@@ -22,6 +22,7 @@ type threadSettings struct {
 	Effort                string `json:"effort,omitempty"`
 	BaseInstructions      string `json:"baseInstructions,omitempty"`
 	DeveloperInstructions string `json:"developerInstructions,omitempty"`
+	DisabledTools         string `json:"disabledTools,omitempty"` // from thread/start config (configtools.go)
 }
 
 func settingsFromStore(meta store.Thread, def threadSettings) threadSettings {

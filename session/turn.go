@@ -151,9 +151,7 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 		client:    t.m.modelClient(provider),
 		prompt:    systemPrompt(t.settings.Cwd, t.settings.BaseInstructions, t.m.opts.Config.Instructions, t.settings.DeveloperInstructions),
 	}
-	if raw := strings.TrimSpace(string(p.OutputSchema)); raw != "" && raw != "null" {
-		tr.schema = &model.OutputSchema{Name: "codex_output_schema", Schema: p.OutputSchema, Strict: true}
-	}
+	tr.schema = outputSchema(p.OutputSchema)
 	if t.persistent() {
 		db, err := t.m.store()
 		if err == nil {

@@ -1,7 +1,7 @@
 // Command apserver is a Codex-compatible app-server: editors spawn it and
 // speak JSON-RPC (JSONL) over stdio to run coding-agent turns.
 //
-//	apserver [flags]            serve the app-server protocol on stdio
+//	apserver [flags]            serve the app-server protocol on stdio, or on a socket (listen.go)
 //	apserver demo               run the offline demo (scripted model, temp workspace)
 //	apserver exec "objective"   work on an objective headless (exec.go)
 //	apserver replay THREAD      re-decide a thread's full-auto receipts (replay.go)
@@ -84,6 +84,7 @@ func usage(w io.Writer) {
 
 Usage:
   apserver [serve] [flags]   serve the app-server protocol on stdin/stdout
+                             (--listen ws://IP:PORT or unix://PATH: several clients)
   apserver demo              offline demo: scripted model, temp workspace, live view
   apserver fake-model        serve the scripted test model on 127.0.0.1; print its URL
   apserver exec "objective"  work on an objective headless in this directory (--full-auto: until done)
@@ -159,6 +160,8 @@ func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var f serveFlags
 	f.register(fs)
+	var lf listenFlags
+	lf.register(fs)
 	fs.Func("on-eof", "when stdin ends: drain (finish running turns, then exit) or interrupt (interrupt them, exit at once) (default drain)", func(v string) error {
 		m, err := session.ParseEOFMode(v)
 		f.onEOF = m
@@ -193,6 +196,9 @@ func serve(args []string) error {
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
+	if lf.listen != "" && lf.listen != "stdio://" {
+		return runListener(context.Background(), cfg, &f, &lf, log)
+	}
 	err = runServer(context.Background(), cfg, &f, os.Stdin, os.Stdout, log)
 	if errors.Is(err, session.ErrUnfinished) {
 		return &exitError{code: exitUnfinished, msg: err.Error()}
@@ -205,17 +211,9 @@ func serve(args []string) error {
 func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Reader, out io.Writer, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	dataDir := cfg.DataDir
-	if dataDir == "" {
-		d, err := store.DefaultDir()
-		if err != nil {
-			return fmt.Errorf("finding the data dir (use --data-dir): %w", err)
-		}
-		dataDir = d
-	}
-	sync := "NORMAL"
-	if strings.EqualFold(cfg.Durability, "full") {
-		sync = "FULL"
+	dataDir, err := resolveDataDir(cfg)
+	if err != nil {
+		return err
 	}
 	var mgr *session.Manager
 	srv := server.New(in, out, server.Options{
@@ -225,22 +223,64 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 		ServerInfo:   server.ServerInfo{Name: "apserver", Version: version, Home: dataDir},
 		OnInputEnd:   func(ctx context.Context) error { return mgr.Drain(ctx, f.onEOF) },
 	})
-	mgr = session.NewManager(session.Options{
+	mgr = newManager(cfg, f, dataDir, srv.Client(), log)
+	server.Register(srv, mgr)
+	err = srv.Run(ctx)
+	if cerr := mgr.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func resolveDataDir(cfg config.Config) (string, error) {
+	if cfg.DataDir != "" {
+		return cfg.DataDir, nil
+	}
+	d, err := store.DefaultDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the data dir (use --data-dir): %w", err)
+	}
+	return d, nil
+}
+
+// newManager makes the session for a server whose client is c.
+func newManager(cfg config.Config, f *serveFlags, dataDir string, c session.Client, log *slog.Logger) *session.Manager {
+	sync := "NORMAL"
+	if strings.EqualFold(cfg.Durability, "full") {
+		sync = "FULL"
+	}
+	return session.NewManager(session.Options{
 		OpenStore: func() (*store.Store, error) {
 			return store.Open(filepath.Join(dataDir, store.FileName), store.Options{Synchronous: sync})
 		},
 		Config:  cfg,
-		Client:  srv.Client(),
+		Client:  c,
 		Logger:  log,
 		Version: version,
 		DataDir: dataDir,
 
 		CoalesceDeltas: !f.noCoalesce,
+		ConfigSources:  configSources(f),
 	})
-	server.Register(srv, mgr)
-	err := srv.Run(ctx)
-	if cerr := mgr.Close(); cerr != nil && err == nil {
-		err = cerr
+}
+
+// configSources names the layers config/read reports: the same files
+// config.Load read, and the flags given.
+func configSources(f *serveFlags) session.ConfigSources {
+	src := session.ConfigSources{UserFile: f.configFile, Flags: map[string]any{}}
+	if src.UserFile == "" {
+		src.UserFile = config.DefaultUserFile()
 	}
-	return err
+	if abs, err := filepath.Abs(src.UserFile); err == nil {
+		src.UserFile = abs
+	}
+	if cwd, err := os.Getwd(); err == nil {
+		src.WorkspaceFile = filepath.Join(cwd, ".apserver", "config.toml")
+	}
+	for k, v := range map[string]string{"model": f.model, "provider": f.provider} {
+		if v != "" {
+			src.Flags[k] = v
+		}
+	}
+	return src
 }

@@ -55,7 +55,7 @@ trap 'rm -rf "$TMP"' EXIT
 # A throwaway home, so no user config changes the output.
 mkdir -p "$TMP/home/.codex"
 HOME="$TMP/home" CODEX_HOME="$TMP/home/.codex" \
-  "$CODEX_BIN" app-server generate-json-schema --out "$TMP/out" >&2 || die "generate-json-schema failed"
+  "$CODEX_BIN" app-server generate-json-schema --experimental --out "$TMP/out" >&2 || die "generate-json-schema failed"
 
 # The vendored copy is a subset of the output (see schema/README.md); its
 # README is ours.

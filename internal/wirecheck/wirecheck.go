@@ -54,6 +54,10 @@ const (
 // cannot be derived from their params type: methods without params, and the
 // few whose response type does not mirror the params type's name.
 var responseOverrides = map[string]string{
+	"accountSession/list":                      "AccountSessionsResponse",
+	"memory/reset":                             "MemoryResetResponse",
+	"remoteControl/status/read":                "RemoteControlStatusReadResponse",
+	"rollout/compress":                         "RolloutCompressResponse",
 	"account/gatewayOAuth/cancel":              "GatewayOAuthCancelResponse",
 	"account/logout":                           "LogoutAccountResponse",
 	"account/securitySetup/read":               "GetAccountSecuritySetupResponse",

@@ -337,8 +337,9 @@ func TestSchemaCoverage(t *testing.T) {
 		}
 	}
 	sort.Strings(missing)
-	// Codex 0.169's schema has no result type for fuzzyFileSearch.
-	if strings.Join(missing, ",") != "fuzzyFileSearch" {
+	// Codex 0.169's experimental schema has no result type for the
+	// fuzzyFileSearch session methods (their results are notifications).
+	if strings.Join(missing, ",") != "fuzzyFileSearch/sessionStart,fuzzyFileSearch/sessionStop,fuzzyFileSearch/sessionUpdate" {
 		t.Errorf("client methods without a result schema: %v", missing)
 	}
 	if got := v.ResponseType("thread/start"); got != "ThreadStartResponse" {

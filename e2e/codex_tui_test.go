@@ -16,16 +16,6 @@ import (
 	"github.com/apserver/apserver/model/scripted"
 )
 
-// The Codex TUI's requests that are in Codex's experimental schema only
-// (protocol/codex holds the stable one): their messages are not checked
-// against a schema, and any other method missing from the schemas fails
-// the test.
-var tuiExperimental = map[string]bool{
-	"account/bedrock/checkGovCloudRequirements": true,
-	"collaborationMode/list":                    true,
-	"thread/backgroundTerminals/list":           true,
-}
-
 // TestCodexTUI drives OpenAI's Codex 0.169 TUI (installed from npm by
 // scripts/install-codex.sh) in tmux against `apserver serve --listen`, over
 // ws:// with a capability token and over unix://, as a user would: it
@@ -307,9 +297,7 @@ func checkTranscripts(t *testing.T, logFile string) {
 	var unknown []string
 	for _, c := range convs {
 		for _, u := range c.tr.Unknown() {
-			if !tuiExperimental[u] {
-				unknown = append(unknown, u)
-			}
+			unknown = append(unknown, u)
 		}
 	}
 	sort.Strings(unknown)

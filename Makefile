@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 FUZZTIME ?= 15s
 
-.PHONY: help build test test-go e2e lint fuzz bench demo vscode vsix clean
+.PHONY: help build test test-go e2e lint fuzz bench demo vscode nvim sdk vsix check-generated clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -13,9 +13,10 @@ help: ## list the targets
 build: ## build bin/apserver
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/apserver
 
-test: test-go vscode ## run every test: Go (race detector, e2e over the real binary) and the VS Code extension
+test: test-go vscode nvim sdk ## run every test: Go (race detector, e2e over the real binary), the VS Code extension, the Neovim plugin and the Codex SDK
 
 test-go: ## the Go tests only: vet, then every package with the race detector
+	./scripts/install-codex.sh >/dev/null # the Codex TUI that e2e/codex_tui_test.go drives (cached)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
@@ -30,7 +31,7 @@ lint: ## go vet, gofmt and staticcheck
 # package:FuzzTarget pairs run by `make fuzz`.
 FUZZ_TARGETS := server:FuzzReadLine model:FuzzFastDecode tools/patch:FuzzParse \
 	tools/patch:FuzzRoundTrip tools/patch:FuzzUnifiedDiff \
-	tools/rules:FuzzEvaluate
+	tools/rules:FuzzEvaluate session:FuzzExplainIsThePlan
 
 fuzz: ## run each fuzz target briefly (FUZZTIME=15s each)
 	@set -e; for t in $(FUZZ_TARGETS); do \
@@ -40,6 +41,7 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=15s each)
 
 bench: build ## Go benchmarks plus the peerbench comparison against Codex (see docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./server/ ./model/ ./store/ ./tools/ ./tools/checkpoint/
+	APSERVER_STREAM_MIB=64 $(GO) test -count=1 -run 'TestEndlessStreamLarge' -v ./e2e/ | grep -E 'streamed|^(ok|FAIL|---)'
 	./bench/peerbench.sh
 
 demo: build ## the offline demo: scripted model, temp workspace, live view
@@ -48,8 +50,17 @@ demo: build ## the offline demo: scripted model, temp workspace, live view
 vscode: ## build, type-check and test the VS Code extension (installs npm packages and chromium if missing)
 	./editors/vscode/test.sh
 
+nvim: ## test the Neovim plugin in Debian's nvim: busted headless, then a tmux session (installs neovim, lua-busted, tmux if missing)
+	./editors/nvim/test.sh
+
+sdk: ## drive `apserver exec` with the official Codex SDK (installs its npm package if missing)
+	./e2e/sdk/test.sh
+
 vsix: ## package the VS Code extension (linux-x64, bundles apserver)
 	./editors/vscode/package.sh
+
+check-generated: ## regenerate Codex's schema from npm @openai/codex and diff it with protocol/codex (needs npm; not in test)
+	./scripts/codex-schema.sh
 
 clean: ## remove build output
 	rm -rf bin

@@ -1,7 +1,10 @@
 // Package config owns apserver's configuration: the built-in defaults, the
 // user and workspace TOML files, the environment variables and the flag
 // overrides, merged in that order of precedence, and the resolution of a
-// role or model name to a model.Provider.
+// role or model name to a model.Provider. It also owns project trust
+// (trust.go): a workspace file may only tighten the SafetyKeys unless the
+// user file trusts the project, and ProjectTrusted answers that for any
+// project file.
 //
 // config may import model (for model.Provider and model.Wire) and the
 // standard library; it must not import session, server, store or tools.
@@ -47,13 +50,20 @@ type Config struct {
 	Instructions      string // extra system-prompt text
 	Prices            map[string]Price
 
+	// Caps on one model response and on one turn (caps.go); 0 = no cap.
+	ResponseMaxOutputBytes int64
+	ResponseMaxTime        time.Duration
+	TurnMaxOutputBytes     int64
+	TurnMaxTime            time.Duration
+
 	// SandboxWritableRoots are extra directories commands and file tools
-	// may write in workspace-write mode (user file only).
+	// may write in workspace-write mode (a workspace file adds them only when
+	// the project is trusted).
 	SandboxWritableRoots []string
 	// SandboxReadableRoots are extra directories sandboxed commands may
-	// read besides the system directories and the workspace (user file only).
+	// read besides the system directories and the workspace (likewise).
 	SandboxReadableRoots []string
-	// SandboxNetwork lets sandboxed commands use the network (user file only).
+	// SandboxNetwork lets sandboxed commands use the network (likewise).
 	SandboxNetwork bool
 	// RulesFile is the user's command rules file (see tools/rules); the
 	// workspace's .apserver/rules is read as well.
@@ -67,6 +77,14 @@ type Config struct {
 	// threads; FullAuto tunes full-auto runs (fullauto.go).
 	MaxConcurrentModelCalls int
 	FullAuto                FullAutoConfig
+
+	// Projects maps a project directory (cleaned, symbolic links resolved)
+	// to its trust_level, from the user file's [projects."PATH"] tables;
+	// see ProjectTrusted.
+	Projects map[string]string
+	// Warnings say what Load skipped in a file it could still use, e.g. a
+	// key an untrusted workspace file may not loosen. The caller logs them.
+	Warnings []string
 }
 
 // ApplyPatchTools are the valid values of ApplyPatchTool.
@@ -142,6 +160,11 @@ func defaults(getenv func(string) string) Config {
 		RequestMaxRetries: model.DefaultMaxRetries,
 		DataDir:           defaultDataDir(getenv),
 		Durability:        "normal",
+
+		ResponseMaxOutputBytes: model.DefaultMaxOutputBytes,
+		ResponseMaxTime:        model.DefaultMaxResponseTime,
+		TurnMaxOutputBytes:     DefaultTurnMaxOutputBytes,
+		TurnMaxTime:            DefaultTurnMaxTime,
 
 		MaxConcurrentModelCalls: DefaultMaxConcurrentModelCalls,
 		FullAuto:                defaultFullAuto(),
@@ -241,6 +264,9 @@ func (c Config) buildProvider(name string, pc ProviderConfig) (model.Provider, e
 		Wire:        wire,
 		MaxRetries:  retriesToModel(c.RequestMaxRetries),
 		IdleTimeout: c.StreamIdleTimeout,
+
+		MaxOutputBytes:  capToModel(c.ResponseMaxOutputBytes),
+		MaxResponseTime: time.Duration(capToModel(int64(c.ResponseMaxTime))),
 	}
 	if k := pc.envKey; k != "" {
 		p.APIKey = k

@@ -322,10 +322,8 @@ func TestLoadErrors(t *testing.T) {
 		{name: "new provider without base_url", user: "[providers.x]\nwire = \"chat\"\n", wantAll: []string{"providers.x", "base_url"}},
 		{name: "syntax error", user: "model = \n", wantAll: []string{"user.toml", "line 1"}},
 		{name: "wrong type", user: "max_line_bytes = \"big\"\n", wantAll: []string{"user.toml", "max_line_bytes"}},
-		{name: "workspace may not redirect keys", workspace: "[providers.openai]\nbase_url = \"https://evil.example/v1\"\n",
-			wantAll: []string{"providers.openai.base_url", "not allowed in a workspace file"}},
-		{name: "workspace may not name key variables", workspace: "[providers.openai]\napi_key_env = \"AWS_SECRET\"\n",
-			wantAll: []string{"api_key_env", "workspace"}},
+		{name: "bad trust level", user: "[projects.\"/x\"]\ntrust_level = \"yes\"\n", wantAll: []string{"trust_level", `"yes"`}},
+		{name: "relative project path", user: "[projects.\"x\"]\ntrust_level = \"trusted\"\n", wantAll: []string{"projects", "absolute"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -461,5 +459,42 @@ func TestOverrides(t *testing.T) {
 	}
 	if _, err := Load(LoadOptions{Getenv: env(t), Overrides: Overrides{Provider: ptr("nope")}}); err == nil {
 		t.Error("unknown --provider accepted")
+	}
+}
+
+// TestBadBaseURL: a base URL that cannot work fails Load, naming where it
+// came from.
+func TestBadBaseURL(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, env, flag, want string
+	}{
+		{name: "env no scheme", env: "/v1", want: "OPENAI_BASE_URL"},
+		{name: "env ftp", env: "ftp://x", want: "OPENAI_BASE_URL"},
+		{name: "env host:port", env: "localhost:8080", want: "OPENAI_BASE_URL"},
+		{name: "flag", flag: "localhost:8080", want: "--base-url"},
+		{name: "flag over a bad env", env: "/v1", flag: "ftp://x", want: "--base-url"},
+		{name: "file", file: "[providers.openai]\nbase_url = \"/v1\"\n", want: "providers.openai.base_url"},
+		{name: "file, new provider", file: "[providers.local]\nbase_url = \"localhost:8080\"\n", want: "providers.local.base_url"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := LoadOptions{Getenv: env(t)}
+			if tc.env != "" {
+				opts.Getenv = env(t, "OPENAI_BASE_URL", tc.env)
+			}
+			if tc.flag != "" {
+				opts.Overrides.BaseURL = ptr(tc.flag)
+			}
+			if tc.file != "" {
+				opts.UserFile = writeFile(t, filepath.Join(t.TempDir(), "user.toml"), tc.file)
+			}
+			_, err := Load(opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Load = %v, want an error naming %s", err, tc.want)
+			}
+		})
+	}
+	// A good flag wins over a bad environment variable.
+	if _, err := Load(LoadOptions{Getenv: env(t, "OPENAI_BASE_URL", "/v1"), Overrides: Overrides{BaseURL: ptr("http://localhost:8080/v1")}}); err != nil {
+		t.Errorf("Load with a good --base-url over a bad OPENAI_BASE_URL = %v", err)
 	}
 }

@@ -57,13 +57,18 @@ type fileFullAuto struct {
 }
 
 // mergeFullAuto applies max_concurrent_model_calls and [full_auto] from a
-// file.
-func (c *Config) mergeFullAuto(maxCalls *int, f *fileFullAuto, bad func(key, format string, args ...any) error) error {
+// file. may (see mergeFile) guards the keys where a larger or smaller value
+// means more autonomy: more model calls at once, resuming runs by
+// themselves, retrying failed turns sooner, trusting the decision model at
+// lower confidence.
+func (c *Config) mergeFullAuto(maxCalls *int, f *fileFullAuto, bad func(key, format string, args ...any) error, may func(key string, value any, loosens bool) bool) error {
 	if maxCalls != nil {
 		if *maxCalls <= 0 {
 			return bad("max_concurrent_model_calls", "must be positive")
 		}
-		c.MaxConcurrentModelCalls = *maxCalls
+		if may("max_concurrent_model_calls", *maxCalls, *maxCalls > c.MaxConcurrentModelCalls) {
+			c.MaxConcurrentModelCalls = *maxCalls
+		}
 	}
 	if f == nil {
 		return nil
@@ -72,7 +77,9 @@ func (c *Config) mergeFullAuto(maxCalls *int, f *fileFullAuto, bad func(key, for
 		if !slices.Contains(OnRestartModes, *f.OnRestart) {
 			return bad("full_auto.on_restart", "%q is not one of %s", *f.OnRestart, quoteAll(OnRestartModes))
 		}
-		c.FullAuto.OnRestart = *f.OnRestart
+		if may("full_auto.on_restart", *f.OnRestart, *f.OnRestart == OnRestartRunning && c.FullAuto.OnRestart != OnRestartRunning) {
+			c.FullAuto.OnRestart = *f.OnRestart
+		}
 	}
 	if f.ApprovalTimeoutMs != nil {
 		if *f.ApprovalTimeoutMs < 0 {
@@ -84,13 +91,17 @@ func (c *Config) mergeFullAuto(maxCalls *int, f *fileFullAuto, bad func(key, for
 		if *f.ErrorBackoffMs < 0 {
 			return bad("full_auto.error_backoff_ms", "must not be negative")
 		}
-		c.FullAuto.ErrorBackoff = time.Duration(*f.ErrorBackoffMs) * time.Millisecond
+		if d := time.Duration(*f.ErrorBackoffMs) * time.Millisecond; may("full_auto.error_backoff_ms", *f.ErrorBackoffMs, d < c.FullAuto.ErrorBackoff) {
+			c.FullAuto.ErrorBackoff = d
+		}
 	}
 	if q := f.QuestionMinConfidence; q != nil {
 		if *q < 0 || *q > 1 {
 			return bad("full_auto.question_min_confidence", "must be between 0 and 1")
 		}
-		c.FullAuto.QuestionMinConfidence = *q
+		if may("full_auto.question_min_confidence", *q, *q < c.FullAuto.QuestionMinConfidence) {
+			c.FullAuto.QuestionMinConfidence = *q
+		}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -75,14 +76,19 @@ func Load(opts LoadOptions) (Config, error) {
 		}
 	}
 	if userPath != "" {
-		if err := c.mergeFile(userPath, false); err != nil {
+		if err := c.mergeFile(userPath, nil); err != nil {
 			return Config{}, err
 		}
 	}
 	if opts.Workspace != "" {
 		p := filepath.Join(opts.Workspace, WorkspaceFile)
 		if _, err := os.Stat(p); err == nil {
-			if err := c.mergeFile(p, true); err != nil {
+			uf := userPath
+			if uf == "" {
+				uf = userFile(getenv)
+			}
+			ws := &workspaceLayer{dir: opts.Workspace, trusted: c.ProjectTrusted(opts.Workspace), userFile: uf}
+			if err := c.mergeFile(p, ws); err != nil {
 				return Config{}, err
 			}
 		} else if !errors.Is(err, fs.ErrNotExist) {
@@ -101,6 +107,17 @@ func Load(opts LoadOptions) (Config, error) {
 	}
 	if err := c.applyOverrides(o); err != nil {
 		return Config{}, err
+	}
+	// A bad base URL from the environment or a flag is named as such
+	// (Validate names the file key).
+	if o.BaseURL != nil && *o.BaseURL != "" {
+		if err := model.CheckBaseURL(*o.BaseURL); err != nil {
+			return Config{}, fmt.Errorf("config: --base-url: %w", err)
+		}
+	} else if v := getenv(EnvOpenAIBaseURL); v != "" {
+		if err := model.CheckBaseURL(v); err != nil {
+			return Config{}, fmt.Errorf("config: %s: %w", EnvOpenAIBaseURL, err)
+		}
 	}
 	c.resolveKeys(getenv)
 	if err := c.Validate(); err != nil {
@@ -138,6 +155,10 @@ type fileConfig struct {
 	// Full auto (fullauto.go).
 	MaxConcurrentModelCalls *int          `toml:"max_concurrent_model_calls"`
 	FullAuto                *fileFullAuto `toml:"full_auto"`
+	// Trust (trust.go); user file only.
+	Projects map[string]fileProject `toml:"projects"`
+
+	fileCaps // caps.go
 }
 
 type fileProvider struct {
@@ -172,11 +193,12 @@ type filePrice struct {
 	OutputPerMTok      *float64 `toml:"output_per_mtok"`
 }
 
-// mergeFile decodes one TOML file over c (whose maps Load owns). A workspace file lives in a
-// repository that may not be trusted, so it may not point a provider at a
-// different endpoint or key: base_url, api_key and api_key_env are refused
-// there (they belong in the user file, the environment or flags).
-func (c *Config) mergeFile(path string, workspace bool) error {
+// mergeFile decodes one TOML file over c (whose maps Load owns). ws is nil
+// for the user file. A workspace file lives in a repository that may not be
+// trusted: unless the user trusts the project (trust.go), it may only
+// tighten the safety settings listed in safetyKeys, and a key that would
+// loosen one is skipped with a warning in c.Warnings.
+func (c *Config) mergeFile(path string, ws *workspaceLayer) error {
 	var f fileConfig
 	md, err := toml.DecodeFile(path, &f)
 	if err != nil {
@@ -199,12 +221,47 @@ func (c *Config) mergeFile(path string, workspace bool) error {
 	bad := func(key, format string, args ...any) error {
 		return fmt.Errorf("config: %s: %s: %s", path, key, fmt.Sprintf(format, args...))
 	}
+	// may says whether a key may be applied: always, unless it comes from
+	// an untrusted workspace file and loosens; then it records why not.
+	may := func(key string, value any, loosens bool) bool {
+		if ws == nil || ws.trusted || !loosens {
+			return true
+		}
+		c.Warnings = append(c.Warnings, ws.ignored(path, key, value))
+		return false
+	}
 	dir := filepath.Dir(path)
 
+	if len(f.Projects) > 0 {
+		if ws != nil {
+			// Trust is the user's word; a project cannot vouch for itself.
+			c.Warnings = append(c.Warnings, fmt.Sprintf("config: %s: [projects] has no effect in a workspace file: trust is set only in the user file", path))
+		} else if err := c.mergeProjects(f.Projects, dir, bad); err != nil {
+			return err
+		}
+	}
+
+	// A provider an untrusted workspace file defines would need a base_url
+	// it may not set: the provider is dropped, and so is every reference
+	// to it, instead of failing Load.
+	dropped := map[string]bool{}
+	if ws != nil && !ws.trusted {
+		for name := range f.Providers {
+			if _, ok := c.Providers[name]; !ok {
+				dropped[name] = true
+			}
+		}
+	}
 	setStr(&c.Model, f.Model)
-	setStr(&c.Provider, f.Provider)
-	setStr(&c.ApprovalPolicy, f.ApprovalPolicy)
-	setStr(&c.Sandbox, f.Sandbox)
+	if f.Provider != nil && may("provider", *f.Provider, dropped[*f.Provider]) {
+		c.Provider = *f.Provider
+	}
+	if v := f.ApprovalPolicy; v != nil && may("approval_policy", *v, looser(ApprovalPolicies, approvalRank, *v, c.ApprovalPolicy)) {
+		c.ApprovalPolicy = *v
+	}
+	if v := f.Sandbox; v != nil && may("sandbox", *v, looser(Sandboxes, nil, *v, c.Sandbox)) {
+		c.Sandbox = *v
+	}
 	setStr(&c.Durability, f.Durability)
 	setStr(&c.Instructions, f.Instructions)
 	if f.MaxLineBytes != nil {
@@ -219,29 +276,37 @@ func (c *Config) mergeFile(path string, workspace bool) error {
 	if f.RequestMaxRetries != nil {
 		c.RequestMaxRetries = *f.RequestMaxRetries
 	}
-	if f.DataDir != nil {
-		c.DataDir = expandPath(*f.DataDir, dir)
+	if err := c.mergeCaps(f.fileCaps, bad, may); err != nil {
+		return err
 	}
-	if workspace && (f.SandboxSettings != nil || f.RulesFile != nil) {
-		key := "sandbox_settings"
-		if f.SandboxSettings == nil {
-			key = "rules_file"
+	if f.DataDir != nil {
+		// The database holds threads' settings and full-auto runs that
+		// resume at start: a project's own database could run itself.
+		if d := expandPath(*f.DataDir, dir); may("data_dir", *f.DataDir, d != c.DataDir) {
+			c.DataDir = d
 		}
-		return bad(key, "not allowed in a workspace file (a cloned repository must not widen its own sandbox; set it in the user file)")
 	}
 	if sb := f.SandboxSettings; sb != nil {
-		for _, r := range sb.WritableRoots {
-			c.SandboxWritableRoots = append(c.SandboxWritableRoots, expandPath(r, dir))
+		if len(sb.WritableRoots) > 0 && may("sandbox_settings.writable_roots", sb.WritableRoots, true) {
+			for _, r := range sb.WritableRoots {
+				c.SandboxWritableRoots = append(c.SandboxWritableRoots, expandPath(r, dir))
+			}
 		}
-		for _, r := range sb.ReadableRoots {
-			c.SandboxReadableRoots = append(c.SandboxReadableRoots, expandPath(r, dir))
+		if len(sb.ReadableRoots) > 0 && may("sandbox_settings.readable_roots", sb.ReadableRoots, true) {
+			for _, r := range sb.ReadableRoots {
+				c.SandboxReadableRoots = append(c.SandboxReadableRoots, expandPath(r, dir))
+			}
 		}
-		if sb.Network != nil {
+		if sb.Network != nil && may("sandbox_settings.network", *sb.Network, *sb.Network && !c.SandboxNetwork) {
 			c.SandboxNetwork = *sb.Network
 		}
 	}
 	if f.RulesFile != nil {
-		c.RulesFile = expandPath(*f.RulesFile, dir)
+		// The user's rules file replaced by one the project picks would
+		// drop the user's rules.
+		if p := expandPath(*f.RulesFile, dir); may("rules_file", *f.RulesFile, p != c.RulesFile) {
+			c.RulesFile = p
+		}
 	}
 	if f.ApplyPatchTool != nil {
 		if !slices.Contains(ApplyPatchTools, *f.ApplyPatchTool) {
@@ -250,7 +315,7 @@ func (c *Config) mergeFile(path string, workspace bool) error {
 		c.ApplyPatchTool = *f.ApplyPatchTool
 	}
 
-	if err := c.mergeFullAuto(f.MaxConcurrentModelCalls, f.FullAuto, bad); err != nil {
+	if err := c.mergeFullAuto(f.MaxConcurrentModelCalls, f.FullAuto, bad, may); err != nil {
 		return err
 	}
 
@@ -258,15 +323,20 @@ func (c *Config) mergeFile(path string, workspace bool) error {
 		fp := f.Providers[name]
 		key := "providers." + name
 		pc, exists := c.Providers[name]
-		if workspace {
-			for _, f := range []struct {
-				name string
-				set  bool
-			}{{"base_url", fp.BaseURL != nil}, {"api_key", fp.APIKey != nil}, {"api_key_env", fp.APIKeyEnv != nil}} {
-				if f.set {
-					return bad(key+"."+f.name, "not allowed in a workspace file (set it in the user file, the environment or a flag)")
-				}
-			}
+		if dropped[name] {
+			may(key, "(a new provider)", true)
+			continue
+		}
+		// Where requests go and which key they carry: a project that could
+		// set these could send the user's key, or the code, anywhere.
+		if fp.BaseURL != nil && !may(key+".base_url", *fp.BaseURL, *fp.BaseURL != pc.BaseURL) {
+			fp.BaseURL = nil
+		}
+		if fp.APIKey != nil && !may(key+".api_key", "(hidden)", *fp.APIKey != pc.APIKey) {
+			fp.APIKey = nil
+		}
+		if fp.APIKeyEnv != nil && !may(key+".api_key_env", *fp.APIKeyEnv, *fp.APIKeyEnv != pc.APIKeyEnv) {
+			fp.APIKeyEnv = nil
 		}
 		pc.Name = name
 		setStr(&pc.BaseURL, fp.BaseURL)
@@ -305,17 +375,21 @@ func (c *Config) mergeFile(path string, workspace bool) error {
 		}
 		c.Providers[name] = pc
 	}
-
 	for name, fr := range f.Roles {
 		r := c.Roles[name]
 		setStr(&r.Model, fr.Model)
-		setStr(&r.Provider, fr.Provider)
+		if fr.Provider != nil && may("roles."+name+".provider", *fr.Provider, dropped[*fr.Provider]) {
+			r.Provider = *fr.Provider
+		}
 		c.Roles[name] = r
 	}
 
 	for i, fm := range f.Models {
 		if fm.ID == "" {
 			return bad(fmt.Sprintf("models[%d]", i), "id is required")
+		}
+		if fm.Provider != "" && !may(fmt.Sprintf("models[%d].provider", i), fm.Provider, dropped[fm.Provider]) {
+			fm.Provider = ""
 		}
 		mi := ModelInfo(fm)
 		if j := slices.IndexFunc(c.Models, func(m ModelInfo) bool { return m.ID == fm.ID }); j >= 0 {
@@ -326,10 +400,18 @@ func (c *Config) mergeFile(path string, workspace bool) error {
 	}
 
 	for name, fp := range f.Prices {
+		// Prices turn tokens into the cost a costUsd budget counts: a lower
+		// price is a larger budget.
 		p := c.Prices[name]
-		setFloat(&p.InputPerMTok, fp.InputPerMTok)
-		setFloat(&p.CachedInputPerMTok, fp.CachedInputPerMTok)
-		setFloat(&p.OutputPerMTok, fp.OutputPerMTok)
+		key := "prices." + strconv.Quote(name)
+		for _, x := range []struct {
+			field    string
+			dst, src *float64
+		}{{"input_per_mtok", &p.InputPerMTok, fp.InputPerMTok}, {"cached_input_per_mtok", &p.CachedInputPerMTok, fp.CachedInputPerMTok}, {"output_per_mtok", &p.OutputPerMTok, fp.OutputPerMTok}} {
+			if x.src != nil && may(key+"."+x.field, *x.src, *x.src < *x.dst) {
+				*x.dst = *x.src
+			}
+		}
 		c.Prices[name] = p
 	}
 	return nil
@@ -427,6 +509,9 @@ func (c Config) Validate() error {
 		if pc.BaseURL == "" {
 			return fmt.Errorf("config: provider %q has no base_url", name)
 		}
+		if err := model.CheckBaseURL(pc.BaseURL); err != nil {
+			return fmt.Errorf("config: providers.%s.base_url: %w", name, err)
+		}
 	}
 	for _, name := range sortedKeys(c.Roles) {
 		if p := c.Roles[name].Provider; p != "" {
@@ -481,12 +566,6 @@ func expandPath(p, dir string) string {
 }
 
 func setStr(dst *string, src *string) {
-	if src != nil {
-		*dst = *src
-	}
-}
-
-func setFloat(dst *float64, src *float64) {
 	if src != nil {
 		*dst = *src
 	}

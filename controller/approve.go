@@ -12,11 +12,13 @@ const blockedPrefixDenials = 3
 // per command prefix, how often a human declined it in this run.
 //
 //   - ApproveAsk forwards everything to a human.
-//   - ApproveNever accepts everything except what the rules forbid, which
-//     it declines.
+//   - ApproveNever accepts everything except what the rules forbid, what
+//     asks to run outside the sandbox (escalated) and what the rules cannot
+//     read (opaque), which it declines: no human is there to decide.
 //   - ApprovePolicy accepts what the rules allow, file changes inside the
 //     writable roots, and sandboxed commands the rules only prompt for. It
-//     never accepts a forbidden command: a human decides.
+//     never accepts a forbidden, escalated or opaque command: a human
+//     decides.
 //
 // Under never and policy a prefix a human declined 3 times is declined
 // without asking again, and questions always go on (the session asks the
@@ -42,14 +44,23 @@ func Approve(strategy ApprovalStrategy, req ApprovalRequest, denials map[string]
 		return verdict(OutcomeDecline, "denials.prefixBlocked", "%q was declined %d times in this run", prefix, n)
 	}
 	if strategy == ApproveNever {
-		if req.RuleDecision == "forbidden" {
+		switch {
+		case req.RuleDecision == "forbidden":
 			return verdict(OutcomeDecline, "never.forbidden", "forbidden by rule %s", req.Rule)
+		case req.Escalated:
+			return verdict(OutcomeDecline, "never.escalated", "running outside the sandbox is a human's call, and under approval strategy never nobody is asked")
+		case req.Opaque != "":
+			return verdict(OutcomeDecline, "never.opaque", "the rules cannot read the command (%s), and under approval strategy never nobody is asked", req.Opaque)
 		}
-		return verdict(OutcomeAccept, "never", "approval strategy never: accept what is not forbidden")
+		return verdict(OutcomeAccept, "never", "approval strategy never: accept what is not forbidden, escalated or opaque")
 	}
 	switch {
 	case req.RuleDecision == "forbidden":
 		return verdict(OutcomeForward, "policy.forbidden", "forbidden by rule %s: a human decides", req.Rule)
+	case req.Escalated:
+		return verdict(OutcomeForward, "policy.escalated", "the command asks to run outside the sandbox: a human decides")
+	case req.Opaque != "":
+		return verdict(OutcomeForward, "policy.opaque", "the rules cannot read the command (%s): a human decides", req.Opaque)
 	case req.RuleDecision == "allow":
 		return verdict(OutcomeAccept, "policy.ruleAllow", "allowed by rule %s", req.Rule)
 	case req.Kind == "fileChange" && req.InsideWritableRoots:

@@ -10,6 +10,13 @@ func TestApprove(t *testing.T) {
 		return ApprovalRequest{Kind: "fileChange", Paths: []string{"/w/main.go"}, InsideWritableRoots: inside}
 	}
 	question := ApprovalRequest{Kind: "question"}
+	escalated := func(rule string) ApprovalRequest {
+		r := cmd("make test", rule, false)
+		r.Escalated = true
+		return r
+	}
+	opaque := cmd("$(echo git) push", "prompt", true)
+	opaque.Opaque = "cannot tell which program $(echo git) runs"
 	blocked := map[string]int{"git push": 3}
 	for _, c := range []struct {
 		name     string
@@ -38,6 +45,14 @@ func TestApprove(t *testing.T) {
 		{"policy: no rule, sandboxed", ApprovePolicy, cmd("make build", "", true), nil, OutcomeForward, "policy.forward"},
 		{"policy: forbidden goes to a human", ApprovePolicy, cmd("rm -rf /", "forbidden", true), nil, OutcomeForward, "policy.forbidden"},
 		{"policy: question", ApprovePolicy, question, nil, OutcomeForward, "policy.question"},
+
+		// Escalation and opaque commands are a human's call in every strategy.
+		{"never: escalated, allowed by a rule", ApproveNever, escalated("allow"), nil, OutcomeDecline, "never.escalated"},
+		{"never: opaque", ApproveNever, opaque, nil, OutcomeDecline, "never.opaque"},
+		{"policy: escalated, allowed by a rule", ApprovePolicy, escalated("allow"), nil, OutcomeForward, "policy.escalated"},
+		{"policy: escalated, prompt", ApprovePolicy, escalated("prompt"), nil, OutcomeForward, "policy.escalated"},
+		{"policy: opaque, sandboxed", ApprovePolicy, opaque, nil, OutcomeForward, "policy.opaque"},
+		{"ask: escalated", ApproveAsk, escalated("allow"), nil, OutcomeForward, "ask"},
 		{"policy: blocked prefix", ApprovePolicy, cmd("git  push --force", "allow", true), blocked, OutcomeDecline, "denials.prefixBlocked"},
 		{"policy: explicit prefix", ApprovePolicy, ApprovalRequest{Kind: "command", Command: "x", Prefix: "git push", RuleDecision: "allow"}, blocked, OutcomeDecline, "denials.prefixBlocked"},
 		{"policy: two denials", ApprovePolicy, cmd("git push", "prompt", true), map[string]int{"git push": 2}, OutcomeAccept, "policy.sandboxed"},

@@ -287,6 +287,10 @@ type ApprovalRequest struct {
 	Paths               []string `json:"paths"`
 	InsideWritableRoots bool     `json:"insideWritableRoots,omitempty"`
 	Sandboxed           bool     `json:"sandboxed,omitempty"`
+	// Escalated: the command asks to run outside the sandbox.
+	Escalated bool `json:"escalated,omitempty"`
+	// Opaque says why the rules cannot read the command fully.
+	Opaque string `json:"opaque,omitempty"`
 }
 
 // Approval outcomes.

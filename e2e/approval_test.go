@@ -12,7 +12,7 @@ import (
 
 const approvalCmd = "echo approved > approval.txt && cat approval.txt"
 
-// TestCommandApproval checks each approval decision (CORE.md §8, §11 rule 7).
+// TestCommandApproval checks each approval decision (protocol/codex/CORE.md §8, §11 rule 7).
 func TestCommandApproval(t *testing.T) {
 	t.Parallel()
 	call := scripted.Step{Text: "Writing the file.", ToolCalls: []scripted.ToolCall{{Command: approvalCmd}}}

@@ -129,11 +129,11 @@ func TestCleanRestart(t *testing.T) {
 	}
 	lr := c2.call("thread/list", map[string]any{})
 	if got := jget(lr.get("data"), "0.status.type"); got != "notLoaded" {
-		t.Errorf("thread/list after restart: status %v, want notLoaded (CORE.md §5)", got)
+		t.Errorf("thread/list after restart: status %v, want notLoaded (protocol/codex/CORE.md §5)", got)
 	}
 	r := c2.call("thread/resume", map[string]any{"threadId": threadID})
 	if got := c2.find("thread/started", nil); len(got) != 0 {
-		t.Errorf("thread/resume sent thread/started (CORE.md §5: it must not): %v", got)
+		t.Errorf("thread/resume sent thread/started (protocol/codex/CORE.md §5: it must not): %v", got)
 	}
 	turns, _ := r.get("thread.turns").([]any)
 	if len(turns) != 1 || jget(turns[0], "id") != turnID || jget(turns[0], "status") != "completed" {

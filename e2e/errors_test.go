@@ -8,7 +8,7 @@ import (
 	"github.com/apserver/apserver/model/scripted"
 )
 
-// TestModelErrors covers upstream HTTP failures (CORE.md §9 E, §11 rule 5).
+// TestModelErrors covers upstream HTTP failures (protocol/codex/CORE.md §9 E, §11 rule 5).
 func TestModelErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -105,7 +105,7 @@ func TestModelErrors(t *testing.T) {
 				}
 			}
 			if items, ok := done.get("turn.items").([]any); !ok || len(items) != 0 {
-				t.Errorf("failed turn/completed items = %v, want [] (CORE.md §9 E)", done.get("turn.items"))
+				t.Errorf("failed turn/completed items = %v, want [] (protocol/codex/CORE.md §9 E)", done.get("turn.items"))
 			}
 			te := done.get("turn.error")
 			if te == nil || jget(te, "message") == "" {

@@ -131,7 +131,7 @@ func threadFromExec(t *testing.T, stderr string) string {
 	return ""
 }
 
-// TestExecJSON checks `apserver exec --json`: stdout is a JSON-lines event
+// TestExecJSON checks `apserver exec --json-apserver`: stdout is a JSON-lines event
 // stream whose Codex notifications match Codex's schema, and the final
 // message goes to -o.
 func TestExecJSON(t *testing.T) {
@@ -140,7 +140,7 @@ func TestExecJSON(t *testing.T) {
 		{Text: "Writing it.", ToolCalls: []scripted.ToolCall{{Command: "echo hi > out.txt"}}},
 		{Text: "The task is complete."},
 	}})
-	r := runExec(t, model, "--full-auto", "--json", "-o", "final.txt", "E-json: write out.txt")
+	r := runExec(t, model, "--full-auto", "--json-apserver", "-o", "final.txt", "E-json: write out.txt")
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s", r.code, r.stderr)
 	}

@@ -280,7 +280,7 @@ func TestFullAutoPauseResumeStop(t *testing.T) {
 	}
 }
 
-// TestGoals checks thread/goal/* against CORE.md §7: creation, edits,
+// TestGoals checks thread/goal/* against protocol/codex/CORE.md §7: creation, edits,
 // errors, status changes, continuation turns without a userMessage item,
 // budget limits and clearing. Every goal message is validated against
 // Codex's schema by the harness.

@@ -1,6 +1,7 @@
 // Package e2e drives the real apserver binary over stdio, as an editor
 // would, against the scripted model server. Every line the server writes is
-// validated against Codex's JSON Schemas (internal/wirecheck).
+// validated against Codex's JSON Schema and apserver's own for its
+// extensions (internal/wirecheck, protocol/codex, protocol/apserver).
 package e2e
 
 import (
@@ -74,12 +75,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: building apserver: %v\n%s", err, out)
 		return 1
 	}
-	sd, err := wirecheck.FindSchemaDir()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	if validator, err = wirecheck.Load(sd); err != nil {
+	if validator, err = wirecheck.Default(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
@@ -235,6 +231,7 @@ type options struct {
 	wire    string   // --wire; "responses" when empty
 	args    []string // extra flags
 	env     []string // extra environment (KEY=VALUE), overriding the harness's
+	dir     string   // the process's working directory; a fresh temp dir when empty
 }
 
 // client is a fake editor speaking to one apserver process.
@@ -292,6 +289,9 @@ func spawn(t *testing.T, model *scripted.Server, opts options) *client {
 	args = append(args, opts.args...)
 	cmd := exec.Command(binPath, args...)
 	cmd.Dir = home
+	if opts.dir != "" {
+		cmd.Dir = opts.dir
+	}
 	env := []string{
 		"HOME=" + home,
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
@@ -416,7 +416,7 @@ func (c *client) handleLine(line []byte) {
 		return
 	}
 	if env.JSONRPC != nil {
-		c.t.Errorf("server message carries a \"jsonrpc\" field (CORE.md §2: omit it):\n%s", line)
+		c.t.Errorf("server message carries a \"jsonrpc\" field (protocol/codex/CORE.md §2: omit it):\n%s", line)
 	}
 	nullID := string(env.ID) == "null"
 	if nullID && env.Method == "" {
@@ -860,7 +860,7 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-// checkInvariants checks the ordering rules of CORE.md §9 over the whole
+// checkInvariants checks the ordering rules of protocol/codex/CORE.md §9 over the whole
 // conversation: each turn starts once and completes once; items, deltas
 // and turn-scoped notifications sit between their turn's turn/started and
 // turn/completed; each item starts before its deltas and completes at most

@@ -1,11 +1,12 @@
 package e2e
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +24,7 @@ func (c *client) interrupt(threadID, turnID string) *message {
 }
 
 // TestInterruptStreaming interrupts a turn while the agent message streams
-// (CORE.md §6 turn/interrupt).
+// (protocol/codex/CORE.md §6 turn/interrupt).
 func TestInterruptStreaming(t *testing.T) {
 	t.Parallel()
 	model := startModel(t,
@@ -48,7 +49,7 @@ func TestInterruptStreaming(t *testing.T) {
 		t.Errorf("interrupted turn error = %v, want null", done.get("turn.error"))
 	}
 	if items, ok := done.get("turn.items").([]any); !ok || len(items) != 0 {
-		t.Errorf("interrupted turn/completed items = %v, want [] (CORE.md §6)", done.get("turn.items"))
+		t.Errorf("interrupted turn/completed items = %v, want [] (protocol/codex/CORE.md §6)", done.get("turn.items"))
 	}
 	if late := c.quiet(300*time.Millisecond, "item/agentMessage/delta", forTurn(turnID)); len(late) > 0 {
 		t.Errorf("%d agentMessage deltas after the interrupt completed", len(late))
@@ -71,15 +72,16 @@ func TestInterruptStreaming(t *testing.T) {
 // and the process is killed.
 func TestInterruptCommand(t *testing.T) {
 	t.Parallel()
+	mark := markFor(t)
 	model := startModel(t, scripted.Rule{Match: "sleep", Steps: []scripted.Step{
-		{ToolCalls: []scripted.ToolCall{{Command: "echo $$ > pid; exec sleep 30"}}},
+		{ToolCalls: []scripted.ToolCall{{Command: "exec -a " + mark + " sleep 30"}}},
 	}})
 	c := newClient(t, model, options{})
-	threadID, cwd := c.startThread("never")
+	threadID, _ := c.startThread("never")
 	_, turnID := c.startTurn(threadID, "please sleep")
 	item := c.waitFor("item/started", itemOfType(turnID, "commandExecution"))
 
-	pid := waitPid(t, filepath.Join(cwd, "pid"))
+	pid := waitMarked(t, mark)
 
 	begin := time.Now()
 	c.interrupt(threadID, turnID)
@@ -100,7 +102,7 @@ func TestInterruptCommand(t *testing.T) {
 		t.Errorf("sleep (pid %d) still alive 3s after the interrupt", pid)
 	}
 	if got := c.find("item/completed", func(m *message) bool { return m.str("item.id") == item.str("item.id") }); len(got) != 0 {
-		t.Errorf("the interrupted command got item/completed (CORE.md §6: in-flight items get none): %v", got)
+		t.Errorf("the interrupted command got item/completed (protocol/codex/CORE.md §6: in-flight items get none): %v", got)
 	}
 }
 
@@ -179,7 +181,7 @@ func TestInterruptIdle(t *testing.T) {
 	c.callErr("turn/interrupt", map[string]any{"threadId": threadID, "turnId": "no-such-turn"}, -32600, "no active turn to interrupt")
 }
 
-// TestSteer steers a streaming turn (CORE.md §6 turn/steer).
+// TestSteer steers a streaming turn (protocol/codex/CORE.md §6 turn/steer).
 func TestSteer(t *testing.T) {
 	t.Parallel()
 	model := startModel(t,
@@ -227,7 +229,7 @@ func TestSteer(t *testing.T) {
 }
 
 // TestTurnStartWhileBusy: turn/start on a busy thread steers the active turn
-// (CORE.md §11 rule 3).
+// (protocol/codex/CORE.md §11 rule 3).
 func TestTurnStartWhileBusy(t *testing.T) {
 	t.Parallel()
 	model := startModel(t,
@@ -270,7 +272,7 @@ func TestSteerIdle(t *testing.T) {
 }
 
 // TestSteerDuringCommand steers while a command runs: the steer is consumed
-// after the command's item/completed (CORE.md §6 turn/steer).
+// after the command's item/completed (protocol/codex/CORE.md §6 turn/steer).
 func TestSteerDuringCommand(t *testing.T) {
 	t.Parallel()
 	model := startModel(t,
@@ -316,22 +318,30 @@ func TestSteerDuringCommand(t *testing.T) {
 	})
 }
 
-// TestStdinCloseMidTurn: the editor goes away while a command runs; the
-// server exits promptly and cleanly and takes the command with it.
+// TestStdinCloseMidTurn: the editor (which passes --on-eof interrupt, as
+// the VS Code extension does) goes away while a command runs; the server
+// exits promptly, says with status 3 that it interrupted a turn, and takes
+// the command with it. (Without the flag a piped script's turn runs on:
+// eof_test.go.)
 func TestStdinCloseMidTurn(t *testing.T) {
 	t.Parallel()
+	mark := markFor(t)
 	model := startModel(t, scripted.Rule{Match: "sleep", Steps: []scripted.Step{
-		{ToolCalls: []scripted.ToolCall{{Command: "echo $$ > pid; exec sleep 30"}}},
+		{ToolCalls: []scripted.ToolCall{{Command: "exec -a " + mark + " sleep 30"}}},
 	}})
-	c := newClient(t, model, options{})
-	threadID, cwd := c.startThread("never")
+	c := newClient(t, model, options{args: []string{"--on-eof", "interrupt"}})
+	threadID, _ := c.startThread("never")
 	c.startTurn(threadID, "please sleep")
 	c.waitFor("item/started", func(m *message) bool { return m.str("item.type") == "commandExecution" })
-	pid := waitPid(t, filepath.Join(cwd, "pid"))
+	pid := waitMarked(t, mark)
 
 	begin := time.Now()
-	if err := c.close(); err != nil {
-		t.Errorf("exit after stdin EOF mid-turn: %v, want status 0", err)
+	var ee *exec.ExitError
+	if err := c.close(); !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Errorf("exit after stdin EOF mid-turn: %v, want status 3 (a turn was interrupted)", err)
+	}
+	if done := c.find("turn/completed", nil); len(done) != 1 || done[0].str("turn.status") != "interrupted" {
+		t.Errorf("turn/completed = %v, want one, interrupted", done)
 	}
 	if d := time.Since(begin); d > 5*time.Second {
 		t.Errorf("exit took %v after stdin EOF, want a prompt exit", d)
@@ -341,27 +351,5 @@ func TestStdinCloseMidTurn(t *testing.T) {
 	}
 	if alive(pid) {
 		t.Errorf("the turn's command (pid %d) outlived the server", pid)
-	}
-}
-
-// waitPid waits for a command to write its pid to path, and kills that
-// process at the end of the test if it is still there.
-func waitPid(t *testing.T, path string) int {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for {
-		b, _ := os.ReadFile(path)
-		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 {
-			t.Cleanup(func() {
-				if alive(n) {
-					syscall.Kill(n, syscall.SIGKILL)
-				}
-			})
-			return n
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the command never wrote %s", path)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -55,7 +55,7 @@ func TestConcurrentThreads(t *testing.T) {
 }
 
 // TestTurnOverridesPersist: settings given to turn/start stick for later
-// turns (CORE.md §6, §11 rule 9), also across a restart.
+// turns (protocol/codex/CORE.md §6, §11 rule 9), also across a restart.
 func TestTurnOverridesPersist(t *testing.T) {
 	t.Parallel()
 	model := startModel(t, scripted.Rule{Match: "write", Steps: []scripted.Step{
@@ -94,7 +94,7 @@ func TestTurnOverridesPersist(t *testing.T) {
 }
 
 // TestEphemeralThread: an ephemeral thread has no path and is not listed
-// (CORE.md §5 thread/start).
+// (protocol/codex/CORE.md §5 thread/start).
 func TestEphemeralThread(t *testing.T) {
 	t.Parallel()
 	model := startModel(t)

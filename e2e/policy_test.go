@@ -30,7 +30,10 @@ func TestPolicyExplain(t *testing.T) {
 		{"go test ./...", "allow", "builtin", "runSandboxed"},
 		{"git push origin main", "forbidden", "builtin", "ask"},
 		{"go build ./... && git push", "forbidden", "builtin", "ask"},
-		{"terraform plan", "allow", ".apserver/rules:1", "runSandboxed"},
+		// A workspace rules file only tightens: its allow rule is ignored
+		// (the project is not trusted in the user config), its forbidden
+		// rule applies.
+		{"terraform plan", "prompt", "default", "runSandboxed"},
 		{"terraform apply -auto-approve", "forbidden", ".apserver/rules:2", "ask"},
 		{"frobnicate --all", "prompt", "default", "runSandboxed"},
 	} {
@@ -38,6 +41,10 @@ func TestPolicyExplain(t *testing.T) {
 		if r.str("decision") != tc.decision || !strings.HasSuffix(r.str("source"), tc.source) || r.str("effective") != tc.effective {
 			t.Errorf("explain %q = %s; want decision %s, source …%s, effective %s", tc.command, r.Raw, tc.decision, tc.source, tc.effective)
 		}
+	}
+	if ws := c.find("warning", func(m *message) bool { return strings.Contains(m.str("message"), "allow rules ignored") }); len(ws) != 1 ||
+		!strings.Contains(ws[0].str("message"), "allow terraform plan") {
+		t.Errorf("want one warning naming the ignored allow rule, got %d: %v", len(ws), ws)
 	}
 	in := c.call("policy/explain", map[string]any{"threadId": threadID, "path": "src/new.go"})
 	if in.str("decision") != "allow" {
@@ -61,7 +68,7 @@ func TestPolicyExplain(t *testing.T) {
 	if r.str("decision") != "forbidden" {
 		t.Errorf("with a bad rules file: %s", r.Raw)
 	}
-	w := c.waitFor("warning", func(m *message) bool { return strings.Contains(m.str("message"), "rules") })
+	w := c.waitFor("warning", func(m *message) bool { return strings.Contains(m.str("message"), "not loaded") })
 	if !strings.Contains(w.str("message"), "rules:2") {
 		t.Errorf("the warning does not name the file and line: %s", w.Raw)
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestHandshake checks initialize gating (CORE.md §3).
+// TestHandshake checks initialize gating (protocol/codex/CORE.md §3).
 func TestHandshake(t *testing.T) {
 	t.Parallel()
 	model := startModel(t)
@@ -47,7 +47,7 @@ func TestHandshake(t *testing.T) {
 }
 
 // TestBadInput sends malformed and invalid messages, each followed by a
-// valid request that must still be answered (CORE.md §2).
+// valid request that must still be answered (protocol/codex/CORE.md §2).
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	model := startModel(t)
@@ -97,7 +97,7 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 
-	// A float or null id gets no reply at all (CORE.md §2).
+	// A float or null id gets no reply at all (protocol/codex/CORE.md §2).
 	for _, line := range []string{
 		`{"id":1.5,"method":"thread/list","params":{}}`,
 		`{"id":null,"method":"thread/list","params":{}}`,

@@ -24,7 +24,7 @@ func (c *client) listIDs(params map[string]any) (ids []string, next any) {
 	return ids, r.get("nextCursor")
 }
 
-// TestFork forks a thread with one turn (CORE.md §5 thread/fork).
+// TestFork forks a thread with one turn (protocol/codex/CORE.md §5 thread/fork).
 func TestFork(t *testing.T) {
 	t.Parallel()
 	model := startModel(t,
@@ -185,7 +185,7 @@ func TestThreadListFilters(t *testing.T) {
 	}
 	c.waitAfter(ar, "thread/archived", func(m *message) bool { return m.str("threadId") == other })
 	if got := c.find("thread/status/changed", statusIs(other, "notLoaded")); len(got) != 1 || got[0].Seq > ar.Seq {
-		t.Errorf("archiving a loaded thread: thread/status/changed notLoaded = %v, want one before the response #%d (CORE.md §5)", got, ar.Seq)
+		t.Errorf("archiving a loaded thread: thread/status/changed notLoaded = %v, want one before the response #%d (protocol/codex/CORE.md §5)", got, ar.Seq)
 	}
 	if got, _ := c.listIDs(map[string]any{}); slices.Contains(got, other) || len(got) != 2 {
 		t.Errorf("thread/list after archive = %q, want the 2 unarchived threads", got)

@@ -116,7 +116,7 @@ func lastModelInput(t *testing.T, srv *scripted.Server, n int) string {
 }
 
 // TestFileChangeApprovals: one patch that adds, updates, moves and deletes,
-// under each approval decision (CORE.md §8); the item carries the changes
+// under each approval decision (protocol/codex/CORE.md §8); the item carries the changes
 // with diffs, and after an accepted change turn/diff/updated equals `git
 // diff` of the workspace against the turn's start.
 func TestFileChangeApprovals(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"github.com/apserver/apserver/model/scripted"
 )
 
-// TestPlainTurn checks the canonical ordering of a plain turn (CORE.md §9 A)
+// TestPlainTurn checks the canonical ordering of a plain turn (protocol/codex/CORE.md §9 A)
 // on both wires.
 func TestPlainTurn(t *testing.T) {
 	t.Parallel()

@@ -373,7 +373,9 @@ func (m *Machine) Carry(now int64, token int, in TurnInput) []Effect {
 // TurnStarted: a turn began (any turn: a client's or the run's); kind is
 // its TurnInput's, "" for a client's. Under a time budget the turn gets a
 // deadline (TurnDeadline): the budget is enforced during the turn, not
-// only after it.
+// only after it. A wrap-up turn (the soft landing the controller grants as
+// a budget runs out) gets none: it is left to finish its handoff, bounded
+// by the session's turn caps (turn_max_time_ms).
 func (m *Machine) TurnStarted(now int64, turnID, kind string) []Effect {
 	if kind == "" {
 		kind = controller.KindNormal
@@ -381,7 +383,7 @@ func (m *Machine) TurnStarted(now int64, turnID, kind string) []Effect {
 	m.turnID = turnID
 	m.cur = &turnAcc{id: turnID, kind: kind}
 	r := m.run
-	if !r.Active() || r.Config.Budgets.TimeMs <= 0 {
+	if !r.Active() || r.Config.Budgets.TimeMs <= 0 || kind == controller.KindWrapUp {
 		return nil
 	}
 	spent := r.Spent.TimeMs + m.extra(now)
@@ -849,10 +851,10 @@ func (m *Machine) ModelMayAnswer(key string, req controller.ApprovalRequest) (ok
 }
 
 // ModelMayAnswerRequest: under strategy, the decision model may answer req
-// (rung 2): never under "ask", and never for a forbidden command, which is
-// a human's call.
+// (rung 2): never under "ask", and never for a forbidden, escalated or
+// opaque command, which is a human's call.
 func ModelMayAnswerRequest(strategy controller.ApprovalStrategy, req controller.ApprovalRequest) bool {
-	return strategy != controller.ApproveAsk && req.RuleDecision != "forbidden"
+	return strategy != controller.ApproveAsk && req.RuleDecision != "forbidden" && !req.Escalated && req.Opaque == ""
 }
 
 // RequestAnswer is the decision model's answer to an approval or question.

@@ -360,8 +360,14 @@ func TestApprovalLadder(t *testing.T) {
 	if ok, _, _ := m.ModelMayAnswer("k1", req); ok {
 		t.Errorf("the model is asked twice about one request")
 	}
-	if ok, _, _ := m.ModelMayAnswer("k2", controller.ApprovalRequest{Kind: "command", RuleDecision: "forbidden"}); ok {
-		t.Errorf("the model may answer a forbidden command")
+	for _, r := range []controller.ApprovalRequest{
+		{Kind: "command", RuleDecision: "forbidden"},
+		{Kind: "command", RuleDecision: "allow", Escalated: true},
+		{Kind: "command", Opaque: "a variable names the program"},
+	} {
+		if ok, _, _ := m.ModelMayAnswer("k2", r); ok {
+			t.Errorf("the model may answer %+v: a human's call", r)
+		}
 	}
 	accepted, effs := m.ModelAnsweredRequest(d.now, "t1", in, RequestAnswer{Outcome: "accept", Confidence: 0.5, Reason: "maybe"}, "")
 	if accepted || len(effs) != 1 || effs[0].(StoreReceipt).Output.(ApprovalOutput).Rule != "model.lowConfidence" {
@@ -620,6 +626,10 @@ func TestReplayApproval(t *testing.T) {
 	forbidden.RuleDecision = "forbidden"
 	allowed := cmd
 	allowed.RuleDecision = "allow"
+	escalated := cmd
+	escalated.Escalated = true
+	opaque := cmd
+	opaque.Opaque = "cannot tell which program $(echo npm) runs"
 	model := ApprovalOutput{ApprovalVerdict: controller.ApprovalVerdict{Outcome: "accept", Rule: "model"}, Source: controller.SourceModel}
 	for _, tc := range []struct {
 		name string
@@ -633,6 +643,8 @@ func TestReplayApproval(t *testing.T) {
 		{"model where the rules now answer", ApprovalInput{Strategy: controller.ApprovePolicy, Request: allowed}, model, false},
 		{"model on a forbidden command", ApprovalInput{Strategy: controller.ApprovePolicy, Request: forbidden}, model, false},
 		{"model under ask", ApprovalInput{Strategy: controller.ApproveAsk, Request: cmd}, model, false},
+		{"model on an escalation", ApprovalInput{Strategy: controller.ApprovePolicy, Request: escalated}, model, false},
+		{"model on an opaque command", ApprovalInput{Strategy: controller.ApprovePolicy, Request: opaque}, model, false},
 	} {
 		if _, why, same := ReplayApproval(tc.in, tc.out); same != tc.same {
 			t.Errorf("%s: ReplayApproval same = %t (%s), want %t", tc.name, same, why, tc.same)
@@ -684,9 +696,14 @@ func TestTimeBudgetDuringTurn(t *testing.T) {
 	if got := d.m.DeadlineReached(d.now, "t1"); got != nil {
 		t.Errorf("a deadline after the turn ended = %v", got)
 	}
-	// No budget, no deadline; a paused run's turn has none either.
+	// No budget, no deadline.
 	d2 := newDriver(t, Options{}, protocol.FullAutoStartParams{})
 	if effs := d2.m.TurnStarted(d2.now, "t1", ""); effs != nil {
 		t.Errorf("TurnStarted without a time budget = %v", effs)
+	}
+	// The wrap-up turn of a soft landing may finish its handoff.
+	d3 := newDriver(t, Options{}, protocol.FullAutoStartParams{Budgets: &protocol.FullAutoBudgets{TimeMs: ptr(int64(5000))}})
+	if effs := d3.m.TurnStarted(d3.now, "t1", controller.KindWrapUp); effs != nil {
+		t.Errorf("TurnStarted for a wrap-up turn = %v, want no deadline", effs)
 	}
 }

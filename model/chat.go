@@ -165,7 +165,7 @@ type chatParser struct {
 
 	base          string // id stem for generated item ids
 	msgID, rsID   string
-	text          []byte
+	sawText       bool
 	reasoning     []byte
 	reasoningOpen bool
 	calls         []ccCall
@@ -234,6 +234,7 @@ func (p *chatParser) line(b []byte) (bool, *Error) {
 				p.rsID = "rs_" + p.idBase()
 			}
 			p.reasoningOpen = true
+			p.em.count(len(r))
 			p.reasoning = append(p.reasoning, r...)
 			p.em.send(Event{Kind: EvReasoningTextDelta, ItemID: p.rsID, Text: r})
 		}
@@ -242,7 +243,8 @@ func (p *chatParser) line(b []byte) (bool, *Error) {
 			if p.msgID == "" {
 				p.msgID = "msg_" + p.idBase()
 			}
-			p.text = append(p.text, d.Content...)
+			p.em.count(len(d.Content))
+			p.sawText = true // the text itself is the caller's (see EvMessageDone)
 			p.em.send(Event{Kind: EvTextDelta, ItemID: p.msgID, Text: d.Content})
 		}
 		for j := range d.ToolCalls {
@@ -389,6 +391,7 @@ func (p *chatParser) toolCallDelta(tc *ccToolCallDelta) {
 	if call.name == "" {
 		call.name = tc.Function.Name
 	}
+	p.em.count(len(tc.Function.Arguments))
 	call.args = append(call.args, tc.Function.Arguments...)
 }
 
@@ -426,8 +429,8 @@ func (p *chatParser) closeReasoning() {
 func (p *chatParser) finish() {
 	p.finished = true
 	p.closeReasoning()
-	if len(p.text) > 0 {
-		p.em.send(Event{Kind: EvMessageDone, ItemID: p.msgID, Text: string(p.text)})
+	if p.sawText {
+		p.em.send(Event{Kind: EvMessageDone, ItemID: p.msgID})
 	}
 	for i := range p.calls {
 		c := &p.calls[i]
@@ -448,6 +451,8 @@ func (p *chatParser) finish() {
 }
 
 func (p *chatParser) complete() bool { return p.finished }
+
+func (p *chatParser) output() *emitter { return p.em }
 
 func (p *chatParser) eof() *Error {
 	if !p.finished {

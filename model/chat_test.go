@@ -34,7 +34,7 @@ func TestChatTextReasoningUsage(t *testing.T) {
 		{Kind: EvReasoningDone, ItemID: "rs_chatcmpl-1", Content: []string{"Let me think."}},
 		{Kind: EvTextDelta, ItemID: "msg_chatcmpl-1", Text: "Hi"},
 		{Kind: EvTextDelta, ItemID: "msg_chatcmpl-1", Text: " there"},
-		{Kind: EvMessageDone, ItemID: "msg_chatcmpl-1", Text: "Hi there"},
+		{Kind: EvMessageDone, ItemID: "msg_chatcmpl-1"}, // the deltas are the text: the client keeps no copy
 		{Kind: EvCompleted, Usage: Usage{InputTokens: 50, CachedInputTokens: 32, OutputTokens: 7, ReasoningOutputTokens: 3, TotalTokens: 57}},
 	}
 	if !reflect.DeepEqual(evs, want) {
@@ -154,7 +154,9 @@ func TestChatEndsWithoutDone(t *testing.T) {
 					conn.Close()
 				}
 			})
-			evs, err := collect(t, NewClient(fs.provider(WireChat), nil), context.Background(), Request{Model: "m"})
+			p := fs.provider(WireChat)
+			p.IdleTimeout = shortIdle // ends the stalled stream
+			evs, err := collect(t, NewClient(p, nil), context.Background(), Request{Model: "m"})
 			if err != nil {
 				t.Fatalf("Stream: %v", err)
 			}

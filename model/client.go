@@ -24,6 +24,9 @@ type Client struct {
 	maxRetries  int
 	backoffBase time.Duration
 	idle        time.Duration
+	maxOut      int64         // output bytes per response; <= 0: none
+	maxTime     time.Duration // wall time per response; <= 0: none
+	maxLine     int           // longest stream line
 
 	// sleep waits between attempts; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -44,7 +47,16 @@ func NewClient(p Provider, httpClient *http.Client) *Client {
 	if p.BaseURL != "" {
 		cfg.BaseURL = strings.TrimRight(p.BaseURL, "/")
 	}
-	cfg.HTTPClient = &doer{hc: httpClient, headers: p.Headers}
+	maxOut := p.MaxOutputBytes
+	if maxOut == 0 {
+		maxOut = DefaultMaxOutputBytes
+	}
+	maxTime := p.MaxResponseTime
+	if maxTime == 0 {
+		maxTime = DefaultMaxResponseTime
+	}
+	maxLine := maxLineFor(maxOut)
+	cfg.HTTPClient = &doer{hc: httpClient, headers: p.Headers, maxLine: maxLine}
 	// go-openai counts non-"data:" lines (event:, comments, keep-alives)
 	// between two data lines and gives up past this limit; the idle timeout
 	// is our guard, so make the limit irrelevant.
@@ -56,6 +68,9 @@ func NewClient(p Provider, httpClient *http.Client) *Client {
 		maxRetries:  p.MaxRetries,
 		backoffBase: p.BackoffBase,
 		idle:        p.IdleTimeout,
+		maxOut:      maxOut,
+		maxTime:     maxTime,
+		maxLine:     maxLine,
 		sleep:       sleepCtx,
 		now:         time.Now,
 	}
@@ -72,6 +87,22 @@ func NewClient(p Provider, httpClient *http.Client) *Client {
 		c.idle = DefaultIdleTimeout
 	}
 	return c
+}
+
+// CheckBaseURL reports why u cannot be a provider's base URL: it must be an
+// absolute http or https URL with a host, such as https://api.openai.com/v1.
+func CheckBaseURL(u string) error {
+	p, err := url.Parse(u)
+	if err != nil {
+		return fmt.Errorf("base URL %q: %w", u, err)
+	}
+	if p.Scheme != "http" && p.Scheme != "https" {
+		return fmt.Errorf("base URL %q is not an http:// or https:// URL", u)
+	}
+	if p.Host == "" {
+		return fmt.Errorf("base URL %q has no host", u)
+	}
+	return nil
 }
 
 // Provider returns the provider the client was built for, with defaults applied
@@ -97,6 +128,7 @@ type attemptInfoKey struct{}
 type doer struct {
 	hc      *http.Client
 	headers map[string]string
+	maxLine int
 }
 
 func (d *doer) Do(req *http.Request) (*http.Response, error) {
@@ -104,8 +136,12 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 		req.Header.Set(k, v)
 	}
 	resp, err := d.hc.Do(req)
-	if err != nil || resp.StatusCode < 400 {
+	if err != nil {
 		return resp, err
+	}
+	if resp.StatusCode < 400 {
+		resp.Body = newSSEFilter(resp.Body, d.maxLine)
+		return resp, nil
 	}
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	resp.Body.Close()
@@ -177,6 +213,18 @@ func (c *Client) backoff(retry int, retryAfter time.Duration) time.Duration {
 type emitter struct {
 	fn      func(Event)
 	emitted bool
+	// out counts the output bytes of the response (text, reasoning and
+	// tool-call input deltas); over is set once it passes max (> 0).
+	out, max int64
+	over     bool
+}
+
+// count adds n bytes of streamed output.
+func (e *emitter) count(n int) {
+	e.out += int64(n)
+	if e.max > 0 && e.out > e.max {
+		e.over = true
+	}
 }
 
 func (e *emitter) send(ev Event) {
@@ -199,6 +247,8 @@ type parser interface {
 	eof() *Error
 	// complete reports whether everything but the end marker has arrived.
 	complete() bool
+	// output is the emitter, which counts the response's output.
+	output() *emitter
 }
 
 // Stream runs one model request to completion. It blocks, calling emit (from
@@ -212,8 +262,19 @@ func (c *Client) Stream(ctx context.Context, req Request, emit func(Event)) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	em := &emitter{fn: emit}
+	if err := CheckBaseURL(c.p.BaseURL); err != nil && c.p.BaseURL != "" {
+		// Retrying cannot help: the request would fail the same way.
+		return &Error{Kind: ErrKindConfig, Message: err.Error()}
+	}
+	em := &emitter{fn: emit, max: c.maxOut}
 	info := &attemptInfo{}
+	if c.maxTime > 0 {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(ctx)
+		defer cancel(nil)
+		timer := time.AfterFunc(c.maxTime, func() { cancel(errResponseTime) })
+		defer timer.Stop()
+	}
 	ctx = context.WithValue(ctx, attemptInfoKey{}, info)
 
 	var (
@@ -249,7 +310,7 @@ func (c *Client) Stream(ctx context.Context, req Request, emit func(Event)) erro
 		if e == nil {
 			return nil
 		}
-		if err := ctx.Err(); err != nil {
+		if err := c.ctxErr(ctx); err != nil {
 			return err
 		}
 		if !e.Retryable || em.emitted {
@@ -266,9 +327,18 @@ func (c *Client) Stream(ctx context.Context, req Request, emit func(Event)) erro
 		delay := c.backoff(attempt, info.retryAfter)
 		emit(Event{Kind: EvRetry, Attempt: attempt + 1, Delay: delay, Err: e})
 		if err := c.sleep(ctx, delay); err != nil {
-			return err
+			return c.ctxErr(ctx)
 		}
 	}
+}
+
+// ctxErr is ctx's error, or the *Error of the response time limit when
+// that is why ctx ended.
+func (c *Client) ctxErr(ctx context.Context) error {
+	if context.Cause(ctx) == errResponseTime {
+		return c.responseTimeError()
+	}
+	return ctx.Err()
 }
 
 // attempt runs one HTTP request and feeds its events to p.
@@ -286,6 +356,12 @@ func (c *Client) attempt(ctx context.Context, info *attemptInfo, open func(conte
 	for {
 		idle.Reset(c.idle)
 		b, err := stream.RecvRaw()
+		// The idle timer measures the server's silence, not the time the
+		// caller takes to accept our events (it may be slowed by its client).
+		idle.Stop()
+		if errors.Is(err, errLineTooLong) {
+			return c.lineLimitError()
+		}
 		if err != nil {
 			if err == io.EOF && context.Cause(actx) == nil {
 				return p.eof()
@@ -308,6 +384,9 @@ func (c *Client) attempt(ctx context.Context, info *attemptInfo, open func(conte
 			return &Error{Kind: ErrKindOther, Message: "malformed error event in stream"}
 		}
 		done, e := p.line(b)
+		if p.output().over {
+			return c.outputLimitError()
+		}
 		if e != nil {
 			return e
 		}

@@ -33,6 +33,16 @@ const (
 	ErrKindDisconnected
 	// ErrKindIdleTimeout: no event for Provider.IdleTimeout.
 	ErrKindIdleTimeout
+	// ErrKindOutputLimit: the response streamed more than
+	// Provider.MaxOutputBytes (or sent a line longer than the stream can
+	// hold); apserver cut it.
+	ErrKindOutputLimit
+	// ErrKindResponseTimeout: the response took longer than
+	// Provider.MaxResponseTime; apserver cut it.
+	ErrKindResponseTimeout
+	// ErrKindConfig: the provider's configuration cannot work (a base URL
+	// that is not an http or https URL). Never retried.
+	ErrKindConfig
 )
 
 func (k ErrorKind) String() string {
@@ -55,6 +65,12 @@ func (k ErrorKind) String() string {
 		return "disconnected"
 	case ErrKindIdleTimeout:
 		return "idleTimeout"
+	case ErrKindOutputLimit:
+		return "outputLimit"
+	case ErrKindResponseTimeout:
+		return "responseTimeout"
+	case ErrKindConfig:
+		return "configuration"
 	}
 	return fmt.Sprintf("ErrorKind(%d)", int(k))
 }

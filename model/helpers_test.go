@@ -49,9 +49,14 @@ func (fs *fakeServer) provider(wire Wire) Provider {
 		APIKey:      "sk-test",
 		Wire:        wire,
 		BackoffBase: time.Millisecond,
-		IdleTimeout: 100 * time.Millisecond,
+		// Long: on a loaded machine a short idle timeout fires in tests
+		// that do not expect it. Tests of the idle timeout set shortIdle.
+		IdleTimeout: 30 * time.Second,
 	}
 }
+
+// shortIdle is the idle timeout of the tests that wait for it to fire.
+const shortIdle = 100 * time.Millisecond
 
 func (fs *fakeServer) path(i int) string {
 	fs.mu.Lock()

@@ -201,7 +201,7 @@ type rsItemState struct {
 	kind    itemKind
 	callID  string
 	name    string
-	text    []byte   // message text or function arguments
+	text    []byte   // function arguments or custom tool input
 	summary [][]byte // reasoning summary parts by summary_index
 	content [][]byte // reasoning content parts by content_index
 }
@@ -365,8 +365,11 @@ func (p *responsesParser) handle() (bool, *Error) {
 		p.items = append(p.items, it)
 
 	case "response.output_text.delta", "response.refusal.delta":
+		p.em.count(len(ev.Delta))
 		it := p.find(ev.ItemID, itemMessage)
-		it.text = append(it.text, ev.Delta...)
+		// The message text is not kept here: the caller has the deltas
+		// (see EvMessageDone), and a second copy would double the memory
+		// a long answer costs.
 		p.em.send(Event{Kind: EvTextDelta, ItemID: it.id, Text: ev.Delta})
 
 	case "response.reasoning_summary_part.added":
@@ -375,18 +378,21 @@ func (p *responsesParser) handle() (bool, *Error) {
 		p.em.send(Event{Kind: EvReasoningPartAdded, ItemID: it.id, Index: ev.SummaryIndex})
 
 	case "response.reasoning_summary_text.delta":
+		p.em.count(len(ev.Delta))
 		it := p.find(ev.ItemID, itemReasoning)
 		it.summary = growParts(it.summary, ev.SummaryIndex)
 		it.summary[ev.SummaryIndex] = append(it.summary[ev.SummaryIndex], ev.Delta...)
 		p.em.send(Event{Kind: EvReasoningSummaryDelta, ItemID: it.id, Index: ev.SummaryIndex, Text: ev.Delta})
 
 	case "response.reasoning_text.delta":
+		p.em.count(len(ev.Delta))
 		it := p.find(ev.ItemID, itemReasoning)
 		it.content = growParts(it.content, ev.ContentIndex)
 		it.content[ev.ContentIndex] = append(it.content[ev.ContentIndex], ev.Delta...)
 		p.em.send(Event{Kind: EvReasoningTextDelta, ItemID: it.id, Index: ev.ContentIndex, Text: ev.Delta})
 
 	case "response.function_call_arguments.delta":
+		p.em.count(len(ev.Delta))
 		it := p.find(ev.ItemID, itemFunctionCall)
 		it.text = append(it.text, ev.Delta...)
 
@@ -397,6 +403,7 @@ func (p *responsesParser) handle() (bool, *Error) {
 		}
 
 	case "response.custom_tool_call_input.delta":
+		p.em.count(len(ev.Delta))
 		it := p.find(ev.ItemID, itemCustomCall)
 		it.text = append(it.text, ev.Delta...)
 
@@ -458,11 +465,7 @@ func (p *responsesParser) itemDone(item *rsItem) {
 	p.remove(it)
 	switch k {
 	case itemMessage:
-		text := string(it.text)
-		if full := joinContent(item.Content, "output_text", "refusal"); full != "" {
-			text = full
-		}
-		p.em.send(Event{Kind: EvMessageDone, ItemID: it.id, Text: text})
+		p.em.send(Event{Kind: EvMessageDone, ItemID: it.id, Text: joinContent(item.Content, "output_text", "refusal")})
 
 	case itemReasoning:
 		summary := partsText(item.Summary, "")
@@ -493,6 +496,8 @@ func (p *responsesParser) itemDone(item *rsItem) {
 
 	}
 }
+
+func (p *responsesParser) output() *emitter { return p.em }
 
 // complete is false: a Responses stream is complete only at response.completed.
 func (p *responsesParser) complete() bool { return false }

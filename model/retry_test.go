@@ -141,14 +141,16 @@ func TestIdleTimeoutAfterOutput(t *testing.T) {
 		sseWrite(w, rsEv("response.output_text.delta", `{"type":"response.output_text.delta","item_id":"m","delta":"partial"}`))
 		stall(r)
 	})
+	p := fs.provider(WireResponses)
+	p.IdleTimeout = shortIdle
 	start := time.Now()
-	evs, err := collect(t, NewClient(fs.provider(WireResponses), nil), context.Background(), Request{Model: "m"})
+	evs, err := collect(t, NewClient(p, nil), context.Background(), Request{Model: "m"})
 	e := asModelError(t, err)
 	mustEqual(t, "kind", e.Kind, ErrKindIdleTimeout)
 	mustEqual(t, "kinds", kinds(evs), "TextDelta")
 	mustEqual(t, "hits (no retry after output)", fs.hits.Load(), int32(1))
-	if el := time.Since(start); el < 100*time.Millisecond || el > 2*time.Second {
-		t.Errorf("took %v with a 100ms idle timeout", el)
+	if el := time.Since(start); el < shortIdle || el > 10*time.Second {
+		t.Errorf("took %v with a %v idle timeout", el, shortIdle)
 	}
 }
 
@@ -170,7 +172,9 @@ func TestIdleBeforeOutputIsRetried(t *testing.T) {
 				}
 				okResponses(w)
 			})
-			evs, err := collect(t, NewClient(fs.provider(WireResponses), nil), context.Background(), Request{Model: "m"})
+			p := fs.provider(WireResponses)
+			p.IdleTimeout = shortIdle
+			evs, err := collect(t, NewClient(p, nil), context.Background(), Request{Model: "m"})
 			if err != nil {
 				t.Fatalf("Stream: %v", err)
 			}

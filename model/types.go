@@ -36,6 +36,12 @@ const (
 	// MaxRetryAfter caps a server's Retry-After so that a bogus header cannot
 	// park a turn for hours.
 	MaxRetryAfter = 2 * time.Minute
+	// DefaultMaxOutputBytes and DefaultMaxResponseTime bound one response:
+	// well above what a real model streams in one answer (its longest
+	// legitimate responses are some 100 KiB over a few minutes), low enough
+	// that a runaway stream is cut before it costs much.
+	DefaultMaxOutputBytes  = 1 << 20
+	DefaultMaxResponseTime = 10 * time.Minute
 )
 
 // Provider is one model server and how to talk to it.
@@ -55,6 +61,15 @@ type Provider struct {
 	// IdleTimeout aborts an attempt when no SSE event (or response header)
 	// arrives for this long. 0 means DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// MaxOutputBytes caps the text one response streams: message, reasoning
+	// and tool-call input together, in bytes. Past it the stream is
+	// cancelled with ErrKindOutputLimit. 0 means DefaultMaxOutputBytes; a
+	// negative value means no cap.
+	MaxOutputBytes int64
+	// MaxResponseTime caps the wall time of one Stream call, retries
+	// included; past it the stream is cancelled with ErrKindResponseTimeout.
+	// 0 means DefaultMaxResponseTime; a negative value means no cap.
+	MaxResponseTime time.Duration
 }
 
 // Tool is a tool offered to the model: a function tool taking JSON
@@ -156,7 +171,10 @@ const (
 	EvReasoningSummaryDelta
 	// EvReasoningTextDelta: ItemID, Index, Text (raw reasoning content).
 	EvReasoningTextDelta
-	// EvMessageDone: ItemID, Text (the whole message).
+	// EvMessageDone: ItemID, Text (the whole message when the server sent
+	// it in a final event; empty when it only streamed deltas, whose
+	// concatenation is then the message: the client keeps no copy, so that
+	// a long answer is held once, by the caller).
 	EvMessageDone
 	// EvReasoningDone: ItemID, Summary, Content.
 	EvReasoningDone

@@ -17,6 +17,9 @@ type CommandApprovalParams struct {
 	Cwd                         *string         `json:"cwd"`
 	CommandActions              []CommandAction `json:"commandActions"`
 	ProposedExecpolicyAmendment []string        `json:"proposedExecpolicyAmendment"`
+	// AvailableDecisions are the answers the client may offer, in order
+	// (Codex's clients show exactly these).
+	AvailableDecisions []string `json:"availableDecisions,omitempty"`
 }
 
 // FileChangeApprovalParams: item/fileChange/requestApproval.

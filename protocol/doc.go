@@ -3,8 +3,10 @@
 // variants that apserver speaks, plus method names and the error sentinels
 // the server maps to JSON-RPC codes.
 //
-// Field names follow Codex's generated JSON Schemas (shared/protocol/schema),
-// which are the authority; CORE.md describes the behaviour around them.
+// Field names follow Codex's generated JSON Schemas (protocol/codex/schema),
+// which are the authority; protocol/codex/CORE.md describes the behaviour
+// around them. apserver's own methods have their schema in
+// protocol/apserver/schema.
 // Optional wire fields are pointers or omitempty; nullable-but-required
 // fields are pointers without omitempty so they serialize as null.
 //

@@ -18,7 +18,7 @@ const (
 
 // Sentinels that callers wrap (fmt.Errorf("...: %w", ErrX)) so the server can
 // map them to a JSON-RPC code. Codex answers most domain errors with -32600;
-// we do the same (CORE.md §2).
+// we do the same (protocol/codex/CORE.md §2).
 var (
 	// ErrInvalidRequest: a well-formed request that cannot be served
 	// (unknown thread, no active turn, wrong state). Maps to -32600.

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 )
 
-// Codex goal methods and notifications (CORE.md §7).
+// Codex goal methods and notifications (protocol/codex/CORE.md §7).
 const (
 	MethodThreadGoalSet   = "thread/goal/set"
 	MethodThreadGoalGet   = "thread/goal/get"

@@ -13,12 +13,16 @@ type ThreadItem interface {
 	isThreadItem()
 }
 
-// Item status values (commandExecution, fileChange).
+// ItemStatus is the status of a commandExecution, fileChange or
+// dynamicToolCall item.
+type ItemStatus string
+
+// Item status values.
 const (
-	ItemInProgress = "inProgress"
-	ItemCompleted  = "completed"
-	ItemFailed     = "failed"
-	ItemDeclined   = "declined"
+	ItemInProgress ItemStatus = "inProgress"
+	ItemCompleted  ItemStatus = "completed"
+	ItemFailed     ItemStatus = "failed"
+	ItemDeclined   ItemStatus = "declined"
 )
 
 // UserMessageItem is the user's input.
@@ -55,7 +59,7 @@ type CommandExecutionItem struct {
 	Cwd              string          `json:"cwd"`
 	ProcessID        *string         `json:"processId"`
 	Source           string          `json:"source"`
-	Status           string          `json:"status"`
+	Status           ItemStatus      `json:"status"`
 	CommandActions   []CommandAction `json:"commandActions"`
 	AggregatedOutput *string         `json:"aggregatedOutput"`
 	ExitCode         *int            `json:"exitCode"`
@@ -75,7 +79,7 @@ type CommandAction struct {
 type FileChangeItem struct {
 	ID      string             `json:"id"`
 	Changes []FileUpdateChange `json:"changes"`
-	Status  string             `json:"status"`
+	Status  ItemStatus         `json:"status"`
 }
 
 // FileUpdateChange is one file's change with its unified diff.
@@ -98,7 +102,7 @@ type DynamicToolCallItem struct {
 	ID           string                   `json:"id"`
 	Tool         string                   `json:"tool"`
 	Arguments    json.RawMessage          `json:"arguments"`
-	Status       string                   `json:"status"` // inProgress | completed | failed
+	Status       ItemStatus               `json:"status"` // inProgress | completed | failed
 	Success      *bool                    `json:"success"`
 	ContentItems []DynamicToolCallContent `json:"contentItems"`
 	DurationMs   *int64                   `json:"durationMs"`

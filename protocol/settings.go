@@ -43,13 +43,13 @@ func (a *AskForApproval) UnmarshalJSON(b []byte) error {
 			a.Mode = s
 			return nil
 		}
-		return fmt.Errorf("unknown approval policy %q (want untrusted, on-request or never)", s)
+		return fmt.Errorf("unknown approvalPolicy `%s`, expected one of untrusted, on-request, never", s)
 	}
 	var g struct {
 		Granular json.RawMessage `json:"granular"`
 	}
 	if err := json.Unmarshal(b, &g); err != nil || g.Granular == nil {
-		return fmt.Errorf("approval policy must be a string or {\"granular\":{…}}")
+		return fmt.Errorf("approvalPolicy must be a string or {\"granular\":{…}}")
 	}
 	a.Granular = g.Granular
 	return nil

@@ -42,20 +42,27 @@ type GitInfo struct {
 	OriginURL *string `json:"originUrl"`
 }
 
+// ThreadStatusType is the "type" of a ThreadStatus.
+type ThreadStatusType string
+
 // Thread status types.
 const (
-	StatusNotLoaded   = "notLoaded"
-	StatusIdle        = "idle"
-	StatusSystemError = "systemError"
-	StatusActive      = "active"
+	StatusNotLoaded   ThreadStatusType = "notLoaded"
+	StatusIdle        ThreadStatusType = "idle"
+	StatusSystemError ThreadStatusType = "systemError"
+	StatusActive      ThreadStatusType = "active"
+)
 
+// Active flags: what an active thread waits on. They stay untyped, so
+// that a []string of flags takes them as they are.
+const (
 	FlagWaitingOnApproval  = "waitingOnApproval"
 	FlagWaitingOnUserInput = "waitingOnUserInput"
 )
 
 // ThreadStatus is {type} or {type:"active", activeFlags:[…]}.
 type ThreadStatus struct {
-	Type        string
+	Type        ThreadStatusType
 	ActiveFlags []string
 }
 
@@ -66,19 +73,19 @@ func (s ThreadStatus) MarshalJSON() ([]byte, error) {
 			flags = []string{}
 		}
 		return json.Marshal(struct {
-			Type        string   `json:"type"`
-			ActiveFlags []string `json:"activeFlags"`
+			Type        ThreadStatusType `json:"type"`
+			ActiveFlags []string         `json:"activeFlags"`
 		}{s.Type, flags})
 	}
 	return json.Marshal(struct {
-		Type string `json:"type"`
+		Type ThreadStatusType `json:"type"`
 	}{s.Type})
 }
 
 func (s *ThreadStatus) UnmarshalJSON(b []byte) error {
 	var v struct {
-		Type        string   `json:"type"`
-		ActiveFlags []string `json:"activeFlags"`
+		Type        ThreadStatusType `json:"type"`
+		ActiveFlags []string         `json:"activeFlags"`
 	}
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
@@ -104,7 +111,7 @@ func (s ThreadStatus) String() string {
 	if s.Type == StatusActive && len(s.ActiveFlags) > 0 {
 		return fmt.Sprintf("active%v", s.ActiveFlags)
 	}
-	return s.Type
+	return string(s.Type)
 }
 
 // ThreadSettings are the overrides accepted by thread/start, resume and fork.
@@ -228,7 +235,7 @@ func (p *ThreadListParams) Cwds() ([]string, error) {
 func (p *ThreadListParams) Validate() error {
 	if p.SortKey != nil {
 		switch *p.SortKey {
-		case "created_at", "updated_at", "recency_at":
+		case "created_at", "updated_at", "recency_at", "section_position":
 		default:
 			return Errorf(ErrInvalidParams, "Invalid params: unknown sortKey `%s`", *p.SortKey)
 		}
@@ -248,6 +255,9 @@ type ThreadListResult struct {
 	Data            []Thread `json:"data"`
 	NextCursor      *string  `json:"nextCursor"`
 	BackwardsCursor *string  `json:"backwardsCursor"`
+	// ReadStates is always null: apserver keeps no read receipts, which
+	// Codex's clients take as "durable read state is unavailable".
+	ReadStates map[string]any `json:"readStates"`
 }
 
 // ThreadIDParams is the params shape of methods that take only a threadId

@@ -91,6 +91,10 @@ type PolicyExplainParams struct {
 	Command  *string `json:"command,omitempty"`
 	Path     *string `json:"path,omitempty"`
 	Cwd      *string `json:"cwd,omitempty"`
+	// SandboxPermissions is exec_command's argument of that name:
+	// "require_escalated" asks what would happen to the command run outside
+	// the sandbox.
+	SandboxPermissions *string `json:"sandboxPermissions,omitempty"`
 }
 
 func (p *PolicyExplainParams) Validate() error {
@@ -102,6 +106,9 @@ func (p *PolicyExplainParams) Validate() error {
 	}
 	if p.Path != nil && *p.Path == "" {
 		return Errorf(ErrInvalidParams, "Invalid params: path must not be empty")
+	}
+	if sp := p.SandboxPermissions; sp != nil && *sp != "use_default" && *sp != "require_escalated" {
+		return Errorf(ErrInvalidParams, "Invalid params: sandboxPermissions must be \"use_default\" or \"require_escalated\", not %q", *sp)
 	}
 	return nil
 }
@@ -125,4 +132,11 @@ type PolicyExplainResult struct {
 	Sandbox    string  `json:"sandbox"`
 	Approval   string  `json:"approvalPolicy"`
 	ResolvedTo *string `json:"resolvedPath,omitempty"`
+	// Opaque, for a command, says why the rules cannot read it fully; such
+	// a command never runs without a human or the sandbox.
+	Opaque *string `json:"opaque,omitempty"`
+	// Escalated echoes a sandboxPermissions of "require_escalated".
+	Escalated bool `json:"escalated,omitempty"`
+	// Refusal, when effective is "refuse", is what the model is told.
+	Refusal *string `json:"refusal,omitempty"`
 }

@@ -2,19 +2,25 @@ package protocol
 
 import "encoding/json"
 
+// TurnStatus is a turn's status on the wire.
+type TurnStatus string
+
 // Turn statuses.
 const (
-	TurnInProgress  = "inProgress"
-	TurnCompleted   = "completed"
-	TurnInterrupted = "interrupted"
-	TurnFailed      = "failed"
+	TurnInProgress  TurnStatus = "inProgress"
+	TurnCompleted   TurnStatus = "completed"
+	TurnInterrupted TurnStatus = "interrupted"
+	TurnFailed      TurnStatus = "failed"
 )
+
+// ItemsView says how much of a turn's items a Turn carries.
+type ItemsView string
 
 // Items views of a turn.
 const (
-	ItemsNotLoaded = "notLoaded"
-	ItemsSummary   = "summary"
-	ItemsFull      = "full"
+	ItemsNotLoaded ItemsView = "notLoaded"
+	ItemsSummary   ItemsView = "summary"
+	ItemsFull      ItemsView = "full"
 )
 
 // Turn is one user request and everything the agent did for it. startedAt
@@ -23,8 +29,8 @@ type Turn struct {
 	ID          string       `json:"id"`
 	RootTurnID  *string      `json:"rootTurnId"`
 	Items       []ThreadItem `json:"items"`
-	ItemsView   string       `json:"itemsView"`
-	Status      string       `json:"status"`
+	ItemsView   ItemsView    `json:"itemsView"`
+	Status      TurnStatus   `json:"status"`
 	Error       *TurnError   `json:"error"`
 	StartedAt   *int64       `json:"startedAt"`
 	CompletedAt *int64       `json:"completedAt"`

@@ -21,6 +21,10 @@ import (
 	"github.com/apserver/apserver/session"
 )
 
+// stallLimit is how long a connection behind a Hub may leave its output
+// queue full before it is closed: the session waits for no single client.
+const stallLimit = 10 * time.Second
+
 // closeTimeout bounds how long Run waits for queued output to be written
 // when it returns (a client that stops reading must not hang the process).
 const closeTimeout = 5 * time.Second
@@ -28,6 +32,11 @@ const closeTimeout = 5 * time.Second
 // ErrClosed is returned (wrapped or not) for output queued, and calls
 // waited on, after the connection has closed.
 var ErrClosed = errors.New("connection closed")
+
+// errNoClient fails server→client calls once the input has ended: the
+// client can no longer answer them. It wraps ErrClosed and
+// session.ErrNoClient.
+var errNoClient = fmt.Errorf("%w: %w", ErrClosed, session.ErrNoClient)
 
 // Options configure a Server.
 type Options struct {
@@ -39,6 +48,17 @@ type Options struct {
 	Trace bool
 	// ServerInfo fills the initialize result.
 	ServerInfo ServerInfo
+	// OnInputEnd runs when the input ends (stdin EOF), after every request
+	// already read has been answered; the output stays open until it
+	// returns, so it can finish the work in flight (session.Manager.Drain).
+	// Its error is Run's. nil: Run returns as soon as the requests read are
+	// answered.
+	OnInputEnd func(ctx context.Context) error
+	// Hub, when set, is the session's client shared by several
+	// connections (hub.go): Run attaches the connection to it, and a
+	// thread/start, thread/resume or thread/fork subscribes it to the
+	// thread. nil: the connection is the session's only client.
+	Hub *Hub
 }
 
 // ServerInfo describes this server in the initialize result.
@@ -50,9 +70,15 @@ type ServerInfo struct {
 
 // Server is one editor connection.
 type Server struct {
-	st   *stream
-	log  *slog.Logger
-	info ServerInfo
+	st         *stream
+	log        *slog.Logger
+	info       ServerInfo
+	onInputEnd func(ctx context.Context) error
+	hub        *Hub
+
+	// reqCtx is the parent of every handler's ctx: set by Run before the
+	// read loop starts, canceled when Run is done draining.
+	reqCtx context.Context
 
 	started atomic.Bool
 
@@ -68,10 +94,13 @@ type Server struct {
 	nextCallID atomic.Int64
 
 	// mu guards the fields below.
-	mu       sync.Mutex
-	closed   bool                            // Run has returned
-	inflight map[jsonrpc2.ID][]*requestState // unanswered client requests
-	pending  map[int64]*clientCall           // unanswered server→client requests
+	mu          sync.Mutex
+	closed      bool                            // Run has returned
+	inputClosed bool                            // the input ended: calls fail with errNoClient
+	inflight    map[jsonrpc2.ID][]*requestState // unanswered client requests
+	answered    chan struct{}                   // closed when inflight empties (nil: nobody waits)
+	lanes       map[string][]func()             // busy lanes: the requests waiting in each (see laneOf)
+	pending     map[int64]*clientCall           // unanswered server→client requests
 }
 
 // connState is what initialize fixed for the connection.
@@ -93,12 +122,18 @@ func New(r io.Reader, w io.Writer, opts Options) *Server {
 	s := &Server{
 		log:           log,
 		info:          opts.ServerInfo,
+		onInputEnd:    opts.OnInputEnd,
+		hub:           opts.Hub,
 		handlers:      map[string]requestHandler{},
 		notifHandlers: map[string]func(json.RawMessage){},
 		inflight:      map[jsonrpc2.ID][]*requestState{},
+		lanes:         map[string][]func(){},
 		pending:       map[int64]*clientCall{},
 	}
 	s.st = newStream(r, w, opts.MaxLineBytes, log, opts.Trace)
+	if opts.Hub != nil {
+		s.st.stallLimit = stallLimit
+	}
 	s.st.onResponse = s.deliver
 	return s
 }
@@ -111,8 +146,11 @@ func New(r io.Reader, w io.Writer, opts Options) *Server {
 // field. If *P has a Validate() error method it runs next; its error is sent
 // as is when it wraps a protocol sentinel, else as -32602.
 //
-// fn runs on the read loop: it must return quickly and call reply exactly
-// once, now or later from another goroutine. ctx is canceled when the client
+// fn must return quickly and call reply exactly once, now or later from
+// another goroutine. Requests of one lane (laneOf: the same thread, or none)
+// are handled one at a time in the order they were read: fn runs on the
+// read loop when its lane is free, else on a goroutine of its own once the
+// request before it has been answered. ctx is canceled when the client
 // sends $/cancelRequest for this request, when the request is answered, or
 // when the connection ends; work that outlives the reply must not use it. A
 // canceled request is still answered exactly once, with whatever fn's reply
@@ -187,25 +225,44 @@ func (s *Server) Initialized() (protocol.InitializeParams, bool) {
 // Client returns the session.Client view of this connection.
 func (s *Server) Client() session.Client { return client{s} }
 
-// Run serves until the input ends or ctx is done. It returns nil at the end
-// of input, ctx.Err() when ctx ends first, or the read or write error that
-// stopped it. On return every server→client call still waiting fails with
-// ErrClosed, every handler's ctx is canceled, and queued output is flushed
-// (for at most a few seconds). A reader blocked in Read may stay blocked
-// until its input ends; Run does not wait for it. Run may be called once.
+// Run serves until the input ends or ctx is done.
+//
+// At the end of the input it drains: server→client calls still waiting, and
+// any made later, fail with an error wrapping session.ErrNoClient (nobody
+// is left to answer them); every request already read is answered; then
+// OnInputEnd runs. Output keeps flowing meanwhile. Run returns OnInputEnd's
+// error (nil when it has none), ctx.Err() when ctx ends first, or the read
+// or write error that stopped it.
+//
+// On return every server→client call still waiting fails with ErrClosed,
+// every handler's ctx is canceled, and queued output is flushed (for at
+// most a few seconds). A reader blocked in Read may stay blocked until its
+// input ends; Run does not wait for it. Run may be called once.
 func (s *Server) Run(ctx context.Context) error {
 	if s.started.Swap(true) {
 		return errors.New("server: Run called twice")
 	}
 	connCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	conn := jsonrpc2.NewConn(connCtx, s.st, handler{s}, jsonrpc2.SetLogger(printfLogger{s.log}))
+	s.reqCtx = connCtx
+	if s.hub != nil {
+		s.hub.attach(s)
+		defer s.hub.detach(s)
+	}
+	// jsonrpc2 closes its stream and cancels its context as soon as reading
+	// stops; the output and the handlers' ctx must outlive that while Run
+	// drains, so it gets a stream whose Close does nothing.
+	conn := jsonrpc2.NewConn(connCtx, readStream{s.st}, handler{s}, jsonrpc2.SetLogger(printfLogger{s.log}))
 	s.log.Info("serving", "server", s.info.Name, "version", s.info.Version)
 
 	select {
-	case <-conn.DisconnectNotify():
+	case <-s.st.inputEnded:
 	case <-s.st.closing:
 	case <-ctx.Done():
+	}
+	var drainErr error
+	if s.st.readError() == io.EOF && ctx.Err() == nil && s.st.writeError() == nil {
+		drainErr = s.drain(ctx)
 	}
 	cancel()
 	s.shutdown()
@@ -228,11 +285,69 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("reading input: %w", readErr)
 	case s.st.writeError() != nil:
 		return s.st.writeError()
-	case readErr == io.EOF:
+	case readErr == io.EOF && ctx.Err() == nil:
 		s.log.Info("input closed")
-		return nil
+		return drainErr
 	}
 	return ctx.Err()
+}
+
+// readStream is the stream as jsonrpc2 sees it: jsonrpc2 only reads; Run
+// closes the stream itself, once it has drained.
+type readStream struct{ *stream }
+
+func (readStream) Close() error { return nil }
+
+// drain runs on Run's goroutine once the input has ended (see Run). A
+// write error ends it: nothing more can reach the client.
+func (s *Server) drain(ctx context.Context) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		select {
+		case <-s.st.closing:
+			stop()
+		case <-ctx.Done():
+		}
+	}()
+	s.mu.Lock()
+	s.inputClosed = true
+	pending := s.pending
+	s.pending = map[int64]*clientCall{}
+	s.mu.Unlock()
+	for _, c := range pending {
+		c.finish(nil, errNoClient)
+	}
+	if n := len(pending); n > 0 {
+		s.log.Info("input closed; server requests left unanswered fail", "requests", n)
+	}
+	if err := s.waitAnswered(ctx); err != nil {
+		return err
+	}
+	if s.onInputEnd == nil {
+		return nil
+	}
+	return s.onInputEnd(ctx)
+}
+
+// waitAnswered waits until no client request is left unanswered.
+func (s *Server) waitAnswered(ctx context.Context) error {
+	s.mu.Lock()
+	if len(s.inflight) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.answered == nil {
+		s.answered = make(chan struct{})
+	}
+	done := s.answered
+	s.mu.Unlock()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // shutdown fails waiting server→client calls; Run cancels the handlers' ctx.
@@ -250,7 +365,9 @@ func (s *Server) shutdown() {
 // handler is the jsonrpc2.Handler; it runs on jsonrpc2's read loop.
 type handler struct{ s *Server }
 
-func (h handler) Handle(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) {
+// Handle ignores jsonrpc2's ctx, which ends with the input: a request read
+// just before the end is still answered (Run drains), on Run's context.
+func (h handler) Handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) {
 	var params json.RawMessage
 	if req.Params != nil {
 		params = *req.Params
@@ -259,7 +376,7 @@ func (h handler) Handle(ctx context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Req
 		h.s.handleNotification(req.Method, params)
 		return
 	}
-	h.s.handleRequest(ctx, req.ID, req.Method, params)
+	h.s.handleRequest(h.s.reqCtx, req.ID, req.Method, params)
 }
 
 func (s *Server) handleNotification(method string, params json.RawMessage) {
@@ -307,20 +424,70 @@ func (s *Server) handleRequest(ctx context.Context, id jsonrpc2.ID, method strin
 	}
 
 	rctx, cancel := context.WithCancel(ctx)
-	rs := &requestState{s: s, id: id, method: method, cancel: cancel}
+	rs := &requestState{s: s, id: id, method: method, cancel: cancel, lane: laneOf(params)}
+	if s.hub != nil && (method == protocol.MethodFsWatch || method == protocol.MethodFsUnwatch) {
+		params, rs.watchID = s.hub.scopeWatch(s, params)
+	}
+	if s.hub != nil && method == protocol.MethodThreadResume && rs.lane != "" && !s.hub.Subscribed(s, rs.lane) {
+		// Subscribed before the answer, so that the status sent while
+		// resuming reaches this client; undone if the resume fails.
+		s.hub.mark(s, rs.lane)
+		rs.unmarkOnError = true
+	}
+	run := func() {
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.Error("bug: request handler panicked", "method", method, "id", idString(id), "panic", r, "stack", string(debug.Stack()))
+				if !rs.replied.Load() {
+					rs.reply(nil, fmt.Errorf("internal error handling %s", method))
+				}
+			}
+		}()
+		h(rctx, params, rs.reply)
+	}
 	s.mu.Lock()
 	s.inflight[id] = append(s.inflight[id], rs)
+	waiting, busy := s.lanes[rs.lane]
+	if busy {
+		s.lanes[rs.lane] = append(waiting, run)
+	} else {
+		s.lanes[rs.lane] = nil
+	}
 	s.mu.Unlock()
+	if !busy {
+		run()
+	}
+}
 
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("bug: request handler panicked", "method", method, "id", idString(id), "panic", r, "stack", string(debug.Stack()))
-			if !rs.replied.Load() {
-				rs.reply(nil, fmt.Errorf("internal error handling %s", method))
-			}
-		}
-	}()
-	h(rctx, params, rs.reply)
+// laneOf is the lane of a request: its params' threadId, or "" for a
+// request about no thread. Answers within a lane come in the order the
+// requests were read, so a script that pipes thread/start many times and
+// then thread/list gets every answer in order, the list last and complete.
+// Lanes do not wait for each other: a request on one thread is not held up
+// by work on another.
+func laneOf(params json.RawMessage) string {
+	var p struct {
+		ThreadID string `json:"threadId"`
+	}
+	if len(params) > 0 && params[0] == '{' {
+		_ = json.Unmarshal(params, &p)
+	}
+	return p.ThreadID
+}
+
+// nextInLane starts the request waiting behind an answered one, if any.
+func (s *Server) nextInLane(lane string) {
+	s.mu.Lock()
+	waiting := s.lanes[lane]
+	if len(waiting) == 0 {
+		delete(s.lanes, lane)
+		s.mu.Unlock()
+		return
+	}
+	next := waiting[0]
+	s.lanes[lane] = waiting[1:]
+	s.mu.Unlock()
+	go next()
 }
 
 // requestState is one unanswered client request.
@@ -328,8 +495,12 @@ type requestState struct {
 	s       *Server
 	id      jsonrpc2.ID
 	method  string
+	lane    string
 	cancel  context.CancelFunc
 	replied atomic.Bool
+
+	unmarkOnError bool   // a failed thread/resume undoes its early subscription
+	watchID       string // fs/watch, fs/unwatch behind a Hub: the session's watch id
 }
 
 // reply is the request's session.Reply. It sends the answer regardless of
@@ -340,6 +511,9 @@ func (rs *requestState) reply(result any, err error) {
 		return
 	}
 	rs.s.sendReply(rs.id, result, err)
+	if h := rs.s.hub; h != nil {
+		h.replied(rs, result, err)
+	}
 	rs.s.mu.Lock()
 	list := rs.s.inflight[rs.id]
 	for i, x := range list {
@@ -353,8 +527,13 @@ func (rs *requestState) reply(result any, err error) {
 	} else {
 		rs.s.inflight[rs.id] = list
 	}
+	if len(rs.s.inflight) == 0 && rs.s.answered != nil {
+		close(rs.s.answered)
+		rs.s.answered = nil
+	}
 	rs.s.mu.Unlock()
 	rs.cancel()
+	rs.s.nextInLane(rs.lane)
 }
 
 // cancelRequest handles $/cancelRequest {id}: it cancels the ctx of every
@@ -526,12 +705,22 @@ func (s *Server) initialize(id jsonrpc2.ID, raw json.RawMessage) {
 	info := p.ClientInfo
 	s.log.Info("initialized", "client", info.Name, "clientVersion", info.Version, "experimentalApi", experimental)
 	s.sendReply(id, protocol.InitializeResult{
-		UserAgent: fmt.Sprintf("%s/%s (%s; %s) (%s; %s)", info.Name, s.info.Version, platformOS(), arch(),
-			info.Name, info.Version),
+		UserAgent:      userAgent(info.Name, info.Version, s.info.Version),
 		CodexHome:      s.info.Home,
 		PlatformFamily: "unix",
 		PlatformOS:     platformOS(),
 	}, nil)
+}
+
+// userAgent is the initialize result's userAgent in Codex's format,
+// "<client>/<codex version> (<os>; <arch>) <terminal> (<client>; <client
+// version>)". The version is the Codex release whose protocol apserver
+// speaks (protocol.CodexVersion): Codex clients compare it with their own
+// and warn about an older server. apserver's own version takes the
+// terminal's place.
+func userAgent(client, clientVersion, version string) string {
+	return fmt.Sprintf("%s/%s (%s; %s) apserver/%s (%s; %s)", client, protocol.CodexVersion, platformOS(), arch(),
+		version, client, clientVersion)
 }
 
 // platformOS is runtime.GOOS as Codex spells it ("macos" for darwin).
@@ -604,6 +793,14 @@ func (s *Server) call(id int64, method string, params any) session.ClientCall {
 		call.finish(nil, ErrClosed)
 		return call
 	}
+	if s.inputClosed {
+		// Written all the same, so that the transcript shows what was
+		// asked; nobody can answer it.
+		s.mu.Unlock()
+		_ = s.st.enqueue(lb)
+		call.finish(nil, errNoClient)
+		return call
+	}
 	s.pending[call.id] = call
 	s.mu.Unlock()
 	if err := s.st.enqueue(lb); err != nil {
@@ -613,6 +810,18 @@ func (s *Server) call(id int64, method string, params any) session.ClientCall {
 		call.finish(nil, err)
 	}
 	return call
+}
+
+// forget drops a server→client request still waiting for this
+// connection's answer: another connection answered it (hub.go).
+func (s *Server) forget(id int64) {
+	s.mu.Lock()
+	call := s.pending[id]
+	delete(s.pending, id)
+	s.mu.Unlock()
+	if call != nil {
+		call.finish(nil, ErrClosed)
+	}
 }
 
 // deliver hands a client response to its waiting call. It runs on the read
@@ -656,7 +865,7 @@ type clientCall struct {
 func (c *clientCall) ID() int64 { return c.id }
 
 // Wait returns the client's result, a *protocol.RPCError, ctx.Err(), or
-// ErrClosed.
+// ErrClosed (wrapped with session.ErrNoClient once the input has ended).
 func (c *clientCall) Wait(ctx context.Context) (json.RawMessage, error) {
 	select {
 	case <-c.done:

@@ -1,14 +1,20 @@
-// Package server owns the editor connection: JSONL framing on stdio, JSON-RPC
+// Package server owns the editor connections: JSONL framing on stdio, JSON-RPC
 // dispatch, the initialize handshake and its gating, request cancellation,
 // the mapping of Go errors to JSON-RPC error codes, and server→client
 // requests. It is the only user of github.com/sourcegraph/jsonrpc2.
+//
+// A Server is one connection. On stdio it is the session's only client;
+// behind a socket (listen.go: ws:// and unix://, capability-token auth,
+// browser Origins refused) each WebSocket is a Server of its own, and a Hub
+// (hub.go) is the session's client, routing each thread's notifications
+// and approval requests to the connections subscribed to it.
 //
 // It imports session (whose Client and Reply contracts it implements) and
 // protocol; it must not import store or model.
 //
 // # Wire format
 //
-// One JSON object per line in both directions (CORE.md §2). Outgoing messages
+// One JSON object per line in both directions (protocol/codex/CORE.md §2). Outgoing messages
 // never carry "jsonrpc":"2.0"; notifications carry "emittedAtMs". Incoming
 // "jsonrpc" and unknown top-level fields are ignored. Ids are echoed with
 // their type: a string stays a string, an integer (any int64, negative ones
@@ -36,4 +42,27 @@
 // matched in the stream before jsonrpc2 sees them. One writer goroutine owns
 // the output: every outgoing message is encoded by its caller and queued;
 // order on the wire is the order of the calls.
+//
+// # The stream, by job
+//
+// stream.go is the jsonrpc2.ObjectStream and its state; read.go splits the
+// input into lines (capped, without buffering an overlong one); decode.go
+// turns a line into a message or says why it is not one; encode.go writes
+// each outgoing message as one line (appendString is the JSON string
+// escaper, the same bytes as model/scripted's, which a test checks); write.go
+// is the writer goroutine and its queue.
+//
+// # Why jsonrpc2 stays
+//
+// Only jsonrpc2's read loop is used: it calls the handler for each incoming
+// request and notification in order, and its ID, Request and Error types are
+// the vocabulary of conn.go (in-flight requests, lanes, error codes). The
+// stream keeps its own message model beside it because jsonrpc2 accepts
+// lines Codex clients must be refused for (see the list above) and writes
+// "jsonrpc":"2.0"; so the stream validates a line itself, hands jsonrpc2 a
+// canonical re-encoding, and writes every outgoing line itself. The price is
+// that re-encoding and jsonrpc2's second decode, about 20 µs a message
+// (BenchmarkReadObject against next, a turn/start line, on 2 shared cores):
+// nothing for an editor's request rate, so replacing a tested read loop that
+// the lanes and the stdin-EOF drain are built on is not worth it.
 package server

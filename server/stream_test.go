@@ -522,3 +522,38 @@ func BenchmarkNotifyParallel(b *testing.B) {
 	b.StopTimer()
 	s.st.Close()
 }
+
+// benchLine is a typical incoming request.
+const benchLine = `{"id":12,"method":"turn/start","params":{"threadId":"01a21321-cffa-7467-959a-5ff5680bdacb","input":[{"type":"text","text":"please fix the failing test in server/conn_test.go and run go test"}]}}` + "\n"
+
+func benchReadStream(b *testing.B) *stream {
+	st := newStream(strings.NewReader(strings.Repeat(benchLine, b.N)), io.Discard, 0, slog.New(slog.NewTextHandler(io.Discard, nil)), false)
+	st.onResponse = func(message) {}
+	b.Cleanup(func() { st.Close() })
+	return st
+}
+
+// BenchmarkReadNext is the stream's own decoding of a line.
+func BenchmarkReadNext(b *testing.B) {
+	st := benchReadStream(b)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := st.next(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadObject adds what jsonrpc2's read loop costs on top of
+// BenchmarkReadNext: the canonical re-encoding and jsonrpc2's own decoding
+// (see "Why jsonrpc2 stays" in doc.go).
+func BenchmarkReadObject(b *testing.B) {
+	st := benchReadStream(b)
+	b.ResetTimer()
+	for range b.N {
+		var v jsonrpc2.Request
+		if err := st.ReadObject(&v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -7,7 +7,9 @@ import (
 
 // registerTurn wires the turn/* methods to the session.
 func registerTurn(s *Server, m *session.Manager) {
-	Handle(s, protocol.MethodTurnStart, m.StartTurn)
+	Handle(s, protocol.MethodTurnStart, checked(m.StartTurn, func(p *protocol.TurnStartParams) error {
+		return m.ValidateTurnStart(*p)
+	}))
 	Handle(s, protocol.MethodTurnSteer, m.SteerTurn)
 	Handle(s, protocol.MethodTurnInterrupt, m.InterruptTurn)
 }
@@ -18,4 +20,5 @@ func Register(s *Server, m *session.Manager) {
 	registerTurn(s, m)
 	registerTools(s, m)
 	registerFullAuto(s, m)
+	registerClientInfo(s, m)
 }

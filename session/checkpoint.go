@@ -40,51 +40,87 @@ func checkpointKey(threadID, turnID string) string {
 	return "checkpoint/" + threadID + "/" + turnID
 }
 
-// checkpoints returns the snapshot store of the thread's workspace, or an
-// error when checkpoints are off (no data dir) or git is missing.
-func (t *thread) checkpoints() (*checkpoint.Store, error) {
-	dir := t.m.opts.DataDir
-	if dir == "" {
-		return nil, errors.New("checkpoints are off (no data dir)")
+// checkpointOpener opens the snapshot store of one workspace. It runs on a
+// child goroutine: opening may run git init.
+type checkpointOpener func(ctx context.Context) (*checkpoint.Store, error)
+
+// checkpoints returns the opener of the thread's workspace's snapshot store;
+// it fails when checkpoints are off (no data dir) or git is missing. Called
+// on the thread goroutine; the opener is called off it.
+func (t *thread) checkpoints() checkpointOpener {
+	m, dir, cwd := t.m, t.m.opts.DataDir, t.settings.Cwd
+	return func(ctx context.Context) (*checkpoint.Store, error) {
+		if dir == "" {
+			return nil, errors.New("checkpoints are off (no data dir)")
+		}
+		return m.checkpointStore(ctx, dir, cwd)
 	}
-	cwd := t.settings.Cwd
-	t.m.mu.Lock()
-	cs := t.m.ckpts[cwd]
-	t.m.mu.Unlock()
-	if cs != nil {
-		return cs, nil
+}
+
+// checkpointOpening is a workspace's snapshot store, once open.
+type checkpointOpening struct {
+	done chan struct{}
+	cs   *checkpoint.Store
+	err  error
+}
+
+// checkpointStore returns the snapshot store of workspace cwd, opening it
+// on first use; concurrent callers wait for the one opening it. A failed
+// open is tried again by the next caller.
+func (m *Manager) checkpointStore(ctx context.Context, dataDir, cwd string) (*checkpoint.Store, error) {
+	m.mu.Lock()
+	o := m.ckpts[cwd]
+	opener := o == nil
+	if opener {
+		o = &checkpointOpening{done: make(chan struct{})}
+		m.ckpts[cwd] = o
 	}
-	cs, err := checkpoint.Open(t.ctx, dir, cwd, checkpoint.Options{})
-	if err != nil {
-		return nil, err
+	m.mu.Unlock()
+	if !opener {
+		select {
+		case <-o.done:
+			return o.cs, o.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	t.m.mu.Lock()
-	if prev := t.m.ckpts[cwd]; prev != nil {
-		cs = prev
-	} else {
-		t.m.ckpts[cwd] = cs
+	// The Manager's context, not the caller's: others may wait on this open.
+	o.cs, o.err = checkpoint.Open(m.ctx, dataDir, cwd, m.opts.Checkpoints)
+	if o.err != nil {
+		m.mu.Lock()
+		delete(m.ckpts, cwd)
+		m.mu.Unlock()
 	}
-	t.m.mu.Unlock()
-	return cs, nil
+	close(o.done)
+	return o.cs, o.err
 }
 
 // snapshotAsync starts a snapshot in a child goroutine.
 func (t *thread) snapshotAsync(label string) *pendingSnapshot {
 	ps := &pendingSnapshot{done: make(chan struct{})}
-	cs, err := t.checkpoints()
-	if err != nil {
-		ps.err = err
-		close(ps.done)
-		return ps
-	}
+	open := t.checkpoints()
 	go func() {
 		defer close(ps.done)
 		// Not the turn's context: an interrupted turn still gets its
 		// snapshot, which a later revert needs.
+		cs, err := open(t.ctx)
+		if err != nil {
+			ps.err = err
+			return
+		}
 		snap, err := cs.Snapshot(t.ctx, label)
 		ps.id, ps.err = snap.ID, err
 	}()
 	return ps
+}
+
+// prune drops the snapshots beyond the store's cap and lets git collect
+// what only they used (checkpoint.Store.Prune). It runs on the child
+// goroutine that took a turn's last snapshot, after the turn has its result.
+func (t *thread) prune(cs *checkpoint.Store) {
+	if err := cs.Prune(t.ctx); err != nil && t.ctx.Err() == nil {
+		t.m.log.Warn("pruning checkpoints", "thread", t.id, "err", err)
+	}
 }
 
 // afterStartCheckpoint runs then on the thread goroutine once the turn's
@@ -177,17 +213,24 @@ func (t *thread) sendTurnDiff(tr *turn, final bool, then func()) {
 	}
 	t.afterStartCheckpoint(tr, func() {
 		start := tr.ckpt.Start
-		cs, err := t.checkpoints()
-		if start == "" || err != nil {
+		if start == "" {
 			then()
 			return
 		}
+		open := t.checkpoints()
 		ctx := tr.ctx
 		go func() {
-			snap, err := cs.Snapshot(t.ctx, "turn "+tr.id)
+			cs, err := open(t.ctx)
+			var snap checkpoint.Snapshot
+			if err == nil {
+				snap, err = cs.Snapshot(t.ctx, "turn "+tr.id)
+			}
 			var diff string
 			if err == nil {
 				diff, err = cs.Diff(t.ctx, start, snap.ID)
+			}
+			if final && err == nil {
+				defer t.prune(cs)
 			}
 			t.postEvent(ctx, func() {
 				if t.turn != tr {
@@ -220,10 +263,7 @@ func (t *thread) endCheckpointAsync(tr *turn) {
 	}
 	tr.endRecorded = true
 	ps := tr.startSnap
-	cs, err := t.checkpoints()
-	if err != nil {
-		return
-	}
+	open := t.checkpoints()
 	ck := tr.ckpt
 	go func() {
 		<-ps.done
@@ -231,12 +271,17 @@ func (t *thread) endCheckpointAsync(tr *turn) {
 			return
 		}
 		ck.Start = ps.id
+		cs, err := open(t.ctx)
+		if err != nil {
+			return
+		}
 		snap, err := cs.Snapshot(t.ctx, "turn "+tr.id+" end")
 		if err != nil {
 			return
 		}
 		ck.End = snap.ID
 		t.post(func() { t.saveCheckpoints(tr.id, ck) })
+		t.prune(cs)
 	}()
 }
 
@@ -289,14 +334,14 @@ func (t *thread) revert(p protocol.ThreadRevertParams, reply Reply) {
 			lastEnd = c.End
 		}
 	}
-	cs, err := t.checkpoints()
-	if err != nil {
-		reply(nil, fmt.Errorf("revert: %w", err))
-		return
-	}
+	open := t.checkpoints()
 	ctx := t.ctx
 	go func() {
 		restored, err := func() ([]string, error) {
+			cs, err := open(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("revert: %w", err)
+			}
 			now, err := cs.Snapshot(ctx, "before revert")
 			if err != nil {
 				return nil, err
@@ -336,7 +381,10 @@ func (t *thread) finishRevert(p protocol.ThreadRevertParams, idx int, turnIDs, r
 		for _, id := range turnIDs[idx:] {
 			_ = db.DeleteState(t.ctx, checkpointKey(t.id, id))
 		}
-		t.loadFromStore(false)
+		if err := t.reloadHistory(db); err != nil {
+			reply(nil, fmt.Errorf("revert: files restored and turns dropped, but %w", err))
+			return
+		}
 	} else {
 		t.turns = t.turns[:idx]
 		if n, ok := t.histMark[p.BeforeTurnID]; ok && n <= len(t.history) {

@@ -3,7 +3,13 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 )
+
+// ErrNoClient is wrapped by ClientCall.Wait once the client's input has
+// ended: nobody is left to answer the request. A thread answers it itself
+// (request.go: an approval is cancelled and the turn stops).
+var ErrNoClient = errors.New("no client to answer: its input has ended")
 
 // Reply answers one client request. It is called exactly once, by the
 // goroutine that owns the state the request touched, so that the response

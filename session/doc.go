@@ -1,12 +1,15 @@
 // Package session owns all conversation state: threads, turns, items and
 // the agent loop that drives a model and runs its tool calls.
 //
-// One goroutine owns each thread (thread.run). Requests from the server and
-// events from child goroutines (model streams, command runs, approval waits)
-// reach it as closures on its inbox and event channels; nothing else reads or
-// writes a thread's fields. Children tag what they send with the turn and
-// the sampling generation they belong to, so events that arrive after an
-// interrupt or a steer are dropped.
+// One goroutine owns each thread (thread.run); nothing else reads or writes
+// a thread's fields. Requests from the server, and the results of child
+// goroutines (command runs, approval waits, checkpoints, store reads), reach
+// it as closures on its inbox; model stream events reach it through a queue
+// (events.go) that wakes it once per burst. Model events carry the turn and
+// the sampling generation they belong to, and other results check the turn
+// they were started for, so whatever arrives after an interrupt or a steer
+// is dropped. Slow work (git, commands, loading a thread from the store) runs
+// on the child goroutines, never on the thread's.
 //
 // Full auto's decisions belong to package fullauto, a pure state machine
 // that the thread goroutine drives: it feeds events and applies the

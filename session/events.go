@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"strings"
 	"sync"
 
@@ -22,24 +23,53 @@ type modelEvent struct {
 // goroutine. The producer appends under a mutex and signals only when the
 // queue goes from empty to non-empty, so a fast stream costs one wake-up per
 // burst instead of one per delta; the thread drains the whole burst at once.
+//
+// The queue is bounded: once maxQueuedText bytes of event text wait, push
+// blocks until the thread takes them. A thread held up (by a client that
+// reads slowly, say: its notifications wait for room in the output queue)
+// thus slows the model stream down to its own pace instead of letting the
+// queue grow with everything the model sends meanwhile.
 type eventQueue struct {
 	wake chan struct{}
+	// room is signalled when take empties the queue.
+	room chan struct{}
 
-	mu  sync.Mutex
-	evs []modelEvent
+	mu   sync.Mutex
+	evs  []modelEvent
+	text int // bytes of event text queued
 }
 
-func newEventQueue() eventQueue { return eventQueue{wake: make(chan struct{}, 1)} }
+// maxQueuedText bounds the event text waiting for the thread goroutine.
+const maxQueuedText = 256 << 10
 
-func (q *eventQueue) push(e modelEvent) {
-	q.mu.Lock()
-	q.evs = append(q.evs, e)
-	first := len(q.evs) == 1
-	q.mu.Unlock()
-	if first {
+func newEventQueue() eventQueue {
+	return eventQueue{wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
+}
+
+// push queues e. While the queue is full it waits for room, or returns
+// false, dropping e, once ctx ends (the stream's events are stale then).
+// The final event of a stream (done) never waits.
+func (q *eventQueue) push(ctx context.Context, e modelEvent) bool {
+	for {
+		q.mu.Lock()
+		if e.done || q.text < maxQueuedText {
+			q.evs = append(q.evs, e)
+			q.text += len(e.ev.Text)
+			first := len(q.evs) == 1
+			q.mu.Unlock()
+			if first {
+				select {
+				case q.wake <- struct{}{}:
+				default:
+				}
+			}
+			return true
+		}
+		q.mu.Unlock()
 		select {
-		case q.wake <- struct{}{}:
-		default:
+		case <-q.room:
+		case <-ctx.Done():
+			return false
 		}
 	}
 }
@@ -49,7 +79,12 @@ func (q *eventQueue) take(spare []modelEvent) []modelEvent {
 	q.mu.Lock()
 	evs := q.evs
 	q.evs = spare[:0]
+	q.text = 0
 	q.mu.Unlock()
+	select {
+	case q.room <- struct{}{}:
+	default:
+	}
 	return evs
 }
 

@@ -108,24 +108,7 @@ func commandActions(cmd string) []protocol.CommandAction {
 // commands: the waitingOnApproval status first, then item/started, then the
 // request.
 func (t *thread) askApproval(tr *turn, run *commandRun, reason string) {
-	params := protocol.CommandApprovalParams{
-		ThreadID: t.id, TurnID: tr.id, ItemID: run.item.ID, StartedAtMs: nowMs(),
-		Kind: "command", Command: ptr(run.item.Command), Cwd: ptr(run.dir),
-		CommandActions: run.item.CommandActions, ProposedExecpolicyAmendment: proposedPrefix(run.command),
-	}
-	if reason != "" {
-		params.Reason = ptr(reason)
-	}
-	if run.plan.forbidden() {
-		why := run.plan.reason()
-		if reason != "" {
-			why += ". The agent says: " + reason
-		}
-		params.Reason = ptr(why)
-		params.ProposedExecpolicyAmendment = nil
-	}
-	req := serverRequest{Method: protocol.RequestCommandApproval, Params: params, Kind: "command", Command: run.command,
-		Rule: run.plan.ruleDecision(), RuleName: run.plan.ruleName(), Sandboxed: run.plan.sandboxed()}
+	req := t.commandRequest(tr.id, run, reason)
 	if raw, ok := t.autoAnswer(tr, req); ok {
 		t.notifyItemStarted(tr, run.item)
 		t.onApproval(tr, run, -1, raw, nil)
@@ -134,6 +117,38 @@ func (t *thread) askApproval(tr *turn, run *commandRun, reason string) {
 	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{protocol.FlagWaitingOnApproval}})
 	t.notifyItemStarted(tr, run.item)
 	t.sendRequest(tr, req, func(id int64, raw json.RawMessage, err error) { t.onApproval(tr, run, id, raw, err) })
+}
+
+// commandRequest is the approval request for a planned command; full
+// auto's rules judge it by its Rule, Sandboxed, Escalated and Opaque.
+func (t *thread) commandRequest(turnID string, run *commandRun, reason string) serverRequest {
+	params := protocol.CommandApprovalParams{
+		ThreadID: t.id, TurnID: turnID, ItemID: run.item.ID, StartedAtMs: nowMs(),
+		Kind: "command", Command: ptr(run.item.Command), Cwd: ptr(run.dir),
+		CommandActions: run.item.CommandActions, ProposedExecpolicyAmendment: proposedPrefix(run.command),
+		AvailableDecisions: []string{protocol.DecisionAccept, protocol.DecisionAcceptForSession, protocol.DecisionCancel},
+	}
+	if reason != "" {
+		params.Reason = ptr(reason)
+	}
+	var why string
+	switch {
+	case run.plan.forbidden():
+		why = run.plan.reason()
+	case run.plan.opaque() != "":
+		why = "The rules cannot read this command fully: " + run.plan.opaque()
+	}
+	if why != "" {
+		if reason != "" {
+			why += ". The agent says: " + reason
+		}
+		params.Reason = ptr(why)
+		params.ProposedExecpolicyAmendment = nil
+		params.AvailableDecisions = []string{protocol.DecisionAccept, protocol.DecisionCancel} // never approved for the session
+	}
+	return serverRequest{Method: protocol.RequestCommandApproval, Params: params, Kind: "command", Command: run.command,
+		Rule: run.plan.ruleDecision(), RuleName: run.plan.ruleName(), Sandboxed: run.plan.sandboxed(),
+		Escalated: run.plan.escalated, Opaque: run.plan.opaque()}
 }
 
 func (tr *turn) dropRequest(id int64) {
@@ -145,7 +160,7 @@ func (tr *turn) dropRequest(id int64) {
 	}
 }
 
-// onApproval acts on the client's answer (CORE.md §8).
+// onApproval acts on the client's answer (protocol/codex/CORE.md §8).
 func (t *thread) onApproval(tr *turn, run *commandRun, reqID int64, raw json.RawMessage, callErr error) {
 	t.resolved(reqID)
 	dec, err := approvalAnswer(raw, callErr)
@@ -158,7 +173,7 @@ func (t *thread) onApproval(tr *turn, run *commandRun, reqID int64, raw json.Raw
 	case protocol.DecisionAccept, "acceptWithExecpolicyAmendment", "applyNetworkPolicyAmendment":
 		t.startExec(tr, run)
 	case protocol.DecisionAcceptForSession:
-		t.approved[run.command] = true
+		t.approved[approvalKey(run.command, run.plan.escalated)] = true
 		t.startExec(tr, run)
 	case protocol.DecisionDecline:
 		t.finishCommand(tr, run, protocol.ItemDeclined, "The user declined to run this command. Do not retry it; continue without it or explain what you needed.")
@@ -171,13 +186,13 @@ func (t *thread) onApproval(tr *turn, run *commandRun, reqID int64, raw json.Raw
 }
 
 // finishCommand completes a command item that did not run, then goes on.
-func (t *thread) finishCommand(tr *turn, run *commandRun, status, modelMsg string) {
+func (t *thread) finishCommand(tr *turn, run *commandRun, status protocol.ItemStatus, modelMsg string) {
 	if t.finishCommandOnly(tr, run, status, modelMsg) {
 		t.runNextCall(tr)
 	}
 }
 
-func (t *thread) finishCommandOnly(tr *turn, run *commandRun, status, modelMsg string) bool {
+func (t *thread) finishCommandOnly(tr *turn, run *commandRun, status protocol.ItemStatus, modelMsg string) bool {
 	run.item.Status = status
 	if err := t.commitItem(tr, run.item, callHistory(run.call, modelMsg)); err != nil {
 		t.failTurn(tr, err)

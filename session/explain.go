@@ -21,7 +21,14 @@ func (m *Manager) ExplainPolicy(ctx context.Context, p protocol.PolicyExplainPar
 			if p.Cwd != nil && *p.Cwd != "" {
 				s.Cwd = *p.Cwd
 			}
-			reply(m.explainer(t.id, s, t.approved, t.approvedPaths).explain(p), nil)
+			ex := m.explainer(t.id, s, t.approved, t.approvedPaths)
+			if s.Cwd == t.settings.Cwd {
+				// Share the thread's loaded rules, so that a query warns
+				// about a rules file once, as the thread's commands do.
+				ex.rules = t.rules
+				defer func() { t.rules = ex.rules }()
+			}
+			reply(ex.explain(p), nil)
 		})
 		return
 	}
@@ -46,9 +53,19 @@ func (m *Manager) explainer(id string, s threadSettings, approved, approvedPaths
 func (t *thread) explain(p protocol.PolicyExplainParams) protocol.PolicyExplainResult {
 	res := protocol.PolicyExplainResult{Sandbox: t.settings.Sandbox, Approval: t.settings.ApprovalPolicy}
 	if p.Command != nil {
-		plan := t.planCommand(*p.Command, false)
+		escalated := p.SandboxPermissions != nil && *p.SandboxPermissions == "require_escalated"
+		// The very plan a command of this thread gets: same function, same
+		// rules, approvals and sandbox.
+		plan := t.planCommand(*p.Command, escalated)
 		v := plan.verdict
 		res.Decision, res.Reason, res.Effective = v.Decision.String(), v.Reason, plan.effective()
+		res.Escalated = escalated
+		if v.Opaque != "" {
+			res.Opaque = ptr(v.Opaque)
+		}
+		if plan.refuse != "" {
+			res.Refusal = ptr(plan.refuse)
+		}
 		res.Source = "default"
 		if v.Rule != nil {
 			res.Rule = ptr(strings.TrimSpace(v.Rule.Decision.String() + " " + strings.Join(v.Rule.Prefix, " ")))

@@ -214,7 +214,7 @@ const (
 	fileRefuse = "refuse"
 )
 
-// fileChangePlan applies the approval policy to a file change (CORE.md §9):
+// fileChangePlan applies the approval policy to a file change (protocol/codex/CORE.md §9):
 // written without asking under "never" or danger-full-access; asked about
 // under "untrusted" and in read-only; under on-request with workspace-write,
 // asked only when a path is outside the writable roots (which the workspace
@@ -244,7 +244,7 @@ func (t *thread) fileChangePlan(paths []string, inside bool) string {
 	return fileWrite
 }
 
-// onFileApproval acts on the answer (CORE.md §8): accept commits, decline
+// onFileApproval acts on the answer (protocol/codex/CORE.md §8): accept commits, decline
 // completes the item declined and the turn goes on, cancel ends the turn
 // interrupted with no item/completed for the change.
 func (t *thread) onFileApproval(tr *turn, run *fileRun, reqID int64, raw json.RawMessage, callErr error) {
@@ -305,7 +305,7 @@ func (t *thread) commitChanges(tr *turn, run *fileRun) {
 }
 
 // finishFileChange completes a change that was not applied, then goes on.
-func (t *thread) finishFileChange(tr *turn, run *fileRun, status, modelMsg string) {
+func (t *thread) finishFileChange(tr *turn, run *fileRun, status protocol.ItemStatus, modelMsg string) {
 	run.item.Status = status
 	if err := t.commitItem(tr, run.item, callHistory(run.call, run.call.Name+": "+modelMsg)); err != nil {
 		t.failTurn(tr, err)

@@ -241,6 +241,9 @@ func (t *thread) startRunTurn(e fullauto.StartTurn) {
 		})
 		return
 	}
+	if t.m.inputClosed.Load() {
+		return // no client: the next one resumes the run (drain.go)
+	}
 	if err := t.beginRunTurn(e.Input); err != nil {
 		t.m.log.Error("full auto: starting a turn", "thread", t.id, "err", err)
 		t.apply(t.fsm().TurnStartFailed(t.nowMs(), err.Error()))

@@ -93,20 +93,34 @@ func (c *fakeClock) next() (at time.Time, ok bool, added <-chan struct{}) {
 }
 
 // fireNext waits for a pending timer and advances the clock to it.
-func (c *fakeClock) fireNext(t *testing.T) {
+func (c *fakeClock) fireNext(t *testing.T) { c.fireWithin(t, 1<<62) }
+
+// fireWithin waits for a timer due within d from now (timers due later,
+// such as a turn's 2 h cap, do not count) and advances the clock to the
+// earliest such timer.
+func (c *fakeClock) fireWithin(t *testing.T, d time.Duration) {
 	t.Helper()
 	deadline := time.NewTimer(testTimeout)
 	defer deadline.Stop()
 	for {
-		at, ok, added := c.next()
+		c.mu.Lock()
+		now, added := c.now, c.added
+		var at time.Time
+		ok := false
+		for _, tm := range c.timers {
+			if tm.at.Sub(now) <= d && (!ok || tm.at.Before(at)) {
+				at, ok = tm.at, true
+			}
+		}
+		c.mu.Unlock()
 		if ok {
-			c.Advance(at.Sub(c.Now()))
+			c.Advance(at.Sub(now))
 			return
 		}
 		select {
 		case <-added:
 		case <-deadline.C:
-			t.Fatal("no timer was set")
+			t.Fatalf("no timer was set within %v", d)
 		}
 	}
 }

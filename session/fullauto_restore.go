@@ -260,13 +260,3 @@ func (t *thread) resumeCallItems(tr *turn, rc *resumedCall) error {
 
 // hiddenEntry is the model history entry of hidden input.
 func hiddenEntry(text string) model.Entry { return model.Entry{Kind: model.EntryUser, Text: text} }
-
-// storedHiddenInputs returns the thread's hidden turn inputs by turn id,
-// for loadFromStore to put back into the history.
-func (t *thread) storedHiddenInputs(db *store.Store) map[string]string {
-	h, err := db.HiddenInputs(t.ctx, t.id)
-	if err != nil {
-		t.m.log.Error("loading hidden inputs", "thread", t.id, "err", err)
-	}
-	return h
-}

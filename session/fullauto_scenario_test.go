@@ -323,6 +323,14 @@ func runScenario(t *testing.T, path string) {
 	replayReceipts(t, rs)
 }
 
+// Waits the runner cuts short: an approval nobody answers (the default
+// timeout is 10 min) and the cooldown after a failed turn (at most 60 s).
+// Timers due later, such as a turn's 2 h cap, are left alone.
+const (
+	maxApprovalWait = 10 * time.Minute
+	maxCooldown     = time.Minute
+)
+
 // drive answers the requests of thread id as answers says, fires the
 // timers the run waits on, and returns the fullAuto/statusChanged that
 // stops or pauses the run.
@@ -363,7 +371,7 @@ func (r *scenarioRun) drive(t *testing.T, id string, answers map[string]string) 
 			var ok bool
 			var at time.Time
 			at, ok, added = r.clock.next()
-			if ok {
+			if ok && at.Sub(r.clock.Now()) <= maxCooldown {
 				r.clock.Advance(at.Sub(r.clock.Now()))
 				waitTimer = false
 				continue
@@ -376,7 +384,7 @@ func (r *scenarioRun) drive(t *testing.T, id string, answers map[string]string) 
 			case !ok:
 				t.Fatalf("unexpected request %s %s (the scenario's answers do not cover it)", fc.method, fc.params)
 			case a == "none":
-				r.clock.fireNext(t) // the approval timeout
+				r.clock.fireWithin(t, maxApprovalWait) // the approval timeout
 			default:
 				fc.answer <- callAnswer{raw: json.RawMessage(a)}
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/model/scripted"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/tools/rules"
 )
 
 // TestSchedulerCapAndOrder: at most n slots are held; waiters get freed
@@ -163,17 +164,28 @@ func TestSteps(t *testing.T) {
 
 func TestIsCheck(t *testing.T) {
 	for cmd, want := range map[string]bool{
-		"go test ./...":           true,
-		"cd x && make test":       true,
-		"npm test":                true,
-		"pytest -q":               true,
-		"touch fixed && make":     true,
-		"echo go test":            true, // good enough: the command mentions a check
-		"ls -la":                  false,
-		"cat go.mod":              false,
-		"git commit -m 'testing'": false,
+		"go test ./...":                          true,
+		"cd x && make test":                      true,
+		"npm test":                               true,
+		"pytest -q":                              true,
+		"touch fixed && make":                    true,
+		"/bin/bash -c 'make test'":               true, // the form command items carry
+		"/bin/bash -c 'cd x && go test ./...'":   true,
+		"timeout 60 pytest -q":                   true,
+		"set -o pipefail; make test 2>&1 | tail": true,
+		"make test 2>&1":                         true,
+		"make test 2>&1 | tail":                  false, // tail's status, not the tests'
+		"make test || true":                      false,
+		"go test ./...; echo done":               false,
+		"echo go test":                           false, // mentions a check, runs none
+		"grep -r tox .":                          false,
+		"cat /usr/share/doc/make":                false,
+		"ls -la":                                 false,
+		"cat go.mod":                             false,
+		"git commit -m 'testing'":                false,
+		"make install":                           false,
 	} {
-		if got := isCheck(cmd); got != want {
+		if got := isCheck(rules.Builtin(), rules.Context{Cwd: "/w"}, cmd); got != want {
 			t.Errorf("isCheck(%q) = %t, want %t", cmd, got, want)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/tools/rules"
 )
 
 // responseUsage runs after each model response (turn.go): the run counts
@@ -105,7 +106,7 @@ func (t *thread) summarize(tr *turn, status string, te *protocol.TurnError) cont
 				io.WriteString(diff, c.Path+"\x00"+c.Diff+"\x00")
 			}
 		case protocol.CommandExecutionItem:
-			if isCheck(v.Command) && v.ExitCode != nil && v.Status != protocol.ItemDeclined {
+			if isCheck(t.commandRules(), t.rulesContext(), v.Command) && v.ExitCode != nil && v.Status != protocol.ItemDeclined {
 				s.ChecksPassed = ptr(*v.ExitCode == 0)
 			}
 		}
@@ -158,11 +159,13 @@ func turnError(te *protocol.TurnError) *controller.TurnError {
 	return &controller.TurnError{Message: te.Message, Kind: kind, Recoverable: rec}
 }
 
-// checkCommand matches commands whose outcome says whether the work is
-// sound: tests, builds, linters.
-var checkCommand = regexp.MustCompile(`(^|[;&|(\s/])(go (test|build|vet)|make|pytest|npm (test|run (test|build|lint))|yarn (test|build|lint)|pnpm (test|build|lint)|cargo (test|build|check|clippy)|tox|ruff|eslint|mypy|gradle|mvn|ctest|bazel (test|build)|tsc|staticcheck|golangci-lint|\./test|\./run_tests)\b`)
-
-func isCheck(cmd string) bool { return checkCommand.MatchString(cmd) }
+// isCheck reports whether cmd, a command item's command line
+// (`/bin/bash -c '...'`), runs a check of rs (a test, build or linter)
+// whose outcome its exit status is. A check whose status the command hides,
+// such as `make test | tail` without pipefail, is no evidence either way.
+func isCheck(rs *rules.Set, ctx rules.Context, cmd string) bool {
+	return rs.Check(cmd, ctx) == rules.CheckConclusive
+}
 
 // steps pairs the tool calls and outputs of a turn's history into the
 // controller's normalized steps. items (by id) say whether a command or a

@@ -6,7 +6,7 @@ import (
 	"github.com/apserver/apserver/protocol"
 )
 
-// Codex's thread goals (CORE.md §7) are a view of the thread's full-auto
+// Codex's thread goals (protocol/codex/CORE.md §7) are a view of the thread's full-auto
 // run: the objective, the token budget and six statuses mapped from the
 // run's state and stop condition (fullauto.Run.GoalStatus). thread/goal/set
 // makes a run that asks the editor for every approval, like Codex's goal

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apserver/apserver/config"
@@ -19,9 +20,6 @@ import (
 	"github.com/apserver/apserver/tools/checkpoint"
 	"github.com/apserver/apserver/tools/sandbox"
 )
-
-// ErrThreadNotFound is wrapped when a request names an unknown thread.
-var ErrThreadNotFound = errors.New("thread not found")
 
 // Options configure a Manager.
 type Options struct {
@@ -48,6 +46,12 @@ type Options struct {
 	DataDir string
 	// Clock is the session's time and timers; nil means the real clock.
 	Clock Clock
+	// Checkpoints tunes the snapshot stores (how many snapshots each
+	// workspace keeps, when git collects garbage); zero values are defaults.
+	Checkpoints checkpoint.Options
+	// ConfigSources are the config files and flags config/read reports
+	// (configread.go).
+	ConfigSources ConfigSources
 }
 
 // Manager owns the set of loaded threads. Its own fields are small leaf
@@ -74,11 +78,20 @@ type Manager struct {
 	toolsOnce sync.Once
 	tools     []model.Tool // the agent's tools, built on first use (tools.go)
 
-	mu      sync.Mutex
-	threads map[string]*thread // loaded threads
-	models  map[string]*model.Client
-	ckpts   map[string]*checkpoint.Store // by workspace
-	fsw     watchState                   // fs/watch, made on first use
+	// inputClosed: the client's input has ended (Drain); full-auto runs
+	// start no new turn. eofCancelled counts the requests answered by
+	// apserver because no client was left to (drain.go).
+	inputClosed  atomic.Bool
+	eofCancelled atomic.Int64
+
+	mu        sync.Mutex
+	turnEnded chan struct{}      // closed at the next turn/completed, for Drain; nil: nobody waits
+	threads   map[string]*thread // loaded threads
+	models    map[string]*model.Client
+	ckpts     map[string]*checkpointOpening // snapshot stores by workspace (checkpoint.go)
+	fsw       watchState                    // fs/watch, made on first use
+
+	fuzzy fuzzyTokens // fuzzyFileSearch's cancellation tokens (fuzzy.go)
 }
 
 // NewManager starts opening the store and returns at once.
@@ -93,7 +106,7 @@ func NewManager(opts Options) *Manager {
 		storeReady: make(chan struct{}),
 		threads:    map[string]*thread{},
 		models:     map[string]*model.Client{},
-		ckpts:      map[string]*checkpoint.Store{},
+		ckpts:      map[string]*checkpointOpening{},
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -155,7 +168,12 @@ func (m *Manager) Close() error {
 	return nil
 }
 
-func (m *Manager) notify(method string, params any) { m.client.Notify(method, params) }
+func (m *Manager) notify(method string, params any) {
+	m.client.Notify(method, params)
+	if method == protocol.NotifyTurnCompleted {
+		m.signalTurnEnded()
+	}
+}
 
 func (m *Manager) loaded(id string) *thread {
 	m.mu.Lock()
@@ -258,22 +276,30 @@ func (m *Manager) StartThread(ctx context.Context, p protocol.ThreadStartParams,
 		UpdatedAt: now.UnixMilli(),
 		Ephemeral: p.Ephemeral != nil && *p.Ephemeral,
 	}
+	s.DisabledTools = disabledTools(p.Config)
 	t := m.newThread(meta, s)
 	t.post(func() { t.create(reply) })
 }
 
 // ResumeThread implements thread/resume: loads the thread if needed
 // (announcing it idle), then answers with its history.
+// Loading reads the store, so it runs on a goroutine of its own; later
+// requests about the thread wait in its lane for the answer.
 func (m *Manager) ResumeThread(ctx context.Context, p protocol.ThreadResumeParams, reply Reply) {
-	t, err := m.load(ctx, p.ThreadID)
-	if err != nil {
-		reply(nil, err)
-		return
-	}
-	t.post(func() { t.resume(p, reply) })
+	go func() {
+		t, err := m.load(ctx, p.ThreadID)
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		t.post(func() { t.resume(p, reply) })
+	}()
 }
 
-// load returns the loaded thread, loading it from the store if needed.
+// load returns the loaded thread, loading it from the store if needed. The
+// store is read here, on the caller's goroutine, never on the thread's. A
+// thread whose history cannot be read is not loaded: the error says why
+// and nothing is written.
 func (m *Manager) load(ctx context.Context, id string) (*thread, error) {
 	if t := m.loaded(id); t != nil {
 		return t, nil
@@ -286,6 +312,10 @@ func (m *Manager) load(ctx context.Context, id string) (*thread, error) {
 	if err != nil {
 		return nil, wrapNotFound(id, err)
 	}
+	h, err := readHistory(ctx, db, id)
+	if err != nil {
+		return nil, fmt.Errorf("loading thread %s: %w", id, wrapNotFound(id, err))
+	}
 	s := settingsFromStore(meta, m.defaultSettings())
 	m.mu.Lock()
 	if t := m.threads[id]; t != nil { // lost a race with another load
@@ -294,7 +324,10 @@ func (m *Manager) load(ctx context.Context, id string) (*thread, error) {
 	}
 	m.mu.Unlock()
 	t := m.newThread(meta, s)
-	t.post(func() { t.loadFromStore(true) })
+	t.post(func() {
+		t.setHistory(h)
+		t.setStatus(protocol.ThreadStatus{Type: protocol.StatusIdle})
+	})
 	return t, nil
 }
 
@@ -347,7 +380,7 @@ func (m *Manager) ListThreads(ctx context.Context, p protocol.ThreadListParams, 
 		if p.Limit != nil {
 			o.Limit = *p.Limit
 		}
-		if p.SortKey != nil && *p.SortKey == "updated_at" {
+		if p.SortKey != nil && *p.SortKey != "created_at" { // recency and (without sections) section position follow updates
 			o.SortKey = "updated_at"
 		}
 		o.Ascending = p.SortDirection != nil && *p.SortDirection == "asc"

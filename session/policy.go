@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,33 +38,65 @@ func statMtimes(files []string) []time.Time {
 }
 
 // commandRules returns the thread's rules: the built-in ones, the user's
-// file, then the workspace's .apserver/rules. A file that fails to load
-// (a bad line, or an example its rule does not decide as written) is left
-// out and a warning names it; the built-in rules always apply.
+// file, then the workspace's .apserver/rules. A workspace file is written
+// by the repository or the agent, not the user: unless the user's config
+// marks the project trusted, its forbidden and prompt rules apply and its
+// allow rules are left out, with one warning naming them. A file that
+// fails to load (a bad line, or an example its rule does not decide as
+// written) is left out and a warning names it; the built-in rules always
+// apply.
 func (t *thread) commandRules() *rules.Set {
 	files := []string{}
 	if f := t.m.opts.Config.RulesFile; f != "" {
 		files = append(files, f)
 	}
-	files = append(files, filepath.Join(t.settings.Cwd, WorkspaceRulesFile))
+	ws := filepath.Join(t.settings.Cwd, WorkspaceRulesFile)
+	files = append(files, ws)
 	mt := statMtimes(files)
 	if c := t.rules; c != nil && slices.Equal(c.files, files) && slices.EqualFunc(c.mtime, mt, time.Time.Equal) {
 		return c.set
 	}
 	c := &rulesCache{files: files, mtime: mt}
-	c.set, c.err = rules.Load(files...)
-	if c.err != nil {
-		t.warn(fmt.Sprintf("command rules not loaded: %v; using the rules that load", c.err))
-		// Keep every file that loads on its own.
-		c.set = rules.Builtin()
-		for _, f := range files {
-			if s, err := rules.Load(f); err == nil {
-				c.set = c.set.With(userRules(s)...)
-			}
+	trusted := t.m.opts.Config.ProjectTrusted(t.settings.Cwd)
+	c.set = rules.Builtin()
+	var bad []string
+	for _, f := range files {
+		s, err := rules.Load(f)
+		if err != nil {
+			bad = append(bad, err.Error())
+			continue
 		}
+		add := userRules(s)
+		if f == ws && !trusted {
+			add = t.tightenOnly(f, add)
+		}
+		c.set = c.set.With(add...)
+	}
+	if len(bad) > 0 {
+		c.err = errors.New(strings.Join(bad, "; "))
+		t.warn(fmt.Sprintf("command rules not loaded: %v; using the rules that load", c.err))
 	}
 	t.rules = c
 	return c.set
+}
+
+// tightenOnly drops the allow rules of an untrusted workspace rules file,
+// warning once per load with their names.
+func (t *thread) tightenOnly(file string, rs []rules.Rule) []rules.Rule {
+	var keep []rules.Rule
+	var dropped []string
+	for _, r := range rs {
+		if r.Decision == rules.Allow {
+			dropped = append(dropped, fmt.Sprintf("%q (line %d)", r.String(), r.Line))
+			continue
+		}
+		keep = append(keep, r)
+	}
+	if len(dropped) > 0 {
+		t.warn(fmt.Sprintf("%s: allow rules ignored, since this project is not marked trusted in the user config (a workspace rules file may only make commands stricter): %s",
+			file, strings.Join(dropped, ", ")))
+	}
+	return keep
 }
 
 // userRules are the rules of s that did not come with the binary.
@@ -140,6 +173,7 @@ type commandPlan struct {
 }
 
 func (p commandPlan) forbidden() bool      { return p.verdict.Decision == rules.Forbidden }
+func (p commandPlan) opaque() string       { return p.verdict.Opaque }
 func (p commandPlan) reason() string       { return p.verdict.Reason }
 func (p commandPlan) ruleDecision() string { return p.verdict.Decision.String() }
 func (p commandPlan) sandboxed() bool      { return p.sandbox != nil }
@@ -169,36 +203,69 @@ func (p commandPlan) effective() string {
 	return "run"
 }
 
-// planCommand decides a command: the rules first (forbidden always needs
-// a human), then the approval policy and the sandbox.
+// approvalKey is the key of a command accepted "for session": an approval
+// to run a command in the sandbox never covers running it outside.
+func approvalKey(cmd string, escalated bool) string {
+	if escalated {
+		return "\x00escalated\x00" + cmd
+	}
+	return cmd
+}
+
+// planCommand decides a command. policy/explain reports exactly this plan.
+// Three things always need a human, whatever the approval policy, sandbox
+// and session approvals say:
 //
-//   - never: run everything the rules do not forbid; refuse forbidden ones.
+//   - a forbidden command: asked for, or refused under never;
+//   - an escalation (the model asks to run outside the sandbox): asked
+//     for, or refused under never, telling the model to run it sandboxed;
+//     only an escalation accepted for the session runs again;
+//   - an opaque command, which the rules cannot read fully: asked for,
+//     unless accepted for the session; under never it runs only in the
+//     sandbox, and is refused where there is none (danger-full-access, or
+//     no kernel sandbox).
+//
+// Otherwise:
+//
+//   - never: run everything.
 //   - untrusted: run what the rules allow; ask for the rest.
-//   - on-request (and on-failure): ask when the model requests escalation;
-//     otherwise run in the sandbox without asking, or, where the kernel
-//     cannot sandbox, ask for anything the rules do not allow.
+//   - on-request (and on-failure): run in the sandbox without asking, or,
+//     where the kernel cannot sandbox, ask for anything the rules do not
+//     allow; danger-full-access runs what the rules do not forbid.
 //
-// A command accepted "for session" runs again without asking unless it is
-// forbidden. Commands run confined by the sandbox unless the thread is
+// Commands run confined by the sandbox unless the thread is
 // danger-full-access or the user approved an escalation.
 func (t *thread) planCommand(cmd string, escalated bool) commandPlan {
 	v := t.commandRules().Evaluate(cmd, t.rulesContext())
 	sb, sbErr := t.sandboxPolicy(escalated)
 	plan := commandPlan{verdict: v, sandbox: sb, escalated: escalated}
-	policy := t.settings.ApprovalPolicy
+	never := t.settings.ApprovalPolicy == protocol.ApprovalNever
 	switch {
 	case v.Decision == rules.Forbidden:
-		if policy == protocol.ApprovalNever {
+		if never {
 			plan.refuse = v.Reason + ". Forbidden commands need a human, and this thread never asks; do not try to run it another way."
 		} else {
 			plan.ask = true
 		}
-	case t.approved[cmd]:
-	case policy == protocol.ApprovalNever:
-	case policy == protocol.ApprovalUntrusted:
-		plan.ask = v.Decision != rules.Allow
 	case escalated:
-		plan.ask = true
+		switch {
+		case t.approved[approvalKey(cmd, true)]:
+		case never:
+			plan.refuse = "Running a command outside the sandbox needs a human's approval, and this thread never asks. Run it without require_escalated: it then runs inside the sandbox."
+		default:
+			plan.ask = true
+		}
+	case t.approved[approvalKey(cmd, false)]:
+	case v.Opaque != "":
+		switch {
+		case !never:
+			plan.ask = true
+		case sb == nil:
+			plan.refuse = "The rules cannot read this command fully (" + v.Opaque + "), so it may only run inside the sandbox, and this thread has none and never asks. Write it so the program and its subcommand are plain words."
+		}
+	case never:
+	case t.settings.ApprovalPolicy == protocol.ApprovalUntrusted:
+		plan.ask = v.Decision != rules.Allow
 	case v.Decision == rules.Allow, t.settings.Sandbox == protocol.SandboxDangerFullAccess:
 	default:
 		plan.ask = sbErr != nil

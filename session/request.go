@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/apserver/apserver/protocol"
@@ -23,6 +24,10 @@ type serverRequest struct {
 	Rule, RuleName string
 	// Sandboxed: the command would run confined by the kernel sandbox.
 	Sandboxed bool
+	// Escalated: the command asks to run outside the sandbox. Opaque says
+	// why the rules cannot read it fully. Either makes it a human's call.
+	Escalated bool
+	Opaque    string
 	// InsideWorkspace: every path of a file change is inside the writable
 	// roots.
 	InsideWorkspace bool
@@ -35,7 +40,7 @@ type serverRequest struct {
 // Callers consult autoAnswer first: a request it answers is never sent.
 //
 // The request is tracked on the turn so that ending the turn resolves it
-// (CORE.md §8: serverRequest/resolved after turn/completed).
+// (protocol/codex/CORE.md §8: serverRequest/resolved after turn/completed).
 func (t *thread) sendRequest(tr *turn, req serverRequest, onAnswer func(reqID int64, raw json.RawMessage, err error)) {
 	if t.answerLater(tr, req, onAnswer) { // full auto: the decision model may answer (fullauto_approve.go)
 		return
@@ -55,6 +60,10 @@ func (t *thread) sendRequest(tr *turn, req serverRequest, onAnswer func(reqID in
 				return
 			}
 			tr.dropRequest(id)
+			if errors.Is(err, ErrNoClient) { // the input ended (drain.go)
+				t.noClient(tr, req, id, onAnswer)
+				return
+			}
 			onAnswer(id, raw, err)
 		})
 	}()

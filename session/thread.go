@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ type threadSettings struct {
 	Effort                string `json:"effort,omitempty"`
 	BaseInstructions      string `json:"baseInstructions,omitempty"`
 	DeveloperInstructions string `json:"developerInstructions,omitempty"`
+	DisabledTools         string `json:"disabledTools,omitempty"` // from thread/start config (configtools.go)
 }
 
 func settingsFromStore(meta store.Thread, def threadSettings) threadSettings {
@@ -181,7 +183,23 @@ func (t *thread) unload() {
 	t.shutdown()
 }
 
-func (t *thread) notify(method string, params any) { t.m.notify(method, params) }
+// notify sends a notification, noting which items of the active turn are
+// open (started, not completed) so that a failing turn can close them.
+func (t *thread) notify(method string, params any) {
+	if tr := t.turn; tr != nil {
+		switch p := params.(type) {
+		case protocol.ItemStartedNotification:
+			if p.TurnID == tr.id {
+				tr.open = append(tr.open, p.Item)
+			}
+		case protocol.ItemCompletedNotification:
+			if p.TurnID == tr.id {
+				tr.dropOpen(p.Item.ItemID())
+			}
+		}
+	}
+	t.m.notify(method, params)
+}
 
 // setStatus records the status and announces it if it changed.
 func (t *thread) setStatus(s protocol.ThreadStatus) {
@@ -243,40 +261,76 @@ func (t *thread) create(reply Reply) {
 		}
 	}
 	t.statusSent = true // a new thread starts idle without a status notification
-	reply(t.sessionResult(false), nil)
+	reply(t.sessionResult(), nil)
 	t.notify(protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: t.wire(false)})
 }
 
-// loadFromStore rebuilds history, usage and turns from the store.
-func (t *thread) loadFromStore(announce bool) {
-	db, err := t.m.store()
+// storedHistory is what loading a thread reads from the store: the model
+// history and the ids of the items.
+type storedHistory struct {
+	entries []model.Entry
+	itemIDs []string
+}
+
+// readHistory reads a thread's model history from the store. It runs off
+// the thread goroutine (Manager.load) or, after a fork or revert, on it.
+// Any row it cannot read or decode is an error: a thread loaded without
+// part of its history would run its next turn without that context.
+func readHistory(ctx context.Context, db *store.Store, threadID string) (storedHistory, error) {
+	items, err := db.Items(ctx, threadID)
 	if err != nil {
-		t.m.log.Error("loading thread", "thread", t.id, "err", err)
-		return
+		return storedHistory{}, err
 	}
-	items, err := db.Items(t.ctx, t.id)
+	// Full auto: turns started with hidden input (fullauto_restore.go).
+	hidden, err := db.HiddenInputs(ctx, threadID)
 	if err != nil {
-		t.m.log.Error("loading thread items", "thread", t.id, "err", err)
-		return
+		return storedHistory{}, err
 	}
-	t.history = t.history[:0]
-	hidden := t.storedHiddenInputs(db) // full auto: turns started with hidden input (fullauto_restore.go)
+	var h storedHistory
 	for _, it := range items {
-		if h, ok := hidden[it.TurnID]; ok {
-			t.history = append(t.history, hiddenEntry(h))
+		if text, ok := hidden[it.TurnID]; ok {
+			h.entries = append(h.entries, hiddenEntry(text))
 			delete(hidden, it.TurnID)
 		}
-		t.itemIDs[it.ID] = true
+		h.itemIDs = append(h.itemIDs, it.ID)
 		if len(it.History) > 0 {
 			var es []model.Entry
-			if err := json.Unmarshal(it.History, &es); err == nil {
-				t.history = append(t.history, es...)
+			if err := json.Unmarshal(it.History, &es); err != nil {
+				return storedHistory{}, fmt.Errorf("decoding the history of item %s (turn %s): %w", it.ID, it.TurnID, err)
 			}
+			h.entries = append(h.entries, es...)
 		}
 	}
-	if announce {
-		t.setStatus(protocol.ThreadStatus{Type: protocol.StatusIdle})
+	return h, nil
+}
+
+// setHistory replaces the thread's history with one read from the store.
+func (t *thread) setHistory(h storedHistory) {
+	t.history = append(t.history[:0], h.entries...)
+	for _, id := range h.itemIDs {
+		t.itemIDs[id] = true
 	}
+}
+
+// reloadHistory rereads the history after the thread's turns changed in
+// the store (fork, revert). When that fails the thread unloads itself, so
+// that no turn runs on a partial history; a later thread/resume reloads it
+// or reports the error.
+func (t *thread) reloadHistory(db *store.Store) error {
+	h, err := readHistory(t.ctx, db, t.id)
+	if err != nil {
+		t.m.log.Error("reloading thread history; unloading the thread", "thread", t.id, "err", err)
+		t.setStatus(protocol.ThreadStatus{Type: protocol.StatusNotLoaded})
+		t.m.mu.Lock()
+		if t.m.threads[t.id] == t {
+			delete(t.m.threads, t.id)
+		}
+		t.m.mu.Unlock()
+		t.stop()
+		return fmt.Errorf("loading thread %s: %w", t.id, err)
+	}
+	t.setHistory(h)
+	return nil
 }
 
 // resume answers thread/resume.
@@ -296,9 +350,14 @@ func (t *thread) resume(p protocol.ThreadResumeParams, reply Reply) {
 	if !t.statusSent {
 		t.setStatus(t.status)
 	}
-	res := protocol.ThreadResumeResult{ThreadSessionResult: t.sessionResult(!p.ExcludeTurns)}
-	reply(res, nil)
-	t.goalOnResume() // Codex syncs the goal on resume (goal.go)
+	t.withTurns(t.sessionResult(), !p.ExcludeTurns, reply, func(res protocol.ThreadSessionResult, err error) {
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		reply(protocol.ThreadResumeResult{ThreadSessionResult: res}, nil)
+		t.goalOnResume() // Codex syncs the goal on resume (goal.go)
+	})
 }
 
 // fork creates this (new) thread as a copy of src and announces it.
@@ -319,10 +378,19 @@ func (t *thread) fork(srcID, through string, excludeTurns bool, reply Reply) {
 		return
 	}
 	t.copyCheckpoints(db, srcID)
-	t.loadFromStore(false)
+	if err := t.reloadHistory(db); err != nil {
+		reply(nil, err)
+		return
+	}
 	t.statusSent = true
-	reply(t.sessionResult(!excludeTurns), nil)
-	t.notify(protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: t.wire(false)})
+	t.withTurns(t.sessionResult(), !excludeTurns, reply, func(res protocol.ThreadSessionResult, err error) {
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		reply(res, nil)
+		t.notify(protocol.NotifyThreadStarted, protocol.ThreadStartedNotification{Thread: t.wire(false)})
+	})
 }
 
 func (t *thread) setName(name string, reply Reply) {
@@ -336,15 +404,16 @@ func (t *thread) setName(name string, reply Reply) {
 	t.notify(protocol.NotifyThreadNameUpdated, protocol.ThreadNameUpdatedNotification{ThreadID: t.id, ThreadName: &name})
 }
 
-// sessionResult is the shared body of thread/start, resume and fork results.
-func (t *thread) sessionResult(withTurns bool) protocol.ThreadSessionResult {
+// sessionResult is the shared body of thread/start, resume and fork results,
+// without turns (see withTurns).
+func (t *thread) sessionResult() protocol.ThreadSessionResult {
 	var effort *string
 	if t.settings.Effort != "" {
 		e := t.settings.Effort
 		effort = &e
 	}
 	return protocol.ThreadSessionResult{
-		Thread:             t.wire(withTurns),
+		Thread:             t.wire(false),
 		Model:              t.settings.Model,
 		ModelProvider:      t.settings.Provider,
 		Cwd:                t.settings.Cwd,
@@ -356,22 +425,59 @@ func (t *thread) sessionResult(withTurns bool) protocol.ThreadSessionResult {
 	}
 }
 
-// wire is the thread as sent to the client.
+// wire is the thread as sent to the client. withTurns adds the turns of an
+// ephemeral thread, which live in memory; a persistent thread's turns are
+// in the store, read off the thread goroutine by withTurns.
 func (t *thread) wire(withTurns bool) protocol.Thread {
 	th := t.m.wireThread(t.meta, t.status)
-	if withTurns {
-		if t.persistent() {
-			if db, err := t.m.store(); err == nil {
-				if turns, err := loadTurns(t.ctx, db, t.id); err == nil {
-					th.Turns = turns
-				}
-			}
-		} else {
-			th.Turns = append(th.Turns, t.turns...)
-		}
-		if t.turn != nil && !t.persistent() {
+	if withTurns && !t.persistent() {
+		th.Turns = append(th.Turns, t.turns...)
+		if t.turn != nil {
 			th.Turns = append(th.Turns, t.turn.wire(protocol.ItemsFull))
 		}
 	}
 	return th
+}
+
+// withTurns calls done on the thread goroutine with res, its turns added
+// when want is set. A persistent thread's turns are read from the store by a
+// child goroutine (SQLite reads of a long thread are slow work); an error
+// reading them is done's error, never an empty list. If the thread stops
+// before done can run, reply gets an error instead, so the request is still
+// answered.
+func (t *thread) withTurns(res protocol.ThreadSessionResult, want bool, reply Reply, done func(protocol.ThreadSessionResult, error)) {
+	if !want || !t.persistent() {
+		if want {
+			res.Thread = t.wire(true)
+		}
+		done(res, nil)
+		return
+	}
+	db, err := t.m.store()
+	if err != nil {
+		done(res, err)
+		return
+	}
+	ctx, id := t.ctx, t.id
+	go func() {
+		turns, err := loadTurns(ctx, db, id)
+		if err != nil {
+			err = fmt.Errorf("reading the turns of thread %s: %w", id, err)
+		}
+		res.Thread.Turns = turns
+		ran := make(chan struct{})
+		t.post(func() {
+			close(ran)
+			done(res, err)
+		})
+		select {
+		case <-ran:
+		case <-t.done:
+			select {
+			case <-ran:
+			default:
+				reply(nil, fmt.Errorf("thread %s was unloaded before it could answer", id))
+			}
+		}
+	}()
 }

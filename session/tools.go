@@ -104,7 +104,7 @@ var requestUserInputSchema = json.RawMessage(`{
 func (t *thread) agentTools() []model.Tool {
 	m := t.m
 	m.toolsOnce.Do(func() { m.tools = buildAgentTools(m.opts.Config.ApplyPatchTool) })
-	return m.tools
+	return withoutTools(m.tools, t.settings.DisabledTools)
 }
 
 func buildAgentTools(applyPatchTool string) []model.Tool {
@@ -150,7 +150,10 @@ func (t *thread) runNextCall(tr *turn) {
 }
 
 func (t *thread) dispatch(tr *turn, call model.ToolCall) {
+	call = unwrapArguments(call)
 	switch {
+	case toolOff(t.settings.DisabledTools, call.Name):
+		t.toolError(tr, call, fmt.Sprintf("tool %q is turned off for this thread; the available tools are %s", call.Name, t.toolNames()))
 	case execAliases[call.Name]:
 		t.runCommandCall(tr, call)
 	case call.Name == toolApplyPatch:
@@ -166,6 +169,25 @@ func (t *thread) dispatch(tr *turn, call model.ToolCall) {
 	default:
 		t.toolError(tr, call, fmt.Sprintf("unknown tool %q; the available tools are %s", call.Name, t.toolNames()))
 	}
+}
+
+// unwrapArguments undoes a double encoding some models use: a function
+// call's arguments sent as a JSON string that holds the JSON object. Every
+// tool then decodes the object, and the history records it. Free-form
+// (custom) tool input is text and left alone.
+func unwrapArguments(call model.ToolCall) model.ToolCall {
+	raw := strings.TrimSpace(call.Arguments)
+	if call.Custom || !strings.HasPrefix(raw, `"`) {
+		return call
+	}
+	var inner string
+	if json.Unmarshal([]byte(raw), &inner) != nil {
+		return call
+	}
+	if in := strings.TrimSpace(inner); strings.HasPrefix(in, "{") && json.Valid([]byte(in)) {
+		call.Arguments = in
+	}
+	return call
 }
 
 // callHistory is the history a tool call and its output add.

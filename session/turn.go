@@ -34,6 +34,9 @@ type turn struct {
 	// deadline fires when a full-auto run's time budget runs out during
 	// the turn (fullauto.go); the turn's end stops it.
 	deadline Timer
+	// schema, from turn/start's outputSchema, asks the model for
+	// structured output for this turn only.
+	schema *model.OutputSchema
 
 	// Sampling state. gen counts model requests; events of older
 	// generations are dropped.
@@ -55,6 +58,13 @@ type turn struct {
 
 	items     []protocol.ThreadItem // completed items, in order
 	lastAgent *protocol.AgentMessageItem
+	// open are the items started and not completed, in start order
+	// (tracked by thread.notify); a failing turn completes them.
+	open []protocol.ThreadItem
+	// outBytes is the model output streamed in this turn, against
+	// Config.TurnMaxOutputBytes; limit fires at Config.TurnMaxTime.
+	outBytes int64
+	limit    Timer
 
 	// plan is the agent's latest update_plan.
 	plan []protocol.TurnPlanStep
@@ -71,7 +81,7 @@ type turn struct {
 	endRecorded bool
 }
 
-func (tr *turn) wire(view string) protocol.Turn {
+func (tr *turn) wire(view protocol.ItemsView) protocol.Turn {
 	w := protocol.Turn{ID: tr.id, Items: []protocol.ThreadItem{}, ItemsView: view, Status: protocol.TurnInProgress}
 	if view == protocol.ItemsFull {
 		w.Items = append(w.Items, tr.items...)
@@ -155,11 +165,12 @@ func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 		client:    t.m.modelClient(provider),
 		prompt:    systemPrompt(t.settings.Cwd, t.settings.BaseInstructions, t.m.opts.Config.Instructions, t.settings.DeveloperInstructions),
 	}
+	tr.schema = outputSchema(p.OutputSchema)
 	if t.persistent() {
 		db, err := t.m.store()
 		if err == nil {
 			var st store.Turn
-			st, err = db.StartTurn(ctx, store.Turn{ThreadID: t.id, ID: tr.id, Status: protocol.TurnInProgress, StartedAt: now.UnixMilli()})
+			st, err = db.StartTurn(ctx, store.Turn{ThreadID: t.id, ID: tr.id, Status: store.StatusInProgress, StartedAt: now.UnixMilli()})
 			tr.seq = st.Seq
 		}
 		if err != nil {
@@ -170,6 +181,13 @@ func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 	t.turn = tr
 	if !t.persistent() {
 		t.histMark[tr.id] = len(t.history) // for thread/revert; the store keeps the rest
+	}
+	if d := t.m.opts.Config.TurnMaxTime; d > 0 {
+		tr.limit = t.m.clock.AfterFunc(d, func() {
+			t.postEvent(ctx, func() {
+				t.failTurn(tr, &limitError{what: fmt.Sprintf("the turn ran longer than %s", d), key: "turn_max_time_ms"})
+			})
+		})
 	}
 	return tr, nil
 }
@@ -231,6 +249,13 @@ func (t *thread) consumeSteerIfSampling(tr *turn) {
 	}
 	tr.streamCancel()
 	tr.sampling = false
+	// The partial message and reasoning are abandoned (CORE.md §6 turn/steer).
+	if tr.msg != nil {
+		tr.dropOpen(tr.msg.ID)
+	}
+	if tr.reasoning != nil {
+		tr.dropOpen(tr.reasoning.ID)
+	}
 	tr.msg, tr.reasoning, tr.calls = nil, nil, nil
 	tr.msgText.Reset()
 	if err := t.consumePendingInput(tr); err != nil {
@@ -285,7 +310,7 @@ func (t *thread) abandonTurn() {
 	if t.persistent() {
 		if db, err := t.m.store(); err == nil {
 			now := time.Now()
-			_ = db.FinishTurn(context.Background(), store.Turn{ThreadID: t.id, ID: tr.id, Seq: tr.seq, Status: protocol.TurnInterrupted,
+			_ = db.FinishTurn(context.Background(), store.Turn{ThreadID: t.id, ID: tr.id, Seq: tr.seq, Status: store.StatusInterrupted,
 				StartedAt: tr.started.UnixMilli(), CompletedAt: now.UnixMilli(), DurationMs: now.Sub(tr.started).Milliseconds()})
 		}
 	}
@@ -366,13 +391,14 @@ func (t *thread) sample(tr *turn) {
 		Tools:             t.agentTools(),
 		ReasoningEffort:   t.settings.Effort,
 		ParallelToolCalls: true,
+		OutputSchema:      tr.schema,
 	}
 	client := tr.client
 	go func() {
 		err := t.m.sched.stream(ctx, client, req, func(ev model.Event) { // capped across threads (sched.go)
-			t.events.push(modelEvent{tr: tr, gen: gen, ev: ev})
+			t.events.push(ctx, modelEvent{tr: tr, gen: gen, ev: ev})
 		})
-		t.events.push(modelEvent{tr: tr, gen: gen, done: true, err: err})
+		t.events.push(ctx, modelEvent{tr: tr, gen: gen, done: true, err: err})
 	}()
 }
 
@@ -382,6 +408,9 @@ func (t *thread) current(tr *turn, gen int) bool {
 
 func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 	if !t.current(tr, gen) {
+		return
+	}
+	if !t.countOutput(tr, ev) {
 		return
 	}
 	switch ev.Kind {
@@ -637,7 +666,18 @@ func turnErrorFrom(err error, msg string) protocol.TurnError {
 			te.CodexErrorInfo = protocol.ErrorInfoHTTP("httpConnectionFailed", me.HTTPStatus)
 		case model.ErrKindDisconnected, model.ErrKindIdleTimeout:
 			te.CodexErrorInfo = protocol.ErrorInfoHTTP("responseStreamDisconnected", me.HTTPStatus)
+		case model.ErrKindOutputLimit:
+			te.Message = me.Message + " (config: response_max_output_bytes)"
+			te.AdditionalDetails = ptr("response_max_output_bytes")
+		case model.ErrKindResponseTimeout:
+			te.Message = me.Message + " (config: response_max_time_ms)"
+			te.AdditionalDetails = ptr("response_max_time_ms")
 		}
+	}
+	var le *limitError
+	if errors.As(err, &le) {
+		te.Message = le.Error()
+		te.AdditionalDetails = ptr(le.key)
 	}
 	if te.Message == "" {
 		te.Message = "unknown error"
@@ -646,9 +686,14 @@ func turnErrorFrom(err error, msg string) protocol.TurnError {
 }
 
 // completeTurn ends the turn with the given status, in Codex's order.
-func (t *thread) completeTurn(tr *turn, status string, te *protocol.TurnError) {
-	if tr.deadline != nil {
-		tr.deadline.Stop()
+func (t *thread) completeTurn(tr *turn, status protocol.TurnStatus, te *protocol.TurnError) {
+	if status == protocol.TurnFailed {
+		t.closeOpenItems(tr)
+	}
+	for _, tm := range []Timer{tr.limit, tr.deadline} {
+		if tm != nil {
+			tm.Stop()
+		}
 	}
 	t.endCheckpointAsync(tr)
 	tr.cancel()
@@ -661,7 +706,7 @@ func (t *thread) completeTurn(tr *turn, status string, te *protocol.TurnError) {
 			if te != nil {
 				errJSON, _ = json.Marshal(te)
 			}
-			if err := db.FinishTurn(context.Background(), store.Turn{ThreadID: t.id, ID: tr.id, Seq: tr.seq, Status: status, Error: errJSON,
+			if err := db.FinishTurn(context.Background(), store.Turn{ThreadID: t.id, ID: tr.id, Seq: tr.seq, Status: string(status), Error: errJSON,
 				StartedAt: tr.started.UnixMilli(), CompletedAt: now.UnixMilli(), DurationMs: dur}); err != nil {
 				t.m.log.Error("recording turn end", "thread", t.id, "turn", tr.id, "err", err)
 			}
@@ -693,7 +738,7 @@ func (t *thread) completeTurn(tr *turn, status string, te *protocol.TurnError) {
 		t.notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.id, RequestID: id})
 	}
 	tr.requests = nil
-	t.turnEnded(tr, status, te)
+	t.turnEnded(tr, string(status), te) // full auto takes the plain string
 }
 
 // execLimits bound commands.
@@ -701,3 +746,87 @@ const (
 	defaultCommandTimeout = 2 * time.Minute
 	maxCommandTimeout     = 30 * time.Minute
 )
+
+// limitError ends a turn that went past one of its caps; key is the config
+// key that sets the cap. Its TurnError has codexErrorInfo "other" (see
+// docs/protocol.md: no Codex variant names a server-side cap, and the
+// stream variants would make full auto retry a runaway) with the key in
+// additionalDetails.
+type limitError struct {
+	what, key string
+}
+
+func (e *limitError) Error() string {
+	return fmt.Sprintf("%s; apserver stopped it (config: %s)", e.what, e.key)
+}
+
+// countOutput adds a model event's output to the turn's total and fails
+// the turn once it passes Config.TurnMaxOutputBytes; false means the turn
+// ended.
+func (t *thread) countOutput(tr *turn, ev model.Event) bool {
+	switch ev.Kind {
+	case model.EvTextDelta, model.EvReasoningSummaryDelta, model.EvReasoningTextDelta:
+		tr.outBytes += int64(len(ev.Text))
+	case model.EvToolCall:
+		tr.outBytes += int64(len(ev.Call.Arguments))
+	default:
+		return true
+	}
+	limit := t.m.opts.Config.TurnMaxOutputBytes
+	if limit <= 0 || tr.outBytes <= limit {
+		return true
+	}
+	tr.streamCancel()
+	t.failTurn(tr, &limitError{what: fmt.Sprintf("the turn's model output passed %d bytes", limit), key: "turn_max_output_bytes"})
+	return false
+}
+
+func (tr *turn) dropOpen(id string) {
+	for i, it := range tr.open {
+		if it.ItemID() == id {
+			tr.open = append(tr.open[:i], tr.open[i+1:]...)
+			return
+		}
+	}
+}
+
+// closeOpenItems completes, before a failed turn's turn/completed, every
+// item it started and did not complete: an agent message or reasoning
+// with what was received so far, a tool item as failed. Partial model
+// output is kept out of the model's history: the next turn must not
+// inherit a runaway response.
+func (t *thread) closeOpenItems(tr *turn) {
+	open := tr.open
+	tr.open = nil
+	for _, it := range open {
+		switch item := it.(type) {
+		case protocol.AgentMessageItem:
+			if tr.msg != nil && tr.msg.ID == item.ID {
+				item.Text = tr.msgText.String()
+				tr.msg = nil
+				tr.msgText.Reset()
+			}
+			it = item
+		case protocol.ReasoningItem:
+			if tr.reasoning != nil && tr.reasoning.ID == item.ID {
+				item = *tr.reasoning
+				tr.reasoning = nil
+			}
+			it = item
+		case protocol.CommandExecutionItem:
+			item.Status = protocol.ItemFailed
+			it = item
+		case protocol.FileChangeItem:
+			item.Status = protocol.ItemFailed
+			it = item
+		case protocol.DynamicToolCallItem:
+			item.Status = protocol.ItemFailed
+			it = item
+		}
+		if err := t.commitItem(tr, it, nil); err != nil {
+			// The client still learns the item is over.
+			t.m.log.Error("closing an item of a failed turn", "thread", t.id, "turn", tr.id, "item", it.ItemID(), "err", err)
+			t.notify(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: it, ThreadID: t.id, TurnID: tr.id, CompletedAtMs: time.Now().UnixMilli()})
+		}
+	}
+}

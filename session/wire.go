@@ -73,7 +73,7 @@ func storedTurnToWire(tr store.Turn, items []protocol.ThreadItem) protocol.Turn 
 	if items == nil {
 		items = []protocol.ThreadItem{}
 	}
-	w := protocol.Turn{ID: tr.ID, Items: items, ItemsView: protocol.ItemsFull, Status: tr.Status}
+	w := protocol.Turn{ID: tr.ID, Items: items, ItemsView: protocol.ItemsFull, Status: protocol.TurnStatus(tr.Status)}
 	if tr.StartedAt > 0 {
 		s := tr.StartedAt / 1000
 		w.StartedAt = &s

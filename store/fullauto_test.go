@@ -19,8 +19,10 @@ func TestReceipts(t *testing.T) {
 	}
 	in := json.RawMessage(`{"turn":{"turnId":"t1"}}`)
 	out := json.RawMessage(`{"action":"continue"}`)
-	for i, id := range []string{"r1", "r2"} {
-		r, err := s.AppendReceipt(ctx, Receipt{ThreadID: "a", ID: id, Kind: ReceiptDecision, TurnID: "t1", Input: in, Output: out, PolicyHash: "h"})
+	for i, r := range []Receipt{{ID: "r1", Override: "userTurn"}, {ID: "r2", Executed: true}} {
+		id := r.ID
+		r.ThreadID, r.Kind, r.TurnID, r.Input, r.Output, r.PolicyHash = "a", ReceiptDecision, "t1", in, out, "h"
+		r, err := s.AppendReceipt(ctx, r)
 		if err != nil {
 			t.Fatalf("AppendReceipt(%s): %v", id, err)
 		}
@@ -46,15 +48,6 @@ func TestReceipts(t *testing.T) {
 	}
 	if _, err := s.AppendReceipt(ctx, Receipt{ThreadID: "a", ID: "r8", Kind: ReceiptDecision, Input: json.RawMessage(`{`), Output: out}); err == nil {
 		t.Error("AppendReceipt with invalid JSON input succeeded")
-	}
-	if err := s.SetReceiptOutcome(ctx, "r2", true, ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetReceiptOutcome(ctx, "r1", false, "userTurn"); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.SetReceiptOutcome(ctx, "missing", true, ""); !errors.Is(err, ErrNotFound) {
-		t.Errorf("SetReceiptOutcome(missing) = %v, want ErrNotFound", err)
 	}
 	got, err := s.Receipts(ctx, "a")
 	if err != nil {

@@ -72,26 +72,6 @@ func (s *Store) AppendReceipt(ctx context.Context, r Receipt) (Receipt, error) {
 	return r, nil
 }
 
-// SetReceiptOutcome records whether the receipt's output was executed, and
-// why not. A missing receipt wraps ErrNotFound.
-func (s *Store) SetReceiptOutcome(ctx context.Context, id string, executed bool, override string) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE receipts SET executed = ?, override = ? WHERE id = ?`,
-			b2i(executed), override, id)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return ErrNotFound
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("store: receipt %q outcome: %w", id, err)
-	}
-	return nil
-}
-
 // Receipts returns the thread's receipts in order. A missing thread wraps
 // ErrNotFound.
 func (s *Store) Receipts(ctx context.Context, threadID string) ([]Receipt, error) {

@@ -210,31 +210,6 @@ func (s *Store) Items(ctx context.Context, threadID string) ([]Item, error) {
 	return out, nil
 }
 
-// TurnItems returns the items of one turn ordered by Seq. A missing turn
-// wraps ErrNotFound.
-func (s *Store) TurnItems(ctx context.Context, threadID, turnID string) ([]Item, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+itemCols+` FROM items WHERE thread_id = ? AND turn_id = ? ORDER BY seq`,
-		threadID, turnID)
-	if err != nil {
-		return nil, fmt.Errorf("store: items of turn %q: %w", turnID, err)
-	}
-	out, err := scanItems(rows)
-	if err != nil {
-		return nil, fmt.Errorf("store: items of turn %q: %w", turnID, err)
-	}
-	if len(out) == 0 {
-		var one int
-		err := s.r.QueryRowContext(ctx, `SELECT 1 FROM turns WHERE thread_id = ? AND id = ?`, threadID, turnID).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, fmt.Errorf("store: turn %q of thread %q: %w", turnID, threadID, ErrNotFound)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("store: items of turn %q: %w", turnID, err)
-		}
-	}
-	return out, nil
-}
-
 // Fork creates dst and copies into it the source thread's turns and items up
 // to and including throughTurnID ("" = all turns); a turn still
 // "inProgress" is never copied. Turns and items keep their ids and are

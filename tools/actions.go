@@ -2,7 +2,10 @@ package tools
 
 import (
 	"path"
+	"regexp"
 	"strings"
+
+	"github.com/apserver/apserver/tools/shell"
 )
 
 // Command action types, matching Codex's CommandAction variants.
@@ -26,23 +29,48 @@ type CommandAction struct {
 	Query   string
 }
 
-// ParseCommandActions reads command as a sequence of simple commands and
-// describes each: "cat a.go" is a read of a.go, "ls src" lists src,
-// "rg foo src" searches src for foo. A preceding `cd dir` is applied to
-// relative paths; `cd` itself, echo-style noise in a sequence, and formatting
-// filters after a pipe (head, wc, sort, ...) are dropped. Anything else, or a
-// command the parser does not understand, is one unknown action holding the
-// whole command.
+// ParseCommandActions reads command (bash, as tools/shell parses it, so a
+// `/bin/bash -c '...'` wrapper and wrappers such as timeout are looked
+// through) and describes each simple command it runs: "cat a.go" is a read
+// of a.go, "ls src" lists src, "rg foo src" searches src for foo. A
+// preceding `cd dir` is applied to relative paths; `cd` itself, echo-style
+// noise in a sequence, and formatting filters after a pipe (head, wc,
+// sort, ...) are dropped. A command with an expansion ($x, $(...)) or an
+// output redirection, or one that does not parse, is one unknown action
+// holding the whole command; so is one that describes to nothing.
 func ParseCommandActions(command string) []CommandAction {
 	whole := []CommandAction{{Type: ActionUnknown, Command: command}}
-	cmds, ok := parseShell(command)
-	if !ok {
+	parts, err := shell.Parse(command, shell.Options{})
+	if err != nil {
 		return whole
+	}
+	var cmds []*shell.Command
+	for _, p := range parts {
+		for _, r := range p.Redirs {
+			if r.Target.Kind != shell.Literal || r.Target.Text != "/dev/null" {
+				return whole // writes a file
+			}
+		}
+		if p.Unknown != "" {
+			return whole
+		}
+		if p.Neutral {
+			continue // a shell running a script, whose commands follow
+		}
+		for _, w := range p.Cmd() {
+			if w.Kind == shell.Dynamic {
+				return whole
+			}
+		}
+		cmds = append(cmds, p)
 	}
 	var out []CommandAction
 	dir := ""
 	for _, c := range cmds {
-		words := c.args()
+		words := make([]string, len(c.Cmd()))
+		for i, w := range c.Cmd() {
+			words[i] = w.Text
+		}
 		prog := path.Base(words[0])
 		switch {
 		case prog == "cd":
@@ -50,12 +78,16 @@ func ParseCommandActions(command string) []CommandAction {
 				dir = joinDir(dir, words[1])
 			}
 			continue
-		case c.piped && formatters[prog]:
+		case c.Piped && formatters[prog] && !c.Extra:
 			continue
 		case len(cmds) > 1 && (prog == "echo" || prog == "printf" || prog == "true"):
 			continue
 		}
-		for _, a := range describe(prog, words, dir) {
+		acts := describe(prog, words, dir)
+		if c.Extra { // xargs: more arguments come from standard input
+			acts = []CommandAction{{Type: ActionUnknown, Command: shell.Join(words)}}
+		}
+		for _, a := range acts {
 			if n := len(out); n > 0 && out[n-1] == a {
 				continue
 			}
@@ -67,6 +99,9 @@ func ParseCommandActions(command string) []CommandAction {
 	}
 	return out
 }
+
+// sedPrintRange matches a sed script that prints a line or a range.
+var sedPrintRange = regexp.MustCompile(`^(\d+|\$)(,(\d+|\$))?p$`)
 
 // formatters only reshape the output of what is piped into them.
 var formatters = map[string]bool{
@@ -140,7 +175,7 @@ func contains(list []string, s string) bool {
 }
 
 func describe(prog string, words []string, dir string) []CommandAction {
-	cmd := shellJoin(words)
+	cmd := shell.Join(words)
 	unknown := []CommandAction{{Type: ActionUnknown, Command: cmd}}
 	args := words[1:]
 	reads := func(files []string) []CommandAction {

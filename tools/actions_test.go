@@ -46,6 +46,16 @@ func TestParseCommandActions(t *testing.T) {
 		{"cat $(ls)", []CommandAction{unknown("cat $(ls)")}},
 		{"cd src", []CommandAction{unknown("cd src")}},
 		{"cat", []CommandAction{unknown("cat")}},
+		// The form apserver runs commands in, and wrappers, are looked through.
+		{"/bin/bash -c 'cat a.go'", []CommandAction{read("cat a.go", "a.go", "a.go")}},
+		{"/bin/bash -c 'cd src && rg -n foo | head'", []CommandAction{search("rg -n foo", "foo", "src")}},
+		{"timeout 5 cat a.go", []CommandAction{read("cat a.go", "a.go", "a.go")}},
+		{"cat a.go 2>/dev/null", []CommandAction{read("cat a.go", "a.go", "a.go")}},
+		{"cat a.go 2>&1 | nl", []CommandAction{read("cat a.go", "a.go", "a.go")}},
+		{"ls | xargs cat", []CommandAction{list("ls", ""), unknown("cat")}},
+		{"bash -c \"$x\"", []CommandAction{unknown("bash -c \"$x\"")}},
+		{"cat a.go > b.go", []CommandAction{unknown("cat a.go > b.go")}},
+		{"echo 'unterminated", []CommandAction{unknown("echo 'unterminated")}},
 	}
 	for _, tt := range tests {
 		if got := ParseCommandActions(tt.in); !reflect.DeepEqual(got, tt.want) {

@@ -56,7 +56,9 @@ type ExecRequest struct {
 // ExecResult is the outcome of a command that started.
 type ExecResult struct {
 	// ExitCode is the shell's exit status, or -1 if it was killed by a
-	// signal, timed out or was canceled.
+	// signal, timed out or was canceled. (A sandboxed shell that a signal
+	// n from inside the sandbox killed reports 128+n, as its helper, the
+	// pid namespace's init, exits with that status.)
 	ExitCode int
 	// Signal is the signal that terminated the shell, or 0.
 	Signal syscall.Signal
@@ -80,8 +82,13 @@ type ExecResult struct {
 // with Canceled set. When the shell exits, Exec returns once the pipe reaches
 // EOF or, if background processes keep it open, after a short grace; either
 // way whatever is left of the process group is then killed, so nothing the
-// command started outlives it (processes that left the group, e.g. via
-// setsid, are out of reach).
+// command started outlives it. A sandboxed command runs in a pid namespace
+// of its own, which dies with it, so that holds even for processes that
+// left the group (setsid); an unsandboxed one's are out of reach.
+//
+// Nothing outlives apserver either: the command gets SIGKILL when apserver
+// dies (sandbox.Start), and the sandbox's watchdog kills the group
+// (sandbox.Watch).
 //
 // A failure to start (for example a bad Dir) is returned as an error. A
 // non-zero exit status is not an error.
@@ -106,24 +113,21 @@ func Exec(ctx context.Context, req ExecRequest, onOutput func([]byte)) (ExecResu
 		limit = DefaultMaxOutputBytes
 	}
 
-	var cmd *exec.Cmd
-	if req.Sandbox == nil {
-		cmd = &exec.Cmd{
-			Path:        shellPath,
-			Args:        []string{"bash", "-c", req.Command},
-			Dir:         req.Dir,
-			Env:         req.Env,
-			SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-		}
-	} else {
-		// Like the above, in a process group of its own. Exec kills the
-		// group itself, so the Cmd must not also act on ctx.
-		var err error
-		cmd, err = sandbox.Command(context.WithoutCancel(ctx), *req.Sandbox, req.Dir, req.Env, shellPath, req.Command)
-		if err != nil {
-			return ExecResult{}, fmt.Errorf("tools: %w", err)
-		}
+	// The Cmd leads a process group of its own. Exec kills the group
+	// itself, so the Cmd must not also act on ctx.
+	policy := sandbox.Policy{Mode: sandbox.FullAccess}
+	if req.Sandbox != nil {
+		policy = *req.Sandbox
 	}
+	cmd, err := sandbox.Command(context.WithoutCancel(ctx), policy, req.Dir, req.Env, shellPath, req.Command)
+	if err != nil {
+		return ExecResult{}, fmt.Errorf("tools: %w", err)
+	}
+
+	// The empty .apserver the sandbox protects where a root has none is
+	// removed again once the command is over.
+	releaseConfig := sandbox.HoldConfigDirs(policy, req.Dir)
+	defer releaseConfig() // after cmd.Wait below: the helper is gone
 
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -132,13 +136,18 @@ func Exec(ctx context.Context, req ExecRequest, onOutput func([]byte)) (ExecResu
 	// An *os.File: the child gets it directly, no copying goroutine.
 	cmd.Stdout, cmd.Stderr = pw, pw
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	// sandbox.Start, for the Pdeathsig that sandbox.Command sets: the
+	// command dies with apserver.
+	if err := sandbox.Start(cmd); err != nil {
 		pr.Close()
 		pw.Close()
 		return ExecResult{}, fmt.Errorf("tools: start command: %w", err)
 	}
 	pw.Close() // only the child holds the write end now
 	pgid := cmd.Process.Pid
+	// If apserver dies before the command ends, the watchdog kills the
+	// group, grandchildren included.
+	unwatch := sandbox.Watch(pgid)
 	killGroup := func(sig syscall.Signal) { _ = syscall.Kill(-pgid, sig) }
 
 	chunks := make(chan []byte, 16)
@@ -206,6 +215,7 @@ func Exec(ctx context.Context, req ExecRequest, onOutput func([]byte)) (ExecResu
 	// The shell has exited but is not reaped yet, so the group id is still
 	// ours: kill whatever is left in it.
 	killGroup(syscall.SIGKILL)
+	unwatch()
 
 	// Stop the reader even if an escaped process still holds the pipe, and
 	// keep what it had already read.

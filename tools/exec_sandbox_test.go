@@ -6,9 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/apserver/apserver/internal/proctest"
 	"github.com/apserver/apserver/tools/sandbox"
 )
 
@@ -45,6 +47,10 @@ func TestExecSandboxWorkspaceWrite(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outside, "f")); err == nil {
 		t.Error("wrote outside the workspace")
+	}
+	// The empty .apserver that stood in for the missing one is gone.
+	if _, err := os.Lstat(filepath.Join(ws, ".apserver")); err == nil {
+		t.Error("the command left a .apserver behind")
 	}
 }
 
@@ -94,12 +100,44 @@ func TestExecSandboxRefuses(t *testing.T) {
 	}
 }
 
+// treeScript starts two background processes whose command lines hold
+// mark, one of them in a session of its own (setsid), waits until both
+// run, prints "started" and sleeps. A sandboxed command's pids are those
+// of its pid namespace, so the test finds them by mark (see assertNoMarked).
+func treeScript(mark string) string {
+	return `bash -c 'touch a; exec -a ` + mark + ` sleep 100' & setsid bash -c 'touch b; exec -a ` + mark + ` sleep 100' & ` +
+		`until [ -e a ] && [ -e b ]; do sleep 0.01; done; echo started; sleep 100`
+}
+
+// assertNoMarked checks that no process whose command line holds mark
+// runs (zombies count as gone).
+func assertNoMarked(t *testing.T, mark string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		alive := proctest.Marked(mark)
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, pid := range alive {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Fatalf("still running: %v", alive)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestExecSandboxTimeoutKillsProcessGroup checks that a timeout kills all
+// that a sandboxed command started, including what left its process group.
 func TestExecSandboxTimeoutKillsProcessGroup(t *testing.T) {
 	dir := t.TempDir()
 	p := &sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableRoots: []string{dir}}
 	skipUnlessEnforceable(t, p)
-	res := run(t, ExecRequest{
-		Command: "echo $$ > pg; sleep 100 & echo $! > bg; echo started; sleep 100",
+	mark := "apserver-tree" + strings.ReplaceAll(dir, "/", "-")
+	res, _ := runToTimeout(t, ExecRequest{
+		Command: treeScript(mark),
 		Dir:     dir,
 		Timeout: 300 * time.Millisecond,
 		Sandbox: p,
@@ -107,17 +145,19 @@ func TestExecSandboxTimeoutKillsProcessGroup(t *testing.T) {
 	if !res.TimedOut || res.Canceled || res.ExitCode != -1 || res.Output != "started\n" {
 		t.Fatalf("result %+v", res)
 	}
-	assertGone(t, dir)
+	assertNoMarked(t, mark)
 }
 
+// TestExecSandboxCancelKillsProcessGroup is the same for an interrupt.
 func TestExecSandboxCancelKillsProcessGroup(t *testing.T) {
 	dir := t.TempDir()
 	p := &sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableRoots: []string{dir}}
 	skipUnlessEnforceable(t, p)
+	mark := "apserver-tree" + strings.ReplaceAll(dir, "/", "-")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	res, err := Exec(ctx, ExecRequest{
-		Command: "echo $$ > pg; sleep 100 & echo $! > bg; echo started; sleep 100",
+		Command: treeScript(mark),
 		Dir:     dir,
 		Sandbox: p,
 	}, func(b []byte) {
@@ -131,7 +171,7 @@ func TestExecSandboxCancelKillsProcessGroup(t *testing.T) {
 	if !res.Canceled || res.TimedOut || res.ExitCode != -1 {
 		t.Fatalf("result %+v", res)
 	}
-	assertGone(t, dir)
+	assertNoMarked(t, mark)
 }
 
 // BenchmarkExec measures what confining a command costs: `true` run plain,

@@ -3,6 +3,8 @@ package tools
 import (
 	"fmt"
 	"strings"
+
+	"github.com/apserver/apserver/tools/shell"
 )
 
 // ModelOutputBytes caps the command output included in FormatForModel's text.
@@ -32,4 +34,13 @@ func FormatForModel(r ExecResult) string {
 	b.WriteString("Output:\n")
 	b.WriteString(strings.ToValidUTF8(out, "\uFFFD"))
 	return b.String()
+}
+
+// DisplayCommand renders cmd the way it is run, for display in an approval
+// request. Single quotes in cmd are escaped by closing the quote, adding an
+// escaped quote and reopening it:
+//
+//	DisplayCommand("echo 'hi'") == `/bin/bash -c 'echo '\''hi'\'''`
+func DisplayCommand(cmd string) string {
+	return shell.Script(shellPath, cmd)
 }

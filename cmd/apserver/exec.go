@@ -70,13 +70,18 @@ func exitCodeFor(state, cond string) int {
 func runExec(args []string) error {
 	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `Usage: apserver exec [flags] "objective"
+		fmt.Fprint(fs.Output(), `Usage: apserver exec [flags] ["objective" | -]
+       apserver exec [flags] resume THREAD_ID ["prompt" | -]
 
-Works on the objective in the current directory without an editor: progress
-on stderr, the agent's final message on stdout. Without --full-auto it runs
-one turn; with it, turns go on until the objective is done, a budget runs out
-or the run needs a human. Requests for a human are declined (nobody is there
-to answer them). Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
+Works on the objective in the current directory (or --cd) without an editor:
+progress on stderr, the agent's final message on stdout. The objective may
+come on stdin ("-", or no argument and stdin is not a terminal). Without
+--full-auto it runs one turn; with it, turns go on until the objective is
+done, a budget runs out or the run needs a human. "resume" continues a
+thread. Requests for a human are declined (nobody is there to answer them).
+--json prints Codex's exec event stream (as codex exec --json does), so the
+Codex SDK can drive apserver; --json-apserver prints apserver's own
+notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 4 stuck, 5 needs a human, 6 failed, 130 interrupted.
 
 `)
@@ -84,6 +89,8 @@ to answer them). Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 	}
 	var f serveFlags
 	f.register(fs)
+	var cf codexExecFlags
+	cf.register(fs, &f)
 	fullAuto := fs.Bool("full-auto", false, "keep running turns until the objective is done, a budget runs out or a human is needed")
 	budgetTokens := fs.Int64("budget-tokens", 0, "full auto: stop after this many tokens (0 = no limit)")
 	budgetTurns := fs.Int("budget-turns", 0, "full auto: stop after this many turns (0 = no limit)")
@@ -91,8 +98,11 @@ to answer them). Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 	budgetCost := fs.Float64("budget-cost", 0, "full auto: stop after this many US dollars, priced by [prices] (0 = no limit)")
 	approvals := fs.String("approvals", protocol.FullAutoApprovePolicy, "full auto: never, policy or ask (what the policy does not approve is declined)")
 	review := fs.Bool("review", false, "full auto: one review turn before accepting completion")
-	jsonOut := fs.Bool("json", false, "print every event as JSON lines on stdout instead of the final message")
+	codexJSON := fs.Bool("json", false, "print Codex's exec event stream as JSON lines on stdout (codex exec --json) instead of the final message")
+	fs.BoolVar(codexJSON, "experimental-json", false, "same as --json")
+	apJSON := fs.Bool("json-apserver", false, "print apserver's notifications as JSON lines ({method, params}) on stdout instead of the final message")
 	outFile := fs.String("o", "", "also write the final message to this file")
+	fs.StringVar(outFile, "output-last-message", "", "same as -o")
 	// Flags may come after the objective, as with codex exec.
 	var words []string
 	for {
@@ -108,12 +118,49 @@ to answer them). Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 		words = append(words, fs.Arg(0))
 		args = fs.Args()[1:]
 	}
-	objective := strings.TrimSpace(strings.Join(words, " "))
+	usage := func(err error) error {
+		fmt.Fprintln(os.Stderr, "apserver exec:", err)
+		return errUsage
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if *codexJSON && *apJSON {
+		return usage(errors.New("--json and --json-apserver are exclusive"))
+	}
+	if err := cf.apply(&f, set); err != nil {
+		return usage(err)
+	}
+	resumeID, objective, err := execArgs(words)
+	if err != nil {
+		return usage(err)
+	}
+	if objective, err = readPrompt(objective, os.Stdin); err != nil {
+		return err
+	}
 	if objective == "" {
 		fmt.Fprintln(os.Stderr, "apserver exec: an objective is required")
 		fs.Usage()
 		return errUsage
 	}
+	if *fullAuto && (cf.outputSchema != "" || len(cf.images) > 0) {
+		return usage(errors.New("--output-schema and --image need a single turn (without --full-auto)"))
+	}
+	schema, err := cf.schema()
+	if err != nil {
+		return usage(err)
+	}
+	input, err := cf.input(objective)
+	if err != nil {
+		return usage(err)
+	}
+	if len(cf.images) > 0 {
+		fmt.Fprintln(os.Stderr, "apserver exec: note: images are recorded with the prompt, but this version does not send them to the model")
+	}
+	cwd, err := cf.workDir()
+	if err != nil {
+		return usage(err)
+	}
+	cf.warnIgnored(os.Stderr)
 	if f.logFile == "" {
 		f.logLevel = "warn" // the live view is on stderr
 	}
@@ -122,19 +169,25 @@ to answer them). Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 		return err
 	}
 	defer closeLog()
-	cwd, err := os.Getwd()
+	cfg, err := config.Load(config.LoadOptions{UserFile: f.configFile, Workspace: cwd, Getenv: execGetenv, Overrides: f.overrides()})
 	if err != nil {
 		return err
 	}
-	cfg, err := config.Load(config.LoadOptions{UserFile: f.configFile, Workspace: cwd, Getenv: os.Getenv, Overrides: f.overrides()})
-	if err != nil {
-		return err
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
 	}
 	sync := "NORMAL"
 	if strings.EqualFold(cfg.Durability, "full") {
 		sync = "FULL"
 	}
-	ec := newExecClient(os.Stdout, os.Stderr, *jsonOut, !*fullAuto)
+	mode := execHuman
+	switch {
+	case *codexJSON:
+		mode = execCodexJSON
+	case *apJSON:
+		mode = execApserverJSON
+	}
+	ec := newExecClient(os.Stdout, os.Stderr, mode, !*fullAuto, cwd)
 	mgr := session.NewManager(session.Options{
 		OpenStore: func() (*store.Store, error) {
 			return store.Open(filepath.Join(cfg.DataDir, store.FileName), store.Options{Synchronous: sync})
@@ -148,11 +201,42 @@ to answer them). Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 	})
 	defer mgr.Close()
 
+	settings := protocol.ThreadSettings{Cwd: &cwd}
+	if cf.sandbox != "" {
+		settings.Sandbox = &cf.sandbox
+	}
+	if cf.approval != "" {
+		settings.ApprovalPolicy = &protocol.AskForApproval{Mode: cf.approval}
+	}
+	if err := mgr.ValidateThreadSettings(settings); err != nil {
+		return usage(err)
+	}
+	turn := protocol.TurnStartParams{Input: input, OutputSchema: schema}
+	if cf.effort != "" {
+		turn.Effort = &cf.effort
+	}
+	if err := mgr.ValidateTurnStart(turn); err != nil {
+		return usage(err)
+	}
+
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	threadID, err := execCall(func(r session.Reply) {
-		mgr.StartThread(ctx, protocol.ThreadStartParams{ThreadSettings: protocol.ThreadSettings{Cwd: &cwd}}, r)
-	}, "thread.id")
+	var threadID string
+	if resumeID != "" {
+		if f.model != "" {
+			settings.Model = &f.model
+		}
+		threadID, err = execCall(func(r session.Reply) {
+			mgr.ResumeThread(ctx, protocol.ThreadResumeParams{ThreadID: resumeID, ThreadSettings: settings, ExcludeTurns: true}, r)
+		}, "thread.id")
+		if err != nil {
+			err = fmt.Errorf("resuming thread %s: %w", resumeID, err)
+		}
+	} else {
+		threadID, err = execCall(func(r session.Reply) {
+			mgr.StartThread(ctx, protocol.ThreadStartParams{ThreadSettings: settings}, r)
+		}, "thread.id")
+	}
 	if err != nil {
 		return err
 	}
@@ -178,10 +262,8 @@ to answer them). Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 		}
 		_, err = execCall(func(r session.Reply) { mgr.StartFullAuto(ctx, p, r) }, "")
 	} else {
-		input := []protocol.UserInput{{Type: "text", Text: objective}}
-		_, err = execCall(func(r session.Reply) {
-			mgr.StartTurn(ctx, protocol.TurnStartParams{ThreadID: threadID, Input: input}, r)
-		}, "")
+		turn.ThreadID = threadID
+		_, err = execCall(func(r session.Reply) { mgr.StartTurn(ctx, turn, r) }, "")
 	}
 	if err != nil {
 		return err
@@ -210,7 +292,7 @@ to answer them). Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 		code = exitInterrupted
 	}
 	final := ec.finalMessage()
-	if !*jsonOut && final != "" {
+	if mode == execHuman && final != "" {
 		fmt.Fprintln(os.Stdout, final)
 	}
 	if *outFile != "" {
@@ -257,12 +339,22 @@ func execCall(call func(session.Reply), path string) (string, error) {
 // execEnd is how the work ended.
 type execEnd struct{ code int }
 
+// execMode is what exec prints on stdout.
+type execMode int
+
+const (
+	execHuman        execMode = iota // the final message
+	execCodexJSON                    // Codex's exec event stream (--json)
+	execApserverJSON                 // apserver's notifications (--json-apserver)
+)
+
 // execClient is the session.Client of `apserver exec`: it renders what
-// happens on stderr (or every event as JSON lines on stdout) and declines
-// every request for a human, since there is none.
+// happens on stderr (and, by mode, events as JSON lines on stdout) and
+// declines every request for a human, since there is none.
 type execClient struct {
 	out, errw io.Writer
-	json      bool
+	mode      execMode
+	codex     *codexEvents
 	oneTurn   bool // without --full-auto: the first turn's end is the end
 	ended     chan execEnd
 	nextID    atomic.Int64
@@ -275,14 +367,23 @@ type execClient struct {
 	done     bool
 }
 
-func newExecClient(out, errw io.Writer, jsonOut, oneTurn bool) *execClient {
-	return &execClient{out: out, errw: errw, json: jsonOut, oneTurn: oneTurn, ended: make(chan execEnd, 1)}
+func newExecClient(out, errw io.Writer, mode execMode, oneTurn bool, cwd string) *execClient {
+	c := &execClient{out: out, errw: errw, mode: mode, oneTurn: oneTurn, ended: make(chan execEnd, 1)}
+	if mode == execCodexJSON {
+		c.codex = newCodexEvents(out, cwd)
+	}
+	return c
 }
 
+// watch narrows the events to the thread exec works on; Codex's stream
+// starts with it.
 func (c *execClient) watch(threadID string) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.thread = threadID
-	c.mu.Unlock()
+	if c.codex != nil {
+		c.codex.threadStarted(threadID)
+	}
 }
 
 func (c *execClient) turnID() string {
@@ -313,12 +414,15 @@ func (c *execClient) Notify(method string, params any) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.json {
+	if c.mode == execApserverJSON {
 		line, _ := json.Marshal(map[string]any{"method": method, "params": json.RawMessage(b)})
 		fmt.Fprintf(c.out, "%s\n", line)
 	}
 	var p map[string]any
 	_ = json.Unmarshal(b, &p)
+	if tid, _ := p["threadId"].(string); c.codex != nil && c.thread != "" && (tid == "" || tid == c.thread) {
+		c.codex.notify(method, b)
+	}
 	get := func(path string) any {
 		var v any = p
 		for _, k := range strings.Split(path, ".") {

@@ -1,7 +1,7 @@
 // Command apserver is a Codex-compatible app-server: editors spawn it and
 // speak JSON-RPC (JSONL) over stdio to run coding-agent turns.
 //
-//	apserver [flags]            serve the app-server protocol on stdio
+//	apserver [flags]            serve the app-server protocol on stdio, or on a socket (listen.go)
 //	apserver demo               run the offline demo (scripted model, temp workspace)
 //	apserver exec "objective"   work on an objective headless (exec.go)
 //	apserver replay THREAD      re-decide a thread's full-auto receipts (replay.go)
@@ -33,6 +33,11 @@ import (
 
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "0.1.0-dev"
+
+// exitUnfinished is serve's exit status when stdin ended with work that
+// could not end normally: a turn interrupted, or an approval or question
+// cancelled because no client was left to answer it (docs/protocol.md).
+const exitUnfinished = 3
 
 func main() {
 	args := os.Args[1:]
@@ -79,6 +84,7 @@ func usage(w io.Writer) {
 
 Usage:
   apserver [serve] [flags]   serve the app-server protocol on stdin/stdout
+                             (--listen ws://IP:PORT or unix://PATH: several clients)
   apserver demo              offline demo: scripted model, temp workspace, live view
   apserver fake-model        serve the scripted test model on 127.0.0.1; print its URL
   apserver exec "objective"  work on an objective headless in this directory (--full-auto: until done)
@@ -93,6 +99,7 @@ Run "apserver serve -h" for the server's flags. Configuration: docs/configuratio
 type serveFlags struct {
 	dataDir, configFile, model, provider, baseURL, wire, logFile, logLevel, durability string
 	cpuProfile                                                                         string
+	onEOF                                                                              session.EOFMode
 	maxLine                                                                            int
 	trace, noCoalesce                                                                  bool
 }
@@ -153,6 +160,13 @@ func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var f serveFlags
 	f.register(fs)
+	var lf listenFlags
+	lf.register(fs)
+	fs.Func("on-eof", "when stdin ends: drain (finish running turns, then exit) or interrupt (interrupt them, exit at once) (default drain)", func(v string) error {
+		m, err := session.ParseEOFMode(v)
+		f.onEOF = m
+		return err
+	})
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -179,47 +193,94 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
-	return runServer(context.Background(), cfg, &f, os.Stdin, os.Stdout, log)
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
+	if lf.listen != "" && lf.listen != "stdio://" {
+		return runListener(context.Background(), cfg, &f, &lf, log)
+	}
+	err = runServer(context.Background(), cfg, &f, os.Stdin, os.Stdout, log)
+	if errors.Is(err, session.ErrUnfinished) {
+		return &exitError{code: exitUnfinished, msg: err.Error()}
+	}
+	return err
 }
 
-// runServer serves one connection until its input ends.
+// runServer serves one connection until its input ends and the work in
+// flight is drained (f.onEOF).
 func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Reader, out io.Writer, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	dataDir := cfg.DataDir
-	if dataDir == "" {
-		d, err := store.DefaultDir()
-		if err != nil {
-			return fmt.Errorf("finding the data dir (use --data-dir): %w", err)
-		}
-		dataDir = d
+	dataDir, err := resolveDataDir(cfg)
+	if err != nil {
+		return err
 	}
-	sync := "NORMAL"
-	if strings.EqualFold(cfg.Durability, "full") {
-		sync = "FULL"
-	}
+	var mgr *session.Manager
 	srv := server.New(in, out, server.Options{
 		MaxLineBytes: cfg.MaxLineBytes,
 		Logger:       log,
 		Trace:        f.trace,
 		ServerInfo:   server.ServerInfo{Name: "apserver", Version: version, Home: dataDir},
+		OnInputEnd:   func(ctx context.Context) error { return mgr.Drain(ctx, f.onEOF) },
 	})
-	mgr := session.NewManager(session.Options{
+	mgr = newManager(cfg, f, dataDir, srv.Client(), log)
+	server.Register(srv, mgr)
+	err = srv.Run(ctx)
+	if cerr := mgr.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func resolveDataDir(cfg config.Config) (string, error) {
+	if cfg.DataDir != "" {
+		return cfg.DataDir, nil
+	}
+	d, err := store.DefaultDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the data dir (use --data-dir): %w", err)
+	}
+	return d, nil
+}
+
+// newManager makes the session for a server whose client is c.
+func newManager(cfg config.Config, f *serveFlags, dataDir string, c session.Client, log *slog.Logger) *session.Manager {
+	sync := "NORMAL"
+	if strings.EqualFold(cfg.Durability, "full") {
+		sync = "FULL"
+	}
+	return session.NewManager(session.Options{
 		OpenStore: func() (*store.Store, error) {
 			return store.Open(filepath.Join(dataDir, store.FileName), store.Options{Synchronous: sync})
 		},
 		Config:  cfg,
-		Client:  srv.Client(),
+		Client:  c,
 		Logger:  log,
 		Version: version,
 		DataDir: dataDir,
 
 		CoalesceDeltas: !f.noCoalesce,
+		ConfigSources:  configSources(f),
 	})
-	server.Register(srv, mgr)
-	err := srv.Run(ctx)
-	if cerr := mgr.Close(); cerr != nil && err == nil {
-		err = cerr
+}
+
+// configSources names the layers config/read reports: the same files
+// config.Load read, and the flags given.
+func configSources(f *serveFlags) session.ConfigSources {
+	src := session.ConfigSources{UserFile: f.configFile, Flags: map[string]any{}}
+	if src.UserFile == "" {
+		src.UserFile = config.DefaultUserFile()
 	}
-	return err
+	if abs, err := filepath.Abs(src.UserFile); err == nil {
+		src.UserFile = abs
+	}
+	if cwd, err := os.Getwd(); err == nil {
+		src.WorkspaceFile = filepath.Join(cwd, ".apserver", "config.toml")
+	}
+	for k, v := range map[string]string{"model": f.model, "provider": f.provider} {
+		if v != "" {
+			src.Flags[k] = v
+		}
+	}
+	return src
 }

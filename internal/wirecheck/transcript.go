@@ -25,6 +25,10 @@ type Transcript struct {
 	// optional).
 	RequireEmittedAtMs bool
 
+	// AllowUnknown skips, instead of failing, messages whose method
+	// neither Codex's schema nor apserver's defines; Unknown lists them.
+	AllowUnknown bool
+
 	v *Validator
 
 	mu            sync.Mutex
@@ -115,8 +119,8 @@ func (t *Transcript) ClientAnswer(line []byte) error {
 	return t.answerAt(t.line, line)
 }
 
-// Unknown lists, sorted, the methods seen that Codex's schema does not know
-// (apserver's own extensions). Their messages were skipped, not failed.
+// Unknown lists, sorted, the methods seen that neither schema defines.
+// With AllowUnknown their messages were skipped; otherwise they failed.
 func (t *Transcript) Unknown() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -190,8 +194,7 @@ func (t *Transcript) serverAt(n int, line []byte) error {
 		t.serverPending[key] = method
 		ref, ok := t.v.serverRequestRef(method)
 		if !ok {
-			t.unknown[method] = true
-			return nil
+			return t.unknownMethod(le, method)
 		}
 		if err := t.v.validate(ref, msg, nil); err != nil {
 			le.Err = err
@@ -228,8 +231,7 @@ func (t *Transcript) serverAt(n int, line []byte) error {
 		return t.errorObject(le, errv)
 	}
 	if !t.v.KnownClientRequest(method) {
-		t.unknown[method] = true
-		return nil
+		return t.unknownMethod(le, method)
 	}
 	ref, ok := t.v.clientResponseRef(method)
 	if !ok {
@@ -254,8 +256,7 @@ func (t *Transcript) notification(le *LineError, method string, msg map[string]a
 	}
 	ref, ok := t.v.notificationRef(method)
 	if !ok {
-		t.unknown[method] = true
-		return nil
+		return t.unknownMethod(le, method)
 	}
 	if err := t.v.validate(ref, msg, nil); err != nil {
 		le.Err = err
@@ -264,8 +265,19 @@ func (t *Transcript) notification(le *LineError, method string, msg map[string]a
 	return nil
 }
 
+// unknownMethod records a method no schema defines and fails its line
+// unless AllowUnknown.
+func (t *Transcript) unknownMethod(le *LineError, method string) error {
+	t.unknown[method] = true
+	if t.AllowUnknown {
+		return nil
+	}
+	le.Err = errors.New("method is in neither Codex's schema (protocol/codex) nor apserver's (protocol/apserver)")
+	return le
+}
+
 func (t *Transcript) errorObject(le *LineError, errv any) error {
-	ref := schemaRef{file: fileJSONRPCMessage, ptr: "/definitions/JSONRPCErrorError", name: "JSON-RPC error object"}
+	ref := schemaRef{src: t.v.codex, file: fileJSONRPCMessage, ptr: "/definitions/JSONRPCErrorError", name: "JSON-RPC error object"}
 	if err := t.v.validate(ref, errv, []string{"error"}); err != nil {
 		le.Err = err
 		return le

@@ -1,37 +1,45 @@
-// Package wirecheck validates apserver's wire traffic against the JSON
-// Schemas that Codex generates for its app-server protocol (v2).
+// Package wirecheck validates apserver's wire traffic against JSON Schemas:
+// the one Codex generates for its app-server protocol (v2), vendored in
+// protocol/codex/schema, and apserver's own for the methods Codex does not
+// have (full auto, policy/explain), in protocol/apserver/schema.
 //
-// The schema directory is Codex's `generate-json-schema` output (see
-// shared/protocol/schema/README.md). A Validator indexes the tagged unions
-// (ServerNotification.json, ServerRequest.json, ClientRequest.json) once and
-// compiles the schema for a given method lazily, the first time a message
-// with that method is validated; compiled schemas are cached.
+// Both are embedded, so the checks run wherever the module builds. A
+// Validator indexes the tagged unions of each (ServerNotification.json,
+// ServerRequest.json, ClientRequest.json) once and compiles the schema for
+// a given method lazily, the first time a message with that method is
+// validated; compiled schemas are cached. The two must not share a method.
 //
 // A Transcript follows one conversation (client and server lines in order)
 // so that responses can be checked against the result type of the request
 // they answer.
+//
+// wirecheck is a test helper: only tests import it.
 package wirecheck
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
-	"net/url"
 	"os"
-	"path/filepath"
+	"path"
 	"sort"
 	"strings"
 	"sync"
 
+	"github.com/apserver/apserver/protocol/apserver"
+	"github.com/apserver/apserver/protocol/codex"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
-// EnvSchemaDir names the environment variable that overrides schema lookup.
+// EnvSchemaDir names the environment variable that points Default at
+// another copy of Codex's schema (a directory of generate-json-schema
+// output) instead of the vendored one.
 const EnvSchemaDir = "APSERVER_SCHEMA_DIR"
 
-// Schema file names inside the schema directory.
+// Schema file names inside a schema directory.
 const (
 	fileServerNotification = "ServerNotification.json"
 	fileServerRequest      = "ServerRequest.json"
@@ -39,12 +47,17 @@ const (
 	fileJSONRPCMessage     = "JSONRPCMessage.json"
 	fileBundle             = "codex_app_server_protocol.v2.schemas.json"
 	fileInitializeResponse = "v1/InitializeResponse.json"
+	fileExtBundle          = "apserver.schemas.json"
 )
 
 // responseOverrides names the result type of client requests whose name
 // cannot be derived from their params type: methods without params, and the
 // few whose response type does not mirror the params type's name.
 var responseOverrides = map[string]string{
+	"accountSession/list":                      "AccountSessionsResponse",
+	"memory/reset":                             "MemoryResetResponse",
+	"remoteControl/status/read":                "RemoteControlStatusReadResponse",
+	"rollout/compress":                         "RolloutCompressResponse",
 	"account/gatewayOAuth/cancel":              "GatewayOAuthCancelResponse",
 	"account/logout":                           "LogoutAccountResponse",
 	"account/securitySetup/read":               "GetAccountSecuritySetupResponse",
@@ -60,89 +73,109 @@ var responseOverrides = map[string]string{
 // Validator holds the schema index and a cache of compiled schemas. It is
 // safe for concurrent use.
 type Validator struct {
-	dir string
+	codex *source
+	ext   *source // apserver's extensions
 
-	notif     map[string]int    // notification method → index in ServerNotification.json oneOf
+	notif     map[string]branch // notification method → branch
 	serverReq map[string]branch // server request method → branch
 	clientReq map[string]branch // client request method → branch
 
 	mu       sync.Mutex
 	compiler *jsonschema.Compiler
-	cache    map[string]*jsonschema.Schema // schema location → compiled
-	bundle   map[string]bool               // definitions of the bundle, loaded lazily
+	cache    map[string]*jsonschema.Schema // schema URL → compiled
+}
+
+// source is one schema tree. Its files have URLs file:///<name>/<path>.
+type source struct {
+	name   string // "codex" or "apserver"
+	fsys   fs.FS
+	bundle string // the file whose definitions hold every named type
+
+	mu   sync.Mutex
+	defs map[string]bool // definitions of bundle, read lazily
 }
 
 type branch struct {
+	src    *source
 	index  int    // index in the union's oneOf
 	params string // params type name ("" when the method takes none)
 }
 
-// schemaRef says where a schema lives: a file relative to the schema
-// directory plus an optional JSON pointer fragment.
+// schemaRef says where a schema lives: a file of a source plus an optional
+// JSON pointer fragment.
 type schemaRef struct {
+	src  *source
 	file string
 	ptr  string // "" or "/definitions/X", "/oneOf/3", ...
 	name string // human name for messages
 }
 
-// FindSchemaDir locates Codex's schema directory: $APSERVER_SCHEMA_DIR if
-// set, otherwise the first shared/protocol/schema found beside the current
-// working directory or one of its ancestors.
-func FindSchemaDir() (string, error) {
-	if d := os.Getenv(EnvSchemaDir); d != "" {
-		if !isSchemaDir(d) {
-			return "", fmt.Errorf("wirecheck: %s=%q has no %s", EnvSchemaDir, d, fileServerNotification)
-		}
-		return filepath.Abs(d)
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", fmt.Errorf("wirecheck: %w", err)
-	}
-	for d := wd; ; {
-		cand := filepath.Join(d, "shared", "protocol", "schema")
-		if isSchemaDir(cand) {
-			return cand, nil
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			break
-		}
-		d = parent
-	}
-	return "", fmt.Errorf("wirecheck: no shared/protocol/schema above %s (set %s)", wd, EnvSchemaDir)
-}
-
-func isSchemaDir(d string) bool {
-	st, err := os.Stat(filepath.Join(d, fileServerNotification))
-	return err == nil && st.Mode().IsRegular()
-}
-
-// Load indexes the schema directory. Nothing is compiled yet.
-func Load(schemaDir string) (*Validator, error) {
-	abs, err := filepath.Abs(schemaDir)
+// Default loads the vendored schemas: Codex's (or the directory named by
+// $APSERVER_SCHEMA_DIR) and apserver's.
+func Default() (*Validator, error) {
+	cx, err := fs.Sub(codex.Schema, "schema")
 	if err != nil {
 		return nil, fmt.Errorf("wirecheck: %w", err)
 	}
-	v := &Validator{dir: abs, cache: map[string]*jsonschema.Schema{}}
-
-	nb, err := readUnion(filepath.Join(abs, fileServerNotification))
+	if d := os.Getenv(EnvSchemaDir); d != "" {
+		cx = os.DirFS(d)
+		if !isFile(cx, fileServerNotification) {
+			return nil, fmt.Errorf("wirecheck: %s=%q has no %s", EnvSchemaDir, d, fileServerNotification)
+		}
+	}
+	ext, err := fs.Sub(apserver.Schema, "schema")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("wirecheck: %w", err)
 	}
-	v.notif = make(map[string]int, len(nb))
-	for m, b := range nb {
-		v.notif[m] = b.index
+	return Load(cx, ext)
+}
+
+func isFile(fsys fs.FS, name string) bool {
+	st, err := fs.Stat(fsys, name)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// Load indexes Codex's schema directory and apserver's extension schema
+// (nil for none). Nothing is compiled yet. A method in both is an error:
+// an extension must not redefine Codex's protocol.
+func Load(codexFS, extFS fs.FS) (*Validator, error) {
+	v := &Validator{
+		codex:     &source{name: "codex", fsys: codexFS, bundle: fileBundle},
+		notif:     map[string]branch{},
+		serverReq: map[string]branch{},
+		clientReq: map[string]branch{},
+		cache:     map[string]*jsonschema.Schema{},
 	}
-	if v.serverReq, err = readUnion(filepath.Join(abs, fileServerRequest)); err != nil {
-		return nil, err
+	srcs := []*source{v.codex}
+	if extFS != nil {
+		v.ext = &source{name: "apserver", fsys: extFS, bundle: fileExtBundle}
+		srcs = append(srcs, v.ext)
 	}
-	if v.clientReq, err = readUnion(filepath.Join(abs, fileClientRequest)); err != nil {
-		return nil, err
+	for _, src := range srcs {
+		for _, u := range []struct {
+			file string
+			into map[string]branch
+		}{
+			{fileServerNotification, v.notif},
+			{fileServerRequest, v.serverReq},
+			{fileClientRequest, v.clientReq},
+		} {
+			bs, err := readUnion(src, u.file)
+			if err != nil {
+				return nil, err
+			}
+			for m, b := range bs {
+				if prev, dup := u.into[m]; dup {
+					return nil, fmt.Errorf("wirecheck: %s/%s redefines %q of %s", src.name, u.file, m, prev.src.name)
+				}
+				u.into[m] = b
+			}
+		}
 	}
 
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft7)
+	c.UseLoader(jsonschema.SchemeURLLoader{"file": fsLoader(srcs)})
 	for _, f := range intFormats {
 		c.RegisterFormat(f)
 	}
@@ -150,12 +183,37 @@ func Load(schemaDir string) (*Validator, error) {
 	return v, nil
 }
 
+// fsLoader serves file:///<source>/<path> from the sources' file systems.
+type fsLoader []*source
+
+func (l fsLoader) Load(url string) (any, error) {
+	rest, ok := strings.CutPrefix(url, "file:///")
+	if !ok {
+		return nil, fmt.Errorf("wirecheck: %s is outside the schemas", url)
+	}
+	name, file, _ := strings.Cut(rest, "/")
+	for _, src := range l {
+		if src.name == name {
+			f, err := src.fsys.Open(path.Clean(file))
+			if err != nil {
+				return nil, err
+			}
+			defer f.Close()
+			return jsonschema.UnmarshalJSON(f)
+		}
+	}
+	return nil, fmt.Errorf("wirecheck: %s: no schema source %q", url, name)
+}
+
 // readUnion reads a tagged union file (`oneOf` of {method: enum[1], params})
-// and returns method → branch.
-func readUnion(path string) (map[string]branch, error) {
-	data, err := os.ReadFile(path)
+// and returns method → branch. An absent file is an empty union.
+func readUnion(src *source, file string) (map[string]branch, error) {
+	data, err := fs.ReadFile(src.fsys, file)
+	if errors.Is(err, fs.ErrNotExist) && src.name != "codex" {
+		return nil, nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("wirecheck: %w", err)
+		return nil, fmt.Errorf("wirecheck: %s: %w", src.name, err)
 	}
 	var doc struct {
 		OneOf []struct {
@@ -168,15 +226,15 @@ func readUnion(path string) (map[string]branch, error) {
 		} `json:"oneOf"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("wirecheck: %s: %w", filepath.Base(path), err)
+		return nil, fmt.Errorf("wirecheck: %s/%s: %w", src.name, file, err)
 	}
 	if len(doc.OneOf) == 0 {
-		return nil, fmt.Errorf("wirecheck: %s: no oneOf branches", filepath.Base(path))
+		return nil, fmt.Errorf("wirecheck: %s/%s: no oneOf branches", src.name, file)
 	}
 	out := make(map[string]branch, len(doc.OneOf))
 	for i, b := range doc.OneOf {
 		for _, m := range b.Properties.Method.Enum {
-			out[m] = branch{index: i, params: paramsType(b.Properties.Params)}
+			out[m] = branch{src: src, index: i, params: paramsType(b.Properties.Params)}
 		}
 	}
 	return out, nil
@@ -209,29 +267,37 @@ func paramsType(raw json.RawMessage) string {
 	return ""
 }
 
-// Dir is the schema directory the Validator was loaded from.
-func (v *Validator) Dir() string { return v.dir }
-
 // KnownNotification reports whether method is a server notification in
-// Codex's schema.
+// Codex's schema or apserver's.
 func (v *Validator) KnownNotification(method string) bool { _, ok := v.notif[method]; return ok }
 
 // KnownServerRequest reports whether method is a server→client request in
-// Codex's schema.
+// Codex's schema or apserver's.
 func (v *Validator) KnownServerRequest(method string) bool {
 	_, ok := v.serverReq[method]
 	return ok
 }
 
 // KnownClientRequest reports whether method is a client→server request in
-// Codex's schema.
+// Codex's schema or apserver's.
 func (v *Validator) KnownClientRequest(method string) bool {
 	_, ok := v.clientReq[method]
 	return ok
 }
 
+// Extension reports whether method (of any kind) is defined by apserver's
+// schema rather than Codex's.
+func (v *Validator) Extension(method string) bool {
+	for _, m := range []map[string]branch{v.notif, v.serverReq, v.clientReq} {
+		if b, ok := m[method]; ok {
+			return b.src == v.ext
+		}
+	}
+	return false
+}
+
 // ResponseType returns the name of the result type of client request method
-// ("" if Codex's schema has no result type for it, or the method is unknown).
+// ("" if the schema has no result type for it, or the method is unknown).
 func (v *Validator) ResponseType(method string) string {
 	if r, ok := v.clientResponseRef(method); ok {
 		return r.name
@@ -240,11 +306,11 @@ func (v *Validator) ResponseType(method string) string {
 }
 
 func (v *Validator) notificationRef(method string) (schemaRef, bool) {
-	i, ok := v.notif[method]
+	b, ok := v.notif[method]
 	if !ok {
 		return schemaRef{}, false
 	}
-	return schemaRef{file: fileServerNotification, ptr: fmt.Sprintf("/oneOf/%d", i), name: method + " notification"}, true
+	return schemaRef{src: b.src, file: fileServerNotification, ptr: fmt.Sprintf("/oneOf/%d", b.index), name: method + " notification"}, true
 }
 
 func (v *Validator) serverRequestRef(method string) (schemaRef, bool) {
@@ -252,23 +318,27 @@ func (v *Validator) serverRequestRef(method string) (schemaRef, bool) {
 	if !ok {
 		return schemaRef{}, false
 	}
-	return schemaRef{file: fileServerRequest, ptr: fmt.Sprintf("/oneOf/%d", b.index), name: method + " request"}, true
+	return schemaRef{src: b.src, file: fileServerRequest, ptr: fmt.Sprintf("/oneOf/%d", b.index), name: method + " request"}, true
 }
 
-// clientResponseRef finds the result schema for a client request method.
+// clientResponseRef finds the result schema for a client request method:
+// the type named like its params with Response for Params.
 func (v *Validator) clientResponseRef(method string) (schemaRef, bool) {
 	if method == "initialize" {
-		return schemaRef{file: fileInitializeResponse, name: "InitializeResponse"}, true
+		return schemaRef{src: v.codex, file: fileInitializeResponse, name: "InitializeResponse"}, true
+	}
+	b, ok := v.clientReq[method]
+	if !ok {
+		return schemaRef{}, false
 	}
 	name := responseOverrides[method]
 	if name == "" {
-		b, ok := v.clientReq[method]
-		if !ok || !strings.HasSuffix(b.params, "Params") {
+		if !strings.HasSuffix(b.params, "Params") {
 			return schemaRef{}, false
 		}
 		name = strings.TrimSuffix(b.params, "Params") + "Response"
 	}
-	return v.typeRef(name)
+	return b.src.typeRef(name)
 }
 
 // serverAnswerRef finds the result schema of the client's answer to a
@@ -278,50 +348,46 @@ func (v *Validator) serverAnswerRef(method string) (schemaRef, bool) {
 	if !ok || !strings.HasSuffix(b.params, "Params") {
 		return schemaRef{}, false
 	}
-	return v.typeRef(strings.TrimSuffix(b.params, "Params") + "Response")
+	return b.src.typeRef(strings.TrimSuffix(b.params, "Params") + "Response")
 }
 
 // typeRef locates a named type: its own file in v2/ or at the top level,
-// else a definition in the v2 bundle.
-func (v *Validator) typeRef(name string) (schemaRef, bool) {
+// else a definition in the source's bundle.
+func (s *source) typeRef(name string) (schemaRef, bool) {
 	for _, f := range []string{"v2/" + name + ".json", name + ".json"} {
-		if st, err := os.Stat(filepath.Join(v.dir, filepath.FromSlash(f))); err == nil && st.Mode().IsRegular() {
-			return schemaRef{file: f, name: name}, true
+		if isFile(s.fsys, f) {
+			return schemaRef{src: s, file: f, name: name}, true
 		}
 	}
-	if v.bundleHas(name) {
-		return schemaRef{file: fileBundle, ptr: "/definitions/" + name, name: name}, true
+	if s.bundleHas(name) {
+		return schemaRef{src: s, file: s.bundle, ptr: "/definitions/" + name, name: name}, true
 	}
 	return schemaRef{}, false
 }
 
-func (v *Validator) bundleHas(name string) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.bundle == nil {
-		v.bundle = map[string]bool{}
-		data, err := os.ReadFile(filepath.Join(v.dir, fileBundle))
+func (s *source) bundleHas(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.defs == nil {
+		s.defs = map[string]bool{}
+		data, err := fs.ReadFile(s.fsys, s.bundle)
 		if err == nil {
 			var doc struct {
 				Definitions map[string]json.RawMessage `json:"definitions"`
 			}
 			if json.Unmarshal(data, &doc) == nil {
 				for k := range doc.Definitions {
-					v.bundle[k] = true
+					s.defs[k] = true
 				}
 			}
 		}
 	}
-	return v.bundle[name]
+	return s.defs[name]
 }
 
 // schema compiles (once) and returns the schema at ref.
 func (v *Validator) schema(ref schemaRef) (*jsonschema.Schema, error) {
-	p := filepath.ToSlash(filepath.Join(v.dir, filepath.FromSlash(ref.file)))
-	if !strings.HasPrefix(p, "/") {
-		p = "/" + p // Windows drive paths
-	}
-	u := (&url.URL{Scheme: "file", Path: p}).String()
+	u := "file:///" + ref.src.name + "/" + ref.file
 	if ref.ptr != "" {
 		u += "#" + ref.ptr
 	}
@@ -332,7 +398,7 @@ func (v *Validator) schema(ref schemaRef) (*jsonschema.Schema, error) {
 	}
 	s, err := v.compiler.Compile(u)
 	if err != nil {
-		return nil, fmt.Errorf("wirecheck: compiling %s#%s: %v", ref.file, ref.ptr, err)
+		return nil, fmt.Errorf("wirecheck: compiling %s/%s#%s: %v", ref.src.name, ref.file, ref.ptr, err)
 	}
 	v.cache[u] = s
 	return s, nil

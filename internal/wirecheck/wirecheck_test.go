@@ -1,54 +1,48 @@
 package wirecheck
 
 import (
+	"crypto/sha256"
 	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
+
+	"github.com/apserver/apserver/protocol/codex"
 )
 
 var (
 	sharedOnce sync.Once
 	sharedV    *Validator
 	sharedErr  error
-	sharedDir  string
 )
 
-// validator returns one Validator shared by the tests (so each schema is
-// compiled once per test binary), or skips if the schemas are absent.
+// validator returns one Validator shared by the tests, so each schema is
+// compiled once per test binary.
 func validator(t *testing.T) *Validator {
 	t.Helper()
-	sharedOnce.Do(func() {
-		sharedDir, sharedErr = FindSchemaDir()
-		if sharedErr == nil {
-			sharedV, sharedErr = Load(sharedDir)
-		}
-	})
-	if sharedV == nil {
-		if sharedDir == "" {
-			t.Skipf("schema dir not found: %v", sharedErr)
-		}
-		t.Fatalf("loading %s: %v", sharedDir, sharedErr)
+	sharedOnce.Do(func() { sharedV, sharedErr = Default() })
+	if sharedErr != nil {
+		t.Fatalf("loading the vendored schemas: %v", sharedErr)
 	}
 	return sharedV
 }
 
-// transcriptsDir is shared/peerbench/transcripts beside the schema dir.
-func transcriptsDir(t *testing.T, v *Validator) string {
-	t.Helper()
-	d := filepath.Join(v.Dir(), "..", "..", "peerbench", "transcripts")
-	if _, err := os.Stat(d); err != nil {
-		t.Skipf("peerbench transcripts not found: %v", err)
-	}
-	return d
-}
+// transcriptsDir holds real Codex 0.169.0 output recorded by peerbench.
+const transcriptsDir = "testdata/codex-transcripts"
 
 func TestCodexTranscriptsPass(t *testing.T) {
 	v := validator(t)
-	dir := transcriptsDir(t, v)
+	dir := transcriptsDir
 	for _, name := range []string{"codex-tool.jsonl", "codex-approval.jsonl"} {
 		t.Run(name, func(t *testing.T) {
 			tr := v.NewTranscript()
@@ -97,7 +91,15 @@ func TestServerLines(t *testing.T) {
 		want []string // substrings of the error; nil means the line must pass
 	}{
 		{"notification ok", `{"method":"thread/status/changed","params":{"threadId":"th","status":{"type":"idle"}},"emittedAtMs":1}`, nil},
-		{"unknown notification skipped", `{"method":"fullAuto/status","params":{"x":1}}`, nil},
+		{"unknown notification", `{"method":"fullAuto/status","params":{"x":1}}`,
+			[]string{`notification "fullAuto/status"`, "neither Codex's schema"}},
+		{"extension notification ok", `{"method":"attention","params":{"count":0,"oldestSinceMs":null,"items":[]},"emittedAtMs":1}`, nil},
+		{"extension notification bad enum",
+			`{"method":"fullAuto/statusChanged","params":{"threadId":"th","state":"sleeping","reason":null,"run":{}}}`,
+			[]string{`"fullAuto/statusChanged"`, "/params/state", `got "sleeping"`}},
+		{"extension notification undocumented field",
+			`{"method":"attention","params":{"count":0,"oldestSinceMs":null,"items":[],"extra":1}}`,
+			[]string{`"attention"`, "/params", "additional properties 'extra'"}},
 		{"jsonrpc tolerated", `{"jsonrpc":"2.0","method":"warning","params":{"message":"m"}}`, nil},
 		{"turn/started missing turn.id",
 			`{"method":"turn/started","params":{"threadId":"th","turn":{"items":[],"status":"inProgress"}},"emittedAtMs":1}`,
@@ -128,7 +130,9 @@ func TestServerLines(t *testing.T) {
 		{"turn/start response, string id",
 			`{"id":"3","result":{"turn":{"id":"t","items":[],"status":"running"}}}`,
 			[]string{`"turn/start" (id "3")`, "TurnStartResponse", "/result/turn/status"}},
-		{"response to extension method skipped", `{"id":4,"result":{"whatever":true}}`, nil},
+		{"extension response ok", `{"id":4,"result":{"decision":"allow","rule":null,"source":"default","part":null,"reason":"r","effective":"run","sandbox":"workspace-write","approvalPolicy":"on-request"}}`, nil},
+		{"extension response checked", `{"id":4,"result":{"whatever":true}}`,
+			[]string{`response to "policy/explain" (id 4)`, "PolicyExplainResponse", "missing properties", "additional properties 'whatever'"}},
 		{"error response ok", `{"id":5,"error":{"code":-32600,"message":"nope"}}`, nil},
 		{"error response bad", `{"id":5,"error":{"code":"x"}}`,
 			[]string{`error response to "thread/list"`, "/error", "message"}},
@@ -178,21 +182,28 @@ func TestServerLines(t *testing.T) {
 
 func TestUnknownAndPending(t *testing.T) {
 	v := validator(t)
-	tr := primed(v)
-	for _, l := range []string{
-		`{"method":"fullAuto/status","params":{}}`,
-		`{"id":4,"result":{}}`,
+	unknown := []string{
+		`{"method":"fullAuto/whatever","params":{}}`,
 		`{"id":7,"method":"apserver/ask","params":{}}`,
-	} {
+	}
+	strict := primed(v)
+	for _, l := range unknown {
+		if err := strict.Server([]byte(l)); err == nil || !strings.Contains(err.Error(), "neither") {
+			t.Errorf("Server(%s) = %v, want an unknown-method error", l, err)
+		}
+	}
+	tr := primed(v)
+	tr.AllowUnknown = true
+	for _, l := range unknown {
 		if err := tr.Server([]byte(l)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got, want := strings.Join(tr.Unknown(), ","), "apserver/ask,fullAuto/status,policy/explain"; got != want {
+	if got, want := strings.Join(tr.Unknown(), ","), "apserver/ask,fullAuto/whatever"; got != want {
 		t.Errorf("Unknown() = %s, want %s", got, want)
 	}
 	got := tr.Unanswered()
-	want := []string{`client "3" turn/start`, "client 1 initialize", "client 2 thread/start", "client 5 thread/list", "server 7 apserver/ask"}
+	want := []string{`client "3" turn/start`, "client 1 initialize", "client 2 thread/start", "client 4 policy/explain", "client 5 thread/list", "server 7 apserver/ask"}
 	sort.Strings(want)
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("Unanswered() = %q, want %q", got, want)
@@ -326,8 +337,9 @@ func TestSchemaCoverage(t *testing.T) {
 		}
 	}
 	sort.Strings(missing)
-	// Codex 0.169's schema has no result type for fuzzyFileSearch.
-	if strings.Join(missing, ",") != "fuzzyFileSearch" {
+	// Codex 0.169's experimental schema has no result type for the
+	// fuzzyFileSearch session methods (their results are notifications).
+	if strings.Join(missing, ",") != "fuzzyFileSearch/sessionStart,fuzzyFileSearch/sessionStop,fuzzyFileSearch/sessionUpdate" {
 		t.Errorf("client methods without a result schema: %v", missing)
 	}
 	if got := v.ResponseType("thread/start"); got != "ThreadStartResponse" {
@@ -336,22 +348,17 @@ func TestSchemaCoverage(t *testing.T) {
 }
 
 func TestConcurrentUse(t *testing.T) {
-	dir, err := FindSchemaDir()
-	if err != nil {
-		t.Skip(err)
-	}
-	v, err := Load(dir) // fresh: schemas get compiled concurrently
+	v, err := Default() // fresh: schemas get compiled concurrently
 	if err != nil {
 		t.Fatal(err)
 	}
-	tdir := transcriptsDir(t, v)
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ {
 		for _, name := range []string{"codex-tool.jsonl", "codex-approval.jsonl"} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := v.CheckFile(filepath.Join(tdir, name)); err != nil {
+				if err := v.CheckFile(filepath.Join(transcriptsDir, name)); err != nil {
 					t.Error(err)
 				}
 			}()
@@ -360,14 +367,127 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 }
 
-func TestFindSchemaDirEnv(t *testing.T) {
+func TestSchemaDirEnv(t *testing.T) {
 	t.Setenv(EnvSchemaDir, t.TempDir())
-	if _, err := FindSchemaDir(); err == nil {
-		t.Error("accepted a directory without schemas")
+	if _, err := Default(); err == nil || !strings.Contains(err.Error(), EnvSchemaDir) {
+		t.Errorf("Default() with an empty %s = %v, want an error naming it", EnvSchemaDir, err)
 	}
+	// A copy of Codex's schema elsewhere is used instead of the vendored one.
+	t.Setenv(EnvSchemaDir, filepath.Join("..", "..", "protocol", "codex", "schema"))
+	v, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.KnownClientRequest("thread/start") || !v.KnownClientRequest("fullAuto/start") {
+		t.Error("a Validator from the env dir lacks thread/start or fullAuto/start")
+	}
+}
+
+// An extension schema must not take over a Codex method.
+func TestExtensionMustNotRedefineCodex(t *testing.T) {
+	cx, err := fs.Sub(codex.Schema, "schema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := fstest.MapFS{fileClientRequest: {Data: []byte(`{"oneOf":[{"properties":{"method":{"enum":["thread/start"]},"params":{"$ref":"#/definitions/P"}}}]}`)}}
+	if _, err := Load(cx, ext); err == nil || !strings.Contains(err.Error(), `redefines "thread/start"`) {
+		t.Errorf("Load with an extension redefining thread/start = %v, want an error", err)
+	}
+}
+
+// Every method and notification that package protocol names is in one of
+// the two schemas, with a result type for each client request, so no
+// message apserver sends goes unchecked.
+func TestProtocolMethodsHaveSchemas(t *testing.T) {
 	v := validator(t)
-	t.Setenv(EnvSchemaDir, v.Dir())
-	if d, err := FindSchemaDir(); err != nil || d != v.Dir() {
-		t.Errorf("FindSchemaDir() = %q, %v", d, err)
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, filepath.Join("..", "..", "protocol"), func(fi fs.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, pkg := range pkgs {
+		for _, f := range pkg.Files {
+			for _, d := range f.Decls {
+				gd, ok := d.(*ast.GenDecl)
+				if !ok || gd.Tok != token.CONST {
+					continue
+				}
+				for _, spec := range gd.Specs {
+					vs := spec.(*ast.ValueSpec)
+					for i, name := range vs.Names {
+						if i >= len(vs.Values) {
+							continue
+						}
+						lit, ok := vs.Values[i].(*ast.BasicLit)
+						if !ok || lit.Kind != token.STRING {
+							continue
+						}
+						method, _ := strconv.Unquote(lit.Value)
+						var known bool
+						switch id := name.Name; {
+						case id == "MethodCancelRequest", id == "MethodInitialized":
+							continue // JSON-RPC cancellation; a client notification
+						case strings.HasPrefix(id, "Method"):
+							known = v.KnownClientRequest(method) && v.ResponseType(method) != ""
+						case strings.HasPrefix(id, "Notify"):
+							known = v.KnownNotification(method)
+						case strings.HasPrefix(id, "Request"):
+							known = v.KnownServerRequest(method)
+						default:
+							continue
+						}
+						n++
+						if !known {
+							t.Errorf("protocol.%s = %q: no schema (or no result type) in protocol/codex or protocol/apserver", name.Name, method)
+						}
+					}
+				}
+			}
+		}
+	}
+	if n < 40 {
+		t.Errorf("found only %d method constants in package protocol; the parse is broken", n)
+	}
+}
+
+// The vendored Codex files are what protocol/codex/SOURCE says: nobody
+// edited them by hand (scripts/codex-schema.sh computes the same hash and
+// also compares them with Codex's own output).
+func TestVendoredCodexMatchesSource(t *testing.T) {
+	dir := filepath.Join("..", "..", "protocol", "codex")
+	src, err := os.ReadFile(filepath.Join(dir, "SOURCE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, want, ok := strings.Cut(string(src), "\nsha256: ")
+	if !ok {
+		t.Fatal("SOURCE has no sha256 line")
+	}
+	want = strings.TrimSpace(want)
+	files := []string{"CORE.md"}
+	err = filepath.WalkDir(filepath.Join(dir, "schema"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(files)
+	var lines strings.Builder
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&lines, "%x  %s\n", sha256.Sum256(data), f)
+	}
+	if got := fmt.Sprintf("%x", sha256.Sum256([]byte(lines.String()))); got != want {
+		t.Errorf("protocol/codex hashes to %s, SOURCE records %s: a vendored file changed; regenerate with scripts/codex-schema.sh update", got, want)
 	}
 }

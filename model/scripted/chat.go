@@ -21,6 +21,9 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, p *plan,
 	}
 	sw := startStream(ctx, w, p.st)
 	c := newChatChunker(s.newID("chatcmpl-"), model)
+	sw.fail = func() {
+		sw.data(map[string]any{"error": map[string]any{"code": "server_error", "type": "server_error", "message": p.st.errorMessage()}})
+	}
 
 	sw.chatChunk(c, map[string]any{"role": "assistant", "content": ""}, nil)
 	for i, chunks := range p.reasoning {
@@ -39,6 +42,12 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, p *plan,
 			return
 		}
 		sw.chatDelta(c, `{"content":`, t)
+	}
+	if p.endless != "" {
+		for sw.delta() {
+			sw.chatDelta(c, `{"content":`, p.endless)
+		}
+		return
 	}
 	for i, call := range p.calls {
 		sw.chatChunk(c, map[string]any{"tool_calls": []any{map[string]any{
@@ -132,7 +141,7 @@ func newChatChunker(id, model string) *chatChunker {
 	b = append(b, `","object":"chat.completion.chunk","created":`...)
 	b = strconv.AppendInt(b, c.created, 10)
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, model)
+	b = AppendJSONString(b, model)
 	c.prefix = append(b, `,"choices":[{"index":0,"delta":`...)
 	return c
 }
@@ -152,7 +161,7 @@ func (sw *stream) chatChunk(c *chatChunker, delta map[string]any, finishReason a
 	b = append(b, d...)
 	b = append(b, `,"finish_reason":`...)
 	if s, ok := finishReason.(string); ok {
-		b = appendJSONString(b, s)
+		b = AppendJSONString(b, s)
 	} else {
 		b = append(b, "null"...)
 	}
@@ -168,7 +177,7 @@ func (sw *stream) chatDelta(c *chatChunker, open, text string) {
 	}
 	b := append(sw.buf[:0], c.prefix...)
 	b = append(b, open...)
-	b = appendJSONString(b, text)
+	b = AppendJSONString(b, text)
 	sw.buf = append(b, `},"finish_reason":null}]}`+"\n\n"...)
 	sw.flushBuf()
 }

@@ -52,6 +52,7 @@
 //
 // Step keys: text, deltas, delta_text, reasoning, tool_calls (name,
 // arguments, command, call_id), http_error, error_message, fail_times,
-// ttft_ms, inter_delta_us, stall_after, hang, usage (input, cached, output,
+// ttft_ms, inter_delta_us, stall_after, hang, endless, cut_after,
+// fail_after, usage (input, cached, output,
 // reasoning). Unknown keys are an error.
 package scripted

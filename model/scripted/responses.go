@@ -16,6 +16,11 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, p *
 	}
 	sw := startStream(ctx, w, p.st)
 	r := newResponseObject(s.newID("resp_"), model)
+	sw.fail = func() {
+		obj := r.object("failed", nil)
+		obj["error"] = map[string]any{"code": "server_error", "message": p.st.errorMessage()}
+		sw.event("response.failed", map[string]any{"response": obj})
+	}
 	sw.event("response.created", map[string]any{"response": r.object("in_progress", nil)})
 	sw.event("response.in_progress", map[string]any{"response": r.object("in_progress", nil)})
 
@@ -61,6 +66,12 @@ func (s *Server) streamResponses(ctx context.Context, w http.ResponseWriter, p *
 				return
 			}
 			sw.deltaEvent("response.output_text.delta", id, idx, `,"content_index":`, 0, c, true)
+		}
+		if p.endless != "" {
+			for sw.delta() {
+				sw.deltaEvent("response.output_text.delta", id, idx, `,"content_index":`, 0, p.endless, true)
+			}
+			return
 		}
 		sw.event("response.output_text.done", map[string]any{
 			"item_id": id, "output_index": idx, "content_index": 0, "text": p.fullText, "logprobs": []any{},
@@ -236,7 +247,7 @@ func (sw *stream) deltaEvent(typ, itemID string, outIdx int, subKey string, sub 
 		b = strconv.AppendInt(b, int64(sub), 10)
 	}
 	b = append(b, `,"delta":`...)
-	b = appendJSONString(b, delta)
+	b = AppendJSONString(b, delta)
 	if logprobs {
 		b = append(b, `,"logprobs":[]`...)
 	}

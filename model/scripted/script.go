@@ -80,6 +80,19 @@ type Step struct {
 	// response never completes. Zero or negative: no stall. To stall before
 	// the first event, use Hang.
 	StallAfter int
+	// CutAfter, when > 0, drops the connection abruptly after that many
+	// deltas (counted as for StallAfter): no final event, no clean end of
+	// the body.
+	CutAfter int
+	// FailAfter, when > 0, ends the stream after that many deltas with an
+	// in-stream error carrying ErrorMessage: a Responses "response.failed"
+	// event, or a Chat chunk holding "error".
+	FailAfter int
+	// Endless makes the assistant message never end: after Text (or the
+	// Deltas copies of DeltaText), DeltaText ("word " if empty) is streamed
+	// again and again, generated as it goes, until the client goes away.
+	// StallAfter still applies. The response never completes.
+	Endless bool
 	// Hang sends the response headers (status 200, text/event-stream) and
 	// then nothing until the client goes away. A request that did not ask
 	// for a stream gets the same treatment (with application/json) when
@@ -256,6 +269,9 @@ type wireStep struct {
 	InterDeltaUs int64          `json:"inter_delta_us,omitempty"`
 	StallAfter   int            `json:"stall_after,omitempty"`
 	Hang         bool           `json:"hang,omitempty"`
+	Endless      bool           `json:"endless,omitempty"`
+	CutAfter     int            `json:"cut_after,omitempty"`
+	FailAfter    int            `json:"fail_after,omitempty"`
 	Usage        *wireUsage     `json:"usage,omitempty"`
 }
 
@@ -301,7 +317,7 @@ func stepsFromWire(ws []wireStep) ([]Step, error) {
 			HTTPError: w.HTTPError, ErrorMessage: w.ErrorMessage, FailTimes: w.FailTimes,
 			TTFT:       time.Duration(w.TTFTMs) * time.Millisecond,
 			InterDelta: time.Duration(w.InterDeltaUs) * time.Microsecond,
-			StallAfter: w.StallAfter, Hang: w.Hang,
+			StallAfter: w.StallAfter, Hang: w.Hang, Endless: w.Endless, CutAfter: w.CutAfter, FailAfter: w.FailAfter,
 		}
 		if w.Usage != nil {
 			st.Usage = &Usage{Input: w.Usage.Input, Cached: w.Usage.Cached, Output: w.Usage.Output, Reasoning: w.Usage.Reasoning}
@@ -352,7 +368,7 @@ func stepsToWire(steps []Step) []wireStep {
 			Text: st.Text, Deltas: st.Deltas, DeltaText: st.DeltaText, Reasoning: st.Reasoning,
 			HTTPError: st.HTTPError, ErrorMessage: st.ErrorMessage, FailTimes: st.FailTimes,
 			TTFTMs: st.TTFT.Milliseconds(), InterDeltaUs: st.InterDelta.Microseconds(),
-			StallAfter: st.StallAfter, Hang: st.Hang,
+			StallAfter: st.StallAfter, Hang: st.Hang, Endless: st.Endless, CutAfter: st.CutAfter, FailAfter: st.FailAfter,
 		}
 		if st.Usage != nil {
 			u := *st.Usage

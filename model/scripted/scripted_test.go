@@ -663,11 +663,24 @@ func TestStallAfterAndDisconnect(t *testing.T) {
 
 func TestStallAfterBeyondDeltasNeverCompletes(t *testing.T) {
 	s := start(t, Script{Default: []Step{{Text: "short", StallAfter: 100}}})
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	resp := post(t, ctx, s.URL()+"/responses", responsesBody(userMsg("x")))
-	b, err := io.ReadAll(resp.Body)
+	// Read up to the end of the text, then give up on the stream: a stream
+	// that was going to complete has written response.completed by then.
+	var b []byte
+	r := bufio.NewReader(resp.Body)
+	for !bytes.Contains(b, []byte("response.output_item.done")) {
+		line, err := r.ReadBytes('\n')
+		b = append(b, line...)
+		if err != nil {
+			t.Fatalf("body ended before the text did: %v\n%s", err, b)
+		}
+	}
+	cancel()
+	rest, err := io.ReadAll(r)
 	resp.Body.Close()
+	b = append(b, rest...)
 	if err == nil || !strings.Contains(string(b), "response.output_text.done") || strings.Contains(string(b), "response.completed") {
 		t.Fatalf("err %v, body %s", err, b)
 	}
@@ -841,7 +854,7 @@ func TestChunking(t *testing.T) {
 	}
 	for _, s := range []string{"", "plain", "quote\" back\\ nl\n tab\t ctl\x01 uni é 😀 bad\xff end\u2028"} {
 		var back string
-		if err := json.Unmarshal(appendJSONString(nil, s), &back); err != nil {
+		if err := json.Unmarshal(AppendJSONString(nil, s), &back); err != nil {
 			t.Fatalf("%q: %v", s, err)
 		}
 		want, _ := json.Marshal(s)
@@ -912,4 +925,71 @@ func BenchmarkStream10kDeltas(b *testing.B) {
 			b.ReportMetric(float64(b.N*10000)/b.Elapsed().Seconds(), "deltas/s")
 		})
 	}
+}
+
+// TestEndless: an endless step keeps streaming its delta, far past any
+// pre-built length, and stops when the client goes away; it never sends
+// the end of the response. The "endless" key round-trips.
+func TestEndless(t *testing.T) {
+	for _, wire := range []string{WireResponses, WireChat} {
+		t.Run(wire, func(t *testing.T) {
+			s := start(t, Script{Default: []Step{{Text: "first ", Endless: true, DeltaText: "w "}}})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			url, body, typ := s.URL()+"/responses", any(responsesBody(userMsg("x"))), "response.output_text.delta"
+			if wire == WireChat {
+				url, body, typ = s.URL()+"/chat/completions", chatBody(map[string]any{"role": "user", "content": "x"}), ""
+			}
+			resp := post(t, ctx, url, body)
+			defer resp.Body.Close()
+			readUntil(t, bufio.NewReader(resp.Body), typ, 50_000)
+			cancel()
+			waitIdle(t, s)
+		})
+	}
+	sc, err := LoadScript(strings.NewReader(`{"default":[{"endless":true,"delta_text":"x"}]}`))
+	if err != nil || !sc.Default[0].Endless {
+		t.Fatalf("LoadScript endless: %+v, %v", sc, err)
+	}
+	if b, _ := json.Marshal(sc); !bytes.Contains(b, []byte(`"endless":true`)) {
+		t.Errorf("marshalled %s, want endless", b)
+	}
+}
+
+// TestCutAfterAndFailAfter: cut_after drops the connection after n deltas
+// with no final event; fail_after ends the stream with the wire's error
+// event. Both round-trip through the JSON form.
+func TestCutAfterAndFailAfter(t *testing.T) {
+	for _, wire := range []string{WireResponses, WireChat} {
+		t.Run(wire, func(t *testing.T) {
+			url, body := s0URL(wire)
+			s := start(t, Script{Rules: []Rule{
+				{Match: "cut", Steps: []Step{{Deltas: 10, DeltaText: "w ", CutAfter: 3}}},
+				{Match: "fail", Steps: []Step{{Deltas: 10, DeltaText: "w ", FailAfter: 3, ErrorMessage: "boom"}}},
+			}})
+			resp := post(t, context.Background(), s.URL()+url, body("cut"))
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err == nil || bytes.Count(b, []byte(`"w `)) != 3 || bytes.Contains(b, []byte("[DONE]")) || bytes.Contains(b, []byte("response.completed")) {
+				t.Errorf("cut: err %v, body %s", err, b)
+			}
+			resp = post(t, context.Background(), s.URL()+url, body("fail"))
+			b, err = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || bytes.Count(b, []byte(`"w `)) != 3 || !bytes.Contains(b, []byte(`"boom"`)) || bytes.Contains(b, []byte("[DONE]")) {
+				t.Errorf("fail: err %v, body %s", err, b)
+			}
+		})
+	}
+	sc, err := LoadScript(strings.NewReader(`{"default":[{"cut_after":2,"fail_after":3}]}`))
+	if err != nil || sc.Default[0].CutAfter != 2 || sc.Default[0].FailAfter != 3 {
+		t.Fatalf("LoadScript: %+v, %v", sc, err)
+	}
+}
+
+func s0URL(wire string) (string, func(string) any) {
+	if wire == WireChat {
+		return "/chat/completions", func(text string) any { return chatBody(map[string]any{"role": "user", "content": text}) }
+	}
+	return "/responses", func(text string) any { return responsesBody(userMsg(text)) }
 }

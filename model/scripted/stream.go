@@ -18,8 +18,10 @@ type plan struct {
 	parts     []string   // each summary part in full
 	text      []string   // deltas of the assistant message
 	fullText  string
-	calls     []plannedCall
-	usage     Usage
+	// endless is the delta repeated forever after text (Step.Endless).
+	endless string
+	calls   []plannedCall
+	usage   Usage
 }
 
 type plannedCall struct {
@@ -32,6 +34,15 @@ type plannedCall struct {
 func (s *Server) plan(st *Step, in *requestBody, wire string, bodyLen int) *plan {
 	p := &plan{st: st, text: st.textChunks()}
 	p.fullText = strings.Join(p.text, "")
+	if st.Endless {
+		p.endless = st.DeltaText
+		if p.endless == "" {
+			p.endless = "word "
+		}
+		if p.text == nil {
+			p.text = []string{}
+		}
+	}
 	var reasoningDeltas, deltas int64
 	for _, part := range st.Reasoning {
 		ch := splitWords(part)
@@ -98,9 +109,13 @@ type stream struct {
 	seq        int // next Responses sequence_number
 	deltas     int // deltas written
 	stallAfter int
-	pause      time.Duration
-	timer      *time.Timer
-	stopped    bool // the client went away, a write failed, or the stream stalled
+	cutAfter   int
+	failAfter  int
+	// fail writes the wire's in-stream error event (FailAfter).
+	fail    func()
+	pause   time.Duration
+	timer   *time.Timer
+	stopped bool // the client went away, a write failed, or the stream stalled
 }
 
 // startStream sends the 200 and the SSE headers.
@@ -112,7 +127,8 @@ func startStream(ctx context.Context, w http.ResponseWriter, st *Step) *stream {
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	sw := &stream{ctx: ctx, w: w, rc: rc, buf: make([]byte, 0, 1024), stallAfter: st.StallAfter, pause: st.InterDelta}
+	sw := &stream{ctx: ctx, w: w, rc: rc, buf: make([]byte, 0, 1024), stallAfter: st.StallAfter,
+		cutAfter: st.CutAfter, failAfter: st.FailAfter, pause: st.InterDelta}
 	if rc.Flush() != nil {
 		sw.stopped = true
 	}
@@ -145,6 +161,16 @@ func (sw *stream) delta() bool {
 	}
 	if sw.stallAfter > 0 && sw.deltas >= sw.stallAfter {
 		sw.stall()
+		return false
+	}
+	if sw.cutAfter > 0 && sw.deltas >= sw.cutAfter {
+		panic(http.ErrAbortHandler) // net/http drops the connection
+	}
+	if sw.failAfter > 0 && sw.deltas >= sw.failAfter {
+		if sw.fail != nil {
+			sw.fail()
+		}
+		sw.stopped = true
 		return false
 	}
 	if sw.deltas > 0 && sw.pause > 0 {
@@ -189,9 +215,13 @@ func hang(ctx context.Context, w http.ResponseWriter, contentType string) {
 	<-ctx.Done()
 }
 
-// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
-// U+FFFD, as with encoding/json.
-func appendJSONString(b []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string: '"', '\\' and control
+// characters escaped, invalid UTF-8 as \ufffd and U+2028 and U+2029 as
+// \u2028 and \u2029 (as encoding/json does), '<', '>' and '&' as they are.
+// It is the same escaping, byte for byte, as apserver's own output (a test
+// in package server holds the two to it); scripted keeps its own copy to
+// stay standard-library only.
+func AppendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0
@@ -227,8 +257,23 @@ func appendJSONString(b []byte, s string) []byte {
 			start = i
 			continue
 		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
 		i += size
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// errorMessage is the message of a FailAfter error.
+func (st *Step) errorMessage() string {
+	if st.ErrorMessage != "" {
+		return st.ErrorMessage
+	}
+	return "scripted error mid-stream"
 }

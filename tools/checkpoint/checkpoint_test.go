@@ -553,3 +553,106 @@ func TestBadIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoreTypeSwaps: undo puts back a tracked directory that a command
+// replaced with a symlink (without following the symlink), and the reverse,
+// and a file replaced by a directory and a directory by a file, in both
+// directions, leaving the work tree exactly as snapshotted.
+func TestRestoreTypeSwaps(t *testing.T) {
+	cases := []struct {
+		name   string
+		before func(t *testing.T, ws string)
+		after  func(t *testing.T, ws string)
+	}{
+		{"dir to symlink to outside dir", func(t *testing.T, ws string) {
+			write(t, ws, "sub/a.txt", "a\n")
+			write(t, ws, "sub/deep/b.txt", "b\n")
+		}, func(t *testing.T, ws string) {
+			remove(t, ws, "sub")
+			symlink(t, ws, filepath.Join(filepath.Dir(ws), "outside"), "sub")
+		}},
+		{"dir to symlink in workspace", func(t *testing.T, ws string) {
+			write(t, ws, "sub/a.txt", "a\n")
+			write(t, ws, "other/a.txt", "other\n")
+		}, func(t *testing.T, ws string) {
+			remove(t, ws, "sub")
+			symlink(t, ws, "other", "sub")
+		}},
+		{"dir to dangling symlink", func(t *testing.T, ws string) {
+			write(t, ws, "sub/a.txt", "a\n")
+		}, func(t *testing.T, ws string) {
+			remove(t, ws, "sub")
+			symlink(t, ws, "nowhere", "sub")
+		}},
+		{"symlink to dir", func(t *testing.T, ws string) {
+			write(t, ws, "other/a.txt", "other\n")
+			symlink(t, ws, "other", "sub")
+		}, func(t *testing.T, ws string) {
+			remove(t, ws, "sub")
+			write(t, ws, "sub/a.txt", "a\n")
+			write(t, ws, "sub/deep/b.txt", "b\n")
+		}},
+		{"file to dir", func(t *testing.T, ws string) {
+			write(t, ws, "sub", "file\n")
+		}, func(t *testing.T, ws string) {
+			remove(t, ws, "sub")
+			write(t, ws, "sub/a.txt", "a\n")
+		}},
+		{"symlink to file", func(t *testing.T, ws string) {
+			write(t, ws, "other/a.txt", "other\n")
+			symlink(t, ws, "other", "sub")
+		}, func(t *testing.T, ws string) {
+			remove(t, ws, "sub")
+			write(t, ws, "sub", "file\n")
+		}},
+		{"nested dir to symlink", func(t *testing.T, ws string) {
+			write(t, ws, "a/b/c/d.txt", "d\n")
+			write(t, ws, "a/e.txt", "e\n")
+		}, func(t *testing.T, ws string) {
+			remove(t, ws, "a/b")
+			symlink(t, ws, "..", "a/b")
+		}},
+	}
+	for _, tc := range cases {
+		for _, back := range []bool{true, false} {
+			name := tc.name
+			if !back {
+				name += " reversed"
+			}
+			t.Run(name, func(t *testing.T) {
+				ws := filepath.Join(t.TempDir(), "ws")
+				outside := filepath.Join(filepath.Dir(ws), "outside")
+				write(t, outside, "secret.txt", "secret\n")
+				write(t, ws, "keep.txt", "keep\n")
+				tc.before(t, ws)
+				s := open(t, ws, Options{})
+				first := snapshot(t, s, "before")
+				wantFirst := files(t, ws)
+				tc.after(t, ws)
+				second := snapshot(t, s, "after")
+				wantSecond := files(t, ws)
+				wantOutside := files(t, outside)
+
+				target, current, want := first, second, wantFirst
+				if !back {
+					// Go back first, then forward again (redo).
+					restore(t, s, first, second)
+					target, current, want = second, first, wantSecond
+				}
+				ctx := context.Background()
+				if _, err := s.Restore(ctx, target.ID, current.ID); err != nil {
+					t.Fatalf("Restore = %v", err)
+				}
+				if d := diffMaps(want, files(t, ws)); d != "" {
+					t.Errorf("after Restore:\n%s", d)
+				}
+				if d := diffMaps(wantOutside, files(t, outside)); d != "" {
+					t.Errorf("Restore changed files outside the workspace:\n%s", d)
+				}
+				if got := changed(t, s, target, snapshot(t, s, "check")); len(got) != 0 {
+					t.Errorf("after Restore the work tree differs from the target in %q", got)
+				}
+			})
+		}
+	}
+}

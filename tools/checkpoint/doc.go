@@ -27,6 +27,9 @@
 //   - Every regular file and symbolic link that the workspace's own .gitignore
 //     files do not ignore, with its executable bit. As in git, a file stays
 //     captured once captured, even if a .gitignore added later matches it.
+//   - A directory replaced by a symlink or a file: its files leave the
+//     snapshot and the symlink or file enters it (git itself refuses to look
+//     beyond a symlink, so those paths are dropped from the index first).
 //   - Files inside nested git repositories (a directory with a .git directory
 //     or file below the workspace root, such as a sub-repository or submodule
 //     checkout) are captured as ordinary files, not as gitlinks. Their

@@ -264,3 +264,15 @@ func diffMaps(want, got map[string]string) string {
 	}
 	return b.String()
 }
+
+// symlink creates root/rel as a symlink to target, making its parent.
+func symlink(t *testing.T, root, target, rel string) {
+	t.Helper()
+	p := filepath.Join(root, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, p); err != nil {
+		t.Fatal(err)
+	}
+}

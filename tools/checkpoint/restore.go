@@ -15,7 +15,10 @@ import (
 // or in snapshot current (normally the latest snapshot): files of target that
 // differ in the work tree, in content, mode or type, are written back; files
 // of current that target lacks are deleted, and directories they leave empty
-// removed. Files in neither snapshot, such as ignored files, are left alone,
+// removed. A path whose type changed (a directory that became a symlink or a
+// file, or the reverse) is put back as it was: the symlink or file is removed,
+// never followed, and the directory and its files written again. Files in
+// neither snapshot, such as ignored files, are left alone,
 // and so are files target left out for their size. Restore returns the sorted
 // workspace-relative paths it wrote or deleted.
 //
@@ -208,18 +211,22 @@ func copyFile(src, dst string) error {
 
 // belowNonDir reports whether a parent of p in the work tree exists and is not
 // a directory (a file, or a symlink that must not be followed).
-func (s *Store) belowNonDir(p string) bool {
+func (s *Store) belowNonDir(p string) bool { return s.nonDirParent(p) != "" }
+
+// nonDirParent returns the nearest-to-the-root parent of p in the work tree
+// that exists and is not a directory, or "" if there is none.
+func (s *Store) nonDirParent(p string) string {
 	for i := range len(p) {
 		if p[i] != '/' {
 			continue
 		}
 		fi, err := os.Lstat(s.abs(p[:i]))
 		if err != nil {
-			return false
+			return ""
 		}
 		if !fi.IsDir() {
-			return true
+			return p[:i]
 		}
 	}
-	return false
+	return ""
 }

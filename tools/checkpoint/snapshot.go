@@ -106,7 +106,33 @@ func (s *Store) stage(ctx context.Context) (skipped []string, err error) {
 	slices.Sort(paths)
 	paths = slices.Compact(paths)
 
-	var add []string
+	// A path whose parent is now a file or a symlink (a command replaced a
+	// directory) is gone: git refuses to look beyond a symlink, so drop it
+	// from the index first and stage what replaced the parent instead.
+	var gone, add []string
+	seen := make(map[string]string) // directory → its nonDirParent result
+	for _, p := range paths {
+		dir := pathDir(p)
+		parent, ok := seen[dir]
+		if !ok {
+			parent = s.nonDirParent(p)
+			seen[dir] = parent
+		}
+		if parent != "" {
+			gone = append(gone, p)
+			add = append(add, parent)
+		}
+	}
+	if len(gone) > 0 {
+		if _, err := s.inStore(ctx, joinZ(gone), "update-index", "-z", "--force-remove", "--stdin"); err != nil {
+			return nil, err
+		}
+		paths = slices.DeleteFunc(paths, func(p string) bool { _, found := slices.BinarySearch(gone, p); return found })
+		paths = append(paths, add...)
+		slices.Sort(paths)
+		paths = slices.Compact(paths)
+		add = nil
+	}
 	for _, p := range paths {
 		fi, err := os.Lstat(filepath.Join(s.workspace, p))
 		if err == nil && fi.Mode().IsRegular() && fi.Size() > s.maxFileBytes {
@@ -289,4 +315,12 @@ func (s *Store) Prune(ctx context.Context) error {
 		return fmt.Errorf("pruning snapshots: %w", err)
 	}
 	return nil
+}
+
+// pathDir is the directory part of the slash-separated path p ("" at the top).
+func pathDir(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[:i]
+	}
+	return ""
 }

@@ -22,9 +22,9 @@ const (
 	DefaultMaxSnapshots = 200
 )
 
-// gcLooseObjects is how many loose objects Prune lets accumulate before it
-// repacks the store and deletes unreachable objects.
-const gcLooseObjects = 1000
+// DefaultGCLooseObjects is how many loose objects Prune lets accumulate
+// before it repacks the store and deletes unreachable objects.
+const DefaultGCLooseObjects = 1000
 
 // Options tune a Store. The zero value is ready to use.
 type Options struct {
@@ -34,6 +34,9 @@ type Options struct {
 	// MaxSnapshots is how many snapshots of the workspace are kept; older
 	// ones are dropped. Zero means DefaultMaxSnapshots.
 	MaxSnapshots int
+	// GCLooseObjects is how many loose objects Prune lets accumulate before
+	// it runs git gc. Zero means DefaultGCLooseObjects.
+	GCLooseObjects int
 	// Git is the git executable. Empty means "git" on PATH.
 	Git string
 }
@@ -59,8 +62,7 @@ type Store struct {
 	env          []string
 	maxFileBytes int64
 	maxSnapshots int
-	// gcLoose is gcLooseObjects; tests lower it.
-	gcLoose int
+	gcLoose      int // Options.GCLooseObjects
 
 	// sem is held, by whichever goroutine is operating on the store, as a
 	// 1-buffered channel so that waiting for it honours ctx.
@@ -95,7 +97,7 @@ func Open(ctx context.Context, dataDir, workspace string, opt Options) (*Store, 
 		env:          gitEnv(),
 		maxFileBytes: opt.MaxFileBytes,
 		maxSnapshots: opt.MaxSnapshots,
-		gcLoose:      gcLooseObjects,
+		gcLoose:      opt.GCLooseObjects,
 		sem:          make(chan struct{}, 1),
 	}
 	if s.gitPath == "" {
@@ -106,6 +108,9 @@ func Open(ctx context.Context, dataDir, workspace string, opt Options) (*Store, 
 	}
 	if s.maxSnapshots <= 0 {
 		s.maxSnapshots = DefaultMaxSnapshots
+	}
+	if s.gcLoose <= 0 {
+		s.gcLoose = DefaultGCLooseObjects
 	}
 	if err := s.create(ctx); err != nil {
 		return nil, fmt.Errorf("creating checkpoint store for %s: %w", ws, err)

@@ -18,8 +18,11 @@
 // to somewhere outside and are refused with a *PathError. "~" is not
 // expanded, and paths with NUL bytes or beyond PATH_MAX are refused.
 //
-// ResolveWrite further refuses any path with a .git component, before or
-// after resolution (hooks there run code), and an existing file that is not
+// ResolveWrite further refuses any path with a .git or .apserver component
+// (ProtectedDirs), in any letter case, before or after resolution: hooks in
+// .git run code, and .apserver holds the project's config and rules, which
+// must not be changed by the agent they restrict. It also refuses an existing
+// file that is not
 // a regular file (directory, pipe, device, socket) or that has more than one
 // hard link (the other name may be outside).
 //

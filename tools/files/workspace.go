@@ -109,7 +109,7 @@ func (w *Workspace) ResolveRead(p string) (string, error) {
 
 // ResolveWrite is ResolveRead for a file that is about to be created,
 // replaced or deleted. Beyond staying inside the writable roots, the path must
-// not be in a .git directory (hooks there run code), and if it exists it must
+// not be in a protected directory (ProtectedDirs), and if it exists it must
 // be a regular file with a single link (a hard link would carry the write to a
 // name outside the workspace).
 func (w *Workspace) ResolveWrite(p string) (string, error) {
@@ -117,8 +117,10 @@ func (w *Workspace) ResolveWrite(p string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if inGitDir(asked) || inGitDir(abs) {
-		return "", &PathError{Path: p, Reason: "it is inside a .git directory, which file tools may not write (git runs hooks from there)"}
+	for _, q := range []string{asked, abs} {
+		if d := protectedDir(q); d != "" {
+			return "", &PathError{Path: p, Reason: fmt.Sprintf("it is inside a %s directory, which file tools may not write (%s)", d, ProtectedDirs[d])}
+		}
 	}
 	root := within(w.writable, abs)
 	if root == "" {
@@ -157,14 +159,25 @@ func unwritable(fi fs.FileInfo) string {
 	return ""
 }
 
-// inGitDir reports whether any component of the clean path p is .git.
-func inGitDir(p string) bool {
+// ProtectedDirs are the directory names that file tools never write into, at
+// any depth and in any letter case (a case-insensitive file system would
+// reach the same directory), with why.
+var ProtectedDirs = map[string]string{
+	".git":      "git runs hooks from there and reads its config",
+	".apserver": "it holds the project's apserver config and command rules, which only the user may change",
+}
+
+// protectedDir returns the name of the protected directory (see
+// ProtectedDirs) that the clean path p is in, or "".
+func protectedDir(p string) string {
 	for _, c := range strings.Split(p, string(filepath.Separator)) {
-		if strings.EqualFold(c, ".git") {
-			return true
+		for d := range ProtectedDirs {
+			if strings.EqualFold(c, d) {
+				return d
+			}
 		}
 	}
-	return false
+	return ""
 }
 
 // resolve returns p made absolute and clean (asked), and the path the kernel

@@ -15,7 +15,8 @@
 // Renaming or deleting an ancestor of a watched path is noticed only when
 // that ancestor is itself watched.
 //
-// fswatch knows nothing of threads, turns or the wire format; server maps
-// watches onto fs/watch, fs/unwatch and fs/changed. It must not import
-// session, server, store or model.
+// fswatch knows nothing of threads, turns or the wire format; session
+// (watch.go) maps watches onto fs/watch, fs/unwatch and fs/changed, with one
+// Watcher per connection. It must not import session, server, store or
+// model.
 package fswatch

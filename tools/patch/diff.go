@@ -8,30 +8,10 @@ import (
 	"github.com/hexops/gotextdiff/myers"
 )
 
-// UnifiedDiff returns a unified diff from before to after in git's style,
-// with context lines of context around each change, or "" if they are
-// equal. The names are relative paths, shown as a/oldName and b/newName; an
-// empty name is shown as /dev/null, as for an added or deleted file. A last
-// line without a newline is marked "\ No newline at end of file".
-func UnifiedDiff(oldName, newName string, before, after []byte, context int) string {
-	body := hunks(before, after, context)
-	if body == "" {
-		return ""
-	}
-	return "--- " + diffName("a/", oldName) + "\n+++ " + diffName("b/", newName) + "\n" + body
-}
-
 // Hunks returns the hunks of the unified diff from before to after with three
 // lines of context, without the ---/+++ lines, or "" if they are equal.
 func Hunks(before, after []byte) string {
 	return hunks(before, after, 3)
-}
-
-func diffName(prefix, name string) string {
-	if name == "" {
-		return "/dev/null"
-	}
-	return prefix + name
 }
 
 func hunks(before, after []byte, context int) string {
@@ -88,78 +68,6 @@ func rawLines(s string) []string {
 		lines = lines[:len(lines)-1]
 	}
 	return lines
-}
-
-// FromDiff returns an apply_patch text that updates path from before to
-// after, or "" if they have the same lines. Its hunks carry three lines of
-// context, more where needed for each to be found where it belongs; a hunk
-// that reaches the end of the file ends with "*** End of File".
-//
-// The format compares line text only: a change of line endings, or of the
-// newline at the end of the file, is not rendered.
-func FromDiff(path string, before, after []byte) string {
-	a, b := texts(splitFile(string(before))), texts(splitFile(string(after)))
-	steps := diffLines(terminated(a), terminated(b))
-	gs := groups(steps, 3)
-	if len(gs) == 0 {
-		return ""
-	}
-	aAt := func(k int) int {
-		if k < len(steps) {
-			return steps[k].a
-		}
-		return len(a)
-	}
-	hunk := func(lo, hi int, eof bool) Hunk {
-		h := Hunk{EOF: eof}
-		for _, s := range steps[lo:hi] {
-			if s.op == '+' {
-				h.Lines = append(h.Lines, Line{Op: '+', Text: b[s.b]})
-			} else {
-				h.Lines = append(h.Lines, Line{Op: s.op, Text: a[s.a]})
-			}
-		}
-		return h
-	}
-	m := &matcher{lines: a}
-	var out strings.Builder
-	out.WriteString(beginMarker + "\n" + updatePrefix + " " + path + "\n")
-	prevHi := 0
-	for _, g := range gs {
-		lo, hi := g[0], g[1]
-		eof := aAt(hi) == len(a)
-		h := hunk(lo, hi, eof)
-		// Widen the leading context until the hunk is found where it
-		// belongs. It always is once it starts where the search does.
-		for grow := 1; len(oldSide(h.Lines)) > 0 && lo > prevHi; grow *= 2 {
-			if idx, body := m.findBody(&h, aAt(prevHi)); idx == aAt(lo) && len(body) == len(h.Lines) {
-				break
-			}
-			lo = max(lo-grow, prevHi)
-			h = hunk(lo, hi, eof)
-		}
-		out.WriteString("@@\n")
-		for _, l := range h.Lines {
-			out.WriteByte(l.Op)
-			out.WriteString(l.Text)
-			out.WriteByte('\n')
-		}
-		if eof {
-			out.WriteString(eofMarker + "\n")
-		}
-		prevHi = hi
-	}
-	out.WriteString(endMarker + "\n")
-	return out.String()
-}
-
-// terminated returns each line with a newline appended.
-func terminated(lines []string) []string {
-	t := make([]string, len(lines))
-	for i, l := range lines {
-		t[i] = l + "\n"
-	}
-	return t
 }
 
 // step is one line of an edit script: a line of a kept (' '), a line of a

@@ -65,9 +65,9 @@ func TestUnifiedDiff(t *testing.T) {
 			if tt.new == "" {
 				newName = ""
 			}
-			got := UnifiedDiff(oldName, newName, []byte(tt.old), []byte(tt.new), tt.context)
+			got := unifiedDiff(oldName, newName, []byte(tt.old), []byte(tt.new), tt.context)
 			if got != tt.want {
-				t.Errorf("UnifiedDiff(%q, %q) =\n%s\nwant\n%s", tt.old, tt.new, got, tt.want)
+				t.Errorf("unifiedDiff(%q, %q) =\n%s\nwant\n%s", tt.old, tt.new, got, tt.want)
 			}
 			if tt.context == 3 {
 				body := ""
@@ -82,7 +82,7 @@ func TestUnifiedDiff(t *testing.T) {
 	}
 }
 
-// gitCases are old and new contents that git apply checks UnifiedDiff on.
+// gitCases are old and new contents that git apply checks unifiedDiff on.
 var gitCases = []struct{ name, old, new string }{
 	{"change", lines("package a", "", "func A() int {", "\treturn 1", "}"), lines("package a", "", "func A() int {", "\treturn 2", "}")},
 	{"several hunks", lines("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14"), lines("one", "2", "3", "4", "5", "6", "7", "7.5", "8", "9", "10", "11", "12", "13")},
@@ -96,7 +96,7 @@ var gitCases = []struct{ name, old, new string }{
 }
 
 // TestUnifiedDiffGitApply checks that git apply turns old into new with
-// UnifiedDiff's output.
+// unifiedDiff's output.
 func TestUnifiedDiffGitApply(t *testing.T) {
 	git, err := exec.LookPath("git")
 	if err != nil {
@@ -115,7 +115,7 @@ func TestUnifiedDiffGitApply(t *testing.T) {
 			if tc.new == "" {
 				newName = ""
 			}
-			diff := UnifiedDiff(oldName, newName, []byte(tc.old), []byte(tc.new), 3)
+			diff := unifiedDiff(oldName, newName, []byte(tc.old), []byte(tc.new), 3)
 			patchFile := filepath.Join(dir, "change.diff")
 			if err := os.WriteFile(patchFile, []byte(diff), 0o644); err != nil {
 				t.Fatal(err)
@@ -264,9 +264,9 @@ func TestFromDiff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := FromDiff("d/f.txt", []byte(tt.old), []byte(tt.new))
+			got := fromDiff("d/f.txt", []byte(tt.old), []byte(tt.new))
 			if got != tt.want {
-				t.Errorf("FromDiff(%q, %q) =\n%s\nwant\n%s", tt.old, tt.new, got, tt.want)
+				t.Errorf("fromDiff(%q, %q) =\n%s\nwant\n%s", tt.old, tt.new, got, tt.want)
 			}
 			if got == "" {
 				return
@@ -280,8 +280,28 @@ func TestFromDiff(t *testing.T) {
 				t.Fatal(err)
 			}
 			if string(rs[0].New) != tt.new {
-				t.Errorf("Apply(FromDiff) = %q, want %q", rs[0].New, tt.new)
+				t.Errorf("Apply(fromDiff) = %q, want %q", rs[0].New, tt.new)
 			}
 		})
 	}
+}
+
+// unifiedDiff returns a unified diff from before to after in git's style,
+// with context lines of context around each change, or "" if they are
+// equal (a test helper around hunks, which is live through Hunks). The names are relative paths, shown as a/oldName and b/newName; an
+// empty name is shown as /dev/null, as for an added or deleted file. A last
+// line without a newline is marked "\ No newline at end of file".
+func unifiedDiff(oldName, newName string, before, after []byte, context int) string {
+	body := hunks(before, after, context)
+	if body == "" {
+		return ""
+	}
+	return "--- " + diffName("a/", oldName) + "\n+++ " + diffName("b/", newName) + "\n" + body
+}
+
+func diffName(prefix, name string) string {
+	if name == "" {
+		return "/dev/null"
+	}
+	return prefix + name
 }

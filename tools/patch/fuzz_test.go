@@ -69,21 +69,21 @@ func normalizeLines(s string, crlf bool) string {
 	return s
 }
 
-// applyFromDiff applies FromDiff(a, b) to a and returns the new contents, or
+// applyFromDiff applies fromDiff(a, b) to a and returns the new contents, or
 // a, false if the patch is empty.
 func applyFromDiff(t *testing.T, a, b string) (string, bool) {
 	t.Helper()
-	text := FromDiff("f", []byte(a), []byte(b))
+	text := fromDiff("f", []byte(a), []byte(b))
 	if text == "" {
 		return a, false
 	}
 	p, err := Parse(text)
 	if err != nil {
-		t.Fatalf("Parse(FromDiff(%q, %q)) = %v; patch:\n%s", a, b, err, text)
+		t.Fatalf("Parse(fromDiff(%q, %q)) = %v; patch:\n%s", a, b, err, text)
 	}
 	rs, err := Apply(p, memFS(map[string]string{"f": a}))
 	if err != nil {
-		t.Fatalf("Apply(FromDiff(%q, %q)) = %v; patch:\n%s", a, b, err, text)
+		t.Fatalf("Apply(fromDiff(%q, %q)) = %v; patch:\n%s", a, b, err, text)
 	}
 	return string(rs[0].New), true
 }
@@ -102,24 +102,24 @@ func FuzzRoundTrip(f *testing.F) {
 		ra, rb := strings.ReplaceAll(a, "\r", ""), strings.ReplaceAll(b, "\r", "")
 		got, _ := applyFromDiff(t, ra, rb)
 		if g, w := texts(splitFile(got)), texts(splitFile(rb)); !reflect.DeepEqual(g, w) {
-			t.Fatalf("Apply(FromDiff(%q, %q)) = %q, want the lines of %q", ra, rb, got, rb)
+			t.Fatalf("Apply(fromDiff(%q, %q)) = %q, want the lines of %q", ra, rb, got, rb)
 		}
 		// With a newline at the end of each file, bytes do too.
 		na, nb := normalizeLines(a, crlf), normalizeLines(b, crlf)
 		got, changed := applyFromDiff(t, na, nb)
 		if !changed && na != nb {
-			t.Fatalf("FromDiff(%q, %q) = \"\"", na, nb)
+			t.Fatalf("fromDiff(%q, %q) = \"\"", na, nb)
 		}
 		if na == "" {
 			nb = normalizeLines(nb, false) // a new file's lines end in "\n"
 		}
 		if got != nb {
-			t.Fatalf("Apply(FromDiff(%q, %q)) = %q", na, nb, got)
+			t.Fatalf("Apply(fromDiff(%q, %q)) = %q", na, nb, got)
 		}
 		// Few distinct lines make hunks ambiguous and fuzzy matches likely.
 		sa, sb := fromAlphabet(a), fromAlphabet(b)
 		if got, _ := applyFromDiff(t, sa, sb); got != sb {
-			t.Fatalf("Apply(FromDiff(%q, %q)) = %q", sa, sb, got)
+			t.Fatalf("Apply(fromDiff(%q, %q)) = %q", sa, sb, got)
 		}
 	})
 }
@@ -154,4 +154,77 @@ func FuzzUnifiedDiff(f *testing.F) {
 			t.Fatalf("applying hunks(%q, %q) =\n%s\ngave %q", a, b, d, got)
 		}
 	})
+}
+
+// fromDiff returns an apply_patch text that updates path from before to
+// after, or "" if they have the same lines (the generator of the
+// round-trip property: Apply(fromDiff(a, b)) == b). Its hunks carry three lines of
+// context, more where needed for each to be found where it belongs; a hunk
+// that reaches the end of the file ends with "*** End of File".
+//
+// The format compares line text only: a change of line endings, or of the
+// newline at the end of the file, is not rendered.
+func fromDiff(path string, before, after []byte) string {
+	a, b := texts(splitFile(string(before))), texts(splitFile(string(after)))
+	steps := diffLines(terminated(a), terminated(b))
+	gs := groups(steps, 3)
+	if len(gs) == 0 {
+		return ""
+	}
+	aAt := func(k int) int {
+		if k < len(steps) {
+			return steps[k].a
+		}
+		return len(a)
+	}
+	hunk := func(lo, hi int, eof bool) Hunk {
+		h := Hunk{EOF: eof}
+		for _, s := range steps[lo:hi] {
+			if s.op == '+' {
+				h.Lines = append(h.Lines, Line{Op: '+', Text: b[s.b]})
+			} else {
+				h.Lines = append(h.Lines, Line{Op: s.op, Text: a[s.a]})
+			}
+		}
+		return h
+	}
+	m := &matcher{lines: a}
+	var out strings.Builder
+	out.WriteString(beginMarker + "\n" + updatePrefix + " " + path + "\n")
+	prevHi := 0
+	for _, g := range gs {
+		lo, hi := g[0], g[1]
+		eof := aAt(hi) == len(a)
+		h := hunk(lo, hi, eof)
+		// Widen the leading context until the hunk is found where it
+		// belongs. It always is once it starts where the search does.
+		for grow := 1; len(oldSide(h.Lines)) > 0 && lo > prevHi; grow *= 2 {
+			if idx, body := m.findBody(&h, aAt(prevHi)); idx == aAt(lo) && len(body) == len(h.Lines) {
+				break
+			}
+			lo = max(lo-grow, prevHi)
+			h = hunk(lo, hi, eof)
+		}
+		out.WriteString("@@\n")
+		for _, l := range h.Lines {
+			out.WriteByte(l.Op)
+			out.WriteString(l.Text)
+			out.WriteByte('\n')
+		}
+		if eof {
+			out.WriteString(eofMarker + "\n")
+		}
+		prevHi = hi
+	}
+	out.WriteString(endMarker + "\n")
+	return out.String()
+}
+
+// terminated returns each line with a newline appended.
+func terminated(lines []string) []string {
+	t := make([]string, len(lines))
+	for i, l := range lines {
+		t[i] = l + "\n"
+	}
+	return t
 }

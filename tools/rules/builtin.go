@@ -1,11 +1,12 @@
 package rules
 
 import (
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/apserver/apserver/tools/shell"
 )
 
 // builtinRules are the rules Builtin returns. Commands none of them match
@@ -14,12 +15,11 @@ var builtinRules = slices.Concat(
 	prefixRules(Allow, "runs the project's tests, build or linters",
 		"go test", "go build", "go vet", "go fmt", "go list", "go version",
 		"gofmt -l", "gofmt -d", "golangci-lint run", "staticcheck",
-		"make test", "make build", "make lint", "make check",
 		"cargo test", "cargo build", "cargo check", "cargo clippy", "cargo fmt",
 		"npm test", "npm run test", "npm run build", "npm run lint", "npx tsc",
 		"pnpm test", "pnpm run test", "pnpm lint", "yarn test", "yarn lint",
 		"pytest", "python -m pytest", "python3 -m pytest", "tox", "mypy", "ruff check",
-		"mvn test", "gradle test", "./gradlew test", "ctest", "cmake --build",
+		"mvn test", "gradle test", "ctest", "cmake --build",
 		"tsc --noEmit", "eslint", "prettier --check", "shellcheck",
 	),
 	prefixRules(Allow, "only reads",
@@ -92,12 +92,12 @@ var builtinRules = slices.Concat(
 		{
 			Decision: Prompt, Reason: "the variable changes which program runs or how",
 			desc:  "PATH=, LD_PRELOAD=, GIT_SSH_COMMAND=, ... (variables that change what runs)",
-			cond:  func(p *part, _ *env) match { return when(len(p.assigns) > 0) },
+			cond:  func(p *shell.Command, _ *env) match { return when(len(p.Assigns) > 0) },
 			Match: []string{"PATH=/tmp ls", "env LD_PRELOAD=x.so ls", "export GIT_EXTERNAL_DIFF=x"}, NotMatch: []string{"FOO=1 go test", "GIT_PAGER=cat git log"},
 		},
 		{
 			Decision: Prompt, Reason: "git -c and --config-env can make git run other programs",
-			desc: "git -c", cond: func(p *part, _ *env) match { return when(p.gitConfig) },
+			desc: "git -c", cond: func(p *shell.Command, _ *env) match { return when(p.GitConfig) },
 			Match: []string{"git -c core.pager=less log"}, NotMatch: []string{"git -c color.ui=never status"},
 		},
 		{
@@ -141,8 +141,8 @@ var builtinRules = slices.Concat(
 		},
 		{
 			Decision: Forbidden, Reason: "formats a disk",
-			desc: "mkfs*", cond: func(p *part, _ *env) match {
-				name := program(p.cmd())
+			desc: "mkfs*", cond: func(p *shell.Command, _ *env) match {
+				name := shell.Program(p.Cmd())
 				return when(strings.HasPrefix(name, "mkfs") || name == "mke2fs" || name == "mkswap")
 			},
 			Match: []string{"mkfs.ext4 /dev/sdb1"},
@@ -165,7 +165,7 @@ var builtinRules = slices.Concat(
 		},
 		{
 			Decision: Forbidden, Reason: "a fork bomb exhausts the machine",
-			desc: "fork bomb", cond: func(p *part, _ *env) match { return when(p.forkBomb) },
+			desc: "fork bomb", cond: func(p *shell.Command, _ *env) match { return when(p.ForkBomb) },
 			Match: []string{":(){ :|:& };:"},
 		},
 	},
@@ -181,7 +181,7 @@ func prefixRules(d Decision, reason string, prefixes ...string) []Rule {
 }
 
 // gitRule allows a read-only git subcommand when cond holds.
-func gitRule(sub string, cond func(*part, *env) match, example, counter string) Rule {
+func gitRule(sub string, cond func(*shell.Command, *env) match, example, counter string) Rule {
 	return Rule{
 		Decision: Allow, Prefix: []string{"git", sub}, Reason: "only reads",
 		desc: "git " + sub + " (read-only forms)", cond: cond,
@@ -189,17 +189,11 @@ func gitRule(sub string, cond func(*part, *env) match, example, counter string) 
 	}
 }
 
-func init() {
-	for i := range builtinRules {
-		builtinRules[i].Source = builtinSource
-	}
-}
-
 // args returns the words of the command from the nth on. A rule's
 // condition may run on a command shorter than its prefix, when the prefix
 // only may match.
-func (p *part) args(n int) []word {
-	if c := p.cmd(); len(c) > n {
+func args(p *shell.Command, n int) []shell.Word {
+	if c := p.Cmd(); len(c) > n {
 		return c[n:]
 	}
 	return nil
@@ -213,15 +207,15 @@ func when(b bool) match {
 }
 
 // not inverts a condition; maybe stays maybe.
-func not(cond func(*part, *env) match) func(*part, *env) match {
-	return func(p *part, e *env) match { return yes - cond(p, e) }
+func not(cond func(*shell.Command, *env) match) func(*shell.Command, *env) match {
+	return func(p *shell.Command, e *env) match { return yes - cond(p, e) }
 }
 
 // argIs reports whether an argument is one of words.
-func argIs(words ...string) func(*part, *env) match {
-	return func(p *part, _ *env) match {
+func argIs(words ...string) func(*shell.Command, *env) match {
+	return func(p *shell.Command, _ *env) match {
 		m := no
-		for _, a := range p.args(1) {
+		for _, a := range args(p, 1) {
 			for _, w := range words {
 				m = max(m, wordMatch(w, a))
 			}
@@ -235,30 +229,30 @@ func argIs(words ...string) func(*part, *env) match {
 // options, abbreviations included. Every argument is checked, even option
 // values, which can only make the answer more cautious. Expansions and
 // globs that may begin with '-' may be options.
-func option(short string, long ...string) func(*part, *env) match {
-	return func(p *part, _ *env) match { return hasOption(p.args(1), short, long...) }
+func option(short string, long ...string) func(*shell.Command, *env) match {
+	return func(p *shell.Command, _ *env) match { return hasOption(args(p, 1), short, long...) }
 }
 
 // gitOption is option for the arguments after the git subcommand.
-func gitOption(short string, long ...string) func(*part, *env) match {
-	return func(p *part, _ *env) match { return hasOption(p.args(2), short, long...) }
+func gitOption(short string, long ...string) func(*shell.Command, *env) match {
+	return func(p *shell.Command, _ *env) match { return hasOption(args(p, 2), short, long...) }
 }
 
-func hasOption(args []word, short string, long ...string) match {
+func hasOption(args []shell.Word, short string, long ...string) match {
 	m := no
 	for _, a := range args {
-		if a.kind != literal {
-			if a.couldStartWith("-") != no {
+		if a.Kind != shell.Literal {
+			if couldStartWith(a, "-") != no {
 				m = maybe
 			}
 			continue
 		}
-		if name, ok := strings.CutPrefix(a.text, "--"); ok {
+		if name, ok := strings.CutPrefix(a.Text, "--"); ok {
 			name, _, _ = strings.Cut(name, "=")
 			if name != "" && slices.ContainsFunc(long, func(l string) bool { return strings.HasPrefix(l, name) }) {
 				return yes
 			}
-		} else if len(a.text) > 1 && a.text[0] == '-' && strings.ContainsAny(a.text[1:], short) {
+		} else if len(a.Text) > 1 && a.Text[0] == '-' && strings.ContainsAny(a.Text[1:], short) {
 			return yes
 		}
 	}
@@ -276,16 +270,16 @@ var sedScript = func() *regexp.Regexp {
 // sedPrints reports whether sed only prints: -n, no -i or script file, and
 // scripts made of addresses with p, =, l, q and s///, which cannot write
 // (w) or execute (e).
-func sedPrints(p *part, _ *env) match {
-	args := p.args(1)
+func sedPrints(p *shell.Command, _ *env) match {
+	args := args(p, 1)
 	quiet := false
-	var scripts, operands []word
+	var scripts, operands []shell.Word
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		t := a.text
+		t := a.Text
 		switch {
-		case a.kind != literal:
-			if a.couldStartWith("-") != no {
+		case a.Kind != shell.Literal:
+			if couldStartWith(a, "-") != no {
 				return maybe
 			}
 			operands = append(operands, a)
@@ -297,7 +291,7 @@ func sedPrints(p *part, _ *env) match {
 			}
 		case strings.HasPrefix(t, "--expression="):
 			v := strings.TrimPrefix(t, "--expression=")
-			scripts = append(scripts, word{text: v, src: v})
+			scripts = append(scripts, shell.Word{Text: v, Src: v})
 		case slices.Contains([]string{"--regexp-extended", "--separate", "--null-data", "--unbuffered", "--posix", "--sandbox", "--debug"}, t):
 		case len(t) > 1 && t[0] == '-':
 			flags := t[1:]
@@ -326,7 +320,7 @@ func sedPrints(p *part, _ *env) match {
 		return no
 	}
 	for _, s := range scripts {
-		if s.kind != literal || !sedScript.MatchString(s.text) {
+		if s.Kind != shell.Literal || !sedScript.MatchString(s.Text) {
 			return no
 		}
 	}
@@ -335,19 +329,19 @@ func sedPrints(p *part, _ *env) match {
 
 // uniqReads reports whether uniq has at most one file operand: a second one
 // is its output.
-func uniqReads(p *part, _ *env) match {
-	args := p.args(1)
+func uniqReads(p *shell.Command, _ *env) match {
+	args := args(p, 1)
 	files, opts := 0, true
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case a.kind != literal:
+		case a.Kind != shell.Literal:
 			return maybe // may be several names, or an option
-		case opts && a.text == "--":
+		case opts && a.Text == "--":
 			opts = false
-		case opts && (a.text == "-f" || a.text == "-s" || a.text == "-w"):
+		case opts && (a.Text == "-f" || a.Text == "-s" || a.Text == "-w"):
 			i++
-		case opts && len(a.text) > 1 && a.text[0] == '-':
+		case opts && len(a.Text) > 1 && a.Text[0] == '-':
 		default:
 			files++
 		}
@@ -357,21 +351,21 @@ func uniqReads(p *part, _ *env) match {
 
 // gitBranchLists reports whether git branch only lists branches. Without a
 // listing option, a name would create a branch.
-func gitBranchLists(p *part, _ *env) match {
-	args := p.args(2)
+func gitBranchLists(p *shell.Command, _ *env) match {
+	args := args(p, 2)
 	listing, names := false, 0
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if a.kind != literal {
+		if a.Kind != shell.Literal {
 			return maybe
 		}
-		t := a.text
+		t := a.Text
 		switch {
 		case t == "--list" || t == "--show-current":
 			listing = true
 		case slices.Contains([]string{"--contains", "--no-contains", "--merged", "--no-merged", "--points-at"}, t):
 			listing = true
-			if i+1 < len(args) && !strings.HasPrefix(args[i+1].text, "-") {
+			if i+1 < len(args) && !strings.HasPrefix(args[i+1].Text, "-") {
 				i++
 			}
 		case t == "--sort" || t == "--format":
@@ -393,10 +387,10 @@ func gitBranchLists(p *part, _ *env) match {
 
 // gitRemoteLists reports whether git remote only lists remotes or prints a
 // URL.
-func gitRemoteLists(p *part, _ *env) match {
-	args := p.args(2)
+func gitRemoteLists(p *shell.Command, _ *env) match {
+	args := args(p, 2)
 	for _, a := range args {
-		if a.kind != literal {
+		if a.Kind != shell.Literal {
 			return maybe
 		}
 	}
@@ -404,24 +398,24 @@ func gitRemoteLists(p *part, _ *env) match {
 	case len(args) == 0:
 		return yes
 	case len(args) == 1:
-		return when(args[0].text == "-v" || args[0].text == "--verbose")
+		return when(args[0].Text == "-v" || args[0].Text == "--verbose")
 	}
-	return when(args[0].text == "get-url")
+	return when(args[0].Text == "get-url")
 }
 
-func goRunsTool(p *part, _ *env) match {
-	for _, a := range p.args(1) {
-		t := strings.TrimLeft(a.text, "-")
-		if a.kind == literal && t != a.text && (strings.HasPrefix(t, "exec") || strings.HasPrefix(t, "toolexec")) {
+func goRunsTool(p *shell.Command, _ *env) match {
+	for _, a := range args(p, 1) {
+		t := strings.TrimLeft(a.Text, "-")
+		if a.Kind == shell.Literal && t != a.Text && (strings.HasPrefix(t, "exec") || strings.HasPrefix(t, "toolexec")) {
 			return yes
 		}
 	}
 	return no
 }
 
-func stopsMachine(p *part, _ *env) match {
-	cmd := p.cmd()
-	switch program(cmd) {
+func stopsMachine(p *shell.Command, _ *env) match {
+	cmd := p.Cmd()
+	switch shell.Program(cmd) {
 	case "shutdown", "reboot", "halt", "poweroff":
 		return yes
 	case "init", "telinit":
@@ -445,16 +439,16 @@ func stopsMachine(p *part, _ *env) match {
 // recursiveFlag reports whether args (before "--") ask for recursion with
 // -r, -R or --recursive, bundled or abbreviated; letters lists the short
 // forms.
-func recursiveFlag(args []word, letters string) match {
+func recursiveFlag(args []shell.Word, letters string) match {
 	m := no
 	for _, a := range args {
-		if a.kind != literal {
-			if a.couldStartWith("-") != no {
+		if a.Kind != shell.Literal {
+			if couldStartWith(a, "-") != no {
 				m = maybe
 			}
 			continue
 		}
-		t := a.text
+		t := a.Text
 		if t == "--" {
 			break
 		}
@@ -470,14 +464,14 @@ func recursiveFlag(args []word, letters string) match {
 }
 
 // operands returns the words of args that are not options.
-func operands(args []word) []word {
-	var out []word
+func operands(args []shell.Word) []shell.Word {
+	var out []shell.Word
 	opts := true
 	for _, a := range args {
 		switch {
-		case opts && a.kind == literal && a.text == "--":
+		case opts && a.Kind == shell.Literal && a.Text == "--":
 			opts = false
-		case opts && a.kind == literal && len(a.text) > 1 && a.text[0] == '-':
+		case opts && a.Kind == shell.Literal && len(a.Text) > 1 && a.Text[0] == '-':
 		default:
 			out = append(out, a)
 		}
@@ -487,9 +481,9 @@ func operands(args []word) []word {
 
 // removesOutside: rm -r whose target is /, home, a writable root or one of
 // its parents, or anything outside the writable roots.
-func removesOutside(p *part, e *env) match {
-	cmd := p.cmd()
-	if program(cmd) != "rm" {
+func removesOutside(p *shell.Command, e *env) match {
+	cmd := p.Cmd()
+	if shell.Program(cmd) != "rm" {
 		return no
 	}
 	rec := recursiveFlag(cmd[1:], "rR")
@@ -497,20 +491,20 @@ func removesOutside(p *part, e *env) match {
 		return no
 	}
 	m := no
-	if p.extra {
+	if p.Extra {
 		m = maybe
 	}
 	for _, t := range operands(cmd[1:]) {
-		m = max(m, e.removal(t, p.bases))
+		m = max(m, e.removal(t, p.Bases))
 	}
 	return min(m, rec)
 }
 
 // changesTree: chmod, chown or chgrp -R on /, home, or a parent of a
 // writable root.
-func changesTree(p *part, e *env) match {
-	cmd := p.cmd()
-	switch program(cmd) {
+func changesTree(p *shell.Command, e *env) match {
+	cmd := p.Cmd()
+	switch shell.Program(cmd) {
 	case "chmod", "chown", "chgrp":
 	default:
 		return no
@@ -523,16 +517,16 @@ func changesTree(p *part, e *env) match {
 	m := no
 	for _, t := range ops[1:] { // the first is the mode or owner
 		switch {
-		case t.home:
+		case t.Home:
 			m = yes
-		case t.kind == dynamic:
+		case t.Kind == shell.Dynamic:
 			m = max(m, maybe)
 		default:
-			dir := t.text
-			if t.kind == glob {
-				dir, _ = globDir(t.pat)
+			dir := t.Text
+			if t.Kind == shell.Glob {
+				dir, _ = shell.GlobDir(t.Pat)
 			}
-			m = max(m, e.each(dir, p.bases, func(abs string) match { return when(e.protected(abs)) }))
+			m = max(m, e.each(dir, p.Bases, func(abs string) match { return when(e.protected(abs)) }))
 		}
 	}
 	return min(m, rec)
@@ -554,15 +548,15 @@ var blockDevices = []string{
 	"/dev/md", "/dev/loop", "/dev/disk/", "/dev/mapper/", "/dev/mem", "/dev/kmem", "/dev/port",
 }
 
-func ddWritesDevice(p *part, e *env) match {
+func ddWritesDevice(p *shell.Command, e *env) match {
 	m := no
-	for _, a := range p.args(1) {
-		if a.kind == dynamic {
-			m = max(m, min(a.couldStartWith("of=/dev/"), maybe))
+	for _, a := range args(p, 1) {
+		if a.Kind == shell.Dynamic {
+			m = max(m, min(couldStartWith(a, "of=/dev/"), maybe))
 			continue
 		}
-		if f, ok := strings.CutPrefix(a.text, "of="); ok {
-			m = max(m, e.each(f, p.bases, func(abs string) match {
+		if f, ok := strings.CutPrefix(a.Text, "of="); ok {
+			m = max(m, e.each(f, p.Bases, func(abs string) match {
 				return when(strings.HasPrefix(abs, "/dev/") && !harmlessDevice(abs))
 			}))
 		}
@@ -570,30 +564,30 @@ func ddWritesDevice(p *part, e *env) match {
 	return m
 }
 
-func redirectsToDevice(p *part, e *env) match {
+func redirectsToDevice(p *shell.Command, e *env) match {
 	m := no
-	for _, r := range p.redirs {
-		t := r.target
-		if t.kind == dynamic {
-			m = max(m, min(t.couldStartWith("/dev/"), maybe))
+	for _, r := range p.Redirs {
+		t := r.Target
+		if t.Kind == shell.Dynamic {
+			m = max(m, min(couldStartWith(t, "/dev/"), maybe))
 			continue
 		}
-		m = max(m, e.each(t.text, p.bases, func(abs string) match {
+		m = max(m, e.each(t.Text, p.Bases, func(abs string) match {
 			return when(slices.ContainsFunc(blockDevices, func(d string) bool { return strings.HasPrefix(abs, d) }))
 		}))
 	}
 	return m
 }
 
-func writesOutside(p *part, e *env) match {
+func writesOutside(p *shell.Command, e *env) match {
 	m := no
-	for _, r := range p.redirs {
-		t := r.target
-		if t.kind != literal {
+	for _, r := range p.Redirs {
+		t := r.Target
+		if t.Kind != shell.Literal {
 			m = max(m, maybe)
 			continue
 		}
-		m = max(m, e.each(t.text, p.bases, func(abs string) match {
+		m = max(m, e.each(t.Text, p.Bases, func(abs string) match {
 			return when(!e.inside(abs) && !harmlessDevice(abs))
 		}))
 	}
@@ -601,17 +595,17 @@ func writesOutside(p *part, e *env) match {
 }
 
 // writesFile: an output redirection to anything but a harmless device.
-func writesFile(p *part, _ *env) match {
+func writesFile(p *shell.Command, _ *env) match {
 	m := no
-	for _, r := range p.redirs {
-		t := r.target
-		if t.kind != literal {
+	for _, r := range p.Redirs {
+		t := r.Target
+		if t.Kind != shell.Literal {
 			m = max(m, maybe)
 			continue
 		}
 		// Wherever it resolves, a file is written; only devices such as
 		// /dev/null are harmless.
-		m = max(m, when(!harmlessDevice(t.text)))
+		m = max(m, when(!harmlessDevice(t.Text)))
 	}
 	return m
 }
@@ -629,11 +623,11 @@ func interpreter(name string) bool {
 
 // runsDownload: code from curl or wget reaches an interpreter, through a
 // pipe (also into sudo), a process substitution or a command substitution.
-func runsDownload(p *part, _ *env) match {
-	for _, v := range p.views {
-		name := program(v)
-		if p.fromDownload && (interpreter(name) || name == "sudo" || name == "doas" || name == "su") ||
-			p.runsDownload && interpreter(name) {
+func runsDownload(p *shell.Command, _ *env) match {
+	for _, v := range p.Views {
+		name := shell.Program(v)
+		if p.FromDownload && (shell.Interpreter(name) || name == "sudo" || name == "doas" || name == "su") ||
+			p.RunsDownload && shell.Interpreter(name) {
 			return yes
 		}
 	}
@@ -642,15 +636,15 @@ func runsDownload(p *part, _ *env) match {
 
 // each applies f to p resolved against each directory the command may run
 // in; an unknown directory makes a relative p maybe.
-func (e *env) each(p string, bases cwdSet, f func(abs string) match) match {
+func (e *env) each(p string, bases shell.Dirs, f func(abs string) match) match {
 	if filepath.IsAbs(p) {
 		return f(filepath.Clean(p))
 	}
 	m := no
-	if bases.unknown {
+	if bases.Unknown {
 		m = maybe
 	}
-	for _, d := range bases.dirs {
+	for _, d := range bases.Dirs {
 		m = max(m, f(filepath.Join(d, p)))
 	}
 	return m
@@ -672,14 +666,23 @@ func (e *env) protected(p string) bool {
 }
 
 // removal reports whether removing t recursively is forbidden.
-func (e *env) removal(t word, bases cwdSet) match {
+func (e *env) removal(t shell.Word, bases shell.Dirs) match {
 	switch {
-	case t.home:
+	case t.Home:
 		return yes
-	case t.kind == dynamic:
+	case t.Under != "":
+		// A file find found at or under a starting point: forbidden when
+		// the starting point lies outside the writable roots or holds one.
+		return e.each(t.Under, bases, func(abs string) match {
+			if e.inside(abs) || slices.Contains(e.roots, abs) {
+				return maybe
+			}
+			return yes
+		})
+	case t.Kind == shell.Dynamic:
 		return maybe
-	case t.kind == glob:
-		dir, rest := globDir(t.pat)
+	case t.Kind == shell.Glob:
+		dir, rest := shell.GlobDir(t.Pat)
 		if slices.Contains(strings.Split(rest, "/"), "..") {
 			return maybe
 		}
@@ -689,21 +692,7 @@ func (e *env) removal(t word, bases cwdSet) match {
 			return when(!e.inside(abs) && !slices.Contains(e.roots, abs))
 		})
 	}
-	return e.each(t.text, bases, func(abs string) match {
+	return e.each(t.Text, bases, func(abs string) match {
 		return when(e.protected(abs) || !e.inside(abs))
 	})
-}
-
-// globDir splits a glob pattern into the directory before its first
-// metacharacter and the pattern after that directory.
-func globDir(pat string) (dir, rest string) {
-	fixed := pat[:firstMeta(pat)]
-	i := strings.LastIndex(fixed, "/")
-	switch {
-	case i < 0:
-		return ".", pat
-	case i == 0:
-		return "/", pat[1:]
-	}
-	return path.Clean(unescapePattern(fixed[:i])), pat[i+1:]
 }

@@ -1,18 +1,21 @@
 // Package rules decides which shell commands the agent may run without
-// asking: command rules from builtin defaults and rules files, and the
-// evaluation of a bash command string against them.
+// asking, and which commands are checks: command rules from builtin
+// defaults and rules files, and the evaluation of a bash command string
+// against them.
 //
-// It owns the rules file format, the builtin rules, and a static reading of
-// bash (through mvdan.cc/sh's parser) that finds every simple command a
-// command string may run. It runs nothing and touches no files except the
-// rules files Load reads. It must not import session, server, store, model
-// or tools (tools may import it).
+// It owns the rules file format, the builtin rules, the verdict of a
+// command and check detection. It reads commands through tools/shell, the
+// one static reading of bash (with mvdan.cc/sh) that finds every simple
+// command a command string may run. It runs nothing and touches no files
+// except the rules files Load reads. It must not import session, server,
+// store, model or tools (tools may import it).
 //
 // # Rules files
 //
 // Rules come from the builtin set, then the user's rules file (rules beside
 // the user config file, so ~/.config/apserver/rules by default, or
-// rules_file in the user config), then the workspace's .apserver/rules. A
+// rules_file in the user config), then the workspace's .apserver/rules,
+// whose allow rules the session drops unless the user trusts the project. A
 // file is read line by line:
 //
 //	# Lines starting with # are comments; blank lines are ignored.
@@ -26,6 +29,7 @@
 //	  match: git push origin main
 //	allow docker compose * ps
 //	allow ./scripts/check.sh
+//	check ./scripts/check.sh
 //
 // A rule is an unindented line `<decision> <words...>`. The decision is one
 // of:
@@ -33,6 +37,7 @@
 //	allow      run without asking
 //	prompt     ask the user first
 //	forbidden  never run; no approval can override it
+//	check      decides nothing: the command is a check (see Checks)
 //
 // The words are a command prefix, written as shell words: quote them as in
 // bash ('a b' is one word, "x" is x), and a trailing # comment is allowed.
@@ -71,13 +76,15 @@
 // quotes, in assignments and redirections, in here-documents), process
 // substitutions <( ) >( ), the script of `bash -c '...'`, `sh -c`, `zsh -c`
 // (and dash, ksh, mksh), a script fed to a shell as a here-document or
-// here-string, and the commands of find -exec, -execdir, -ok and -okdir.
+// here-string, the words of eval when they are plain, and the commands of
+// find -exec, -execdir, -ok and -okdir, whose {} stands for a file at or
+// under each starting point (so `find / -exec rm -rf {} +` removes /).
 // Quotes are removed before matching, so an argument such as "git push"
 // inside echo is a word, not a command, while `"git" push` is git push.
 //
-// Wrappers are looked through: env (with its options and VAR=value words),
-// sudo, doas, timeout, nice, nohup, xargs, time, command, builtin, exec,
-// setsid, stdbuf and ionice, as well as leading VAR=value assignments and
+// Wrappers are looked through: env (with its options and VAR=value words,
+// and the plain words of -S), sudo, doas, timeout, nice, nohup, xargs, time,
+// command, builtin, exec, setsid, stdbuf, ionice and busybox, as well as leading VAR=value assignments and
 // git's global options (git -C dir push is git push). Wrappers and shells
 // count as such only by name or from a standard bin directory: ./env is a
 // script like any other. Allow rules are
@@ -98,18 +105,44 @@
 // compares a word may or may not match: an allow rule then does not apply,
 // and a forbidden rule turns the command into a prompt (`git $cmd` is
 // prompted because $cmd may be push). A command whose program itself is
-// unknown ($cmd, $(which x)), a `bash -c` of an unknown string, eval,
-// source and . are prompted, and so is a command string that does not
-// parse.
+// unknown ($cmd, $(which x)), a `bash -c` of an unknown string, and a
+// command string that does not parse are prompted.
+//
+// # Opaque commands
+//
+// Verdict.Opaque says why the rules cannot read a command fully; the
+// session never runs an opaque command without a human, except inside the
+// kernel sandbox under approval policy never. A command is opaque when a
+// part of it:
+//
+//   - may or may not match a forbidden rule (`git $x`, `echo push | xargs
+//     git`, `find . -exec rm -rf {} +`, which may remove the workspace);
+//   - runs a program that cannot be known ($cmd, $(echo git)), or eval, a
+//     shell's -c, or env -S of a dynamic string;
+//   - runs inline code or code from standard input in an interpreter
+//     (python -c, node -e, perl -e, ruby -e, `... | sh`, `... | python3`);
+//   - runs a file: a shell or interpreter given a script (sh x.sh, python
+//     x.py), source or ., a program given by a path outside the standard
+//     bin directories (./x.sh, scripts/check.sh), or make, gmake and just
+//     (recipes from a file in the workspace);
+//   - defines an alias, or gives git configuration that can run programs or
+//     define aliases (-c with any key but color.* and core.quotepath,
+//     --config-env, --exec-path=).
+//
+// A file-running part is readable when a rule that is not builtin allows it
+// for certain (`allow make test`, `allow ./scripts/check.sh`): builtin rules
+// vouch for no file. eval of plain words is read as the script it runs, so
+// `eval "git push"` is forbidden. The rules do not read the code that
+// allowed test runners and builds run (go test, npm test, pytest); the
+// sandbox confines it. An opaque verdict is never Allow.
 //
 // # Builtin rules
 //
 // Allowed, as tests, builds and linters: go test, build, vet, fmt, list and
-// version; gofmt -l and -d; golangci-lint run; staticcheck; make test,
-// build, lint and check; cargo test, build, check, clippy and fmt; npm test,
+// version; gofmt -l and -d; golangci-lint run; staticcheck; cargo test, build, check, clippy and fmt; npm test,
 // npm run test|build|lint; npx tsc; pnpm test, pnpm run test, pnpm lint;
 // yarn test and lint; pytest; python -m pytest (and python3); tox; mypy;
-// ruff check; mvn test; gradle test and ./gradlew test; ctest; cmake
+// ruff check; mvn test; gradle test; ctest; cmake
 // --build; tsc --noEmit; eslint; prettier --check; shellcheck.
 //
 // Allowed, as read-only: ls, cat, head, tail, wc, grep, pwd, echo, printf,
@@ -165,4 +198,33 @@
 //     or a directory above one.
 //
 // Everything else is prompted.
+//
+// # Checks
+//
+// A check rule (`check <words>`) names a test, build or linter whose exit
+// status says whether the work is sound; full auto weighs a completion
+// claim against the last one. It decides nothing about running the
+// command. Set.Check reports whether a command runs a check: a simple
+// command whose command that finally runs (after wrappers, inside bash -c,
+// after cd ... &&) a check rule matches for certain, with a first word
+// given by any path (/usr/local/go/bin/go test). Mentioning a check is not
+// running it: echo go test, grep -r tox . and cat /usr/share/doc/make run
+// none. A check is conclusive when the command exits 0 only if the check
+// does (shell.Command.Decides): make test, cd x && go test ./..., timeout
+// 60 pytest -q, /bin/bash -c 'make test', make test 2>&1. It is
+// inconclusive, no evidence either way, when the exit status may hide its
+// failure: a pipeline stage before the last without set -o pipefail (make
+// test | tail exits with tail's status), before a `;` without set -e, on
+// either side of ||, negated, in the background, or in a condition or
+// loop. A command with any inconclusive check is inconclusive.
+//
+// Builtin checks: go test, build and vet; staticcheck; golangci-lint run;
+// cargo test, build, check and clippy; npm test, npm run
+// test|build|lint|check; npx tsc; pnpm test, build, lint and run
+// test|build|lint; yarn test, build, lint and run test; pytest; python -m
+// pytest (and python3); tox; mypy; ruff; eslint; tsc; mvn test, verify and
+// package; gradle and ./gradlew test, build and check; ctest; bazel test
+// and build; make test, check, build, lint and all; gmake test and check;
+// make with no target; just test. A check rule has Decision Allow, so that where allow
+// rules are ignored (an untrusted workspace rules file) checks are too.
 package rules

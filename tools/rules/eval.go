@@ -1,14 +1,36 @@
 package rules
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"mvdan.cc/sh/v3/syntax"
+	"github.com/apserver/apserver/tools/shell"
 )
+
+// match is the answer to "does this rule match?", when the answer may be
+// unknowable.
+type match uint8
+
+const (
+	no match = iota
+	maybe
+	yes
+)
+
+// couldStartWith reports whether w may begin with prefix.
+func couldStartWith(w shell.Word, prefix string) match {
+	switch sure, may := w.StartsWith(prefix); {
+	case sure:
+		return yes
+	case may:
+		return maybe
+	}
+	return no
+}
 
 // env is a Context made ready for checking paths.
 type env struct {
@@ -16,18 +38,14 @@ type env struct {
 	roots []string // absolute, clean
 }
 
-func newEnv(ctx Context) (*env, cwdSet) {
+func newEnv(ctx Context) *env {
 	e := &env{}
 	if filepath.IsAbs(ctx.Home) {
 		e.home = filepath.Clean(ctx.Home)
 	}
-	var start cwdSet
 	cwd := ""
 	if filepath.IsAbs(ctx.Cwd) {
 		cwd = filepath.Clean(ctx.Cwd)
-		start.dirs = []string{cwd}
-	} else {
-		start.unknown = true
 	}
 	for _, r := range ctx.WritableRoots {
 		switch {
@@ -40,7 +58,7 @@ func newEnv(ctx Context) (*env, cwdSet) {
 	if len(e.roots) == 0 && cwd != "" {
 		e.roots = []string{cwd}
 	}
-	return e, start
+	return e
 }
 
 // Evaluate decides command, a bash command string, run in ctx. It splits
@@ -49,46 +67,63 @@ func newEnv(ctx Context) (*env, cwdSet) {
 // prompted. The verdict is the strictest of these, the first one when
 // several tie. A command that cannot be parsed is prompted.
 func (s *Set) Evaluate(command string, ctx Context) Verdict {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
-	if err != nil {
-		return Verdict{Decision: Prompt, Part: command, Reason: fmt.Sprintf("cannot parse the command (%v); asking", err)}
-	}
-	if len(f.Stmts) == 0 {
+	e := newEnv(ctx)
+	parts, err := shell.Parse(command, shell.Options{Home: e.home, Dir: ctx.Cwd})
+	if errors.Is(err, shell.ErrEmpty) {
 		return Verdict{Decision: Prompt, Part: command, Reason: "the command is empty; asking"}
 	}
-	e, start := newEnv(ctx)
-	w := walker{home: e.home}
-	w.file(f, command, start)
-	if len(w.parts) == 0 {
+	if err != nil {
+		why := fmt.Sprintf("cannot parse the command (%v)", err)
+		return Verdict{Decision: Prompt, Part: command, Reason: why + "; asking", Opaque: why}
+	}
+	if len(parts) == 0 {
 		return Verdict{Decision: Allow, Part: command, Reason: "runs no programs"}
 	}
 	var out Verdict
-	for i, p := range w.parts {
+	opaque := ""
+	for i, p := range parts {
 		v := s.decide(p, e)
+		if opaque == "" {
+			opaque = v.Opaque
+		}
 		// An allowed command is explained by a rule that allows it rather
-		// than by a part that runs nothing.
-		if i == 0 || v.Decision > out.Decision || v.Decision == Allow && out.Decision == Allow && out.Rule == nil && v.Rule != nil {
+		// than by a part that runs nothing; a prompted one by an opaque
+		// part, which says why it cannot be read.
+		if i == 0 || v.Decision > out.Decision ||
+			v.Decision == Allow && out.Decision == Allow && out.Rule == nil && v.Rule != nil ||
+			v.Decision == Prompt && out.Decision == Prompt && out.Opaque == "" && v.Opaque != "" {
 			out = v
 		}
 	}
+	// A command with one part the rules cannot read is opaque as a whole,
+	// whichever part decided.
+	out.Opaque = opaque
 	return out
 }
 
 // decide applies the strictest matching rule to one part.
-func (s *Set) decide(p *part, e *env) Verdict {
+func (s *Set) decide(p *shell.Command, e *env) Verdict {
 	var (
 		best     *Rule
 		bestD    Decision
 		bestM    match
 		definite bool
+		// maybeForbidden is a forbidden rule that may match.
+		maybeForbidden *Rule
 	)
 	for i := range s.rules {
 		r := &s.rules[i]
+		if r.Check {
+			continue // a check rule decides nothing
+		}
 		m := r.match(p, e)
 		if m == no {
 			continue
 		}
 		d := r.Decision
+		if m == maybe && d == Forbidden && maybeForbidden == nil {
+			maybeForbidden = r
+		}
 		if m == maybe {
 			if d == Allow {
 				continue // an allow rule must match for certain
@@ -99,20 +134,31 @@ func (s *Set) decide(p *part, e *env) Verdict {
 			best, bestD, bestM, definite = r, d, m, m == yes
 		}
 	}
-	if p.unknown != "" && (best == nil || !definite || bestD == Allow) {
-		return Verdict{Decision: Prompt, Part: p.text, Reason: p.unknown + "; asking"}
+	if p.Unknown != "" && (best == nil || !definite || bestD == Allow) {
+		return Verdict{Decision: Prompt, Part: p.Text, Reason: p.Unknown + "; asking", Opaque: p.Unknown}
+	}
+	// A part that runs code the rules do not read (inline code, a script
+	// file, make, a git alias) is opaque unless the user's own rules allow
+	// it for certain: a builtin allow rule does not vouch for the file.
+	if p.Opaque != "" && bestD < Forbidden && !(bestD == Allow && definite && best.Source != builtinSource) {
+		v := Verdict{Decision: Prompt, Part: p.Text, Reason: p.Opaque + "; asking", Opaque: p.Opaque}
+		if best != nil && bestD == Prompt {
+			rule := *best
+			v.Rule = &rule
+		}
+		return v
 	}
 	if best == nil {
-		if p.neutral {
-			return Verdict{Decision: Allow, Part: p.text, Reason: "runs no program of its own"}
+		if p.Neutral {
+			return Verdict{Decision: Allow, Part: p.Text, Reason: "runs no program of its own"}
 		}
-		return Verdict{Decision: Prompt, Part: p.text, Reason: fmt.Sprintf("no rule matches %q; asking", p.text)}
+		return Verdict{Decision: Prompt, Part: p.Text, Reason: fmt.Sprintf("no rule matches %q; asking", p.Text)}
 	}
 	rule := *best
-	v := Verdict{Decision: bestD, Rule: &rule, Part: p.text}
+	v := Verdict{Decision: bestD, Rule: &rule, Part: p.Text}
 	switch {
 	case bestM == maybe:
-		v.Reason = fmt.Sprintf("cannot tell whether %q matches %s %s", p.text, best.Decision, best.origin())
+		v.Reason = fmt.Sprintf("cannot tell whether %q matches %s %s", p.Text, best.Decision, best.origin())
 		if best.Reason != "" {
 			v.Reason += " (" + best.Reason + ")"
 		}
@@ -127,24 +173,33 @@ func (s *Set) decide(p *part, e *env) Verdict {
 	if bestM == yes && best.Reason != "" {
 		v.Reason += ": " + best.Reason
 	}
+	if p.Unknown != "" && bestD < Forbidden {
+		v.Opaque = p.Unknown
+	} else if maybeForbidden != nil && bestD < Forbidden {
+		// Whether a forbidden program runs depends on what is only known
+		// when the command runs: the command is opaque.
+		v.Opaque = fmt.Sprintf("cannot tell whether %q is %s", p.Text, maybeForbidden.String())
+	}
 	return v
 }
 
 // match reports whether r matches p: its prefix matches one of p's views
 // (for allow rules, the command that actually runs) and its condition holds.
-func (r *Rule) match(p *part, e *env) match {
-	if len(r.Prefix) == 0 && r.cond == nil || p.neutral && r.Decision == Allow {
+func (r *Rule) match(p *shell.Command, e *env) match {
+	if len(r.Prefix) == 0 && r.cond == nil || p.Neutral && r.Decision == Allow {
 		return no
 	}
 	m := yes
 	if len(r.Prefix) > 0 {
 		m = no
-		for i, v := range p.views {
-			last := i == len(p.views)-1
+		for i, v := range p.Views {
+			last := i == len(p.Views)-1
+			// Allow and check rules are about the command that finally
+			// runs; a check may be a toolchain anywhere (/usr/local/go/bin/go).
 			if r.Decision == Allow && !last {
 				continue
 			}
-			m = max(m, prefixMatch(r.Prefix, v, last && p.extra, r.Decision == Allow))
+			m = max(m, prefixMatch(r.Prefix, v, last && p.Extra, r.Decision == Allow && !r.Check))
 		}
 		if m == no {
 			return no
@@ -159,11 +214,11 @@ func (r *Rule) match(p *part, e *env) match {
 // prefixMatch matches a rule's prefix against the words of a command. extra
 // says unknown arguments follow ws. strict (for allow rules) requires a
 // program given by path to be in a standard directory.
-func prefixMatch(prefix []string, ws []word, extra, strict bool) match {
+func prefixMatch(prefix []string, ws []shell.Word, extra, strict bool) match {
 	m := yes
 	for i, pw := range prefix {
 		if i >= len(ws) {
-			if extra || slices.ContainsFunc(ws, func(w word) bool { return w.split }) {
+			if extra || slices.ContainsFunc(ws, func(w shell.Word) bool { return w.Split }) {
 				return maybe
 			}
 			return no
@@ -172,7 +227,7 @@ func prefixMatch(prefix []string, ws []word, extra, strict bool) match {
 		switch {
 		case pw == "*":
 			wm = yes
-			if ws[i].split && i < len(prefix)-1 {
+			if ws[i].Split && i < len(prefix)-1 {
 				wm = maybe // may become no word, or several
 			}
 		case i == 0:
@@ -188,20 +243,20 @@ func prefixMatch(prefix []string, ws []word, extra, strict bool) match {
 	return m
 }
 
-func wordMatch(pw string, w word) match {
-	switch w.kind {
-	case glob:
-		if ok, _ := path.Match(w.pat, pw); ok || w.text == pw {
+func wordMatch(pw string, w shell.Word) match {
+	switch w.Kind {
+	case shell.Glob:
+		if ok, _ := path.Match(w.Pat, pw); ok || w.Text == pw {
 			return maybe
 		}
 		return no
-	case dynamic:
-		if strings.HasPrefix(pw, w.lead) {
+	case shell.Dynamic:
+		if strings.HasPrefix(pw, w.Lead) {
 			return maybe
 		}
 		return no
 	}
-	if w.text == pw {
+	if w.Text == pw {
 		return yes
 	}
 	return no
@@ -211,19 +266,19 @@ func wordMatch(pw string, w word) match {
 // allow rule naming it without a path.
 var binDirs = []string{"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin"}
 
-func programMatch(pw string, w word, strict bool) match {
-	if w.kind != literal {
+func programMatch(pw string, w shell.Word, strict bool) match {
+	if w.Kind != shell.Literal {
 		return wordMatch(pw, w)
 	}
 	switch {
 	case strings.Contains(pw, "/"):
-		if path.Clean(w.text) == path.Clean(pw) {
+		if path.Clean(w.Text) == path.Clean(pw) {
 			return yes
 		}
-	case w.text == pw:
+	case w.Text == pw:
 		return yes
-	case strings.Contains(w.text, "/") && path.Base(w.text) == pw:
-		if !strict || slices.Contains(binDirs, path.Dir(path.Clean(w.text))) {
+	case strings.Contains(w.Text, "/") && path.Base(w.Text) == pw:
+		if !strict || slices.Contains(shell.BinDirs, path.Dir(path.Clean(w.Text))) {
 			return yes
 		}
 	}
@@ -233,15 +288,13 @@ func programMatch(pw string, w word, strict bool) match {
 // exampleMatch reports whether r matches one of the simple commands of
 // example, for checking a rule's examples.
 func (r *Rule) exampleMatch(example string) (match, error) {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(example), "")
-	if err != nil {
+	parts, err := shell.Parse(example, shell.Options{})
+	if err != nil && !errors.Is(err, shell.ErrEmpty) {
 		return no, err
 	}
-	e, start := newEnv(Context{})
-	w := walker{}
-	w.file(f, example, start)
+	e := newEnv(Context{})
 	m := no
-	for _, p := range w.parts {
+	for _, p := range parts {
 		m = max(m, r.match(p, e))
 	}
 	return m, nil

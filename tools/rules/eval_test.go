@@ -30,7 +30,7 @@ func TestEvaluateBuiltin(t *testing.T) {
 		{"go vet ./...", A, ""},
 		{"gofmt -l .", A, ""},
 		{"golangci-lint run ./...", A, ""},
-		{"make test", A, ""},
+		{"make test", P, ""}, // runs the Makefile's recipes: opaque
 		{"make install", P, ""},
 		{"cargo clippy --all-targets", A, ""},
 		{"npm run build", A, ""},
@@ -39,7 +39,7 @@ func TestEvaluateBuiltin(t *testing.T) {
 		{"npx tsc --noEmit", A, ""},
 		{"python -m pytest -q tests", A, ""},
 		{"python3 -m pytest", A, ""},
-		{"./gradlew test", A, ""},
+		{"./gradlew test", P, ""}, // a program file in the workspace: opaque
 		{"cmake --build build", A, ""},
 		{"ruff check .", A, ""},
 		{"go run .", P, ""},

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/apserver/apserver/tools/shell"
 )
 
 // Load returns the builtin rules followed by the rules of each file in
@@ -104,16 +106,17 @@ func parseRule(text string) (Rule, error) {
 	d, ok := decisionNames[keyword]
 	switch {
 	case ok:
+	case keyword == "check":
 	case keyword == "match:" || keyword == "not-match:" || keyword == "reason:":
 		return Rule{}, fmt.Errorf("%s must be indented under a rule", keyword)
 	default:
-		return Rule{}, fmt.Errorf("unknown decision %q (want allow, prompt or forbidden)", keyword)
+		return Rule{}, fmt.Errorf("unknown decision %q (want allow, prompt, forbidden or check)", keyword)
 	}
 	prefix, err := parsePrefix(rest)
 	if err != nil {
 		return Rule{}, err
 	}
-	return Rule{Decision: d, Prefix: prefix}, nil
+	return Rule{Decision: d, Prefix: prefix, Check: keyword == "check"}, nil
 }
 
 // parsePrefix reads a rule's words: shell words, quoted as needed, with no
@@ -131,14 +134,13 @@ func parsePrefix(text string) ([]string, error) {
 	if len(f.Stmts) > 1 || !ok || len(call.Assigns) > 0 || len(s.Redirs) > 0 || s.Negated || s.Background || len(call.Args) == 0 {
 		return nil, fmt.Errorf("%q is not a command prefix: write plain words, quoting any shell operators", text)
 	}
-	sc := &script{src: text}
 	var out []string
 	for _, a := range call.Args {
-		w := sc.word(a)
-		if w.kind == dynamic {
-			return nil, fmt.Errorf("%s is not a plain word: quote it", w.src)
+		w := shell.ParseWord(text, a)
+		if w.Kind == shell.Dynamic {
+			return nil, fmt.Errorf("%s is not a plain word: quote it", w.Src)
 		}
-		out = append(out, w.text)
+		out = append(out, w.Text)
 	}
 	return out, nil
 }

@@ -54,7 +54,7 @@ func TestParseErrors(t *testing.T) {
 		src  string
 		want string
 	}{
-		{"deny git push", `f:1: unknown decision "deny" (want allow, prompt or forbidden)`},
+		{"deny git push", `f:1: unknown decision "deny" (want allow, prompt, forbidden or check)`},
 		{"# c\n  match: ls", `f:2: indented line "match: ls" must follow a rule`},
 		{"match: ls", `f:1: match: must be indented under a rule`},
 		{"allow", `f:1: the rule names no command`},

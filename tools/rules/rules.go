@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/apserver/apserver/tools"
+	"github.com/apserver/apserver/tools/shell"
 )
 
 // Decision is what may happen to a command. Values are ordered by
@@ -67,6 +67,12 @@ type Rule struct {
 	Source string
 	// Line is the rule's line in Source; 0 for builtin rules.
 	Line int
+	// Check marks a check rule, written `check <words>`: it decides
+	// nothing, and names a command whose exit status tells whether the
+	// work is sound (a test, build or linter); see Set.Check. A check rule
+	// has Decision Allow, so that where allow rules are not trusted (a
+	// workspace rules file the user has not trusted) neither are checks.
+	Check bool
 	// Match and NotMatch are example commands the rule must and must not
 	// match; Parse checks them.
 	Match, NotMatch []string
@@ -75,13 +81,16 @@ type Rule struct {
 	// match in place of Prefix.
 	desc string
 	// cond, when set, must also hold for the rule to match.
-	cond func(*part, *env) match
+	cond func(*shell.Command, *env) match
 }
 
 // String renders the rule as it would be written in a rules file, for
 // builtin rules that check more than a prefix, with a description in place of
 // the words: `forbidden git push`, `allow find (without -exec, -delete, ...)`.
 func (r Rule) String() string {
+	if r.Check {
+		return "check " + r.pattern()
+	}
 	return r.Decision.String() + " " + r.pattern()
 }
 
@@ -95,7 +104,7 @@ func (r Rule) pattern() string {
 		if w == "*" { // the wildcard word, shown as written
 			q[i] = w
 		} else {
-			q[i] = tools.ShellQuote(w)
+			q[i] = shell.Quote(w)
 		}
 	}
 	return strings.Join(q, " ")
@@ -157,6 +166,12 @@ type Verdict struct {
 	Part string
 	// Reason is a sentence for the user and the model.
 	Reason string
+	// Opaque, when not empty, says why the rules cannot read the command
+	// fully: what it runs depends on something they do not see (a
+	// variable, inline code, a script file, a git alias). An opaque command
+	// is at least prompted, and the session never runs one without a human
+	// or the sandbox; see the package documentation.
+	Opaque string
 }
 
 // LoadError is a problem in a rules file.

@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/apserver/apserver/internal/proctest"
 	"github.com/apserver/apserver/tools"
 	"github.com/apserver/apserver/tools/sandbox"
 )
@@ -192,8 +193,46 @@ s.sendto(q, (ns, 53)); s.recv(512); print("` + escapedMarker + `")`)},
 s = socket.socket(socket.AF_UNIX); s.settimeout(10)
 s.connect("\0" + os.environ["ABSTRACT"]); print(s.recv(200))`)},
 
+	// Pathname unix sockets (servers the harness listens on; see
+	// startUnixServers): in the host's /tmp, under /run, in a directory
+	// outside the workspace, in a readable root, in /dev/shm, and reached
+	// through a symlink made in the workspace.
+	{name: "unix-socket-tmp", needs: []string{"python3"}, script: unixConnect("SOCK_TMP")},
+	{name: "unix-socket-run", needs: []string{"python3"}, script: unixConnect("SOCK_RUN")},
+	{name: "unix-socket-outside", needs: []string{"python3"}, script: unixConnect("SOCK_OUT")},
+	{name: "unix-socket-readable-root", needs: []string{"python3"}, script: unixConnect("SOCK_EXTRA")},
+	{name: "unix-socket-dev-shm", needs: []string{"python3"}, script: unixConnect("SOCK_SHM")},
+	{name: "unix-socket-via-workspace-symlink", needs: []string{"python3"}, script: `ln -s "$SOCK_RUN" "$WS/sock"; SOCK_LINK="$WS/sock" ` + unixConnect("SOCK_LINK")},
+	{name: "unix-socket-via-proc-root", needs: []string{"python3"}, script: `SOCK_PROC="/proc/1/root$SOCK_RUN" ` + unixConnect("SOCK_PROC")},
+	{name: "unix-datagram-run", needs: []string{"python3"}, script: py(`import os, socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.sendto(b"ping", os.environ["DGRAM_RUN"]); print("` + escapedMarker + `")`)},
+
+	// .git and .apserver in the workspace: what the user's git or
+	// apserver would later run or read outside the sandbox.
+	{name: "git-hook-pre-commit", script: `mkdir -p .git/hooks; printf '#!/bin/sh\ntouch "$OUT/hooked"\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit`},
+	{name: "git-config-fsmonitor", script: `git config core.fsmonitor "touch $OUT/fsmonitor"; printf '[core]\n\tfsmonitor = touch %s/fsmonitor\n' "$OUT" >> .git/config`},
+	{name: "git-commit", script: `git add file.txt && git -c user.name=t -c user.email=t@t commit -qm m`, needs: []string{"git"}},
+	{name: "git-replace-dir", script: `rm -rf .git; mkdir -p .git/hooks && echo pwn > .git/hooks/pre-commit`},
+	{name: "git-move-dir-away", script: `mv .git git-old && mkdir -p .git/hooks && echo pwn > .git/hooks/pre-commit`},
+	{name: "git-replace-by-symlink", script: `rm -rf .git; ln -s "$WS/fake-git" .git; mkdir -p fake-git/hooks`},
+	{name: "apserver-config-write", script: `echo '[sandbox]' >> .apserver/config.toml; echo x > .apserver/rules`},
+	{name: "apserver-replace-dir", script: `rm -rf .apserver; mv .apserver old-apserver; mkdir -p .apserver && echo pwn > .apserver/config.toml`},
+
+	// Processes that outlive the command: a daemon that left the process
+	// group (setsid), as a model might leave one behind on purpose.
+	{name: "orphan-setsid", script: `setsid bash -c 'exec -a "$ORPHAN" sleep 1000' < /dev/null > /dev/null 2>&1 & sleep 0.2`},
+	{name: "orphan-double-fork", script: `( ( exec -a "$ORPHAN" sleep 1000 ) < /dev/null > /dev/null 2>&1 & ) ; sleep 0.2`},
+
 	// Signals.
 	{name: "kill-victim", script: `kill -9 "$VICTIM" && echo ` + escapedMarker},
+}
+
+// unixConnect is a script that connects to the unix socket named by the
+// environment variable v and prints what it reads.
+func unixConnect(v string) string {
+	return py(`import os, socket
+s = socket.socket(socket.AF_UNIX); s.settimeout(10)
+s.connect(os.environ["` + v + `"]); print(s.recv(200))`)
 }
 
 // workspaceWrites must fail in read-only mode and work in workspace-write
@@ -209,7 +248,10 @@ var workspaceWrites = []attack{
 	{name: "python-write", script: py(`open("py.txt", "w").write("py")`) + ` && cat py.txt`, needs: []string{"python3"}},
 	{name: "perl-write", script: `perl -e 'open(F, ">", "pl.txt") or exit 1; print F "pl"' && cat pl.txt`, needs: []string{"perl"}},
 	{name: "sed-in-place", script: `sed -i s/hello/bye/ file.txt && cat file.txt`},
-	{name: "git-commit", script: `git add file.txt && git -c user.name=t -c user.email=t@t commit -qm m && git log --format=%s`, needs: []string{"git"}},
+	{name: "unix-socket-server", needs: []string{"python3"}, script: py(`import socket
+l = socket.socket(socket.AF_UNIX); l.bind("srv.sock"); l.listen(1)
+c = socket.socket(socket.AF_UNIX); c.connect("srv.sock"); a, _ = l.accept(); a.send(b"served"); print(c.recv(10).decode())`)},
+	{name: "git-init-new-repo", script: `mkdir sub && cd sub && git init -q && mkdir -p .git/hooks && echo ok > .git/hooks/x && cat .git/hooks/x`, needs: []string{"git"}},
 }
 
 // control is a command that must work in the sandbox: exit 0 with want in
@@ -286,6 +328,11 @@ func TestFullAccessEscapesAreDetected(t *testing.T) {
 		"read-ssh-key-by-file-handle", "reopen-o-path-descriptor", "dns-query-to-system-resolver",
 		"tar-home-into-workspace", "mknod-block-device-in-workspace", "read-raw-disk",
 		"tcp-bash-dev-tcp", "tcp-python", "udp-python-round-trip", "abstract-unix-socket",
+		"unix-socket-tmp", "unix-socket-run", "unix-socket-outside", "unix-socket-readable-root",
+		"unix-socket-dev-shm", "unix-socket-via-workspace-symlink", "unix-datagram-run",
+		"git-hook-pre-commit", "git-config-fsmonitor", "git-commit", "git-replace-dir",
+		"git-move-dir-away", "git-replace-by-symlink", "apserver-config-write", "apserver-replace-dir",
+		"orphan-setsid",
 		"kill-victim", // last: the victim is gone afterwards
 	} {
 		i := slices.IndexFunc(attacks, func(a attack) bool { return a.name == name })
@@ -338,11 +385,77 @@ func TestWritableAndReadableRoots(t *testing.T) {
 			want:   "1000",
 		})
 	}
-	// With /tmp writable the outside dir is still closed.
-	for _, name := range []string{"append-to-sibling-file", "var-tmp-create", "read-ssh-key"} {
+	// /tmp is private to the sandbox, but the same from one command to
+	// the next.
+	if tmp, err := sandbox.PrivateTmp(); err == nil {
+		t.Cleanup(func() { os.Remove(filepath.Join(tmp, h.vars["ESC"]+"-kept")) })
+	}
+	h.mustWork(t, control{name: "tmp-kept", script: `echo kept > "/tmp/$ESC-kept"`})
+	h.mustWork(t, control{name: "tmp-kept", script: `cat "/tmp/$ESC-kept"`, want: "kept"})
+	// With /tmp writable the outside dir and the host's sockets in /tmp
+	// are still closed.
+	for _, name := range []string{"append-to-sibling-file", "var-tmp-create", "read-ssh-key", "unix-socket-tmp", "unix-socket-run", "unix-socket-readable-root", "git-hook-pre-commit"} {
 		i := slices.IndexFunc(attacks, func(a attack) bool { return a.name == name })
 		t.Run(name, func(t *testing.T) { h.mustNotEscape(t, attacks[i]) })
 	}
+}
+
+// TestMissingApserverDir checks that a command cannot create the
+// .apserver directory that a workspace lacks: apserver would read it as
+// the workspace's configuration and rules.
+func TestMissingApserverDir(t *testing.T) {
+	h := newHarness(t, sandbox.Policy{Mode: sandbox.WorkspaceWrite})
+	for _, script := range []string{
+		`mkdir -p .apserver && echo '[sandbox]' > .apserver/config.toml`,
+		`rmdir .apserver; mv .apserver gone; mkdir .apserver; echo x > .apserver/rules`,
+		`ln -s "$WS/mine" .apserver; mkdir -p mine && echo x > mine/rules`,
+	} {
+		h.seed(t)
+		if err := os.RemoveAll(filepath.Join(h.ws, ".apserver")); err != nil {
+			t.Fatal(err)
+		}
+		res := h.execute(t, script)
+		var found []string
+		filepath.WalkDir(filepath.Join(h.ws, ".apserver"), func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				found = append(found, path)
+			}
+			return nil
+		})
+		if len(found) > 0 {
+			t.Errorf("%q made %q (output %q)", script, found, res.Output)
+		}
+	}
+}
+
+// TestGitdirFile checks a .git file (a worktree or submodule) whose
+// gitdir lies in the writable root: that directory is read-only too.
+func TestGitdirFile(t *testing.T) {
+	h := newHarness(t, sandbox.Policy{Mode: sandbox.WorkspaceWrite})
+	h.seed(t)
+	if err := os.Rename(filepath.Join(h.ws, ".git"), filepath.Join(h.ws, "gitdir")); err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, map[string]string{filepath.Join(h.ws, ".git"): "gitdir: gitdir\n"})
+	res := h.execute(t, `mkdir -p gitdir/hooks; echo pwn > gitdir/hooks/pre-commit; echo 'gitdir: elsewhere' > .git`)
+	if _, err := os.Stat(filepath.Join(h.ws, "gitdir", "hooks", "pre-commit")); err == nil {
+		t.Errorf("wrote a hook into the gitdir (output %q)", res.Output)
+	}
+	if b, _ := os.ReadFile(filepath.Join(h.ws, ".git")); string(b) != "gitdir: gitdir\n" {
+		t.Errorf(".git file is now %q", b)
+	}
+}
+
+// TestWritableGit checks the escape hatch: with WritableGit a sandboxed
+// command can commit, and .apserver stays read-only all the same.
+func TestWritableGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	h := newHarness(t, sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableGit: true})
+	h.mustWork(t, control{name: "git-commit", script: `git add file.txt && git -c user.name=t -c user.email=t@t commit -qm m && git log --format=%s`, want: "m"})
+	i := slices.IndexFunc(attacks, func(a attack) bool { return a.name == "apserver-config-write" })
+	h.mustNotEscape(t, attacks[i])
 }
 
 // harness is one sandbox setup: directories, canaries, servers and the
@@ -358,6 +471,7 @@ type harness struct {
 	systemPaths []string
 	tcp, udp    atomic.Int64 // clients seen by the servers
 	unix        atomic.Int64
+	unixPath    atomic.Int64 // clients of the pathname socket servers
 	victim      *exec.Cmd
 }
 
@@ -407,6 +521,8 @@ func newHarness(t *testing.T, p sandbox.Policy) *harness {
 	})
 
 	h.startServers(t)
+	h.startUnixServers(t)
+	h.vars["ORPHAN"] = "apserver-orphan-" + id
 	// The victim starts before the leaked descriptor is opened, so only
 	// commands inherit it.
 	h.victim = exec.Command("sleep", "1000")
@@ -522,6 +638,74 @@ func (h *harness) startServers(t *testing.T) {
 	h.vars["UDP_PORT"] = strconv.Itoa(udp.LocalAddr().(*net.UDPAddr).Port)
 }
 
+// startUnixServers listens on pathname unix sockets where a real one
+// could be: the host's /tmp, /run, a directory outside the workspace, a
+// readable root and /dev/shm (stream), and /run (datagram). Each counts
+// its clients in h.unixPath.
+func (h *harness) startUnixServers(t *testing.T) {
+	t.Helper()
+	id := h.vars["ESC"]
+	dirs := map[string]string{
+		"SOCK_TMP":   filepath.Join("/tmp", id),
+		"SOCK_RUN":   filepath.Join("/run", id),
+		"SOCK_OUT":   h.out,
+		"SOCK_EXTRA": h.vars["EXTRA"],
+		"SOCK_SHM":   filepath.Join("/dev/shm", id),
+	}
+	for v, dir := range dirs {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if dir != h.out && dir != h.vars["EXTRA"] {
+			t.Cleanup(func() { os.RemoveAll(dir) })
+		}
+		path := filepath.Join(dir, "agent.sock")
+		l, err := net.Listen("unix", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				h.unixPath.Add(1)
+				c.Write([]byte(h.secrets[4] + "\n"))
+				c.Close()
+			}
+		}()
+		h.vars[v] = path
+	}
+	dgram := filepath.Join("/run", id, "dgram.sock")
+	pc, err := net.ListenPacket("unixgram", dgram)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			if _, _, err := pc.ReadFrom(buf); err != nil {
+				return
+			}
+			h.unixPath.Add(1)
+		}
+	}()
+	h.vars["DGRAM_RUN"] = dgram
+}
+
+// orphans returns the pids of processes whose command line has marker
+// (started by the orphan attacks), and kills them.
+func orphans(marker string) []int {
+	pids := proctest.Marked(marker)
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return pids
+}
+
 // ifOpens returns name if it can be opened with flag, else "".
 func ifOpens(name string, flag int) string {
 	f, err := os.OpenFile(name, flag, 0)
@@ -568,7 +752,10 @@ func (h *harness) seed(t *testing.T) {
 	if err := os.RemoveAll(h.ws); err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, map[string]string{filepath.Join(h.ws, "file.txt"): "hello\n"})
+	writeFiles(t, map[string]string{
+		filepath.Join(h.ws, "file.txt"):                 "hello\n",
+		filepath.Join(h.ws, ".apserver", "config.toml"): "# workspace config\n",
+	})
 	if err := os.Symlink(h.out, filepath.Join(h.ws, "outside-link")); err != nil {
 		t.Fatal(err)
 	}
@@ -616,7 +803,7 @@ func (h *harness) run(t *testing.T, a attack) []string {
 	h.skipIfMissing(t, a.needs, a.needsVar)
 	h.seed(t)
 	before := h.snapshot(t)
-	tcp, udp, unix := h.tcp.Load(), h.udp.Load(), h.unix.Load()
+	tcp, udp, unix, unixPath := h.tcp.Load(), h.udp.Load(), h.unix.Load(), h.unixPath.Load()
 	res := h.execute(t, a.script)
 
 	var evidence []string
@@ -640,6 +827,13 @@ func (h *harness) run(t *testing.T, a attack) []string {
 	}
 	if n := h.unix.Load() - unix; n != 0 {
 		evidence = append(evidence, fmt.Sprintf("abstract socket server saw %d clients", n))
+	}
+	if n := h.unixPath.Load() - unixPath; n != 0 {
+		evidence = append(evidence, fmt.Sprintf("pathname socket servers saw %d clients", n))
+	}
+	// Exec has returned: nothing the command started may be alive.
+	if pids := orphans(h.vars["ORPHAN"]); len(pids) > 0 {
+		evidence = append(evidence, fmt.Sprintf("processes %v outlived the command", pids))
 	}
 	if st := procState(h.victim.Process.Pid); st != "S" && st != "R" && st != "D" {
 		evidence = append(evidence, fmt.Sprintf("victim process state %q", st))
@@ -699,8 +893,23 @@ func (h *harness) snapshot(t *testing.T) map[string]fileState {
 		if err != nil {
 			return err
 		}
-		if path == h.ws && h.policy.Mode != sandbox.ReadOnly {
-			return filepath.SkipDir
+		// The workspace is watched in read-only mode; in the others only
+		// its .git and .apserver, which must stay read-only.
+		if h.policy.Mode != sandbox.ReadOnly && (path == h.ws || strings.HasPrefix(path, h.ws+"/")) {
+			rel := strings.TrimPrefix(path, h.ws)
+			watched := false
+			for _, d := range []string{"/.git", "/.apserver"} {
+				watched = watched || rel == d || strings.HasPrefix(rel, d+"/")
+			}
+			if path == h.ws {
+				return nil
+			}
+			if !watched {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
 		}
 		if s, ok := stateOf(path); ok {
 			snap[path] = s
@@ -762,19 +971,106 @@ func (h *harness) secretsIn(t *testing.T, dir string) []string {
 }
 
 // procState returns the state letter of pid from /proc, or "" if there is
-// no such process.
-func procState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+// none.
+func procState(pid int) string { return proctest.State(pid) }
+
+// TestHomeSocketHidden: a unix socket under $HOME (gpg-agent, rootless
+// Docker, an editor's IPC socket) is reachable by path without reading the
+// directory, which Landlock does not stop; the sandbox hides $HOME. The
+// listener counts clients, so the verdict comes from outside; without a
+// sandbox the same connect reaches it (the positive control).
+func TestHomeSocketHidden(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("needs python3")
+	}
+	realHome, err := os.UserHomeDir()
+	if err != nil || realHome == "/" {
+		t.Skip("no home directory")
+	}
+	// Under the real home, not /tmp or /var/tmp, which are hidden anyway.
+	home, err := os.MkdirTemp(realHome, ".apserver-sandbox-home-")
 	if err != nil {
-		return ""
+		t.Skip(err)
 	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return ""
+	t.Cleanup(func() { os.RemoveAll(home) })
+	ws := filepath.Join(home, "ws") // a workspace under $HOME stays usable
+	if err := os.MkdirAll(filepath.Join(home, ".gnupg"), 0o700); err != nil {
+		t.Fatal(err)
 	}
-	if f := strings.Fields(s[i+1:]); len(f) > 0 {
-		return f[0]
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	return ""
+	sock := filepath.Join(home, ".gnupg", "S.gpg-agent")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var accepted atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	// The client says it is about to connect, so a run where python never
+	// started (not readable in the sandbox) cannot pass for a refusal.
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("needs python3")
+	}
+	py, _ = filepath.EvalSymlinks(py)
+	if strings.Contains(py, "/shims/") {
+		// pyenv's shim runs python from under the real home, which the
+		// sandbox hides; the system one is enough here.
+		py = "/usr/bin/python3"
+	}
+	script := py + ` -c 'import socket,sys; print("connecting", flush=True); s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.recv(1)' ` + sock + `; echo > done`
+	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + home, "LANG=C"}
+	for _, tc := range []struct {
+		name string
+		p    sandbox.Policy
+		want int64 // connections the listener sees
+	}{
+		{"no sandbox", sandbox.Policy{Mode: sandbox.FullAccess}, 1},
+		{"workspace-write", sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableRoots: []string{ws}, AllowTmp: true}, 0},
+		{"read-only", sandbox.Policy{Mode: sandbox.ReadOnly}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.p.Mode != sandbox.FullAccess {
+				if err := sandbox.Probe().Enforceable(tc.p); err != nil {
+					t.Skip(err)
+				}
+			}
+			before := accepted.Load()
+			res, err := tools.Exec(context.Background(), tools.ExecRequest{Command: script, Dir: ws, Env: env, Sandbox: sandboxOrNil(tc.p)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The listener counts before the client's recv returns, so the
+			// count is settled once the command is over.
+			if !strings.Contains(res.Output, "connecting") {
+				t.Fatalf("%s: the client never ran; output:\n%s", tc.name, res.Output)
+			}
+			if got := accepted.Load() - before; got != tc.want {
+				t.Errorf("%s: the socket under $HOME saw %d connections, want %d; output:\n%s", tc.name, got, tc.want, res.Output)
+			}
+			if tc.p.Mode == sandbox.WorkspaceWrite {
+				if _, err := os.Stat(filepath.Join(ws, "done")); err != nil {
+					t.Errorf("a workspace under $HOME is not writable in the sandbox: %v; output:\n%s", err, res.Output)
+				}
+			}
+		})
+	}
+}
+
+func sandboxOrNil(p sandbox.Policy) *sandbox.Policy {
+	if p.Mode == sandbox.FullAccess {
+		return nil
+	}
+	return &p
 }

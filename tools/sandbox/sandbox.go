@@ -47,7 +47,16 @@ type Policy struct {
 	Network bool
 	// AllowTmp makes /tmp and the command's $TMPDIR writable in
 	// workspace-write mode, as Codex does. It is ignored in read-only mode.
+	// The /tmp a command sees is then a directory private to this user's
+	// sandboxed commands (see PrivateTmp), not the host's /tmp, whose
+	// unix sockets (ssh-agent, X11) would be an escape.
 	AllowTmp bool
+	// WritableGit leaves .git in the writable roots writable. Without it a
+	// workspace-write command cannot change .git (hooks, config), which
+	// the user's own git would run outside any sandbox. apserver itself
+	// commits with git outside the sandbox, so it never sets this; it is
+	// for callers that want sandboxed commands to commit.
+	WritableGit bool
 }
 
 // Support is what the running kernel offers for sandboxing.
@@ -128,8 +137,11 @@ func (s Support) Enforceable(p Policy) error {
 // sets Stdin, Stdout and Stderr; dir and shell must be absolute.
 //
 // For FullAccess the Cmd runs the shell directly. Otherwise it re-executes
-// this binary as a helper that confines itself and then execs the shell
-// in place, so the Cmd's pid is the shell's. The policy follows env: its
+// this binary as a helper that confines itself, starts the shell and stays
+// as the init of the command's pid namespace; the Cmd's pid is the
+// helper's, and the shell is in its process group. Either way the Cmd has
+// Pdeathsig set to SIGKILL: start it with Start, so that it fires when
+// apserver dies and only then. The policy follows env: its
 // HOME decides the per-user toolchain directories, its TMPDIR what
 // AllowTmp opens, and its PATH where GOROOT is. If the kernel cannot
 // enforce p (see Support.Enforceable), Command returns that error; it
@@ -144,8 +156,13 @@ func Command(ctx context.Context, p Policy, dir string, env []string, shell, scr
 	if p.Mode == FullAccess {
 		cmd := exec.CommandContext(ctx, shell, "-c", script)
 		cmd.Args[0] = filepath.Base(shell)
-		cmd.Dir, cmd.Env = dir, env
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if env == nil {
+			env = os.Environ()
+		}
+		// The mark lets the watchdog find what left the command's process
+		// group (setsid, daemons) once apserver is gone.
+		cmd.Dir, cmd.Env = dir, append(slices.Clip(env), markEnv())
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		cmd.Cancel = killGroup(cmd)
 		return cmd, nil
 	}
@@ -175,19 +192,24 @@ func Command(ctx context.Context, p Policy, dir string, env []string, shell, scr
 const helperArg = "-apserver-sandbox-exec"
 
 // helperCmd returns the Cmd that re-executes this binary as the helper in
-// new user and mount namespaces, and a new network namespace if noNet.
+// new user, mount and pid namespaces, and a new network namespace if
+// noNet. The helper is the pid namespace's init: when it dies, the kernel
+// kills every process the command started, wherever it went. It gets
+// SIGKILL when apserver dies (Pdeathsig; see Start for why that needs a
+// thread that never exits).
 func helperCmd(ctx context.Context, planJSON []byte, argv []string, noNet bool) *exec.Cmd {
 	args := append([]string{helperArg, string(planJSON), "--"}, argv...)
 	// /proc/self/exe rather than os.Executable: it is this very binary
 	// even if the file on disk has been replaced since it started.
 	cmd := exec.CommandContext(ctx, "/proc/self/exe", args...)
 	cmd.Args[0] = os.Args[0]
-	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS)
+	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID)
 	if noNet {
 		flags |= syscall.CLONE_NEWNET
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Setpgid:     true,
+		Pdeathsig:   syscall.SIGKILL,
 		Cloneflags:  flags,
 		UidMappings: idMap(os.Getuid()),
 		GidMappings: idMap(os.Getgid()),
@@ -221,6 +243,26 @@ type plan struct {
 	Rules []pathRule `json:"rules,omitempty"`
 	// NoNetwork makes the ruleset deny TCP bind and connect.
 	NoNetwork bool `json:"noNetwork,omitempty"`
+	// Masks are directories hidden under an empty tmpfs, because pathname
+	// unix sockets live there (see the package doc). What the rules and
+	// Writable grant beneath them is mounted back.
+	Masks []string `json:"masks,omitempty"`
+	// Keep are files beneath Masks that stay visible (read-only), such as
+	// the target of a symlinked /etc/resolv.conf.
+	Keep []string `json:"keep,omitempty"`
+	// Tmp is the host directory mounted writable on /tmp (AllowTmp).
+	Tmp string `json:"tmp,omitempty"`
+	// Overlays are readable roots shown through a read-only overlayfs:
+	// the overlay's inodes are not the sockets', so no pathname socket
+	// beneath them can be connected to.
+	Overlays []string `json:"overlays,omitempty"`
+	// Protect are the writable roots whose .git and .apserver stay
+	// read-only; ProtectGit false leaves .git writable (WritableGit).
+	Protect    []string `json:"protect,omitempty"`
+	ProtectGit bool     `json:"protectGit,omitempty"`
+	// NoUnixSockets makes a seccomp filter refuse socket(AF_UNIX, ...);
+	// socketpair(2) keeps working.
+	NoUnixSockets bool `json:"noUnixSockets,omitempty"`
 }
 
 // pathRule grants Access (Landlock filesystem rights) beneath Path.
@@ -263,17 +305,24 @@ func newPlan(p Policy, dir string, env []string) (plan, error) {
 	grant(accessTTY|accessDevDir, "/dev/pts")
 
 	readable := append([]string{dir}, p.ReadableRoots...)
-	var writable []string
+	var writable, tmpRoots []string
 	if p.Mode == WorkspaceWrite {
 		writable = slices.Clone(p.WritableRoots)
 		if p.AllowTmp {
-			writable = append(writable, "/tmp")
-			if tmp := envValue(env, "TMPDIR"); filepath.IsAbs(tmp) {
-				writable = append(writable, tmp)
+			tmp, err := PrivateTmp()
+			if err != nil {
+				return plan{}, err
 			}
+			pl.Tmp = tmp
+			tmpRoots = append(tmpRoots, "/tmp")
+			if tmp := envValue(env, "TMPDIR"); filepath.IsAbs(tmp) {
+				tmpRoots = append(tmpRoots, tmp)
+			}
+			writable = append(writable, tmpRoots...)
 		}
 	} else {
 		readable = append(readable, p.WritableRoots...)
+		pl.NoUnixSockets = true
 	}
 	for _, r := range readable {
 		if !filepath.IsAbs(r) {
@@ -298,7 +347,105 @@ func newPlan(p Policy, dir string, env []string) (plan, error) {
 	slices.SortFunc(pl.Writable, func(a, b string) int { return len(a) - len(b) })
 	pl.Writable = slices.Compact(pl.Writable)
 	grant(fsRead|fsWrite, pl.Writable...)
+
+	pl.Masks = socketDirs(env)
+	for _, f := range keepFiles {
+		if real, err := filepath.EvalSymlinks(f); err == nil && real != f && underAny(real, pl.Masks) {
+			pl.Keep = append(pl.Keep, real)
+		}
+	}
+	if p.Mode == WorkspaceWrite {
+		for _, w := range p.WritableRoots {
+			if real, err := filepath.EvalSymlinks(w); err == nil && !slices.Contains(pl.Protect, real) {
+				pl.Protect = append(pl.Protect, real)
+			}
+		}
+		pl.ProtectGit = !p.WritableGit
+		// In read-only mode the seccomp filter covers every pathname
+		// socket; here sockets inside the writable roots must work, so
+		// the readable directories that are the user's own (rather than
+		// the system's) are shown through an overlay.
+		over := readable
+		if home := envValue(env, "HOME"); filepath.IsAbs(home) {
+			for _, d := range homeToolDirs {
+				over = append(over, filepath.Join(home, d))
+			}
+		}
+		for _, r := range over {
+			real, err := filepath.EvalSymlinks(r)
+			if err != nil || strings.ContainsAny(real, ",:\\") || real == "/" || underAny(real, pl.Writable) {
+				continue
+			}
+			if fi, err := os.Stat(real); err == nil && fi.IsDir() && !slices.Contains(pl.Overlays, real) {
+				pl.Overlays = append(pl.Overlays, real)
+			}
+		}
+		slices.SortFunc(pl.Overlays, func(a, b string) int { return len(a) - len(b) })
+	}
 	return pl, nil
+}
+
+// keepFiles are files that may be symlinks into a masked directory (most
+// often /run) and that commands need to read.
+var keepFiles = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/hostname", "/etc/localtime", "/etc/machine-id"}
+
+// socketDirs are the directories hidden under an empty tmpfs in the
+// sandbox: where daemons and sessions put their unix sockets (Docker,
+// D-Bus, systemd, ssh-agent, X11, tmux, user services) and which other
+// users share, and $HOME (gpg-agent, rootless Docker, editors' IPC): Landlock
+// keeps $HOME unreadable, but a socket whose path is known can be connected
+// to without reading a directory. What the plan grants beneath them (the
+// toolchain directories, a workspace under $HOME) is mounted back.
+// Symlinks (such as /var/run to /run) are left alone: their targets are
+// masked.
+func socketDirs(env []string) []string {
+	dirs := []string{"/run", "/var/run", "/tmp", "/var/tmp", "/dev/shm"}
+	if xdg := envValue(env, "XDG_RUNTIME_DIR"); filepath.IsAbs(xdg) {
+		dirs = append(dirs, filepath.Clean(xdg))
+	}
+	if home := envValue(env, "HOME"); filepath.IsAbs(home) && filepath.Clean(home) != "/" {
+		if real, err := filepath.EvalSymlinks(home); err == nil {
+			dirs = append(dirs, real)
+		}
+	}
+	var masks []string
+	for _, d := range dirs {
+		if fi, err := os.Lstat(d); err == nil && fi.IsDir() && !underAny(d, masks) {
+			masks = append(masks, d)
+		}
+	}
+	return masks
+}
+
+// underAny reports whether path is one of dirs or beneath one.
+func underAny(path string, dirs []string) bool {
+	for _, d := range dirs {
+		if path == d || strings.HasPrefix(path, strings.TrimSuffix(d, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// PrivateTmp returns the directory that sandboxed commands with AllowTmp
+// see as /tmp, creating it if needed: apserver-sandbox-tmp-<uid> in the
+// host's temporary directory, mode 0700. It is shared by this user's
+// sandboxed commands, so a file written to /tmp by one command is there
+// for the next; host sockets in the real /tmp are not. It refuses a
+// directory that another user made or could write.
+func PrivateTmp() (string, error) {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("apserver-sandbox-tmp-%d", os.Getuid()))
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return "", fmt.Errorf("sandbox: private /tmp: %w", err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Lstat(dir, &st); err != nil {
+		return "", fmt.Errorf("sandbox: private /tmp: %w", err)
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR || int(st.Uid) != os.Getuid() || st.Mode&0o077 != 0 {
+		return "", fmt.Errorf("sandbox: private /tmp %s is not a directory of mode 0700 owned by uid %d", dir, os.Getuid())
+	}
+	return dir, nil
 }
 
 // varDirs lists what is in /var except /var/tmp: like /tmp, that is where
@@ -343,4 +490,71 @@ func envValue(env []string, key string) string {
 		}
 	}
 	return ""
+}
+
+// configDirs counts the running commands per .apserver directory that
+// HoldConfigDirs made, so that the last one to end removes it.
+var configDirs struct {
+	mu sync.Mutex
+	// held maps a writable root's .apserver to the number of commands
+	// holding it and whether it was made for them.
+	held map[string]*configDir
+}
+
+type configDir struct {
+	n    int
+	made bool
+}
+
+// HoldConfigDirs makes the .apserver directory that the workspace lacks
+// (a writable root of a workspace-write policy that holds dir, the
+// command's working directory), empty, so that the helper can mount it
+// read-only: a command must not create one that apserver would then read
+// as the workspace's configuration. It returns a function to call once the
+// command has ended (its helper reaped); the last such call removes the
+// directories made here if they are still empty, so the workspace is left
+// as it was. (The helper makes a missing one itself, and leaves it, for
+// callers that skip this.) Other writable roots have their .apserver
+// protected only if it exists.
+func HoldConfigDirs(p Policy, dir string) (release func()) {
+	if p.Mode != WorkspaceWrite {
+		return func() {}
+	}
+	var dirs []string
+	configDirs.mu.Lock()
+	defer configDirs.mu.Unlock()
+	if configDirs.held == nil {
+		configDirs.held = map[string]*configDir{}
+	}
+	for _, root := range p.WritableRoots {
+		real, err := filepath.EvalSymlinks(root)
+		if err != nil || !underAny(dir, []string{root, real}) {
+			continue
+		}
+		cfg := filepath.Join(real, ".apserver")
+		if slices.Contains(dirs, cfg) {
+			continue
+		}
+		h := configDirs.held[cfg]
+		if h == nil {
+			h = &configDir{}
+			configDirs.held[cfg] = h
+			h.made = os.Mkdir(cfg, 0o755) == nil
+		}
+		h.n++
+		dirs = append(dirs, cfg)
+	}
+	return func() {
+		configDirs.mu.Lock()
+		defer configDirs.mu.Unlock()
+		for _, dir := range dirs {
+			h := configDirs.held[dir]
+			if h.n--; h.n == 0 {
+				if h.made {
+					_ = os.Remove(dir) // only if still empty
+				}
+				delete(configDirs.held, dir)
+			}
+		}
+	}
 }

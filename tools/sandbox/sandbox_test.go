@@ -328,3 +328,36 @@ func TestLandlockDeniesTCP(t *testing.T) {
 		}
 	}
 }
+
+// TestNewPlanProtections checks the plan's parts that keep sockets, .git
+// and .apserver out of reach (the attack corpus checks their effect).
+func TestNewPlanProtections(t *testing.T) {
+	base := t.TempDir()
+	ws, extra := filepath.Join(base, "ws"), filepath.Join(base, "extra")
+	for _, d := range []string{ws, extra} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"HOME=/nonexistent", "PATH="}
+	p := Policy{Mode: WorkspaceWrite, WritableRoots: []string{ws}, ReadableRoots: []string{extra}}
+	pl, err := newPlan(p, ws, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pl.NoUnixSockets || !slices.Equal(pl.Overlays, []string{extra}) || !slices.Equal(pl.Protect, []string{ws}) || !pl.ProtectGit {
+		t.Errorf("workspace-write plan: NoUnixSockets %v, Overlays %q, Protect %q, ProtectGit %v; want false, [extra], [ws], true",
+			pl.NoUnixSockets, pl.Overlays, pl.Protect, pl.ProtectGit)
+	}
+	if !slices.Contains(pl.Masks, "/tmp") {
+		t.Errorf("Masks = %q, want /tmp among them", pl.Masks)
+	}
+	p.WritableGit = true
+	if pl, _ := newPlan(p, ws, env); pl.ProtectGit || len(pl.Protect) != 1 {
+		t.Errorf("WritableGit plan: Protect %q, ProtectGit %v; want .apserver still protected, .git not", pl.Protect, pl.ProtectGit)
+	}
+	p.Mode = ReadOnly
+	if pl, _ := newPlan(p, ws, env); !pl.NoUnixSockets || len(pl.Overlays) != 0 || len(pl.Protect) != 0 {
+		t.Errorf("read-only plan: NoUnixSockets %v, Overlays %q, Protect %q; want true and none", pl.NoUnixSockets, pl.Overlays, pl.Protect)
+	}
+}

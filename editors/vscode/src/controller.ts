@@ -275,7 +275,7 @@ export class Controller implements vscode.Disposable {
       void vscode.window.showWarningMessage(`apserver.path "${this.config.path}" did not answer --version; using ${found.path}.`);
     }
     this.log(`using ${found.path} (${found.source}): ${found.version}`);
-    const args = ["serve", ...(this.config.trace ? ["--trace"] : []), ...this.config.extraArgs];
+    const args = ["serve", "--on-eof", "interrupt", ...(this.config.trace ? ["--trace"] : []), ...this.config.extraArgs];
     const client = new AppServerClient({
       command: found.path,
       args,

@@ -1,6 +1,6 @@
 // Types for the subset of the Codex app-server v2 protocol (and apserver's
 // Full Auto extension) that the extension uses. Field names follow
-// shared/protocol/schema and docs/protocol.md. Everything is tolerant:
+// protocol/codex/schema and docs/protocol.md. Everything is tolerant:
 // unknown fields are ignored and unknown methods are passed through.
 
 export type RequestId = string | number;

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/server"
+)
+
+// listenFlags choose the transport of serve (docs/configuration.md).
+type listenFlags struct {
+	listen, wsAuth, tokenFile, tokenSHA string
+	origins                             []string
+}
+
+func (l *listenFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.listen, "listen", "stdio://", "stdio://, ws://IP:PORT or unix://[PATH] (WebSocket; several clients)")
+	fs.StringVar(&l.wsAuth, "ws-auth", "", "WebSocket auth: capability-token (required for a non-loopback address)")
+	fs.StringVar(&l.tokenFile, "ws-token-file", "", "file holding the capability token clients send as Authorization: Bearer")
+	fs.StringVar(&l.tokenSHA, "ws-token-sha256", "", "hex SHA-256 of the capability token (instead of --ws-token-file)")
+	fs.Func("ws-allow-origin", "a browser Origin allowed to connect (repeatable; * for any); by default any Origin is refused", func(v string) error {
+		l.origins = append(l.origins, v)
+		return nil
+	})
+}
+
+// runListener serves ws:// or unix:// until SIGINT or SIGTERM: one session
+// shared by every connection (server.Hub).
+func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *listenFlags, log *slog.Logger) error {
+	dataDir, err := resolveDataDir(cfg)
+	if err != nil {
+		return err
+	}
+	ep, err := server.ParseListen(lf.listen, filepath.Join(dataDir, "apserver.sock"))
+	if err != nil {
+		return err
+	}
+	var token []byte
+	switch lf.wsAuth {
+	case "":
+		if lf.tokenFile != "" || lf.tokenSHA != "" {
+			return errors.New("--ws-token-file and --ws-token-sha256 need --ws-auth capability-token")
+		}
+		if !ep.Loopback() {
+			return fmt.Errorf("--listen %s is reachable from other machines: use --ws-auth capability-token", lf.listen)
+		}
+	case "capability-token":
+		if token, err = server.TokenHash(lf.tokenFile, lf.tokenSHA); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--ws-auth %q: the only mode is capability-token", lf.wsAuth)
+	}
+	for _, o := range lf.origins {
+		if o != "*" && !strings.Contains(o, "://") {
+			return fmt.Errorf("--ws-allow-origin %q: want scheme://host[:port] or *", o)
+		}
+	}
+	// Bound before the session starts, so that tightening the umask for
+	// the unix socket races with no file being created.
+	l, err := ep.Listen()
+	if err != nil {
+		return err
+	}
+	if ep.Network == "unix" {
+		defer os.Remove(ep.Address)
+	}
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	hub := server.NewHub(log)
+	mgr := newManager(cfg, f, dataDir, hub.Client(), log)
+	hub.OnAbandoned = mgr.ReleaseEphemeral
+	hub.OnWatchGone = func(id string) {
+		mgr.UnwatchFS(context.Background(), protocol.FsUnwatchParams{WatchID: id}, func(any, error) {})
+	}
+	fmt.Fprintln(os.Stderr, "apserver: listening on", server.URL(l))
+	err = server.Serve(ctx, l, server.ListenOptions{
+		TokenSHA256:  token,
+		AllowOrigins: lf.origins,
+		Server: server.Options{
+			MaxLineBytes: cfg.MaxLineBytes,
+			Logger:       log,
+			Trace:        f.trace,
+			ServerInfo:   server.ServerInfo{Name: "apserver", Version: version, Home: dataDir},
+			Hub:          hub,
+		},
+		Setup: func(s *server.Server) {
+			server.Register(s, mgr)
+		},
+	})
+	if cerr := mgr.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}

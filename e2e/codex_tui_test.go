@@ -1,0 +1,307 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apserver/apserver/model/scripted"
+)
+
+// TestCodexTUI drives OpenAI's Codex 0.169 TUI (installed from npm by
+// scripts/install-codex.sh) in tmux against `apserver serve --listen`, over
+// ws:// with a capability token and over unix://, as a user would: it
+// starts without an error on screen, a prompt streams an answer, an
+// approval offers Codex's choices and y runs the command, Esc interrupts,
+// /quit exits, and `codex --remote … resume <id>` shows the conversation.
+// Every message of the runs is checked against the schemas. Set
+// APSERVER_TUI_CAPTURES=DIR to keep the screens.
+func TestCodexTUI(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("npm not found: cannot install the Codex TUI")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux not found: the Codex TUI test needs it")
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(root, "scripts", "install-codex.sh")).Output()
+	if err != nil {
+		t.Fatalf("scripts/install-codex.sh: %v", err)
+	}
+	codex := strings.TrimSpace(string(out))
+	if codex == "" {
+		t.Skip("npm not usable: the Codex TUI is not installed")
+	}
+	t.Run("ws", func(t *testing.T) {
+		tok := tokenFile(t)
+		dir := t.TempDir()
+		l := startListener(t, tuiModel(t), dir, "ws://127.0.0.1:0", "--ws-auth", "capability-token", "--ws-token-file", tok)
+		runTUI(t, codex, l, dir, true)
+	})
+	t.Run("unix", func(t *testing.T) {
+		dir := t.TempDir()
+		sock := filepath.Join(t.TempDir(), "aps.sock")
+		l := startListener(t, tuiModel(t), dir, "unix://"+sock)
+		runTUI(t, codex, l, dir, false)
+	})
+}
+
+// tuiModel answers the TUI's title request with a title (the first rule:
+// the title prompt quotes the user's prompt, which the later rules match),
+// then the test's prompts.
+func tuiModel(t *testing.T) *scripted.Server {
+	return startModel(t,
+		scripted.Rule{Match: "single-line task title", Steps: []scripted.Step{{Text: `{"title":"Scripted title"}`}}},
+		scripted.Rule{Match: "say hello", Steps: []scripted.Step{{Text: "Hello from the scripted model."}}},
+		scripted.Rule{Match: "make the marker", Steps: []scripted.Step{
+			{Text: "Making it.", ToolCalls: []scripted.ToolCall{{Name: "exec_command",
+				Arguments: `{"cmd":"touch tui-marker","sandbox_permissions":"require_escalated","justification":"the marker goes outside the sandbox"}`}}},
+			{Text: "The marker is made."},
+		}},
+		scripted.Rule{Match: "go slow", Steps: []scripted.Step{{Deltas: 100000, DeltaText: "tick ", InterDelta: 20 * time.Millisecond}}},
+	)
+}
+
+// tui is one tmux server (private to the test) running the Codex TUI.
+type tui struct {
+	t        *testing.T
+	sock     string // tmux -S
+	captures string // where screens are kept ("" : not kept)
+	n        int
+}
+
+func (u *tui) tmux(args ...string) string {
+	u.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", u.sock}, args...)...).CombinedOutput()
+	if err != nil {
+		u.t.Fatalf("tmux %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+func (u *tui) screen() string {
+	// -J joins wrapped lines, so a long command stays on one line.
+	return u.tmux("capture-pane", "-p", "-J", "-t", "tui")
+}
+
+// waitScreen polls the screen (the TUI's only output) until ok accepts it.
+func (u *tui) waitScreen(what string, ok func(string) bool) string {
+	u.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s := u.screen()
+		if ok(s) {
+			u.keep(what, s)
+			return s
+		}
+		if time.Now().After(deadline) {
+			u.t.Fatalf("timed out waiting for %s; screen:\n%s", what, s)
+		}
+		if strings.Contains(s, "EXITED") {
+			u.t.Fatalf("codex exited while the test waited for %s; screen:\n%s", what, s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (u *tui) waitText(what, text string) string {
+	u.t.Helper()
+	return u.waitScreen(what, func(s string) bool { return strings.Contains(s, text) })
+}
+
+func (u *tui) keep(what, screen string) {
+	if u.captures == "" {
+		return
+	}
+	u.n++
+	name := fmt.Sprintf("%s-%02d-%s.txt", strings.ReplaceAll(u.t.Name(), "/", "-"), u.n, strings.ReplaceAll(what, " ", "-"))
+	os.WriteFile(filepath.Join(u.captures, name), []byte(screen), 0o644)
+}
+
+// typeLine types text, then Enter as its own key (the TUI takes a fast
+// Enter as part of a paste).
+func (u *tui) typeLine(text string) {
+	u.t.Helper()
+	u.tmux("send-keys", "-t", "tui", "-l", text)
+	u.waitText("the typed text", text)
+	u.tmux("send-keys", "-t", "tui", "Enter")
+}
+
+// start runs codex with args in a new tmux window; "EXITED" shows when it
+// ends.
+func (u *tui) start(codex, dir string, env []string, args ...string) {
+	u.t.Helper()
+	script := filepath.Join(u.t.TempDir(), "run.sh")
+	var sb strings.Builder
+	sb.WriteString("#!/bin/sh\n")
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(&sb, "export %s=%s\n", k, strconv.Quote(v))
+	}
+	fmt.Fprintf(&sb, "cd %s || exit 1\n%s", strconv.Quote(dir), strconv.Quote(codex))
+	for _, a := range args {
+		fmt.Fprintf(&sb, " %s", strconv.Quote(a))
+	}
+	sb.WriteString("\necho EXITED $?\nsleep 600\n")
+	if err := os.WriteFile(script, []byte(sb.String()), 0o755); err != nil {
+		u.t.Fatal(err)
+	}
+	u.tmux("kill-session", "-t", "tui")
+	u.tmux("new-session", "-d", "-s", "tui", "-x", "160", "-y", "50", script)
+}
+
+var errorLine = regexp.MustCompile(`(?i)error|method not found|failed|older than`)
+
+func runTUI(t *testing.T, codex string, l *listener, dir string, token bool) {
+	home := t.TempDir()
+	if err := os.Mkdir(filepath.Join(home, ".codex"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	u := &tui{t: t, sock: filepath.Join(t.TempDir(), "tmux.sock"), captures: os.Getenv("APSERVER_TUI_CAPTURES")}
+	if u.captures != "" {
+		os.MkdirAll(u.captures, 0o755)
+	}
+	// A placeholder session keeps the private tmux server up between runs.
+	u.tmux("new-session", "-d", "-s", "keep", "sleep 600")
+	u.tmux("new-session", "-d", "-s", "tui", "sleep 600")
+	t.Cleanup(func() { exec.Command("tmux", "-S", u.sock, "kill-server").Run() })
+	env := []string{"HOME=" + home, "CODEX_HOME=" + filepath.Join(home, ".codex"), "TERM=xterm-256color",
+		"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}
+	remote := []string{"--remote", l.url}
+	if token {
+		env = append(env, "APS_TOKEN="+testToken)
+		remote = append(remote, "--remote-auth-token-env", "APS_TOKEN")
+	}
+	u.start(codex, dir, env, remote...)
+	noErrors := func(when, s string) {
+		for _, line := range strings.Split(s, "\n") {
+			if errorLine.MatchString(line) {
+				t.Errorf("the TUI shows an error %s: %q\nscreen:\n%s", when, line, s)
+			}
+		}
+	}
+	noErrors("at start", u.waitText("the prompt", "Ask Codex to do anything"))
+
+	u.typeLine("say hello")
+	noErrors("after the first answer", u.waitText("the answer", "Hello from the scripted model."))
+
+	u.typeLine("please make the marker")
+	s := u.waitText("the approval", "Would you like to run the following command?")
+	for _, want := range []string{"Reason: the marker goes outside the sandbox", "touch tui-marker", "Yes, proceed (y)",
+		"don't ask again for this command in this session", "No, and tell Codex what to do differently"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("approval prompt lacks %q; screen:\n%s", want, s)
+		}
+	}
+	u.tmux("send-keys", "-t", "tui", "y")
+	u.waitText("the end of the approved turn", "The marker is made.")
+	if _, err := os.Stat(filepath.Join(dir, "tui-marker")); err != nil {
+		t.Errorf("y did not run the command: %v", err)
+	}
+
+	u.typeLine("go slow now")
+	u.waitText("the slow answer streaming", "tick tick tick")
+	u.tmux("send-keys", "-t", "tui", "Escape")
+	u.waitText("the interruption", "Conversation interrupted")
+
+	u.typeLine("/quit")
+	s = u.waitText("the exit", "EXITED 0")
+	m := regexp.MustCompile(`resume ([0-9a-f-]{36})`).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("no resume command on screen after /quit:\n%s", s)
+	}
+
+	u.start(codex, dir, env, append(remote, "resume", m[1])...)
+	s = u.waitScreen("the resumed conversation", func(s string) bool {
+		return strings.Contains(s, "The marker is made.") && strings.Contains(s, "Ask Codex to do anything")
+	})
+	for _, want := range []string{"say hello", "Hello from the scripted model.", "please make the marker", "go slow now"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("resumed conversation lacks %q; screen:\n%s", want, s)
+		}
+	}
+	u.typeLine("/quit")
+	u.waitText("the exit after resume", "EXITED 0")
+
+	checkTranscripts(t, l.log)
+}
+
+var traceLine = regexp.MustCompile(`msg=(recv|send) conn=(\d+) line=(".*")$`)
+
+// checkTranscripts validates every message of apserver's --trace log,
+// connection by connection, against the schemas.
+func checkTranscripts(t *testing.T, logFile string) {
+	t.Helper()
+	f, err := os.Open(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	type conv struct {
+		tr interface {
+			Client([]byte)
+			Server([]byte) error
+			ClientAnswer([]byte) error
+			Unknown() []string
+		}
+	}
+	convs := map[string]*conv{}
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		m := traceLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		line, err := strconv.Unquote(m[3])
+		if err != nil {
+			t.Fatalf("trace line not quoted as expected: %v", err)
+		}
+		c := convs[m[2]]
+		if c == nil {
+			tr := validator.NewTranscript()
+			tr.RequireEmittedAtMs = true
+			tr.AllowUnknown = true
+			c = &conv{tr: tr}
+			convs[m[2]] = c
+		}
+		n++
+		switch {
+		case m[1] == "send":
+			if err := c.tr.Server([]byte(line)); err != nil {
+				t.Errorf("conn %s: %v", m[2], err)
+			}
+		case strings.Contains(line, `"method"`):
+			c.tr.Client([]byte(line))
+		default:
+			if err := c.tr.ClientAnswer([]byte(line)); err != nil {
+				t.Errorf("conn %s: %v", m[2], err)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no traced messages in %s", logFile)
+	}
+	var unknown []string
+	for _, c := range convs {
+		for _, u := range c.tr.Unknown() {
+			unknown = append(unknown, u)
+		}
+	}
+	sort.Strings(unknown)
+	if len(unknown) > 0 {
+		t.Errorf("methods in neither schema: %v", unknown)
+	}
+}

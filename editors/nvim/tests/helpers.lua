@@ -1,0 +1,160 @@
+-- Test helpers: the real apserver binary, its scripted fake model, a data
+-- directory and a workspace per run, and waiting on conditions with
+-- vim.wait (which runs Neovim's event loop: job output, vim.schedule).
+local M = {}
+
+local root = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h:h")
+M.root = root
+M.repo = vim.fn.fnamemodify(root, ":h:h")
+
+-- M.bin is the apserver under test: $APSERVER_TEST_BIN, else the repo's bin/apserver.
+function M.bin()
+  local b = vim.env.APSERVER_TEST_BIN
+  if b and b ~= "" then
+    return b
+  end
+  return M.repo .. "/bin/apserver"
+end
+
+-- M.SCRIPT is what the fake model answers: the rule whose match occurs in
+-- the last user message.
+M.SCRIPT = {
+  rules = {
+    { match = "run tests", steps = {
+      { text = "I'll run them.", tool_calls = { { name = "exec_command", arguments = { cmd = "touch note.txt && echo made it" } } } },
+      { text = "All done." },
+    } },
+    { match = "edit the greeting", steps = {
+      { text = "Editing.", tool_calls = {
+        { name = "update_plan", arguments = { plan = {
+          { step = "change the greeting", status = "completed" },
+          { step = "tell the user", status = "inProgress" },
+        } } },
+      } },
+      { tool_calls = { { name = "edit_file", arguments = { path = "greet.txt", old_string = "hello", new_string = "goodbye" } } } },
+      { text = "Edited." },
+    } },
+    { match = "slow", steps = { { deltas = 2000, delta_text = "tick ", inter_delta_us = 20000 } } },
+    { match = "many", steps = { { deltas = 10000, delta_text = "word ", inter_delta_us = 200 } } },
+    { match = "big", steps = { { text = string.rep("x", 1024 * 1024) } } },
+    { match = "ask me", steps = {
+      { tool_calls = { { name = "request_user_input", arguments = { questions = {
+        { id = "color", header = "Color", question = "Which color?", options = { { label = "red", description = "warm" }, { label = "blue" } } },
+      } } } } },
+      { text = "thanks for answering" },
+    } },
+    { match = "think", steps = { { reasoning = { "first I consider", "then I decide" }, text = "decided." } } },
+  },
+  default = { { text = "hello there, this answer is streamed in several small pieces", inter_delta_us = 5000 } },
+}
+
+local tmp = {}
+
+function M.tempdir(prefix)
+  local d = vim.fn.tempname() .. "-" .. (prefix or "apserver")
+  vim.fn.mkdir(d, "p")
+  table.insert(tmp, d)
+  return d
+end
+
+-- M.wait runs the event loop until cond() is true, or fails after ms.
+function M.wait(cond, ms, label)
+  local ok = vim.wait(ms or 15000, function()
+    return cond() and true or false
+  end, 10)
+  if not ok then
+    error("timed out waiting for " .. (label or "a condition"), 2)
+  end
+end
+
+-- M.fake_model starts `apserver fake-model` once and returns its URL.
+function M.fake_model()
+  if M.url then
+    return M.url
+  end
+  local dir = M.tempdir("model")
+  local file = dir .. "/script.json"
+  vim.fn.writefile({ vim.json.encode(M.SCRIPT) }, file)
+  local url
+  M.model_job = vim.fn.jobstart({ M.bin(), "fake-model", "--script", file }, {
+    on_stdout = function(_, data)
+      if not url and data[1] and data[1]:match("^http") then
+        url = vim.trim(data[1])
+      end
+    end,
+  })
+  M.wait(function()
+    return url
+  end, 15000, "the fake model's URL")
+  M.url = url
+  return url
+end
+
+-- M.setup configures the plugin against the fake model with a fresh data
+-- directory and workspace, and returns the workspace.
+function M.setup(extra)
+  local url = M.fake_model()
+  M.data = M.data or M.tempdir("data")
+  M.ws = M.tempdir("ws")
+  local app = require("apserver")
+  local opts = vim.tbl_deep_extend("force", {
+    cmd = M.bin(),
+    extra_args = { "--data-dir", M.data, "--base-url", url, "--model", "scripted" },
+    env = { OPENAI_API_KEY = "test-key" },
+    cwd = M.ws,
+    restart_delay_ms = 50,
+    flush_ms = 10,
+  }, extra or {})
+  app.setup(opts)
+  return M.ws
+end
+
+-- M.new_chat starts a thread and returns its chat.
+function M.new_chat()
+  vim.cmd("silent! tabonly | silent! only")
+  local chat
+  require("apserver").new(function(c)
+    chat = c
+  end)
+  M.wait(function()
+    return chat
+  end, 15000, "the new chat")
+  vim.cmd("stopinsert")
+  return chat
+end
+
+-- M.send types text into the chat's prompt and presses <CR> in normal mode.
+function M.send(chat, text)
+  vim.api.nvim_buf_set_lines(chat.prompt_buf, 0, -1, false, { text })
+  local w = vim.fn.win_findbuf(chat.prompt_buf)[1]
+  vim.api.nvim_set_current_win(w)
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<Esc><CR>", true, false, true), "x", false)
+end
+
+function M.contains(chat, s)
+  return function()
+    return chat:text():find(s, 1, true) ~= nil
+  end
+end
+
+-- M.keys presses keys in the chat window (normal mode), as a user would.
+function M.keys(chat, keys)
+  local w = chat:window()
+  vim.api.nvim_set_current_win(w)
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), "x", false)
+end
+
+function M.teardown()
+  local app = package.loaded["apserver"]
+  if app then
+    app.stop()
+  end
+  if M.model_job then
+    vim.fn.jobstop(M.model_job)
+  end
+  for _, d in ipairs(tmp) do
+    vim.fn.delete(d, "rf")
+  end
+end
+
+return M

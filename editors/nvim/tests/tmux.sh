@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# A user's session in a real terminal: tmux runs nvim with the plugin, the
+# test types as a user would, captures the screen and checks it. It streams
+# an answer, answers a command approval with one key, measures how fast
+# typed keys echo while a 10,000-delta turn streams, and checks that :qa
+# leaves no apserver behind.
+#
+#   tests/tmux.sh [APSERVER_BIN]
+#   CAPTURE_OUT=FILE tests/tmux.sh    also saves the screen before (FILE.pending) and after the approval
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=${1:-${APSERVER_TEST_BIN:-$here/../../bin/apserver}}
+bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+tmp=$(mktemp -d)
+sock="apserver-nvim-$$"
+model_pid=""
+cleanup() {
+  tmux -L "$sock" kill-server 2>/dev/null || true
+  [ -n "$model_pid" ] && kill "$model_pid" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL  tmux: $*"
+  echo "---- screen ----"
+  tmux -L "$sock" capture-pane -p -t t 2>/dev/null || true
+  exit 1
+}
+
+cat > "$tmp/script.json" <<'JSON'
+{"rules": [
+  {"match": "run tests", "steps": [
+    {"text": "I'll run them.", "tool_calls": [{"name": "exec_command", "arguments": {"cmd": "touch note.txt && echo 2 passed"}}]},
+    {"text": "Both tests pass."}]},
+  {"match": "many", "steps": [{"deltas": 10000, "delta_text": "word ", "inter_delta_us": 600}]}],
+ "default": [{"text": "Hello! I am apserver, streaming this answer into your buffer.", "inter_delta_us": 20000}]}
+JSON
+"$bin" fake-model --script "$tmp/script.json" > "$tmp/url" 2>/dev/null < /dev/null &
+model_pid=$!
+for _ in $(seq 100); do [ -s "$tmp/url" ] && break; sleep 0.1; done
+[ -s "$tmp/url" ] || fail "the fake model printed no URL"
+mkdir -p "$tmp/ws" "$tmp/data"
+printf 'hello world\n' > "$tmp/ws/greet.txt"
+cat > "$tmp/init.lua" <<LUA
+vim.opt.runtimepath:prepend("$here")
+vim.o.laststatus = 2
+vim.o.statusline = "%f %= %{v:lua.require'apserver'.statusline()} "
+require("apserver").setup({
+  cmd = "$bin",
+  extra_args = { "--data-dir", "$tmp/data", "--base-url", "$(cat "$tmp/url")", "--model", "scripted" },
+  env = { OPENAI_API_KEY = "test-key" },
+  cwd = "$tmp/ws",
+  approval_policy = "untrusted",
+  width = 0.55,
+})
+_G.deltas = 0
+require("apserver").on_notification_hook = function(m)
+  if m == "item/agentMessage/delta" then _G.deltas = _G.deltas + 1 end
+end
+LUA
+
+T() { tmux -L "$sock" "$@"; }
+screen() { T capture-pane -p -t t; }
+# wait_for TEXT [SECONDS]: until the screen shows TEXT
+wait_for() {
+  local end=$((SECONDS + ${2:-15}))
+  while [ $SECONDS -lt $end ]; do
+    screen | grep -qF -- "$1" && return 0
+    sleep 0.05
+  done
+  fail "the screen never showed: $1"
+}
+# the polling above is the only way to watch a terminal from outside
+
+T new-session -d -s t -x 110 -y 32 "cd $tmp/ws && TERM=xterm-256color nvim -u $tmp/init.lua -i NONE -n greet.txt"
+wait_for "hello world"
+T send-keys -t t ":ApserverNew" Enter
+wait_for "apserver · thread"
+T send-keys -t t "say hello" Escape Enter
+wait_for "streaming this answer into"
+wait_for "── turn completed"
+echo "ok    tmux: a streamed answer on the screen"
+
+T send-keys -t t "i" "run tests" Escape Enter
+wait_for "approve? [a]ccept"
+[ ! -e "$tmp/ws/note.txt" ] || fail "the command ran before it was approved"
+if [ -n "${CAPTURE_OUT:-}" ]; then screen > "$CAPTURE_OUT.pending"; fi
+T send-keys -t t C-w k
+T send-keys -t t a
+wait_for "Both tests pass."
+wait_for "✓ exit 0"
+[ -e "$tmp/ws/note.txt" ] || fail "the approved command did not run"
+screen | grep -qF "→ accept" || fail "the answer is not shown"
+echo "ok    tmux: an approval answered with one key"
+if [ -n "${CAPTURE_OUT:-}" ]; then screen > "$CAPTURE_OUT"; fi
+
+# Responsiveness: the time from sending a key to seeing it on the screen,
+# typed into the prompt, first idle, then while 10,000 deltas stream in.
+# echo_times PREFIX: types a..t after PREFIX, one key at a time; sets gaps.
+echo_times() {
+  local typed=$1 t0 t1
+  gaps=()
+  for c in a b c d e f g h i j k l m n o p q r s t; do
+    typed="$typed$c"
+    t0=$(date +%s%N)
+    T send-keys -t t -l "$c"
+    while ! screen | grep -qF -- "$typed"; do :; done
+    t1=$(date +%s%N)
+    gaps+=($(( (t1 - t0) / 1000000 )))
+  done
+}
+stats() { printf '%s\n' "${gaps[@]}" | sort -n | awk '{a[NR]=$1} END {printf "median %d ms, max %d ms", a[int((NR+1)/2)], a[NR]}'; }
+T send-keys -t t C-w j "i" "idle-"
+wait_for "idle-"
+echo_times "idle-"
+echo "keystroke echo, idle: $(stats) (20 keys: ${gaps[*]})"
+T send-keys -t t C-u Escape
+T send-keys -t t ":lua _G.deltas = 0" Enter
+T send-keys -t t "i" "many words please" Escape Enter
+wait_for "word word word"
+T send-keys -t t "i" "busy-"
+wait_for "busy-"
+echo_times "busy-"
+screen | grep -qF "── turn completed" && fail "the turn ended before the typing did: nothing was measured under load"
+max=$(printf '%s\n' "${gaps[@]}" | sort -n | tail -1)
+echo "keystroke echo while 10,000 deltas stream: $(stats) (20 keys: ${gaps[*]})"
+[ "$max" -lt 1000 ] || fail "a keystroke took ${max} ms to echo"
+T send-keys -t t Escape
+wait_for "── turn completed" 60
+T send-keys -t t ":lua vim.fn.writefile({tostring(select(2, require('apserver').current_chat():text():gsub('word ', ''))), tostring(require('apserver').state.client.pid), tostring(_G.deltas)}, '$tmp/out')" Enter
+for _ in $(seq 100); do [ -s "$tmp/out" ] && break; sleep 0.05; done
+words=$(sed -n 1p "$tmp/out")
+pid=$(sed -n 2p "$tmp/out")
+deltas=$(sed -n 3p "$tmp/out")
+[ "$words" = 10000 ] || fail "the buffer holds $words of 10000 words"
+echo "ok    tmux: typing stays responsive while 10,000 deltas stream (all 10000 words in the buffer, in $deltas delta notifications)"
+
+kill -0 "$pid" || fail "apserver is not running before :qa"
+T send-keys -t t ":qa!" Enter
+for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+kill -0 "$pid" 2>/dev/null && fail "apserver (pid $pid) outlived Neovim by 3 s"
+echo "ok    tmux: :qa stops apserver"

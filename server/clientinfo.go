@@ -1,0 +1,40 @@
+package server
+
+import (
+	"context"
+
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session"
+)
+
+// registerClientInfo wires the methods a Codex client such as the 0.169
+// TUI calls besides threads and turns (protocol/clientinfo.go).
+func registerClientInfo(s *Server, m *session.Manager) {
+	Handle(s, protocol.MethodAccountRead, m.ReadAccount)
+	Handle(s, protocol.MethodConfigRead, m.ReadConfig)
+	Handle(s, protocol.MethodConfigRequirementsRead, m.ReadConfigRequirements)
+	Handle(s, protocol.MethodSkillsList, m.ListSkills)
+	Handle(s, protocol.MethodHooksList, m.ListHooks)
+	Handle(s, protocol.MethodCollaborationModeList, m.ListCollaborationModes)
+	Handle(s, protocol.MethodThreadLoadedList, m.ListLoadedThreads)
+	Handle(s, protocol.MethodThreadTurnsList, m.ListTurns)
+	Handle(s, protocol.MethodThreadItemsList, m.ListItems)
+	Handle(s, protocol.MethodBackgroundTerminalList, m.ListBackgroundTerminals)
+	Handle(s, protocol.MethodBedrockGovCloud, m.CheckBedrockGovCloud)
+	Handle(s, protocol.MethodPluginInstalled, m.ListInstalledPlugins)
+	Handle(s, protocol.MethodFuzzyFileSearch, m.FuzzyFileSearch)
+	Handle(s, protocol.MethodThreadUnsubscribe, func(_ context.Context, p protocol.ThreadIDParams, reply session.Reply) {
+		switch {
+		case !m.Loaded(p.ThreadID):
+			reply(protocol.ThreadUnsubscribeResult{Status: "notLoaded"}, nil)
+		case s.hub == nil:
+			// The only connection: its subscription is the thread's
+			// output itself, which stays.
+			reply(protocol.ThreadUnsubscribeResult{Status: "notSubscribed"}, nil)
+		case s.hub.unsubscribe(s, p.ThreadID):
+			reply(protocol.ThreadUnsubscribeResult{Status: "unsubscribed"}, nil)
+		default:
+			reply(protocol.ThreadUnsubscribeResult{Status: "notSubscribed"}, nil)
+		}
+	})
+}

@@ -1,0 +1,159 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/apserver/apserver/protocol"
+)
+
+// EOFMode is what the Manager does with the work in flight when the
+// client's input ends (apserver --on-eof).
+type EOFMode int
+
+const (
+	// EOFDrain lets running turns go on to their end; a request that needs
+	// the client is cancelled (the turn stops interrupted). For scripts.
+	EOFDrain EOFMode = iota
+	// EOFInterrupt interrupts running turns at once. For editors, which
+	// close stdin to shut apserver down.
+	EOFInterrupt
+)
+
+func (e EOFMode) String() string {
+	if e == EOFInterrupt {
+		return "interrupt"
+	}
+	return "drain"
+}
+
+// ParseEOFMode reads "drain" or "interrupt".
+func ParseEOFMode(s string) (EOFMode, error) {
+	switch s {
+	case "drain":
+		return EOFDrain, nil
+	case "interrupt":
+		return EOFInterrupt, nil
+	}
+	return EOFDrain, fmt.Errorf("unknown end-of-input mode %q (want drain or interrupt)", s)
+}
+
+// ErrUnfinished is wrapped by Drain's error when the work in flight could
+// not all end normally: a turn was interrupted, or a request that only the
+// client could answer was cancelled.
+var ErrUnfinished = errors.New("input ended with work unfinished")
+
+// Drain runs once the client's input has ended and every request it sent
+// has been answered. From then on no full-auto run starts a new turn (the
+// run stays going in the store, so the next client's session takes it up
+// again). With EOFDrain it waits until every running turn has ended; with
+// EOFInterrupt it interrupts them and waits until they are stored. It
+// returns ctx.Err() if ctx ends first, or an error wrapping ErrUnfinished
+// when a turn had to be stopped.
+func (m *Manager) Drain(ctx context.Context, mode EOFMode) error {
+	m.inputClosed.Store(true)
+	var interrupted atomic.Int64
+	for {
+		ended := m.turnEndedSignal()
+		busy := m.busyThreads()
+		if len(busy) == 0 {
+			break
+		}
+		if mode == EOFInterrupt {
+			for _, t := range busy {
+				t.post(func() {
+					if tr := t.turn; tr != nil {
+						interrupted.Add(1)
+						t.notify(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.id,
+							Message: "The client closed its input (apserver --on-eof interrupt): the turn is interrupted."})
+						t.completeTurn(tr, protocol.TurnInterrupted, nil)
+					}
+				})
+			}
+		}
+		m.log.Info("input closed; waiting for running turns", "turns", len(busy), "mode", mode)
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	n, cancelled := interrupted.Load(), m.eofCancelled.Load()
+	if n == 0 && cancelled == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d turn(s) interrupted, %d request(s) for the client cancelled", ErrUnfinished, n, cancelled)
+}
+
+// busyThreads returns the loaded threads with a turn running, asking each
+// thread's goroutine.
+func (m *Manager) busyThreads() []*thread {
+	m.mu.Lock()
+	all := make([]*thread, 0, len(m.threads))
+	for _, t := range m.threads {
+		all = append(all, t)
+	}
+	m.mu.Unlock()
+	var busy []*thread
+	for _, t := range all {
+		ch := make(chan bool, 1)
+		t.post(func() { ch <- t.turn != nil })
+		select {
+		case b := <-ch:
+			if b {
+				busy = append(busy, t)
+			}
+		case <-t.done:
+		}
+	}
+	return busy
+}
+
+// turnEndedSignal returns a channel closed at the next turn/completed.
+func (m *Manager) turnEndedSignal() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.turnEnded == nil {
+		m.turnEnded = make(chan struct{})
+	}
+	return m.turnEnded
+}
+
+func (m *Manager) signalTurnEnded() {
+	m.mu.Lock()
+	if m.turnEnded != nil {
+		close(m.turnEnded)
+		m.turnEnded = nil
+	}
+	m.mu.Unlock()
+}
+
+// noClient answers a request that the client can no longer answer because
+// its input ended: an approval as if the user chose cancel (the command
+// does not run, nothing is changed), a question by stopping there; either
+// way the turn stops interrupted, and a warning says why. It runs on the
+// thread goroutine.
+func (t *thread) noClient(tr *turn, req serverRequest, id int64, onAnswer func(int64, json.RawMessage, error)) {
+	t.m.eofCancelled.Add(1)
+	what := map[string]string{"command": "the approval of a command", "fileChange": "the approval of a file change"}[req.Kind]
+	if what == "" {
+		what = "an answer from the user"
+	}
+	t.notify(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.id,
+		Message: "The client closed its input while apserver waited for " + what + "; apserver cancelled the request and interrupted the turn."})
+	t.m.log.Warn("input closed while a request waited; cancelled", "thread", t.id, "turn", tr.id, "method", req.Method)
+	switch req.Kind {
+	case "command", "fileChange":
+		onAnswer(id, json.RawMessage(`{"decision":"cancel"}`), nil)
+	default:
+		// Not onAnswer: that would give the model "no answer" and sample
+		// again. The turn stops here, as on turn/interrupt.
+		t.resolved(id)
+	}
+	if t.turn == tr {
+		t.completeTurn(tr, protocol.TurnInterrupted, nil)
+	}
+}

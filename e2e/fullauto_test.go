@@ -479,33 +479,3 @@ func TestFullAutoRestartMidTurn(t *testing.T) {
 		})
 	}
 }
-
-// TestGoalInterruptAndResume: as in Codex 0.169, interrupting a goal turn
-// leaves the goal active without a continuation, and thread/resume pushes
-// the goal state (thread/goal/updated, or thread/goal/cleared without one).
-func TestGoalInterruptAndResume(t *testing.T) {
-	t.Parallel()
-	model := startModel(t, scripted.Rule{Match: "slow goal", Steps: []scripted.Step{{Text: "Thinking hard.", TTFT: 5 * time.Second}}})
-	c := newFAClient(t, model, faOptions{})
-	threadID, _ := c.startThread("never")
-	c.call("thread/goal/set", map[string]any{"threadId": threadID, "objective": "slow goal"})
-	turnID := c.waitFor("turn/started", nil).str("turn.id")
-	c.call("turn/interrupt", map[string]any{"threadId": threadID, "turnId": turnID})
-	dec := c.waitFor("fullAuto/decision", nil)
-	if dec.str("receipt.rule") != "waiting.interrupted" || dec.get("receipt.executed") != false {
-		t.Errorf("decision after the interrupt = %s", dec.Raw)
-	}
-	if got := c.quiet(300*time.Millisecond, "turn/started", nil); len(got) != 0 {
-		t.Errorf("a continuation started after the interrupt")
-	}
-	if g := c.call("thread/goal/get", map[string]any{"threadId": threadID}); g.str("goal.status") != "active" {
-		t.Errorf("goal after the interrupt = %s, want active", g.Raw)
-	}
-	r := c.call("thread/resume", map[string]any{"threadId": threadID})
-	if u := c.waitAfter(r, "thread/goal/updated", nil); u.str("goal.status") != "active" || u.get("turnId") != nil {
-		t.Errorf("thread/goal/updated after resume = %s", u.Raw)
-	}
-	other, _ := c.startThread("never")
-	r2 := c.call("thread/resume", map[string]any{"threadId": other})
-	c.waitAfter(r2, "thread/goal/cleared", func(m *message) bool { return m.str("threadId") == other })
-}

@@ -11,6 +11,11 @@
 // is dropped. Slow work (git, commands, loading a thread from the store) runs
 // on the child goroutines, never on the thread's.
 //
+// Full auto's decisions belong to package fullauto, a pure state machine
+// that the thread goroutine drives: it feeds events and applies the
+// effects (fullauto.go). The Manager owns what spans threads: the
+// model-call scheduler (sched.go) and the clock (clock.go).
+//
 // session declares what it consumes: the editor (Client), the model
 // (via model.Client, configured from config), the store and the tools. It
 // must not import server or any JSON-RPC package.

@@ -55,7 +55,7 @@ func (d *decisionModel) ask(ctx context.Context, instructions, prompt, schemaNam
 	}
 	var deltas strings.Builder
 	var done string
-	err := d.m.fa.sched.stream(ctx, d.client, req, func(ev model.Event) {
+	err := d.m.sched.stream(ctx, d.client, req, func(ev model.Event) {
 		switch ev.Kind {
 		case model.EvTextDelta:
 			deltas.WriteString(ev.Text)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/apserver/apserver/config"
-	"github.com/apserver/apserver/controller"
+	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
@@ -54,56 +54,46 @@ func (m *Manager) restoreRuns() {
 	}
 }
 
-// restartText is the hidden input of the turn a restarted run goes on with.
-func restartText(objective string) string {
-	return "apserver restarted while this run was in progress; the last turn was interrupted. " +
-		"Check the state of the workspace, then continue working toward the objective:\n" + objective + "\n\n" +
-		"When the objective is fully achieved and verified (tests pass), say \"The task is complete.\""
-}
-
 // restoreRun runs on the thread goroutine after a restart.
 func (t *thread) restoreRun() {
-	r := t.ensureRun()
-	if !r.active() || t.turn != nil {
+	fsm := t.fsm()
+	if !fsm.Run().Active() || t.turn != nil {
 		return
 	}
-	t.auto.runningSince = time.Now()
 	db, err := t.m.store()
 	if err != nil {
 		return
 	}
-	pend, err := db.PendingRequests(t.ctx, t.id)
+	stored, err := db.PendingRequests(t.ctx, t.id)
 	if err != nil {
 		t.m.log.Error("full auto: reading pending requests", "thread", t.id, "err", err)
 	}
+	var pend []fullauto.Pending
+	t.auto.resend = map[int64]store.PendingRequest{}
+	for _, p := range stored {
+		var rd resumeData
+		if len(p.Resume) > 0 {
+			_ = json.Unmarshal(p.Resume, &rd)
+		}
+		pend = append(pend, fullauto.Pending{ID: p.RequestID, TurnID: rd.TurnID, Kind: rd.Kind, Command: rd.Command})
+		t.auto.resend[p.RequestID] = p
+	}
 	if len(pend) > 0 {
 		t.m.log.Info("full auto: re-sending the requests the run waits on", "thread", t.id, "requests", len(pend))
-		if r.State != protocol.FullAutoWaiting {
-			t.setRunState(protocol.FullAutoWaiting, "waiting on a request sent before the restart", controller.StopNone)
-		} else {
-			t.announceRun()
-		}
-		for _, p := range pend {
-			t.resend(p)
-		}
-		return
+	} else if t.m.opts.Config.FullAuto.OnRestart != config.OnRestartPaused {
+		t.m.log.Info("full auto: run goes on after a restart", "thread", t.id)
 	}
-	if t.m.opts.Config.FullAuto.OnRestart == config.OnRestartPaused {
-		t.setRunState(protocol.FullAutoPaused, "apserver restarted", controller.StopWaitingOnHuman)
-		return
-	}
-	t.m.log.Info("full auto: run goes on after a restart", "thread", t.id)
-	if r.State != protocol.FullAutoRunning {
-		t.setRunState(protocol.FullAutoRunning, "apserver restarted", controller.StopNone)
-	} else {
-		t.announceRun()
-	}
-	t.startRunTurn(autoTurnInput{kind: controller.KindNormal, hidden: restartText(r.Objective)}, "")
+	t.apply(fsm.Restore(t.nowMs(), pend))
 }
 
 // resend sends a stored pending request again, under its old id when the
 // client allows it.
-func (t *thread) resend(p store.PendingRequest) {
+func (t *thread) resend(e fullauto.Resend) {
+	p, ok := t.auto.resend[e.Request]
+	if !ok {
+		return
+	}
+	delete(t.auto.resend, e.Request)
 	var rd resumeData
 	if len(p.Resume) > 0 {
 		_ = json.Unmarshal(p.Resume, &rd)
@@ -118,29 +108,29 @@ func (t *thread) resend(p store.PendingRequest) {
 	if id != p.RequestID {
 		// Store it under the id the client now knows.
 		t.dropPending(p.RequestID)
+		t.fsm().RequestMoved(p.RequestID, id)
 		p.RequestID = id
 		if db, err := t.m.store(); err == nil {
 			_ = db.PutPendingRequest(context.WithoutCancel(t.ctx), p)
 		}
 	}
-	if t.auto.pending == nil {
-		t.auto.pending = map[int64]*pendingRequest{}
-	}
-	t.auto.pending[id] = &pendingRequest{turnID: rd.TurnID, kind: rd.Kind, prefix: commandPrefix(rd.Command)}
 	key := attnKey{t.id, attentionKind(rd.Kind), id}
-	t.m.fa.attn.set(key, protocol.AttentionItem{ThreadID: t.id, Kind: key.kind, Reason: "answer the request sent before the restart", SinceMs: nowMs()})
-	timeout := time.Duration(t.auto.run.ApprovalTimeoutMs) * time.Millisecond
+	t.m.fa.attn.set(key, protocol.AttentionItem{ThreadID: t.id, Kind: key.kind, Reason: "answer the request sent before the restart", SinceMs: t.nowMs()})
+	timeout := time.Duration(e.TimeoutMs) * time.Millisecond
 	ctx := t.ctx
 	go func() {
 		wctx, cancel := context.WithCancelCause(ctx)
 		if timeout > 0 {
-			timer := time.AfterFunc(timeout, func() { cancel(errRequestTimeout) })
+			timer := t.m.clock.AfterFunc(timeout, func() { cancel(errRequestTimeout) })
 			defer timer.Stop()
 		}
 		raw, err := call.Wait(wctx)
 		timedOut := err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), errRequestTimeout)
 		cancel(context.Canceled)
 		t.m.fa.attn.clear(key)
+		if ctx.Err() != nil {
+			return // shutting down: the request stays stored for the next start
+		}
 		t.postEvent(ctx, func() { t.resentAnswered(p, rd, id, raw, err, timedOut) })
 	}()
 }
@@ -151,29 +141,11 @@ func (t *thread) resend(p store.PendingRequest) {
 // the question).
 func (t *thread) resentAnswered(p store.PendingRequest, rd resumeData, id int64, raw json.RawMessage, err error, timedOut bool) {
 	t.notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.id, RequestID: id})
-	if t.auto.pending[id] == nil {
+	fsm := t.fsm()
+	carry, kind, effs := fsm.ResentAnswered(t.nowMs(), id, fullauto.Settled{TimedOut: timedOut, Declined: !timedOut && declined(raw, err)})
+	t.apply(effs)
+	if !carry {
 		return
-	}
-	t.dropPending(id)
-	r := t.auto.run
-	if !r.active() {
-		return
-	}
-	if timedOut {
-		cond := controller.StopApprovalTimeout
-		if r.OnTimeout == protocol.OnTimeoutStop {
-			t.setRunState(protocol.FullAutoStopped, "the request sent before the restart was not answered in time", cond)
-		} else {
-			t.setRunState(protocol.FullAutoPaused, "the request sent before the restart was not answered in time", cond)
-		}
-		return
-	}
-	if r.State == protocol.FullAutoWaiting && len(t.auto.pending) == 0 {
-		t.setRunState(protocol.FullAutoRunning, "", controller.StopNone)
-	}
-	kind := r.LastKind
-	if kind == "" {
-		kind = controller.KindNormal
 	}
 	switch p.Method {
 	case protocol.RequestCommandApproval:
@@ -189,16 +161,20 @@ func (t *thread) resentAnswered(p store.PendingRequest, rd resumeData, id int64,
 		}
 		args, _ := json.Marshal(map[string]any{"questions": params.Questions})
 		call := model.ToolCall{CallID: params.ItemID, Name: toolRequestUserInput, Arguments: string(args)}
-		t.startRunTurn(autoTurnInput{kind: kind, resume: &resumedCall{hist: callHistory(call, out)}}, "")
+		t.carry(fsm.Token(), fullauto.TurnInput{Kind: kind, Resume: &resumedCall{hist: callHistory(call, out)}})
 	default:
 		answer := "no usable answer"
 		if d, perr := protocol.ParseApprovalResponse(raw); err == nil && perr == nil {
 			answer = d.Kind
 		}
-		t.startRunTurn(autoTurnInput{kind: kind, hidden: "apserver restarted while your file change waited for approval, so it was not applied. " +
-			"The user's answer to it: " + answer + ". If it was accepted and is still needed, make the change again; otherwise go on without it.\n\n" +
-			"Objective:\n" + r.Objective}, "")
+		t.carry(fsm.Token(), fullauto.TurnInput{Kind: kind, Hidden: fullauto.FileChangeRestartText(answer, fsm.Run().Objective)})
 	}
+}
+
+// carry starts the turn that carries a run on, if the run is still as it
+// was at token.
+func (t *thread) carry(token int, in fullauto.TurnInput) {
+	t.apply(t.fsm().Carry(t.nowMs(), token, in))
 }
 
 // resumedCall is a tool call that was waiting for approval when apserver
@@ -231,20 +207,13 @@ func (t *thread) resumeCommand(params protocol.CommandApprovalParams, rd resumeD
 	switch {
 	case err != nil:
 		item.Status = protocol.ItemFailed
-		t.startRunTurn(autoTurnInput{kind: kind, resume: &resumedCall{item: item,
-			hist: callHistory(call, "The approval request failed, so the command was not run: "+err.Error())}}, "")
+		t.carry(t.fsm().Token(), fullauto.TurnInput{Kind: kind, Resume: &resumedCall{item: item,
+			hist: callHistory(call, "The approval request failed, so the command was not run: "+err.Error())}})
 		return
 	case dec.Kind == protocol.DecisionDecline || dec.Kind == protocol.DecisionCancel:
-		if r := t.auto.run; r != nil {
-			if r.Denials == nil {
-				r.Denials = map[string]int{}
-			}
-			r.Denials[commandPrefix(cmd)]++
-			t.saveRun()
-		}
 		item.Status = protocol.ItemDeclined
-		t.startRunTurn(autoTurnInput{kind: kind, resume: &resumedCall{item: item,
-			hist: callHistory(call, "The user declined to run this command. Do not retry it; continue without it or explain what you needed.")}}, "")
+		t.carry(t.fsm().Token(), fullauto.TurnInput{Kind: kind, Resume: &resumedCall{item: item,
+			hist: callHistory(call, "The user declined to run this command. Do not retry it; continue without it or explain what you needed.")}})
 		return
 	}
 	if dec.Kind == protocol.DecisionAcceptForSession {
@@ -252,13 +221,10 @@ func (t *thread) resumeCommand(params protocol.CommandApprovalParams, rd resumeD
 	}
 	req := tools.ExecRequest{Command: cmd, Dir: dir, Timeout: defaultCommandTimeout}
 	t.planCommand(cmd, false).confine(&req)
-	ctx, epoch := t.ctx, t.auto.epoch
+	ctx, token := t.ctx, t.fsm().Token()
 	go func() {
 		res, xerr := tools.Exec(ctx, req, nil)
 		t.postEvent(ctx, func() {
-			if t.auto.epoch != epoch {
-				return
-			}
 			out := ""
 			if xerr != nil {
 				item.Status, item.ExitCode, item.AggregatedOutput = protocol.ItemFailed, ptr(-1), ptr(xerr.Error())
@@ -271,7 +237,7 @@ func (t *thread) resumeCommand(params protocol.CommandApprovalParams, rd resumeD
 				item.ExitCode, item.AggregatedOutput, item.DurationMs = ptr(res.ExitCode), ptr(res.Output), ptr(res.Duration.Milliseconds())
 				out = tools.FormatForModel(res)
 			}
-			t.startRunTurn(autoTurnInput{kind: kind, resume: &resumedCall{item: item, hist: callHistory(call, out)}}, "")
+			t.carry(token, fullauto.TurnInput{Kind: kind, Resume: &resumedCall{item: item, hist: callHistory(call, out)}})
 		})
 	}()
 }

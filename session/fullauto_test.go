@@ -12,7 +12,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/controller"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/model/scripted"
@@ -113,24 +112,6 @@ func TestSchedulerRoundRobin(t *testing.T) {
 	})
 }
 
-func TestBackoff(t *testing.T) {
-	for _, tc := range []struct {
-		base time.Duration
-		n    int
-		want time.Duration
-	}{
-		{time.Second, 0, 0},
-		{time.Second, 1, time.Second},
-		{time.Second, 3, 4 * time.Second},
-		{time.Second, 20, time.Minute},
-		{0, 3, 0},
-	} {
-		if got := backoff(tc.base, tc.n); got != tc.want {
-			t.Errorf("backoff(%v, %d) = %v, want %v", tc.base, tc.n, got, tc.want)
-		}
-	}
-}
-
 func TestNormalizeResult(t *testing.T) {
 	for _, tc := range []struct{ a, b string }{
 		{"Exit code: 0\nWall time: 0.1 seconds\nOutput:\nok", "Exit code: 0\nWall time: 2.7 seconds\nOutput:\nok"},
@@ -223,30 +204,6 @@ func TestTurnErrorRecoverable(t *testing.T) {
 		te := turnError(&protocol.TurnError{Message: "m", CodexErrorInfo: json.RawMessage(info)})
 		if te.Recoverable != want {
 			t.Errorf("turnError(%s).Recoverable = %t, want %t", info, te.Recoverable, want)
-		}
-	}
-}
-
-func TestGoalStatus(t *testing.T) {
-	for _, tc := range []struct {
-		state protocol.FullAutoState
-		stop  controller.StopCondition
-		want  protocol.ThreadGoalStatus
-	}{
-		{protocol.FullAutoRunning, "", protocol.GoalActive},
-		{protocol.FullAutoWaiting, "", protocol.GoalActive},
-		{protocol.FullAutoPaused, controller.StopWaitingOnHuman, protocol.GoalPaused},
-		{protocol.FullAutoPaused, controller.StopBudgetTokens, protocol.GoalBudgetLimited},
-		{protocol.FullAutoPaused, controller.StopRetriesExhausted, protocol.GoalBlocked},
-		{protocol.FullAutoStopped, controller.StopCompleted, protocol.GoalComplete},
-		{protocol.FullAutoStopped, controller.StopBudgetTime, protocol.GoalBudgetLimited},
-		{protocol.FullAutoStopped, controller.StopUserStop, protocol.GoalPaused},
-		{protocol.FullAutoStopped, controller.StopStuckLoop, protocol.GoalBlocked},
-		{protocol.FullAutoStopped, controller.StopApprovalTimeout, protocol.GoalBlocked},
-	} {
-		r := &faRun{State: tc.state, Stop: tc.stop}
-		if got := r.goalStatus(); got != tc.want {
-			t.Errorf("goalStatus(%s, %s) = %s, want %s", tc.state, tc.stop, got, tc.want)
 		}
 	}
 }
@@ -376,18 +333,5 @@ func TestFullAutoEphemeral(t *testing.T) {
 	reqs := h.srv.Requests()
 	if last := reqs[len(reqs)-1].LastUserText; !strings.HasPrefix(last, `<apserver_full_auto turn="2">`) {
 		t.Errorf("second turn's input = %q, want the hidden full-auto input", last)
-	}
-}
-
-func TestCost(t *testing.T) {
-	cfg := config.Default()
-	cfg.Prices["m"] = config.Price{InputPerMTok: 2, CachedInputPerMTok: 0.5, OutputPerMTok: 8}
-	th := &thread{m: &Manager{opts: Options{Config: cfg}}}
-	u := protocol.TokenUsageBreakdown{InputTokens: 1_000_000, CachedInputTokens: 400_000, OutputTokens: 100_000}
-	if got, want := th.cost("m", u), 0.6*2+0.4*0.5+0.1*8; fmt.Sprintf("%.6f", got) != fmt.Sprintf("%.6f", want) {
-		t.Errorf("cost = %v, want %v", got, want)
-	}
-	if got := th.cost("unpriced", u); got != 0 {
-		t.Errorf("cost of a model without a price = %v, want 0", got)
 	}
 }

@@ -16,302 +16,80 @@ import (
 	"time"
 
 	"github.com/apserver/apserver/controller"
+	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
-	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/tools/rules"
 )
-
-// compactionThreshold: a model response whose input used this share of the
-// model's context window is where Codex compacts the context. apserver does
-// not compact yet; such a response counts as a compaction for the
-// controller's thrash detection (docs/fullauto.md).
-const compactionThreshold = 0.9
 
 // responseUsage runs after each model response (turn.go): the run counts
 // the tokens and cost, and a goal reports its progress.
 func (t *thread) responseUsage(tr *turn, last protocol.TokenUsageBreakdown) {
-	a := &t.auto
-	if a.cur == nil || a.cur.id != tr.id {
-		return
+	u := fullauto.Response{Input: last.InputTokens, Cached: last.CachedInputTokens, Output: last.OutputTokens}
+	if w := t.contextWindow(tr.modelName); w != nil {
+		u.ContextWindow = *w
 	}
-	a.cur.usage.Input += last.InputTokens
-	a.cur.usage.Cached += last.CachedInputTokens
-	a.cur.usage.Output += last.OutputTokens
-	if w := t.contextWindow(tr.modelName); w != nil && *w > 0 && float64(last.InputTokens) >= compactionThreshold*float64(*w) {
-		a.cur.pressure++
+	if p, ok := t.m.opts.Config.Prices[tr.modelName]; ok {
+		u.Price = fullauto.Price{InputPerMTok: p.InputPerMTok, CachedInputPerMTok: p.CachedInputPerMTok, OutputPerMTok: p.OutputPerMTok}
 	}
-	r := a.run
-	if !r.active() {
-		return
-	}
-	r.Spent.Tokens += max(0, last.InputTokens-last.CachedInputTokens) + last.OutputTokens
-	r.Spent.CostUSD += t.cost(tr.modelName, last)
-	t.goalChanged(&tr.id)
+	t.apply(t.fsm().ResponseDone(t.nowMs(), tr.id, u))
 }
 
-// cost prices one response from the config's price table.
-func (t *thread) cost(modelName string, u protocol.TokenUsageBreakdown) float64 {
-	p, ok := t.m.opts.Config.Prices[modelName]
-	if !ok {
-		return 0
+// turnEnded runs right after turn/completed has been sent for tr: the run
+// sums the turn up and decides what comes next.
+func (t *thread) turnEnded(tr *turn, status string, te *protocol.TurnError) {
+	end := fullauto.TurnEnd{Summary: controller.TurnSummary{TurnID: tr.id, Status: status}}
+	if t.autoRun().Active() { // only a run decides on the turn
+		end = fullauto.TurnEnd{Summary: t.summarize(tr, status, te), EndSnapshot: tr.ckpt.End, NoTools: tr.startSnap == nil}
 	}
-	fresh := max(0, u.InputTokens-u.CachedInputTokens)
-	return (float64(fresh)*p.InputPerMTok + float64(u.CachedInputTokens)*p.CachedInputPerMTok + float64(u.OutputTokens)*p.OutputPerMTok) / 1e6
+	t.apply(t.fsm().TurnEnded(t.nowMs(), end))
 }
 
-// runTurnEnded runs after turn/completed: the run sums the turn up and
-// decides what comes next.
-func (t *thread) runTurnEnded(tr *turn, status string, te *protocol.TurnError) {
-	a := &t.auto
-	cur := a.cur
-	if cur == nil || cur.id != tr.id {
-		cur = &faTurn{id: tr.id, kind: controller.KindNormal, histStart: len(t.history)}
-	}
-	a.cur = nil
-	for id, p := range a.pending {
-		if p.turnID == tr.id {
-			t.dropPending(id)
-			if p.kind == "question" {
-				cur.pendingQuestions++
-			} else {
-				cur.pendingApprovals++
-			}
-		}
-	}
-	r := t.ensureRun()
-	if !r.active() {
-		return
-	}
-	t.accrue()
-	sum := t.summarize(tr, cur, status, te)
-	r.Spent.Turns++
-	retries := 0
-	if sum.Status == controller.StatusFailed && sum.Error != nil && sum.Error.Recoverable {
-		retries = r.Retries + 1
-	}
-	in := controller.Input{
-		Objective:    r.Objective,
-		Config:       r.Config,
-		Spent:        r.Spent,
-		RunElapsedMs: nowMs() - r.StartedAtMs,
-		Turn:         sum,
-		History:      append([]controller.TurnSummary{}, r.History...),
-		Recent:       append([]controller.Decision{}, r.Recent...),
-		Retries:      retries,
-	}
-	if r.State == protocol.FullAutoWaiting && len(a.pending) == 0 {
-		t.setRunState(protocol.FullAutoRunning, "", controller.StopNone)
-	}
-	epoch := a.epoch
-	cwd := t.settings.Cwd
-	ctx := t.ctx
-	cache := a.fpCache
-	a.fpCache = nil
-	// The tree is usually known already: a turn that ran tools ended with a
-	// checkpoint snapshot, whose id names the tree's content, and a turn
-	// that ran none left the tree as the previous turn did. Only otherwise
-	// (no git, an interrupted turn) is the workspace walked and hashed.
-	known := ""
-	switch {
-	case tr.ckpt.End != "":
-		known = "snapshot:" + tr.ckpt.End
-	case tr.startSnap == nil && len(r.History) > 0:
-		known = r.History[len(r.History)-1].WorkspaceFingerprint
-	}
-	// The walk (and the decision model) take time: off the thread
-	// goroutine, then back.
+// fingerprint takes the workspace fingerprint off the thread goroutine
+// (unless the machine knows it) and hands it back.
+func (t *thread) fingerprint(e fullauto.Fingerprint) {
+	cwd, ctx := t.settings.Cwd, t.ctx
+	cache := t.auto.fpCache
+	t.auto.fpCache = nil
 	go func() {
-		fp := known
+		fp := e.Known
 		if fp == "" {
 			fp, cache = workspaceFingerprint(ctx, cwd, cache)
 		}
-		in.Turn.WorkspaceFingerprint = fp
 		t.postEvent(ctx, func() {
 			t.auto.fpCache = cache
-			t.decide(in, epoch)
+			t.apply(t.fsm().Fingerprinted(t.nowMs(), e.Token, fp))
 		})
 	}()
 }
 
-// decide asks the controller (and the decision model when it has a say)
-// and carries the decision out.
-func (t *thread) decide(in controller.Input, epoch int) {
-	r := t.auto.run
-	if r == nil || t.auto.epoch != epoch {
-		return // stopped, paused or replaced meanwhile
-	}
-	if dm := t.m.decisionModel(); dm != nil && modelHasSay(in) {
-		ctx := t.ctx
-		go func() {
-			ans, err := dm.decide(ctx, in)
-			t.postEvent(ctx, func() {
-				if t.auto.run != r || t.auto.epoch != epoch {
-					return
-				}
-				if err != nil {
-					t.m.log.Warn("decision model failed; the policy decides", "thread", t.id, "err", err)
-				} else {
-					in.Model = &ans
-				}
-				t.execute(in, controller.Decide(in))
-			})
-		}()
-		return
-	}
-	t.execute(in, controller.Decide(in))
-}
-
-// modelHasSay: the hard rules leave the decision to the model's answer.
-func modelHasSay(in controller.Input) bool {
-	in.Model = &controller.ModelAnswer{Action: controller.ActPause}
-	return controller.Decide(in).Source == receiptSourceModel
-}
-
-// execute records the decision and carries it out.
-func (t *thread) execute(in controller.Input, d controller.Decision) {
-	r := t.auto.run
-	rec := controller.Receipt{
-		ID: newID(), ThreadID: t.id, TurnID: in.Turn.TurnID, Input: in, Output: d,
-		PolicyHash: controller.PolicyHash(in.Config), CreatedAtMs: nowMs(), Executed: true,
-	}
-	action, cond, reason := d.Action, d.StopCondition, d.Reason
-	switch {
-	case d.Action == controller.ActStop && d.StopCondition == controller.StopApprovalTimeout && r.OnTimeout != protocol.OnTimeoutStop:
-		action = controller.ActPause
-		rec.Executed, rec.Override = false, overrideTimeoutMode
-	case r.Goal && d.Rule == ruleInterrupted:
-		// Codex: an interrupted goal turn leaves the goal active, with no
-		// continuation until another turn completes.
-		action = controller.ActContinue
-		rec.Executed, rec.Override = false, overrideGoalInterrupted
-	case t.turn != nil && (d.Action == controller.ActContinue || d.Action == controller.ActReview):
-		// Someone started a turn meanwhile: it is the next turn.
-		rec.Executed, rec.Override = false, overrideTurnStarted
-	}
-	if !in.UserStop || in.Turn.TurnID != lastTurnID(r.History) {
-		r.History = appendCapped(r.History, in.Turn, runHistoryTurns)
-	}
-	r.Recent = appendCapped(r.Recent, d, runRecentDecisions)
-	r.Retries = in.Retries
-	rec.Seq = t.storeReceipt(store.ReceiptDecision, rec.ID, rec.TurnID, rec.Input, rec.Output, rec.PolicyHash, rec.Executed, rec.Override)
-	w := wireReceipt(rec)
-	r.Last = &w
-	t.notifyRun(protocol.NotifyFullAutoDecision, protocol.FullAutoDecisionNotification{ThreadID: t.id, TurnID: rec.TurnID, Receipt: w})
-	switch action {
-	case controller.ActContinue, controller.ActReview:
-		t.saveRun()
-		t.goalChanged(nil)
-		if !rec.Executed {
-			return
-		}
-		next := autoTurnInput{kind: controller.KindNormal, hidden: d.NextInput}
-		switch {
-		case action == controller.ActReview:
-			next.kind = controller.KindReview
-		case d.WrapUp:
-			next.kind = controller.KindWrapUp
-		case d.NextInput == "":
-			// A retry: the same turn again, with no new input.
-			next.kind = r.LastKind
-		}
-		delay := time.Duration(0)
-		if in.Turn.Status == controller.StatusFailed {
-			delay = backoff(t.m.opts.Config.FullAuto.ErrorBackoff, in.Retries)
-		}
-		t.startRunTurnAfter(next, delay)
-	case controller.ActPause:
-		t.setRunState(protocol.FullAutoPaused, reason, cond)
-	default:
-		t.setRunState(protocol.FullAutoStopped, reason, cond)
-	}
-}
-
-// startRunTurnAfter starts the next turn after delay (a cooldown after a
-// failure), unless the run changed meanwhile.
-func (t *thread) startRunTurnAfter(next autoTurnInput, delay time.Duration) {
-	if delay <= 0 {
-		t.startRunTurn(next, "")
-		return
-	}
-	epoch, ctx := t.auto.epoch, t.ctx
-	time.AfterFunc(delay, func() {
-		t.postEvent(ctx, func() {
-			if t.auto.epoch == epoch {
-				t.startRunTurn(next, "")
+// askDecisionModel asks the decision model about a finished turn and
+// hands the answer back (nil when it failed: the policy decides).
+func (t *thread) askDecisionModel(e fullauto.AskModel) {
+	dm := t.m.decisionModel()
+	ctx := t.ctx
+	go func() {
+		var ans *controller.ModelAnswer
+		if dm != nil {
+			a, err := dm.decide(ctx, e.Input)
+			if err != nil {
+				t.m.log.Warn("decision model failed; the policy decides", "thread", t.id, "err", err)
+			} else {
+				ans = &a
 			}
-		})
-	})
-}
-
-func lastTurnID(h []controller.TurnSummary) string {
-	if len(h) == 0 {
-		return ""
-	}
-	return h[len(h)-1].TurnID
-}
-
-func appendCapped[T any](s []T, v T, n int) []T {
-	s = append(s, v)
-	if len(s) > n {
-		s = append(s[:0:0], s[len(s)-n:]...)
-	}
-	return s
-}
-
-// storeReceipt stores a receipt and returns its sequence number.
-func (t *thread) storeReceipt(kind, id, turnID string, in, out any, hash string, executed bool, override string) int {
-	r := t.auto.run
-	if !t.persistent() {
-		r.Seq++
-		return r.Seq
-	}
-	ib, err := json.Marshal(in)
-	if err != nil {
-		t.m.log.Error("bug: receipt input does not encode", "thread", t.id, "err", err)
-		return 0
-	}
-	ob, _ := json.Marshal(out)
-	db, err := t.m.store()
-	if err == nil {
-		var sr store.Receipt
-		sr, err = db.AppendReceipt(context.WithoutCancel(t.ctx), store.Receipt{ThreadID: t.id, ID: id, Kind: kind, TurnID: turnID,
-			Input: ib, Output: ob, PolicyHash: hash, Executed: executed, Override: override})
-		if err == nil {
-			return sr.Seq
 		}
-	}
-	t.m.log.Error("storing receipt", "thread", t.id, "err", err)
-	return 0
+		t.postEvent(ctx, func() { t.apply(t.fsm().ModelAnswered(t.nowMs(), e.Token, ans)) })
+	}()
 }
 
-func wireReceipt(r controller.Receipt) protocol.FullAutoReceipt {
-	d := r.Output
-	w := protocol.FullAutoReceipt{
-		ID: r.ID, ThreadID: r.ThreadID, TurnID: r.TurnID, Seq: r.Seq, Action: string(d.Action), Reason: d.Reason,
-		Confidence: d.Confidence, Rule: d.Rule, Source: d.Source, Executed: r.Executed,
-	}
-	if d.StopCondition != "" {
-		w.StopCondition = ptr(string(d.StopCondition))
-	}
-	if d.NextInput != "" {
-		w.NextInput = ptr(d.NextInput)
-	}
-	return w
-}
-
-// summarize builds the controller's view of a finished turn (all but the
-// workspace fingerprint, which is taken off the thread goroutine).
-func (t *thread) summarize(tr *turn, cur *faTurn, status string, te *protocol.TurnError) controller.TurnSummary {
+// summarize builds the controller's view of a finished turn from its items
+// and history; the machine adds what it counted, and the workspace
+// fingerprint is taken off the thread goroutine.
+func (t *thread) summarize(tr *turn, status string, te *protocol.TurnError) controller.TurnSummary {
 	s := controller.TurnSummary{
-		TurnID: tr.id, Kind: cur.kind, Status: status,
+		TurnID: tr.id, Status: status,
 		Steps: []controller.Step{}, Plan: []controller.PlanStep{},
-		Usage:            cur.usage,
-		Compactions:      cur.pressure,
-		PendingApprovals: cur.pendingApprovals,
-		PendingQuestions: cur.pendingQuestions,
-		ApprovalTimeouts: cur.timeouts,
-		ElapsedMs:        time.Since(tr.started).Milliseconds(),
+		ElapsedMs: t.m.clock.Now().Sub(tr.started).Milliseconds(),
 	}
 	if te != nil {
 		s.Error = turnError(te)
@@ -339,15 +117,12 @@ func (t *thread) summarize(tr *turn, cur *faTurn, status string, te *protocol.Tu
 	if tr.lastAgent != nil {
 		s.AgentMessage = tr.lastAgent.Text
 	}
-	if cur.histStart <= len(t.history) {
-		s.Steps = steps(t.history[cur.histStart:], items)
+	if tr.histStart <= len(t.history) {
+		s.Steps = steps(t.history[tr.histStart:], items)
 	}
 	s.EmptyReply = status == controller.StatusCompleted && strings.TrimSpace(s.AgentMessage) == "" && len(s.Steps) == 0
 	for _, p := range tr.plan {
 		s.Plan = append(s.Plan, controller.PlanStep{Step: p.Step, Status: p.Status})
-	}
-	if cur.kind == controller.KindReview {
-		s.ReviewApproved = controller.ReviewVerdict(s.AgentMessage)
 	}
 	return s
 }

@@ -44,6 +44,8 @@ type Options struct {
 	// checkpoints of each workspace. Empty turns checkpoints (and with them
 	// turn diffs and thread/revert) off.
 	DataDir string
+	// Clock is the session's time and timers; nil means the real clock.
+	Clock Clock
 	// Checkpoints tunes the snapshot stores (how many snapshots each
 	// workspace keeps, when git collects garbage); zero values are defaults.
 	Checkpoints checkpoint.Options
@@ -68,6 +70,10 @@ type Manager struct {
 	wg sync.WaitGroup
 
 	fa *fullAutoManager // full auto across threads (fullauto.go); set by NewManager
+	// sched caps the model calls of every thread (sched.go); clock is
+	// Options.Clock or the real one. Both are set by NewManager.
+	sched *scheduler
+	clock Clock
 
 	toolsOnce sync.Once
 	tools     []model.Tool // the agent's tools, built on first use (tools.go)
@@ -106,6 +112,11 @@ func NewManager(opts Options) *Manager {
 		m.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	m.fa = newFullAutoManager(m)
+	m.sched = newScheduler(opts.Config.MaxConcurrentModelCalls)
+	m.clock = opts.Clock
+	if m.clock == nil {
+		m.clock = realClock{}
+	}
 	go func() {
 		defer close(m.storeReady)
 		if opts.OpenStore == nil {

@@ -127,8 +127,19 @@ func (t *thread) run() {
 	for {
 		select {
 		case f := <-t.inbox:
+			if t.ctx.Err() != nil {
+				// Stopping: select picks at random among ready cases, and
+				// what children post once cancelled (a request's wait
+				// ending in context.Canceled) must not act as an answer.
+				t.abandonTurn()
+				return
+			}
 			f()
 		case <-t.events.wake:
+			if t.ctx.Err() != nil {
+				t.abandonTurn()
+				return
+			}
 			t.drainModelEvents()
 		case <-t.ctx.Done():
 			t.abandonTurn()

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
@@ -27,6 +28,12 @@ type turn struct {
 	modelName string
 	client    *model.Client
 	prompt    string
+	// histStart is len(t.history) before the turn's input: the turn's
+	// steps are the history after it.
+	histStart int
+	// deadline fires when a full-auto run's time budget runs out during
+	// the turn (fullauto.go); the turn's end stops it.
+	deadline Timer
 	// schema, from turn/start's outputSchema, asks the model for
 	// structured output for this turn only.
 	schema *model.OutputSchema
@@ -57,9 +64,7 @@ type turn struct {
 	// outBytes is the model output streamed in this turn, against
 	// Config.TurnMaxOutputBytes; limit fires at Config.TurnMaxTime.
 	outBytes int64
-	limit    *time.Timer
-	// budget fires when a full-auto run's time budget runs out (fullauto.go).
-	budget *time.Timer
+	limit    Timer
 
 	// plan is the agent's latest update_plan.
 	plan []protocol.TurnPlanStep
@@ -95,6 +100,19 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 		t.consumeSteerIfSampling(tr)
 		return
 	}
+	tr, err := t.beginTurn(p)
+	if err != nil {
+		reply(nil, err)
+		return
+	}
+	reply(protocol.TurnResult{Turn: tr.wire(protocol.ItemsNotLoaded)}, nil)
+	t.runTurn(tr, p.Input, nil)
+}
+
+// beginTurn makes the thread's next turn from p (its settings overrides
+// stick) and records it; the caller answers, then calls runTurn. Both
+// turn/start and a full-auto run start turns this way.
+func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 	changed := false
 	set := func(dst *string, v *string) {
 		if v != nil && *v != "" && *dst != *v {
@@ -102,16 +120,14 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 		}
 	}
 	if p.Cwd != nil && *p.Cwd != "" && !filepath.IsAbs(*p.Cwd) {
-		reply(nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: cwd must be an absolute path: %s", *p.Cwd))
-		return
+		return nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: cwd must be an absolute path: %s", *p.Cwd)
 	}
 	set(&t.settings.Cwd, p.Cwd)
 	set(&t.settings.Model, p.Model)
 	set(&t.settings.Effort, p.Effort)
 	if p.ApprovalPolicy != nil {
 		if p.ApprovalPolicy.Granular != nil {
-			reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "askForApproval.granular requires experimentalApi capability"))
-			return
+			return nil, protocol.Errorf(protocol.ErrInvalidRequest, "askForApproval.granular requires experimentalApi capability")
 		}
 		set(&t.settings.ApprovalPolicy, &p.ApprovalPolicy.Mode)
 	}
@@ -121,8 +137,7 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 	}
 	modelName, provider, err := t.m.opts.Config.ResolveModel("", t.settings.Model)
 	if err != nil {
-		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "model: %v", err))
-		return
+		return nil, protocol.Errorf(protocol.ErrInvalidRequest, "model: %v", err)
 	}
 	if t.settings.Model == "" {
 		t.settings.Model = modelName
@@ -135,12 +150,11 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 		t.meta.Preview = truncate(text, 200)
 		changed = true
 	}
-	now := time.Now()
+	now := t.m.clock.Now()
 	t.meta.UpdatedAt = now.UnixMilli()
 	if changed {
 		if err := t.saveMeta(); err != nil {
-			reply(nil, err)
-			return
+			return nil, err
 		}
 	}
 	ctx, cancel := context.WithCancel(t.ctx)
@@ -161,8 +175,7 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 		}
 		if err != nil {
 			cancel()
-			reply(nil, fmt.Errorf("starting turn: %w", err))
-			return
+			return nil, fmt.Errorf("starting turn: %w", err)
 		}
 	}
 	t.turn = tr
@@ -170,20 +183,32 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 		t.histMark[tr.id] = len(t.history) // for thread/revert; the store keeps the rest
 	}
 	if d := t.m.opts.Config.TurnMaxTime; d > 0 {
-		tr.limit = time.AfterFunc(d, func() {
+		tr.limit = t.m.clock.AfterFunc(d, func() {
 			t.postEvent(ctx, func() {
 				t.failTurn(tr, &limitError{what: fmt.Sprintf("the turn ran longer than %s", d), key: "turn_max_time_ms"})
 			})
 		})
 	}
-	reply(protocol.TurnResult{Turn: tr.wire(protocol.ItemsNotLoaded)}, nil)
+	return tr, nil
+}
+
+// runTurn announces a turn beginTurn made and starts it with the user's
+// input, or a full-auto run's (auto).
+func (t *thread) runTurn(tr *turn, user []protocol.UserInput, auto *fullauto.TurnInput) {
 	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
 	started := tr.wire(protocol.ItemsNotLoaded)
-	started.StartedAt = ptr(now.Unix())
+	started.StartedAt = ptr(tr.started.Unix())
 	t.notify(protocol.NotifyTurnStarted, protocol.TurnNotification{ThreadID: t.id, Turn: started})
-	if err := t.turnInput(tr, p.Input); err != nil { // userMessage, or full auto's hidden input (fullauto.go)
+	tr.histStart = len(t.history)
+	if err := t.runTurnInput(tr, auto); err != nil { // full auto's hidden input (fullauto.go)
 		t.failTurn(tr, err)
 		return
+	}
+	if len(user) > 0 {
+		if err := t.userMessage(tr, user); err != nil {
+			t.failTurn(tr, err)
+			return
+		}
 	}
 	t.sample(tr)
 }
@@ -370,7 +395,7 @@ func (t *thread) sample(tr *turn) {
 	}
 	client := tr.client
 	go func() {
-		err := t.m.fa.sched.stream(ctx, client, req, func(ev model.Event) { // capped across threads (sched.go)
+		err := t.m.sched.stream(ctx, client, req, func(ev model.Event) { // capped across threads (sched.go)
 			t.events.push(ctx, modelEvent{tr: tr, gen: gen, ev: ev})
 		})
 		t.events.push(ctx, modelEvent{tr: tr, gen: gen, done: true, err: err})
@@ -665,7 +690,7 @@ func (t *thread) completeTurn(tr *turn, status protocol.TurnStatus, te *protocol
 	if status == protocol.TurnFailed {
 		t.closeOpenItems(tr)
 	}
-	for _, tm := range []*time.Timer{tr.limit, tr.budget} {
+	for _, tm := range []Timer{tr.limit, tr.deadline} {
 		if tm != nil {
 			tm.Stop()
 		}
@@ -673,7 +698,7 @@ func (t *thread) completeTurn(tr *turn, status protocol.TurnStatus, te *protocol
 	t.endCheckpointAsync(tr)
 	tr.cancel()
 	t.turn = nil
-	now := time.Now()
+	now := t.m.clock.Now()
 	dur := now.Sub(tr.started).Milliseconds()
 	if t.persistent() {
 		if db, err := t.m.store(); err == nil {

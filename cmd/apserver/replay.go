@@ -12,7 +12,7 @@ import (
 
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/controller"
-	"github.com/apserver/apserver/session"
+	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/store"
 )
 
@@ -20,8 +20,9 @@ import (
 var errReplayDiffers = errors.New("replay: decisions differ")
 
 // runReplay is `apserver replay THREAD`: every receipt of the thread's
-// full-auto runs is re-decided by today's controller from its stored
-// inputs. It prints one line per receipt and exits 1 naming each decision
+// full-auto runs is re-decided by today's controller and state machine
+// (fullauto.ReplayDecision: the decision and how it was carried out,
+// overrides included) from its stored inputs. It prints one line per receipt and exits 1 naming each decision
 // that differs.
 func runReplay(args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
@@ -106,18 +107,21 @@ func replay(w io.Writer, rs []store.Receipt, verbose bool) error {
 }
 
 func replayDecision(r store.Receipt) (line, why string, same bool) {
-	cr := controller.Receipt{ID: r.ID, TurnID: r.TurnID, Seq: r.Seq, PolicyHash: r.PolicyHash, Executed: r.Executed, Override: r.Override}
-	if err := json.Unmarshal(r.Input, &cr.Input); err != nil {
+	var in fullauto.DecisionInput
+	var want controller.Decision
+	if err := json.Unmarshal(r.Input, &in); err != nil {
 		return "undecodable input", err.Error(), false
 	}
-	if err := json.Unmarshal(r.Output, &cr.Output); err != nil {
+	if err := json.Unmarshal(r.Output, &want); err != nil {
 		return "undecodable output", err.Error(), false
 	}
-	got, same := controller.Replay(cr)
-	want := cr.Output
+	got, why, same := fullauto.ReplayDecision(in, want, r.PolicyHash, r.Executed, r.Override)
 	line = describeDecision(want)
+	if r.Override != "" {
+		line += " [" + r.Override + "]"
+	}
 	if !same {
-		return line + "  now: " + describeDecision(got), "stored " + describeDecision(want) + ", now " + describeDecision(got) + ": " + got.Reason, false
+		return line + "  now: " + describeDecision(got), "stored " + describeDecision(want) + ", now " + describeDecision(got) + ": " + why, false
 	}
 	return line, want.Reason, true
 }
@@ -136,32 +140,26 @@ func describeDecision(d controller.Decision) string {
 	return s + ")"
 }
 
-// replayApproval re-runs controller.Approve. An answer the decision model
-// gave cannot be replayed; its receipt is checked for the policy part (the
-// rules passed the request on).
+// replayApproval re-runs controller.Approve (fullauto.ReplayApproval).
 func replayApproval(r store.Receipt) (line, why string, same bool) {
-	var in session.ApprovalReceiptInput
-	var out session.ApprovalReceiptOutput
+	var in fullauto.ApprovalInput
+	var out fullauto.ApprovalOutput
 	if err := json.Unmarshal(r.Input, &in); err != nil {
 		return "undecodable input", err.Error(), false
 	}
 	if err := json.Unmarshal(r.Output, &out); err != nil {
 		return "undecodable output", err.Error(), false
 	}
-	got := controller.Approve(in.Strategy, in.Request, in.Denials)
+	got, why, same := fullauto.ReplayApproval(in, out)
 	want := out.ApprovalVerdict
 	line = fmt.Sprintf("%s %s: %s (rule %s)", in.Request.Kind, label(in.Request), want.Outcome, want.Rule)
-	if out.Source == "model" {
-		if got.Outcome != controller.OutcomeForward {
-			return line, fmt.Sprintf("the policy now answers %s (rule %s) instead of asking the decision model", got.Outcome, got.Rule), false
-		}
-		return line + " [decision model]", want.Reason, true
+	switch {
+	case !same && out.Source != controller.SourceModel:
+		line += fmt.Sprintf("  now: %s (rule %s)", got.Outcome, got.Rule)
+	case same && out.Source == controller.SourceModel:
+		line += " [decision model]"
 	}
-	if got.Outcome != want.Outcome || got.Rule != want.Rule {
-		return line + fmt.Sprintf("  now: %s (rule %s)", got.Outcome, got.Rule),
-			fmt.Sprintf("stored %s (rule %s), now %s (rule %s)", want.Outcome, want.Rule, got.Outcome, got.Rule), false
-	}
-	return line, want.Reason, true
+	return line, why, same
 }
 
 func label(r controller.ApprovalRequest) string {

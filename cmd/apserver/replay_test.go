@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/apserver/apserver/controller"
-	"github.com/apserver/apserver/session"
+	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/store"
 )
 
@@ -20,19 +20,36 @@ func decisionReceipt(t *testing.T, seq int, in controller.Input, out controller.
 		Input: ib, Output: ob, PolicyHash: controller.PolicyHash(in.Config), Executed: true}
 }
 
+// contextReceipt is a decision receipt that holds the run's context, and
+// how the decision was carried out.
+func contextReceipt(t *testing.T, seq int, in controller.Input, c fullauto.RunContext, executed bool, override string) store.Receipt {
+	t.Helper()
+	r := decisionReceipt(t, seq, in, controller.Decide(in))
+	r.Input, _ = json.Marshal(fullauto.DecisionInput{Input: in, Run: &c})
+	r.Executed, r.Override = executed, override
+	return r
+}
+
 func TestReplay(t *testing.T) {
 	done := controller.Input{Objective: "o", Config: controller.DefaultConfig(),
 		Turn: controller.TurnSummary{TurnID: "t1", Status: controller.StatusCompleted, AgentMessage: "The task is complete."}}
 	goOn := done
 	goOn.Turn.AgentMessage = "More to do."
-	approval := session.ApprovalReceiptInput{Strategy: controller.ApproveNever,
+	approval := fullauto.ApprovalInput{Strategy: controller.ApproveNever,
 		Request: controller.ApprovalRequest{Kind: "command", Command: "make build", Paths: []string{}}, Denials: map[string]int{}}
 	ai, _ := json.Marshal(approval)
 	verdict := controller.Approve(approval.Strategy, approval.Request, approval.Denials)
-	ao, _ := json.Marshal(session.ApprovalReceiptOutput{ApprovalVerdict: verdict, Source: "policy"})
+	ao, _ := json.Marshal(fullauto.ApprovalOutput{ApprovalVerdict: verdict, Source: "policy"})
 	wrongVerdict := verdict
 	wrongVerdict.Outcome = controller.OutcomeForward
-	wo, _ := json.Marshal(session.ApprovalReceiptOutput{ApprovalVerdict: wrongVerdict, Source: "policy"})
+	wo, _ := json.Marshal(fullauto.ApprovalOutput{ApprovalVerdict: wrongVerdict, Source: "policy"})
+
+	interrupted := done
+	interrupted.Turn.Status = controller.StatusInterrupted
+	timedOut := done
+	timedOut.Turn.ApprovalTimeouts = 1
+	goal := fullauto.RunContext{Goal: true, OnTimeout: "pause"}
+	stopOnTimeout := fullauto.RunContext{OnTimeout: "stop"}
 
 	tampered := controller.Decide(goOn)
 	tampered.Action, tampered.Rule = controller.ActStop, "done"
@@ -49,6 +66,17 @@ func TestReplay(t *testing.T) {
 			{Seq: 2, Kind: store.ReceiptApproval, Input: ai, Output: ao},
 			decisionReceipt(t, 3, done, controller.Decide(done)),
 		}, nil},
+		{"overrides carried out as the run says", []store.Receipt{
+			contextReceipt(t, 1, interrupted, goal, false, fullauto.OverrideGoalInterrupted),
+			contextReceipt(t, 2, timedOut, goal, false, fullauto.OverrideTimeoutMode),
+			contextReceipt(t, 3, timedOut, stopOnTimeout, true, ""),
+			contextReceipt(t, 4, goOn, fullauto.RunContext{TurnRunning: true}, false, fullauto.OverrideTurnStarted),
+		}, nil},
+		{"overrides the machine would not apply", []store.Receipt{
+			contextReceipt(t, 1, interrupted, fullauto.RunContext{OnTimeout: "pause"}, false, fullauto.OverrideGoalInterrupted),
+			contextReceipt(t, 2, timedOut, stopOnTimeout, false, fullauto.OverrideTimeoutMode),
+			contextReceipt(t, 3, goOn, fullauto.RunContext{}, false, fullauto.OverrideTurnStarted),
+		}, []string{"#1", "#2", "#3"}},
 		{"a tampered decision, a wrong approval and another policy", []store.Receipt{
 			decisionReceipt(t, 1, goOn, tampered),
 			{Seq: 2, Kind: store.ReceiptApproval, Input: ai, Output: wo},

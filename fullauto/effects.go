@@ -1,0 +1,124 @@
+package fullauto
+
+import "github.com/apserver/apserver/controller"
+
+// Effect is what the machine asks its driver to do. The driver applies a
+// batch in order, after its reply to the request that caused it, and feeds
+// results back as events (ReceiptStored, Fingerprinted, ModelAnswered,
+// TimerFired, TurnStarted, …).
+type Effect interface{ effect() }
+
+// Receipt kinds (store.ReceiptDecision, store.ReceiptApproval).
+const (
+	ReceiptDecision = "decision"
+	ReceiptApproval = "approval"
+)
+
+// Notify sends a notification to the client.
+type Notify struct {
+	Method string
+	Params any
+}
+
+// SaveRun stores the run (its JSON and state).
+type SaveRun struct {
+	State string
+	Run   []byte
+}
+
+// DeleteRun forgets the stored run.
+type DeleteRun struct{}
+
+// StoreReceipt stores a receipt. For a decision receipt the driver then
+// reports the id and sequence number it got with ReceiptStored, which
+// returns the rest of the decision's effects. Seq is set when the thread
+// has no store (ephemeral): the machine numbers those receipts itself.
+type StoreReceipt struct {
+	Kind        string
+	TurnID      string
+	Input       any
+	Output      any
+	PolicyHash  string
+	Executed    bool
+	Override    string
+	Seq         int
+	CreatedAtMs int64
+}
+
+// TurnInput is how a turn the run begins starts: a visible user message
+// (Text), hidden input the model sees as the user's (Hidden, already
+// wrapped), or items carried over from before a restart (Resume, the
+// driver's own payload, passed through).
+type TurnInput struct {
+	Kind   string
+	Text   string
+	Hidden string
+	Resume any
+}
+
+// StartTurn begins a turn with Input after DelayMs. A delayed start comes
+// back as TimerFired(Token, Input), which starts it if the run is still
+// where it was.
+type StartTurn struct {
+	Input   TurnInput
+	DelayMs int64
+	Token   int
+}
+
+// Fingerprint asks the driver for the workspace fingerprint (Known when
+// the machine already knows it); the answer is Fingerprinted(Token, fp).
+type Fingerprint struct {
+	Known string
+	Token int
+}
+
+// AskModel asks the decision model about Input; the answer is
+// ModelAnswered(Token, answer or nil).
+type AskModel struct {
+	Input controller.Input
+	Token int
+}
+
+// SetAttention and ClearAttention change the thread's paused item in the
+// attention summary.
+type SetAttention struct {
+	Reason  string
+	SinceMs int64
+}
+
+// ClearAttention removes the thread's paused attention item.
+type ClearAttention struct{}
+
+// DropPending forgets a pending request (stored for a restart).
+type DropPending struct{ Request int64 }
+
+// Resend sends a request stored before a restart again, under its id; its
+// answer comes back as ResentAnswered.
+type Resend struct {
+	Request   int64
+	TimeoutMs int64
+}
+
+// Interrupt interrupts the running turn.
+type Interrupt struct{}
+
+// TurnDeadline asks for DeadlineReached(TurnID) after DelayMs, unless the
+// turn ends first: the run's time budget runs out then.
+type TurnDeadline struct {
+	TurnID  string
+	DelayMs int64
+}
+
+func (Notify) effect()         {}
+func (SaveRun) effect()        {}
+func (DeleteRun) effect()      {}
+func (StoreReceipt) effect()   {}
+func (StartTurn) effect()      {}
+func (Fingerprint) effect()    {}
+func (AskModel) effect()       {}
+func (SetAttention) effect()   {}
+func (ClearAttention) effect() {}
+func (DropPending) effect()    {}
+func (Resend) effect()         {}
+func (Interrupt) effect()      {}
+func (TurnDeadline) effect()   {}

@@ -1,0 +1,54 @@
+package fullauto
+
+import (
+	"fmt"
+
+	"github.com/apserver/apserver/controller"
+)
+
+// ReplayDecision re-decides a stored decision receipt with today's policy
+// and machine: controller.Replay, then, when the receipt holds the run's
+// context, how the decision is carried out (Resolve: the overrides), and
+// that the decision model had a say when it answered. why explains a
+// difference.
+func ReplayDecision(in DecisionInput, out controller.Decision, policyHash string, executed bool, override string) (got controller.Decision, why string, same bool) {
+	got, same = controller.Replay(controller.Receipt{Input: in.Input, Output: out, PolicyHash: policyHash})
+	if !same {
+		return got, got.Reason, false
+	}
+	if in.Model != nil {
+		bare := in.Input
+		bare.Model = nil
+		if !ModelHasSay(bare) {
+			return got, "the decision model was asked, but the hard rules now decide alone", false
+		}
+	}
+	if in.Run != nil {
+		_, ex, ov := Resolve(got, *in.Run)
+		if ex != executed || ov != override {
+			return got, fmt.Sprintf("carried out as executed=%t override=%q, now executed=%t override=%q", executed, override, ex, ov), false
+		}
+	}
+	return got, got.Reason, true
+}
+
+// ReplayApproval re-runs controller.Approve on a stored approval receipt.
+// An answer the decision model gave cannot be re-asked; its receipt is
+// checked for the policy part (the rules passed the request on).
+func ReplayApproval(in ApprovalInput, out ApprovalOutput) (got controller.ApprovalVerdict, why string, same bool) {
+	got = controller.Approve(in.Strategy, in.Request, in.Denials)
+	want := out.ApprovalVerdict
+	if out.Source == controller.SourceModel {
+		if !ModelMayAnswerRequest(in.Strategy, in.Request) {
+			return got, "the decision model may no longer answer this request: a human decides", false
+		}
+		if got.Outcome != controller.OutcomeForward {
+			return got, fmt.Sprintf("the policy now answers %s (rule %s) instead of asking the decision model", got.Outcome, got.Rule), false
+		}
+		return got, want.Reason, true
+	}
+	if got.Outcome != want.Outcome || got.Rule != want.Rule {
+		return got, fmt.Sprintf("stored %s (rule %s), now %s (rule %s)", want.Outcome, want.Rule, got.Outcome, got.Rule), false
+	}
+	return got, want.Reason, true
+}

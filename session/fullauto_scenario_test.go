@@ -1,0 +1,529 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/controller"
+	"github.com/apserver/apserver/fullauto"
+	"github.com/apserver/apserver/model/scripted"
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/store"
+)
+
+var updateScenarios = flag.Bool("update", false, "rewrite the golden decision scripts of controller/testdata/scenarios")
+
+// scenarioDir holds the public full-auto scenario suite (docs/fullauto.md).
+const scenarioDir = "../controller/testdata/scenarios"
+
+// TestScenarios runs every full-auto scenario of the public suite in
+// process, on a fake clock, against the scripted model: it checks the
+// run's end (action, stop condition, turns), the golden decision script
+// (rewritten by -update), and that every receipt replays (decision,
+// overrides and approvals: fullauto.ReplayDecision, ReplayApproval).
+// Waits cost no time: a step's ttft_ms moves the clock instead of
+// delaying the answer, and the runner fires the approval timeouts and
+// retry cooldowns it waits for. e2e TestScenarios runs a few of them
+// through the binary and apserver replay.
+//
+// A scenario is a txtar archive:
+//
+//	-- script.json --    the scripted model (model/scripted.LoadScript)
+//	-- start.json --     fullAuto/start params (threadId is added)
+//	-- expect.json --    {"action", "stopCondition", "turns"}: the run's end
+//	-- decisions --      the golden decision script
+//	-- config.toml --    (optional) the user config file
+//	-- thread.json --    (optional) thread/start params (cwd is added)
+//	-- answers --        (optional) how the editor answers server requests:
+//	                     one "METHOD RESULT-JSON" or "METHOD none" per line
+//	-- workspace/PATH -- (optional) files of the workspace
+func TestScenarios(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(scenarioDir, "*.txtar"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios in %s (%v)", scenarioDir, err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".txtar")
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runScenario(t, f)
+		})
+	}
+}
+
+// archive is a parsed txtar file.
+type archive struct {
+	comment string
+	files   []archiveFile
+}
+
+type archiveFile struct{ name, data string }
+
+func parseArchive(text string) archive {
+	var a archive
+	cur := -1
+	for _, line := range strings.SplitAfter(text, "\n") {
+		trimmed := strings.TrimRight(line, "\n")
+		if strings.HasPrefix(trimmed, "-- ") && strings.HasSuffix(trimmed, " --") && len(trimmed) > 6 {
+			a.files = append(a.files, archiveFile{name: strings.TrimSpace(trimmed[3 : len(trimmed)-3])})
+			cur = len(a.files) - 1
+			continue
+		}
+		if cur < 0 {
+			a.comment += line
+		} else {
+			a.files[cur].data += line
+		}
+	}
+	return a
+}
+
+func (a archive) get(name string) (string, bool) {
+	for _, f := range a.files {
+		if f.name == name {
+			return f.data, true
+		}
+	}
+	return "", false
+}
+
+func (a archive) format() string {
+	var b strings.Builder
+	b.WriteString(a.comment)
+	for _, f := range a.files {
+		fmt.Fprintf(&b, "-- %s --\n%s", f.name, f.data)
+		if f.data != "" && !strings.HasSuffix(f.data, "\n") {
+			b.WriteString("\n")
+		}
+	}
+	return b.String()
+}
+
+func (a *archive) set(name, data string) {
+	for i := range a.files {
+		if a.files[i].name == name {
+			a.files[i].data = data
+			return
+		}
+	}
+	a.files = append(a.files, archiveFile{name: name, data: data})
+}
+
+// clockTransport moves a fake clock by the time-to-first-token of the
+// scripted step that answered each model request (the server itself
+// answers at once).
+type clockTransport struct {
+	clock *fakeClock
+	srv   *scripted.Server
+	ttft  func(rule, step int) time.Duration
+	mu    sync.Mutex
+	seen  int
+}
+
+func (ct *clockTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	reqs := ct.srv.Requests()
+	for ; ct.seen < len(reqs); ct.seen++ {
+		if rq := reqs[ct.seen]; rq.Wire == scripted.WireResponses || rq.Wire == scripted.WireChat {
+			ct.clock.Advance(ct.ttft(rq.Rule, rq.Step))
+		}
+	}
+	return resp, err
+}
+
+// scenarioRun is one scenario's Manager, client, clock and model.
+type scenarioRun struct {
+	m     *Manager
+	c     *fakeClient
+	clock *fakeClock
+	srv   *scripted.Server
+}
+
+// startScenarioManager starts a Manager for a scenario: the user config
+// cfgText, the scripted model sc (its ttft_ms on the fake clock).
+func startScenarioManager(t *testing.T, sc scripted.Script, cfgText string) *scenarioRun {
+	t.Helper()
+	ttfts := map[[2]int]time.Duration{}
+	strip := func(rule int, steps []scripted.Step) {
+		for i := range steps {
+			ttfts[[2]int{rule, i}] = steps[i].TTFT
+			steps[i].TTFT = 0
+		}
+	}
+	for i := range sc.Rules {
+		strip(i, sc.Rules[i].Steps)
+	}
+	strip(-1, sc.Default)
+	srv, err := scripted.Start(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	home := t.TempDir()
+	cfgFile := filepath.Join(home, "config.toml")
+	if err := os.WriteFile(cfgFile, []byte(cfgText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{
+		"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"), "XDG_DATA_HOME": filepath.Join(home, ".local", "share"),
+		"OPENAI_API_KEY": "test", "OPENAI_BASE_URL": srv.URL(), "APSERVER_MODEL": "scripted-model",
+	}
+	wire, modelName := "responses", "scripted-model"
+	cfg, err := config.Load(config.LoadOptions{UserFile: cfgFile, Getenv: func(k string) string { return env[k] },
+		Overrides: config.Overrides{Wire: &wire, Model: &modelName}})
+	if err != nil {
+		t.Fatalf("config.toml: %v", err)
+	}
+	r := &scenarioRun{c: newFakeClient(), clock: newFakeClock(), srv: srv}
+	ct := &clockTransport{clock: r.clock, srv: srv, ttft: func(rule, step int) time.Duration {
+		n := len(sc.Default)
+		if rule >= 0 {
+			n = len(sc.Rules[rule].Steps)
+		}
+		if n == 0 {
+			return 0
+		}
+		return ttfts[[2]int{rule, min(step, n-1)}]
+	}}
+	dbPath := filepath.Join(home, "a.db")
+	r.m = NewManager(Options{
+		OpenStore:  func() (*store.Store, error) { return store.Open(dbPath, store.Options{}) },
+		Config:     cfg,
+		Client:     r.c,
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Version:    "test",
+		HTTPClient: &http.Client{Transport: ct},
+		Clock:      r.clock,
+	})
+	t.Cleanup(func() { _ = r.m.Close() })
+	return r
+}
+
+type scenarioExpect struct {
+	Action        string `json:"action"`
+	StopCondition string `json:"stopCondition"`
+	Turns         int    `json:"turns"`
+}
+
+func runScenario(t *testing.T, path string) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar := parseArchive(string(raw))
+	must := func(name string) string {
+		s, ok := ar.get(name)
+		if !ok {
+			t.Fatalf("%s: no %q section", path, name)
+		}
+		return s
+	}
+	sc, err := scripted.LoadScript(strings.NewReader(must("script.json")))
+	if err != nil {
+		t.Fatalf("script.json: %v", err)
+	}
+	var start protocol.FullAutoStartParams
+	if err := json.Unmarshal([]byte(must("start.json")), &start); err != nil {
+		t.Fatalf("start.json: %v", err)
+	}
+	var want scenarioExpect
+	if err := json.Unmarshal([]byte(must("expect.json")), &want); err != nil {
+		t.Fatalf("expect.json: %v", err)
+	}
+	cfgText, _ := ar.get("config.toml")
+	threadParams := protocol.ThreadStartParams{}
+	threadParams.ApprovalPolicy = &protocol.AskForApproval{Mode: "never"}
+	if s, ok := ar.get("thread.json"); ok {
+		if err := json.Unmarshal([]byte(s), &threadParams); err != nil {
+			t.Fatalf("thread.json: %v", err)
+		}
+	}
+	answers := map[string]string{}
+	if s, ok := ar.get("answers"); ok {
+		for _, l := range strings.Split(s, "\n") {
+			if l = strings.TrimSpace(l); l == "" || strings.HasPrefix(l, "#") {
+				continue
+			}
+			method, result, _ := strings.Cut(l, " ")
+			answers[method] = strings.TrimSpace(result)
+		}
+	}
+	cwd := t.TempDir()
+	for _, f := range ar.files {
+		if rel, ok := strings.CutPrefix(f.name, "workspace/"); ok {
+			p := filepath.Join(cwd, filepath.FromSlash(rel))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(f.data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	r := startScenarioManager(t, sc, cfgText)
+	h := &harness{m: r.m, c: r.c, srv: r.srv}
+	threadParams.Cwd = &cwd
+	th := mustCall[protocol.ThreadStartResult](t, h, "thread/start", func(rp Reply) { r.m.StartThread(context.Background(), threadParams, rp) })
+	id := th.Thread.ID
+	start.ThreadID = id
+	mustCall[protocol.FullAutoRunResult](t, h, "fullAuto/start", func(rp Reply) { r.m.StartFullAuto(context.Background(), start, rp) })
+
+	end := r.drive(t, id, answers)
+	var n protocol.FullAutoStatusChangedNotification
+	if err := json.Unmarshal(end.Params, &n); err != nil {
+		t.Fatal(err)
+	}
+	gotAction, gotCond := "", ""
+	if n.Run.LastDecision != nil {
+		gotAction = n.Run.LastDecision.Action
+	}
+	if n.Run.StopCondition != nil {
+		gotCond = *n.Run.StopCondition
+	}
+	if gotAction != want.Action || gotCond != want.StopCondition || n.Run.Spent.Turns != want.Turns {
+		t.Errorf("run ended with %s/%s after %d turns, want %s/%s after %d\n%s",
+			gotAction, gotCond, n.Run.Spent.Turns, want.Action, want.StopCondition, want.Turns, end.Params)
+	}
+	if got := len(filter(r.c.snapshot(), protocol.NotifyTurnCompleted, id)); got != want.Turns {
+		t.Errorf("%d turn/completed, want %d", got, want.Turns)
+	}
+
+	db, err := r.m.store()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := db.Receipts(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := decisionScript(t, rs)
+	if *updateScenarios {
+		ar.set("decisions", golden)
+		if err := os.WriteFile(path, []byte(ar.format()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	} else if g, _ := ar.get("decisions"); g != golden {
+		t.Errorf("decision script differs (run with -update and review the diff):\ngot:\n%swant:\n%s", golden, g)
+	}
+	replayReceipts(t, rs)
+}
+
+// Waits the runner cuts short: an approval nobody answers (the default
+// timeout is 10 min) and the cooldown after a failed turn (at most 60 s).
+// Timers due later, such as a turn's 2 h cap, are left alone.
+const (
+	maxApprovalWait = 10 * time.Minute
+	maxCooldown     = time.Minute
+)
+
+// drive answers the requests of thread id as answers says, fires the
+// timers the run waits on, and returns the fullAuto/statusChanged that
+// stops or pauses the run.
+func (r *scenarioRun) drive(t *testing.T, id string, answers map[string]string) event {
+	t.Helper()
+	deadline := time.NewTimer(testTimeout)
+	defer deadline.Stop()
+	seen := 0
+	waitTimer := false
+	for {
+		r.c.mu.Lock()
+		log := append([]event(nil), r.c.log...)
+		changed := r.c.changed
+		r.c.mu.Unlock()
+		for ; seen < len(log); seen++ {
+			e := log[seen]
+			if e.Kind != "notify" || threadOf(e) != id {
+				continue
+			}
+			switch e.Method {
+			case protocol.NotifyFullAutoStatusChanged:
+				var n protocol.FullAutoStatusChangedNotification
+				_ = json.Unmarshal(e.Params, &n)
+				if n.State == protocol.FullAutoStopped || n.State == protocol.FullAutoPaused {
+					return e
+				}
+			case protocol.NotifyTurnCompleted:
+				// A failed turn is retried after a cooldown.
+				var n protocol.TurnNotification
+				_ = json.Unmarshal(e.Params, &n)
+				waitTimer = n.Turn.Status == protocol.TurnFailed
+			case protocol.NotifyTurnStarted:
+				waitTimer = false
+			}
+		}
+		var added <-chan struct{}
+		if waitTimer {
+			var ok bool
+			var at time.Time
+			at, ok, added = r.clock.next()
+			if ok && at.Sub(r.clock.Now()) <= maxCooldown {
+				r.clock.Advance(at.Sub(r.clock.Now()))
+				waitTimer = false
+				continue
+			}
+		}
+		select {
+		case fc := <-r.c.calls:
+			a, ok := answers[fc.method]
+			switch {
+			case !ok:
+				t.Fatalf("unexpected request %s %s (the scenario's answers do not cover it)", fc.method, fc.params)
+			case a == "none":
+				r.clock.fireWithin(t, maxApprovalWait) // the approval timeout
+			default:
+				fc.answer <- callAnswer{raw: json.RawMessage(a)}
+			}
+		case <-changed:
+		case <-added:
+		case <-deadline.C:
+			t.Fatalf("the run did not end; log:\n%s", dump(log))
+		}
+	}
+}
+
+// decisionScript renders receipts as the golden decision script: one
+// line per receipt, with what the controller saw and decided (nothing
+// that depends on timing, ids or token counts).
+func decisionScript(t *testing.T, rs []store.Receipt) string {
+	t.Helper()
+	var b strings.Builder
+	for _, r := range rs {
+		switch r.Kind {
+		case store.ReceiptDecision:
+			var in controller.Input
+			var d controller.Decision
+			if err := json.Unmarshal(r.Input, &in); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(r.Output, &d); err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, "decide turn=%d %s\n", in.Spent.Turns, describeTurn(in.Turn))
+			fmt.Fprintf(&b, "  -> %s rule=%s", d.Action, d.Rule)
+			if d.StopCondition != "" {
+				fmt.Fprintf(&b, " stop=%s", d.StopCondition)
+			}
+			if d.WrapUp {
+				b.WriteString(" wrapUp")
+			}
+			fmt.Fprintf(&b, " source=%s", d.Source)
+			if !r.Executed {
+				fmt.Fprintf(&b, " (not executed: %s)", r.Override)
+			}
+			b.WriteString("\n")
+		case store.ReceiptApproval:
+			var in fullauto.ApprovalInput
+			var out fullauto.ApprovalOutput
+			if err := json.Unmarshal(r.Input, &in); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(r.Output, &out); err != nil {
+				t.Fatal(err)
+			}
+			what := in.Request.Command
+			if what == "" {
+				what = strings.Join(in.Request.Paths, ",")
+			}
+			fmt.Fprintf(&b, "approve %s %q (%s)\n  -> %s rule=%s source=%s\n", in.Request.Kind, what, in.Strategy, out.Outcome, out.Rule, out.Source)
+		}
+	}
+	return b.String()
+}
+
+func describeTurn(s controller.TurnSummary) string {
+	kind := s.Kind
+	if kind == "" {
+		kind = controller.KindNormal
+	}
+	parts := []string{kind, s.Status}
+	if s.Error != nil {
+		parts = append(parts, fmt.Sprintf("error=%s(recoverable=%t)", s.Error.Kind, s.Error.Recoverable))
+	}
+	var steps []string
+	for _, st := range s.Steps {
+		mark := ""
+		if st.Error {
+			mark = "!"
+		}
+		steps = append(steps, mark+st.Action)
+	}
+	if len(steps) > 0 {
+		parts = append(parts, fmt.Sprintf("steps=%q", steps))
+	}
+	if s.ChecksPassed != nil {
+		parts = append(parts, fmt.Sprintf("checks=%t", *s.ChecksPassed))
+	}
+	if s.ReviewApproved != nil {
+		parts = append(parts, fmt.Sprintf("review=%t", *s.ReviewApproved))
+	}
+	for _, f := range []struct {
+		n    int
+		name string
+	}{{s.Compactions, "compactions"}, {s.PendingApprovals, "pendingApprovals"}, {s.PendingQuestions, "pendingQuestions"}, {s.ApprovalTimeouts, "approvalTimeouts"}} {
+		if f.n > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", f.name, f.n))
+		}
+	}
+	if s.EmptyReply {
+		parts = append(parts, "empty")
+	}
+	if s.AgentMessage != "" {
+		parts = append(parts, fmt.Sprintf("msg=%q", clipText(s.AgentMessage, 60)))
+	}
+	return strings.Join(parts, " ")
+}
+
+func clipText(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// replayReceipts checks that every receipt replays: the decision, how it
+// was carried out (the overrides), and the approvals.
+func replayReceipts(t *testing.T, rs []store.Receipt) {
+	t.Helper()
+	for _, r := range rs {
+		var why string
+		var same bool
+		switch r.Kind {
+		case store.ReceiptDecision:
+			var in fullauto.DecisionInput
+			var out controller.Decision
+			if json.Unmarshal(r.Input, &in) != nil || json.Unmarshal(r.Output, &out) != nil {
+				t.Fatalf("receipt #%d does not decode", r.Seq)
+			}
+			if in.Run == nil {
+				t.Errorf("decision receipt #%d holds no run context: its overrides cannot be replayed", r.Seq)
+			}
+			_, why, same = fullauto.ReplayDecision(in, out, r.PolicyHash, r.Executed, r.Override)
+		case store.ReceiptApproval:
+			var in fullauto.ApprovalInput
+			var out fullauto.ApprovalOutput
+			if json.Unmarshal(r.Input, &in) != nil || json.Unmarshal(r.Output, &out) != nil {
+				t.Fatalf("receipt #%d does not decode", r.Seq)
+			}
+			_, why, same = fullauto.ReplayApproval(in, out)
+		}
+		if !same {
+			t.Errorf("receipt #%d (%s) does not replay: %s", r.Seq, r.Kind, why)
+		}
+	}
+}

@@ -1,12 +1,13 @@
 // The extension inside a real VS Code (code-server), dark theme: the user
 // flows from streaming to shutdown, in order, on one instance.
-import { after, before, describe, test } from "node:test";
+import { after, before, describe, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   apserverPids,
   contrast,
+  extensionLoaded,
   openPanel,
   panelFrame,
   runCommand,
@@ -18,6 +19,7 @@ import {
   until,
   waitConnected,
 } from "./harness.mjs";
+import { testWithShot } from "./harness.mjs";
 
 const usage = (input, output) => ({ input, cached: 0, output, reasoning: 0 });
 export const SCRIPT = {
@@ -59,6 +61,7 @@ export const SCRIPT = {
 };
 
 describe("real VS Code, dark theme", () => {
+  const test = testWithShot(nodeTest, () => page);
   let vs, model, page, f;
 
   before(async () => {
@@ -118,7 +121,7 @@ describe("real VS Code, dark theme", () => {
 
     const turn = f.locator(".turn", { has: f.locator(".filechange", { hasText: "greet.txt" }) }).last();
     await turn.locator('button[data-action="revertTurn"]').click();
-    await page.locator(".monaco-dialog-box button", { hasText: /^Undo$/ }).click();
+    await page.locator(".monaco-dialog-box .monaco-button", { hasText: /^Undo$/ }).click();
     const greet = () => {
       try {
         return readFileSync(join(vs.workspace, "greet.txt"), "utf8");
@@ -215,6 +218,7 @@ describe("real VS Code, dark theme", () => {
     await f.locator(".msg.user", { hasText: "run tests" }).first().waitFor();
     await page.reload();
     await page.locator(".monaco-workbench").waitFor();
+    await extensionLoaded(page);
     f = await openPanel(page);
     await waitConnected(f);
     if (!(await f.locator("#threads-box").evaluate((d) => d.open))) await f.locator("#threads-box > summary").click();

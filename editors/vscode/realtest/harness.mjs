@@ -68,6 +68,7 @@ export async function startVSCode(opts = {}) {
   }
   const settings = {
     "workbench.startupEditor": "none",
+    "workbench.secondarySideBar.defaultVisibility": "hidden",
     "workbench.tips.enabled": false,
     "workbench.enableExperiments": false,
     "telemetry.telemetryLevel": "off",
@@ -128,12 +129,14 @@ export async function startVSCode(opts = {}) {
     child,
     output,
     pages: [],
-    async open(viewport = { width: 1280, height: 800 }) {
+    /** Opens a window; waits for the extension's activity bar icon unless waitForExtension is false. */
+    async open(viewport = { width: 1280, height: 800 }, { waitForExtension = true } = {}) {
       const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
       const page = await context.newPage();
       page.on("pageerror", (e) => output.push(`pageerror: ${e.message}`));
       await page.goto(url);
       await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+      if (waitForExtension) await extensionLoaded(page);
       vs.pages.push(page);
       return page;
     },
@@ -178,6 +181,11 @@ export function uncaughtErrors(log) {
   return log
     .split("\n")
     .filter((l) => /\[error\]/i.test(l) && /apserver|Channel has been closed/i.test(l));
+}
+
+/** Waits until the workbench shows the extension (its activity bar icon): its commands are known then. */
+export async function extensionLoaded(page) {
+  await page.locator('.activitybar [aria-label*="apserver"]').first().waitFor({ timeout: 60000 });
 }
 
 /** Runs a command through the command palette. */
@@ -261,4 +269,18 @@ export function luminance(s) {
 export function contrast(a, b) {
   const [x, y] = [luminance(a), luminance(b)].sort((p, q) => q - p);
   return (x + 0.05) / (y + 0.05);
+}
+
+/** A test that saves a screenshot of the page when it fails (test-results/real/FAILED-*.png). */
+export function testWithShot(test, getPage) {
+  return (name, fn) =>
+    test(name, async (t) => {
+      try {
+        await fn(t);
+      } catch (e) {
+        const page = getPage();
+        if (page && !page.isClosed()) await shot(page, `FAILED-${name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60)}`).catch(() => undefined);
+        throw e;
+      }
+    });
 }

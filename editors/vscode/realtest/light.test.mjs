@@ -1,9 +1,10 @@
 // Light theme, the README's screenshot, and the extension's own page in
 // the Extensions view (README images, links and the icon).
-import { after, before, describe, test } from "node:test";
+import { after, before, describe, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { contrast, copyShot, luminance, openPanel, runCommand, send, shot, startFakeModel, startVSCode, uncaughtErrors, waitConnected } from "./harness.mjs";
+import { testWithShot } from "./harness.mjs";
 
 const SCRIPT = {
   rules: [
@@ -19,6 +20,7 @@ const SCRIPT = {
 };
 
 describe("real VS Code, light theme", () => {
+  const test = testWithShot(nodeTest, () => page);
   let vs, model, page;
   before(async () => {
     model = await startFakeModel(SCRIPT);

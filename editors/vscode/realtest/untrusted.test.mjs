@@ -1,15 +1,17 @@
 // The extension in a folder VS Code does not trust: present, says why it
 // does not start apserver, and starts once the folder is trusted.
-import { after, before, describe, test } from "node:test";
+import { after, before, describe, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
 import { apserverPids, panelFrame, runCommand, shot, startFakeModel, startVSCode, uncaughtErrors, waitConnected } from "./harness.mjs";
+import { testWithShot } from "./harness.mjs";
 
 describe("real VS Code, untrusted folder", () => {
+  const test = testWithShot(nodeTest, () => page);
   let vs, model, page;
   before(async () => {
     model = await startFakeModel({ default: [{ text: "trusted now" }] });
     vs = await startVSCode({ trusted: false, modelUrl: model.url, files: { "README.md": "# a project\n" } });
-    page = await vs.open();
+    page = await vs.open(undefined, { waitForExtension: false });
   });
   after(async () => {
     await vs?.stop();

@@ -57,7 +57,7 @@ export const SCRIPT = {
   ],
   // Full Auto's follow-up turns: the same words every time, so the run
   // stops itself as stuck once pause/resume have been seen.
-  default: [{ text: "**Still** working.\n\nNothing new.", inter_delta_us: 60000, usage: usage(800, 12) }],
+  default: [{ text: "**Still** working.\n\nNothing new.", ttft_ms: 2500, usage: usage(800, 12) }],
 };
 
 describe("real VS Code, dark theme", () => {
@@ -273,8 +273,9 @@ describe("real VS Code, dark theme", () => {
     await q.press("Enter");
     await page.locator(".monaco-editor .squiggly-error").first().waitFor({ timeout: 30000 });
     await page.locator(".monaco-editor .view-lines").first().click();
-    await runCommand(page, "Go to Next Problem in Files (Error, Warning, Info)").catch(() => page.keyboard.press("F8"));
-    await page.keyboard.press("Escape");
+    // The cursor onto the second comma of `{ "a": 1,, }`, where the error is.
+    await page.keyboard.press("Control+Home");
+    for (let i = 0; i < 9; i++) await page.keyboard.press("ArrowRight");
     await page.keyboard.press("Control+.");
     const fix = page.locator(".action-widget .monaco-list-row", { hasText: "Fix with apserver" }).first();
     await fix.waitFor({ timeout: 15000 });

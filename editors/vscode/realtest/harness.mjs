@@ -206,8 +206,11 @@ export function panelFrame(page) {
 
 /** Opens the panel in the sidebar and waits for it to connect. */
 export async function openPanel(page) {
-  await runCommand(page, "apserver: Open Panel");
   const f = panelFrame(page);
+  // A reload restores the view where it was: use it if it is there.
+  const shown = await f.locator("body[data-script=loaded]").waitFor({ timeout: 3000 }).then(() => true, () => false);
+  if (shown) return f;
+  await runCommand(page, "apserver: Open Panel");
   await f.locator("body[data-script=loaded]").waitFor({ timeout: 30000 });
   return f;
 }

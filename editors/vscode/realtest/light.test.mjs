@@ -3,7 +3,7 @@
 import { after, before, describe, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { contrast, copyShot, luminance, openPanel, runCommand, send, shot, startFakeModel, startVSCode, uncaughtErrors, waitConnected } from "./harness.mjs";
+import { contrast, copyShot, luminance, openPanel, until, runCommand, send, shot, startFakeModel, startVSCode, uncaughtErrors, waitConnected } from "./harness.mjs";
 import { testWithShot } from "./harness.mjs";
 
 const SCRIPT = {
@@ -11,7 +11,7 @@ const SCRIPT = {
     {
       match: "run tests",
       steps: [
-        { text: "I'll run the tests first.", reasoning: ["Run the suite before changing anything."], tool_calls: [{ command: "go test ./..." }] },
+        { text: "I'll run the tests first.", reasoning: ["Run the suite before changing anything."], tool_calls: [{ command: "echo 'ok  example.com/app' > test.log && cat test.log" }] },
         { text: "All tests pass." },
       ],
     },
@@ -68,8 +68,14 @@ describe("real VS Code, light theme", () => {
     // Issue 15 item 4: no icon, a broken image and a broken link.
     assert.doesNotMatch(iconInfo.src, /defaultIcon|default-icon/i, `icon ${iconInfo.src}`);
     assert.ok(iconInfo.w > 0, `icon ${iconInfo.src} did not load`);
-    const readme = page.frameLocator(".extension-editor iframe.webview").first().frameLocator("#active-frame");
-    await readme.locator("h1", { hasText: "apserver for VS Code" }).waitFor({ timeout: 20000 });
+    // The README is a webview of its own: find the frame that shows it.
+    const readme = await until(async () => {
+      for (const fr of page.frames()) {
+        const h = await fr.evaluate(() => document.querySelector("h1")?.textContent ?? "").catch(() => "");
+        if (h.includes("apserver for VS Code")) return fr;
+      }
+      return undefined;
+    }, 30000, "the README in the extension's page");
     const imgs = readme.locator("img");
     await imgs.first().waitFor();
     const broken = await imgs.evaluateAll((list) => Promise.all(list.map(async (img) => {

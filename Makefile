@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 FUZZTIME ?= 15s
 
-.PHONY: help build test test-go e2e lint fuzz bench demo vscode nvim sdk vsix check-generated clean
+.PHONY: help build test test-go e2e lint fuzz bench demo vscode vscode-real nvim sdk vsix check-generated clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -13,7 +13,7 @@ help: ## list the targets
 build: ## build bin/apserver
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/apserver
 
-test: test-go vscode nvim sdk ## run every test: Go (race detector, e2e over the real binary), the VS Code extension, the Neovim plugin and the Codex SDK
+test: test-go vscode vscode-real nvim sdk ## run every test: Go (race detector, e2e over the real binary), the VS Code extension (stubbed, then in a real VS Code), the Neovim plugin and the Codex SDK
 
 test-go: ## the Go tests only: vet, then every package with the race detector
 	./scripts/install-codex.sh >/dev/null # the Codex TUI that e2e/codex_tui_test.go drives (cached)
@@ -49,6 +49,9 @@ demo: build ## the offline demo: scripted model, temp workspace, live view
 
 vscode: ## build, type-check and test the VS Code extension (installs npm packages and chromium if missing)
 	./editors/vscode/test.sh
+
+vscode-real: ## the VS Code extension's .vsix in a real VS Code (code-server 4.139.1, installed once and cached) driven by chromium
+	./editors/vscode/realtest/run.sh
 
 nvim: ## test the Neovim plugin in Debian's nvim: busted headless, then a tmux session (installs neovim, lua-busted, tmux if missing)
 	./editors/nvim/test.sh

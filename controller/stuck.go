@@ -45,7 +45,7 @@ func (r *run) stuck() (Decision, bool) {
 	}
 	if msg, ok := r.sameMessage(); ok {
 		return stop(StopStuckLoop, ruleSameMessage, confStuck,
-			"the agent said the same thing %d turns in a row: %q", sameMessageTimes, clip(msg, 80))
+			"the agent said the same thing %d turns in a row: “%s”", sameMessageTimes, clip(oneLine(msg), 80))
 	}
 	if r.emptyReplies() {
 		return stop(StopEmptyReplies, ruleEmptyReplies, confStuck,

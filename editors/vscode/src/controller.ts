@@ -8,6 +8,7 @@ import * as vscode from "vscode";
 import { findApserver } from "./binary";
 import { AppServerClient, errorText, METHOD_NOT_FOUND, RequestError, textInput } from "./client";
 import { rebuildSides, type Sides } from "./diffs";
+import { lockKey, ServerLock } from "./serverlock";
 import type { HostMessage, WebviewMessage } from "./messages";
 import type {
   ApprovalDecision,
@@ -33,6 +34,14 @@ import {
 } from "./store";
 
 export const DIFF_SCHEME = "apserver-diff";
+
+export const UNTRUSTED_MESSAGE =
+  "This folder is not trusted, so apserver does not start here: it runs commands and changes files in the folder. Trust the folder to use it.";
+
+/** Whether the workspace is trusted (true where the API predates trust). */
+export function isTrusted(): boolean {
+  return (vscode.workspace as { isTrusted?: boolean }).isTrusted !== false;
+}
 
 export interface WebviewTarget {
   webview: vscode.Webview;
@@ -91,16 +100,33 @@ export class Controller implements vscode.Disposable {
   /** Called after every state change (the status bar listens). */
   onChange: (() => void) | undefined;
 
+  private lock: ServerLock | undefined;
+
+  /**
+   * storageDir: where the one-server-per-data-dir lock lives (the
+   * extension's global storage, shared by every window); none: no lock.
+   */
   constructor(
     private readonly extensionPath: string,
     private readonly out: vscode.OutputChannel,
+    private readonly storageDir?: string,
   ) {
     this.config = readConfig();
     this.state = initialState(this.config.fullAuto);
   }
 
+  /** Set once the extension shuts down: the output channel may be gone. */
+  private disposed = false;
+
   log(line: string): void {
-    this.out.appendLine(line);
+    // apserver's last stderr lines can arrive after VS Code disposed the
+    // channel at shutdown; appending then throws "Channel has been closed".
+    if (this.disposed) return;
+    try {
+      this.out.appendLine(line);
+    } catch {
+      this.disposed = true;
+    }
   }
 
   // ---------- state and webviews ----------
@@ -216,6 +242,9 @@ export class Controller implements vscode.Disposable {
       case "showLog":
         this.out.show(true);
         return;
+      case "manageTrust":
+        await vscode.commands.executeCommand("workbench.trust.manage");
+        return;
     }
   }
 
@@ -224,6 +253,14 @@ export class Controller implements vscode.Disposable {
   /** Starts apserver if it isn't running; resolves true once it is ready. */
   ensureStarted(): Promise<boolean> {
     if (this.client && this.client.state === "ready") return Promise.resolve(true);
+    if (!isTrusted()) {
+      // apserver runs commands and changes files in the folder: not before
+      // the user trusts it (the extension declares limited support).
+      if (this.state.connection.state !== "untrusted") {
+        this.dispatch({ kind: "connection", state: "untrusted", message: UNTRUSTED_MESSAGE });
+      }
+      return Promise.resolve(false);
+    }
     if (this.client && (this.client.state === "restarting" || this.client.state === "starting")) {
       return this.waitReady();
     }
@@ -231,6 +268,28 @@ export class Controller implements vscode.Disposable {
       this.starting = this.start().finally(() => (this.starting = undefined));
     }
     return this.starting;
+  }
+
+  /** The user trusted the folder: start if a panel is waiting for the server. */
+  trustGranted(): void {
+    if (this.state.connection.state !== "untrusted") return;
+    this.dispatch({ kind: "connection", state: "stopped", message: null });
+    if (this.targets.size > 0) void this.ensureStarted();
+  }
+
+  /** Another window started apserver on the same data dir: stop ours. */
+  private lostToOtherWindow(): void {
+    const c = this.client;
+    this.client = undefined;
+    this.log("another VS Code window started apserver with the same data dir; stopping this window's");
+    this.rejectAllApprovals();
+    this.dispatch({ kind: "connectionLost" });
+    this.dispatch({
+      kind: "connection",
+      state: "failed",
+      message: "apserver now runs for another VS Code window (one server per data dir). Restart to use it here instead.",
+    });
+    void c?.stop().catch(() => undefined);
   }
 
   private waitReady(timeoutMs = 20000): Promise<boolean> {
@@ -276,6 +335,12 @@ export class Controller implements vscode.Disposable {
     }
     this.log(`using ${found.path} (${found.source}): ${found.version}`);
     const args = ["serve", "--on-eof", "interrupt", ...(this.config.trace ? ["--trace"] : []), ...this.config.extraArgs];
+    this.lock?.release();
+    this.lock = this.storageDir
+      ? new ServerLock(this.storageDir, lockKey([found.path, this.config.extraArgs, this.config.env]), () => this.lostToOtherWindow())
+      : undefined;
+    const stuck = await this.lock?.acquire();
+    if (stuck) this.log(`another window's apserver (pid ${stuck}) has not stopped yet; starting this one anyway`);
     const client = new AppServerClient({
       command: found.path,
       args,
@@ -289,6 +354,7 @@ export class Controller implements vscode.Disposable {
     this.wireClient(client, found.version);
     try {
       const info = await client.start();
+      this.lock?.setServer(client.pid);
       this.dispatch({ kind: "connection", state: "ready", message: null, version: info.userAgent ?? found.version });
       await this.afterConnect();
       return true;
@@ -327,6 +393,7 @@ export class Controller implements vscode.Disposable {
       }),
       client.onRestarted.on((info) => {
         if (client !== this.client) return;
+        this.lock?.setServer(client.pid);
         this.dispatch({ kind: "connection", state: "ready", message: null, version: info.userAgent ?? version });
         void this.afterConnect(true);
       }),
@@ -407,9 +474,24 @@ export class Controller implements vscode.Disposable {
 
   /** The notification fallback when no panel is visible. */
   private async notifyApproval(a: PendingApproval): Promise<void> {
-    const choices = ["Approve", "Approve for Session", "Decline", "Cancel", "Open Panel"];
-    const pick = await vscode.window.showInformationMessage(approvalSummary(a, this.state), ...choices);
+    // Three short buttons: a toast cuts longer rows of them ("Appr…"); the
+    // rarer answers are one step away under More….
+    let pick: string | undefined = await vscode.window.showInformationMessage(approvalSummary(a, this.state), "Approve", "Decline", "More…");
     if (!this.approvalResolvers.has(a.key)) return; // answered elsewhere meanwhile
+    if (pick === "More…") {
+      const more = await vscode.window.showQuickPick(
+        [
+          { label: "Approve", description: "this time" },
+          { label: "Approve for Session", description: "and the same again in this session" },
+          { label: "Decline", description: "the agent goes on without it" },
+          { label: "Cancel", description: "decline and end the turn" },
+          { label: "Open Panel", description: "decide there" },
+        ],
+        { title: approvalSummary(a, this.state), ignoreFocusOut: true },
+      );
+      pick = more?.label;
+      if (!this.approvalResolvers.has(a.key)) return;
+    }
     const map: Record<string, ApprovalDecision> = {
       Approve: "accept",
       "Approve for Session": "acceptForSession",
@@ -562,6 +644,7 @@ export class Controller implements vscode.Disposable {
       res = await client.request("thread/revert", { threadId, beforeTurnId: turnId, force: true });
     }
     await this.openThread(threadId);
+    await this.closeStaleDiffs();
     const restored = res.restoredPaths ?? [];
     void vscode.window.showInformationMessage(
       restored.length ? `Undone; restored ${restored.join(", ")}.` : "Undone; no files needed restoring.",
@@ -637,6 +720,22 @@ export class Controller implements vscode.Disposable {
     await vscode.commands.executeCommand("vscode.diff", mk("before"), mk("after"), `${name} (${what} by apserver)`, {
       preview: true,
     });
+  }
+
+  /** Closes the diff tabs of changes the state no longer has (undone turns). */
+  async closeStaleDiffs(): Promise<void> {
+    const groups = vscode.window.tabGroups?.all ?? [];
+    const stale: vscode.Tab[] = [];
+    for (const g of groups) {
+      for (const tab of g.tabs) {
+        const input = tab.input;
+        if (!(input instanceof vscode.TabInputTextDiff) || input.modified.scheme !== DIFF_SCHEME) continue;
+        const q = new URLSearchParams(input.modified.query);
+        if (!this.changeFor(q.get("thread") ?? "", q.get("item") ?? "", Number(q.get("index") ?? 0))) stale.push(tab);
+      }
+    }
+    this.sidesCache.clear();
+    if (stale.length) await vscode.window.tabGroups.close(stale);
   }
 
   async openTurnDiff(threadId: string): Promise<void> {
@@ -744,11 +843,13 @@ export class Controller implements vscode.Disposable {
   }
 
   async dispose(): Promise<void> {
+    this.disposed = true;
     clearTimeout(this.flushTimer);
     clearTimeout(this.syncTimer);
     for (const off of this.listeners) off();
     const c = this.client;
     this.client = undefined;
     if (c) await c.stop().catch(() => undefined);
+    this.lock?.release();
   }
 }

@@ -1,5 +1,6 @@
 import * as vscode from "vscode";
-import { Controller, DIFF_SCHEME } from "./controller";
+import { Controller, DIFF_SCHEME, isTrusted } from "./controller";
+import { FixProblemProvider, problemAt, problemMessage, selectionContext, selectionMessage, surroundingContext } from "./editor";
 import { PanelProvider, VIEW_ID } from "./panel";
 import type { ViewState } from "./store";
 
@@ -24,6 +25,9 @@ export function statusBarText(state: ViewState): { text: string; tooltip: string
   const run = tid ? state.fullAuto[tid] : undefined;
   const attention = state.attention.count;
   const attn = attention > 0 ? ` · ${attention} waiting` : "";
+  if (state.connection.state === "untrusted") {
+    return { text: "$(shield) apserver", tooltip: state.connection.message ?? "This folder is not trusted", attention: false };
+  }
   if (state.connection.state === "failed") {
     return { text: "$(error) apserver", tooltip: state.connection.message ?? "apserver is not running", attention: true };
   }
@@ -41,7 +45,7 @@ export function statusBarText(state: ViewState): { text: string; tooltip: string
 
 export function activate(context: vscode.ExtensionContext): Controller {
   const out = vscode.window.createOutputChannel("apserver");
-  const ctl = new Controller(context.extensionUri.fsPath, out);
+  const ctl = new Controller(context.extensionUri.fsPath, out, context.globalStorageUri?.fsPath);
   controller = ctl;
   const provider = new PanelProvider(context.extensionUri, ctl);
 
@@ -59,12 +63,13 @@ export function activate(context: vscode.ExtensionContext): Controller {
     status.backgroundColor = s.attention ? new vscode.ThemeColor("statusBarItem.warningBackground") : undefined;
   };
   ctl.onChange = updateStatus;
+  if (!isTrusted()) void ctl.ensureStarted(); // shows why nothing starts
   updateStatus();
   status.show();
 
-  const run = (fn: () => Promise<unknown> | unknown) => async () => {
+  const run = <A extends unknown[]>(fn: (...args: A) => Promise<unknown> | unknown) => async (...args: A) => {
     try {
-      await fn();
+      await fn(...args);
     } catch (e) {
       ctl.showError(e);
     }
@@ -79,6 +84,7 @@ export function activate(context: vscode.ExtensionContext): Controller {
       provideTextDocumentContent: (uri: vscode.Uri) => ctl.diffContent(uri),
     }),
     vscode.workspace.onDidChangeConfiguration((e) => ctl.onConfigChanged(e)),
+    ...(vscode.workspace.onDidGrantWorkspaceTrust ? [vscode.workspace.onDidGrantWorkspaceTrust(() => ctl.trustGranted())] : []),
     vscode.commands.registerCommand("apserver.openPanel", run(() => provider.reveal())),
     vscode.commands.registerCommand("apserver.openInEditor", run(() => provider.openInEditor())),
     vscode.commands.registerCommand(
@@ -99,6 +105,35 @@ export function activate(context: vscode.ExtensionContext): Controller {
     vscode.commands.registerCommand("apserver.fullAutoStop", run(() => ctl.fullAutoAction("stop"))),
     vscode.commands.registerCommand("apserver.restartServer", run(() => ctl.restartServer())),
     vscode.commands.registerCommand("apserver.showLog", () => out.show(true)),
+    vscode.commands.registerCommand(
+      "apserver.askAboutSelection",
+      run(async () => {
+        const editor = vscode.window.activeTextEditor;
+        if (!editor) throw new Error("Open a file and select the code to ask about.");
+        const context = selectionContext(editor);
+        const question = await vscode.window.showInputBox({
+          title: `Ask apserver about ${context.path}:${context.startLine}`,
+          prompt: "Your question (empty: explain this code)",
+          placeHolder: "Explain this code.",
+          ignoreFocusOut: true,
+        });
+        if (question === undefined) return;
+        await provider.reveal();
+        await ctl.send(selectionMessage(question, context));
+      }),
+    ),
+    vscode.commands.registerCommand(
+      "apserver.fixProblem",
+      run(async (uri?: vscode.Uri, range?: vscode.Range, info?: Parameters<typeof problemMessage>[0]) => {
+        const p = await problemAt(uri, range, info);
+        if (!p) throw new Error("There is no problem under the cursor to fix.");
+        await provider.reveal();
+        await ctl.send(problemMessage(p.info, surroundingContext(p.doc, p.range), p.range.start.line + 1));
+      }),
+    ),
+    vscode.languages.registerCodeActionsProvider({ scheme: "file" }, new FixProblemProvider(), {
+      providedCodeActionKinds: FixProblemProvider.kinds,
+    }),
   );
   return ctl;
 }

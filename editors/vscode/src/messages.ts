@@ -34,7 +34,9 @@ export type WebviewMessage =
   | { type: "fullAuto"; action: "pause" | "resume" | "stop" }
   | { type: "dismissNotice"; id: number }
   | { type: "restartServer" }
-  | { type: "showLog" };
+  | { type: "showLog" }
+  /** Open VS Code's workspace trust editor (the folder is not trusted). */
+  | { type: "manageTrust" };
 
 const WEBVIEW_TYPES = new Set<WebviewMessage["type"]>([
   "ready",
@@ -56,6 +58,7 @@ const WEBVIEW_TYPES = new Set<WebviewMessage["type"]>([
   "dismissNotice",
   "restartServer",
   "showLog",
+  "manageTrust",
 ]);
 
 /** Checks that an incoming message has a known type (the webview is not trusted blindly). */

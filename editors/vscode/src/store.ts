@@ -24,7 +24,7 @@ import type {
 /** Command output kept per item (the tail), in characters. */
 export const OUTPUT_CAP = 200_000;
 
-export type ConnectionState = "stopped" | "starting" | "ready" | "restarting" | "failed";
+export type ConnectionState = "stopped" | "starting" | "ready" | "restarting" | "failed" | "untrusted";
 
 export interface ItemView {
   id: string;
@@ -62,6 +62,8 @@ export interface Conversation {
   plan: { turnId: string; explanation: string | null; steps: PlanStep[] } | null;
   diff: { turnId: string; diff: string } | null;
   tokenUsage: ThreadTokenUsage | null;
+  /** The thread's usage as it stood after each turn (so an undo can roll it back). */
+  usageAfterTurn?: Record<string, ThreadTokenUsage>;
   warnings: string[];
   rev: number;
 }
@@ -329,7 +331,21 @@ export function applyEvent(state: ViewState, ev: StoreEvent): boolean {
     case "threadOpened": {
       upsertThread(state, ev.thread);
       const conv = conversationOf(state, ev.thread.id);
-      if (ev.thread.turns && ev.thread.turns.length > 0) setTurns(state, conv, ev.thread.turns);
+      if (Array.isArray(ev.thread.turns)) {
+        // An undo (thread/revert) drops turns: the usage goes back to what
+        // it was after the last turn that remains.
+        const keep = new Set(ev.thread.turns.map((t) => t.id));
+        const dropped = conv.turns.some((t) => !keep.has(t.id));
+        if (ev.thread.turns.length > 0 || dropped) setTurns(state, conv, ev.thread.turns);
+        if (dropped && conv.tokenUsage) {
+          const after = conv.usageAfterTurn ?? {};
+          const last = [...ev.thread.turns].reverse().find((t) => after[t.id]);
+          conv.tokenUsage = last ? after[last.id] : null;
+          for (const id of Object.keys(after)) if (!keep.has(id)) delete after[id];
+          if (conv.diff && !keep.has(conv.diff.turnId)) conv.diff = null;
+          if (conv.plan && !keep.has(conv.plan.turnId)) conv.plan = null;
+        }
+      }
       if (ev.thread.status) conv.status = ev.thread.status;
       conv.rev = state.rev;
       state.activeThreadId = ev.thread.id;
@@ -405,6 +421,7 @@ function applyNotification(state: ViewState, method: string, p: any): boolean {
     case "thread/tokenUsage/updated": {
       const conv = conversationOf(state, p.threadId);
       conv.tokenUsage = p.tokenUsage ?? null;
+      if (p.tokenUsage && typeof p.turnId === "string") (conv.usageAfterTurn ??= {})[p.turnId] = p.tokenUsage;
       touch(state, conv);
       return true;
     }
@@ -621,9 +638,15 @@ export function findFileChange(
 }
 
 /** The message for an approval, one line, for notifications. */
+/** The command inside `/bin/bash -c '…'` (what the model asked for), else the command itself. */
+export function unwrapShell(cmd: string): string {
+  const m = /^\/bin\/(?:ba|z)?sh -l?c '([\s\S]*)'$/.exec(cmd);
+  return m ? m[1].replace(/'\\''/g, "'") : cmd;
+}
+
 export function approvalSummary(a: PendingApproval, state: ViewState): string {
   if (a.method === "item/commandExecution/requestApproval") {
-    return `apserver wants to run: ${a.command ?? "(a command)"}${a.reason ? ` — ${a.reason}` : ""}`;
+    return `apserver wants to run: ${a.command ? unwrapShell(a.command) : "(a command)"}${a.reason ? ` — ${a.reason}` : ""}`;
   }
   const f = findFileChange(state, a.threadId, a.itemId);
   const changes = ((f?.item.item as any)?.changes ?? []) as { path: string }[];

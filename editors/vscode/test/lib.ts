@@ -9,3 +9,4 @@ export * from "../src/diffstat";
 export * from "../src/html";
 export * from "../src/messages";
 export { renderMarkdown, renderInline, escapeHtml, safeUrl } from "../webview/markdown";
+export * from "../src/serverlock";

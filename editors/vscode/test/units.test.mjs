@@ -1,7 +1,7 @@
 // Unit tests of the pure modules: markdown, the state reducer, diffs, HTML.
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
-import { lib } from "./helpers.mjs";
+import { lib, tempDir } from "./helpers.mjs";
 
 const { renderMarkdown, initialState, applyEvent, rebuildSides, diffStat, renderWebviewHtml, contentSecurityPolicy, isWebviewMessage } = lib;
 
@@ -147,4 +147,40 @@ describe("webview HTML", () => {
     assert.equal(isWebviewMessage({ type: "evil" }), false);
     assert.equal(isWebviewMessage(null), false);
   });
+});
+
+test("ServerLock: a second window takes the lock over and the first is told to stop its server", async () => {
+  const { ServerLock, lockKey } = lib;
+  const dir = tempDir("apserver-lock-");
+  // The lock's file watcher does not hold the event loop open (an extension host's is open anyway).
+  const keepAlive = setInterval(() => {}, 1000);
+  try {
+    const key = lockKey(["/bin/apserver", ["--data-dir", "/x"], {}]);
+    assert.equal(key, lockKey(["/bin/apserver", ["--data-dir", "/x"], {}]));
+    assert.notEqual(key, lockKey(["/bin/apserver", ["--data-dir", "/y"], {}]));
+    let lost = 0;
+    let resolveLost;
+    const lostOnce = new Promise((r) => (resolveLost = r));
+    const a = new ServerLock(dir.path, key, () => {
+      lost++;
+      resolveLost();
+    });
+    assert.equal(await a.acquire(), 0);
+    // "a" runs a server: this test process stands in for it, and a server
+    // that does not stop is reported after the timeout.
+    a.setServer(process.pid);
+    assert.equal(a.read().apserver, process.pid);
+    const b = new ServerLock(dir.path, key, () => assert.fail("b lost the lock"));
+    assert.equal(await b.acquire(200), process.pid);
+    await lostOnce;
+    assert.equal(lost, 1);
+    assert.equal(a.isHeld, false);
+    a.release(); // not the owner: leaves b's lock alone
+    assert.equal(b.read().owner, b.me);
+    b.release();
+    assert.equal(b.read(), undefined);
+  } finally {
+    clearInterval(keepAlive);
+    dir.remove();
+  }
 });

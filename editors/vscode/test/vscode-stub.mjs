@@ -58,6 +58,20 @@ class ThemeColor {
   }
 }
 
+class Range {
+  constructor(sl, sc, el, ec) {
+    this.start = { line: sl, character: sc };
+    this.end = { line: el, character: ec };
+  }
+}
+
+class CodeAction {
+  constructor(title, kind) {
+    this.title = title;
+    this.kind = kind;
+  }
+}
+
 /**
  * Makes a fresh stub. `config` holds the apserver.* settings; `answers`
  * decides what showInformationMessage etc. return.
@@ -72,6 +86,7 @@ export function createVscodeStub({ config = {}, answers = {} } = {}) {
     outputLines: [],
     messages: [],
     webviewPanels: [],
+    codeActionProviders: [],
   };
   const disposable = () => ({ dispose() {} });
   const showMessage = (level) => async (text, ...items) => {
@@ -84,6 +99,16 @@ export function createVscodeStub({ config = {}, answers = {} } = {}) {
     Uri,
     EventEmitter,
     ThemeColor,
+    Range,
+    CodeAction,
+    CodeActionKind: { QuickFix: { value: "quickfix" } },
+    languages: {
+      registerCodeActionsProvider(selector, provider, metadata) {
+        rec.codeActionProviders.push({ selector, provider, metadata });
+        return disposable();
+      },
+      getDiagnostics: () => [],
+    },
     StatusBarAlignment: { Left: 1, Right: 2 },
     ViewColumn: { Active: -1, Beside: -2, One: 1 },
     window: {
@@ -147,6 +172,9 @@ export function createVscodeStub({ config = {}, answers = {} } = {}) {
         return disposable();
       },
       openTextDocument: async (opts) => ({ ...opts }),
+      asRelativePath: (uri) => (typeof uri === "string" ? uri : uri.path),
+      isTrusted: config.__untrusted ? false : true,
+      onDidGrantWorkspaceTrust: () => disposable(),
     },
     env: { openExternal: async () => true },
   };

@@ -288,7 +288,9 @@ describe("webview in headless Chromium", () => {
     assert.match(fa, /82%/);
     assert.match(await page.locator("#fa-stop").textContent(), /npm test exits 0/);
     assert.match(fa, /3 \/ 20/);
-    assert.match(await page.locator("#attention").textContent(), /2 waiting on you/);
+    // Short enough to keep the header on one line; the details are in the tooltip.
+    assert.equal((await page.locator("#attention").textContent()).trim(), "⚑ 2 waiting");
+    assert.match(await page.locator("#attention").getAttribute("title"), /oldest .* ago/);
     assert.equal(await page.getByRole("button", { name: "Pause" }).count(), 1);
     // The decision also shows inline in its turn.
     assert.equal(await page.locator(".turn .decision").count(), 1);

@@ -9,6 +9,7 @@ import {
   applyEvent,
   initialState,
   threadLabel,
+  unwrapShell,
   type Conversation,
   type ItemView,
   type PendingApproval,
@@ -192,6 +193,9 @@ document.addEventListener("click", (e: MouseEvent) => {
     case "showLog":
       post({ type: "showLog" });
       break;
+    case "manageTrust":
+      post({ type: "manageTrust" });
+      break;
   }
 });
 
@@ -270,6 +274,7 @@ function renderConnection(): void {
     ready: "connected",
     restarting: "restarting…",
     failed: "not running",
+    untrusted: "off: folder not trusted",
   };
   els.conn.className = `conn conn-${c.state}`;
   els.conn.title = c.message ?? c.version ?? "";
@@ -289,6 +294,11 @@ function renderNotices(): void {
         `<button type="button" data-action="restartServer">Restart</button>` +
         `<button type="button" class="secondary" data-action="showLog">Show log</button></div>`,
     );
+  } else if (c.state === "untrusted") {
+    parts.unshift(
+      `<div class="notice notice-warning" id="untrusted"><span>${esc(c.message ?? "This folder is not trusted.")}</span>` +
+        `<button type="button" data-action="manageTrust">Manage Workspace Trust</button></div>`,
+    );
   } else if (c.state === "restarting") {
     parts.unshift(`<div class="notice notice-warning"><span>${esc(c.message ?? "apserver crashed; restarting…")}</span></div>`);
   }
@@ -303,11 +313,11 @@ function renderAttention(): void {
     return;
   }
   els.attention.classList.remove("hidden");
-  const since = a.oldestSinceMs ? ` · oldest ${ago(a.oldestSinceMs)}` : "";
+  const since = a.oldestSinceMs ? `oldest ${ago(a.oldestSinceMs)}\n` : "";
   const first = a.items[0];
   const action = first ? ` data-action="openThread" data-thread-id="${esc(first.threadId)}"` : "";
-  els.attention.title = a.items.map((i) => `${i.kind}: ${i.reason}`).join("\n");
-  setHtml(els.attention, `<span class="attention-count"${action}>⚑ ${a.count} waiting on you${esc(since)}</span>`);
+  els.attention.title = since + a.items.map((i) => `${i.kind}: ${i.reason}`).join("\n");
+  setHtml(els.attention, `<span class="attention-count"${action}>⚑ ${a.count} waiting</span>`);
 }
 
 function ago(sinceMs: number): string {
@@ -331,15 +341,17 @@ function renderThreads(): void {
     const active = t.id === state.activeThreadId ? " active" : "";
     const st = statusLabel(t);
     const fa = state.fullAuto[t.id];
-    const faBadge = fa && fa.state !== "stopped" ? `<span class="badge fa-${fa.state}">auto: ${fa.state}</span>` : "";
+    const faBadge = fa && fa.state !== "stopped" ? `<span class="badge fa-${fa.state}" title="Full Auto: ${fa.state}">auto: ${fa.state}</span>` : "";
     const when = t.updatedAt ? new Date(t.updatedAt * 1000).toLocaleString() : "";
     return (
       `<li class="thread${active}" data-action="openThread" data-thread-id="${esc(t.id)}" title="${esc(t.cwd)}\n${esc(when)}">` +
       `<span class="thread-label">${esc(threadLabel(t))}</span>${faBadge}` +
-      (st ? `<span class="badge st-${esc(st)}">${esc(st)}</span>` : "") +
+      // A Full Auto badge already says running / waiting.
+      (st && !(faBadge && (st === "running" || st === "waiting")) ? `<span class="badge st-${esc(st)}">${esc(st)}</span>` : "") +
+      `<span class="thread-actions">` +
       `<button type="button" class="icon-btn small" data-action="renameThread" data-thread-id="${esc(t.id)}" title="Rename">rename</button>` +
       `<button type="button" class="icon-btn small" data-action="archiveThread" data-thread-id="${esc(t.id)}" title="Archive">archive</button>` +
-      `</li>`
+      `</span></li>`
     );
   });
   setHtml(els.threads, rows.join("") || `<li class="muted empty">No threads yet.</li>`);
@@ -381,7 +393,7 @@ function decisionHtml(r: Receipt, cls = "decision"): string {
     `<div class="${cls} action-${esc(r.action)}">` +
     `<div class="decision-head"><span class="badge action">${esc(r.action)}</span>` +
     `<span class="muted">#${esc(String(r.seq))} · ${esc(r.source)} · rule ${esc(r.rule)}${esc(conf)}${r.executed ? "" : " · not executed"}</span></div>` +
-    `<div class="decision-reason">${esc(r.reason)}</div>` +
+    `<div class="decision-reason">${renderInline(r.reason)}</div>` +
     (r.stopCondition ? `<div class="muted">stop condition: ${esc(r.stopCondition)}</div>` : "") +
     (r.nextInput ? `<details class="next-input" data-key="ni-${esc(r.id)}"${detailsOpen(`ni-${r.id}`, false)}><summary>next input</summary><pre>${esc(r.nextInput)}</pre></details>` : "") +
     `</div>`
@@ -413,7 +425,7 @@ function renderFullAuto(): void {
     const sp = run.spent ?? { tokens: 0, turns: 0, timeMs: 0, costUsd: 0 };
     body +=
       (run.objective ? `<div class="fa-objective"><span class="muted">Objective:</span> ${renderInline(run.objective)}</div>` : "") +
-      (run.reason ? `<div class="fa-reason">${esc(run.reason)}</div>` : "") +
+      (run.reason ? `<div class="fa-reason">${renderInline(run.reason)}</div>` : "") +
       `<div class="meters">` +
       meter("tokens", sp.tokens, b.tokens, fmtNum) +
       meter("turns", sp.turns, b.turns, (n) => String(n)) +
@@ -606,10 +618,7 @@ function renderConversation(): void {
   if (nearBottom) els.conversation.scrollTop = els.conversation.scrollHeight;
 }
 
-function shellInner(cmd: string): string {
-  const m = /^\/bin\/(?:ba|z)?sh -l?c '([\s\S]*)'$/.exec(cmd);
-  return m ? m[1].replace(/'\\''/g, "'") : cmd;
-}
+const shellInner = unwrapShell;
 
 function renderItem(threadId: string, _turn: TurnView, v: ItemView, awaitingApproval = false): string {
   const it = v.item as any;
@@ -633,7 +642,7 @@ function renderItem(threadId: string, _turn: TurnView, v: ItemView, awaitingAppr
       const key = `r-${v.id}`;
       return (
         `<details class="reasoning" data-key="${esc(key)}"${detailsOpen(key, false)}><summary>${v.done ? "Thought" : "Thinking…"}` +
-        `${text ? ` <span class="muted">${esc(firstLine(text))}</span>` : ""}</summary>` +
+        `${text ? `<span class="muted">: ${esc(firstLine(text))}</span>` : ""}</summary>` +
         `<div class="markdown">${renderMarkdown(text || raw)}</div></details>`
       );
     }
@@ -750,7 +759,7 @@ function renderApproval(a: PendingApproval): string {
 function compactDecision(r: Receipt): string {
   return (
     `<div class="decision compact action-${esc(r.action)}" title="${esc(`#${r.seq} · ${r.source} · rule ${r.rule}`)}">` +
-    `<span class="muted">Full Auto</span> <span class="badge action">${esc(r.action)}</span> ${esc(r.reason)}</div>`
+    `<span class="muted">Full Auto</span> <span class="badge action">${esc(r.action)}</span> ${renderInline(r.reason)}</div>`
   );
 }
 

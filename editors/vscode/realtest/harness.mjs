@@ -1,0 +1,289 @@
+// The real-VS-Code harness: code-server with the packaged .vsix installed,
+// fresh HOME and XDG dirs per instance, driven by playwright-core in
+// Debian's chromium. The model is `apserver fake-model` (scripted, offline).
+//
+// Environment (set by realtest/run.sh):
+//   APSERVER_VSIX         the .vsix under test
+//   APSERVER_CODE_SERVER  "NODE ENTRY.js": how to run code-server
+//   APSERVER_TEST_BIN     apserver, for fake-model and process checks
+import { spawn, execFileSync } from "node:child_process";
+import { mkdirSync, writeFileSync, readdirSync, readFileSync, statSync, existsSync, copyFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join, dirname } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+import { startFakeModel, tempDir } from "../test/helpers.mjs";
+
+export const EXT_ID = "apserver.apserver-vscode";
+export const ARTIFACTS = join(dirname(fileURLToPath(import.meta.url)), "..", "test-results", "real");
+mkdirSync(ARTIFACTS, { recursive: true });
+
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+export { startFakeModel };
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function codeServerCommand() {
+  const cs = process.env.APSERVER_CODE_SERVER;
+  if (!cs) throw new Error("APSERVER_CODE_SERVER is not set (run realtest/run.sh)");
+  const [node, entry] = cs.split(" ");
+  return { node, entry };
+}
+
+/**
+ * Starts code-server on a fresh profile with the .vsix installed.
+ * opts: { trusted (default true), settings, files: {relpath: text}, modelUrl }
+ */
+export async function startVSCode(opts = {}) {
+  const root = tempDir("apserver-real-");
+  const home = join(root.path, "home");
+  const workspace = join(root.path, "workspace");
+  const dataDir = join(root.path, "apserver-data");
+  const userData = join(root.path, "user-data");
+  const extensions = join(root.path, "extensions");
+  for (const d of [home, workspace, dataDir, userData, extensions, join(userData, "User")]) mkdirSync(d, { recursive: true });
+  for (const [rel, text] of Object.entries(opts.files ?? {})) {
+    mkdirSync(dirname(join(workspace, rel)), { recursive: true });
+    writeFileSync(join(workspace, rel), text);
+  }
+  const settings = {
+    "workbench.startupEditor": "none",
+    "workbench.secondarySideBar.defaultVisibility": "hidden",
+    "workbench.tips.enabled": false,
+    "workbench.enableExperiments": false,
+    "telemetry.telemetryLevel": "off",
+    "extensions.autoUpdate": false,
+    "extensions.autoCheckUpdates": false,
+    "update.mode": "none",
+    "chat.disableAIFeatures": true,
+    "workbench.colorTheme": opts.theme ?? "Default Dark Modern",
+    "apserver.approvalPolicy": "untrusted",
+    "apserver.extraArgs": opts.modelUrl ? ["--data-dir", dataDir, "--base-url", opts.modelUrl, "--model", "scripted"] : ["--data-dir", dataDir],
+    "apserver.env": { OPENAI_API_KEY: "test-key" },
+    ...(opts.settings ?? {}),
+  };
+  writeFileSync(join(userData, "User", "settings.json"), JSON.stringify(settings, null, 2));
+  const env = {
+    ...process.env,
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, ".config"),
+    XDG_DATA_HOME: join(home, ".local/share"),
+    XDG_CACHE_HOME: join(home, ".cache"),
+    XDG_STATE_HOME: join(home, ".local/state"),
+    APSERVER_PATH: "",
+  };
+  delete env.APSERVER_PATH;
+  const { node, entry } = codeServerCommand();
+  const common = ["--user-data-dir", userData, "--extensions-dir", extensions, "--disable-telemetry", "--disable-update-check"];
+  execFileSync(node, [entry, ...common, "--install-extension", process.env.APSERVER_VSIX], { env, stdio: "pipe" });
+  const port = await freePort();
+  const args = [entry, ...common, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-getting-started-override"];
+  if (opts.trusted !== false) args.push("--disable-workspace-trust");
+  if (opts.graceTime) args.push("--reconnection-grace-time", String(opts.graceTime));
+  args.push(workspace);
+  const child = spawn(node, args, { env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const output = [];
+  const ready = new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`code-server did not start:\n${output.join("\n")}`)), 60000);
+    for (const s of [child.stdout, child.stderr]) {
+      createInterface({ input: s }).on("line", (l) => {
+        output.push(l);
+        if (/HTTP server listening/.test(l)) {
+          clearTimeout(t);
+          resolve();
+        }
+      });
+    }
+    child.once("exit", (code) => reject(new Error(`code-server exited ${code}:\n${output.join("\n")}`)));
+  });
+  await ready;
+  const url = `http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`;
+  const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS });
+  const vs = {
+    root,
+    workspace,
+    dataDir,
+    userData,
+    url,
+    browser,
+    child,
+    output,
+    pages: [],
+    /** Opens a window; waits for the extension's activity bar icon unless waitForExtension is false. */
+    async open(viewport = { width: 1280, height: 800 }, { waitForExtension = true } = {}) {
+      const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
+      const page = await context.newPage();
+      page.on("pageerror", (e) => output.push(`pageerror: ${e.message}`));
+      await page.goto(url);
+      await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+      if (waitForExtension) await extensionLoaded(page);
+      vs.pages.push(page);
+      return page;
+    },
+    /** Stops code-server (the extension host shuts down and deactivates) and the browser. */
+    async stop() {
+      await browser.close().catch(() => undefined);
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((r) => child.once("exit", r));
+        try {
+          process.kill(-child.pid, "SIGTERM");
+        } catch {}
+        const t = setTimeout(() => {
+          try {
+            process.kill(-child.pid, "SIGKILL");
+          } catch {}
+        }, 15000);
+        await exited;
+        clearTimeout(t);
+      }
+    },
+    /** Every extension host log line (all windows, all sessions so far). */
+    extHostLog() {
+      return readLogs(join(userData, "logs")).join("\n");
+    },
+  };
+  return vs;
+}
+
+function readLogs(dir) {
+  const out = [];
+  if (!existsSync(dir)) return out;
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...readLogs(p));
+    else if (/exthost|remoteagent/i.test(p) && p.endsWith(".log")) out.push(`== ${p}\n${readFileSync(p, "utf8")}`);
+  }
+  return out;
+}
+
+/** Log lines that mean an error escaped the extension. */
+export function uncaughtErrors(log) {
+  return log
+    .split("\n")
+    .filter((l) => /\[error\]/i.test(l) && /apserver|Channel has been closed/i.test(l));
+}
+
+/** Waits until the workbench shows the extension (its activity bar icon): its commands are known then. */
+export async function extensionLoaded(page) {
+  await page.locator('.activitybar [aria-label*="apserver"]').first().waitFor({ timeout: 60000 });
+}
+
+/** Runs a command through the command palette. */
+export async function runCommand(page, title) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor();
+  await input.fill(`>${title}`);
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
+  await row.waitFor({ timeout: 15000 });
+  await input.press("Enter");
+}
+
+/** The apserver panel's document (the webview's inner frame). */
+export function panelFrame(page) {
+  return page.frameLocator(`iframe.webview[src*="extensionId=${EXT_ID}"]`).first().frameLocator("#active-frame");
+}
+
+/** Opens the panel in the sidebar and waits for it to connect. */
+export async function openPanel(page) {
+  const f = panelFrame(page);
+  // A reload restores the view where it was: use it if it is there.
+  const shown = await f.locator("body[data-script=loaded]").waitFor({ timeout: 3000 }).then(() => true, () => false);
+  if (shown) return f;
+  await runCommand(page, "apserver: Open Panel");
+  await f.locator("body[data-script=loaded]").waitFor({ timeout: 30000 });
+  return f;
+}
+
+export async function waitConnected(f) {
+  await f.locator("#conn.conn-ready").waitFor({ timeout: 30000 });
+}
+
+export async function send(f, text) {
+  await f.locator("#composer").fill(text);
+  await f.locator("#send").click();
+}
+
+export async function shot(page, name) {
+  const file = join(ARTIFACTS, `${name}.png`);
+  await page.screenshot({ path: file });
+  return file;
+}
+
+export function copyShot(from, to) {
+  mkdirSync(dirname(to), { recursive: true });
+  copyFileSync(from, to);
+}
+
+/** The apserver processes serving a data dir (by their command line). */
+export function apserverPids(dataDir) {
+  const pids = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0");
+      if (cmd.includes("serve") && cmd.includes(dataDir)) pids.push(Number(name));
+    } catch {}
+  }
+  return pids;
+}
+
+/** Polls cond (sync or async) until it is truthy; throws with label after timeoutMs. */
+export async function until(cond, timeoutMs = 20000, label = "condition") {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await cond();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${label}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const rgb = (s) => (s.match(/[\d.]+/g) ?? []).slice(0, 3).map(Number);
+/** Relative luminance of a CSS rgb() colour. */
+export function luminance(s) {
+  const [r, g, b] = rgb(s).map((v) => {
+    const c = v / 255;
+    return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+}
+/** WCAG contrast ratio of two CSS rgb() colours. */
+export function contrast(a, b) {
+  const [x, y] = [luminance(a), luminance(b)].sort((p, q) => q - p);
+  return (x + 0.05) / (y + 0.05);
+}
+
+/** A test that saves a screenshot of the page when it fails (test-results/real/FAILED-*.png). */
+export function testWithShot(test, getPage) {
+  return (name, fn) =>
+    test(name, async (t) => {
+      try {
+        await fn(t);
+      } catch (e) {
+        const page = getPage();
+        if (page && !page.isClosed()) await shot(page, `FAILED-${name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60)}`).catch(() => undefined);
+        throw e;
+      }
+    });
+}

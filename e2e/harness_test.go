@@ -292,27 +292,7 @@ func spawn(t *testing.T, model *scripted.Server, opts options) *client {
 	if opts.dir != "" {
 		cmd.Dir = opts.dir
 	}
-	env := []string{
-		"HOME=" + home,
-		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
-		"XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
-		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
-		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
-		"OPENAI_API_KEY=test",
-		"APSERVER_MODEL=scripted-model",
-	}
-	if model != nil {
-		env = append(env, "OPENAI_BASE_URL="+model.URL())
-	}
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		switch {
-		case k == "HOME", strings.HasPrefix(k, "XDG_"), strings.HasPrefix(k, "OPENAI_"),
-			strings.HasPrefix(k, "APSERVER_"), strings.HasPrefix(k, "CODEX_"), strings.HasPrefix(k, "ANTHROPIC_"):
-			continue
-		}
-		env = append(env, kv)
-	}
+	env := append(serverEnv(t, home, model), "APSERVER_MODEL=scripted-model")
 	cmd.Env = append(env, opts.env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

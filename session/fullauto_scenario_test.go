@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -62,64 +61,6 @@ func TestScenarios(t *testing.T) {
 			runScenario(t, f)
 		})
 	}
-}
-
-// archive is a parsed txtar file.
-type archive struct {
-	comment string
-	files   []archiveFile
-}
-
-type archiveFile struct{ name, data string }
-
-func parseArchive(text string) archive {
-	var a archive
-	cur := -1
-	for _, line := range strings.SplitAfter(text, "\n") {
-		trimmed := strings.TrimRight(line, "\n")
-		if strings.HasPrefix(trimmed, "-- ") && strings.HasSuffix(trimmed, " --") && len(trimmed) > 6 {
-			a.files = append(a.files, archiveFile{name: strings.TrimSpace(trimmed[3 : len(trimmed)-3])})
-			cur = len(a.files) - 1
-			continue
-		}
-		if cur < 0 {
-			a.comment += line
-		} else {
-			a.files[cur].data += line
-		}
-	}
-	return a
-}
-
-func (a archive) get(name string) (string, bool) {
-	for _, f := range a.files {
-		if f.name == name {
-			return f.data, true
-		}
-	}
-	return "", false
-}
-
-func (a archive) format() string {
-	var b strings.Builder
-	b.WriteString(a.comment)
-	for _, f := range a.files {
-		fmt.Fprintf(&b, "-- %s --\n%s", f.name, f.data)
-		if f.data != "" && !strings.HasSuffix(f.data, "\n") {
-			b.WriteString("\n")
-		}
-	}
-	return b.String()
-}
-
-func (a *archive) set(name, data string) {
-	for i := range a.files {
-		if a.files[i].name == name {
-			a.files[i].data = data
-			return
-		}
-	}
-	a.files = append(a.files, archiveFile{name: name, data: data})
 }
 
 // clockTransport moves a fake clock by the time-to-first-token of the
@@ -225,9 +166,9 @@ func runScenario(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ar := parseArchive(string(raw))
+	ar := scenario.ParseArchive(string(raw))
 	must := func(name string) string {
-		s, ok := ar.get(name)
+		s, ok := ar.Get(name)
 		if !ok {
 			t.Fatalf("%s: no %q section", path, name)
 		}
@@ -245,16 +186,16 @@ func runScenario(t *testing.T, path string) {
 	if err := json.Unmarshal([]byte(must("expect.json")), &want); err != nil {
 		t.Fatalf("expect.json: %v", err)
 	}
-	cfgText, _ := ar.get("config.toml")
+	cfgText, _ := ar.Get("config.toml")
 	threadParams := protocol.ThreadStartParams{}
 	threadParams.ApprovalPolicy = &protocol.AskForApproval{Mode: "never"}
-	if s, ok := ar.get("thread.json"); ok {
+	if s, ok := ar.Get("thread.json"); ok {
 		if err := json.Unmarshal([]byte(s), &threadParams); err != nil {
 			t.Fatalf("thread.json: %v", err)
 		}
 	}
 	answers := map[string]string{}
-	if s, ok := ar.get("answers"); ok {
+	if s, ok := ar.Get("answers"); ok {
 		for _, l := range strings.Split(s, "\n") {
 			if l = strings.TrimSpace(l); l == "" || strings.HasPrefix(l, "#") {
 				continue
@@ -264,13 +205,13 @@ func runScenario(t *testing.T, path string) {
 		}
 	}
 	cwd := t.TempDir()
-	for _, f := range ar.files {
-		if rel, ok := strings.CutPrefix(f.name, "workspace/"); ok {
+	for _, f := range ar.Files {
+		if rel, ok := strings.CutPrefix(f.Name, "workspace/"); ok {
 			p := filepath.Join(cwd, filepath.FromSlash(rel))
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(p, []byte(f.data), 0o644); err != nil {
+			if err := os.WriteFile(p, []byte(f.Data), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -314,11 +255,11 @@ func runScenario(t *testing.T, path string) {
 	}
 	golden := decisionScript(t, rs)
 	if *updateScenarios {
-		ar.set("decisions", golden)
-		if err := os.WriteFile(path, []byte(ar.format()), 0o644); err != nil {
+		ar.Set("decisions", golden)
+		if err := os.WriteFile(path, []byte(ar.Format()), 0o644); err != nil {
 			t.Fatal(err)
 		}
-	} else if g, _ := ar.get("decisions"); g != golden {
+	} else if g, _ := ar.Get("decisions"); g != golden {
 		t.Errorf("decision script differs (run with -update and review the diff):\ngot:\n%swant:\n%s", golden, g)
 	}
 	replayReceipts(t, rs)

@@ -94,27 +94,10 @@ func runScenario(t *testing.T, path string) {
 			t.Fatalf("thread.json: %v", err)
 		}
 	}
-	answers := map[string]string{}
-	if s, ok := ar.Get("answers"); ok {
-		for _, l := range strings.Split(s, "\n") {
-			if l = strings.TrimSpace(l); l == "" || strings.HasPrefix(l, "#") {
-				continue
-			}
-			method, result, _ := strings.Cut(l, " ")
-			answers[method] = strings.TrimSpace(result)
-		}
-	}
+	answers := ar.Answers()
 	cwd := t.TempDir()
-	for _, f := range ar.Files {
-		if rel, ok := strings.CutPrefix(f.Name, "workspace/"); ok {
-			p := filepath.Join(cwd, filepath.FromSlash(rel))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, []byte(f.Data), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+	if err := ar.WriteWorkspace(cwd); err != nil {
+		t.Fatal(err)
 	}
 
 	model, err := scripted.Start(sc)

@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -69,4 +71,36 @@ func (a *Archive) Set(name, data string) {
 		}
 	}
 	a.Files = append(a.Files, File{Name: name, Data: data})
+}
+
+// Answers reads the "answers" file: one "method result" line per
+// server→client request the editor answers (blank lines and # comments
+// skipped).
+func (a Archive) Answers() map[string]string {
+	answers := map[string]string{}
+	s, _ := a.Get("answers")
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		method, result, _ := strings.Cut(l, " ")
+		answers[method] = strings.TrimSpace(result)
+	}
+	return answers
+}
+
+// WriteWorkspace writes the files named workspace/… into dir.
+func (a Archive) WriteWorkspace(dir string) error {
+	for _, f := range a.Files {
+		if rel, ok := strings.CutPrefix(f.Name, "workspace/"); ok {
+			p := filepath.Join(dir, filepath.FromSlash(rel))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(p, []byte(f.Data), 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

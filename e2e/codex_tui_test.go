@@ -296,9 +296,7 @@ func checkTranscripts(t *testing.T, logFile string) {
 	}
 	var unknown []string
 	for _, c := range convs {
-		for _, u := range c.tr.Unknown() {
-			unknown = append(unknown, u)
-		}
+		unknown = append(unknown, c.tr.Unknown()...)
 	}
 	sort.Strings(unknown)
 	if len(unknown) > 0 {

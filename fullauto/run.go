@@ -25,9 +25,6 @@ const (
 	OverrideGoalInterrupted = "goalInterrupted"
 )
 
-// ruleInterrupted is the controller's rule for an interrupted turn.
-const ruleInterrupted = "waiting.interrupted"
-
 // Run is one thread's run: everything the controller needs across turns.
 // It is stored as JSON (store.Run) after every change; the field names are
 // the stored format.

@@ -610,17 +610,6 @@ func writesFile(p *shell.Command, _ *env) match {
 	return m
 }
 
-// interpreter reports whether name runs code it is given.
-func interpreter(name string) bool {
-	switch name {
-	case "sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh",
-		"perl", "ruby", "node", "nodejs", "php", "lua", "pwsh", "deno", "bun",
-		"source", ".", "eval":
-		return true
-	}
-	return strings.HasPrefix(name, "python")
-}
-
 // runsDownload: code from curl or wget reaches an interpreter, through a
 // pipe (also into sudo), a process substitution or a command substitution.
 func runsDownload(p *shell.Command, _ *env) match {

@@ -262,10 +262,6 @@ func wordMatch(pw string, w shell.Word) match {
 	return no
 }
 
-// binDirs are where a program given by path may be and still match an
-// allow rule naming it without a path.
-var binDirs = []string{"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/usr/local/sbin"}
-
 func programMatch(pw string, w shell.Word, strict bool) match {
 	if w.Kind != shell.Literal {
 		return wordMatch(pw, w)

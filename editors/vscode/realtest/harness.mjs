@@ -176,11 +176,24 @@ function readLogs(dir) {
   return out;
 }
 
-/** Log lines that mean an error escaped the extension. */
+/**
+ * Log lines that mean an error escaped the extension. An error whose stack
+ * the host logged is ours only if the stack passes through this extension
+ * (built-in extensions close their own channels at shutdown too); one
+ * logged without a stack counts, since it cannot be told apart.
+ */
 export function uncaughtErrors(log) {
-  return log
-    .split("\n")
-    .filter((l) => /\[error\]/i.test(l) && /apserver|Channel has been closed/i.test(l));
+  const lines = log.split("\n");
+  const out = [];
+  for (let i = 0; i < lines.length; i++) {
+    const l = lines[i];
+    if (!/\[error\]/i.test(l) || !/apserver|Channel has been closed/i.test(l)) continue;
+    const stack = [];
+    for (let j = i + 1; j < lines.length && /^\s+at\s/.test(lines[j]); j++) stack.push(lines[j]);
+    if (stack.length > 0 && !/apserver/i.test(l) && !stack.some((s) => s.includes(EXT_ID) || s.includes("apserver-vscode"))) continue;
+    out.push(l);
+  }
+  return out;
 }
 
 /** Waits until the workbench shows the extension (its activity bar icon): its commands are known then. */

@@ -118,6 +118,16 @@ export class Controller implements vscode.Disposable {
   /** Set once the extension shuts down: the output channel may be gone. */
   private disposed = false;
 
+  /** Shows the output channel, unless it is already gone (shutdown). */
+  showLog(): void {
+    if (this.disposed) return;
+    try {
+      this.out.show(true);
+    } catch {
+      this.disposed = true;
+    }
+  }
+
   log(line: string): void {
     // apserver's last stderr lines can arrive after VS Code disposed the
     // channel at shutdown; appending then throws "Channel has been closed".
@@ -240,7 +250,7 @@ export class Controller implements vscode.Disposable {
         await this.restartServer();
         return;
       case "showLog":
-        this.out.show(true);
+        this.showLog();
         return;
       case "manageTrust":
         await vscode.commands.executeCommand("workbench.trust.manage");
@@ -325,7 +335,7 @@ export class Controller implements vscode.Disposable {
       this.dispatch({ kind: "connection", state: "failed", message: msg });
       void vscode.window.showErrorMessage(msg, "Open Settings", "Show Log").then((pick) => {
         if (pick === "Open Settings") void vscode.commands.executeCommand("workbench.action.openSettings", "apserver.path");
-        if (pick === "Show Log") this.out.show(true);
+        if (pick === "Show Log") this.showLog();
       });
       return false;
     }
@@ -361,7 +371,7 @@ export class Controller implements vscode.Disposable {
     } catch (e) {
       const msg = `apserver failed to start: ${errorText(e)}`;
       this.dispatch({ kind: "connection", state: "failed", message: msg });
-      void vscode.window.showErrorMessage(msg, "Show Log").then((p) => p && this.out.show(true));
+      void vscode.window.showErrorMessage(msg, "Show Log").then((p) => p && this.showLog());
       return false;
     }
   }
@@ -388,7 +398,7 @@ export class Controller implements vscode.Disposable {
         else
           void vscode.window.showErrorMessage(info.message, "Restart", "Show Log").then((p) => {
             if (p === "Restart") void this.restartServer();
-            if (p === "Show Log") this.out.show(true);
+            if (p === "Show Log") this.showLog();
           });
       }),
       client.onRestarted.on((info) => {

@@ -104,7 +104,7 @@ export function activate(context: vscode.ExtensionContext): Controller {
     vscode.commands.registerCommand("apserver.fullAutoResume", run(() => ctl.fullAutoAction("resume"))),
     vscode.commands.registerCommand("apserver.fullAutoStop", run(() => ctl.fullAutoAction("stop"))),
     vscode.commands.registerCommand("apserver.restartServer", run(() => ctl.restartServer())),
-    vscode.commands.registerCommand("apserver.showLog", () => out.show(true)),
+    vscode.commands.registerCommand("apserver.showLog", () => ctl.showLog()),
     vscode.commands.registerCommand(
       "apserver.askAboutSelection",
       run(async () => {

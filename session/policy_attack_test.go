@@ -132,8 +132,8 @@ func attempt(t *testing.T, th *thread, b *attackBed, cmd string, escalated bool,
 }
 
 var (
-	attackApprovals  = []string{protocol.ApprovalUntrusted, protocol.ApprovalOnRequest, "on-failure", protocol.ApprovalNever}
-	attackSandboxes  = []string{protocol.SandboxReadOnly, protocol.SandboxWorkspaceWrite, protocol.SandboxDangerFullAccess}
+	attackApprovals  = []protocol.ApprovalPolicy{protocol.ApprovalUntrusted, protocol.ApprovalOnRequest, "on-failure", protocol.ApprovalNever}
+	attackSandboxes  = []protocol.SandboxMode{protocol.SandboxReadOnly, protocol.SandboxWorkspaceWrite, protocol.SandboxDangerFullAccess}
 	attackStrategies = []controller.ApprovalStrategy{"", controller.ApproveAsk, controller.ApproveNever, controller.ApprovePolicy}
 )
 

@@ -109,31 +109,33 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 	t.runTurn(tr, p.Input, nil)
 }
 
+// setSetting sets *dst to a non-empty *v and notes whether that changed it.
+func setSetting[T ~string](dst, v *T, changed *bool) {
+	if v != nil && *v != "" && *dst != *v {
+		*dst, *changed = *v, true
+	}
+}
+
 // beginTurn makes the thread's next turn from p (its settings overrides
 // stick) and records it; the caller answers, then calls runTurn. Both
 // turn/start and a full-auto run start turns this way.
 func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 	changed := false
-	set := func(dst *string, v *string) {
-		if v != nil && *v != "" && *dst != *v {
-			*dst, changed = *v, true
-		}
-	}
 	if p.Cwd != nil && *p.Cwd != "" && !filepath.IsAbs(*p.Cwd) {
 		return nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: cwd must be an absolute path: %s", *p.Cwd)
 	}
-	set(&t.settings.Cwd, p.Cwd)
-	set(&t.settings.Model, p.Model)
-	set(&t.settings.Effort, p.Effort)
+	setSetting(&t.settings.Cwd, p.Cwd, &changed)
+	setSetting(&t.settings.Model, p.Model, &changed)
+	setSetting(&t.settings.Effort, p.Effort, &changed)
 	if p.ApprovalPolicy != nil {
 		if p.ApprovalPolicy.Granular != nil {
 			return nil, protocol.Errorf(protocol.ErrInvalidRequest, "askForApproval.granular requires experimentalApi capability")
 		}
-		set(&t.settings.ApprovalPolicy, &p.ApprovalPolicy.Mode)
+		setSetting(&t.settings.ApprovalPolicy, &p.ApprovalPolicy.Mode, &changed)
 	}
 	if p.SandboxPolicy != nil {
 		mode := protocol.SandboxModeFor(*p.SandboxPolicy)
-		set(&t.settings.Sandbox, &mode)
+		setSetting(&t.settings.Sandbox, &mode, &changed)
 	}
 	modelName, provider, err := t.m.opts.Config.ResolveModel("", t.settings.Model)
 	if err != nil {

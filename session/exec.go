@@ -76,7 +76,7 @@ func (t *thread) runCommandCall(tr *turn, call model.ToolCall) {
 }
 
 func (t *thread) notifyItemStarted(tr *turn, item protocol.ThreadItem) {
-	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: time.Now().UnixMilli()})
+	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: t.nowMs()})
 }
 
 func commandActions(cmd string) []protocol.CommandAction {
@@ -123,7 +123,7 @@ func (t *thread) askApproval(tr *turn, run *commandRun, reason string) {
 // auto's rules judge it by its Rule, Sandboxed, Escalated and Opaque.
 func (t *thread) commandRequest(turnID string, run *commandRun, reason string) serverRequest {
 	params := protocol.CommandApprovalParams{
-		ThreadID: t.id, TurnID: turnID, ItemID: run.item.ID, StartedAtMs: nowMs(),
+		ThreadID: t.id, TurnID: turnID, ItemID: run.item.ID, StartedAtMs: t.nowMs(),
 		Kind: "command", Command: ptr(run.item.Command), Cwd: ptr(run.dir),
 		CommandActions: run.item.CommandActions, ProposedExecpolicyAmendment: proposedPrefix(run.command),
 		AvailableDecisions: []protocol.Decision{protocol.DecisionAccept, protocol.DecisionAcceptForSession, protocol.DecisionCancel},

@@ -193,7 +193,7 @@ func (t *thread) proposeChanges(tr *turn, call model.ToolCall, ws *files.Workspa
 		t.commitChanges(tr, run)
 		return
 	}
-	params := protocol.FileChangeApprovalParams{ThreadID: t.id, TurnID: tr.id, ItemID: run.item.ID, StartedAtMs: nowMs()}
+	params := protocol.FileChangeApprovalParams{ThreadID: t.id, TurnID: tr.id, ItemID: run.item.ID, StartedAtMs: t.nowMs()}
 	req := serverRequest{Method: protocol.RequestFileChangeApproval, Params: params, Kind: "fileChange", Paths: paths, InsideWorkspace: run.inside}
 	if raw, ok := t.autoAnswer(tr, req); ok {
 		t.onFileApproval(tr, run, -1, raw, nil)

@@ -311,7 +311,7 @@ func (t *thread) abandonTurn() {
 	t.turn = nil
 	if t.persistent() {
 		if db, err := t.m.store(); err == nil {
-			now := time.Now()
+			now := t.m.clock.Now()
 			_ = db.FinishTurn(context.Background(), store.Turn{ThreadID: t.id, ID: tr.id, Seq: tr.seq, Status: store.StatusInterrupted,
 				StartedAt: tr.started.UnixMilli(), CompletedAt: now.UnixMilli(), DurationMs: now.Sub(tr.started).Milliseconds()})
 		}
@@ -321,7 +321,7 @@ func (t *thread) abandonTurn() {
 // userMessage records user input as a userMessage item.
 func (t *thread) userMessage(tr *turn, in []protocol.UserInput) error {
 	item := protocol.UserMessageItem{ID: t.uniqueItemID(""), Content: in}
-	now := time.Now()
+	now := t.m.clock.Now()
 	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: now.UnixMilli()})
 	var hist []model.Entry
 	if text := protocol.InputText(in); text != "" {
@@ -342,7 +342,7 @@ func (t *thread) uniqueItemID(candidate string) string {
 // commitItem stores a completed item (committed before it is announced),
 // extends the model history and sends item/completed.
 func (t *thread) commitItem(tr *turn, item protocol.ThreadItem, hist []model.Entry) error {
-	now := time.Now()
+	now := t.m.clock.Now()
 	if t.persistent() {
 		raw, err := json.Marshal(item)
 		if err != nil {
@@ -529,7 +529,7 @@ func (t *thread) startMessage(tr *turn, modelID string) {
 	tr.msgModelID = modelID
 	tr.msg = &protocol.AgentMessageItem{ID: t.uniqueItemID(modelID)}
 	tr.msgText.Reset()
-	tr.msgStarted = time.Now()
+	tr.msgStarted = t.m.clock.Now()
 	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: *tr.msg, ThreadID: t.id, TurnID: tr.id, StartedAtMs: tr.msgStarted.UnixMilli()})
 }
 
@@ -556,7 +556,7 @@ func (t *thread) startReasoning(tr *turn, modelID string) {
 	}
 	tr.reasonModel = modelID
 	tr.reasoning = &protocol.ReasoningItem{ID: t.uniqueItemID(modelID), Summary: []string{}, Content: []string{}}
-	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: *tr.reasoning, ThreadID: t.id, TurnID: tr.id, StartedAtMs: time.Now().UnixMilli()})
+	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: *tr.reasoning, ThreadID: t.id, TurnID: tr.id, StartedAtMs: t.nowMs()})
 }
 
 func (t *thread) completeReasoning(tr *turn) bool {
@@ -828,7 +828,7 @@ func (t *thread) closeOpenItems(tr *turn) {
 		if err := t.commitItem(tr, it, nil); err != nil {
 			// The client still learns the item is over.
 			t.m.log.Error("closing an item of a failed turn", "thread", t.id, "turn", tr.id, "item", it.ItemID(), "err", err)
-			t.notify(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: it, ThreadID: t.id, TurnID: tr.id, CompletedAtMs: time.Now().UnixMilli()})
+			t.notify(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: it, ThreadID: t.id, TurnID: tr.id, CompletedAtMs: t.nowMs()})
 		}
 	}
 }

@@ -209,6 +209,9 @@ type AttentionItem struct {
 	Kind     AttentionKind `json:"kind"`
 	Reason   string        `json:"reason"`
 	SinceMs  int64         `json:"sinceMs"` // Unix ms
+	// RunID is set when a run waits (docs/runs.md); ThreadID is then the
+	// run's planner or task thread.
+	RunID string `json:"runId,omitempty"`
 }
 
 // AttentionNotification: attention. One summary across every thread,

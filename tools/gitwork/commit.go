@@ -62,7 +62,8 @@ func identity(ctx context.Context, dir string) ([]string, error) {
 	return config, nil
 }
 
-// Commit stages everything in worktree (what .gitignore ignores stays out)
+// Commit stages everything in worktree (what .gitignore ignores, and what
+// Setup copied, stays out)
 // and commits it with message followed by a paragraph of the trailers, and
 // returns the commit's SHA. A commit with no change is still made, so that
 // every task has its commit.
@@ -92,8 +93,12 @@ func Commit(ctx context.Context, worktree, message string, trailers []Trailer) (
 	if err != nil {
 		return "", fmt.Errorf("committing in %s: %w", worktree, err)
 	}
+	add, err := addAllArgs(ctx, worktree)
+	if err != nil {
+		return "", fmt.Errorf("committing in %s: %w", worktree, err)
+	}
 	if err := clearingStaleLock(ctx, worktree, func() error {
-		_, err := git(ctx, worktree, "add", "--all")
+		_, err := git(ctx, worktree, add...)
 		return err
 	}); err != nil {
 		return "", fmt.Errorf("committing in %s: staging: %w", worktree, err)
@@ -182,7 +187,7 @@ func hasTrailers(block string, want []Trailer) bool {
 }
 
 // Diff is the unified diff from fromRef to worktree's files as they are,
-// untracked files included (ignored ones not). It reads the work tree
+// untracked files included (ignored ones, and what Setup copied, not). It reads the work tree
 // through a temporary index and leaves the worktree's own index alone.
 func Diff(ctx context.Context, worktree, fromRef string) (string, error) {
 	from, err := resolve(ctx, worktree, fromRef)
@@ -213,8 +218,12 @@ func Diff(ctx context.Context, worktree, fromRef string) (string, error) {
 		tmp.Close()
 		os.Remove(tmpPath) // git wants no file rather than an empty one
 	}
+	add, err := addAllArgs(ctx, worktree)
+	if err != nil {
+		return "", fmt.Errorf("diff in %s: %w", worktree, err)
+	}
 	env := []string{"GIT_INDEX_FILE=" + tmpPath}
-	if _, err := run(ctx, call{dir: worktree, env: env, args: []string{"add", "--all"}}); err != nil {
+	if _, err := run(ctx, call{dir: worktree, env: env, args: add}); err != nil {
 		return "", fmt.Errorf("diff in %s: %w", worktree, err)
 	}
 	out, err := run(ctx, call{dir: worktree, env: env, args: []string{
@@ -238,7 +247,7 @@ func clearingStaleLock(ctx context.Context, worktree string, fn func() error) er
 	if err == nil || !errors.As(err, &ge) || !lockContention(ge.Stderr) {
 		return err
 	}
-	gitDir, gerr := git(ctx, worktree, "rev-parse", "--absolute-git-dir")
+	gitDir, gerr := gitDirOf(ctx, worktree)
 	if gerr != nil {
 		return err
 	}

@@ -214,7 +214,7 @@ func (r *Repo) squashInWorktree(ctx context.Context, base, branch, msg string, i
 			err = rerr
 		}
 	}()
-	if _, err := git(ctx, tmp, "merge", "--squash", "--quiet", branch); err != nil {
+	if _, err := run(ctx, call{dir: tmp, config: id, args: []string{"merge", "--squash", "--quiet", branch}}); err != nil {
 		if files, ferr := git(ctx, tmp, "diff", "--name-only", "--diff-filter=U"); ferr == nil && files != "" {
 			return "", fmt.Errorf("%w in %s", ErrConflict, strings.ReplaceAll(files, "\n", ", "))
 		}

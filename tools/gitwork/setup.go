@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -33,13 +34,17 @@ const setupMark = "apserver-setup"
 // .git is never copied, symbolic links are copied as links, and a pattern
 // must stay inside repoRoot. A pattern matching nothing is not an error.
 //
+// What Setup leaves in the worktree that .gitignore does not ignore (a
+// copied .env, say, or what the command made) is recorded in the
+// worktree's private git directory and kept out of Commit and Diff.
+//
 // Setup is done once: when it succeeds it leaves a mark in the worktree's
 // private git directory, and a repeated Setup with the same copy and
 // command returns at once. One that was interrupted copies what is still
 // missing and runs the command again, so the command should be safe to
 // repeat (an install usually is).
 func Setup(ctx context.Context, repoRoot, worktree string, copy []string, command string) error {
-	gitDir, err := git(ctx, worktree, "rev-parse", "--absolute-git-dir")
+	gitDir, err := gitDirOf(ctx, worktree)
 	if err != nil {
 		return fmt.Errorf("setting up %s: %w", worktree, err)
 	}
@@ -63,12 +68,16 @@ func Setup(ctx context.Context, repoRoot, worktree string, copy []string, comman
 			return fmt.Errorf("setting up %s: %w", worktree, err)
 		}
 	}
+	if err := recordSetupFiles(ctx, worktree, gitDir); err != nil {
+		return fmt.Errorf("setting up %s: %w", worktree, err)
+	}
 	if err := os.WriteFile(mark, []byte(sum+"\n"), 0o644); err != nil {
 		return fmt.Errorf("setting up %s: %w", worktree, err)
 	}
 	return nil
 }
 
+// copyPattern copies what pattern matches in root to dst.
 func copyPattern(root, dst, pattern string) error {
 	if filepath.IsAbs(pattern) || !filepath.IsLocal(filepath.FromSlash(pattern)) {
 		return errors.New("the pattern must be relative and stay inside the repository")
@@ -79,7 +88,7 @@ func copyPattern(root, dst, pattern string) error {
 	}
 	for _, m := range matches {
 		rel, err := filepath.Rel(root, m)
-		if err != nil || !filepath.IsLocal(rel) {
+		if err != nil || !filepath.IsLocal(rel) || slices.Contains(strings.Split(filepath.ToSlash(rel), "/"), ".git") {
 			continue
 		}
 		err = filepath.WalkDir(m, func(p string, d fs.DirEntry, err error) error {
@@ -103,6 +112,102 @@ func copyPattern(root, dst, pattern string) error {
 		}
 	}
 	return nil
+}
+
+// copiedFile lists, in a worktree's private git directory, the untracked
+// paths that .gitignore does not ignore and that Setup left in the
+// worktree (copied, or made by the command), NUL-terminated, directories
+// whole. Commit and Diff leave them out, so that a copied .env never
+// reaches a commit, or a diff shown to a model.
+const copiedFile = "apserver-setup-copied"
+
+func recordSetupFiles(ctx context.Context, worktree, gitDir string) error {
+	out, err := run(ctx, call{dir: worktree, args: []string{"ls-files", "-z", "--others", "--exclude-standard", "--directory", "--", ":/"}})
+	if err != nil {
+		return fmt.Errorf("listing untracked files: %w", err)
+	}
+	var b strings.Builder
+	for _, p := range strings.Split(string(out), "\x00") {
+		if p = strings.TrimSuffix(p, "/"); p != "" {
+			b.WriteString(p)
+			b.WriteByte(0)
+		}
+	}
+	return writeAtomic(filepath.Join(gitDir, copiedFile), []byte(b.String()))
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// gitDirOf is worktree's own git directory, read from its .git without
+// running git.
+func gitDirOf(ctx context.Context, worktree string) (string, error) {
+	dotGit := filepath.Join(worktree, ".git")
+	info, err := os.Lstat(dotGit)
+	if err == nil && info.IsDir() {
+		return dotGit, nil
+	}
+	if err == nil && info.Mode().IsRegular() {
+		data, err := os.ReadFile(dotGit)
+		if err == nil {
+			if dir, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: "); ok {
+				if !filepath.IsAbs(dir) {
+					dir = filepath.Join(worktree, dir)
+				}
+				return dir, nil
+			}
+		}
+	}
+	return git(ctx, worktree, "rev-parse", "--absolute-git-dir")
+}
+
+// setupExcludes are the pathspecs that leave out what Setup copied into
+// worktree.
+func setupExcludes(ctx context.Context, worktree string) ([]string, error) {
+	gitDir, err := gitDirOf(ctx, worktree)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(gitDir, copiedFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var specs []string
+	for _, p := range strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00") {
+		if p != "" {
+			specs = append(specs, ":(exclude,top,literal)"+p)
+		}
+	}
+	return specs, nil
+}
+
+// addAllArgs is git add of everything in the worktree but what Setup
+// copied.
+func addAllArgs(ctx context.Context, worktree string) ([]string, error) {
+	excl, err := setupExcludes(ctx, worktree)
+	if err != nil {
+		return nil, fmt.Errorf("reading what setup copied: %w", err)
+	}
+	if len(excl) == 0 {
+		return []string{"add", "--all"}, nil
+	}
+	return append([]string{"add", "--all", "--", ":/"}, excl...), nil
 }
 
 // copyEntry copies one file, link or directory (not its contents) from src

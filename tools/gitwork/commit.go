@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -32,9 +33,16 @@ func checkTrailers(trailers []Trailer) error {
 // looks for a commit carrying the trailers.
 const FindDepth = 1000
 
+// identities caches identity per directory for the life of the process:
+// a run's worktree asks git once, not once per task.
+var identities sync.Map // string → []string
+
 // identity returns the -c settings that give git an identity when the
 // user's configuration has none.
 func identity(ctx context.Context, dir string) ([]string, error) {
+	if id, ok := identities.Load(dir); ok {
+		return id.([]string), nil
+	}
 	out, err := run(ctx, call{dir: dir, args: []string{"config", "--get-regexp", `^user\.(name|email)$`}})
 	if err != nil && exitCode(err) != 1 {
 		return nil, fmt.Errorf("reading the user's identity: %w", err)
@@ -59,6 +67,7 @@ func identity(ctx context.Context, dir string) ([]string, error) {
 	if !email {
 		config = append(config, "user.email=apserver@localhost")
 	}
+	identities.Store(dir, config)
 	return config, nil
 }
 
@@ -128,11 +137,51 @@ func Commit(ctx context.Context, worktree, message string, trailers []Trailer) (
 	if err != nil {
 		return "", fmt.Errorf("committing in %s: %w", worktree, err)
 	}
+	if sha := readHead(ctx, worktree); sha != "" {
+		return sha, nil
+	}
 	sha, err := resolve(ctx, worktree, "HEAD")
 	if err != nil {
 		return "", fmt.Errorf("committing in %s: %w", worktree, err)
 	}
 	return sha, nil
+}
+
+// readHead reads the SHA of worktree's HEAD from the files a commit just
+// wrote (HEAD, and the branch's loose ref in the common directory), which
+// saves starting git once per task; "" when the layout is not the one
+// expected (a packed ref, another ref storage), and the caller asks git.
+func readHead(ctx context.Context, worktree string) string {
+	gitDir, err := gitDirOf(ctx, worktree)
+	if err != nil {
+		return ""
+	}
+	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return ""
+	}
+	content := strings.TrimSpace(string(head))
+	if ref, ok := strings.CutPrefix(content, "ref: "); ok {
+		if !strings.HasPrefix(ref, "refs/heads/") || !filepath.IsLocal(filepath.FromSlash(ref)) {
+			return ""
+		}
+		common := gitDir
+		if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+			common = strings.TrimSpace(string(data))
+			if !filepath.IsAbs(common) {
+				common = filepath.Join(gitDir, common)
+			}
+		}
+		data, err := os.ReadFile(filepath.Join(common, filepath.FromSlash(ref)))
+		if err != nil {
+			return ""
+		}
+		content = strings.TrimSpace(string(data))
+	}
+	if (len(content) != 40 && len(content) != 64) || strings.Trim(content, "0123456789abcdef") != "" {
+		return ""
+	}
+	return content
 }
 
 // FindCommit looks among the FindDepth newest commits reachable from

@@ -253,3 +253,38 @@ func TestDiff(t *testing.T) {
 		t.Errorf("Diff(unknown ref) = %v, want ErrUnknownRef", err)
 	}
 }
+
+// TestReadHead: the SHA Commit reads from the ref files is git's, and when
+// the files are not laid out as expected it says so ("") rather than guess.
+func TestReadHead(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	r := open(t, dir)
+	wt, _ := addWorktree(t, r, "h")
+	write(t, wt, "a.txt", "a\n")
+	sha, err := Commit(ctx, wt, "task", runTask("t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{wt, dir} {
+		if got, want := readHead(ctx, d), testGit(t, d, "rev-parse", "HEAD"); got != want {
+			t.Errorf("readHead(%s) = %q, git says %s", d, got, want)
+		}
+	}
+	testGit(t, dir, "pack-refs", "--all")
+	if got := readHead(ctx, wt); got != "" {
+		t.Errorf("readHead with packed refs = %q, want \"\"", got)
+	}
+	if got, err := Commit(ctx, wt, "again", runTask("t1")); err != nil || got != sha {
+		t.Errorf("Commit replay with packed refs = %s, %v; want %s", got, err, sha)
+	}
+	write(t, wt, "b.txt", "b\n")
+	sha2, err := Commit(ctx, wt, "task 2", runTask("t2"))
+	if err != nil || sha2 != testGit(t, wt, "rev-parse", "HEAD") {
+		t.Errorf("Commit after pack-refs = %s, %v; HEAD is %s", sha2, err, testGit(t, wt, "rev-parse", "HEAD"))
+	}
+	testGit(t, wt, "checkout", "-q", "--detach")
+	if got := readHead(ctx, wt); got != sha2 {
+		t.Errorf("readHead(detached) = %q, want %s", got, sha2)
+	}
+}

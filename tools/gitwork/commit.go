@@ -30,8 +30,10 @@ func checkTrailers(trailers []Trailer) error {
 }
 
 // FindDepth is how many commits back from HEAD FindCommit (and so Commit)
-// looks for a commit carrying the trailers.
-const FindDepth = 1000
+// looks for a commit carrying the trailers. A replay looks for a recent
+// commit, usually HEAD itself; every Commit pays for the walk (about 6 ms
+// for 200 commits, 22 ms for 1,000, on a loaded 2-core machine).
+const FindDepth = 200
 
 // identities caches identity per directory for the life of the process:
 // a run's worktree asks git once, not once per task.

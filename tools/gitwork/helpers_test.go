@@ -127,3 +127,10 @@ func tree(t testing.TB, root string) map[string]string {
 	}
 	return m
 }
+
+func removeAll(t testing.TB, path string) {
+	t.Helper()
+	if err := os.RemoveAll(path); err != nil {
+		t.Fatal(err)
+	}
+}

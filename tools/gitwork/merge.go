@@ -114,8 +114,8 @@ func (r *Repo) Merge(ctx context.Context, base, branch string, mode MergeMode, m
 		return "", fmt.Errorf("merging %s into %s: %w", branch, base, err)
 	}
 	for _, wt := range wts {
-		if wt.branch != baseRef {
-			continue
+		if wt.branch != baseRef || wt.prunable {
+			continue // a worktree whose directory is gone holds no work
 		}
 		status, err := git(ctx, wt.path, "status", "--porcelain", "--untracked-files=no")
 		if err != nil {

@@ -217,3 +217,23 @@ func TestMergeBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeBaseInDeletedWorktree: base checked out only in a worktree
+// whose directory was deleted is merged by moving the ref.
+func TestMergeBaseInDeletedWorktree(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	testGit(t, dir, "checkout", "-q", "-b", "dev")
+	gone := filepath.Join(t.TempDir(), "gone")
+	testGit(t, dir, "worktree", "add", "-q", gone, "main")
+	r := open(t, dir)
+	_, branch := runBranch(t, r, "g", map[string]string{"a.txt": "a\n"})
+	removeAll(t, gone)
+	sha, err := r.Merge(ctx, "main", branch, MergeFastForward, "")
+	if err != nil {
+		t.Fatalf("Merge = %v", err)
+	}
+	if got := testGit(t, dir, "rev-parse", "main"); got != sha {
+		t.Errorf("main at %s, want %s", got, sha)
+	}
+}

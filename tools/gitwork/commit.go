@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -91,29 +92,6 @@ func Commit(ctx context.Context, worktree, message string, trailers []Trailer) (
 	if err := checkTrailers(trailers); err != nil {
 		return "", fmt.Errorf("committing in %s: %w", worktree, err)
 	}
-	if len(trailers) > 0 {
-		sha, ok, err := FindCommit(ctx, worktree, trailers)
-		if err != nil {
-			return "", fmt.Errorf("committing in %s: %w", worktree, err)
-		}
-		if ok {
-			return sha, nil
-		}
-	}
-	id, err := identity(ctx, worktree)
-	if err != nil {
-		return "", fmt.Errorf("committing in %s: %w", worktree, err)
-	}
-	add, err := addAllArgs(ctx, worktree)
-	if err != nil {
-		return "", fmt.Errorf("committing in %s: %w", worktree, err)
-	}
-	if err := clearingStaleLock(ctx, worktree, func() error {
-		_, err := git(ctx, worktree, add...)
-		return err
-	}); err != nil {
-		return "", fmt.Errorf("committing in %s: staging: %w", worktree, err)
-	}
 	msg := strings.TrimRight(message, "\n\t ")
 	if msg == "" {
 		msg = "apserver commit"
@@ -127,7 +105,46 @@ func Commit(ctx context.Context, worktree, message string, trailers []Trailer) (
 			msg += t.String() + "\n"
 		}
 	}
-	err = clearingStaleLock(ctx, worktree, func() error {
+	for round := 0; ; round++ {
+		sha, err := commitOnce(ctx, worktree, msg, trailers)
+		// HEAD moved under the commit: a git that a killed apserver left
+		// running committed meanwhile, maybe this very commit; look again.
+		if err != nil && round < 2 && refMoved(err) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("committing in %s: %w", worktree, err)
+		}
+		return sha, nil
+	}
+}
+
+func commitOnce(ctx context.Context, worktree, msg string, trailers []Trailer) (string, error) {
+	if err := settleWorktree(ctx, worktree); err != nil {
+		return "", err
+	}
+	if len(trailers) > 0 {
+		sha, ok, err := FindCommit(ctx, worktree, trailers)
+		if err != nil || ok {
+			return sha, err
+		}
+	}
+	id, err := identity(ctx, worktree)
+	if err != nil {
+		return "", err
+	}
+	add, err := addAllArgs(ctx, worktree)
+	if err != nil {
+		return "", err
+	}
+	owned := worktreeLock(ctx, worktree)
+	if err := clearingStaleLock(ctx, owned, func() error {
+		_, err := git(ctx, worktree, add...)
+		return err
+	}); err != nil {
+		return "", fmt.Errorf("staging: %w", err)
+	}
+	err = clearingStaleLock(ctx, owned, func() error {
 		_, err := run(ctx, call{
 			dir:    worktree,
 			args:   []string{"commit", "--quiet", "--allow-empty", "--no-verify", "--cleanup=whitespace", "--file=-"},
@@ -137,16 +154,49 @@ func Commit(ctx context.Context, worktree, message string, trailers []Trailer) (
 		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("committing in %s: %w", worktree, err)
+		return "", err
 	}
 	if sha := readHead(ctx, worktree); sha != "" {
 		return sha, nil
 	}
-	sha, err := resolve(ctx, worktree, "HEAD")
-	if err != nil {
-		return "", fmt.Errorf("committing in %s: %w", worktree, err)
+	return resolve(ctx, worktree, "HEAD")
+}
+
+// settleWorktree waits, once per worktree and process, for the gits that
+// a killed apserver left running in worktree, then removes the locks they
+// left that belong to the worktree alone and that no process holds.
+func settleWorktree(ctx context.Context, worktree string) error {
+	key := "worktree " + canonical(worktree)
+	if _, ok := settled.Load(key); ok {
+		return nil
 	}
-	return sha, nil
+	if err := settle(ctx, key, func() bool { return gitInDir(worktree) }); err != nil {
+		return err
+	}
+	gitDir, err := gitDirOf(ctx, worktree)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(gitDir, "commondir")); err != nil {
+		return nil // the main work tree: the user's locks are not ours
+	}
+	locks, _ := filepath.Glob(filepath.Join(gitDir, "*.lock"))
+	if ref, common := headRef(gitDir); ref != "" {
+		locks = append(locks, filepath.Join(common, filepath.FromSlash(ref))+".lock")
+	}
+	for _, lock := range locks {
+		if _, err := os.Lstat(lock); err == nil && !fileInUse(lock) {
+			os.Remove(lock)
+		}
+	}
+	return nil
+}
+
+// refMoved reports whether err is git refusing a ref update because the ref
+// changed since the command read it.
+func refMoved(err error) bool {
+	var ge *GitError
+	return errors.As(err, &ge) && strings.Contains(ge.Stderr, "but expected")
 }
 
 // readHead reads the SHA of worktree's HEAD from the files a commit just
@@ -163,16 +213,10 @@ func readHead(ctx context.Context, worktree string) string {
 		return ""
 	}
 	content := strings.TrimSpace(string(head))
-	if ref, ok := strings.CutPrefix(content, "ref: "); ok {
-		if !strings.HasPrefix(ref, "refs/heads/") || !filepath.IsLocal(filepath.FromSlash(ref)) {
+	if strings.HasPrefix(content, "ref: ") {
+		ref, common := headRef(gitDir)
+		if ref == "" {
 			return ""
-		}
-		common := gitDir
-		if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
-			common = strings.TrimSpace(string(data))
-			if !filepath.IsAbs(common) {
-				common = filepath.Join(gitDir, common)
-			}
 		}
 		data, err := os.ReadFile(filepath.Join(common, filepath.FromSlash(ref)))
 		if err != nil {
@@ -286,58 +330,75 @@ func Diff(ctx context.Context, worktree, fromRef string) (string, error) {
 	return string(out), nil
 }
 
-// clearingStaleLock runs fn, a git command in worktree, and if it failed
-// because the worktree's own index.lock stayed taken all the while run
-// retried and no process has it open (git keeps its lock file open until
-// it is done, so a git killed with apserver left it behind), removes the
-// lock and runs fn once more. Locks in the shared repository are never
-// removed.
-func clearingStaleLock(ctx context.Context, worktree string, fn func() error) error {
-	err := fn()
-	var ge *GitError
-	if err == nil || !errors.As(err, &ge) || !lockContention(ge.Stderr) {
-		return err
+// lockPathRE finds the lock file in git's "File exists" message.
+var lockPathRE = regexp.MustCompile(`Unable to create '([^']+\.lock)': File exists`)
+
+// clearingStaleLock runs fn, a git command, and if it failed because a lock
+// that owned says belongs to the run alone stayed taken all the while run
+// retried, is older than that and no process has it open (git keeps a
+// lock file open until it is almost done, so a git killed together with
+// apserver left it behind), removes the lock and runs fn again. Other
+// locks of the shared repository are never removed.
+func clearingStaleLock(ctx context.Context, owned func(lock string) bool, fn func() error) error {
+	for cleared := 0; ; cleared++ {
+		err := fn()
+		var ge *GitError
+		if err == nil || cleared == 2 || !errors.As(err, &ge) || !lockContention(ge.Stderr) {
+			return err
+		}
+		m := lockPathRE.FindStringSubmatch(ge.Stderr)
+		if m == nil || !owned(m[1]) {
+			return err
+		}
+		info, serr := os.Stat(m[1])
+		if serr != nil || time.Since(info.ModTime()) < lockRetry || fileInUse(m[1]) {
+			return err
+		}
+		if rerr := os.Remove(m[1]); rerr != nil {
+			return err
+		}
 	}
-	gitDir, gerr := gitDirOf(ctx, worktree)
-	if gerr != nil {
-		return err
-	}
-	lock := filepath.Join(gitDir, "index.lock")
-	info, serr := os.Stat(lock)
-	if serr != nil || time.Since(info.ModTime()) < lockRetry || !strings.Contains(ge.Stderr, "index.lock") || fileInUse(lock) {
-		return err
-	}
-	if rerr := os.Remove(lock); rerr != nil {
-		return err
-	}
-	return fn()
 }
 
-// fileInUse reports whether a process has path open, as far as /proc
-// shows; without /proc it says yes.
-func fileInUse(path string) bool {
-	if _, err := os.Readlink("/proc/self/fd/0"); err != nil {
-		return true
-	}
-	want := canonical(path)
-	procs, err := os.ReadDir("/proc")
-	if err != nil {
-		return true
-	}
-	for _, p := range procs {
-		if p.Name()[0] < '0' || p.Name()[0] > '9' {
-			continue
-		}
-		fdDir := filepath.Join("/proc", p.Name(), "fd")
-		fds, err := os.ReadDir(fdDir)
+// worktreeLock reports whether lock belongs to worktree alone: a lock in
+// its private git directory (index.lock, HEAD.lock), or that of the branch
+// checked out in it.
+func worktreeLock(ctx context.Context, worktree string) func(lock string) bool {
+	return func(lock string) bool {
+		gitDir, err := gitDirOf(ctx, worktree)
 		if err != nil {
-			continue // gone, or not ours to look at
+			return false
 		}
-		for _, fd := range fds {
-			if target, err := os.Readlink(filepath.Join(fdDir, fd.Name())); err == nil && (target == path || target == want) {
-				return true
-			}
+		if _, err := os.Stat(filepath.Join(gitDir, "commondir")); err != nil {
+			return false // the main work tree: the user's, not a run's
+		}
+		lock = canonical(lock)
+		if filepath.Dir(lock) == canonical(gitDir) {
+			return true
+		}
+		ref, common := headRef(gitDir)
+		return ref != "" && lock == canonical(filepath.Join(common, filepath.FromSlash(ref))+".lock")
+	}
+}
+
+// headRef is the branch ref (refs/heads/…) that gitDir's HEAD names, or ""
+// when HEAD is detached or unreadable, and the repository's common git
+// directory, where branch refs live.
+func headRef(gitDir string) (ref, common string) {
+	common = gitDir
+	if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
+		common = strings.TrimSpace(string(data))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(gitDir, common)
 		}
 	}
-	return false
+	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return "", common
+	}
+	ref, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
+	if !ok || !strings.HasPrefix(ref, "refs/heads/") || !filepath.IsLocal(filepath.FromSlash(ref)) {
+		return "", common
+	}
+	return ref, common
 }

@@ -79,13 +79,18 @@ func TestRefLockRetried(t *testing.T) {
 	dir := newRepo(t)
 	r := open(t, dir)
 	wt, branch := addWorktree(t, r, "lock")
+	// Another git holds the lock: the file exists and is open.
 	lock := filepath.Join(dir, ".git", "refs", "heads", filepath.FromSlash(branch)+".lock")
-	write(t, dir, ".git/refs/heads/"+branch+".lock", "")
+	held, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer func() { onLockRetry = nil }()
 	var seen []string
 	onLockRetry = func(stderr string) {
 		seen = append(seen, stderr)
-		os.Remove(lock) // the other git finishes
+		held.Close() // the other git finishes
+		os.Remove(lock)
 	}
 	write(t, wt, "a.txt", "a\n")
 	sha, err := Commit(ctx, wt, "task", runTask("t1"))

@@ -11,23 +11,30 @@
 //     checkout. A checkout with uncommitted changes gets ErrBaseDirty and
 //     stays as it is. Read-only commands run with GIT_OPTIONAL_LOCKS=0, so
 //     not even the index's stat cache is refreshed.
-//   - No repository hook runs (core.hooksPath=/dev/null), nothing is
-//     signed, no pager, editor or credential prompt starts
+//   - Nothing the repository configures runs: no hook
+//     (core.hooksPath=/dev/null), no fsmonitor, no gpg (nothing is
+//     signed), no pager, editor or credential prompt
 //     (GIT_TERMINAL_PROMPT=0), output is in the C locale, and no automatic
 //     gc or maintenance runs. A user without user.name or user.email gets
 //     "apserver <apserver@localhost>" for the part that is missing; a
-//     configured identity is used as it is.
+//     configured identity is used as it is (looked up once per worktree).
+//     The only command of the user's that runs is Setup's.
+//   - What Setup copies into a worktree (a .env, say) never reaches a
+//     commit or a Diff.
 //   - Every operation converges when repeated after a kill at any point:
 //     AddWorktree reuses a worktree or branch that exists and clears one
 //     that git left half-created; Commit and Merge recognise their own
 //     earlier result (by the trailers, by the base already containing the
 //     branch, or by the squash commit's SquashTrailer) and return it;
 //     RemoveWorktree of a removed worktree succeeds; Setup records that it
-//     is done.
-//   - Worktrees of one repository can be used from concurrent goroutines:
-//     commits in different worktrees use different indexes and refs, and a
-//     command that meets a lock held by another git process is retried
-//     briefly before it fails.
+//     is done. A git started by an apserver that was killed is left to
+//     finish; a command that meets the lock it holds waits for it, and an
+//     index.lock in a run's worktree that no process holds any more is
+//     removed.
+//   - Worktrees of one repository can be used from concurrent goroutines,
+//     one goroutine per worktree: commits in different worktrees use
+//     different indexes and refs, and a command that meets a lock held by
+//     another git process is retried for up to 3 s before it fails.
 //   - A failed git command is a *GitError naming the command, its
 //     directory and git's trimmed standard error.
 //

@@ -17,6 +17,9 @@ import (
 func TestMain(m *testing.M) {
 	os.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
 	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	if os.Getenv(helperEnv) != "" {
+		helperMain() // a process of TestKilledAnywhere, killed at some point
+	}
 	os.Exit(m.Run())
 }
 

@@ -61,6 +61,18 @@ var errNoMergeTree = errors.New("git merge-tree --write-tree is not supported")
 // already squashed into it (a commit among FindDepth newest of base has
 // the SquashTrailer of the branch's tip), returns base's tip unchanged.
 func (r *Repo) Merge(ctx context.Context, base, branch string, mode MergeMode, message string) (string, error) {
+	for round := 0; ; round++ {
+		sha, err := r.mergeOnce(ctx, base, branch, mode, message)
+		// base moved under the merge (a git that a killed apserver left
+		// running may have made this very merge): look again.
+		if err != nil && round < 2 && refMoved(err) {
+			continue
+		}
+		return sha, err
+	}
+}
+
+func (r *Repo) mergeOnce(ctx context.Context, base, branch string, mode MergeMode, message string) (string, error) {
 	if mode != MergeFastForward && mode != MergeSquash {
 		return "", fmt.Errorf("merging %s into %s: unknown mode %q (ff or squash)", branch, base, mode)
 	}
@@ -116,6 +128,10 @@ func (r *Repo) Merge(ctx context.Context, base, branch string, mode MergeMode, m
 	for _, wt := range wts {
 		if wt.branch != baseRef || wt.prunable {
 			continue // a worktree whose directory is gone holds no work
+		}
+		// A git merge that a killed apserver left running there.
+		if err := settle(ctx, "merge "+canonical(wt.path), func() bool { return gitInDir(wt.path) }); err != nil {
+			return "", err
 		}
 		status, err := git(ctx, wt.path, "status", "--porcelain", "--untracked-files=no")
 		if err != nil {

@@ -211,7 +211,7 @@ func addAllArgs(ctx context.Context, worktree string) ([]string, error) {
 }
 
 // copyEntry copies one file, link or directory (not its contents) from src
-// to dst unless dst exists. A file is written under a temporary name and
+// to dst unless dst exists. A file is written to dst.apserver-copy and
 // renamed, so that an interrupted copy leaves no half file behind.
 func copyEntry(src, dst string, d fs.DirEntry) error {
 	if _, err := os.Lstat(dst); err == nil {
@@ -246,7 +246,9 @@ func copyEntry(src, dst string, d fs.DirEntry) error {
 		return err
 	}
 	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".apserver-copy-*")
+	// A fixed name: the copy that follows a kill reuses the temporary file
+	// the killed one left behind, so none stays.
+	tmp, err := os.OpenFile(dst+".apserver-copy", os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}

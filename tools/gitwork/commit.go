@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
-	"time"
 )
 
 // Trailer is one "Key: Value" line of a commit message's trailer block.
@@ -75,10 +73,9 @@ func identity(ctx context.Context, dir string) ([]string, error) {
 }
 
 // Commit stages everything in worktree (what .gitignore ignores, and what
-// Setup copied, stays out)
-// and commits it with message followed by a paragraph of the trailers, and
-// returns the commit's SHA. A commit with no change is still made, so that
-// every task has its commit.
+// Setup copied, stays out) and commits it with message followed by a
+// paragraph of the trailers, and returns the commit's SHA. A commit with no
+// change is still made, so that every task has its commit.
 //
 // The trailers identify the commit: if a commit among the FindDepth newest
 // reachable from HEAD already carries all of them (a replay after a crash
@@ -88,6 +85,9 @@ func identity(ctx context.Context, dir string) ([]string, error) {
 //
 // Hooks do not run, signing is off, and when the user's configuration has
 // no user.name or user.email, "apserver <apserver@localhost>" fills in.
+// The first Commit of a process in a worktree waits for gits that a killed
+// apserver left running there, and removes the worktree's own locks they
+// left behind.
 func Commit(ctx context.Context, worktree, message string, trailers []Trailer) (string, error) {
 	if err := checkTrailers(trailers); err != nil {
 		return "", fmt.Errorf("committing in %s: %w", worktree, err)
@@ -97,12 +97,9 @@ func Commit(ctx context.Context, worktree, message string, trailers []Trailer) (
 		msg = "apserver commit"
 	}
 	if len(trailers) > 0 {
-		msg += "\n"
-		for i, t := range trailers {
-			if i == 0 {
-				msg += "\n"
-			}
-			msg += t.String() + "\n"
+		msg += "\n" // the trailers are the last paragraph
+		for _, t := range trailers {
+			msg += "\n" + t.String()
 		}
 	}
 	for round := 0; ; round++ {
@@ -160,43 +157,6 @@ func commitOnce(ctx context.Context, worktree, msg string, trailers []Trailer) (
 		return sha, nil
 	}
 	return resolve(ctx, worktree, "HEAD")
-}
-
-// settleWorktree waits, once per worktree and process, for the gits that
-// a killed apserver left running in worktree, then removes the locks they
-// left that belong to the worktree alone and that no process holds.
-func settleWorktree(ctx context.Context, worktree string) error {
-	key := "worktree " + canonical(worktree)
-	if _, ok := settled.Load(key); ok {
-		return nil
-	}
-	if err := settle(ctx, key, func() bool { return gitInDir(worktree) }); err != nil {
-		return err
-	}
-	gitDir, err := gitDirOf(ctx, worktree)
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(filepath.Join(gitDir, "commondir")); err != nil {
-		return nil // the main work tree: the user's locks are not ours
-	}
-	locks, _ := filepath.Glob(filepath.Join(gitDir, "*.lock"))
-	if ref, common := headRef(gitDir); ref != "" {
-		locks = append(locks, filepath.Join(common, filepath.FromSlash(ref))+".lock")
-	}
-	for _, lock := range locks {
-		if _, err := os.Lstat(lock); err == nil && !fileInUse(lock) {
-			os.Remove(lock)
-		}
-	}
-	return nil
-}
-
-// refMoved reports whether err is git refusing a ref update because the ref
-// changed since the command read it.
-func refMoved(err error) bool {
-	var ge *GitError
-	return errors.As(err, &ge) && strings.Contains(ge.Stderr, "but expected")
 }
 
 // readHead reads the SHA of worktree's HEAD from the files a commit just
@@ -282,17 +242,19 @@ func hasTrailers(block string, want []Trailer) bool {
 }
 
 // Diff is the unified diff from fromRef to worktree's files as they are,
-// untracked files included (ignored ones, and what Setup copied, not). It reads the work tree
-// through a temporary index and leaves the worktree's own index alone.
+// untracked files included (ignored ones, and what Setup copied, not). It
+// reads the work tree through a temporary index and leaves the worktree's
+// own index alone.
 func Diff(ctx context.Context, worktree, fromRef string) (string, error) {
 	from, err := resolve(ctx, worktree, fromRef)
 	if err != nil {
 		return "", fmt.Errorf("diff in %s: %w", worktree, err)
 	}
-	indexPath, err := git(ctx, worktree, "rev-parse", "--path-format=absolute", "--git-path", "index")
+	gitDir, err := gitDirOf(ctx, worktree)
 	if err != nil {
 		return "", fmt.Errorf("diff in %s: %w", worktree, err)
 	}
+	indexPath := filepath.Join(gitDir, "index")
 	tmp, err := os.CreateTemp(filepath.Dir(indexPath), "apserver-diff-index-*")
 	if err != nil {
 		return "", fmt.Errorf("diff in %s: %w", worktree, err)
@@ -328,77 +290,4 @@ func Diff(ctx context.Context, worktree, fromRef string) (string, error) {
 		return "", fmt.Errorf("diff in %s: %w", worktree, err)
 	}
 	return string(out), nil
-}
-
-// lockPathRE finds the lock file in git's "File exists" message.
-var lockPathRE = regexp.MustCompile(`Unable to create '([^']+\.lock)': File exists`)
-
-// clearingStaleLock runs fn, a git command, and if it failed because a lock
-// that owned says belongs to the run alone stayed taken all the while run
-// retried, is older than that and no process has it open (git keeps a
-// lock file open until it is almost done, so a git killed together with
-// apserver left it behind), removes the lock and runs fn again. Other
-// locks of the shared repository are never removed.
-func clearingStaleLock(ctx context.Context, owned func(lock string) bool, fn func() error) error {
-	for cleared := 0; ; cleared++ {
-		err := fn()
-		var ge *GitError
-		if err == nil || cleared == 2 || !errors.As(err, &ge) || !lockContention(ge.Stderr) {
-			return err
-		}
-		m := lockPathRE.FindStringSubmatch(ge.Stderr)
-		if m == nil || !owned(m[1]) {
-			return err
-		}
-		info, serr := os.Stat(m[1])
-		if serr != nil || time.Since(info.ModTime()) < lockRetry || fileInUse(m[1]) {
-			return err
-		}
-		if rerr := os.Remove(m[1]); rerr != nil {
-			return err
-		}
-	}
-}
-
-// worktreeLock reports whether lock belongs to worktree alone: a lock in
-// its private git directory (index.lock, HEAD.lock), or that of the branch
-// checked out in it.
-func worktreeLock(ctx context.Context, worktree string) func(lock string) bool {
-	return func(lock string) bool {
-		gitDir, err := gitDirOf(ctx, worktree)
-		if err != nil {
-			return false
-		}
-		if _, err := os.Stat(filepath.Join(gitDir, "commondir")); err != nil {
-			return false // the main work tree: the user's, not a run's
-		}
-		lock = canonical(lock)
-		if filepath.Dir(lock) == canonical(gitDir) {
-			return true
-		}
-		ref, common := headRef(gitDir)
-		return ref != "" && lock == canonical(filepath.Join(common, filepath.FromSlash(ref))+".lock")
-	}
-}
-
-// headRef is the branch ref (refs/heads/…) that gitDir's HEAD names, or ""
-// when HEAD is detached or unreadable, and the repository's common git
-// directory, where branch refs live.
-func headRef(gitDir string) (ref, common string) {
-	common = gitDir
-	if data, err := os.ReadFile(filepath.Join(gitDir, "commondir")); err == nil {
-		common = strings.TrimSpace(string(data))
-		if !filepath.IsAbs(common) {
-			common = filepath.Join(gitDir, common)
-		}
-	}
-	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
-	if err != nil {
-		return "", common
-	}
-	ref, ok := strings.CutPrefix(strings.TrimSpace(string(head)), "ref: ")
-	if !ok || !strings.HasPrefix(ref, "refs/heads/") || !filepath.IsLocal(filepath.FromSlash(ref)) {
-		return "", common
-	}
-	return ref, common
 }

@@ -48,7 +48,8 @@ var errNoMergeTree = errors.New("git merge-tree --write-tree is not supported")
 //     against the tip Merge started from; no work tree is involved.
 //   - base checked out in a worktree (the user's checkout, say) whose
 //     tracked files are unchanged: git merge --ff-only runs there, which
-//     updates its files and index.
+//     updates its files and index. git refuses to overwrite an untracked
+//     file there; an ignored one it replaces, as it always does.
 //   - base checked out with uncommitted changes to tracked files (staged or
 //     not): ErrBaseDirty, and nothing changes.
 //

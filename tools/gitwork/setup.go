@@ -44,6 +44,11 @@ const setupMark = "apserver-setup"
 // missing and runs the command again, so the command should be safe to
 // repeat (an install usually is).
 func Setup(ctx context.Context, repoRoot, worktree string, copy []string, command string) error {
+	for _, pattern := range copy {
+		if err := checkPattern(pattern); err != nil {
+			return fmt.Errorf("setting up %s: copy pattern %q: %w", worktree, pattern, err)
+		}
+	}
 	gitDir, err := gitDirOf(ctx, worktree)
 	if err != nil {
 		return fmt.Errorf("setting up %s: %w", worktree, err)
@@ -77,11 +82,16 @@ func Setup(ctx context.Context, repoRoot, worktree string, copy []string, comman
 	return nil
 }
 
-// copyPattern copies what pattern matches in root to dst.
-func copyPattern(root, dst, pattern string) error {
+func checkPattern(pattern string) error {
 	if filepath.IsAbs(pattern) || !filepath.IsLocal(filepath.FromSlash(pattern)) {
 		return errors.New("the pattern must be relative and stay inside the repository")
 	}
+	_, err := filepath.Match(pattern, "")
+	return err
+}
+
+// copyPattern copies what pattern matches in root to dst.
+func copyPattern(root, dst, pattern string) error {
 	matches, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(pattern)))
 	if err != nil {
 		return err

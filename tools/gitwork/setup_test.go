@@ -75,10 +75,15 @@ func TestSetupCopies(t *testing.T) {
 		t.Errorf("commit after Setup holds %q, want task.txt", got)
 	}
 
+	wt2, _ := addWorktree(t, r, "bad")
 	for _, bad := range []string{"../outside", "/etc/passwd", "config/../../x", "[", ""} {
-		if err := Setup(ctx, dir, wt, []string{bad}, ""); err == nil {
+		// The good pattern first: nothing is copied when one is bad.
+		if err := Setup(ctx, dir, wt2, []string{".env", bad}, ""); err == nil {
 			t.Errorf("Setup(copy %q) = nil error", bad)
 		}
+	}
+	if _, err := os.Lstat(filepath.Join(wt2, ".env")); err == nil {
+		t.Errorf("a Setup with a bad pattern copied the good one first")
 	}
 }
 

@@ -143,10 +143,11 @@ func branchExists(ctx context.Context, dir, branch string) (bool, error) {
 // It converges when repeated: a worktree of branch already at path is kept
 // as it is (nil); one that a killed git left half-created or half-removed
 // (still locked "initializing" or "apserver: removing"), or whose
-// directory is gone, is cleared and created again;
-// a branch left by an earlier attempt is checked out as it is, base is
-// then not used. A path holding another branch's worktree, or a non-empty
-// directory that is no worktree, fails with ErrWorktreeConflict.
+// directory is gone, is cleared and created again; a branch left by an
+// earlier attempt is checked out as it is, and base is then not used. The
+// first call of a process for a path waits for gits that a killed apserver
+// left running on it. A path holding another branch's worktree, or a
+// non-empty directory that is no worktree, fails with ErrWorktreeConflict.
 func (r *Repo) AddWorktree(ctx context.Context, path, branch, base string) error {
 	if branch == "" || strings.HasPrefix(branch, "-") {
 		return fmt.Errorf("adding worktree: invalid branch %q", branch)
@@ -223,6 +224,9 @@ func (r *Repo) AddWorktree(ctx context.Context, path, branch, base string) error
 		if lastErr == nil {
 			return nil
 		}
+	}
+	if lastErr == nil {
+		lastErr = errors.New("the worktree's state keeps changing")
 	}
 	return fmt.Errorf("adding worktree at %s: %w", path, lastErr)
 }

@@ -37,6 +37,7 @@
 //     then Commit removes the locks they left that belong to the worktree
 //     alone (its index and HEAD, its branch) and that no process holds.
 //     A stale lock on the user's branches is reported, never removed.
+//     Setup kills the process group of a setup command left running.
 //   - Worktrees of one repository can be used from concurrent goroutines,
 //     one goroutine per worktree: commits in different worktrees use
 //     different indexes and refs, and a command that meets a lock held by

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apserver/apserver/internal/proctest"
 )
 
 // helperEnv, set in a process of the test binary, makes it run
@@ -19,9 +21,15 @@ import (
 const helperEnv = "GITWORK_KILL_HELPER"
 
 func helperMain() {
-	var repo, wt, merge string
-	fmt.Sscanf(os.Getenv(helperEnv), "%s %s %s", &repo, &wt, &merge)
-	if err := runSequence(context.Background(), repo, wt, merge == "merge"); err != nil {
+	var repo, wt, mode string
+	fmt.Sscanf(os.Getenv(helperEnv), "%s %s %s", &repo, &wt, &mode)
+	var err error
+	if mode == "setup" {
+		err = Setup(context.Background(), repo, wt, nil, `exec -a "$GITWORK_MARK" sleep 60`)
+	} else {
+		err = runSequence(context.Background(), repo, wt, mode == "merge")
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -176,4 +184,47 @@ func killedRun(t *testing.T, mode string, span time.Duration, rng *rand.Rand) {
 		t.Errorf("lock files left: %v", locks)
 	}
 	before.diff(t, snapshot(t, dir), "after the kills")
+}
+
+// TestSetupAfterKill: apserver killed while Setup's command runs leaves
+// the command running; the next Setup stops it before it runs the command
+// again. Judged by the processes in /proc.
+func TestSetupAfterKill(t *testing.T) {
+	dir := newRepo(t)
+	r := open(t, dir)
+	wt, _ := addWorktree(t, r, "orphan")
+	mark := fmt.Sprintf("gitwork-orphan-%d", time.Now().UnixNano())
+	t.Setenv("GITWORK_MARK", mark)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+dir+" "+wt+" setup")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		for _, pid := range proctest.Marked(mark) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(proctest.Marked(mark)) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the setup command did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if len(proctest.Marked(mark)) == 0 {
+		t.Fatal("the setup command died with the process: nothing to test")
+	}
+
+	if err := Setup(context.Background(), dir, wt, nil, "echo ok > done.log"); err != nil {
+		t.Fatalf("Setup after the kill = %v", err)
+	}
+	if alive := proctest.Marked(mark); len(alive) > 0 {
+		t.Errorf("the killed Setup's command still runs: %v", alive)
+	}
+	if got := read(t, wt, "done.log"); got != "ok\n" {
+		t.Errorf("done.log = %q", got)
+	}
 }

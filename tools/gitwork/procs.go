@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -127,4 +129,40 @@ func settle(ctx context.Context, key string, busy func() bool) error {
 	}
 	settled.Store(key, true)
 	return nil
+}
+
+// groupMembers lists the live (not zombie) processes of process group
+// pgid; with under set, only if one of them works in under or below it
+// (so that a reused group id of someone else's is not taken for ours).
+func groupMembers(pgid int, under string) []int {
+	var members []int
+	inside := under == ""
+	want := canonical(under)
+	for _, pid := range pids() {
+		stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold anything but
+		// ends at the last ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 3 || f[0] == "Z" || f[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		n, _ := strconv.Atoi(pid)
+		members = append(members, n)
+		if !inside {
+			if cwd, err := os.Readlink(filepath.Join("/proc", pid, "cwd")); err == nil && (cwd == want || strings.HasPrefix(cwd, want+string(filepath.Separator))) {
+				inside = true
+			}
+		}
+	}
+	if !inside {
+		return nil
+	}
+	return members
 }

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -42,7 +43,8 @@ const setupMark = "apserver-setup"
 // private git directory, and a repeated Setup with the same copy and
 // command returns at once. One that was interrupted copies what is still
 // missing and runs the command again, so the command should be safe to
-// repeat (an install usually is).
+// repeat (an install usually is); a command that a killed apserver left
+// running is killed first (its process group is recorded while it runs).
 func Setup(ctx context.Context, repoRoot, worktree string, copy []string, command string) error {
 	for _, pattern := range copy {
 		if err := checkPattern(pattern); err != nil {
@@ -68,8 +70,11 @@ func Setup(ctx context.Context, repoRoot, worktree string, copy []string, comman
 			return fmt.Errorf("setting up %s: copying %q: %w", worktree, pattern, err)
 		}
 	}
+	if err := killOrphanSetup(ctx, gitDir, worktree); err != nil {
+		return fmt.Errorf("setting up %s: %w", worktree, err)
+	}
 	if strings.TrimSpace(command) != "" {
-		if err := runSetup(ctx, worktree, command); err != nil {
+		if err := runSetup(ctx, worktree, gitDir, command); err != nil {
 			return fmt.Errorf("setting up %s: %w", worktree, err)
 		}
 	}
@@ -281,7 +286,12 @@ func copyEntry(src, dst string, d fs.DirEntry) error {
 // carries.
 const setupOutputTail = 2048
 
-func runSetup(ctx context.Context, dir, command string) error {
+// setupPIDFile, in the worktree's private git directory, holds the process
+// group of the setup command while it runs, so that after a kill of
+// apserver the next Setup can stop what the killed one left running.
+const setupPIDFile = "apserver-setup.pid"
+
+func runSetup(ctx context.Context, dir, gitDir, command string) error {
 	cmd := exec.CommandContext(ctx, "bash", "-c", command)
 	cmd.Dir = dir
 	var env []string
@@ -297,7 +307,17 @@ func runSetup(ctx context.Context, dir, command string) error {
 	cmd.WaitDelay = 5 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("setup command %q: %w", command, err)
+	}
+	pidFile := filepath.Join(gitDir, setupPIDFile)
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		return err
+	}
+	err := cmd.Wait()
+	os.Remove(pidFile)
 	if err == nil {
 		return nil
 	}
@@ -309,4 +329,30 @@ func runSetup(ctx context.Context, dir, command string) error {
 		tail = tail[len(tail)-setupOutputTail:]
 	}
 	return fmt.Errorf("setup command %q: %w: %s", command, err, strings.TrimSpace(string(tail)))
+}
+
+// killOrphanSetup kills the process group of a setup command that a killed
+// apserver left running in worktree (its group is in setupPIDFile, and one
+// of its processes still works inside the worktree), and waits until it
+// is gone.
+func killOrphanSetup(ctx context.Context, gitDir, worktree string) error {
+	pidFile := filepath.Join(gitDir, setupPIDFile)
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		return nil
+	}
+	pgid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err == nil && pgid > 1 && len(groupMembers(pgid, worktree)) > 0 {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		deadline := time.Now().Add(5 * time.Second)
+		for len(groupMembers(pgid, "")) > 0 {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the setup command left running by a killed apserver (process group %d) does not end", pgid)
+			}
+			if err := pause(ctx, 10*time.Millisecond); err != nil {
+				return err
+			}
+		}
+	}
+	return os.Remove(pidFile)
 }

@@ -69,9 +69,9 @@ type Machine struct {
 type turnAcc struct {
 	id, kind string
 	usage    controller.Usage
-	// pressure counts model responses whose input filled the context
-	// window past CompactionThreshold.
-	pressure int
+	// ratio is the context's share of the window after the turn's last
+	// compaction (Compacted).
+	ratio    float64
 	timeouts int
 }
 
@@ -403,11 +403,18 @@ func (m *Machine) DeadlineReached(now int64, turnID string) []Effect {
 	return []Effect{Interrupt{}}
 }
 
-// CompactionThreshold: a model response whose input used this share of
-// the model's context window is where Codex compacts the context. apserver
-// does not compact yet; such a response counts as a compaction for the
-// controller's thrash detection.
-const CompactionThreshold = 0.9
+// Compacted: the turn compacted its context (an automatic compaction or a
+// thread/compact/start turn); ratio is the prompt's share of the model's
+// context window after it (0 when the window is unknown). The turn's
+// summary carries the latest ratio into the decision and its receipt.
+func (m *Machine) Compacted(now int64, turnID string, ratio float64) []Effect {
+	cur := m.cur
+	if cur == nil || cur.id != turnID {
+		return nil
+	}
+	cur.ratio = ratio
+	return nil
+}
 
 // Price is a model's price per million tokens.
 type Price struct {
@@ -433,9 +440,6 @@ func (m *Machine) ResponseDone(now int64, turnID string, u Response) []Effect {
 	cur.usage.Input += u.Input
 	cur.usage.Cached += u.Cached
 	cur.usage.Output += u.Output
-	if u.ContextWindow > 0 && float64(u.Input) >= CompactionThreshold*float64(u.ContextWindow) {
-		cur.pressure++
-	}
 	r := m.run
 	if !r.Active() {
 		return nil
@@ -450,7 +454,7 @@ func (m *Machine) ResponseDone(now int64, turnID string, u Response) []Effect {
 // TurnEnd is a finished turn as the driver saw it.
 type TurnEnd struct {
 	// Summary is the turn summed up from its items and history; the
-	// machine adds what it counted (kind, usage, pressure, pending
+	// machine adds what it counted (kind, usage, context ratio, pending
 	// requests, timeouts, the review verdict).
 	Summary controller.TurnSummary
 	// EndSnapshot is the id of the checkpoint taken at the turn's end
@@ -490,7 +494,9 @@ func (m *Machine) TurnEnded(now int64, te TurnEnd) []Effect {
 	m.accrue(now)
 	s.Kind = cur.kind
 	s.Usage = cur.usage
-	s.Compactions += cur.pressure
+	if cur.ratio > 0 {
+		s.ContextRatio = cur.ratio
+	}
 	s.PendingApprovals += approvals
 	s.PendingQuestions += questions
 	s.ApprovalTimeouts += cur.timeouts

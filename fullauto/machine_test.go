@@ -583,17 +583,20 @@ func TestRestore(t *testing.T) {
 	}
 }
 
-// TestCompactionPressure: a response filling the context window past
-// CompactionThreshold counts as a compaction.
-func TestCompactionPressure(t *testing.T) {
+// TestCompactionEvents: only real compactions count (the compaction
+// items the driver sums up), never a response that filled the window; the
+// turn's summary carries the context ratio after its last compaction.
+func TestCompactionEvents(t *testing.T) {
 	d := newDriver(t, Options{}, protocol.FullAutoStartParams{})
 	d.m.TurnStarted(d.now, "t1", "")
 	d.apply(d.m.ResponseDone(d.now, "t1", Response{Input: 950, ContextWindow: 1000}))
-	d.apply(d.m.ResponseDone(d.now, "t1", Response{Input: 800, ContextWindow: 1000}))
-	d.apply(d.m.ResponseDone(d.now, "other", Response{Input: 999, ContextWindow: 1000}))
-	rec := d.end("t1", controller.TurnSummary{Compactions: 1, AgentMessage: "more"})
-	if in := rec.Input.(DecisionInput); in.Turn.Compactions != 2 || in.Turn.Usage.Input != 1750 {
-		t.Errorf("compactions %d, input %d; want 2 (one item, one full window), 1750", in.Turn.Compactions, in.Turn.Usage.Input)
+	d.apply(d.m.Compacted(d.now, "t1", 0.5))
+	d.apply(d.m.Compacted(d.now, "t1", 0.25))
+	d.apply(d.m.Compacted(d.now, "other", 0.99))
+	rec := d.end("t1", controller.TurnSummary{Compactions: 2, AgentMessage: "more"})
+	in := rec.Input.(DecisionInput)
+	if in.Turn.Compactions != 2 || in.Turn.ContextRatio != 0.25 || in.Turn.Usage.Input != 950 {
+		t.Errorf("compactions %d, ratio %v, input %d; want 2, 0.25, 950", in.Turn.Compactions, in.Turn.ContextRatio, in.Turn.Usage.Input)
 	}
 }
 

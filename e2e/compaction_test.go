@@ -57,7 +57,7 @@ func writeFile(t *testing.T, dir, name string, size int) {
 func TestCompactStartIdle(t *testing.T) {
 	t.Parallel()
 	model := startModel(t, summaries(5),
-		scripted.Rule{Match: "first question", Steps: []scripted.Step{{Text: "First answer, about FIRST-DETAIL."}}},
+		scripted.Rule{Match: "first question", Steps: []scripted.Step{{Text: "First answer, about FIRST-DETAIL. " + strings.Repeat("Long explanation. ", 100)}}},
 		scripted.Rule{Match: "second question", Steps: []scripted.Step{{Text: "Second answer."}}},
 	)
 	c := newClient(t, model, options{})
@@ -350,4 +350,64 @@ func TestCompactionFullAutoLongRun(t *testing.T) {
 	if recorded == 0 {
 		t.Errorf("no receipt records a compaction")
 	}
+}
+
+// TestCompactionRefusedAndOverflow: a compaction whose result would not be
+// smaller than what it replaces is refused (the turn fails, the history
+// stays); a summary request the model rejects as too long is retried
+// without the oldest entry.
+func TestCompactionRefusedAndOverflow(t *testing.T) {
+	t.Parallel()
+	t.Run("refused", func(t *testing.T) {
+		t.Parallel()
+		model := startModel(t, summaries(3), scripted.Rule{Match: "hi", Steps: []scripted.Step{{Text: "Hello, TINY-DETAIL."}}})
+		c := newClient(t, model, options{})
+		threadID, _ := c.startThread("never")
+		c.runTurn(threadID, "hi")
+		resp := c.call("thread/compact/start", map[string]any{"threadId": threadID})
+		done := c.turnDone(c.waitAfter(resp, "turn/started", nil).str("turn.id"))
+		if done.str("turn.status") != "failed" || !strings.Contains(done.str("turn.error.message"), "would not shrink") {
+			t.Fatalf("compaction of a tiny thread ended %s, want failed: would not shrink", done.Raw)
+		}
+		c.runTurn(threadID, "hi again")
+		reqs := modelRequests(model)
+		if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, "TINY-DETAIL") || strings.Contains(last, "Summary #") {
+			t.Errorf("after a refused compaction the history changed")
+		}
+	})
+	t.Run("overflow", func(t *testing.T) {
+		t.Parallel()
+		overflow := scripted.Rule{Match: compactMarker, Steps: []scripted.Step{{
+			HTTPError: 400, ErrorMessage: "context_length_exceeded: the input is too long", FailTimes: 2,
+			Text: "## Task\nSummary after dropping the oldest entries.",
+		}}}
+		model := startModel(t, overflow, scripted.Rule{Match: "question", Steps: []scripted.Step{{Text: strings.Repeat("A long answer. ", 200)}}})
+		c := newClient(t, model, options{})
+		threadID, _ := c.startThread("never")
+		c.runTurn(threadID, "OLDEST question")
+		c.runTurn(threadID, "newer question")
+		resp := c.call("thread/compact/start", map[string]any{"threadId": threadID})
+		done := c.turnDone(c.waitAfter(resp, "turn/started", nil).str("turn.id"))
+		if done.str("turn.status") != "completed" {
+			t.Fatalf("compaction ended %s", done.Raw)
+		}
+		var sizes []int
+		var firstHasOldest, lastHasOldest bool
+		for _, r := range modelRequests(model) {
+			if isCompactRequest(r) {
+				sizes = append(sizes, len(r.Body))
+				has := strings.Contains(r.LastUserText, "OLDEST question")
+				if len(sizes) == 1 {
+					firstHasOldest = has
+				}
+				lastHasOldest = has
+			}
+		}
+		if len(sizes) != 3 || !(sizes[0] > sizes[1] && sizes[1] > sizes[2]) {
+			t.Errorf("summary request sizes %v, want 3, each smaller than the one before", sizes)
+		}
+		if !firstHasOldest || lastHasOldest {
+			t.Errorf("the oldest entry was not the one dropped (first has it: %v, last has it: %v)", firstHasOldest, lastHasOldest)
+		}
+	})
 }

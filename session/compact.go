@@ -291,14 +291,19 @@ func (t *thread) finishCompaction(tr *turn, c *compaction, summary string, err e
 		return
 	}
 	hist, inflight := t.compactedHistory(tr, summary)
-	after := approxTokens(len(tr.prompt) + entriesBytes(hist) + t.toolsBytes())
+	base := len(tr.prompt) + t.toolsBytes()
+	after := approxTokens(base + entriesBytes(hist))
 	window, trigger := t.compactLimits(tr.modelName)
-	if after >= c.before {
-		// Roo's rule: a compaction that does not shrink the prompt is
-		// refused; the history stays as it was.
-		t.m.log.Warn("compaction refused: it would not shrink the prompt", "thread", t.id, "turn", tr.id, "before", c.before, "after", after)
+	if est := approxTokens(base + entriesBytes(t.history)); after >= est {
+		// Roo's rule: a compaction that does not shrink the prompt (both
+		// sides estimated alike) is refused; the history stays as it was.
+		t.m.log.Warn("compaction refused: it would not shrink the prompt", "thread", t.id, "turn", tr.id, "before", est, "after", after)
 		tr.dropOpen(c.item.ID)
-		t.failTurn(tr, &contextError{msg: fmt.Sprintf("compaction would not shrink the context (%d tokens before, %d after)", c.before, after)})
+		var err error = fmt.Errorf("compaction refused: it would not shrink the context (%d tokens before, %d after)", est, after)
+		if c.auto {
+			err = &contextError{msg: err.Error()}
+		}
+		t.failTurn(tr, err)
 		return
 	}
 	now := time.Now()

@@ -33,6 +33,9 @@ const (
 	StopRetriesExhausted    StopCondition = "retriesExhausted"
 	StopLowConfidence       StopCondition = "lowConfidence"
 	StopWaitingOnHuman      StopCondition = "waitingOnHuman"
+	// StopHandoff: the run goes on in a fresh thread because compaction
+	// no longer frees enough of the context (fullauto.OverrideHandoff).
+	StopHandoff StopCondition = "handoff"
 )
 
 // Decision sources.

@@ -411,3 +411,87 @@ func TestCompactionRefusedAndOverflow(t *testing.T) {
 		}
 	})
 }
+
+// TestCompactionHandoff: when compaction keeps leaving the context above
+// 75% of the window (twice in a row: each big read is kept as the step in
+// flight), full auto does not compact again:
+// it continues the run in a fresh thread, started with the objective, the
+// plan and the latest summary. The old run stops with stopCondition
+// "handoff", its receipt says so, and replay agrees.
+func TestCompactionHandoff(t *testing.T) {
+	t.Parallel()
+	const objective = "C-handoff: read the three big files"
+	read := func(name string) scripted.Step {
+		return scripted.Step{ToolCalls: []scripted.ToolCall{{Command: "cat " + name}}}
+	}
+	steps := []scripted.Step{
+		{Text: "Planning.", ToolCalls: []scripted.ToolCall{
+			{Name: "update_plan", Arguments: `{"plan":[{"step":"Read the big files","status":"in_progress"}]}`},
+			{Command: "cat big1.txt"},
+		}},
+		read("big2.txt"), // compaction, the read kept: above 75%
+		read("big3.txt"), // again: the run hands off after this turn
+		{Text: "Read three files; one more check to do."},
+		{Text: "The task is complete: all big files are read."},
+	}
+	model := startModel(t, summaries(10), scripted.Rule{Match: "C-handoff", Sequential: true, Steps: steps})
+	dataDir := t.TempDir()
+	c := newFAClient(t, model, faOptions{dataDir: dataDir, config: "[[models]]\nid = \"scripted-model\"\ncontext_window = 8192\n"})
+	threadID, cwd := c.startThread("never")
+	for _, name := range []string{"big1.txt", "big2.txt", "big3.txt"} {
+		writeFile(t, cwd, name, 16000)
+	}
+	c.startFullAuto(threadID, map[string]any{"objective": objective, "approvals": "never"})
+
+	old := c.runEnded(threadID)
+	if old.str("run.stopCondition") != "handoff" {
+		for _, r := range modelRequests(model) {
+			t.Logf("request compact=%v tokens=%d last=%.60q", isCompactRequest(r), requestTokens(r), r.LastUserText)
+		}
+		t.Fatalf("run ended %s, want stopCondition handoff", old.Raw)
+	}
+	started := c.waitFor("thread/started", func(m *message) bool { return m.str("thread.id") != threadID })
+	fresh := started.str("thread.id")
+	if !strings.Contains(old.str("reason"), fresh) {
+		t.Errorf("the stopped run does not name the fresh thread %s: %s", fresh, old.str("reason"))
+	}
+	end := c.runEnded(fresh)
+	if end.str("run.stopCondition") != "completed" || end.str("run.objective") != objective {
+		t.Fatalf("fresh thread's run ended %s", end.Raw)
+	}
+	var first *scripted.Request
+	for _, r := range modelRequests(model) {
+		if !isCompactRequest(r) && strings.Contains(r.LastUserText, "continues from thread "+threadID) {
+			first = &r
+			break
+		}
+	}
+	if first == nil {
+		t.Fatal("no request started from the handoff")
+	}
+	for _, want := range []string{objective, "Read the big files", "Summary #2 "} {
+		if !strings.Contains(first.LastUserText, want) {
+			t.Errorf("the handoff lacks %q:\n%s", want, first.LastUserText)
+		}
+	}
+	if strings.Contains(string(first.Body), "big1.txt line") || requestTokens(*first) > 4000 {
+		t.Errorf("the fresh thread's first request carries the old context (%d tokens)", requestTokens(*first))
+	}
+
+	c.close()
+	if out, err := exec.Command(binPath, "replay", "--data-dir", dataDir, threadID).CombinedOutput(); err != nil {
+		t.Fatalf("apserver replay: %v\n%s", err, out)
+	}
+	db, err := store.OpenReadOnly(filepath.Join(dataDir, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rs, err := db.Receipts(context.Background(), threadID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := rs[len(rs)-1]; last.Override != "handoff" {
+		t.Errorf("last receipt override %q, want handoff", last.Override)
+	}
+}

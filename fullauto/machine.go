@@ -2,6 +2,7 @@ package fullauto
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -413,7 +414,41 @@ func (m *Machine) Compacted(now int64, turnID string, ratio float64) []Effect {
 		return nil
 	}
 	cur.ratio = ratio
-	return nil
+	r := m.run
+	if !r.Active() {
+		return nil
+	}
+	if ratio >= HandoffRatio {
+		r.ContextHigh++
+	} else {
+		r.ContextHigh = 0
+	}
+	m.save()
+	return m.take()
+}
+
+// HandedOff: the driver carried out a Handoff; the run continues in
+// thread id and stops here.
+func (m *Machine) HandedOff(now int64, id string) []Effect {
+	if m.run == nil {
+		return nil
+	}
+	m.setState(now, protocol.FullAutoStopped, fmt.Sprintf("continued in thread %s: compaction left the context above %.0f%% of the window %d times in a row", id, HandoffRatio*100, HandoffAfter), controller.StopHandoff)
+	return m.take()
+}
+
+// Adopt starts, on a fresh thread, the run that thread from handed off:
+// the same objective, strategy, budgets and spending, and a first turn
+// whose hidden input is handoff.
+func (m *Machine) Adopt(now int64, from Run, fromThread, handoff string) []Effect {
+	r := newRun(from.Objective, now)
+	r.Approvals, r.Config, r.Spent = from.Approvals, from.Config, from.Spent
+	r.ApprovalTimeoutMs, r.OnTimeout = from.ApprovalTimeoutMs, from.OnTimeout
+	r.HandedOffFrom = fromThread
+	m.install(now, r)
+	m.announce(now)
+	m.startTurn(TurnInput{Kind: controller.KindNormal, Hidden: handoff})
+	return m.take()
 }
 
 // Price is a model's price per million tokens.
@@ -581,6 +616,8 @@ type RunContext struct {
 	Goal        bool   `json:"goal,omitempty"`
 	OnTimeout   string `json:"onApprovalTimeout"`
 	TurnRunning bool   `json:"turnRunning,omitempty"`
+	// ContextHigh is Run.ContextHigh when the decision was made.
+	ContextHigh int `json:"contextHigh,omitempty"`
 }
 
 // DecisionInput is the stored input of a decision receipt: the
@@ -598,7 +635,9 @@ type DecisionInput struct {
 //   - a goal's interrupted turn leaves the goal active without a
 //     continuation (OverrideGoalInterrupted);
 //   - a continue or review while a client's turn runs: that turn is the
-//     next one (OverrideTurnStarted).
+//     next one (OverrideTurnStarted);
+//   - a continue after HandoffAfter compactions in a row above
+//     HandoffRatio goes on in a fresh thread (OverrideHandoff).
 func Resolve(d controller.Decision, c RunContext) (action controller.Action, executed bool, override string) {
 	switch {
 	case d.Action == controller.ActStop && d.StopCondition == controller.StopApprovalTimeout && c.OnTimeout != protocol.OnTimeoutStop:
@@ -607,6 +646,8 @@ func Resolve(d controller.Decision, c RunContext) (action controller.Action, exe
 		return controller.ActContinue, false, OverrideGoalInterrupted
 	case c.TurnRunning && (d.Action == controller.ActContinue || d.Action == controller.ActReview):
 		return d.Action, false, OverrideTurnStarted
+	case c.ContextHigh >= HandoffAfter && d.Action == controller.ActContinue:
+		return d.Action, true, OverrideHandoff
 	}
 	return d.Action, true, ""
 }
@@ -615,7 +656,7 @@ func Resolve(d controller.Decision, c RunContext) (action controller.Action, exe
 // out.
 func (m *Machine) execute(now int64, in controller.Input, d controller.Decision) {
 	r := m.run
-	c := RunContext{Goal: r.Goal, OnTimeout: r.OnTimeout, TurnRunning: m.turnID != ""}
+	c := RunContext{Goal: r.Goal, OnTimeout: r.OnTimeout, TurnRunning: m.turnID != "", ContextHigh: r.ContextHigh}
 	action, executed, override := Resolve(d, c)
 	rec := controller.Receipt{
 		ThreadID: m.opts.ThreadID, TurnID: in.Turn.TurnID, Input: in, Output: d,
@@ -668,6 +709,12 @@ func (m *Machine) ReceiptStored(now int64, id string, seq int) []Effect {
 		m.save()
 		m.goalChanged(now, nil)
 		if !a.executed {
+			break
+		}
+		if rec.Override == OverrideHandoff {
+			r.ContextHigh = 0
+			m.save()
+			m.emit(Handoff{Run: *r})
 			break
 		}
 		next := TurnInput{Kind: controller.KindNormal, Hidden: d.NextInput}

@@ -315,8 +315,10 @@ func readHistory(ctx context.Context, db *store.Store, threadID string) (storedH
 			h.entries = append(h.entries, es...)
 		}
 	}
-	if h.itemIDs, err = db.ItemIDs(ctx, threadID); err != nil {
-		return storedHistory{}, err
+	// Only the ids after the compaction: older ones are checked in the
+	// store when a model-given id could clash (uniqueItemID).
+	for _, it := range src.Items {
+		h.itemIDs = append(h.itemIDs, it.ID)
 	}
 	return h, nil
 }

@@ -351,11 +351,26 @@ func (t *thread) userMessage(tr *turn, in []protocol.UserInput) error {
 
 // uniqueItemID returns candidate if it is unused in this thread, else a fresh id.
 func (t *thread) uniqueItemID(candidate string) string {
-	if candidate == "" || t.itemIDs[candidate] {
+	if candidate == "" || t.itemIDs[candidate] || t.storedItemID(candidate) {
 		candidate = newID()
 	}
 	t.itemIDs[candidate] = true
 	return candidate
+}
+
+// storedItemID reports whether a persistent thread's store already holds
+// an item with this id (the thread keeps in memory only the ids since its
+// latest compaction; see readHistory). A store error counts as taken.
+func (t *thread) storedItemID(id string) bool {
+	if !t.persistent() {
+		return false
+	}
+	db, err := t.m.store()
+	if err != nil {
+		return true
+	}
+	ok, err := db.ItemExists(t.ctx, t.id, id)
+	return ok || err != nil
 }
 
 // commitItem stores a completed item (committed before it is announced),

@@ -183,20 +183,47 @@ func (s *Store) PromptSource(ctx context.Context, threadID string) (PromptSource
 	return src, nil
 }
 
-// ItemIDs returns the ids of every item of the thread, in order.
-func (s *Store) ItemIDs(ctx context.Context, threadID string) ([]string, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id FROM items WHERE thread_id = ? ORDER BY seq`, threadID)
+// ItemExists reports whether the thread has an item with this id (an
+// index lookup: a thread need not hold every id of a long history in
+// memory to keep ids unique).
+func (s *Store) ItemExists(ctx context.Context, threadID, id string) (bool, error) {
+	var one int
+	err := s.r.QueryRowContext(ctx, `SELECT 1 FROM items WHERE thread_id = ? AND id = ?`, threadID, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("store: item ids of %q: %w", threadID, err)
+		return false, fmt.Errorf("store: item %q of %q: %w", id, threadID, err)
+	}
+	return true, nil
+}
+
+// WireItems returns the thread's items ordered by Seq without their model
+// history: what thread/read and thread/resume send. A missing thread
+// wraps ErrNotFound.
+func (s *Store) WireItems(ctx context.Context, threadID string) ([]Item, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT turn_id, id, seq, type, item, completed_at FROM items WHERE thread_id = ? ORDER BY seq`, threadID)
+	if err != nil {
+		return nil, fmt.Errorf("store: items of %q: %w", threadID, err)
 	}
 	defer rows.Close()
-	var ids []string
+	var out []Item
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("store: item ids of %q: %w", threadID, err)
+		it := Item{ThreadID: threadID}
+		var body []byte
+		if err := rows.Scan(&it.TurnID, &it.ID, &it.Seq, &it.Type, &body, &it.CompletedAt); err != nil {
+			return nil, fmt.Errorf("store: items of %q: %w", threadID, err)
 		}
-		ids = append(ids, id)
+		it.Item = body
+		out = append(out, it)
 	}
-	return ids, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: items of %q: %w", threadID, err)
+	}
+	if len(out) == 0 {
+		if err := s.threadExists(ctx, threadID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -193,6 +193,7 @@ func (t *thread) compactStart(reply Reply) {
 	started.StartedAt = ptr(tr.started.Unix())
 	t.notify(protocol.NotifyTurnStarted, protocol.TurnNotification{ThreadID: t.id, Turn: started})
 	tr.histStart = len(t.history)
+	t.apply(t.fsm().TurnStarted(t.nowMs(), tr.id, "")) // a run sees it like a client's turn
 	t.startCompaction(tr, false, func() {
 		tr.endRecorded = true
 		t.completeTurn(tr, protocol.TurnCompleted, nil)

@@ -867,6 +867,8 @@ func (t *thread) closeOpenItems(tr *turn) {
 		case protocol.DynamicToolCallItem:
 			item.Status = protocol.ItemFailed
 			it = item
+		case protocol.ContextCompactionItem:
+			continue // nothing was compacted: the item stays open
 		}
 		if err := t.commitItem(tr, it, nil); err != nil {
 			// The client still learns the item is over.

@@ -56,6 +56,12 @@ type Config struct {
 	TurnMaxOutputBytes     int64
 	TurnMaxTime            time.Duration
 
+	// Context compaction (compaction.go): the context window of models the
+	// catalog does not size, and the prompt size that triggers automatic
+	// compaction (0 = 90% of the window).
+	ModelContextWindow         int64
+	ModelAutoCompactTokenLimit int64
+
 	// SandboxWritableRoots are extra directories commands and file tools
 	// may write in workspace-write mode (a workspace file adds them only when
 	// the project is trusted).

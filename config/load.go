@@ -158,7 +158,8 @@ type fileConfig struct {
 	// Trust (trust.go); user file only.
 	Projects map[string]fileProject `toml:"projects"`
 
-	fileCaps // caps.go
+	fileCaps       // caps.go
+	fileCompaction // compaction.go
 }
 
 type fileProvider struct {
@@ -277,6 +278,9 @@ func (c *Config) mergeFile(path string, ws *workspaceLayer) error {
 		c.RequestMaxRetries = *f.RequestMaxRetries
 	}
 	if err := c.mergeCaps(f.fileCaps, bad, may); err != nil {
+		return err
+	}
+	if err := c.mergeCompaction(f.fileCompaction, bad); err != nil {
 		return err
 	}
 	if f.DataDir != nil {

@@ -663,6 +663,43 @@ func (c *client) labelsBetween(a, b *message) []string {
 	return out
 }
 
+// sync returns once apserver has handled everything it had for threadID
+// before this call. policy/explain with a threadId is answered on the
+// thread's goroutine, after what was queued there (requests, answers, the
+// steps of a turn), and apserver writes replies and notifications in the
+// order it makes them: what the thread did before is in the log when sync
+// returns. Tests count what must not have happened after a sync, not
+// after a quiet spell.
+func (c *client) sync(threadID string) *message {
+	c.t.Helper()
+	return c.call("policy/explain", map[string]any{"threadId": threadID, "command": "true"})
+}
+
+// after returns the messages with method after m that satisfy pred (nil: any).
+func (c *client) after(m *message, method string, pred func(*message) bool) []*message {
+	return c.find(method, func(x *message) bool { return x.Seq > m.Seq && (pred == nil || pred(x)) })
+}
+
+// turnRunningAt returns the id of the turn that had started and not
+// completed when m arrived, or "".
+func (c *client) turnRunningAt(m *message) string {
+	running := ""
+	for _, x := range c.snapshot() {
+		if x.Seq >= m.Seq {
+			break
+		}
+		switch x.Method {
+		case "turn/started":
+			running = x.str("turn.id")
+		case "turn/completed":
+			if x.str("turn.id") == running {
+				running = ""
+			}
+		}
+	}
+	return running
+}
+
 // quiet waits d and reports the messages that arrived meanwhile with method.
 func (c *client) quiet(d time.Duration, method string, pred func(*message) bool) []*message {
 	n := len(c.snapshot())

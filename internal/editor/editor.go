@@ -36,12 +36,15 @@ type Message struct {
 	Error  *Error
 	// ReqMethod is the method of the client request a response answers.
 	ReqMethod string
+	// Invalid: the line is not a JSON object (only Raw is set). It is
+	// recorded in its place, and reported to Options.Problem.
+	Invalid bool
 
 	value any // decoded Params (Result for a response)
 }
 
 // IsResponse reports whether m answers a client request.
-func (m *Message) IsResponse() bool { return m.Method == "" }
+func (m *Message) IsResponse() bool { return m.Method == "" && !m.Invalid }
 
 // IsRequest reports whether m is a request of the server's (an approval,
 // a question).
@@ -176,6 +179,7 @@ func (e *Editor) record(line []byte) {
 	}
 	if err := json.Unmarshal(line, &env); err != nil {
 		e.problem(fmt.Errorf("the server wrote a line that is not a JSON object: %v\n%s", err, line))
+		e.add(&Message{Raw: string(line), Invalid: true})
 		return
 	}
 	if env.JSONRPC != nil {
@@ -205,6 +209,11 @@ func (e *Editor) record(line []byte) {
 			e.problem(fmt.Errorf("decoding %s: %w", line, err))
 		}
 	}
+	e.add(m)
+}
+
+// add stores m as the next message.
+func (e *Editor) add(m *Message) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if m.IsResponse() {

@@ -67,7 +67,7 @@ func TestCommandApproval(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			model := startModel(t, scripted.Rule{Match: "write the file", Steps: tc.steps})
-			c := newClient(t, model, options{})
+			c := newClient(t, model, options{inProcess: true})
 			threadID, cwd := c.startThread("untrusted")
 			_, turnID := c.startTurn(threadID, "please write the file")
 

@@ -18,7 +18,7 @@ import (
 func TestTUIStartupMethods(t *testing.T) {
 	t.Parallel()
 	model := startModel(t, scripted.Rule{Match: "hello", Steps: []scripted.Step{{Text: "Hi."}}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	tid, cwd := c.startThread("never")
 	skill := filepath.Join(cwd, ".apserver", "skills", "deploy")
 	os.MkdirAll(skill, 0o755)
@@ -71,7 +71,7 @@ func TestTitleThreadToolsOff(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{{Name: "exec_command", Arguments: `{"cmd":"touch title-marker","sandbox_permissions":"require_escalated","justification":"x"}`}}},
 		{Text: `{"title":"A title"}`},
 	}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	cwd := t.TempDir()
 	cfg := map[string]any{"features.shell_tool": false, "tools.update_plan.enabled": false,
 		"tools.experimental_request_user_input.enabled": false, "default_permissions": ":read-only"}

@@ -40,7 +40,7 @@ func TestModelErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			model := startModel(t, scripted.Rule{Match: "", Steps: []scripted.Step{tc.step}})
-			c := newClient(t, model, options{})
+			c := newClient(t, model, options{inProcess: true})
 			threadID, _ := c.startThread("never")
 			_, turnID := c.startTurn(threadID, "hello model")
 			done := c.turnDone(turnID)

@@ -213,7 +213,7 @@ func TestFullAutoPauseResumeStop(t *testing.T) {
 	}
 	rules = append(rules, scripted.Rule{Match: "S-control", Steps: []scripted.Step{{Text: "Step 1 done; more to do.", TTFT: 100 * time.Millisecond}}})
 	model := startModel(t, rules...)
-	c := newFAClient(t, model, faOptions{})
+	c := newFAClient(t, model, faOptions{inProcess: true})
 	threadID, _ := c.startThread("never")
 
 	checkErr(t, "fullAuto/pause without a run", c.request("fullAuto/pause", map[string]any{"threadId": threadID}), -32600, "no full-auto run")
@@ -305,7 +305,7 @@ func TestGoals(t *testing.T) {
 		{Text: "Chapter 1 written; more to come.", Usage: &scripted.Usage{Input: 300, Cached: 100, Output: 20}},
 	}})
 	model := startModel(t, rules...)
-	c := newFAClient(t, model, faOptions{})
+	c := newFAClient(t, model, faOptions{inProcess: true})
 	threadID, _ := c.startThread("never")
 
 	if g := c.call("thread/goal/get", map[string]any{"threadId": threadID}); g.get("goal") != nil {

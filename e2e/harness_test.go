@@ -1,5 +1,8 @@
-// Package e2e drives the real apserver binary over stdio, as an editor
-// would, against the scripted model server. Every line the server writes is
+// Package e2e drives apserver as an editor would, against the scripted
+// model server: in this process (internal/editor/inprocess, under
+// coverage) where no process boundary is under test, else the real binary
+// over stdio (framing, kill -9, EOF and exit codes, exec, listeners, the
+// Codex TUI and SDK). Every line the server writes is
 // validated against Codex's JSON Schema and apserver's own for its
 // extensions (internal/wirecheck, protocol/codex, protocol/apserver).
 package e2e
@@ -7,11 +10,13 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,8 +28,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/internal/editor/inprocess"
 	"github.com/apserver/apserver/internal/wirecheck"
 	"github.com/apserver/apserver/model/scripted"
+	"github.com/apserver/apserver/session"
 )
 
 // Timeouts are generous: a healthy server answers in milliseconds, and a
@@ -232,12 +240,18 @@ type options struct {
 	args    []string // extra flags
 	env     []string // extra environment (KEY=VALUE), overriding the harness's
 	dir     string   // the process's working directory; a fresh temp dir when empty
+	// inProcess runs apserver in the test binary (internal/editor/inprocess)
+	// instead of spawning it: for tests that need no process boundary, and
+	// so under coverage. args may then hold only --config, --on-eof and
+	// --no-coalesce. APSERVER_E2E_BINARY=1 runs these on the binary too.
+	inProcess bool
 }
 
 // client is a fake editor speaking to one apserver process.
 type client struct {
 	t       *testing.T
-	cmd     *exec.Cmd
+	cmd     *exec.Cmd         // nil in process
+	inproc  *inprocess.Server // nil for a spawned process
 	stdin   io.WriteCloser
 	stderr  *syncBuffer
 	tr      *wirecheck.Transcript
@@ -285,6 +299,9 @@ func spawn(t *testing.T, model *scripted.Server, opts options) *client {
 	if err := os.WriteFile(cfgFile, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if opts.inProcess && os.Getenv("APSERVER_E2E_BINARY") == "" {
+		return startInProcess(t, model, opts, home, cfgFile)
+	}
 	args := []string{"--data-dir", opts.dataDir, "--config", cfgFile, "--wire", opts.wire, "--model", "scripted-model"}
 	args = append(args, opts.args...)
 	cmd := exec.Command(binPath, args...)
@@ -303,18 +320,8 @@ func spawn(t *testing.T, model *scripted.Server, opts options) *client {
 		t.Fatal(err)
 	}
 	cmd.Stdout = pw
-	c := &client{
-		t: t, cmd: cmd, stdin: stdin, stderr: &syncBuffer{},
-		dataDir: opts.dataDir, model: model,
-		tr:        validator.NewTranscript(),
-		reqMethod: map[string]string{},
-		noReply:   map[string]bool{},
-		sentAt:    map[string]int{},
-		changed:   make(chan struct{}),
-		readDone:  make(chan struct{}),
-		exited:    make(chan struct{}),
-	}
-	c.tr.RequireEmittedAtMs = true
+	c := newClientState(t, model, opts)
+	c.cmd, c.stdin = cmd, stdin
 	cmd.Stderr = c.stderr
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -344,24 +351,117 @@ func spawn(t *testing.T, model *scripted.Server, opts options) *client {
 			cmd.Process.Kill()
 			<-c.exited
 		}
-		<-c.readDone
-		c.mu.Lock()
-		killed := c.killed
-		c.mu.Unlock()
-		c.checkInvariants()
-		if !killed {
-			for _, u := range c.tr.Unanswered() {
-				f := strings.Fields(u)
-				if f[0] == "client" && !c.noReply[f[1]] {
-					t.Errorf("apserver never answered request %s", u)
-				}
-			}
-		}
-		if t.Failed() {
-			t.Logf("apserver stderr:\n%s", c.stderr.String())
-		}
+		c.finish()
 	})
 	return c
+}
+
+// newClientState is a client not yet connected.
+func newClientState(t *testing.T, model *scripted.Server, opts options) *client {
+	c := &client{
+		t: t, stderr: &syncBuffer{},
+		dataDir: opts.dataDir, model: model,
+		tr:        validator.NewTranscript(),
+		reqMethod: map[string]string{},
+		noReply:   map[string]bool{},
+		sentAt:    map[string]int{},
+		changed:   make(chan struct{}),
+		readDone:  make(chan struct{}),
+		exited:    make(chan struct{}),
+	}
+	c.tr.RequireEmittedAtMs = true
+	return c
+}
+
+// startInProcess runs apserver in this process, configured as spawn would
+// configure the binary: the same config file, environment and flags.
+func startInProcess(t *testing.T, model *scripted.Server, opts options, home, cfgFile string) *client {
+	t.Helper()
+	c := newClientState(t, model, opts)
+	var onEOF session.EOFMode
+	noCoalesce := false
+	for i := 0; i < len(opts.args); i++ {
+		switch a := opts.args[i]; {
+		case a == "--no-coalesce":
+			noCoalesce = true
+		case a == "--config" && i+1 < len(opts.args):
+			i++
+			cfgFile = opts.args[i]
+		case a == "--on-eof" && i+1 < len(opts.args):
+			i++
+			m, err := session.ParseEOFMode(opts.args[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			onEOF = m
+		default:
+			t.Fatalf("in process: flag %q needs the binary", a)
+		}
+	}
+	env := map[string]string{"APSERVER_MODEL": "scripted-model"}
+	for _, kv := range append(serverEnv(t, home, model), opts.env...) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	dir := home
+	if opts.dir != "" {
+		dir = opts.dir
+	}
+	modelName := "scripted-model"
+	cfg, err := config.Load(config.LoadOptions{UserFile: cfgFile, Workspace: dir, Getenv: func(k string) string { return env[k] },
+		Overrides: config.Overrides{Model: &modelName, Wire: &opts.wire, DataDir: &opts.dataDir}})
+	if err != nil {
+		t.Fatalf("in process: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	log := slog.New(slog.NewTextHandler(c.stderr, nil))
+	c.inproc = inprocess.Start(ctx, inprocess.Options{Config: cfg, Logger: log, OnEOF: onEOF, Version: "e2e", NoCoalesce: noCoalesce,
+		ConfigSources: session.ConfigSources{UserFile: cfgFile, WorkspaceFile: filepath.Join(dir, ".apserver", "config.toml"),
+			Flags: map[string]any{"model": modelName}}})
+	c.stdin = c.inproc.Input()
+	go c.readLoop(io.NopCloser(c.inproc.Output()))
+	go func() {
+		err := c.inproc.Err()
+		c.mu.Lock()
+		c.exitErr = err
+		c.mu.Unlock()
+		close(c.exited)
+	}()
+	t.Cleanup(func() {
+		c.stdin.Close()
+		select {
+		case <-c.exited:
+		case <-time.After(exitTimeout):
+			c.t.Errorf("apserver did not stop within %v of its input closing", exitTimeout)
+			cancel()
+			<-c.exited
+		}
+		cancel()
+		c.finish()
+	})
+	return c
+}
+
+// finish checks, once the server has stopped, what must hold of the whole
+// conversation.
+func (c *client) finish() {
+	t := c.t
+	<-c.readDone
+	c.mu.Lock()
+	killed := c.killed
+	c.mu.Unlock()
+	c.checkInvariants()
+	if !killed {
+		for _, u := range c.tr.Unanswered() {
+			f := strings.Fields(u)
+			if f[0] == "client" && !c.noReply[f[1]] {
+				t.Errorf("apserver never answered request %s", u)
+			}
+		}
+	}
+	if t.Failed() {
+		t.Logf("apserver stderr:\n%s", c.stderr.String())
+	}
 }
 
 // readLoop splits stdout into lines, validates and records them.
@@ -753,6 +853,9 @@ func (c *client) close() error {
 // kill sends SIGKILL and waits for the process to be reaped.
 func (c *client) kill() {
 	c.t.Helper()
+	if c.cmd == nil {
+		c.t.Fatal("kill needs a process: this client runs in process")
+	}
 	c.mu.Lock()
 	c.killed = true
 	c.mu.Unlock()

@@ -32,7 +32,7 @@ func TestInterruptStreaming(t *testing.T) {
 		scripted.Rule{Match: "second", Steps: []scripted.Step{{Text: "ok second"}}},
 		scripted.Rule{Match: "stream", Steps: []scripted.Step{{Deltas: 500, DeltaText: "tok ", InterDelta: 20 * time.Millisecond}}},
 	)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	threadID, _ := c.startThread("never")
 	_, turnID := c.startTurn(threadID, "please stream a lot")
 
@@ -78,7 +78,7 @@ func TestInterruptCommand(t *testing.T) {
 	model := startModel(t, scripted.Rule{Match: "sleep", Steps: []scripted.Step{
 		{ToolCalls: []scripted.ToolCall{{Command: "exec -a " + mark + " sleep 30"}}},
 	}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	threadID, _ := c.startThread("never")
 	_, turnID := c.startTurn(threadID, "please sleep")
 	item := c.waitFor("item/started", itemOfType(turnID, "commandExecution"))
@@ -137,7 +137,7 @@ func TestInterruptApproval(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{{Command: "echo hi > waited.txt"}}},
 		{Text: "should not be reached"},
 	}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	threadID, cwd := c.startThread("untrusted")
 	_, turnID := c.startTurn(threadID, "please write")
 	req := c.waitFor("item/commandExecution/requestApproval", nil)
@@ -184,7 +184,7 @@ func TestInterruptApproval(t *testing.T) {
 func TestInterruptIdle(t *testing.T) {
 	t.Parallel()
 	model := startModel(t)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	threadID, _ := c.startThread("never")
 	c.callErr("turn/interrupt", map[string]any{"threadId": threadID, "turnId": "no-such-turn"}, -32600, "no active turn to interrupt")
 }
@@ -196,7 +196,7 @@ func TestSteer(t *testing.T) {
 		scripted.Rule{Match: "wrap up", Steps: []scripted.Step{{Text: "Wrapped up."}}},
 		scripted.Rule{Match: "long story", Steps: []scripted.Step{{Deltas: 10, DeltaText: "story ", StallAfter: 3}}},
 	)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	threadID, _ := c.startThread("never")
 	_, turnID := c.startTurn(threadID, "tell me a long story")
 	c.waitFor("item/agentMessage/delta", forTurn(turnID))
@@ -244,7 +244,7 @@ func TestTurnStartWhileBusy(t *testing.T) {
 		scripted.Rule{Match: "wrap up", Steps: []scripted.Step{{Text: "Wrapped up."}}},
 		scripted.Rule{Match: "long story", Steps: []scripted.Step{{Deltas: 10, DeltaText: "story ", StallAfter: 3}}},
 	)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	threadID, _ := c.startThread("never")
 	_, turnID := c.startTurn(threadID, "tell me a long story")
 	c.waitFor("item/agentMessage/delta", forTurn(turnID))
@@ -273,7 +273,7 @@ func TestTurnStartWhileBusy(t *testing.T) {
 func TestSteerIdle(t *testing.T) {
 	t.Parallel()
 	model := startModel(t)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	threadID, _ := c.startThread("never")
 	c.callErr("turn/steer", map[string]any{"threadId": threadID, "expectedTurnId": "t", "input": textInput("x")},
 		-32600, "no active turn to steer")
@@ -290,7 +290,7 @@ func TestSteerDuringCommand(t *testing.T) {
 			{Text: "not this one"},
 		}},
 	)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	threadID, _ := c.startThread("never")
 	_, turnID := c.startTurn(threadID, "run the slow command")
 	c.waitFor("item/started", itemOfType(turnID, "commandExecution"))

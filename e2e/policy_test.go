@@ -85,7 +85,7 @@ func TestSandboxedCommands(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{{Command: "git push origin main"}}},
 		{Text: "done"},
 	}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	// Not under /tmp: workspace-write lets commands write /tmp (as Codex
 	// does), which would hide an escape to the workspace's parent.
 	base, err := os.MkdirTemp("/var/tmp", "apserver-e2e-")

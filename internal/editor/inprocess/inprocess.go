@@ -37,6 +37,8 @@ type Options struct {
 	ConfigSources session.ConfigSources
 	// Version is the server's version ("dev" when empty).
 	Version string
+	// NoCoalesce sends every model delta as its own notification.
+	NoCoalesce bool
 }
 
 // Server is apserver running in this process.
@@ -81,7 +83,7 @@ func Start(ctx context.Context, o Options) *Server {
 		Logger:         log,
 		Version:        version,
 		DataDir:        dataDir,
-		CoalesceDeltas: true,
+		CoalesceDeltas: !o.NoCoalesce,
 		ConfigSources:  o.ConfigSources,
 		Clock:          o.Clock,
 	})

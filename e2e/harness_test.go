@@ -8,7 +8,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -29,6 +28,7 @@ import (
 	"time"
 
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/internal/editor"
 	"github.com/apserver/apserver/internal/editor/inprocess"
 	"github.com/apserver/apserver/internal/wirecheck"
 	"github.com/apserver/apserver/model/scripted"
@@ -262,19 +262,18 @@ type client struct {
 	// whole point is a long run under load).
 	wait time.Duration
 
-	writeMu sync.Mutex // serialises writes and their transcript entries
+	// ed speaks the protocol (internal/editor): it writes, reads, checks
+	// every line with tr, and hands each message to record.
+	ed *editor.Editor
 
-	mu        sync.Mutex
-	nextID    int64
-	reqMethod map[string]string // id key → method, for labelling responses
-	msgs      []*message        // every server line, in order
-	changed   chan struct{}     // closed and replaced when msgs grows
-	readDone  chan struct{}     // closed when stdout hits EOF
-	exited    chan struct{}     // closed when the process has been reaped
-	exitErr   error
-	killed    bool
-	noReply   map[string]bool // client request ids (JSON) allowed to stay unanswered
-	sentAt    map[string]int  // client request id (JSON) → len(msgs) when last sent
+	mu       sync.Mutex
+	msgs     []*message      // every server line, in order
+	changed  chan struct{}   // closed and replaced when msgs grows
+	readDone <-chan struct{} // closed when the output has ended and is recorded
+	exited   chan struct{}   // closed when the process has been reaped
+	exitErr  error
+	killed   bool
+	noReply  map[string]bool // client request ids (JSON) allowed to stay unanswered
 }
 
 // newClient spawns apserver against model and initializes the connection.
@@ -328,7 +327,7 @@ func spawn(t *testing.T, model *scripted.Server, opts options) *client {
 		t.Fatalf("starting apserver: %v", err)
 	}
 	pw.Close()
-	go c.readLoop(pr)
+	c.connect(stdin, pr)
 	go func() {
 		err := cmd.Wait()
 		c.mu.Lock()
@@ -361,13 +360,10 @@ func newClientState(t *testing.T, model *scripted.Server, opts options) *client 
 	c := &client{
 		t: t, stderr: &syncBuffer{},
 		dataDir: opts.dataDir, model: model,
-		tr:        validator.NewTranscript(),
-		reqMethod: map[string]string{},
-		noReply:   map[string]bool{},
-		sentAt:    map[string]int{},
-		changed:   make(chan struct{}),
-		readDone:  make(chan struct{}),
-		exited:    make(chan struct{}),
+		tr:      validator.NewTranscript(),
+		noReply: map[string]bool{},
+		changed: make(chan struct{}),
+		exited:  make(chan struct{}),
 	}
 	c.tr.RequireEmittedAtMs = true
 	return c
@@ -419,7 +415,7 @@ func startInProcess(t *testing.T, model *scripted.Server, opts options, home, cf
 		ConfigSources: session.ConfigSources{UserFile: cfgFile, WorkspaceFile: filepath.Join(dir, ".apserver", "config.toml"),
 			Flags: map[string]any{"model": modelName}}})
 	c.stdin = c.inproc.Input()
-	go c.readLoop(io.NopCloser(c.inproc.Output()))
+	c.connect(c.stdin, c.inproc.Output())
 	go func() {
 		err := c.inproc.Err()
 		c.mu.Lock()
@@ -464,70 +460,32 @@ func (c *client) finish() {
 	}
 }
 
-// readLoop splits stdout into lines, validates and records them.
-func (c *client) readLoop(r io.ReadCloser) {
-	defer close(c.readDone)
-	defer r.Close()
-	br := bufio.NewReaderSize(r, 1<<20)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			c.handleLine(line)
-		}
-		if err != nil {
-			return
-		}
-	}
+// connect starts the fake editor on the server's input and output.
+func (c *client) connect(w io.Writer, r io.Reader) {
+	c.ed = editor.New(w, r, editor.Options{Check: c.tr, Problem: c.problem, OnMessage: c.record})
+	c.readDone = c.ed.Done()
 }
 
-func (c *client) handleLine(line []byte) {
-	line = bytes.TrimSuffix(line, []byte("\n"))
-	var env struct {
-		ID          json.RawMessage `json:"id"`
-		Method      string          `json:"method"`
-		Params      json.RawMessage `json:"params"`
-		Result      json.RawMessage `json:"result"`
-		Error       *rpcError       `json:"error"`
-		JSONRPC     *string         `json:"jsonrpc"`
-		EmittedAtMs *int64          `json:"emittedAtMs"`
-	}
-	if err := json.Unmarshal(line, &env); err != nil {
-		c.t.Errorf("server wrote a line that is not a JSON object: %v\n%s", err, line)
+// problem reports what is wrong with the server's output; an answer of the
+// test's own outside the schema is the point of the test, not an error.
+func (c *client) problem(err error) {
+	if errors.Is(err, editor.ErrAnswerOutsideSchema) {
+		c.t.Logf("client answer outside the schema (intended): %v", err)
 		return
 	}
-	if env.JSONRPC != nil {
-		c.t.Errorf("server message carries a \"jsonrpc\" field (protocol/codex/CORE.md §2: omit it):\n%s", line)
-	}
-	nullID := string(env.ID) == "null"
-	if nullID && env.Method == "" {
-		// An error for a request whose id could not be read: wirecheck has no
-		// pending request to match it to, so check the shape here.
-		if env.Error == nil || env.Result != nil {
-			c.t.Errorf("response with a null id must be an error:\n%s", line)
-		}
-	} else if err := c.tr.Server(line); err != nil {
-		c.t.Errorf("wirecheck: %v\n%s", err, line)
-	}
-	m := &message{Raw: string(line), Method: env.Method, Params: env.Params, Result: env.Result, Error: env.Error}
-	if len(env.ID) > 0 {
-		m.ID = env.ID
-	}
-	body := env.Params
-	if m.isResponse() {
-		body = env.Result
-	}
-	if len(body) > 0 {
-		if err := json.Unmarshal(body, &m.params); err != nil {
-			c.t.Errorf("decoding %s: %v", line, err)
-		}
+	c.t.Error(err)
+}
+
+// record keeps the editor's message m as the test's, at the same Seq.
+func (c *client) record(m *editor.Message) {
+	msg := &message{Seq: m.Seq, Raw: m.Raw, ID: m.ID, Method: m.Method, Params: m.Params, Result: m.Result,
+		ReqMethod: m.ReqMethod, params: m.Value()}
+	if m.Error != nil {
+		msg.Error = (*rpcError)(m.Error)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if m.isResponse() {
-		m.ReqMethod = c.reqMethod[string(m.ID)]
-	}
-	m.Seq = len(c.msgs)
-	c.msgs = append(c.msgs, m)
+	c.msgs = append(c.msgs, msg)
 	close(c.changed)
 	c.changed = make(chan struct{})
 }
@@ -536,11 +494,8 @@ func (c *client) handleLine(line []byte) {
 // transcript as a client message.
 func (c *client) write(line string) {
 	c.t.Helper()
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	c.tr.Client([]byte(line))
-	if _, err := io.WriteString(c.stdin, line+"\n"); err != nil {
-		c.t.Fatalf("writing to apserver: %v\nstderr:\n%s", err, c.stderr.String())
+	if err := c.ed.Write([]byte(line)); err != nil {
+		c.t.Fatalf("%v\nstderr:\n%s", err, c.stderr.String())
 	}
 }
 
@@ -548,45 +503,41 @@ func (c *client) write(line string) {
 // the id's JSON form.
 func (c *client) sendWithID(id any, method string, params any) string {
 	c.t.Helper()
-	req := map[string]any{"id": id, "method": method}
-	if params != nil {
-		req["params"] = params
-	}
-	b, err := json.Marshal(req)
+	idJSON, err := c.ed.SendWithID(id, method, params)
 	if err != nil {
-		c.t.Fatal(err)
+		c.t.Fatalf("%v\nstderr:\n%s", err, c.stderr.String())
 	}
-	idJSON, _ := json.Marshal(id)
-	c.mu.Lock()
-	c.reqMethod[string(idJSON)] = method
-	c.sentAt[string(idJSON)] = len(c.msgs)
-	c.mu.Unlock()
-	c.write(string(b))
-	return string(idJSON)
+	return idJSON
 }
 
 // send sends a request with the next integer id and returns that id's JSON
 // form, for response.
 func (c *client) send(method string, params any) string {
 	c.t.Helper()
-	c.mu.Lock()
-	c.nextID++
-	id := c.nextID
-	c.mu.Unlock()
-	return c.sendWithID(id, method, params)
+	id, err := c.ed.Send(method, params)
+	if err != nil {
+		c.t.Fatalf("%v\nstderr:\n%s", err, c.stderr.String())
+	}
+	return id
 }
+
+// expect notes a request written raw (write) with id (its JSON form), for
+// response.
+func (c *client) expect(id, method string) { c.ed.Sent(id, method) }
 
 // response waits for the response with id (in its JSON form) to the
 // latest request sent with that id.
 func (c *client) response(id string) *message {
 	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), c.limit())
+	defer cancel()
+	m, err := c.ed.Response(ctx, id)
+	if err != nil {
+		c.t.Fatalf("waiting for the response %s: %v\n%s", id, err, c.dump(0))
+	}
 	c.mu.Lock()
-	from := c.sentAt[id]
-	c.mu.Unlock()
-	m := c.waitMsg("response "+id, from, func(m *message) bool {
-		return m.isResponse() && string(m.ID) == id
-	})
-	return m
+	defer c.mu.Unlock()
+	return c.msgs[m.Seq]
 }
 
 // request sends a request and waits for its response (result or error).
@@ -639,39 +590,32 @@ func (c *client) notify(method string, params any) {
 // answer replies to a server request with a result.
 func (c *client) answer(req *message, result any) {
 	c.t.Helper()
-	b, _ := json.Marshal(map[string]any{"id": req.ID, "result": result})
-	c.writeAnswer(b)
+	if err := c.ed.Answer(&editor.Message{ID: req.ID, Method: req.Method}, result); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 // answerError replies to a server request with a JSON-RPC error.
 func (c *client) answerError(req *message, code int, msg string) {
 	c.t.Helper()
-	b, _ := json.Marshal(map[string]any{"id": req.ID, "error": map[string]any{"code": code, "message": msg}})
-	c.writeAnswer(b)
+	if err := c.ed.AnswerError(&editor.Message{ID: req.ID, Method: req.Method}, code, msg); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
-func (c *client) writeAnswer(b []byte) {
-	c.t.Helper()
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	if err := c.tr.ClientAnswer(b); err != nil {
-		// A deliberately bad answer (e.g. a bogus decision) fails the
-		// schema; that is the point of the test, not a harness error.
-		c.t.Logf("client answer outside the schema (intended): %v", err)
+// limit is how long a wait of this client's lasts.
+func (c *client) limit() time.Duration {
+	if c.wait > 0 {
+		return c.wait
 	}
-	if _, err := c.stdin.Write(append(b, '\n')); err != nil {
-		c.t.Fatalf("writing to apserver: %v", err)
-	}
+	return waitTimeout
 }
 
 // waitMsg waits for the first message at or after position from that
 // satisfies pred.
 func (c *client) waitMsg(what string, from int, pred func(*message) bool) *message {
 	c.t.Helper()
-	limit := waitTimeout
-	if c.wait > 0 {
-		limit = c.wait
-	}
+	limit := c.limit()
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
 	for {

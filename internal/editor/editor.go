@@ -100,6 +100,11 @@ func (e *Error) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e
 // ErrClosed: the server's output ended before what was waited for came.
 var ErrClosed = errors.New("editor: the server's output ended")
 
+// ErrAnswerOutsideSchema is wrapped by the Problem of an answer to a
+// server request that Check rejects; the answer is sent all the same (a
+// test may send a bad one on purpose).
+var ErrAnswerOutsideSchema = errors.New("an answer outside the schema")
+
 // Options configure an Editor.
 type Options struct {
 	// Check, when set, validates every line both ways against the schemas;
@@ -111,6 +116,9 @@ type Options struct {
 	Problem func(error)
 	// Trace sees every line, sent (true) or received.
 	Trace func(sent bool, line []byte)
+	// OnMessage sees every message of the server's as it is recorded, in
+	// order, on the reading goroutine, before any Wait can return it.
+	OnMessage func(*Message)
 }
 
 // Editor is one connection to apserver. Its methods are safe for
@@ -212,14 +220,19 @@ func (e *Editor) record(line []byte) {
 	e.add(m)
 }
 
-// add stores m as the next message.
+// add stores m as the next message. Only the reading goroutine adds.
 func (e *Editor) add(m *Message) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	if m.IsResponse() {
 		m.ReqMethod = e.reqMethod[string(m.ID)]
 	}
 	m.Seq = len(e.msgs)
+	e.mu.Unlock()
+	if e.o.OnMessage != nil {
+		e.o.OnMessage(m)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	e.msgs = append(e.msgs, m)
 	close(e.changed)
 	e.changed = make(chan struct{})
@@ -258,11 +271,17 @@ func (e *Editor) SendWithID(id any, method string, params any) (string, error) {
 		return "", fmt.Errorf("editor: encoding %s: %w", method, err)
 	}
 	idJSON, _ := json.Marshal(id)
-	e.mu.Lock()
-	e.reqMethod[string(idJSON)] = method
-	e.sentAt[string(idJSON)] = len(e.msgs)
-	e.mu.Unlock()
+	e.Sent(string(idJSON), method)
 	return string(idJSON), e.Write(b)
+}
+
+// Sent notes a request written raw (Write) with id (its JSON form), so
+// that Response finds its answer and labels it with method.
+func (e *Editor) Sent(id, method string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.reqMethod[id] = method
+	e.sentAt[id] = len(e.msgs)
 }
 
 // Send sends a request with the next integer id and returns that id's JSON
@@ -340,7 +359,7 @@ func (e *Editor) answer(b []byte) error {
 	defer e.writeMu.Unlock()
 	if c := e.o.Check; c != nil {
 		if err := c.ClientAnswer(b); err != nil {
-			e.problem(fmt.Errorf("an answer outside the schema: %w", err))
+			e.problem(fmt.Errorf("%w: %w", ErrAnswerOutsideSchema, err))
 		}
 	}
 	return e.write(b)

@@ -109,7 +109,7 @@ func TestTitleThreadToolsOff(t *testing.T) {
 // root.
 func TestFuzzyFileSearch(t *testing.T) {
 	t.Parallel()
-	c := newClient(t, nil, options{})
+	c := newClient(t, nil, options{inProcess: true})
 	root := t.TempDir()
 	for _, p := range []string{"src/server/listen.go", "src/server/conn.go", "docs/listening.md", ".git/listen.go", "README.md"} {
 		os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)

@@ -411,7 +411,7 @@ func startInProcess(t *testing.T, model *scripted.Server, opts options, home, cf
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	log := slog.New(slog.NewTextHandler(c.stderr, nil))
-	c.inproc = inprocess.Start(ctx, inprocess.Options{Config: cfg, Logger: log, OnEOF: onEOF, Version: "e2e", NoCoalesce: noCoalesce,
+	c.inproc = inprocess.Start(ctx, inprocess.Options{Config: cfg, Logger: log, OnEOF: onEOF, Version: "e2e", NoCoalesce: noCoalesce, Cwd: dir,
 		ConfigSources: session.ConfigSources{UserFile: cfgFile, WorkspaceFile: filepath.Join(dir, ".apserver", "config.toml"),
 			Flags: map[string]any{"model": modelName}}})
 	c.stdin = c.inproc.Input()

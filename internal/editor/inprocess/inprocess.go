@@ -39,6 +39,9 @@ type Options struct {
 	Version string
 	// NoCoalesce sends every model delta as its own notification.
 	NoCoalesce bool
+	// Cwd stands for the server process's working directory: a thread
+	// started without a cwd works there. Empty: the test's own.
+	Cwd string
 }
 
 // Server is apserver running in this process.
@@ -86,6 +89,7 @@ func Start(ctx context.Context, o Options) *Server {
 		CoalesceDeltas: !o.NoCoalesce,
 		ConfigSources:  o.ConfigSources,
 		Clock:          o.Clock,
+		Cwd:            o.Cwd,
 	})
 	server.Register(srv, mgr)
 	s.Manager = mgr

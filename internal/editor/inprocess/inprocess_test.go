@@ -45,7 +45,7 @@ func TestTurnWithApproval(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s := inprocess.Start(ctx, inprocess.Options{Config: cfg})
+	s := inprocess.Start(ctx, inprocess.Options{Config: cfg, Cwd: home})
 	tr := v.NewTranscript()
 	tr.RequireEmittedAtMs = true
 	ed := s.Editor(editor.Options{Check: tr, Problem: func(err error) { t.Error(err) }})
@@ -83,6 +83,9 @@ func TestTurnWithApproval(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(cwd, "made.txt")); string(b) != "made\n" {
 		t.Errorf("made.txt = %q (%v), want the approved command's output", b, err)
+	}
+	if r, err := ed.Call(ctx, "thread/start", map[string]any{"ephemeral": true}); err != nil || r.Str("cwd") != home {
+		t.Errorf("thread/start without a cwd works in %q (%v), want the server's %s", r.Str("cwd"), err, home)
 	}
 	if bad, err := ed.Request(ctx, "thread/start", map[string]any{"sandbox": "open"}); err != nil || bad.Error == nil || bad.Error.Code != -32602 {
 		t.Errorf("thread/start with a bad sandbox = %v (%v), want -32602", bad, err)

@@ -243,7 +243,8 @@ type options struct {
 	// inProcess runs apserver in the test binary (internal/editor/inprocess)
 	// instead of spawning it: for tests that need no process boundary, and
 	// so under coverage. args may then hold only --config, --on-eof and
-	// --no-coalesce. APSERVER_E2E_BINARY=1 runs these on the binary too.
+	// --no-coalesce, and env must be empty: its commands run with the
+	// test's environment. APSERVER_E2E_BINARY=1 runs these on the binary.
 	inProcess bool
 }
 
@@ -394,8 +395,13 @@ func startInProcess(t *testing.T, model *scripted.Server, opts options, home, cf
 			t.Fatalf("in process: flag %q needs the binary", a)
 		}
 	}
+	if len(opts.env) > 0 {
+		// The commands of an in-process server run with the test's own
+		// environment, which opts.env cannot change.
+		t.Fatalf("in process: env %q needs the binary", opts.env)
+	}
 	env := map[string]string{"APSERVER_MODEL": "scripted-model"}
-	for _, kv := range append(serverEnv(t, home, model), opts.env...) {
+	for _, kv := range serverEnv(t, home, model) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}

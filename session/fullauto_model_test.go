@@ -49,7 +49,7 @@ func TestDecisionModelAnswers(t *testing.T) {
 		t.Fatal("decisionModel() = nil with a [roles.decision]")
 	}
 	command := serverRequest{Method: protocol.RequestCommandApproval, Command: "make deploy", Rule: "prompt", RuleName: "prompt make (user:3)",
-		Params: protocol.CommandApprovalParams{Cwd: ptr("/work/x"), Reason: ptr("to ship it")}}
+		Params: protocol.CommandApprovalParams{Cwd: ptr("/srv/app"), Reason: ptr("to ship it")}}
 	file := serverRequest{Method: protocol.RequestFileChangeApproval, Paths: []string{"a.go", "../b.go"},
 		Params: protocol.FileChangeApprovalParams{}}
 	question := serverRequest{Method: protocol.RequestUserInput, Params: protocol.ToolRequestUserInputParams{Questions: []protocol.UserInputQuestion{
@@ -63,7 +63,7 @@ func TestDecisionModelAnswers(t *testing.T) {
 		err       string
 	}{
 		{"cmd-accept", command, controller.OutcomeAccept, `{"decision":"accept"}`,
-			[]string{"make deploy", "in: /work/x", "its reason: to ship it", "command rules say: prompt (prompt make (user:3))"}, ""},
+			[]string{"make deploy", "in: /srv/app", "its reason: to ship it", "command rules say: prompt (prompt make (user:3))"}, ""},
 		{"file-decline", file, controller.OutcomeDecline, `{"decision":"decline"}`,
 			[]string{"change these files: a.go, ../b.go", "outside the workspace"}, ""},
 		{"question-ok", question, controller.OutcomeAccept, `{"answers":{"lang":{"answers":["French"]}}}`,

@@ -66,7 +66,7 @@ var layers = []struct {
 	prefix string
 	layer  int
 }{
-	{"cmd/", 0}, {"bench", 0},
+	{"cmd/", 0}, {"bench", 0}, {"internal/editor/inprocess", 0},
 	{"server", 1},
 	{"session", 2},
 	{"fullauto", 3}, {"runs", 3}, {"controller", 3}, {"tools", 3}, {"store", 3}, {"model", 3}, {"config", 3}, {"github", 3}, {"internal/", 3},

@@ -8,27 +8,27 @@ type EventType string
 // Events. Those a human causes come from run/* requests; the others are
 // results of effects the driver applied.
 const (
-	EvStarted            EventType = "started"             // Config: run/start
-	EvWorktreeReady      EventType = "worktreeReady"       // the worktree and branch exist
-	EvPlannerStarted     EventType = "plannerStarted"      // ThreadID: the planner thread
-	EvPlanProposed       EventType = "planProposed"        // Tasks, Summary: the planner's plan
-	EvPlannerFailed      EventType = "plannerFailed"       // Reason
-	EvClarificationAsked EventType = "clarificationAsked"  // Clarification: a stage asks
+	EvStarted               EventType = "started"               // Config: run/start
+	EvWorktreeReady         EventType = "worktreeReady"         // the worktree and branch exist
+	EvPlannerStarted        EventType = "plannerStarted"        // ThreadID: the planner thread
+	EvPlanProposed          EventType = "planProposed"          // Tasks, Summary: the planner's plan
+	EvPlannerFailed         EventType = "plannerFailed"         // Reason
+	EvClarificationAsked    EventType = "clarificationAsked"    // Clarification: a stage asks
 	EvClarificationAnswered EventType = "clarificationAnswered" // ID, Text
-	EvPlanUpdated        EventType = "planUpdated"         // Tasks: run/plan/update
-	EvPlanApproved       EventType = "planApproved"        // run/plan/approve (or auto trust)
-	EvPlanRejected       EventType = "planRejected"        // Text: the feedback
-	EvTaskApproved       EventType = "taskApproved"        // TaskID, Decision: the gate
-	EvTaskStarted        EventType = "taskStarted"         // TaskID, ThreadID
-	EvTaskImplemented    EventType = "taskImplemented"     // TaskID, OK, Reason: the task thread's full auto ended
-	EvTaskValidated      EventType = "taskValidated"       // TaskID, OK, Reason: checks and review
-	EvTaskCommitted      EventType = "taskCommitted"       // TaskID, Commit
-	EvRepairApproved     EventType = "repairApproved"      // TaskID, Tasks[0]: the fix task
-	EvPaused             EventType = "paused"              // run/pause
-	EvResumed            EventType = "resumed"             // run/resume
-	EvCancelled          EventType = "cancelled"           // run/cancel
-	EvMerged             EventType = "merged"              // Commit ("" when the branch is left for review)
-	EvFailed             EventType = "failed"              // Reason: a step that cannot go on
+	EvPlanUpdated           EventType = "planUpdated"           // Tasks: run/plan/update
+	EvPlanApproved          EventType = "planApproved"          // run/plan/approve (or auto trust)
+	EvPlanRejected          EventType = "planRejected"          // Text: the feedback
+	EvTaskApproved          EventType = "taskApproved"          // TaskID, Decision: the gate
+	EvTaskStarted           EventType = "taskStarted"           // TaskID, ThreadID
+	EvTaskImplemented       EventType = "taskImplemented"       // TaskID, OK, Reason: the task thread's full auto ended
+	EvTaskValidated         EventType = "taskValidated"         // TaskID, OK, Reason: checks and review
+	EvTaskCommitted         EventType = "taskCommitted"         // TaskID, Commit
+	EvRepairApproved        EventType = "repairApproved"        // TaskID, Tasks[0]: the fix task
+	EvPaused                EventType = "paused"                // run/pause
+	EvResumed               EventType = "resumed"               // run/resume
+	EvCancelled             EventType = "cancelled"             // run/cancel
+	EvMerged                EventType = "merged"                // Commit ("" when the branch is left for review)
+	EvFailed                EventType = "failed"                // Reason: a step that cannot go on
 )
 
 // Event is one entry of a run's log: what happened, when, and its data.

@@ -13,13 +13,13 @@ import (
 type step int
 
 const (
-	stepNone       step = iota // nothing in flight (waiting, paused, final, or about to decide)
-	stepWorktree               // CreateWorktree asked
-	stepPlanning               // the planner is running
-	stepImplement              // a task thread is running (cur)
-	stepValidate               // cur's checks and review are running
-	stepCommit                 // cur's commit is being made
-	stepMerge                  // the run's end: final commit and merge
+	stepNone      step = iota // nothing in flight (waiting, paused, final, or about to decide)
+	stepWorktree              // CreateWorktree asked
+	stepPlanning              // the planner is running
+	stepImplement             // a task thread is running (cur)
+	stepValidate              // cur's checks and review are running
+	stepCommit                // cur's commit is being made
+	stepMerge                 // the run's end: final commit and merge
 )
 
 func (s step) String() string {

@@ -219,6 +219,7 @@ func TestFullAutoPauseResumeStop(t *testing.T) {
 	checkErr(t, "fullAuto/pause without a run", c.request("fullAuto/pause", map[string]any{"threadId": threadID}), -32600, "no full-auto run")
 	checkErr(t, "fullAuto/start without threadId", c.request("fullAuto/start", map[string]any{}), -32602, "threadId")
 	checkErr(t, "fullAuto/start with bad approvals", c.request("fullAuto/start", map[string]any{"threadId": threadID, "approvals": "sometimes"}), -32602, "approvals")
+	checkErr(t, "fullAuto/start with bad onApprovalTimeout", c.request("fullAuto/start", map[string]any{"threadId": threadID, "objective": "o", "onApprovalTimeout": "retry"}), -32602, "onApprovalTimeout")
 	checkErr(t, "fullAuto/start with no objective on an empty thread", c.request("fullAuto/start", map[string]any{"threadId": threadID}), -32602, "objective")
 
 	r := c.startFullAuto(threadID, map[string]any{"objective": "S-control: do the steps", "budgets": map[string]any{"turns": 8, "tokens": 10000000}})

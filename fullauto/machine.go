@@ -572,9 +572,9 @@ func ModelHasSay(in controller.Input) bool {
 // decision is carried out (Resolve). It is stored with the receipt so that
 // replay checks the overrides too.
 type RunContext struct {
-	Goal        bool   `json:"goal,omitempty"`
-	OnTimeout   string `json:"onApprovalTimeout"`
-	TurnRunning bool   `json:"turnRunning,omitempty"`
+	Goal        bool               `json:"goal,omitempty"`
+	OnTimeout   protocol.OnTimeout `json:"onApprovalTimeout"`
+	TurnRunning bool               `json:"turnRunning,omitempty"`
 }
 
 // DecisionInput is the stored input of a decision receipt: the

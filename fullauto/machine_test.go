@@ -108,7 +108,7 @@ func TestOverrides(t *testing.T) {
 	})
 
 	t.Run("onApprovalTimeout", func(t *testing.T) {
-		for _, mode := range []string{protocol.OnTimeoutPause, protocol.OnTimeoutStop} {
+		for _, mode := range []protocol.OnTimeout{protocol.OnTimeoutPause, protocol.OnTimeoutStop} {
 			d := newDriver(t, Options{}, protocol.FullAutoStartParams{OnApprovalTimeout: &mode})
 			d.m.TurnStarted(d.now, "t1", "")
 			_, timeout, _ := d.m.RequestForwarded(d.now, "t1", 7, "command", "npm publish", "approve")
@@ -159,7 +159,7 @@ func TestRunLifecycle(t *testing.T) {
 		t.Errorf("start with no objective on an empty thread: %v, want invalid params", err)
 	}
 	d := &driver{t: t, m: m, now: 1000}
-	effs, err := m.Start(d.now, protocol.FullAutoStartParams{ThreadID: "th", Objective: ptr(" do it "), Approvals: ptr("never"),
+	effs, err := m.Start(d.now, protocol.FullAutoStartParams{ThreadID: "th", Objective: ptr(" do it "), Approvals: ptr(protocol.FullAutoApproveNever),
 		Review: ptr(true), Budgets: &protocol.FullAutoBudgets{Turns: ptr(5)}}, "")
 	if err != nil {
 		t.Fatal(err)
@@ -342,7 +342,7 @@ func TestDecisionModel(t *testing.T) {
 // TestApprovalLadder: rung 1 under each strategy (a receipt for each),
 // rung 2's eligibility and confidence, rung 3's waiting and denial count.
 func TestApprovalLadder(t *testing.T) {
-	d := newDriver(t, Options{DecisionModel: true, QuestionMinConfidence: 0.8}, protocol.FullAutoStartParams{Approvals: ptr("policy")})
+	d := newDriver(t, Options{DecisionModel: true, QuestionMinConfidence: 0.8}, protocol.FullAutoStartParams{Approvals: ptr(protocol.FullAutoApprovePolicy)})
 	m := d.m
 	m.TurnStarted(d.now, "t1", "")
 	req := controller.ApprovalRequest{Kind: "command", Command: "npm publish --dry-run", Paths: []string{}}
@@ -504,7 +504,7 @@ func TestGoalSet(t *testing.T) {
 // TestRestore: after a restart a run resends what it waited on, or goes
 // on, or waits paused; answers carry it on, time out, or count denials.
 func TestRestore(t *testing.T) {
-	load := func(opts Options, st protocol.FullAutoState, onTimeout string) *driver {
+	load := func(opts Options, st protocol.FullAutoState, onTimeout protocol.OnTimeout) *driver {
 		opts.ThreadID = "th"
 		m := New(opts)
 		r := newRun("o", 0)
@@ -549,7 +549,7 @@ func TestRestore(t *testing.T) {
 		t.Errorf("a stale carry started a turn")
 	}
 
-	for _, mode := range []string{protocol.OnTimeoutPause, protocol.OnTimeoutStop} {
+	for _, mode := range []protocol.OnTimeout{protocol.OnTimeoutPause, protocol.OnTimeoutStop} {
 		d := load(Options{}, protocol.FullAutoWaiting, mode)
 		d.apply(d.m.Restore(d.now, []Pending{{ID: 1, Kind: "command"}}))
 		carry, _, effs := d.m.ResentAnswered(d.now, 1, Settled{TimedOut: true})

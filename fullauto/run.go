@@ -36,8 +36,8 @@ type Run struct {
 	Approvals controller.ApprovalStrategy `json:"approvals"`
 	Config    controller.Config           `json:"config"`
 	// ApprovalTimeoutMs: 0 waits forever. OnTimeout is "pause" or "stop".
-	ApprovalTimeoutMs int64  `json:"approvalTimeoutMs,omitempty"`
-	OnTimeout         string `json:"onApprovalTimeout"`
+	ApprovalTimeoutMs int64              `json:"approvalTimeoutMs,omitempty"`
+	OnTimeout         protocol.OnTimeout `json:"onApprovalTimeout"`
 
 	// Goal: the run was made by thread/goal/set.
 	Goal          bool  `json:"goal,omitempty"`
@@ -116,7 +116,7 @@ func WireRun(threadID string, r *Run, extraMs int64) protocol.FullAutoRun {
 	w := protocol.FullAutoRun{
 		ThreadID:  threadID,
 		State:     r.State,
-		Approvals: string(r.Approvals),
+		Approvals: protocol.FullAutoApprovals(r.Approvals),
 		Spent:     protocol.FullAutoSpent(spent),
 		Budgets:   WireBudgets(r.Config.Budgets),
 	}

@@ -19,7 +19,7 @@ type CommandApprovalParams struct {
 	ProposedExecpolicyAmendment []string        `json:"proposedExecpolicyAmendment"`
 	// AvailableDecisions are the answers the client may offer, in order
 	// (Codex's clients show exactly these).
-	AvailableDecisions []string `json:"availableDecisions,omitempty"`
+	AvailableDecisions []Decision `json:"availableDecisions,omitempty"`
 }
 
 // FileChangeApprovalParams: item/fileChange/requestApproval.
@@ -32,19 +32,25 @@ type FileChangeApprovalParams struct {
 	GrantRoot   *string `json:"grantRoot"`
 }
 
-// Approval decisions (string forms).
+// Decision is the kind of a client's approval answer: a string decision,
+// or the key of an object decision.
+type Decision string
+
+// Approval decisions. The last two only come as objects with a body.
 const (
-	DecisionAccept           = "accept"
-	DecisionAcceptForSession = "acceptForSession"
-	DecisionDecline          = "decline"
-	DecisionCancel           = "cancel"
+	DecisionAccept                        Decision = "accept"
+	DecisionAcceptForSession              Decision = "acceptForSession"
+	DecisionDecline                       Decision = "decline"
+	DecisionCancel                        Decision = "cancel"
+	DecisionAcceptWithExecpolicyAmendment Decision = "acceptWithExecpolicyAmendment"
+	DecisionApplyNetworkPolicyAmendment   Decision = "applyNetworkPolicyAmendment"
 )
 
 // ApprovalDecision is the client's answer. String decisions land in Kind;
 // the object forms ({"acceptWithExecpolicyAmendment":…}) set Kind to the key
 // and keep the body in Detail.
 type ApprovalDecision struct {
-	Kind   string
+	Kind   Decision
 	Detail json.RawMessage
 }
 
@@ -57,7 +63,7 @@ func ParseApprovalResponse(raw json.RawMessage) (ApprovalDecision, error) {
 	if err := json.Unmarshal(raw, &v); err != nil || v.Decision == nil {
 		return ApprovalDecision{}, fmt.Errorf("approval answer has no decision")
 	}
-	var s string
+	var s Decision
 	if err := json.Unmarshal(v.Decision, &s); err == nil {
 		switch s {
 		case DecisionAccept, DecisionAcceptForSession, DecisionDecline, DecisionCancel:
@@ -70,9 +76,9 @@ func ParseApprovalResponse(raw json.RawMessage) (ApprovalDecision, error) {
 		return ApprovalDecision{}, fmt.Errorf("malformed approval decision")
 	}
 	for k, body := range obj {
-		switch k {
-		case "acceptWithExecpolicyAmendment", "applyNetworkPolicyAmendment":
-			return ApprovalDecision{Kind: k, Detail: body}, nil
+		switch Decision(k) {
+		case DecisionAcceptWithExecpolicyAmendment, DecisionApplyNetworkPolicyAmendment:
+			return ApprovalDecision{Kind: Decision(k), Detail: body}, nil
 		}
 		return ApprovalDecision{}, fmt.Errorf("unknown approval decision %q", k)
 	}

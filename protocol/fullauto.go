@@ -26,18 +26,32 @@ const (
 	FullAutoStopped FullAutoState = "stopped" // the run is over
 )
 
+// FullAutoApprovals is how a run answers approvals.
+type FullAutoApprovals string
+
 // Approval strategies of a run.
 const (
-	FullAutoApproveNever  = "never"
-	FullAutoApprovePolicy = "policy"
-	FullAutoApproveAsk    = "ask"
+	FullAutoApproveNever  FullAutoApprovals = "never"
+	FullAutoApprovePolicy FullAutoApprovals = "policy"
+	FullAutoApproveAsk    FullAutoApprovals = "ask"
 )
+
+// Valid reports whether a is one of the strategies.
+func (a FullAutoApprovals) Valid() bool {
+	return a == FullAutoApproveNever || a == FullAutoApprovePolicy || a == FullAutoApproveAsk
+}
+
+// OnTimeout is what a run does when an approval or question times out.
+type OnTimeout string
 
 // What a run does when an approval or question times out.
 const (
-	OnTimeoutPause = "pause"
-	OnTimeoutStop  = "stop"
+	OnTimeoutPause OnTimeout = "pause"
+	OnTimeoutStop  OnTimeout = "stop"
 )
+
+// Valid reports whether o is one of the timeout actions.
+func (o OnTimeout) Valid() bool { return o == OnTimeoutPause || o == OnTimeoutStop }
 
 // FullAutoBudgets limit a run. An absent or null field is unlimited.
 type FullAutoBudgets struct {
@@ -78,33 +92,25 @@ type FullAutoStartParams struct {
 	Objective *string          `json:"objective,omitempty"`
 	Budgets   *FullAutoBudgets `json:"budgets,omitempty"`
 	// Approvals is "never", "policy" or "ask" (default "policy").
-	Approvals *string `json:"approvals,omitempty"`
+	Approvals *FullAutoApprovals `json:"approvals,omitempty"`
 	// Review asks for one review turn before a run is declared done.
 	Review *bool `json:"review,omitempty"`
 	// ApprovalTimeoutMs: an approval or question unanswered for this long
 	// is declined and the run pauses (or stops, see OnApprovalTimeout).
 	ApprovalTimeoutMs *int64 `json:"approvalTimeoutMs,omitempty"`
 	// OnApprovalTimeout is "pause" (default) or "stop".
-	OnApprovalTimeout *string `json:"onApprovalTimeout,omitempty"`
+	OnApprovalTimeout *OnTimeout `json:"onApprovalTimeout,omitempty"`
 }
 
 func (p *FullAutoStartParams) Validate() error {
 	if p.ThreadID == "" {
 		return MissingField("threadId")
 	}
-	if p.Approvals != nil {
-		switch *p.Approvals {
-		case FullAutoApproveNever, FullAutoApprovePolicy, FullAutoApproveAsk:
-		default:
-			return Errorf(ErrInvalidParams, "Invalid params: approvals must be \"never\", \"policy\" or \"ask\", got %q", *p.Approvals)
-		}
+	if p.Approvals != nil && !p.Approvals.Valid() {
+		return Errorf(ErrInvalidParams, "Invalid params: approvals must be \"never\", \"policy\" or \"ask\", got %q", *p.Approvals)
 	}
-	if p.OnApprovalTimeout != nil {
-		switch *p.OnApprovalTimeout {
-		case OnTimeoutPause, OnTimeoutStop:
-		default:
-			return Errorf(ErrInvalidParams, "Invalid params: onApprovalTimeout must be \"pause\" or \"stop\", got %q", *p.OnApprovalTimeout)
-		}
+	if p.OnApprovalTimeout != nil && !p.OnApprovalTimeout.Valid() {
+		return Errorf(ErrInvalidParams, "Invalid params: onApprovalTimeout must be \"pause\" or \"stop\", got %q", *p.OnApprovalTimeout)
 	}
 	if p.ApprovalTimeoutMs != nil && *p.ApprovalTimeoutMs <= 0 {
 		return Errorf(ErrInvalidParams, "Invalid params: approvalTimeoutMs must be positive")
@@ -149,15 +155,15 @@ type FullAutoReceipt struct {
 
 // FullAutoRun is one thread's run.
 type FullAutoRun struct {
-	ThreadID      string           `json:"threadId"`
-	State         FullAutoState    `json:"state"`
-	Reason        *string          `json:"reason"`
-	Objective     *string          `json:"objective"`
-	Approvals     string           `json:"approvals"`
-	Budgets       FullAutoBudgets  `json:"budgets"`
-	Spent         FullAutoSpent    `json:"spent"`
-	StopCondition *string          `json:"stopCondition"`
-	LastDecision  *FullAutoReceipt `json:"lastDecision"`
+	ThreadID      string            `json:"threadId"`
+	State         FullAutoState     `json:"state"`
+	Reason        *string           `json:"reason"`
+	Objective     *string           `json:"objective"`
+	Approvals     FullAutoApprovals `json:"approvals"`
+	Budgets       FullAutoBudgets   `json:"budgets"`
+	Spent         FullAutoSpent     `json:"spent"`
+	StopCondition *string           `json:"stopCondition"`
+	LastDecision  *FullAutoReceipt  `json:"lastDecision"`
 }
 
 // FullAutoRunResult is {run}: the result of fullAuto/start, pause, resume
@@ -187,19 +193,22 @@ type FullAutoDecisionNotification struct {
 	Receipt  FullAutoReceipt `json:"receipt"`
 }
 
+// AttentionKind says what an attention item waits for.
+type AttentionKind string
+
 // Kinds of attention items.
 const (
-	AttentionApproval = "approval"
-	AttentionQuestion = "question"
-	AttentionPaused   = "paused"
+	AttentionApproval AttentionKind = "approval"
+	AttentionQuestion AttentionKind = "question"
+	AttentionPaused   AttentionKind = "paused"
 )
 
 // AttentionItem is one thing waiting on a human.
 type AttentionItem struct {
-	ThreadID string `json:"threadId"`
-	Kind     string `json:"kind"` // approval, question, paused
-	Reason   string `json:"reason"`
-	SinceMs  int64  `json:"sinceMs"` // Unix ms
+	ThreadID string        `json:"threadId"`
+	Kind     AttentionKind `json:"kind"`
+	Reason   string        `json:"reason"`
+	SinceMs  int64         `json:"sinceMs"` // Unix ms
 	// RunID is set when a run waits (docs/runs.md); ThreadID is then the
 	// run's planner or task thread.
 	RunID string `json:"runId,omitempty"`

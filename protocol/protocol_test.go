@@ -182,7 +182,7 @@ func TestAskForApproval(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		in       string
-		mode     string
+		mode     protocol.ApprovalPolicy
 		granular string
 		wantErr  bool
 	}{
@@ -226,7 +226,7 @@ func TestParseApprovalResponse(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		in      string
-		kind    string
+		kind    protocol.Decision
 		detail  string
 		wantErr bool
 	}{
@@ -324,14 +324,16 @@ func TestValidateInvalidValues(t *testing.T) {
 		p    validator
 		frag string
 	}{
-		{"start/sandbox", &protocol.ThreadStartParams{ThreadSettings: protocol.ThreadSettings{Sandbox: sp("open")}}, "sandbox"},
-		{"resume/sandbox", &protocol.ThreadResumeParams{ThreadID: "t", ThreadSettings: protocol.ThreadSettings{Sandbox: sp("open")}}, "sandbox"},
+		{"start/sandbox", &protocol.ThreadStartParams{ThreadSettings: protocol.ThreadSettings{Sandbox: new(protocol.SandboxMode("open"))}}, "sandbox"},
+		{"resume/sandbox", &protocol.ThreadResumeParams{ThreadID: "t", ThreadSettings: protocol.ThreadSettings{Sandbox: new(protocol.SandboxMode("open"))}}, "sandbox"},
 		{"turnStart/sandboxPolicy", &protocol.TurnStartParams{ThreadID: "t", Input: text, SandboxPolicy: &protocol.SandboxPolicy{Type: "nope"}}, "sandboxPolicy"},
 		{"turnStart/inputType", &protocol.TurnStartParams{ThreadID: "t", Input: []protocol.UserInput{{Type: "video"}}}, "video"},
 		{"list/sortKey", &protocol.ThreadListParams{SortKey: sp("name")}, "sortKey"},
 		{"list/sortDirection", &protocol.ThreadListParams{SortDirection: sp("up")}, "sortDirection"},
 		{"list/limit", &protocol.ThreadListParams{Limit: ip(-1)}, "limit"},
 		{"list/cwd", &protocol.ThreadListParams{Cwd: json.RawMessage(`5`)}, "cwd"},
+		{"fullAuto/approvals", &protocol.FullAutoStartParams{ThreadID: "t", Approvals: new(protocol.FullAutoApprovals("sometimes"))}, "approvals"},
+		{"fullAuto/onApprovalTimeout", &protocol.FullAutoStartParams{ThreadID: "t", OnApprovalTimeout: new(protocol.OnTimeout("retry"))}, "onApprovalTimeout"},
 	}
 	for _, tt := range tests {
 		err := tt.p.Validate()

@@ -5,24 +5,40 @@ import (
 	"fmt"
 )
 
-// Approval policies (AskForApproval's string form; kebab-case on the wire).
+// ApprovalPolicy is AskForApproval's string form (kebab-case on the wire).
+type ApprovalPolicy string
+
+// Approval policies.
 const (
-	ApprovalUntrusted = "untrusted"
-	ApprovalOnRequest = "on-request"
-	ApprovalNever     = "never"
+	ApprovalUntrusted ApprovalPolicy = "untrusted"
+	ApprovalOnRequest ApprovalPolicy = "on-request"
+	ApprovalNever     ApprovalPolicy = "never"
 )
 
-// Thread-level sandbox modes (SandboxMode; kebab-case on the wire).
+// Valid reports whether p is one of the approval policies.
+func (p ApprovalPolicy) Valid() bool {
+	return p == ApprovalUntrusted || p == ApprovalOnRequest || p == ApprovalNever
+}
+
+// SandboxMode is a thread-level sandbox mode (kebab-case on the wire).
+type SandboxMode string
+
+// Sandbox modes.
 const (
-	SandboxReadOnly         = "read-only"
-	SandboxWorkspaceWrite   = "workspace-write"
-	SandboxDangerFullAccess = "danger-full-access"
+	SandboxReadOnly         SandboxMode = "read-only"
+	SandboxWorkspaceWrite   SandboxMode = "workspace-write"
+	SandboxDangerFullAccess SandboxMode = "danger-full-access"
 )
+
+// Valid reports whether m is one of the sandbox modes.
+func (m SandboxMode) Valid() bool {
+	return m == SandboxReadOnly || m == SandboxWorkspaceWrite || m == SandboxDangerFullAccess
+}
 
 // AskForApproval is a policy string ("untrusted", "on-request", "never") or
 // the experimental {"granular":{…}} object, kept raw.
 type AskForApproval struct {
-	Mode     string
+	Mode     ApprovalPolicy
 	Granular json.RawMessage
 }
 
@@ -36,10 +52,9 @@ func (a AskForApproval) MarshalJSON() ([]byte, error) {
 }
 
 func (a *AskForApproval) UnmarshalJSON(b []byte) error {
-	var s string
+	var s ApprovalPolicy
 	if err := json.Unmarshal(b, &s); err == nil {
-		switch s {
-		case ApprovalUntrusted, ApprovalOnRequest, ApprovalNever:
+		if s.Valid() {
 			a.Mode = s
 			return nil
 		}
@@ -66,7 +81,7 @@ type SandboxPolicy struct {
 }
 
 // SandboxPolicyFor maps a thread-level SandboxMode to its policy object.
-func SandboxPolicyFor(mode string) SandboxPolicy {
+func SandboxPolicyFor(mode SandboxMode) SandboxPolicy {
 	switch mode {
 	case SandboxReadOnly:
 		return SandboxPolicy{Type: "readOnly", NetworkAccess: false}
@@ -78,7 +93,7 @@ func SandboxPolicyFor(mode string) SandboxPolicy {
 }
 
 // SandboxModeFor maps a policy object back to the thread-level mode.
-func SandboxModeFor(p SandboxPolicy) string {
+func SandboxModeFor(p SandboxPolicy) SandboxMode {
 	switch p.Type {
 	case "readOnly":
 		return SandboxReadOnly
@@ -87,9 +102,4 @@ func SandboxModeFor(p SandboxPolicy) string {
 	default:
 		return SandboxWorkspaceWrite
 	}
-}
-
-// ValidSandboxMode reports whether s is a SandboxMode string.
-func ValidSandboxMode(s string) bool {
-	return s == SandboxReadOnly || s == SandboxWorkspaceWrite || s == SandboxDangerFullAccess
 }

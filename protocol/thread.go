@@ -122,7 +122,7 @@ type ThreadSettings struct {
 	ServiceTier           *string         `json:"serviceTier,omitempty"`
 	ApprovalPolicy        *AskForApproval `json:"approvalPolicy,omitempty"`
 	ApprovalsReviewer     *string         `json:"approvalsReviewer,omitempty"`
-	Sandbox               *string         `json:"sandbox,omitempty"`
+	Sandbox               *SandboxMode    `json:"sandbox,omitempty"`
 	Config                map[string]any  `json:"config,omitempty"`
 	BaseInstructions      *string         `json:"baseInstructions,omitempty"`
 	DeveloperInstructions *string         `json:"developerInstructions,omitempty"`
@@ -130,7 +130,7 @@ type ThreadSettings struct {
 }
 
 func (s *ThreadSettings) validate() error {
-	if s.Sandbox != nil && !ValidSandboxMode(*s.Sandbox) {
+	if s.Sandbox != nil && !s.Sandbox.Valid() {
 		return Errorf(ErrInvalidParams, "Invalid params: unknown sandbox mode `%s`, expected one of read-only, workspace-write, danger-full-access", *s.Sandbox)
 	}
 	return nil

@@ -123,15 +123,15 @@ func (p *PolicyExplainParams) Validate() error {
 // approval policy and sandbox make of the decision: "run", "runSandboxed",
 // "ask" or "refuse".
 type PolicyExplainResult struct {
-	Decision   string  `json:"decision"`
-	Rule       *string `json:"rule"`
-	Source     string  `json:"source"`
-	Part       *string `json:"part"`
-	Reason     string  `json:"reason"`
-	Effective  string  `json:"effective"`
-	Sandbox    string  `json:"sandbox"`
-	Approval   string  `json:"approvalPolicy"`
-	ResolvedTo *string `json:"resolvedPath,omitempty"`
+	Decision   string         `json:"decision"`
+	Rule       *string        `json:"rule"`
+	Source     string         `json:"source"`
+	Part       *string        `json:"part"`
+	Reason     string         `json:"reason"`
+	Effective  string         `json:"effective"`
+	Sandbox    SandboxMode    `json:"sandbox"`
+	Approval   ApprovalPolicy `json:"approvalPolicy"`
+	ResolvedTo *string        `json:"resolvedPath,omitempty"`
 	// Opaque, for a command, says why the rules cannot read it fully; such
 	// a command never runs without a human or the sandbox.
 	Opaque *string `json:"opaque,omitempty"`

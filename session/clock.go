@@ -2,10 +2,10 @@ package session
 
 import "time"
 
-// Clock is where the session reads the time and sets timers: the turns'
-// times, a run's spent time, approval timeouts and retry cooldowns. The
-// Manager's is the real one unless Options.Clock sets another (tests drive
-// a fake one).
+// Clock is where the session reads the time and sets timers: the times of
+// turns, items and approval requests on the wire, a run's spent time,
+// approval timeouts and retry cooldowns. The Manager's is the real one
+// unless Options.Clock sets another (tests drive a fake one).
 type Clock interface {
 	Now() time.Time
 	AfterFunc(d time.Duration, f func()) Timer

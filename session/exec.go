@@ -76,7 +76,7 @@ func (t *thread) runCommandCall(tr *turn, call model.ToolCall) {
 }
 
 func (t *thread) notifyItemStarted(tr *turn, item protocol.ThreadItem) {
-	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: time.Now().UnixMilli()})
+	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: t.nowMs()})
 }
 
 func commandActions(cmd string) []protocol.CommandAction {
@@ -123,10 +123,10 @@ func (t *thread) askApproval(tr *turn, run *commandRun, reason string) {
 // auto's rules judge it by its Rule, Sandboxed, Escalated and Opaque.
 func (t *thread) commandRequest(turnID string, run *commandRun, reason string) serverRequest {
 	params := protocol.CommandApprovalParams{
-		ThreadID: t.id, TurnID: turnID, ItemID: run.item.ID, StartedAtMs: nowMs(),
+		ThreadID: t.id, TurnID: turnID, ItemID: run.item.ID, StartedAtMs: t.nowMs(),
 		Kind: "command", Command: ptr(run.item.Command), Cwd: ptr(run.dir),
 		CommandActions: run.item.CommandActions, ProposedExecpolicyAmendment: proposedPrefix(run.command),
-		AvailableDecisions: []string{protocol.DecisionAccept, protocol.DecisionAcceptForSession, protocol.DecisionCancel},
+		AvailableDecisions: []protocol.Decision{protocol.DecisionAccept, protocol.DecisionAcceptForSession, protocol.DecisionCancel},
 	}
 	if reason != "" {
 		params.Reason = ptr(reason)
@@ -144,7 +144,7 @@ func (t *thread) commandRequest(turnID string, run *commandRun, reason string) s
 		}
 		params.Reason = ptr(why)
 		params.ProposedExecpolicyAmendment = nil
-		params.AvailableDecisions = []string{protocol.DecisionAccept, protocol.DecisionCancel} // never approved for the session
+		params.AvailableDecisions = []protocol.Decision{protocol.DecisionAccept, protocol.DecisionCancel} // never approved for the session
 	}
 	return serverRequest{Method: protocol.RequestCommandApproval, Params: params, Kind: "command", Command: run.command,
 		Rule: run.plan.ruleDecision(), RuleName: run.plan.ruleName(), Sandboxed: run.plan.sandboxed(),
@@ -170,7 +170,7 @@ func (t *thread) onApproval(tr *turn, run *commandRun, reqID int64, raw json.Raw
 		return
 	}
 	switch dec.Kind {
-	case protocol.DecisionAccept, "acceptWithExecpolicyAmendment", "applyNetworkPolicyAmendment":
+	case protocol.DecisionAccept, protocol.DecisionAcceptWithExecpolicyAmendment, protocol.DecisionApplyNetworkPolicyAmendment:
 		t.startExec(tr, run)
 	case protocol.DecisionAcceptForSession:
 		t.approved[approvalKey(run.command, run.plan.escalated)] = true

@@ -15,20 +15,21 @@ import (
 // approval policy and sandbox apply; without, the server's defaults and the
 // given cwd (or the server's own working directory).
 func (m *Manager) ExplainPolicy(ctx context.Context, p protocol.PolicyExplainParams, reply Reply) {
+	// An explain never warns that the sandbox is missing: the thread's
+	// commands do that.
 	if p.ThreadID != nil && *p.ThreadID != "" {
 		m.onThread(*p.ThreadID, reply, func(t *thread) {
-			s := t.settings
-			if p.Cwd != nil && *p.Cwd != "" {
-				s.Cwd = *p.Cwd
-			}
-			ex := m.explainer(t.id, s, t.approved, t.approvedPaths)
-			if s.Cwd == t.settings.Cwd {
-				// Share the thread's loaded rules, so that a query warns
+			warned := true
+			j := t.judge()
+			j.sandboxWarned = &warned
+			if p.Cwd != nil && *p.Cwd != "" && *p.Cwd != j.settings.Cwd {
+				// Other rules files: a cache of its own. In the thread's
+				// cwd, the thread's cache is shared, so that a query warns
 				// about a rules file once, as the thread's commands do.
-				ex.rules = t.rules
-				defer func() { t.rules = ex.rules }()
+				var rules *rulesCache
+				j.settings.Cwd, j.rules = *p.Cwd, &rules
 			}
-			reply(ex.explain(p), nil)
+			reply(j.explain(p), nil)
 		})
 		return
 	}
@@ -40,23 +41,19 @@ func (m *Manager) ExplainPolicy(ctx context.Context, p protocol.PolicyExplainPar
 		reply(nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: cwd must be an absolute path: %s", s.Cwd))
 		return
 	}
-	reply(m.explainer("", s, nil, nil).explain(p), nil)
+	var rules *rulesCache
+	warned := true
+	reply(judge{m: m, settings: s, rules: &rules, sandboxWarned: &warned}.explain(p), nil)
 }
 
-// explainer is a thread value with no goroutine, for judging with the given
-// settings and session approvals: explain only reads those and the rules
-// files, so a query never changes the real thread.
-func (m *Manager) explainer(id string, s threadSettings, approved, approvedPaths map[string]bool) *thread {
-	return &thread{m: m, id: id, settings: s, approved: approved, approvedPaths: approvedPaths, sandboxWarned: true}
-}
-
-func (t *thread) explain(p protocol.PolicyExplainParams) protocol.PolicyExplainResult {
-	res := protocol.PolicyExplainResult{Sandbox: t.settings.Sandbox, Approval: t.settings.ApprovalPolicy}
+// explain reports the plan a command or a file change would get.
+func (j judge) explain(p protocol.PolicyExplainParams) protocol.PolicyExplainResult {
+	res := protocol.PolicyExplainResult{Sandbox: j.settings.Sandbox, Approval: j.settings.ApprovalPolicy}
 	if p.Command != nil {
 		escalated := p.SandboxPermissions != nil && *p.SandboxPermissions == "require_escalated"
 		// The very plan a command of this thread gets: same function, same
 		// rules, approvals and sandbox.
-		plan := t.planCommand(*p.Command, escalated)
+		plan := j.planCommand(*p.Command, escalated)
 		v := plan.verdict
 		res.Decision, res.Reason, res.Effective = v.Decision.String(), v.Reason, plan.effective()
 		res.Escalated = escalated
@@ -80,19 +77,19 @@ func (t *thread) explain(p protocol.PolicyExplainParams) protocol.PolicyExplainR
 		return res
 	}
 	res.Source = "sandbox"
-	ws, err := t.workspace()
+	ws, err := j.workspace()
 	if err == nil {
 		var abs string
 		abs, err = ws.ResolveWrite(*p.Path)
 		if err == nil {
 			res.ResolvedTo = ptr(abs)
 			res.Decision = rules.Allow.String()
-			res.Reason = "inside the writable roots: " + strings.Join(t.writableRoots(), ", ")
+			res.Reason = "inside the writable roots: " + strings.Join(j.writableRoots(), ", ")
 			res.Effective = "run"
-			switch t.fileChangePlan([]string{relKey(t.settings.Cwd, abs)}, true) {
+			switch j.fileChangePlan([]string{relKey(j.settings.Cwd, abs)}, true) {
 			case fileAsk:
 				res.Decision, res.Effective = rules.Prompt.String(), "ask"
-				res.Reason += fmt.Sprintf("; approval policy %s with sandbox %s asks before file changes", t.settings.ApprovalPolicy, t.settings.Sandbox)
+				res.Reason += fmt.Sprintf("; approval policy %s with sandbox %s asks before file changes", j.settings.ApprovalPolicy, j.settings.Sandbox)
 			case fileRefuse:
 				res.Decision, res.Effective = rules.Forbidden.String(), "refuse"
 				res.Reason = "the sandbox is read-only and approval policy never asks, so no file can be changed"

@@ -28,10 +28,7 @@ type fileRun struct {
 
 // workspace is the thread's file-tool view of its cwd: writes confined to
 // the cwd and the configured writable roots.
-func (t *thread) workspace() (*files.Workspace, error) {
-	cfg := t.m.opts.Config
-	return files.NewWorkspace(t.settings.Cwd, cfg.SandboxWritableRoots, cfg.SandboxReadableRoots)
-}
+func (t *thread) workspace() (*files.Workspace, error) { return t.judge().workspace() }
 
 // patchCommand recognizes a shell command that is really a patch: models
 // trained on Codex often run `apply_patch <<'EOF' … EOF` through the shell
@@ -196,7 +193,7 @@ func (t *thread) proposeChanges(tr *turn, call model.ToolCall, ws *files.Workspa
 		t.commitChanges(tr, run)
 		return
 	}
-	params := protocol.FileChangeApprovalParams{ThreadID: t.id, TurnID: tr.id, ItemID: run.item.ID, StartedAtMs: nowMs()}
+	params := protocol.FileChangeApprovalParams{ThreadID: t.id, TurnID: tr.id, ItemID: run.item.ID, StartedAtMs: t.nowMs()}
 	req := serverRequest{Method: protocol.RequestFileChangeApproval, Params: params, Kind: "fileChange", Paths: paths, InsideWorkspace: run.inside}
 	if raw, ok := t.autoAnswer(tr, req); ok {
 		t.onFileApproval(tr, run, -1, raw, nil)
@@ -214,34 +211,9 @@ const (
 	fileRefuse = "refuse"
 )
 
-// fileChangePlan applies the approval policy to a file change (protocol/codex/CORE.md §9):
-// written without asking under "never" or danger-full-access; asked about
-// under "untrusted" and in read-only; under on-request with workspace-write,
-// asked only when a path is outside the writable roots (which the workspace
-// guard refuses before this) — unless every path was accepted for the
-// session. A read-only thread that never asks cannot write: refused.
+// fileChangePlan: see judge.fileChangePlan (policy.go).
 func (t *thread) fileChangePlan(paths []string, inside bool) string {
-	allApproved := true
-	for _, p := range paths {
-		if !t.approvedPaths[p] {
-			allApproved = false
-		}
-	}
-	switch {
-	case allApproved:
-		return fileWrite
-	case t.settings.ApprovalPolicy == protocol.ApprovalNever && t.settings.Sandbox == protocol.SandboxReadOnly:
-		return fileRefuse
-	case t.settings.ApprovalPolicy == protocol.ApprovalNever:
-		return fileWrite
-	case t.settings.ApprovalPolicy == protocol.ApprovalUntrusted:
-		return fileAsk
-	case t.settings.Sandbox == protocol.SandboxDangerFullAccess:
-		return fileWrite
-	case t.settings.Sandbox == protocol.SandboxReadOnly, !inside:
-		return fileAsk
-	}
-	return fileWrite
+	return t.judge().fileChangePlan(paths, inside)
 }
 
 // onFileApproval acts on the answer (protocol/codex/CORE.md §8): accept commits, decline

@@ -64,8 +64,8 @@ func approvalRequest(req serverRequest) controller.ApprovalRequest {
 	}
 }
 
-func decisionJSON(d string) json.RawMessage {
-	b, _ := json.Marshal(map[string]string{"decision": d})
+func decisionJSON(d protocol.Decision) json.RawMessage {
+	b, _ := json.Marshal(map[string]protocol.Decision{"decision": d})
 	return b
 }
 
@@ -151,7 +151,7 @@ func (t *thread) requestWait(tr *turn, req serverRequest, id int64) func(context
 	}
 }
 
-func attentionKind(kind string) string {
+func attentionKind(kind string) protocol.AttentionKind {
 	if kind == "question" {
 		return protocol.AttentionQuestion
 	}
@@ -238,8 +238,9 @@ func declined(raw json.RawMessage, err error) bool {
 
 // attnKey names one attention item.
 type attnKey struct {
-	thread, kind string
-	req          int64
+	thread string
+	kind   protocol.AttentionKind
+	req    int64
 }
 
 // attention is the one summary of everything waiting on a human, across

@@ -49,7 +49,7 @@ func hasState(state protocol.FullAutoState) func(json.RawMessage) bool {
 	}
 }
 
-func threadParams(cwd *string, policy string) protocol.ThreadStartParams {
+func threadParams(cwd *string, policy protocol.ApprovalPolicy) protocol.ThreadStartParams {
 	var p protocol.ThreadStartParams
 	p.Cwd = cwd
 	p.ApprovalPolicy = &protocol.AskForApproval{Mode: policy}
@@ -320,7 +320,7 @@ func TestFullAutoRestartInProcess(t *testing.T) {
 			cwd := t.TempDir()
 			id := h.startThread(t, threadParams(&cwd, "untrusted")).Thread.ID
 			mustCall[protocol.FullAutoRunResult](t, h, "start", func(r Reply) {
-				h.m.StartFullAuto(context.Background(), protocol.FullAutoStartParams{ThreadID: id, Objective: ptr("S-restart: create marker.txt"), Approvals: ptr("ask")}, r)
+				h.m.StartFullAuto(context.Background(), protocol.FullAutoStartParams{ThreadID: id, Objective: ptr("S-restart: create marker.txt"), Approvals: ptr(protocol.FullAutoApproveAsk)}, r)
 			})
 			first := <-h.c.calls
 			waitNote(t, h, protocol.NotifyFullAutoStatusChanged, id, 0, hasState(protocol.FullAutoWaiting))
@@ -380,7 +380,7 @@ func TestFullAutoRestartInProcess(t *testing.T) {
 			cwd := t.TempDir()
 			id := h.startThread(t, threadParams(&cwd, "untrusted")).Thread.ID
 			mustCall[protocol.FullAutoRunResult](t, h, "start", func(r Reply) {
-				h.m.StartFullAuto(context.Background(), protocol.FullAutoStartParams{ThreadID: id, Objective: ptr("S-restart: go"), Approvals: ptr("ask")}, r)
+				h.m.StartFullAuto(context.Background(), protocol.FullAutoStartParams{ThreadID: id, Objective: ptr("S-restart: go"), Approvals: ptr(protocol.FullAutoApproveAsk)}, r)
 			})
 			<-h.c.calls
 			waitNote(t, h, protocol.NotifyFullAutoStatusChanged, id, 0, hasState(protocol.FullAutoWaiting))
@@ -537,7 +537,7 @@ func TestDecisionModelFails(t *testing.T) {
 	h := &harness{m: r.m, c: r.c, srv: r.srv}
 	cwd := t.TempDir()
 	tp := threadParams(&cwd, "untrusted")
-	tp.Sandbox = ptr("danger-full-access") // unsandboxed: the policy passes the command on
+	tp.Sandbox = ptr(protocol.SandboxDangerFullAccess) // unsandboxed: the policy passes the command on
 	id := h.startThread(t, tp).Thread.ID
 	mustCall[protocol.FullAutoRunResult](t, h, "start", func(rp Reply) {
 		r.m.StartFullAuto(context.Background(), protocol.FullAutoStartParams{ThreadID: id, Objective: ptr("S-badmodel: create marker.txt")}, rp)

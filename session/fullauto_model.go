@@ -185,6 +185,6 @@ func (d *decisionModel) answer(ctx context.Context, objective string, req server
 		return ra, fmt.Errorf("the decision model answered %q", v.Decision)
 	}
 	ra.outcome, ra.reason, ra.confidence = v.Decision, v.Reason, v.Confidence
-	ra.answer = decisionJSON(v.Decision)
+	ra.answer = decisionJSON(protocol.Decision(v.Decision))
 	return ra, nil
 }

@@ -165,7 +165,7 @@ func (t *thread) resentAnswered(p store.PendingRequest, rd resumeData, id int64,
 	default:
 		answer := "no usable answer"
 		if d, perr := protocol.ParseApprovalResponse(raw); err == nil && perr == nil {
-			answer = d.Kind
+			answer = string(d.Kind)
 		}
 		t.carry(fsm.Token(), fullauto.TurnInput{Kind: kind, Hidden: fullauto.FileChangeRestartText(answer, fsm.Run().Objective)})
 	}

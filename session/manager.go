@@ -245,8 +245,8 @@ func (m *Manager) defaultSettings() threadSettings {
 		Cwd:            cwd,
 		Model:          c.Model,
 		Provider:       c.Provider,
-		ApprovalPolicy: c.ApprovalPolicy,
-		Sandbox:        c.Sandbox,
+		ApprovalPolicy: protocol.ApprovalPolicy(c.ApprovalPolicy),
+		Sandbox:        protocol.SandboxMode(c.Sandbox),
 	}
 	if s.ApprovalPolicy == "" {
 		s.ApprovalPolicy = protocol.ApprovalOnRequest

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/tools"
+	"github.com/apserver/apserver/tools/files"
 	"github.com/apserver/apserver/tools/rules"
 	"github.com/apserver/apserver/tools/sandbox"
 )
@@ -37,7 +38,38 @@ func statMtimes(files []string) []time.Time {
 	return out
 }
 
-// commandRules returns the thread's rules: the built-in ones, the user's
+// judge decides what happens to a command or a file change: run, run in
+// the sandbox, ask, or refuse. It reads only its fields, so a thread's
+// goroutine (thread.judge) and policy/explain, which judges with other
+// settings or without a thread and must not change one, run the same code.
+type judge struct {
+	m        *Manager
+	threadID string // "" for the server's defaults
+	settings threadSettings
+	// approved and approvedPaths are the commands and files accepted for
+	// the session.
+	approved, approvedPaths map[string]bool
+	// rules is the command rules cache it reads and refreshes;
+	// sandboxWarned says the missing-sandbox warning was sent. A thread's
+	// judge points them at the thread's own.
+	rules         **rulesCache
+	sandboxWarned *bool
+}
+
+// judge is the thread's judge, valid until its settings or approvals change.
+func (t *thread) judge() judge {
+	return judge{m: t.m, threadID: t.id, settings: t.settings, approved: t.approved, approvedPaths: t.approvedPaths,
+		rules: &t.rules, sandboxWarned: &t.sandboxWarned}
+}
+
+func (t *thread) planCommand(cmd string, escalated bool) commandPlan {
+	return t.judge().planCommand(cmd, escalated)
+}
+
+func (t *thread) commandRules() *rules.Set    { return t.judge().commandRules() }
+func (t *thread) rulesContext() rules.Context { return t.judge().rulesContext() }
+
+// commandRules returns the rules: the built-in ones, the user's
 // file, then the workspace's .apserver/rules. A workspace file is written
 // by the repository or the agent, not the user: unless the user's config
 // marks the project trusted, its forbidden and prompt rules apply and its
@@ -45,19 +77,19 @@ func statMtimes(files []string) []time.Time {
 // fails to load (a bad line, or an example its rule does not decide as
 // written) is left out and a warning names it; the built-in rules always
 // apply.
-func (t *thread) commandRules() *rules.Set {
+func (j judge) commandRules() *rules.Set {
 	files := []string{}
-	if f := t.m.opts.Config.RulesFile; f != "" {
+	if f := j.m.opts.Config.RulesFile; f != "" {
 		files = append(files, f)
 	}
-	ws := filepath.Join(t.settings.Cwd, WorkspaceRulesFile)
+	ws := filepath.Join(j.settings.Cwd, WorkspaceRulesFile)
 	files = append(files, ws)
 	mt := statMtimes(files)
-	if c := t.rules; c != nil && slices.Equal(c.files, files) && slices.EqualFunc(c.mtime, mt, time.Time.Equal) {
+	if c := *j.rules; c != nil && slices.Equal(c.files, files) && slices.EqualFunc(c.mtime, mt, time.Time.Equal) {
 		return c.set
 	}
 	c := &rulesCache{files: files, mtime: mt}
-	trusted := t.m.opts.Config.ProjectTrusted(t.settings.Cwd)
+	trusted := j.m.opts.Config.ProjectTrusted(j.settings.Cwd)
 	c.set = rules.Builtin()
 	var bad []string
 	for _, f := range files {
@@ -68,21 +100,21 @@ func (t *thread) commandRules() *rules.Set {
 		}
 		add := userRules(s)
 		if f == ws && !trusted {
-			add = t.tightenOnly(f, add)
+			add = j.tightenOnly(f, add)
 		}
 		c.set = c.set.With(add...)
 	}
 	if len(bad) > 0 {
 		c.err = errors.New(strings.Join(bad, "; "))
-		t.warn(fmt.Sprintf("command rules not loaded: %v; using the rules that load", c.err))
+		j.warn(fmt.Sprintf("command rules not loaded: %v; using the rules that load", c.err))
 	}
-	t.rules = c
+	*j.rules = c
 	return c.set
 }
 
 // tightenOnly drops the allow rules of an untrusted workspace rules file,
 // warning once per load with their names.
-func (t *thread) tightenOnly(file string, rs []rules.Rule) []rules.Rule {
+func (j judge) tightenOnly(file string, rs []rules.Rule) []rules.Rule {
 	var keep []rules.Rule
 	var dropped []string
 	for _, r := range rs {
@@ -93,7 +125,7 @@ func (t *thread) tightenOnly(file string, rs []rules.Rule) []rules.Rule {
 		keep = append(keep, r)
 	}
 	if len(dropped) > 0 {
-		t.warn(fmt.Sprintf("%s: allow rules ignored, since this project is not marked trusted in the user config (a workspace rules file may only make commands stricter): %s",
+		j.warn(fmt.Sprintf("%s: allow rules ignored, since this project is not marked trusted in the user config (a workspace rules file may only make commands stricter): %s",
 			file, strings.Join(dropped, ", ")))
 	}
 	return keep
@@ -110,34 +142,40 @@ func userRules(s *rules.Set) []rules.Rule {
 	return out
 }
 
-// warn sends a warning notification for this thread.
-func (t *thread) warn(msg string) {
-	t.m.log.Warn(msg, "thread", t.id)
+// warn sends a warning notification for the judge's thread.
+func (j judge) warn(msg string) {
+	j.m.log.Warn(msg, "thread", j.threadID)
 	w := protocol.WarningNotification{Message: msg}
-	if t.id != "" {
-		w.ThreadID = ptr(t.id)
+	if j.threadID != "" {
+		w.ThreadID = ptr(j.threadID)
 	}
-	t.notify(protocol.NotifyWarning, w)
+	j.m.notify(protocol.NotifyWarning, w)
 }
 
-func (t *thread) rulesContext() rules.Context {
+func (j judge) rulesContext() rules.Context {
 	home, _ := os.UserHomeDir()
-	return rules.Context{Cwd: t.settings.Cwd, WritableRoots: t.writableRoots(), Home: home}
+	return rules.Context{Cwd: j.settings.Cwd, WritableRoots: j.writableRoots(), Home: home}
 }
 
-func (t *thread) writableRoots() []string {
-	return append([]string{t.settings.Cwd}, t.m.opts.Config.SandboxWritableRoots...)
+func (j judge) writableRoots() []string {
+	return append([]string{j.settings.Cwd}, j.m.opts.Config.SandboxWritableRoots...)
+}
+
+// workspace is the file tools' view of the writable and readable roots.
+func (j judge) workspace() (*files.Workspace, error) {
+	cfg := j.m.opts.Config
+	return files.NewWorkspace(j.settings.Cwd, cfg.SandboxWritableRoots, cfg.SandboxReadableRoots)
 }
 
 // sandboxPolicy is the kernel sandbox for the thread's commands: nil for
 // danger-full-access (or an approved escalation), else a policy that the
 // kernel can enforce; an error when it cannot (the caller then asks).
-func (t *thread) sandboxPolicy(escalated bool) (*sandbox.Policy, error) {
-	mode := t.settings.Sandbox
+func (j judge) sandboxPolicy(escalated bool) (*sandbox.Policy, error) {
+	mode := j.settings.Sandbox
 	if mode == protocol.SandboxDangerFullAccess || escalated {
 		return nil, nil
 	}
-	cfg := t.m.opts.Config
+	cfg := j.m.opts.Config
 	p := &sandbox.Policy{
 		Mode:          sandbox.Mode(mode),
 		ReadableRoots: cfg.SandboxReadableRoots,
@@ -145,16 +183,16 @@ func (t *thread) sandboxPolicy(escalated bool) (*sandbox.Policy, error) {
 		AllowTmp:      true,
 	}
 	if mode == protocol.SandboxWorkspaceWrite {
-		p.WritableRoots = t.writableRoots()
+		p.WritableRoots = j.writableRoots()
 	}
 	probe := sandbox.Probe
-	if f := t.m.opts.SandboxSupport; f != nil {
+	if f := j.m.opts.SandboxSupport; f != nil {
 		probe = f
 	}
 	if err := probe().Enforceable(*p); err != nil {
-		if !t.sandboxWarned {
-			t.sandboxWarned = true
-			t.warn(fmt.Sprintf("commands cannot be confined by the kernel sandbox here (%v); every command the rules do not allow will be sent for approval", err))
+		if !*j.sandboxWarned {
+			*j.sandboxWarned = true
+			j.warn(fmt.Sprintf("commands cannot be confined by the kernel sandbox here (%v); every command the rules do not allow will be sent for approval", err))
 		}
 		return nil, err
 	}
@@ -235,11 +273,11 @@ func approvalKey(cmd string, escalated bool) string {
 //
 // Commands run confined by the sandbox unless the thread is
 // danger-full-access or the user approved an escalation.
-func (t *thread) planCommand(cmd string, escalated bool) commandPlan {
-	v := t.commandRules().Evaluate(cmd, t.rulesContext())
-	sb, sbErr := t.sandboxPolicy(escalated)
+func (j judge) planCommand(cmd string, escalated bool) commandPlan {
+	v := j.commandRules().Evaluate(cmd, j.rulesContext())
+	sb, sbErr := j.sandboxPolicy(escalated)
 	plan := commandPlan{verdict: v, sandbox: sb, escalated: escalated}
-	never := t.settings.ApprovalPolicy == protocol.ApprovalNever
+	never := j.settings.ApprovalPolicy == protocol.ApprovalNever
 	switch {
 	case v.Decision == rules.Forbidden:
 		if never {
@@ -249,13 +287,13 @@ func (t *thread) planCommand(cmd string, escalated bool) commandPlan {
 		}
 	case escalated:
 		switch {
-		case t.approved[approvalKey(cmd, true)]:
+		case j.approved[approvalKey(cmd, true)]:
 		case never:
 			plan.refuse = "Running a command outside the sandbox needs a human's approval, and this thread never asks. Run it without require_escalated: it then runs inside the sandbox."
 		default:
 			plan.ask = true
 		}
-	case t.approved[approvalKey(cmd, false)]:
+	case j.approved[approvalKey(cmd, false)]:
 	case v.Opaque != "":
 		switch {
 		case !never:
@@ -264,11 +302,41 @@ func (t *thread) planCommand(cmd string, escalated bool) commandPlan {
 			plan.refuse = "The rules cannot read this command fully (" + v.Opaque + "), so it may only run inside the sandbox, and this thread has none and never asks. Write it so the program and its subcommand are plain words."
 		}
 	case never:
-	case t.settings.ApprovalPolicy == protocol.ApprovalUntrusted:
+	case j.settings.ApprovalPolicy == protocol.ApprovalUntrusted:
 		plan.ask = v.Decision != rules.Allow
-	case v.Decision == rules.Allow, t.settings.Sandbox == protocol.SandboxDangerFullAccess:
+	case v.Decision == rules.Allow, j.settings.Sandbox == protocol.SandboxDangerFullAccess:
 	default:
 		plan.ask = sbErr != nil
 	}
 	return plan
+}
+
+// fileChangePlan applies the approval policy to a file change (protocol/codex/CORE.md §9):
+// written without asking under "never" or danger-full-access; asked about
+// under "untrusted" and in read-only; under on-request with workspace-write,
+// asked only when a path is outside the writable roots (which the workspace
+// guard refuses before this) — unless every path was accepted for the
+// session. A read-only thread that never asks cannot write: refused.
+func (j judge) fileChangePlan(paths []string, inside bool) string {
+	allApproved := true
+	for _, p := range paths {
+		if !j.approvedPaths[p] {
+			allApproved = false
+		}
+	}
+	switch {
+	case allApproved:
+		return fileWrite
+	case j.settings.ApprovalPolicy == protocol.ApprovalNever && j.settings.Sandbox == protocol.SandboxReadOnly:
+		return fileRefuse
+	case j.settings.ApprovalPolicy == protocol.ApprovalNever:
+		return fileWrite
+	case j.settings.ApprovalPolicy == protocol.ApprovalUntrusted:
+		return fileAsk
+	case j.settings.Sandbox == protocol.SandboxDangerFullAccess:
+		return fileWrite
+	case j.settings.Sandbox == protocol.SandboxReadOnly, !inside:
+		return fileAsk
+	}
+	return fileWrite
 }

@@ -96,6 +96,12 @@ func (o outcome) String() string {
 	return [...]string{"refused", "humanAsked", "autoDeclined", "ranSandboxed", "ranUnconfined"}[o]
 }
 
+// testThread is a thread with no goroutine, for planning commands with the
+// given settings and session approvals.
+func testThread(m *Manager, id string, s threadSettings, approved, approvedPaths map[string]bool) *thread {
+	return &thread{m: m, id: id, settings: s, approved: approved, approvedPaths: approvedPaths, sandboxWarned: true}
+}
+
 // attempt plans cmd on th as exec_command does, passes an approval request
 // through full auto's rules under strategy ("" for no run), and runs what
 // would run without a human: unconfined for real, so that harm shows from
@@ -132,8 +138,8 @@ func attempt(t *testing.T, th *thread, b *attackBed, cmd string, escalated bool,
 }
 
 var (
-	attackApprovals  = []string{protocol.ApprovalUntrusted, protocol.ApprovalOnRequest, "on-failure", protocol.ApprovalNever}
-	attackSandboxes  = []string{protocol.SandboxReadOnly, protocol.SandboxWorkspaceWrite, protocol.SandboxDangerFullAccess}
+	attackApprovals  = []protocol.ApprovalPolicy{protocol.ApprovalUntrusted, protocol.ApprovalOnRequest, "on-failure", protocol.ApprovalNever}
+	attackSandboxes  = []protocol.SandboxMode{protocol.SandboxReadOnly, protocol.SandboxWorkspaceWrite, protocol.SandboxDangerFullAccess}
 	attackStrategies = []controller.ApprovalStrategy{"", controller.ApproveAsk, controller.ApproveNever, controller.ApprovePolicy}
 )
 
@@ -194,7 +200,7 @@ func TestAttackCorpus(t *testing.T) {
 		for _, approval := range attackApprovals {
 			for _, sb := range attackSandboxes {
 				for _, strategy := range attackStrategies {
-					th := m.explainer("t", threadSettings{Cwd: b.ws, ApprovalPolicy: approval, Sandbox: sb}, map[string]bool{}, nil)
+					th := testThread(m, "t", threadSettings{Cwd: b.ws, ApprovalPolicy: approval, Sandbox: sb}, map[string]bool{}, nil)
 					got, harm := attempt(t, th, b, cmd, false, strategy)
 					runs++
 					bad := got == ranUnconfined || got == ranSandboxed && !mayRunSandboxed
@@ -234,7 +240,7 @@ func TestEscalationAlwaysAsks(t *testing.T) {
 				for _, strategy := range attackStrategies {
 					// The user accepted the command for the session, sandboxed.
 					approved := map[string]bool{approvalKey(cmd, false): true}
-					th := m.explainer("t", threadSettings{Cwd: b.ws, ApprovalPolicy: approval, Sandbox: sb}, approved, nil)
+					th := testThread(m, "t", threadSettings{Cwd: b.ws, ApprovalPolicy: approval, Sandbox: sb}, approved, nil)
 					got, harm := attempt(t, th, b, cmd, true, strategy)
 					if got != refused && got != humanAsked && got != autoDeclined || harm != "" {
 						t.Errorf("escalated %q under approval %s, sandbox %s, full auto %q: %v without a human (%s)", cmd, approval, sb, strategy, got, harm)
@@ -247,7 +253,7 @@ func TestEscalationAlwaysAsks(t *testing.T) {
 		}
 	}
 	// An escalation accepted for the session is the one that runs again.
-	th := m.explainer("t", threadSettings{Cwd: b.ws, ApprovalPolicy: protocol.ApprovalOnRequest, Sandbox: protocol.SandboxWorkspaceWrite},
+	th := testThread(m, "t", threadSettings{Cwd: b.ws, ApprovalPolicy: protocol.ApprovalOnRequest, Sandbox: protocol.SandboxWorkspaceWrite},
 		map[string]bool{approvalKey("git status", true): true}, nil)
 	if p := th.planCommand("git status", true); p.ask || p.refuse != "" || p.sandboxed() {
 		t.Errorf("an escalation accepted for the session: plan %s, want run", p.effective())
@@ -269,7 +275,7 @@ func TestWorkspaceRulesOnlyTighten(t *testing.T) {
 	m := attackManager(t)
 	c := m.client.(*fakeClient)
 	s := threadSettings{Cwd: b.ws, ApprovalPolicy: protocol.ApprovalUntrusted, Sandbox: protocol.SandboxWorkspaceWrite}
-	th := m.explainer("t", s, map[string]bool{}, nil)
+	th := testThread(m, "t", s, map[string]bool{}, nil)
 	for _, tc := range []struct {
 		cmd    string
 		effect string
@@ -312,12 +318,12 @@ func TestExplainIsThePlan(t *testing.T) {
 		for _, approval := range attackApprovals {
 			for _, sb := range attackSandboxes {
 				for _, escalated := range []bool{false, true} {
-					th := m.explainer("t", threadSettings{Cwd: b.ws, ApprovalPolicy: approval, Sandbox: sb}, map[string]bool{}, nil)
+					th := testThread(m, "t", threadSettings{Cwd: b.ws, ApprovalPolicy: approval, Sandbox: sb}, map[string]bool{}, nil)
 					p := protocol.PolicyExplainParams{Command: &cmd}
 					if escalated {
 						p.SandboxPermissions = &esc
 					}
-					res := th.explain(p)
+					res := th.judge().explain(p)
 					plan := th.planCommand(cmd, escalated)
 					opaque := ""
 					if res.Opaque != nil {
@@ -350,12 +356,12 @@ func FuzzExplainIsThePlan(f *testing.F) {
 		approval := attackApprovals[int(mode)%len(attackApprovals)]
 		sb := attackSandboxes[int(mode/4)%len(attackSandboxes)]
 		escalated := mode&0x80 != 0
-		th := m.explainer("t", threadSettings{Cwd: ws, ApprovalPolicy: approval, Sandbox: sb}, map[string]bool{}, nil)
+		th := testThread(m, "t", threadSettings{Cwd: ws, ApprovalPolicy: approval, Sandbox: sb}, map[string]bool{}, nil)
 		p := protocol.PolicyExplainParams{Command: &cmd}
 		if escalated {
 			p.SandboxPermissions = &esc
 		}
-		res := th.explain(p)
+		res := th.judge().explain(p)
 		plan := th.planCommand(cmd, escalated)
 		opaque := ""
 		if res.Opaque != nil {

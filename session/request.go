@@ -3,7 +3,6 @@ package session
 import (
 	"encoding/json"
 	"errors"
-	"time"
 
 	"github.com/apserver/apserver/protocol"
 )
@@ -78,8 +77,6 @@ func (t *thread) resolved(reqID int64) {
 	t.notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.id, RequestID: reqID})
 	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
 }
-
-func nowMs() int64 { return time.Now().UnixMilli() }
 
 // approvalAnswer reads the client's answer to an approval request; an
 // error reply or an answer that is not a known decision is an error.

@@ -14,15 +14,15 @@ import (
 
 // threadSettings are a thread's effective settings. Turn overrides stick.
 type threadSettings struct {
-	Cwd                   string `json:"cwd"`
-	Model                 string `json:"model"`
-	Provider              string `json:"provider"`
-	ApprovalPolicy        string `json:"approvalPolicy"`
-	Sandbox               string `json:"sandbox"`
-	Effort                string `json:"effort,omitempty"`
-	BaseInstructions      string `json:"baseInstructions,omitempty"`
-	DeveloperInstructions string `json:"developerInstructions,omitempty"`
-	DisabledTools         string `json:"disabledTools,omitempty"` // from thread/start config (configtools.go)
+	Cwd                   string                  `json:"cwd"`
+	Model                 string                  `json:"model"`
+	Provider              string                  `json:"provider"`
+	ApprovalPolicy        protocol.ApprovalPolicy `json:"approvalPolicy"`
+	Sandbox               protocol.SandboxMode    `json:"sandbox"`
+	Effort                string                  `json:"effort,omitempty"`
+	BaseInstructions      string                  `json:"baseInstructions,omitempty"`
+	DeveloperInstructions string                  `json:"developerInstructions,omitempty"`
+	DisabledTools         string                  `json:"disabledTools,omitempty"` // from thread/start config (configtools.go)
 }
 
 func settingsFromStore(meta store.Thread, def threadSettings) threadSettings {
@@ -40,10 +40,10 @@ func settingsFromStore(meta store.Thread, def threadSettings) threadSettings {
 		s.Provider = meta.ModelProvider
 	}
 	if meta.ApprovalPolicy != "" {
-		s.ApprovalPolicy = meta.ApprovalPolicy
+		s.ApprovalPolicy = protocol.ApprovalPolicy(meta.ApprovalPolicy)
 	}
 	if meta.Sandbox != "" {
-		s.Sandbox = meta.Sandbox
+		s.Sandbox = protocol.SandboxMode(meta.Sandbox)
 	}
 	return s
 }
@@ -229,8 +229,8 @@ func (t *thread) saveMeta() error {
 	t.meta.Cwd = t.settings.Cwd
 	t.meta.Model = t.settings.Model
 	t.meta.ModelProvider = t.settings.Provider
-	t.meta.ApprovalPolicy = t.settings.ApprovalPolicy
-	t.meta.Sandbox = t.settings.Sandbox
+	t.meta.ApprovalPolicy = string(t.settings.ApprovalPolicy)
+	t.meta.Sandbox = string(t.settings.Sandbox)
 	t.meta.Settings, _ = json.Marshal(t.settings)
 	db, err := t.m.store()
 	if err != nil {
@@ -243,8 +243,8 @@ func (t *thread) saveMeta() error {
 func (t *thread) create(reply Reply) {
 	t.meta.Model = t.settings.Model
 	t.meta.ModelProvider = t.settings.Provider
-	t.meta.ApprovalPolicy = t.settings.ApprovalPolicy
-	t.meta.Sandbox = t.settings.Sandbox
+	t.meta.ApprovalPolicy = string(t.settings.ApprovalPolicy)
+	t.meta.Sandbox = string(t.settings.Sandbox)
 	t.meta.Settings, _ = json.Marshal(t.settings)
 	if t.persistent() {
 		db, err := t.m.store()
@@ -366,7 +366,7 @@ func (t *thread) fork(srcID, through string, excludeTurns bool, reply Reply) {
 	if err == nil {
 		t.meta.Settings, _ = json.Marshal(t.settings)
 		t.meta.Model, t.meta.ModelProvider = t.settings.Model, t.settings.Provider
-		t.meta.ApprovalPolicy, t.meta.Sandbox, t.meta.Cwd = t.settings.ApprovalPolicy, t.settings.Sandbox, t.settings.Cwd
+		t.meta.ApprovalPolicy, t.meta.Sandbox, t.meta.Cwd = string(t.settings.ApprovalPolicy), string(t.settings.Sandbox), t.settings.Cwd
 		err = db.Fork(t.ctx, srcID, t.meta, through)
 	}
 	if err != nil {

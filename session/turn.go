@@ -109,31 +109,33 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 	t.runTurn(tr, p.Input, nil)
 }
 
+// setSetting sets *dst to a non-empty *v and notes whether that changed it.
+func setSetting[T ~string](dst, v *T, changed *bool) {
+	if v != nil && *v != "" && *dst != *v {
+		*dst, *changed = *v, true
+	}
+}
+
 // beginTurn makes the thread's next turn from p (its settings overrides
 // stick) and records it; the caller answers, then calls runTurn. Both
 // turn/start and a full-auto run start turns this way.
 func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 	changed := false
-	set := func(dst *string, v *string) {
-		if v != nil && *v != "" && *dst != *v {
-			*dst, changed = *v, true
-		}
-	}
 	if p.Cwd != nil && *p.Cwd != "" && !filepath.IsAbs(*p.Cwd) {
 		return nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: cwd must be an absolute path: %s", *p.Cwd)
 	}
-	set(&t.settings.Cwd, p.Cwd)
-	set(&t.settings.Model, p.Model)
-	set(&t.settings.Effort, p.Effort)
+	setSetting(&t.settings.Cwd, p.Cwd, &changed)
+	setSetting(&t.settings.Model, p.Model, &changed)
+	setSetting(&t.settings.Effort, p.Effort, &changed)
 	if p.ApprovalPolicy != nil {
 		if p.ApprovalPolicy.Granular != nil {
 			return nil, protocol.Errorf(protocol.ErrInvalidRequest, "askForApproval.granular requires experimentalApi capability")
 		}
-		set(&t.settings.ApprovalPolicy, &p.ApprovalPolicy.Mode)
+		setSetting(&t.settings.ApprovalPolicy, &p.ApprovalPolicy.Mode, &changed)
 	}
 	if p.SandboxPolicy != nil {
 		mode := protocol.SandboxModeFor(*p.SandboxPolicy)
-		set(&t.settings.Sandbox, &mode)
+		setSetting(&t.settings.Sandbox, &mode, &changed)
 	}
 	modelName, provider, err := t.m.opts.Config.ResolveModel("", t.settings.Model)
 	if err != nil {
@@ -309,7 +311,7 @@ func (t *thread) abandonTurn() {
 	t.turn = nil
 	if t.persistent() {
 		if db, err := t.m.store(); err == nil {
-			now := time.Now()
+			now := t.m.clock.Now()
 			_ = db.FinishTurn(context.Background(), store.Turn{ThreadID: t.id, ID: tr.id, Seq: tr.seq, Status: store.StatusInterrupted,
 				StartedAt: tr.started.UnixMilli(), CompletedAt: now.UnixMilli(), DurationMs: now.Sub(tr.started).Milliseconds()})
 		}
@@ -319,7 +321,7 @@ func (t *thread) abandonTurn() {
 // userMessage records user input as a userMessage item.
 func (t *thread) userMessage(tr *turn, in []protocol.UserInput) error {
 	item := protocol.UserMessageItem{ID: t.uniqueItemID(""), Content: in}
-	now := time.Now()
+	now := t.m.clock.Now()
 	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: now.UnixMilli()})
 	var hist []model.Entry
 	if text := protocol.InputText(in); text != "" {
@@ -340,7 +342,7 @@ func (t *thread) uniqueItemID(candidate string) string {
 // commitItem stores a completed item (committed before it is announced),
 // extends the model history and sends item/completed.
 func (t *thread) commitItem(tr *turn, item protocol.ThreadItem, hist []model.Entry) error {
-	now := time.Now()
+	now := t.m.clock.Now()
 	if t.persistent() {
 		raw, err := json.Marshal(item)
 		if err != nil {
@@ -527,7 +529,7 @@ func (t *thread) startMessage(tr *turn, modelID string) {
 	tr.msgModelID = modelID
 	tr.msg = &protocol.AgentMessageItem{ID: t.uniqueItemID(modelID)}
 	tr.msgText.Reset()
-	tr.msgStarted = time.Now()
+	tr.msgStarted = t.m.clock.Now()
 	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: *tr.msg, ThreadID: t.id, TurnID: tr.id, StartedAtMs: tr.msgStarted.UnixMilli()})
 }
 
@@ -554,7 +556,7 @@ func (t *thread) startReasoning(tr *turn, modelID string) {
 	}
 	tr.reasonModel = modelID
 	tr.reasoning = &protocol.ReasoningItem{ID: t.uniqueItemID(modelID), Summary: []string{}, Content: []string{}}
-	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: *tr.reasoning, ThreadID: t.id, TurnID: tr.id, StartedAtMs: time.Now().UnixMilli()})
+	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: *tr.reasoning, ThreadID: t.id, TurnID: tr.id, StartedAtMs: t.nowMs()})
 }
 
 func (t *thread) completeReasoning(tr *turn) bool {
@@ -826,7 +828,7 @@ func (t *thread) closeOpenItems(tr *turn) {
 		if err := t.commitItem(tr, it, nil); err != nil {
 			// The client still learns the item is over.
 			t.m.log.Error("closing an item of a failed turn", "thread", t.id, "turn", tr.id, "item", it.ItemID(), "err", err)
-			t.notify(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: it, ThreadID: t.id, TurnID: tr.id, CompletedAtMs: time.Now().UnixMilli()})
+			t.notify(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: it, ThreadID: t.id, TurnID: tr.id, CompletedAtMs: t.nowMs()})
 		}
 	}
 }

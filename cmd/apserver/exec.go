@@ -96,7 +96,7 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 	budgetTurns := fs.Int("budget-turns", 0, "full auto: stop after this many turns (0 = no limit)")
 	budgetTime := fs.Duration("budget-time", 0, "full auto: stop after this much time, e.g. 10m (0 = no limit)")
 	budgetCost := fs.Float64("budget-cost", 0, "full auto: stop after this many US dollars, priced by [prices] (0 = no limit)")
-	approvals := fs.String("approvals", protocol.FullAutoApprovePolicy, "full auto: never, policy or ask (what the policy does not approve is declined)")
+	approvals := fs.String("approvals", string(protocol.FullAutoApprovePolicy), "full auto: never, policy or ask (what the policy does not approve is declined)")
 	review := fs.Bool("review", false, "full auto: one review turn before accepting completion")
 	codexJSON := fs.Bool("json", false, "print Codex's exec event stream as JSON lines on stdout (codex exec --json) instead of the final message")
 	fs.BoolVar(codexJSON, "experimental-json", false, "same as --json")
@@ -203,10 +203,11 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 
 	settings := protocol.ThreadSettings{Cwd: &cwd}
 	if cf.sandbox != "" {
-		settings.Sandbox = &cf.sandbox
+		mode := protocol.SandboxMode(cf.sandbox)
+		settings.Sandbox = &mode
 	}
 	if cf.approval != "" {
-		settings.ApprovalPolicy = &protocol.AskForApproval{Mode: cf.approval}
+		settings.ApprovalPolicy = &protocol.AskForApproval{Mode: protocol.ApprovalPolicy(cf.approval)}
 	}
 	if err := mgr.ValidateThreadSettings(settings); err != nil {
 		return usage(err)
@@ -242,7 +243,7 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 	}
 	ec.watch(threadID)
 	if *fullAuto {
-		p := protocol.FullAutoStartParams{ThreadID: threadID, Objective: &objective, Approvals: approvals, Review: review,
+		p := protocol.FullAutoStartParams{ThreadID: threadID, Objective: &objective, Approvals: (*protocol.FullAutoApprovals)(approvals), Review: review,
 			Budgets: &protocol.FullAutoBudgets{}}
 		if *budgetTokens > 0 {
 			p.Budgets.Tokens = budgetTokens

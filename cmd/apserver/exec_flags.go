@@ -156,12 +156,12 @@ func (cf *codexExecFlags) apply(f *serveFlags, set map[string]bool) error {
 			*dst = s
 		}
 	}
-	if cf.sandbox != "" && !protocol.ValidSandboxMode(cf.sandbox) {
+	if cf.sandbox != "" && !protocol.SandboxMode(cf.sandbox).Valid() {
 		return fmt.Errorf("unknown sandbox mode %q, expected read-only, workspace-write or danger-full-access", cf.sandbox)
 	}
-	switch cf.approval {
+	switch protocol.ApprovalPolicy(cf.approval) {
 	case "on-failure": // deprecated in codex; the closest apserver policy
-		cf.approval = protocol.ApprovalOnRequest
+		cf.approval = string(protocol.ApprovalOnRequest)
 	case "", protocol.ApprovalUntrusted, protocol.ApprovalOnRequest, protocol.ApprovalNever:
 	default:
 		return fmt.Errorf("unknown approval_policy %q, expected untrusted, on-request, on-failure or never", cf.approval)

@@ -56,9 +56,13 @@ type Validate struct {
 // Apserver-Run and Apserver-Task; an existing commit with those trailers
 // is the result instead of a new one. The result is EvTaskCommitted.
 type Commit struct {
-	Task    protocol.RunTask
-	Message string
+	Task     protocol.RunTask
+	Message  string
+	Trailers []Trailer
 }
+
+// Trailer is a git commit trailer ("Key: Value").
+type Trailer struct{ Key, Value string }
 
 // Merge finishes a completed run: commits the final artifacts and, when
 // Into is set, merges the branch into the base branch (Mode). The result
@@ -83,7 +87,7 @@ type Interrupt struct{ ThreadID string }
 // shown, Kind: protocol.AttentionApproval, Question or Paused).
 type SetAttention struct {
 	ThreadID string
-	Kind     string
+	Kind     protocol.AttentionKind
 	Reason   string
 	SinceMs  int64
 }

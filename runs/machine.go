@@ -198,6 +198,18 @@ func (m *Machine) describeWait() string {
 	return fmt.Sprintf("it is %s in stage %s", m.run.Status, m.run.Stage)
 }
 
+// Accepts says whether Apply would apply ev: Check for a human's event,
+// and for a driver's result whether it belongs to the work in flight.
+func (m *Machine) Accepts(ev Event) error {
+	if err := m.Check(ev); err != nil {
+		return err
+	}
+	if !m.fits(ev) {
+		return stateErr("run %s: a stale %s result", m.run.ID, ev.Type)
+	}
+	return nil
+}
+
 // Apply applies one event and returns the effects. An event that does not
 // fit (Check) is ignored, with no effects: a stale result (the answer of a
 // thread of a cancelled run) is dropped the same way.
@@ -385,7 +397,7 @@ func (m *Machine) apply(ev Event) {
 		}
 		m.attempts = append(m.attempts, Attempt{TaskID: t.ID, Attempt: t.RetryCount + 1, OK: true, Report: ev.Reason, AtMs: ev.AtMs})
 		m.step = stepCommit
-		m.emit(Commit{Task: *t, Message: commitMessage(m.cfg, *t)})
+		m.emit(m.commitEffect(t))
 	case EvTaskCommitted:
 		t := m.task(ev.TaskID)
 		t.Status = protocol.TaskCompleted
@@ -448,6 +460,8 @@ func (m *Machine) apply(ev Event) {
 		if ev.Commit != "" {
 			r.MergeCommit = ptr(ev.Commit)
 			m.decide(ev.AtMs, fmt.Sprintf("merged into %s (%s) as %s", r.BaseBranch, r.Merge, ev.Commit))
+		} else if ev.Reason != "" {
+			m.decide(ev.AtMs, fmt.Sprintf("branch %s not merged: %s", r.Branch, ev.Reason))
 		} else {
 			m.decide(ev.AtMs, fmt.Sprintf("branch %s left for review", r.Branch))
 		}
@@ -890,8 +904,9 @@ func Objective(c Config, t protocol.RunTask) string {
 	return b.String()
 }
 
-func commitMessage(c Config, t protocol.RunTask) string {
-	return fmt.Sprintf("%s: %s\n\n%s\n\nApserver-Run: %s\nApserver-Task: %s\n", t.ID, t.Title, strings.TrimSpace(t.Description), c.ID, t.ID)
+func (m *Machine) commitEffect(t *protocol.RunTask) Commit {
+	msg := fmt.Sprintf("%s: %s\n\n%s\n", t.ID, t.Title, strings.TrimSpace(t.Description))
+	return Commit{Task: *t, Message: msg, Trailers: []Trailer{{"Apserver-Run", m.cfg.ID}, {"Apserver-Task", t.ID}}}
 }
 
 func (m *Machine) plannerEffect() StartPlanner {
@@ -976,7 +991,7 @@ func (m *Machine) inflight() {
 		m.emit(Validate{Task: *m.task(m.cur)})
 	case stepCommit:
 		t := m.task(m.cur)
-		m.emit(Commit{Task: *t, Message: commitMessage(m.cfg, *t)})
+		m.emit(m.commitEffect(t))
 	case stepMerge:
 		m.emit(Merge{Into: r.Trust.Implementation == protocol.TrustAuto && r.Autonomy != protocol.AutonomyOff, Mode: r.Merge})
 	}

@@ -116,8 +116,8 @@ func (h *harness) runTask() string {
 	h.want(Validate{})
 	h.do(Event{Type: EvTaskValidated, TaskID: id, OK: true, Reason: "checks passed"})
 	c := h.want(Commit{}).(Commit)
-	if !strings.Contains(c.Message, "Apserver-Run: r1\n") || !strings.Contains(c.Message, "Apserver-Task: "+id+"\n") {
-		h.t.Errorf("commit message lacks the trailers:\n%s", c.Message)
+	if want := []Trailer{{"Apserver-Run", "r1"}, {"Apserver-Task", id}}; !reflect.DeepEqual(c.Trailers, want) {
+		h.t.Errorf("commit trailers %v, want %v", c.Trailers, want)
 	}
 	h.do(Event{Type: EvTaskCommitted, TaskID: id, Commit: "sha-" + id})
 	return id

@@ -26,6 +26,7 @@ import (
 	"syscall"
 
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/runner"
 	"github.com/apserver/apserver/server"
 	"github.com/apserver/apserver/session"
 	"github.com/apserver/apserver/store"
@@ -223,9 +224,13 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 		ServerInfo:   server.ServerInfo{Name: "apserver", Version: version, Home: dataDir},
 		OnInputEnd:   func(ctx context.Context) error { return mgr.Drain(ctx, f.onEOF) },
 	})
-	mgr = newManager(cfg, f, dataDir, srv.Client(), log)
+	tap := runner.NewTap(srv.Client())
+	mgr = newManager(cfg, f, dataDir, tap, log)
+	rn := newRunner(cfg, dataDir, mgr, tap, log)
 	server.Register(srv, mgr)
+	server.RegisterRuns(srv, rn)
 	err = srv.Run(ctx)
+	rn.Close()
 	if cerr := mgr.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
@@ -241,6 +246,11 @@ func resolveDataDir(cfg config.Config) (string, error) {
 		return "", fmt.Errorf("finding the data dir (use --data-dir): %w", err)
 	}
 	return d, nil
+}
+
+// newRunner makes the runs' driver over mgr, whose client is tap.
+func newRunner(cfg config.Config, dataDir string, mgr *session.Manager, tap *runner.Tap, log *slog.Logger) *runner.Runner {
+	return runner.New(runner.Options{Manager: mgr, Tap: tap, Store: mgr.Store, Config: cfg, DataDir: dataDir, Logger: log})
 }
 
 // newManager makes the session for a server whose client is c.

@@ -1,0 +1,211 @@
+package e2e
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apserver/apserver/model/scripted"
+)
+
+// Runs (docs/runs.md) over the real binary, the model scripted at the HTTP
+// level. The planner, each task and the validator are told apart by what
+// their turn's input says: "Plan this request", the task's marker (S1…),
+// "Review task".
+
+const greetSh = "#!/bin/sh\necho \"Hello, $1\"\n"
+
+// shoutRepo makes a repository with greet.sh committed on main and the
+// user working on branch feature (so that a merge into main leaves the
+// user's checkout alone).
+func shoutRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	gitRepo(t, dir, map[string]string{"greet.sh": greetSh, "README.md": "# greet\n"})
+	git(t, dir, "config", "user.name", "Test User")
+	git(t, dir, "config", "user.email", "test@example.com")
+	git(t, dir, "checkout", "-q", "-b", "feature")
+	return dir
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	return strings.TrimSpace(git(t, dir, args...))
+}
+
+func fileHash(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(b))
+}
+
+type planTask struct {
+	ID           string         `json:"id"`
+	Title        string         `json:"title"`
+	Description  string         `json:"description"`
+	Kind         string         `json:"kind"`
+	Dependencies []string       `json:"dependencies"`
+	Risk         string         `json:"risk"`
+	Acceptance   map[string]any `json:"acceptance"`
+	Estimate     string         `json:"estimate"`
+}
+
+func planJSON(t *testing.T, tasks ...planTask) string {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"summary": "the plan", "tasks": tasks, "clarification": nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func accept(checks ...string) map[string]any {
+	return map[string]any{"criteria": []string{"the checks pass"}, "checks": checks, "files": []string{}}
+}
+
+// The shout tasks: t1 adds the flag, t2 a test script (after t1), t3 the
+// docs (after both).
+var shoutTasks = []planTask{
+	{ID: "t1", Title: "S1 make greet.sh accept --shout", Description: "Parse --shout and print in capitals.", Kind: "file_edit",
+		Dependencies: []string{}, Risk: "low", Acceptance: accept("sh greet.sh --shout bob | grep -q 'HELLO, BOB'"), Estimate: "5m"},
+	{ID: "t2", Title: "S2 add test_greet.sh", Description: "A test script for both modes.", Kind: "test",
+		Dependencies: []string{"t1"}, Risk: "low", Acceptance: accept("sh test_greet.sh"), Estimate: "5m"},
+	{ID: "t3", Title: "S3 document --shout", Description: "Mention --shout in README.md.", Kind: "docs",
+		Dependencies: []string{"t1", "t2"}, Risk: "low", Acceptance: accept("grep -q -- --shout README.md"), Estimate: "2m"},
+}
+
+// taskRule is the implementer of one task: one command, then done.
+func taskRule(marker, command string) scripted.Rule {
+	return scripted.Rule{Match: marker, Steps: []scripted.Step{
+		{Text: "Working on it.", ToolCalls: []scripted.ToolCall{{Command: command}}},
+		{Text: "The task is complete."},
+	}}
+}
+
+var reviewRule = scripted.Rule{Match: "Review task", Steps: []scripted.Step{{Text: `{"pass":true,"findings":"the diff does what the task says"}`}}}
+
+func shoutRules(t *testing.T) []scripted.Rule {
+	return []scripted.Rule{
+		reviewRule,
+		{Match: "Plan this request", Steps: []scripted.Step{{Text: planJSON(t, shoutTasks...)}}},
+		taskRule("S1 make greet.sh", `printf '%s\n' '#!/bin/sh' 'if [ "$1" = "--shout" ]; then echo "Hello, $2" | tr a-z A-Z; else echo "Hello, $1"; fi' > greet.sh`),
+		taskRule("S2 add test_greet.sh", `printf '%s\n' 'set -e' 'sh greet.sh bob | grep -q "Hello, bob"' 'sh greet.sh --shout bob | grep -q "HELLO, BOB"' > test_greet.sh`),
+		taskRule("S3 document", `printf '%s\n' '' 'Use --shout to greet in capitals.' >> README.md`),
+	}
+}
+
+// runEnd waits for run/completed of id.
+func (c *client) runEnd(id string) *message {
+	c.t.Helper()
+	return c.waitFor("run/completed", func(m *message) bool { return m.str("run.id") == id })
+}
+
+// runWaiting waits for run/updated of id waiting for what.
+func (c *client) runWaiting(after *message, id, what string) *message {
+	c.t.Helper()
+	return c.waitAfter(after, "run/updated", func(m *message) bool {
+		return m.str("runId") == id && m.str("waitingFor") == what
+	})
+}
+
+func TestRunAcceptance(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, shoutRules(t)...)
+	repo := shoutRepo(t)
+	index, greet := fileHash(t, filepath.Join(repo, ".git", "index")), fileHash(t, filepath.Join(repo, "greet.sh"))
+	c := newFAClient(t, model, faOptions{})
+
+	start := c.call("run/start", map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main"})
+	id := start.str("run.id")
+	branch := start.str("run.branch")
+	if id == "" || !strings.HasPrefix(branch, "apserver/"+id[:8]+"-add-a-shout-option") {
+		t.Fatalf("run/start = %s", start.Raw)
+	}
+	c.waitFor("run/started", nil)
+	plan := c.waitFor("run/plan/updated", func(m *message) bool { return m.str("runId") == id })
+	if got := plan.get("plan.tasks"); len(got.([]any)) != 3 {
+		t.Fatalf("plan = %s", plan.Raw)
+	}
+	c.runWaiting(nil, id, "planApproval")
+	attn := c.waitFor("attention", func(m *message) bool { return m.get("count") == 1.0 })
+	if attn.str("items.0.runId") != id || attn.str("items.0.kind") != "approval" {
+		t.Errorf("attention = %s, want the plan approval of run %s", attn.Raw, id)
+	}
+	// Nothing ran yet: no task thread, the plan readable in the worktree.
+	wt := start.str("run.worktree")
+	if b, err := os.ReadFile(filepath.Join(wt, ".apserver", "runs", id, "plan.md")); err != nil || !strings.Contains(string(b), "S2 add test_greet.sh") {
+		t.Errorf("plan.md before approval: %v\n%s", err, b)
+	}
+	if got := c.find("run/task/updated", nil); len(got) != 0 {
+		t.Errorf("tasks ran before the plan was approved: %v", got)
+	}
+	c.call("run/plan/approve", map[string]any{"runId": id})
+
+	end := c.runEnd(id)
+	if end.str("run.status") != "completed" || end.get("run.counts.completed") != 3.0 || end.str("run.mergeCommit") == "" {
+		t.Fatalf("run/completed = %s", end.Raw)
+	}
+	// Tasks ran in dependency order, each as an ordinary thread.
+	var order []string
+	for _, m := range c.find("run/task/updated", func(m *message) bool { return m.str("task.status") == "running" && m.str("task.threadId") == "" }) {
+		order = append(order, m.str("task.id"))
+	}
+	if strings.Join(order, ",") != "t1,t2,t3" {
+		t.Errorf("tasks started in order %v, want t1,t2,t3", order)
+	}
+	// One commit per task with trailers, merged into main.
+	for _, task := range []string{"t1", "t2", "t3"} {
+		log := gitOut(t, repo, "log", "main", "--format=%H", "--grep", "Apserver-Task: "+task)
+		if n := len(strings.Fields(log)); n != 1 {
+			t.Errorf("main has %d commits of task %s, want 1", n, task)
+		}
+		body := gitOut(t, repo, "log", "-1", "main", "--format=%B", "--grep", "Apserver-Task: "+task)
+		if !strings.Contains(body, "Apserver-Run: "+id) {
+			t.Errorf("commit of %s lacks the run trailer:\n%s", task, body)
+		}
+	}
+	if out := gitOut(t, repo, "show", "main:greet.sh"); !strings.Contains(out, "--shout") {
+		t.Errorf("main:greet.sh = %q", out)
+	}
+	// Artifacts readable in the branch.
+	for _, f := range []string{"state.md", "plan.md", "context.json", "validation-report.md"} {
+		out := gitOut(t, repo, "show", branch+":.apserver/runs/"+id+"/"+f)
+		if len(out) < 20 {
+			t.Errorf("%s in the branch: %q", f, out)
+		}
+	}
+	if st := gitOut(t, repo, "show", branch+":.apserver/runs/"+id+"/state.md"); !strings.Contains(st, "| status | completed |") || !strings.Contains(st, "t3 S3 document --shout") {
+		t.Errorf("state.md in the branch:\n%s", st)
+	}
+	if vr := gitOut(t, repo, "show", branch+":.apserver/runs/"+id+"/validation-report.md"); !strings.Contains(vr, "grep -q -- --shout README.md`: exit 0") {
+		t.Errorf("validation-report.md:\n%s", vr)
+	}
+	if mem := gitOut(t, repo, "show", "main:.apserver/memory.md"); !strings.Contains(mem, "## Run "+id) {
+		t.Errorf("memory.md:\n%s", mem)
+	}
+	// The user's checkout and index are untouched.
+	if gitOut(t, repo, "status", "--porcelain") != "" || gitOut(t, repo, "branch", "--show-current") != "feature" {
+		t.Errorf("the user's checkout changed: %s", gitOut(t, repo, "status"))
+	}
+	if fileHash(t, filepath.Join(repo, ".git", "index")) != index || fileHash(t, filepath.Join(repo, "greet.sh")) != greet {
+		t.Error("the user's index or greet.sh changed")
+	}
+	// run/read rebuilds the same run from the events; run/list lists it.
+	read := c.call("run/read", map[string]any{"runId": id})
+	if read.str("run.status") != "completed" || read.get("run.counts.completed") != 3.0 {
+		t.Errorf("run/read = %s", read.Raw)
+	}
+	if list := c.call("run/list", map[string]any{}); list.str("runs.0.id") != id {
+		t.Errorf("run/list = %s", list.Raw)
+	}
+	c.callErr("run/read", map[string]any{"runId": "nope"}, -32600, "run not found: nope")
+	c.callErr("run/plan/approve", map[string]any{"runId": id}, -32600, "not waiting for plan approval")
+	c.callErr("run/start", map[string]any{"cwd": repo}, -32602, "missing field `request`")
+}

@@ -209,3 +209,173 @@ func TestRunAcceptance(t *testing.T) {
 	c.callErr("run/plan/approve", map[string]any{"runId": id}, -32600, "not waiting for plan approval")
 	c.callErr("run/start", map[string]any{"cwd": repo}, -32602, "missing field `request`")
 }
+
+// startRun sends run/start and returns the run id.
+func (c *client) startRun(params map[string]any) string {
+	c.t.Helper()
+	m := c.call("run/start", params)
+	id := m.str("run.id")
+	if id == "" {
+		c.t.Fatalf("run/start = %s", m.Raw)
+	}
+	return id
+}
+
+// A task whose check keeps failing is tried 3 times, then blocked with a
+// repair proposal; approving the repair inserts the fix task, which makes
+// the check pass, and the run finishes.
+func TestRunRetriesThenRepair(t *testing.T) {
+	t.Parallel()
+	tasks := []planTask{{ID: "t1", Title: "R1 create the flag file", Description: "Create flag.txt.", Kind: "file_create",
+		Dependencies: []string{}, Risk: "low", Acceptance: accept("test -f flag.txt"), Estimate: "1m"}}
+	model := startModel(t,
+		reviewRule,
+		scripted.Rule{Match: "Plan this request", Steps: []scripted.Step{{Text: planJSON(t, tasks...)}}},
+		taskRule("Fix: R1", "echo on > flag.txt"),
+		taskRule("R1 create", "echo wrong > flag.text"),
+	)
+	repo := shoutRepo(t)
+	c := newFAClient(t, model, faOptions{})
+	id := c.startRun(map[string]any{"cwd": repo, "request": "create the flag", "baseBranch": "main", "trust": map[string]any{"planning": "auto"}})
+	w := c.runWaiting(nil, id, "repair")
+	if w.str("status") != "paused" || !strings.Contains(w.str("reason"), "blocked after 3 failed attempts") {
+		t.Errorf("run/updated = %s", w.Raw)
+	}
+	read := c.call("run/read", map[string]any{"runId": id})
+	if read.str("run.plan.tasks.0.status") != "blocked" || read.get("run.plan.tasks.0.retryCount") != 3.0 ||
+		read.str("run.repairProposal.proposedTask.id") != "t1-fix" || !strings.Contains(read.str("run.repairProposal.failure"), "test -f flag.txt`: exit 1") {
+		t.Fatalf("blocked run = %s", read.Raw)
+	}
+	if n := len(c.find("run/task/updated", func(m *message) bool { return m.str("task.status") == "running" && m.str("task.threadId") == "" })); n != 3 {
+		t.Errorf("t1 started %d times, want 3", n)
+	}
+	c.callErr("run/resume", map[string]any{"runId": id}, -32600, "approve its repair")
+	c.callErr("run/repair/approve", map[string]any{"runId": id, "taskId": "t9"}, -32600, "repair proposal is for task \"t1\"")
+	c.call("run/repair/approve", map[string]any{"runId": id, "taskId": "t1"})
+	end := c.runEnd(id)
+	if end.str("run.status") != "completed" || end.get("run.counts.completed") != 2.0 || end.str("run.plan.tasks.0.id") != "t1-fix" {
+		t.Fatalf("run/completed = %s", end.Raw)
+	}
+	if out := gitOut(t, repo, "show", "main:flag.txt"); out != "on" {
+		t.Errorf("main:flag.txt = %q", out)
+	}
+}
+
+// A high-risk task pauses a full_auto run, with planning and
+// implementation trust auto, until run/task/approve.
+func TestRunHighRiskGate(t *testing.T) {
+	t.Parallel()
+	tasks := []planTask{
+		{ID: "t1", Title: "H1 write a.txt", Kind: "file_create", Dependencies: []string{}, Risk: "low", Acceptance: accept("test -f a.txt"), Estimate: "1m"},
+		{ID: "t2", Title: "H2 drop the old build directory", Description: "rm -rf old-build", Kind: "shell_command", Dependencies: []string{"t1"},
+			Risk: "medium", Acceptance: accept("test -f b.txt"), Estimate: "1m"},
+	}
+	model := startModel(t, reviewRule,
+		scripted.Rule{Match: "Plan this request", Steps: []scripted.Step{{Text: planJSON(t, tasks...)}}},
+		taskRule("H1 write", "echo a > a.txt"), taskRule("H2 drop", "echo b > b.txt"))
+	repo := shoutRepo(t)
+	c := newFAClient(t, model, faOptions{})
+	id := c.startRun(map[string]any{"cwd": repo, "request": "tidy up", "baseBranch": "main", "autonomy": "full_auto",
+		"trust": map[string]any{"planning": "auto", "implementation": "auto", "fixes": "auto"}})
+	w := c.runWaiting(nil, id, "taskApproval")
+	if !strings.Contains(w.str("reason"), "high-risk task t2") || !strings.Contains(w.str("reason"), "deletes directories") {
+		t.Errorf("run/updated = %s", w.Raw)
+	}
+	c.waitFor("attention", func(m *message) bool { return m.str("items.0.runId") == id && m.str("items.0.kind") == "approval" })
+	if got := c.find("run/task/updated", func(m *message) bool { return m.str("task.id") == "t2" && m.str("task.status") == "running" }); len(got) != 0 {
+		t.Fatalf("t2 ran before its approval: %v", got)
+	}
+	c.callErr("run/task/approve", map[string]any{"runId": id, "taskId": "t1"}, -32600, `waits for approval of task "t2"`)
+	c.call("run/task/approve", map[string]any{"runId": id, "taskId": "t2"})
+	if end := c.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 2.0 {
+		t.Fatalf("run/completed = %s", end.Raw)
+	}
+}
+
+func clarificationJSON(q string) string {
+	b, _ := json.Marshal(map[string]any{"summary": "", "tasks": []any{}, "clarification": map[string]any{"question": q, "context": "greet.sh", "options": []string{"-s", "--shout"}}})
+	return string(b)
+}
+
+// With maxClarifications 3, the fourth question escalates: the run pauses
+// with a blocker instead of asking.
+func TestRunClarificationLimit(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, scripted.Rule{Match: "Plan this request", Steps: []scripted.Step{{Text: clarificationJSON("which flag name?")}}})
+	repo := shoutRepo(t)
+	c := newFAClient(t, model, faOptions{})
+	id := c.startRun(map[string]any{"cwd": repo, "request": "add a shout option", "maxClarifications": 3})
+	var last *message
+	for i := 1; i <= 3; i++ {
+		q := c.waitAfter(last, "run/clarification/requested", func(m *message) bool { return m.str("runId") == id })
+		if q.str("clarification.question") != "which flag name?" || q.str("clarification.id") != fmt.Sprintf("c%d", i) {
+			t.Fatalf("clarification %d = %s", i, q.Raw)
+		}
+		if i == 1 {
+			c.waitFor("attention", func(m *message) bool { return m.str("items.0.runId") == id && m.str("items.0.kind") == "question" })
+		}
+		last = c.call("run/clarification/answer", map[string]any{"runId": id, "clarificationId": q.str("clarification.id"), "answer": "--shout"})
+	}
+	w := c.waitAfter(last, "run/updated", func(m *message) bool { return m.str("runId") == id && m.str("status") == "paused" })
+	if !strings.Contains(w.str("reason"), "escalated") {
+		t.Errorf("run/updated = %s", w.Raw)
+	}
+	if n := len(c.find("run/clarification/requested", nil)); n != 3 {
+		t.Errorf("%d clarifications asked, want 3", n)
+	}
+	c.callErr("run/clarification/answer", map[string]any{"runId": id, "clarificationId": "c4", "answer": "x"}, -32600, "not waiting for a clarification")
+	read := c.call("run/read", map[string]any{"runId": id})
+	if read.str("run.clarifications.2.answer") != "--shout" || len(read.get("run.clarifications").([]any)) != 3 {
+		t.Errorf("run/read = %s", read.Raw)
+	}
+}
+
+// Three runs at once on one repository, each in its own worktree: each
+// branch holds only its own file. The first to finish fast-forwards main;
+// main has moved on for the others, whose branches are left for review.
+func TestRunsInParallel(t *testing.T) {
+	t.Parallel()
+	rules := []scripted.Rule{reviewRule}
+	for _, p := range []string{"P1", "P2", "P3"} {
+		f := strings.ToLower(p) + ".txt"
+		rules = append(rules,
+			scripted.Rule{Match: "graph of small tasks: " + p, Steps: []scripted.Step{{Text: planJSON(t, planTask{ID: "t1", Title: p + "-task write " + f,
+				Kind: "file_create", Dependencies: []string{}, Risk: "low", Acceptance: accept("test -f " + f), Estimate: "1m"})}}},
+			taskRule(p+"-task", "echo "+p+" > "+f))
+	}
+	model := startModel(t, rules...)
+	repo := shoutRepo(t)
+	c := newFAClient(t, model, faOptions{config: "max_parallel_runs = 3\n"})
+	var ids []string
+	for _, p := range []string{"P1", "P2", "P3"} {
+		ids = append(ids, c.startRun(map[string]any{"cwd": repo, "request": p + " write a file", "baseBranch": "main",
+			"trust": map[string]any{"planning": "auto"}}))
+	}
+	merged := 0
+	for i, id := range ids {
+		end := c.runEnd(id)
+		if end.str("run.status") != "completed" {
+			t.Fatalf("run %d = %s", i, end.Raw)
+		}
+		branch := end.str("run.branch")
+		files := gitOut(t, repo, "diff", "--name-only", "feature", branch)
+		want := fmt.Sprintf("p%d.txt", i+1)
+		for _, f := range strings.Fields(files) {
+			if f != want && !strings.HasPrefix(f, ".apserver/") {
+				t.Errorf("branch of run %d changed %s", i, f)
+			}
+		}
+		if !strings.Contains(files, want) {
+			t.Errorf("branch of run %d lacks %s: %s", i, want, files)
+		}
+		if end.str("run.mergeCommit") != "" {
+			merged++
+			if out := gitOut(t, repo, "show", "main:"+want); out != fmt.Sprintf("P%d", i+1) {
+				t.Errorf("main:%s = %q", want, out)
+			}
+		}
+	}
+	if merged != 1 {
+		t.Errorf("%d runs fast-forwarded main, want exactly 1", merged)
+	}
+}

@@ -24,6 +24,10 @@ type run struct {
 	ctx   context.Context
 	stop  context.CancelFunc
 
+	// restored: the run's work in flight was taken up (Restore), or the
+	// run is new. Owned by the run's goroutine.
+	restored bool
+
 	slotMu  sync.Mutex
 	hasSlot bool // guarded by slotMu
 }

@@ -53,6 +53,19 @@ type Runner struct {
 	mu       sync.Mutex
 	active   map[string]*run // runs with a loop
 	restored bool
+	merging  map[string]*sync.Mutex // by repository: one merge into a repository at a time
+}
+
+// mergeLock is the lock of merges into the repository at root.
+func (rn *Runner) mergeLock(root string) *sync.Mutex {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	l := rn.merging[root]
+	if l == nil {
+		l = &sync.Mutex{}
+		rn.merging[root] = l
+	}
+	return l
 }
 
 // New makes a Runner. Call Restore once the client is ready to take up the
@@ -70,7 +83,7 @@ func New(opts Options) *Runner {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	return &Runner{opts: opts, mgr: opts.Manager, tap: opts.Tap, log: opts.Logger, ctx: ctx, stop: cancel,
-		slots: make(chan struct{}, n), active: map[string]*run{}}
+		slots: make(chan struct{}, n), active: map[string]*run{}, merging: map[string]*sync.Mutex{}}
 }
 
 // Close stops every run's goroutines; what they did is stored, and the
@@ -103,6 +116,7 @@ func (rn *Runner) Start(ctx context.Context, p protocol.RunStartParams, reply se
 			return
 		}
 		x := rn.spawn(c.ID, runs.New())
+		x.restored = true // a new run has nothing to take up
 		ev := runs.Event{Type: runs.EvStarted, Config: &c}
 		x.do(ev, func(err error) {
 			if err != nil {
@@ -263,7 +277,12 @@ func (rn *Runner) Restore() {
 				rn.log.Error("restoring run", "run", row.ID, "err", err)
 				continue
 			}
-			x.post(func() { x.apply(x.m.Restore(rn.opts.Now())) })
+			x.post(func() {
+				if !x.restored {
+					x.restored = true
+					x.apply(x.m.Restore(rn.opts.Now()))
+				}
+			})
 		}
 	}()
 }

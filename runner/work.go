@@ -444,7 +444,10 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 	if err != nil {
 		return err
 	}
+	lock := x.rn.mergeLock(repo.Root())
+	lock.Lock()
 	sha, err := repo.Merge(ctx, cfg.BaseBranch, cfg.Branch, gitwork.MergeMode(e.Mode), msg)
+	lock.Unlock()
 	switch {
 	case errors.Is(err, gitwork.ErrBaseDirty), errors.Is(err, gitwork.ErrNotFastForward), errors.Is(err, gitwork.ErrConflict):
 		x.result(runs.Event{Type: runs.EvMerged, Reason: err.Error() + "; the branch is left for review"})

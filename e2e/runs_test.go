@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apserver/apserver/model/scripted"
 )
@@ -377,5 +378,138 @@ func TestRunsInParallel(t *testing.T) {
 	}
 	if merged != 1 {
 		t.Errorf("%d runs fast-forwarded main, want exactly 1", merged)
+	}
+}
+
+// stepRequests counts the model requests whose last user message holds
+// marker and that start a turn (no tool output yet): how many times a
+// scripted turn began.
+func stepRequests(t *testing.T, model *scripted.Server, marker string) int {
+	t.Helper()
+	n := 0
+	for _, r := range modelRequests(model) {
+		if strings.Contains(strings.ToLower(r.LastUserText), strings.ToLower(marker)) && r.ToolOutputs == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// kill -9 while the plan waits for approval; the restarted apserver shows
+// the same wait, and approving it finishes the run with each task run once.
+func TestRunKillDuringPlanApproval(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, shoutRules(t)...)
+	repo := shoutRepo(t)
+	dataDir := t.TempDir()
+	c := newFAClient(t, model, faOptions{dataDir: dataDir})
+	id := c.startRun(map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main"})
+	c.runWaiting(nil, id, "planApproval")
+	c.kill()
+
+	c2 := newFAClient(t, model, faOptions{dataDir: dataDir})
+	c2.waitFor("attention", func(m *message) bool { return m.str("items.0.runId") == id && m.str("items.0.kind") == "approval" })
+	if r := c2.call("run/read", map[string]any{"runId": id}); r.str("run.waitingFor") != "planApproval" || len(r.get("run.plan.tasks").([]any)) != 3 {
+		t.Fatalf("run/read after the restart = %s", r.Raw)
+	}
+	c2.call("run/plan/approve", map[string]any{"runId": id})
+	if end := c2.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 3.0 {
+		t.Fatalf("run/completed = %s", end.Raw)
+	}
+	if n := stepRequests(t, model, "Plan this request"); n != 1 {
+		t.Errorf("the planner ran %d times, want 1", n)
+	}
+	for _, task := range []string{"t1", "t2", "t3"} {
+		if n := len(strings.Fields(gitOut(t, repo, "log", "main", "--format=%H", "--grep", "Apserver-Task: "+task))); n != 1 {
+			t.Errorf("%d commits of %s, want 1", n, task)
+		}
+	}
+}
+
+// kill -9 while a clarification waits; after the restart the answer goes
+// to the same run, which plans and finishes; nothing is asked twice.
+func TestRunKillDuringClarification(t *testing.T) {
+	t.Parallel()
+	rules := append([]scripted.Rule{
+		{Match: "The user answered: --shout", Steps: []scripted.Step{{Text: planJSON(t, shoutTasks...)}}},
+		{Match: "Plan this request", Steps: []scripted.Step{{Text: clarificationJSON("which flag name?")}}},
+	}, shoutRules(t)...)
+	model := startModel(t, rules...)
+	repo := shoutRepo(t)
+	dataDir := t.TempDir()
+	c := newFAClient(t, model, faOptions{dataDir: dataDir})
+	id := c.startRun(map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main",
+		"trust": map[string]any{"planning": "auto"}})
+	q := c.waitFor("run/clarification/requested", nil)
+	c.kill()
+
+	c2 := newFAClient(t, model, faOptions{dataDir: dataDir})
+	c2.waitFor("attention", func(m *message) bool { return m.str("items.0.runId") == id && m.str("items.0.kind") == "question" })
+	c2.call("run/clarification/answer", map[string]any{"runId": id, "clarificationId": q.str("clarification.id"), "answer": "--shout"})
+	if end := c2.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 3.0 {
+		t.Fatalf("run/completed = %s", end.Raw)
+	}
+	if n := len(c2.find("run/clarification/requested", nil)); n != 0 {
+		t.Errorf("the restarted apserver asked %d clarifications again", n)
+	}
+	if n := stepRequests(t, model, "Plan this request"); n != 2 {
+		t.Errorf("the planner ran %d turns, want 2 (the question, the plan)", n)
+	}
+}
+
+// kill -9 while a task's command runs; the restarted apserver takes the
+// task up in the same thread: no task starts twice, no commit is
+// duplicated.
+func TestRunKillDuringImplementation(t *testing.T) {
+	t.Parallel()
+	rules := shoutRules(t)
+	// t2's first command sleeps (and leaves a mark); run again, it writes
+	// the test script and removes the mark.
+	for i, r := range rules {
+		if r.Match == "S2 add test_greet.sh" {
+			rules[i] = taskRule(r.Match, `if [ -f .slept ]; then rm .slept; printf '%s\n' 'set -e' 'sh greet.sh --shout bob | grep -q "HELLO, BOB"' > test_greet.sh; else touch .slept; sleep 60; fi`)
+		}
+	}
+	model := startModel(t, rules...)
+	repo := shoutRepo(t)
+	dataDir := t.TempDir()
+	c := newFAClient(t, model, faOptions{dataDir: dataDir})
+	st := c.call("run/start", map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main",
+		"trust": map[string]any{"planning": "auto"}})
+	id, wt := st.str("run.id"), st.str("run.worktree")
+	started := c.waitFor("run/task/updated", func(m *message) bool { return m.str("task.id") == "t2" && m.str("task.threadId") != "" })
+	thread := started.str("task.threadId")
+	c.waitFor("item/started", func(m *message) bool {
+		return m.str("threadId") == thread && m.str("item.type") == "commandExecution"
+	})
+	// The command is in its sleep once its mark exists.
+	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(wt, ".slept")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("t2's command never started")
+		}
+	}
+	c.kill()
+
+	c2 := newFAClient(t, model, faOptions{dataDir: dataDir})
+	end := c2.runEnd(id)
+	if end.str("run.status") != "completed" || end.get("run.counts.completed") != 3.0 {
+		t.Fatalf("run/completed = %s", end.Raw)
+	}
+	if got := end.str("run.plan.tasks.1.threadId"); got != thread {
+		t.Errorf("t2 finished in thread %s, want its first thread %s", got, thread)
+	}
+	if n := len(c2.find("run/task/updated", func(m *message) bool { return m.str("task.status") == "running" && m.str("task.threadId") == "" && m.str("task.id") != "t3" })); n != 0 {
+		t.Errorf("after the restart %d of t1, t2 started again", n)
+	}
+	if n := stepRequests(t, model, "Task: S1 make greet.sh"); n != 1 {
+		t.Errorf("t1's implementer began %d turns, want 1", n)
+	}
+	for _, task := range []string{"t1", "t2", "t3"} {
+		if n := len(strings.Fields(gitOut(t, repo, "log", "main", "--format=%H", "--grep", "Apserver-Task: "+task))); n != 1 {
+			t.Errorf("%d commits of %s, want 1", n, task)
+		}
 	}
 }

@@ -113,6 +113,13 @@ func (x *run) startThread(ctx context.Context, cfg runs.Config, sandboxMode prot
 // turn runs one turn on a thread and returns the text of its last agent
 // message.
 func (x *run) turn(ctx context.Context, thread, input string, schema json.RawMessage) (string, error) {
+	if !x.rn.mgr.Loaded(thread) {
+		// After a restart: load the thread as a client would.
+		if _, err := call[protocol.ThreadResumeParams, protocol.ThreadResumeResult](ctx, x.rn.mgr.ResumeThread,
+			protocol.ThreadResumeParams{ThreadID: thread, ExcludeTurns: true}); err != nil {
+			return "", fmt.Errorf("resuming thread %s: %w", thread, err)
+		}
+	}
 	w, stop := x.rn.tap.watch(thread)
 	defer stop()
 	res, err := call[protocol.TurnStartParams, protocol.TurnResult](ctx, x.rn.mgr.StartTurn, protocol.TurnStartParams{

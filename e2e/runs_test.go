@@ -501,7 +501,9 @@ func TestRunKillDuringImplementation(t *testing.T) {
 	if got := end.str("run.plan.tasks.1.threadId"); got != thread {
 		t.Errorf("t2 finished in thread %s, want its first thread %s", got, thread)
 	}
-	if n := len(c2.find("run/task/updated", func(m *message) bool { return m.str("task.status") == "running" && m.str("task.threadId") == "" && m.str("task.id") != "t3" })); n != 0 {
+	if n := len(c2.find("run/task/updated", func(m *message) bool {
+		return m.str("task.status") == "running" && m.str("task.threadId") == "" && m.str("task.id") != "t3"
+	})); n != 0 {
 		t.Errorf("after the restart %d of t1, t2 started again", n)
 	}
 	if n := stepRequests(t, model, "Task: S1 make greet.sh"); n != 1 {

@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -513,5 +517,66 @@ func TestRunKillDuringImplementation(t *testing.T) {
 		if n := len(strings.Fields(gitOut(t, repo, "log", "main", "--format=%H", "--grep", "Apserver-Task: "+task))); n != 1 {
 			t.Errorf("%d commits of %s, want 1", n, task)
 		}
+	}
+}
+
+// runCmd runs `apserver run args...` in dir against model.
+func runCmd(t *testing.T, model *scripted.Server, dir, dataDir string, args ...string) execResult {
+	t.Helper()
+	home := t.TempDir()
+	cfg := filepath.Join(home, "config.toml")
+	if err := os.WriteFile(cfg, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := execResult{dataDir: dataDir, cwd: dir}
+	full := append([]string{"run", "--config", cfg, "--data-dir", dataDir, "--model", "scripted-model", "--base-url", model.URL()}, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath, full...)
+	cmd.Dir = dir
+	cmd.Env = []string{"HOME=" + home, "OPENAI_API_KEY=test", "PATH=" + os.Getenv("PATH")}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("apserver run: %v\n%s", err, errb.String())
+	}
+	r.stdout, r.stderr = out.String(), errb.String()
+	return r
+}
+
+// `apserver run`: with planning trust manual it stops at the plan approval
+// (exit 5); with auto trust it carries the run to its end (exit 0), and
+// --json prints the run's notifications.
+func TestRunHeadless(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, shoutRules(t)...)
+	repo := shoutRepo(t)
+	r := runCmd(t, model, repo, t.TempDir(), "--base", "main", "add a shout option to greet.sh")
+	if r.code != 5 || !strings.Contains(r.stdout, "waiting for planApproval") {
+		t.Errorf("apserver run (manual planning) = exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCmd(t, model, repo, t.TempDir(), "--base", "main", "--trust-planning", "auto", "--json", "add a shout option to greet.sh")
+	if r.code != 0 {
+		t.Fatalf("apserver run = exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	var last map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		if err := json.Unmarshal([]byte(line), &last); err != nil {
+			t.Fatalf("stdout line %q: %v", line, err)
+		}
+	}
+	if last["method"] != "run/completed" || jget(last, "params.run.status") != "completed" {
+		t.Errorf("last line = %v", last)
+	}
+	if n := len(strings.Fields(gitOut(t, repo, "log", "main", "--format=%H", "--grep", "Apserver-Task: t3"))); n != 1 {
+		t.Errorf("%d commits of t3 on main, want 1", n)
+	}
+	if r := runCmd(t, model, repo, t.TempDir(), "--autonomy", "yolo", "x"); r.code != 2 || !strings.Contains(r.stderr, "autonomy") {
+		t.Errorf("bad --autonomy = exit %d: %s", r.code, r.stderr)
 	}
 }

@@ -4,6 +4,7 @@
 //	apserver [flags]            serve the app-server protocol on stdio, or on a socket (listen.go)
 //	apserver demo               run the offline demo (scripted model, temp workspace)
 //	apserver exec "objective"   work on an objective headless (exec.go)
+//	apserver run "request"      carry a request through a run headless (run.go)
 //	apserver replay THREAD      re-decide a thread's full-auto receipts (replay.go)
 //	apserver version            print the version
 //
@@ -56,6 +57,8 @@ func main() {
 		err = runFakeModel(args)
 	case "exec":
 		err = runExec(args)
+	case "run":
+		err = runRun(args)
 	case "replay":
 		err = runReplay(args)
 	case "version", "--version":
@@ -89,6 +92,7 @@ Usage:
   apserver demo              offline demo: scripted model, temp workspace, live view
   apserver fake-model        serve the scripted test model on 127.0.0.1; print its URL
   apserver exec "objective"  work on an objective headless in this directory (--full-auto: until done)
+  apserver run "request"     carry a request through a run (plan, tasks, commits) on a branch of its own
   apserver replay THREAD     re-decide a thread's full-auto receipts; exit 1 naming each that differs
   apserver version           print the version
 

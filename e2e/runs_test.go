@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/apserver/apserver/model/scripted"
+	"github.com/apserver/apserver/store"
 )
 
 // Runs (docs/runs.md) over the real binary, the model scripted at the HTTP
@@ -579,4 +580,142 @@ func TestRunHeadless(t *testing.T) {
 	if r := runCmd(t, model, repo, t.TempDir(), "--autonomy", "yolo", "x"); r.code != 2 || !strings.Contains(r.stderr, "autonomy") {
 		t.Errorf("bad --autonomy = exit %d: %s", r.code, r.stderr)
 	}
+}
+
+// TestRunOverhead50 is the benchmark of docs/benchmarks.md ("Runs"): a run
+// of 50 small tasks with the scripted model. The overhead per task is the
+// run's wall time from the plan approval to run/completed, less the time
+// its turns took (every turn of every task and review thread, which run
+// one after another), over 50: thread and full-auto starts, the controller,
+// the diff, the commit, the events and the artifacts. Not a timed test: it
+// runs only with APSERVER_BENCH_RUNS=1 and reports.
+func TestRunOverhead50(t *testing.T) {
+	if os.Getenv("APSERVER_BENCH_RUNS") == "" {
+		t.Skip("set APSERVER_BENCH_RUNS=1 to measure")
+	}
+	const n = 50
+	var tasks []planTask
+	rules := []scripted.Rule{reviewRule}
+	for i := 1; i <= n; i++ {
+		id := fmt.Sprintf("t%02d", i)
+		deps := []string{}
+		if i > 1 {
+			deps = []string{fmt.Sprintf("t%02d", i-1)}
+		}
+		tasks = append(tasks, planTask{ID: id, Title: "B" + id + " write " + id + ".txt", Kind: "file_create", Dependencies: deps,
+			Risk: "low", Acceptance: map[string]any{"criteria": []string{}, "checks": []string{}, "files": []string{id + ".txt"}}, Estimate: "1m"})
+		rules = append(rules, taskRule("Task: B"+id+" ", "echo "+id+" > "+id+".txt"))
+	}
+	rules = append(rules, scripted.Rule{Match: "Plan this request", Steps: []scripted.Step{{Text: planJSON(t, tasks...)}}})
+	model := startModel(t, rules...)
+	repo := shoutRepo(t)
+	c := newFAClient(t, model, faOptions{})
+	c.wait = 10 * time.Minute
+	id := c.startRun(map[string]any{"cwd": repo, "request": "fifty files", "baseBranch": "main"})
+	c.runWaiting(nil, id, "planApproval")
+	approved := time.Now()
+	c.call("run/plan/approve", map[string]any{"runId": id})
+	end := c.runEnd(id)
+	wall := time.Since(approved)
+	if end.str("run.status") != "completed" || end.get("run.counts.completed") != float64(n) {
+		t.Fatalf("run/completed = %s", end.Raw)
+	}
+	var turns time.Duration
+	count := 0
+	for _, m := range c.find("turn/completed", nil) {
+		if d, ok := m.get("turn.durationMs").(float64); ok && m.Seq > end.Seq-1_000_000 {
+			turns += time.Duration(d) * time.Millisecond
+			count++
+		}
+	}
+	// The planner's turn ran before the approval.
+	for _, m := range c.find("turn/completed", nil) {
+		if m.Seq < c.find("run/plan/updated", nil)[0].Seq {
+			if d, ok := m.get("turn.durationMs").(float64); ok {
+				turns -= time.Duration(d) * time.Millisecond
+				count--
+			}
+		}
+	}
+	// The run's own work per task, from its event log: validated →
+	// committed is the commit (and the events and artifacts around it);
+	// committed → the next task's thread is the events, the artifacts and
+	// starting the next thread.
+	db, err := store.OpenReadOnly(filepath.Join(c.dataDir, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	evs, err := db.RunEvents(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var commit, between, validate, implement int64
+	var last = map[string]int64{}
+	for _, e := range evs {
+		switch e.Type {
+		case "taskStarted":
+			if c, ok := last["taskCommitted"]; ok {
+				between += e.At - c
+			}
+		case "taskImplemented":
+			implement += e.At - last["taskStarted"]
+		case "taskValidated":
+			validate += e.At - last["taskImplemented"]
+		case "taskCommitted":
+			commit += e.At - last["taskValidated"]
+		}
+		last[e.Type] = e.At
+	}
+	t.Logf("per task: implement %d ms, validate %d ms, commit %d ms, to the next task's thread %d ms",
+		implement/n, validate/n, commit/n, between/(n-1))
+	over := (wall - turns) / n
+	t.Logf("%d tasks: wall %v from approval to completion, %d turns took %v; overhead per task %v", n, wall.Round(time.Millisecond),
+		count, turns.Round(time.Millisecond), over.Round(time.Millisecond))
+}
+
+// The plan preview over the wire: a bad update is refused, an edit is
+// kept, a rejection goes back to the planner with the feedback; then a
+// run cancelled during a task stops the task's thread and keeps its branch.
+func TestRunPlanEditRejectCancel(t *testing.T) {
+	t.Parallel()
+	slow := []planTask{{ID: "c1", Title: "C1 slow work", Kind: "shell_command", Dependencies: []string{}, Risk: "low", Acceptance: accept("true"), Estimate: "1h"}}
+	model := startModel(t,
+		scripted.Rule{Match: "feedback: use getopts", Steps: []scripted.Step{{Text: planJSON(t, slow...)}}},
+		scripted.Rule{Match: "Plan this request", Steps: []scripted.Step{{Text: planJSON(t, shoutTasks...)}}},
+		taskRule("Task: C1 slow", "sleep 60"),
+	)
+	repo := shoutRepo(t)
+	mainBefore := gitOut(t, repo, "rev-parse", "main")
+	c := newFAClient(t, model, faOptions{})
+	id := c.startRun(map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main"})
+	c.runWaiting(nil, id, "planApproval")
+	cyc := []planTask{shoutTasks[0], shoutTasks[1]}
+	cyc[0].Dependencies = []string{"t2"}
+	c.callErr("run/plan/update", map[string]any{"runId": id, "tasks": cyc}, -32602, "cycle")
+	upd := c.call("run/plan/update", map[string]any{"runId": id, "tasks": shoutTasks[:2]})
+	if upd.get("run.plan.version") != 2.0 || len(upd.get("run.plan.tasks").([]any)) != 2 {
+		t.Fatalf("run/plan/update = %s", upd.Raw)
+	}
+	rej := c.call("run/plan/reject", map[string]any{"runId": id, "feedback": "use getopts"})
+	w := c.runWaiting(rej, id, "planApproval")
+	read := c.call("run/read", map[string]any{"runId": id})
+	if read.str("run.plan.tasks.0.id") != "c1" || read.get("run.plan.version") != 3.0 {
+		t.Fatalf("the plan after the rejection = %s (after %s)", read.Raw, w.Raw)
+	}
+	c.call("run/plan/approve", map[string]any{"runId": id})
+	started := c.waitFor("run/task/updated", func(m *message) bool { return m.str("task.id") == "c1" && m.str("task.threadId") != "" })
+	thread := started.str("task.threadId")
+	c.waitFor("item/started", func(m *message) bool { return m.str("threadId") == thread && m.str("item.type") == "commandExecution" })
+	c.call("run/cancel", map[string]any{"runId": id})
+	end := c.runEnd(id)
+	if end.str("run.status") != "cancelled" || end.str("run.plan.tasks.0.status") != "failed" {
+		t.Errorf("run/completed = %s", end.Raw)
+	}
+	c.waitFor("fullAuto/statusChanged", func(m *message) bool { return m.str("threadId") == thread && m.str("state") == "stopped" })
+	if got := gitOut(t, repo, "rev-parse", "main"); got != mainBefore {
+		t.Error("a cancelled run changed main")
+	}
+	gitOut(t, repo, "rev-parse", "--verify", end.str("run.branch")) // the branch is kept
+	c.callErr("run/resume", map[string]any{"runId": id}, -32600, "is cancelled")
 }

@@ -214,6 +214,9 @@ func TestRunAcceptance(t *testing.T) {
 	c.callErr("run/read", map[string]any{"runId": "nope"}, -32600, "run not found: nope")
 	c.callErr("run/plan/approve", map[string]any{"runId": id}, -32600, "not waiting for plan approval")
 	c.callErr("run/start", map[string]any{"cwd": repo}, -32602, "missing field `request`")
+	c.callErr("run/start", map[string]any{"cwd": t.TempDir(), "request": "x"}, -32600, "not in a git repository")
+	c.callErr("run/start", map[string]any{"cwd": repo, "request": "x", "baseBranch": "nope"}, -32602, "baseBranch \"nope\" is not a branch")
+	c.callErr("run/cancel", map[string]any{"runId": id}, -32600, "already completed")
 }
 
 // startRun sends run/start and returns the run id.

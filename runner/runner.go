@@ -339,6 +339,25 @@ func (rn *Runner) Read(ctx context.Context, p protocol.RunParams, reply session.
 // cancel) to the run and answers {run}.
 func (rn *Runner) human(ctx context.Context, id string, ev runs.Event, reply session.Reply) {
 	go func() {
+		rn.mu.Lock()
+		live := rn.active[id] != nil
+		rn.mu.Unlock()
+		if !live {
+			// A run that is over needs no loop to refuse a request.
+			m, err := rn.replay(ctx, id)
+			if err != nil {
+				reply(nil, err)
+				return
+			}
+			if st := m.Run().Status; st == protocol.RunCompleted || st == protocol.RunCancelled {
+				err := m.Accepts(ev)
+				if err == nil {
+					err = protocol.Errorf(protocol.ErrInvalidRequest, "run %s is %s", id, st)
+				}
+				reply(nil, err)
+				return
+			}
+		}
 		x, err := rn.find(ctx, id)
 		if err != nil {
 			reply(nil, err)

@@ -59,3 +59,20 @@ func TestWriteMemory(t *testing.T) {
 		t.Errorf("memory.md:\n%s", text)
 	}
 }
+
+// A check the command rules forbid makes its task high risk, even when
+// nothing in its words does (runs.ClassifyRisk).
+func TestMarkForbidden(t *testing.T) {
+	x := &run{rn: &Runner{}}
+	tasks := []protocol.PlanTask{
+		{ID: "a", Risk: protocol.RiskLow, Acceptance: protocol.TaskAcceptance{Checks: []string{"go test ./..."}}},
+		{ID: "b", Risk: protocol.RiskLow, Acceptance: protocol.TaskAcceptance{Checks: []string{"dd if=/dev/zero of=/dev/sda"}}},
+	}
+	if r, _ := runs.ClassifyRisk(tasks[1]); r == protocol.RiskHigh {
+		t.Fatal("ClassifyRisk already catches dd; the test needs a check only the rules forbid")
+	}
+	x.markForbidden(runs.Config{Worktree: t.TempDir()}, tasks)
+	if tasks[0].Risk != protocol.RiskLow || tasks[1].Risk != protocol.RiskHigh {
+		t.Errorf("risks after markForbidden: %s, %s; want low, high", tasks[0].Risk, tasks[1].Risk)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/apserver/apserver/session"
 	"github.com/apserver/apserver/tools"
 	"github.com/apserver/apserver/tools/gitwork"
+	"github.com/apserver/apserver/tools/rules"
 	"github.com/apserver/apserver/tools/sandbox"
 )
 
@@ -232,8 +233,32 @@ func (x *run) plan(ctx context.Context, cfg runs.Config, e runs.StartPlanner) er
 		x.result(runs.Event{Type: runs.EvPlannerFailed, Reason: "the plan is not valid: " + err.Error()})
 		return nil
 	}
+	x.markForbidden(cfg, out.Tasks)
 	x.result(runs.Event{Type: runs.EvPlanProposed, Tasks: out.Tasks, Summary: out.Summary})
 	return nil
+}
+
+// markForbidden makes high risk every task with a check the command rules
+// forbid (builtin rules and the user's rules file), so that it waits for
+// run/task/approve. The event carries the risk, so a replay needs no rules.
+func (x *run) markForbidden(cfg runs.Config, tasks []protocol.PlanTask) {
+	var files []string
+	if f := x.rn.opts.Config.RulesFile; f != "" {
+		files = append(files, f)
+	}
+	set, err := rules.Load(files...)
+	if err != nil {
+		set = rules.Builtin()
+	}
+	home, _ := os.UserHomeDir()
+	rc := rules.Context{Cwd: cfg.Worktree, Home: home}
+	for i := range tasks {
+		for _, c := range tasks[i].Acceptance.Checks {
+			if set.Evaluate(c, rc).Decision == rules.Forbidden {
+				tasks[i].Risk = protocol.RiskHigh
+			}
+		}
+	}
 }
 
 // approvals maps a run's autonomy onto its task threads: the thread's

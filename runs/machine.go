@@ -785,7 +785,7 @@ func (m *Machine) gateTask(now int64, t *protocol.RunTask, fix bool) {
 	case t.Risk == protocol.RiskHigh:
 		_, why := ClassifyRisk(t.PlanTask)
 		if why == "" {
-			why = "the planner marked it high risk"
+			why = "the planner or the command rules marked it high risk"
 		}
 		reason = fmt.Sprintf("high-risk task %s waits for approval: %s", t.ID, why)
 	default:

@@ -580,6 +580,20 @@ func TestRunHeadless(t *testing.T) {
 	if n := len(strings.Fields(gitOut(t, repo, "log", "main", "--format=%H", "--grep", "Apserver-Task: t3"))); n != 1 {
 		t.Errorf("%d commits of t3 on main, want 1", n)
 	}
+	// Autonomy off: the run ends with the approved plan in its branch, and
+	// nothing runs or merges.
+	mainBefore := gitOut(t, repo, "rev-parse", "main")
+	r = runCmd(t, model, repo, t.TempDir(), "--base", "main", "--trust-planning", "auto", "--autonomy", "off", "add a shout option to greet.sh")
+	if r.code != 0 || !strings.Contains(r.stdout, " completed\n") {
+		t.Fatalf("apserver run --autonomy off = exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	branch := strings.TrimPrefix(strings.Split(r.stdout, "\n")[1], "branch ")
+	if plan := gitOut(t, repo, "show", branch+":.apserver/runs/"+strings.Fields(r.stdout)[1]+"/plan.md"); !strings.Contains(plan, "S3 document --shout") {
+		t.Errorf("plan.md in %s:\n%s", branch, plan)
+	}
+	if gitOut(t, repo, "rev-parse", "main") != mainBefore || strings.Contains(r.stderr, "task t1 running") {
+		t.Errorf("autonomy off ran tasks or merged:\n%s", r.stderr)
+	}
 	if r := runCmd(t, model, repo, t.TempDir(), "--autonomy", "yolo", "x"); r.code != 2 || !strings.Contains(r.stderr, "autonomy") {
 		t.Errorf("bad --autonomy = exit %d: %s", r.code, r.stderr)
 	}

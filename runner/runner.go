@@ -53,17 +53,20 @@ type Runner struct {
 	mu       sync.Mutex
 	active   map[string]*run // runs with a loop
 	restored bool
-	merging  map[string]*sync.Mutex // by repository: one merge into a repository at a time
+	repos    map[string]*sync.Mutex // by repository root: repoLock
 }
 
-// mergeLock is the lock of merges into the repository at root.
-func (rn *Runner) mergeLock(root string) *sync.Mutex {
+// repoLock is the lock of the git operations on the repository at root
+// that its runs must not do at once: adding a worktree (a concurrent git
+// worktree add reads the other's half-made admin directory and fails) and
+// merging into a base.
+func (rn *Runner) repoLock(root string) *sync.Mutex {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
-	l := rn.merging[root]
+	l := rn.repos[root]
 	if l == nil {
 		l = &sync.Mutex{}
-		rn.merging[root] = l
+		rn.repos[root] = l
 	}
 	return l
 }
@@ -83,7 +86,7 @@ func New(opts Options) *Runner {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	return &Runner{opts: opts, mgr: opts.Manager, tap: opts.Tap, log: opts.Logger, ctx: ctx, stop: cancel,
-		slots: make(chan struct{}, n), active: map[string]*run{}, merging: map[string]*sync.Mutex{}}
+		slots: make(chan struct{}, n), active: map[string]*run{}, repos: map[string]*sync.Mutex{}}
 }
 
 // Close stops every run's goroutines; what they did is stored, and the

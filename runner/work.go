@@ -51,7 +51,11 @@ func (x *run) createWorktree(ctx context.Context, cfg runs.Config) error {
 	if err := os.MkdirAll(filepath.Dir(cfg.Worktree), 0o755); err != nil {
 		return fmt.Errorf("creating the worktrees directory: %w", err)
 	}
-	if err := repo.AddWorktree(ctx, cfg.Worktree, cfg.Branch, cfg.BaseBranch); err != nil {
+	lock := x.rn.repoLock(repo.Root())
+	lock.Lock()
+	err = repo.AddWorktree(ctx, cfg.Worktree, cfg.Branch, cfg.BaseBranch)
+	lock.Unlock()
+	if err != nil {
 		return err
 	}
 	rc := x.rn.opts.Config.Runs
@@ -476,7 +480,7 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 	if err != nil {
 		return err
 	}
-	lock := x.rn.mergeLock(repo.Root())
+	lock := x.rn.repoLock(repo.Root())
 	lock.Lock()
 	sha, err := repo.Merge(ctx, cfg.BaseBranch, cfg.Branch, gitwork.MergeMode(e.Mode), msg)
 	lock.Unlock()

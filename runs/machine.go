@@ -483,25 +483,9 @@ func (m *Machine) finish(before updatedKey, now int64) {
 			Counts: m.run.Counts}})
 	}
 	if m.step != stepWorktree && !(m.run.Status == protocol.RunFailed && m.last.Type == EvStarted) {
-		// The artifacts go first in the batch's world-changing effects so a
-		// commit or merge asked for in the same batch includes them.
-		arts := WriteArtifacts{Snapshot: m.Snapshot()}
-		out := make([]Effect, 0, len(m.out)+1)
-		placed := false
-		for _, e := range m.out {
-			switch e.(type) {
-			case Commit, Merge, StartTask, StartPlanner, Validate:
-				if !placed {
-					out = append(out, arts)
-					placed = true
-				}
-			}
-			out = append(out, e)
-		}
-		if !placed {
-			out = append(out, arts)
-		}
-		m.out = out
+		// The artifacts go first in the batch: on disk before a client
+		// hears of the change, and before a commit or merge of the batch.
+		m.out = append([]Effect{WriteArtifacts{Snapshot: m.Snapshot()}}, m.out...)
 	}
 	if m.run.Status.Final() && before.status != m.run.Status {
 		m.emit(Notify{protocol.NotifyRunCompleted, protocol.RunCompletedNotification{Run: m.Run()}})

@@ -132,7 +132,9 @@ func TestHappyPathInDependencyOrder(t *testing.T) {
 	if a.Kind != protocol.AttentionApproval || a.ThreadID != "planner" {
 		t.Errorf("attention = %+v, want an approval on the planner thread", a)
 	}
-	h.want(WriteArtifacts{})
+	if _, ok := h.out[0].(WriteArtifacts); !ok {
+		t.Errorf("after the plan, effects %s: the artifacts must be written before anything is sent", kinds(h.out))
+	}
 	h.none(StartTask{})
 	h.do(Event{Type: EvPlanApproved})
 	var order []string

@@ -126,7 +126,7 @@ func TestRunAcceptance(t *testing.T) {
 	model := startModel(t, shoutRules(t)...)
 	repo := shoutRepo(t)
 	index, greet := fileHash(t, filepath.Join(repo, ".git", "index")), fileHash(t, filepath.Join(repo, "greet.sh"))
-	c := newFAClient(t, model, faOptions{})
+	c := newRunsClient(t, model, faOptions{})
 
 	start := c.call("run/start", map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main"})
 	id := start.str("run.id")
@@ -219,6 +219,16 @@ func TestRunAcceptance(t *testing.T) {
 	c.callErr("run/cancel", map[string]any{"runId": id}, -32600, "already completed")
 }
 
+// newRunsClient is newFAClient with a longer wait: a run's stages are many
+// turns, and the machine is shared (with APSERVER_E2E_RACE the binary is
+// several times slower too).
+func newRunsClient(t *testing.T, model *scripted.Server, o faOptions) *client {
+	t.Helper()
+	c := newFAClient(t, model, o)
+	c.wait = time.Minute
+	return c
+}
+
 // startRun sends run/start and returns the run id.
 func (c *client) startRun(params map[string]any) string {
 	c.t.Helper()
@@ -244,7 +254,7 @@ func TestRunRetriesThenRepair(t *testing.T) {
 		taskRule("R1 create", "echo wrong > flag.text"),
 	)
 	repo := shoutRepo(t)
-	c := newFAClient(t, model, faOptions{})
+	c := newRunsClient(t, model, faOptions{})
 	id := c.startRun(map[string]any{"cwd": repo, "request": "create the flag", "baseBranch": "main", "trust": map[string]any{"planning": "auto"}})
 	w := c.runWaiting(nil, id, "repair")
 	if w.str("status") != "paused" || !strings.Contains(w.str("reason"), "blocked after 3 failed attempts") {
@@ -283,7 +293,7 @@ func TestRunHighRiskGate(t *testing.T) {
 		scripted.Rule{Match: "Plan this request", Steps: []scripted.Step{{Text: planJSON(t, tasks...)}}},
 		taskRule("H1 write", "echo a > a.txt"), taskRule("H2 drop", "echo b > b.txt"))
 	repo := shoutRepo(t)
-	c := newFAClient(t, model, faOptions{})
+	c := newRunsClient(t, model, faOptions{})
 	id := c.startRun(map[string]any{"cwd": repo, "request": "tidy up", "baseBranch": "main", "autonomy": "full_auto",
 		"trust": map[string]any{"planning": "auto", "implementation": "auto", "fixes": "auto"}})
 	w := c.runWaiting(nil, id, "taskApproval")
@@ -312,7 +322,7 @@ func TestRunClarificationLimit(t *testing.T) {
 	t.Parallel()
 	model := startModel(t, scripted.Rule{Match: "Plan this request", Steps: []scripted.Step{{Text: clarificationJSON("which flag name?")}}})
 	repo := shoutRepo(t)
-	c := newFAClient(t, model, faOptions{})
+	c := newRunsClient(t, model, faOptions{})
 	id := c.startRun(map[string]any{"cwd": repo, "request": "add a shout option", "maxClarifications": 3})
 	var last *message
 	for i := 1; i <= 3; i++ {
@@ -354,7 +364,7 @@ func TestRunsInParallel(t *testing.T) {
 	}
 	model := startModel(t, rules...)
 	repo := shoutRepo(t)
-	c := newFAClient(t, model, faOptions{config: "max_parallel_runs = 3\n"})
+	c := newRunsClient(t, model, faOptions{config: "max_parallel_runs = 3\n"})
 	var ids []string
 	for _, p := range []string{"P1", "P2", "P3"} {
 		ids = append(ids, c.startRun(map[string]any{"cwd": repo, "request": p + " write a file", "baseBranch": "main",
@@ -410,12 +420,12 @@ func TestRunKillDuringPlanApproval(t *testing.T) {
 	model := startModel(t, shoutRules(t)...)
 	repo := shoutRepo(t)
 	dataDir := t.TempDir()
-	c := newFAClient(t, model, faOptions{dataDir: dataDir})
+	c := newRunsClient(t, model, faOptions{dataDir: dataDir})
 	id := c.startRun(map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main"})
 	c.runWaiting(nil, id, "planApproval")
 	c.kill()
 
-	c2 := newFAClient(t, model, faOptions{dataDir: dataDir})
+	c2 := newRunsClient(t, model, faOptions{dataDir: dataDir})
 	c2.waitFor("attention", func(m *message) bool { return m.str("items.0.runId") == id && m.str("items.0.kind") == "approval" })
 	if r := c2.call("run/read", map[string]any{"runId": id}); r.str("run.waitingFor") != "planApproval" || len(r.get("run.plan.tasks").([]any)) != 3 {
 		t.Fatalf("run/read after the restart = %s", r.Raw)
@@ -445,13 +455,13 @@ func TestRunKillDuringClarification(t *testing.T) {
 	model := startModel(t, rules...)
 	repo := shoutRepo(t)
 	dataDir := t.TempDir()
-	c := newFAClient(t, model, faOptions{dataDir: dataDir})
+	c := newRunsClient(t, model, faOptions{dataDir: dataDir})
 	id := c.startRun(map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main",
 		"trust": map[string]any{"planning": "auto"}})
 	q := c.waitFor("run/clarification/requested", nil)
 	c.kill()
 
-	c2 := newFAClient(t, model, faOptions{dataDir: dataDir})
+	c2 := newRunsClient(t, model, faOptions{dataDir: dataDir})
 	c2.waitFor("attention", func(m *message) bool { return m.str("items.0.runId") == id && m.str("items.0.kind") == "question" })
 	c2.call("run/clarification/answer", map[string]any{"runId": id, "clarificationId": q.str("clarification.id"), "answer": "--shout"})
 	if end := c2.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 3.0 {
@@ -481,7 +491,7 @@ func TestRunKillDuringImplementation(t *testing.T) {
 	model := startModel(t, rules...)
 	repo := shoutRepo(t)
 	dataDir := t.TempDir()
-	c := newFAClient(t, model, faOptions{dataDir: dataDir})
+	c := newRunsClient(t, model, faOptions{dataDir: dataDir})
 	st := c.call("run/start", map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main",
 		"trust": map[string]any{"planning": "auto"}})
 	id, wt := st.str("run.id"), st.str("run.worktree")
@@ -501,7 +511,7 @@ func TestRunKillDuringImplementation(t *testing.T) {
 	}
 	c.kill()
 
-	c2 := newFAClient(t, model, faOptions{dataDir: dataDir})
+	c2 := newRunsClient(t, model, faOptions{dataDir: dataDir})
 	end := c2.runEnd(id)
 	if end.str("run.status") != "completed" || end.get("run.counts.completed") != 3.0 {
 		t.Fatalf("run/completed = %s", end.Raw)
@@ -626,7 +636,7 @@ func TestRunOverhead50(t *testing.T) {
 	rules = append(rules, scripted.Rule{Match: "Plan this request", Steps: []scripted.Step{{Text: planJSON(t, tasks...)}}})
 	model := startModel(t, rules...)
 	repo := shoutRepo(t)
-	c := newFAClient(t, model, faOptions{})
+	c := newRunsClient(t, model, faOptions{})
 	c.wait = 10 * time.Minute
 	id := c.startRun(map[string]any{"cwd": repo, "request": "fifty files", "baseBranch": "main"})
 	c.runWaiting(nil, id, "planApproval")
@@ -704,7 +714,7 @@ func TestRunPlanEditRejectCancel(t *testing.T) {
 	)
 	repo := shoutRepo(t)
 	mainBefore := gitOut(t, repo, "rev-parse", "main")
-	c := newFAClient(t, model, faOptions{})
+	c := newRunsClient(t, model, faOptions{})
 	id := c.startRun(map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main"})
 	c.runWaiting(nil, id, "planApproval")
 	cyc := []planTask{shoutTasks[0], shoutTasks[1]}

@@ -83,6 +83,8 @@ type Config struct {
 	// threads; FullAuto tunes full-auto runs (fullauto.go).
 	MaxConcurrentModelCalls int
 	FullAuto                FullAutoConfig
+	// Runs are run/start's defaults and worktree setup (runs.go).
+	Runs RunsConfig
 
 	// Projects maps a project directory (cleaned, symbolic links resolved)
 	// to its trust_level, from the user file's [projects."PATH"] tables;
@@ -174,6 +176,7 @@ func defaults(getenv func(string) string) Config {
 
 		MaxConcurrentModelCalls: DefaultMaxConcurrentModelCalls,
 		FullAuto:                defaultFullAuto(),
+		Runs:                    defaultRuns(),
 		RulesFile:               userRulesFile(getenv),
 		ApplyPatchTool:          "freeform",
 	}

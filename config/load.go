@@ -155,6 +155,9 @@ type fileConfig struct {
 	// Full auto (fullauto.go).
 	MaxConcurrentModelCalls *int          `toml:"max_concurrent_model_calls"`
 	FullAuto                *fileFullAuto `toml:"full_auto"`
+	// Runs (runs.go).
+	MaxParallelRuns *int      `toml:"max_parallel_runs"`
+	Runs            *fileRuns `toml:"runs"`
 	// Trust (trust.go); user file only.
 	Projects map[string]fileProject `toml:"projects"`
 
@@ -320,6 +323,9 @@ func (c *Config) mergeFile(path string, ws *workspaceLayer) error {
 	}
 
 	if err := c.mergeFullAuto(f.MaxConcurrentModelCalls, f.FullAuto, bad, may); err != nil {
+		return err
+	}
+	if err := c.mergeRuns(f.MaxParallelRuns, f.Runs, bad, may); err != nil {
 		return err
 	}
 

@@ -305,8 +305,8 @@ func (c hubClient) Notify(method string, params any) {
 		return
 	}
 	tid := threadOf(raw)
-	if method == protocol.NotifyThreadStarted {
-		tid = "" // every client learns about new threads
+	if method == protocol.NotifyThreadStarted || method == protocol.NotifyThreadDeleted {
+		tid = "" // every client learns about new and deleted threads
 	}
 	for _, s := range c.h.targets(tid) {
 		if s.state.Load() == nil {

@@ -1,0 +1,68 @@
+package protocol
+
+import "strings"
+
+// Thread operations beyond start/resume/fork: delete, metadata, the
+// user's own shell command.
+const (
+	MethodThreadDelete         = "thread/delete"
+	MethodThreadMetadataUpdate = "thread/metadata/update"
+	MethodThreadShellCommand   = "thread/shellCommand"
+
+	NotifyThreadDeleted = "thread/deleted"
+)
+
+// ThreadMetadataUpdateParams are thread/metadata/update's params. Each
+// field of GitInfo is absent (keep), null (clear) or a value (replace).
+type ThreadMetadataUpdateParams struct {
+	ThreadID        string                        `json:"threadId"`
+	GitInfo         Optional[GitInfoUpdateParams] `json:"gitInfo"`
+	ProjectID       *string                       `json:"projectId"`
+	DaybreakEnabled *bool                         `json:"daybreakEnabled"`
+}
+
+// GitInfoUpdateParams patch a thread's stored git metadata.
+type GitInfoUpdateParams struct {
+	SHA       Optional[string] `json:"sha"`
+	Branch    Optional[string] `json:"branch"`
+	OriginURL Optional[string] `json:"originUrl"`
+}
+
+func (p *ThreadMetadataUpdateParams) Validate() error {
+	if p.ThreadID == "" {
+		return MissingField("threadId")
+	}
+	if g := p.GitInfo.Value; g != nil {
+		for name, f := range map[string]Optional[string]{"sha": g.SHA, "branch": g.Branch, "originUrl": g.OriginURL} {
+			if f.Value != nil && strings.TrimSpace(*f.Value) == "" {
+				return Errorf(ErrInvalidParams, "Invalid params: gitInfo.%s must not be empty (null clears it)", name)
+			}
+		}
+	}
+	if p.ProjectID != nil && *p.ProjectID != "" {
+		// apserver keeps no projects, so no id names one.
+		return Errorf(ErrInvalidRequest, "project not found: %s", *p.ProjectID)
+	}
+	return nil
+}
+
+// ThreadShellCommandParams are thread/shellCommand's params: a command the
+// user typed (the TUI's `!cmd`), run in the thread's workspace.
+type ThreadShellCommandParams struct {
+	ThreadID  string `json:"threadId"`
+	Command   string `json:"command"`
+	TimeoutMs *int64 `json:"timeoutMs"`
+}
+
+func (p *ThreadShellCommandParams) Validate() error {
+	if p.ThreadID == "" {
+		return MissingField("threadId")
+	}
+	if strings.TrimSpace(p.Command) == "" {
+		return Errorf(ErrInvalidParams, "Invalid params: command must not be empty")
+	}
+	if p.TimeoutMs != nil && *p.TimeoutMs < 0 {
+		return Errorf(ErrInvalidParams, "Invalid params: timeoutMs must not be negative")
+	}
+	return nil
+}

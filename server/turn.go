@@ -18,6 +18,7 @@ func registerTurn(s *Server, m *session.Manager) {
 func Register(s *Server, m *session.Manager) {
 	registerThread(s, m)
 	registerThreadOps(s, m)
+	registerCommandExec(s, m)
 	registerTurn(s, m)
 	registerTools(s, m)
 	registerFullAuto(s, m)

@@ -92,6 +92,7 @@ type Manager struct {
 	fsw       watchState                    // fs/watch, made on first use
 
 	fuzzy fuzzyTokens // fuzzyFileSearch's cancellation tokens (fuzzy.go)
+	execs execTable   // command/exec's processes (commandexec.go)
 }
 
 // NewManager starts opening the store and returns at once.

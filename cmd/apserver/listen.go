@@ -83,6 +83,7 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 	hub.OnWatchGone = func(id string) {
 		mgr.UnwatchFS(context.Background(), protocol.FsUnwatchParams{WatchID: id}, func(any, error) {})
 	}
+	hub.OnProcessGone = mgr.TerminateProcess
 	fmt.Fprintln(os.Stderr, "apserver: listening on", server.URL(l))
 	err = server.Serve(ctx, l, server.ListenOptions{
 		TokenSHA256:  token,

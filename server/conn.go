@@ -780,6 +780,19 @@ func (c client) Notify(method string, params any) {
 	}
 }
 
+// notifyLine queues an encoded notification line (a copy of line), unless
+// the client opted out of method.
+func (s *Server) notifyLine(method string, line []byte) {
+	if st := s.state.Load(); st != nil && st.optOut[method] {
+		return
+	}
+	lb := getLine()
+	lb.b = append(lb.b, line...)
+	if err := s.st.enqueue(lb); err != nil && !errors.Is(err, ErrClosed) {
+		s.log.Error("bug: notification not sent", "method", method, "err", err)
+	}
+}
+
 // Call sends a server→client request with the next integer id.
 func (c client) Call(method string, params any) session.ClientCall {
 	return c.s.call(c.s.nextCallID.Add(1)-1, method, params)

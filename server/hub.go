@@ -360,14 +360,17 @@ func startedThread(result any) string {
 
 type hubClient struct{ h *Hub }
 
+// Notify routes a notification the session sent without naming its
+// thread: by its connection-scoped id (fs/changed, command/exec output),
+// else by the "threadId" in its params.
 func (c hubClient) Notify(method string, params any) {
-	raw, err := json.Marshal(params)
-	if err != nil {
-		c.h.log.Error("bug: notification does not encode", "method", method, "err", err)
-		return
-	}
 	switch method {
 	case protocol.NotifyFsChanged, protocol.NotifyCommandExecOutputDelta:
+		raw, err := json.Marshal(params)
+		if err != nil {
+			c.h.log.Error("bug: notification does not encode", "method", method, "err", err)
+			return
+		}
 		key := "watchId"
 		if method == protocol.NotifyCommandExecOutputDelta {
 			key = "processId"
@@ -377,15 +380,36 @@ func (c hubClient) Notify(method string, params any) {
 		}
 		return
 	}
-	tid := threadOf(raw)
-	if method == protocol.NotifyThreadStarted || method == protocol.NotifyThreadDeleted {
-		tid = "" // every client learns about new and deleted threads
+	raw, err := json.Marshal(params)
+	if err != nil {
+		c.h.log.Error("bug: notification does not encode", "method", method, "err", err)
+		return
 	}
-	for _, s := range c.h.targets(tid) {
+	c.NotifyThread(threadOf(raw), method, json.RawMessage(raw))
+}
+
+// NotifyThread sends a notification about threadID ("": none) to the
+// connections that follow it, or to all for one about no thread. The line
+// is encoded once and copied to each connection (the socket hot path).
+func (c hubClient) NotifyThread(threadID, method string, params any) {
+	if method == protocol.NotifyThreadStarted || method == protocol.NotifyThreadDeleted {
+		threadID = "" // every client learns about new and deleted threads
+	}
+	targets := c.h.targets(threadID)
+	if len(targets) == 0 {
+		return
+	}
+	lb := getLine()
+	defer putLine(lb)
+	if err := lb.appendNotification(method, params); err != nil {
+		c.h.log.Error("bug: notification does not encode", "method", method, "err", err)
+		return
+	}
+	for _, s := range targets {
 		if s.state.Load() == nil {
 			continue // not initialized yet
 		}
-		client{s}.Notify(method, json.RawMessage(raw))
+		s.notifyLine(method, lb.b)
 	}
 }
 

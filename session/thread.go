@@ -200,7 +200,7 @@ func (t *thread) notify(method string, params any) {
 			}
 		}
 	}
-	t.m.notify(method, params)
+	t.m.notifyAbout(t.id, method, params)
 }
 
 // setStatus records the status and announces it if it changed.

@@ -46,7 +46,7 @@ func (m *Manager) DeleteThread(ctx context.Context, p protocol.ThreadIDParams, r
 			}
 		}
 		reply(protocol.Empty{}, nil)
-		m.notify(protocol.NotifyThreadDeleted, protocol.ThreadIDNotification(p))
+		m.notifyAbout(p.ThreadID, protocol.NotifyThreadDeleted, protocol.ThreadIDNotification(p))
 	}()
 }
 

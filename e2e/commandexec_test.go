@@ -142,7 +142,7 @@ func TestCommandExecConfined(t *testing.T) {
 func TestListenCommandExecPerClient(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	l := startListener(t, nil, dir, "ws://127.0.0.1:0")
+	l := startListener(t, nil, dir, "ws://127.0.0.1:0", "--ws-auth", "none")
 	var cs []*wsClient
 	for range 2 {
 		c, _, err := dialWS(t, l, nil)

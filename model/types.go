@@ -120,6 +120,9 @@ func (k EntryKind) String() string {
 type Entry struct {
 	Kind      EntryKind
 	Text      string // EntryUser, EntryAssistant
+	// Images are the user's images (EntryUser), each an http(s) URL or a
+	// data: URL; they follow Text in the message.
+	Images []string `json:",omitempty"`
 	CallID    string // EntryToolCall, EntryToolOutput
 	Name      string // EntryToolCall
 	Arguments string // EntryToolCall: raw JSON string (raw input text when Custom)

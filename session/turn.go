@@ -321,9 +321,13 @@ func (t *thread) userMessage(tr *turn, in []protocol.UserInput) error {
 	item := protocol.UserMessageItem{ID: t.uniqueItemID(""), Content: in}
 	now := time.Now()
 	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: now.UnixMilli()})
+	images, err := inputImages(in) // images.go
+	if err != nil {
+		return err
+	}
 	var hist []model.Entry
-	if text := protocol.InputText(in); text != "" {
-		hist = []model.Entry{{Kind: model.EntryUser, Text: text}}
+	if text := protocol.InputText(in); text != "" || len(images) > 0 {
+		hist = []model.Entry{{Kind: model.EntryUser, Text: text, Images: images}}
 	}
 	return t.commitItem(tr, item, hist)
 }

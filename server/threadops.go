@@ -5,10 +5,11 @@ import (
 	"github.com/apserver/apserver/session"
 )
 
-// registerThreadOps wires thread/delete, thread/metadata/update and
-// thread/shellCommand.
+// registerThreadOps wires thread/delete, thread/metadata/update,
+// thread/shellCommand and review/start.
 func registerThreadOps(s *Server, m *session.Manager) {
 	Handle(s, protocol.MethodThreadDelete, m.DeleteThread)
 	Handle(s, protocol.MethodThreadMetadataUpdate, m.UpdateThreadMetadata)
 	Handle(s, protocol.MethodThreadShellCommand, m.ShellCommand)
+	Handle(s, protocol.MethodReviewStart, m.StartReview)
 }

@@ -134,6 +134,9 @@ func (t *thread) writableRoots() []string {
 // kernel can enforce; an error when it cannot (the caller then asks).
 func (t *thread) sandboxPolicy(escalated bool) (*sandbox.Policy, error) {
 	mode := t.settings.Sandbox
+	if t.readOnlyTurn() { // planmode.go
+		mode, escalated = protocol.SandboxReadOnly, false
+	}
 	if mode == protocol.SandboxDangerFullAccess || escalated {
 		return nil, nil
 	}
@@ -241,6 +244,8 @@ func (t *thread) planCommand(cmd string, escalated bool) commandPlan {
 	plan := commandPlan{verdict: v, sandbox: sb, escalated: escalated}
 	never := t.settings.ApprovalPolicy == protocol.ApprovalNever
 	switch {
+	case t.readOnlyTurn() && (escalated || sbErr != nil && v.Decision != rules.Allow):
+		plan.refuse = readOnlyRefusal(escalated) // planmode.go
 	case v.Decision == rules.Forbidden:
 		if never {
 			plan.refuse = v.Reason + ". Forbidden commands need a human, and this thread never asks; do not try to run it another way."

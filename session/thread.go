@@ -23,6 +23,8 @@ type threadSettings struct {
 	BaseInstructions      string `json:"baseInstructions,omitempty"`
 	DeveloperInstructions string `json:"developerInstructions,omitempty"`
 	DisabledTools         string `json:"disabledTools,omitempty"` // from thread/start config (configtools.go)
+	// Mode is the collaboration mode turn/start set last (planmode.go).
+	Mode string `json:"mode,omitempty"`
 	// GitInfo is what thread/metadata/update stored (threadops.go).
 	GitInfo *protocol.GitInfo `json:"gitInfo,omitempty"`
 }

@@ -134,7 +134,8 @@ func TestReviewStart(t *testing.T) {
 // TestPlanMode: collaborationMode/list offers plan mode; a turn in plan
 // mode is told it is planning, is offered no file tools, writes nothing
 // (commands, apply_patch, write_file all tried), and its <proposed_plan>
-// becomes a plan item. The mode sticks until the default mode is chosen.
+// becomes a plan item. The mode sticks until the default mode is chosen;
+// thread/settings/update switches it as well.
 func TestPlanMode(t *testing.T) {
 	t.Parallel()
 	model := startModel(t,
@@ -183,6 +184,15 @@ func TestPlanMode(t *testing.T) {
 		t.Errorf("a default-mode turn could not write: %v", err)
 	}
 	c.callErr("turn/start", map[string]any{"threadId": tid, "input": textInput("x"), "collaborationMode": map[string]any{"mode": "yolo", "settings": map[string]any{"model": "m"}}}, -32602, "collaborationMode.mode")
+
+	// Codex's TUI switches with thread/settings/update (Shift+Tab); the
+	// next turn/start carries no mode.
+	c.call("thread/settings/update", map[string]any{"threadId": tid, "collaborationMode": plan})
+	r = c.call("turn/start", map[string]any{"threadId": tid, "input": textInput("plan the fix again")})
+	c.waitAfter(r, "item/completed", itemOfType(r.str("turn.id"), "plan"))
+	c.turnDone(r.str("turn.id"))
+	c.callErr("thread/settings/update", map[string]any{"threadId": tid, "cwd": "relative"}, -32602, "absolute")
+	c.callErr("thread/settings/update", map[string]any{"threadId": tid, "collaborationMode": map[string]any{"mode": "yolo", "settings": map[string]any{"model": "m"}}}, -32602, "collaborationMode.mode")
 }
 
 // runTurn2 runs a turn with a collaboration mode and waits for its end.

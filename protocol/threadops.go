@@ -8,6 +8,7 @@ const (
 	MethodThreadDelete         = "thread/delete"
 	MethodThreadMetadataUpdate = "thread/metadata/update"
 	MethodThreadShellCommand   = "thread/shellCommand"
+	MethodThreadSettingsUpdate = "thread/settings/update"
 
 	NotifyThreadDeleted = "thread/deleted"
 )
@@ -65,4 +66,37 @@ func (p *ThreadShellCommandParams) Validate() error {
 		return Errorf(ErrInvalidParams, "Invalid params: timeoutMs must not be negative")
 	}
 	return nil
+}
+
+// ThreadSettingsUpdateParams are thread/settings/update's params: settings
+// for the thread's next turns (Codex's TUI sends its Shift+Tab mode switch
+// this way). Absent or null keeps a setting.
+type ThreadSettingsUpdateParams struct {
+	ThreadID          string             `json:"threadId"`
+	Cwd               *string            `json:"cwd"`
+	Model             *string            `json:"model"`
+	Effort            *string            `json:"effort"`
+	Summary           *string            `json:"summary"`
+	ApprovalPolicy    *AskForApproval    `json:"approvalPolicy"`
+	SandboxPolicy     *SandboxPolicy     `json:"sandboxPolicy"`
+	CollaborationMode *CollaborationMode `json:"collaborationMode"`
+}
+
+func (p *ThreadSettingsUpdateParams) Validate() error {
+	if p.ThreadID == "" {
+		return MissingField("threadId")
+	}
+	if err := p.CollaborationMode.validate(); err != nil {
+		return err
+	}
+	// The rest as turn/start checks them.
+	ts := TurnStartParams{ThreadID: p.ThreadID, Input: []UserInput{}, SandboxPolicy: p.SandboxPolicy}
+	return ts.Validate()
+}
+
+// TurnStart is p as the turn/start overrides it carries, for the checks
+// and settings turn/start shares.
+func (p *ThreadSettingsUpdateParams) TurnStart() TurnStartParams {
+	return TurnStartParams{ThreadID: p.ThreadID, Input: []UserInput{}, Cwd: p.Cwd, Model: p.Model, Effort: p.Effort,
+		Summary: p.Summary, ApprovalPolicy: p.ApprovalPolicy, SandboxPolicy: p.SandboxPolicy, CollaborationMode: p.CollaborationMode}
 }

@@ -6,10 +6,13 @@ import (
 )
 
 // registerThreadOps wires thread/delete, thread/metadata/update,
-// thread/shellCommand and review/start.
+// thread/shellCommand, thread/settings/update and review/start.
 func registerThreadOps(s *Server, m *session.Manager) {
 	Handle(s, protocol.MethodThreadDelete, m.DeleteThread)
 	Handle(s, protocol.MethodThreadMetadataUpdate, m.UpdateThreadMetadata)
 	Handle(s, protocol.MethodThreadShellCommand, m.ShellCommand)
 	Handle(s, protocol.MethodReviewStart, m.StartReview)
+	Handle(s, protocol.MethodThreadSettingsUpdate, checked(m.UpdateThreadSettings, func(p *protocol.ThreadSettingsUpdateParams) error {
+		return m.ValidateTurnStart(p.TurnStart())
+	}))
 }

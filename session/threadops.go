@@ -246,3 +246,49 @@ func (t *thread) userCommandPlan(cmd string) (*sandbox.Policy, string) {
 	}
 	return sb, ""
 }
+
+// UpdateThreadSettings implements thread/settings/update: the settings
+// stick for the thread's next turns, as turn/start's overrides do (the
+// running turn keeps its own). Codex's TUI switches plan mode this way.
+func (m *Manager) UpdateThreadSettings(ctx context.Context, p protocol.ThreadSettingsUpdateParams, reply Reply) {
+	m.onThread(p.ThreadID, reply, func(t *thread) { t.updateSettings(p, reply) })
+}
+
+func (t *thread) updateSettings(p protocol.ThreadSettingsUpdateParams, reply Reply) {
+	s := t.settings
+	set := func(dst *string, v *string) {
+		if v != nil && *v != "" {
+			*dst = *v
+		}
+	}
+	set(&s.Cwd, p.Cwd)
+	set(&s.Model, p.Model)
+	set(&s.Effort, p.Effort)
+	if p.ApprovalPolicy != nil {
+		if p.ApprovalPolicy.Granular != nil {
+			reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "askForApproval.granular requires experimentalApi capability"))
+			return
+		}
+		set(&s.ApprovalPolicy, &p.ApprovalPolicy.Mode)
+	}
+	if p.SandboxPolicy != nil {
+		mode := protocol.SandboxModeFor(*p.SandboxPolicy)
+		s.Sandbox = mode
+	}
+	if cm := p.CollaborationMode; cm != nil {
+		s.Mode = cm.Mode
+		if cm.Mode == protocol.ModeDefault {
+			s.Mode = ""
+		}
+	}
+	if s != t.settings {
+		old := t.settings
+		t.settings = s
+		if err := t.saveMeta(); err != nil {
+			t.settings = old
+			reply(nil, err)
+			return
+		}
+	}
+	reply(protocol.Empty{}, nil)
+}

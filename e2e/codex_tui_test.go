@@ -21,7 +21,9 @@ import (
 // ws:// with a capability token and over unix://, as a user would: it
 // starts without an error on screen, a prompt streams an answer, an
 // approval offers Codex's choices and y runs the command, Esc interrupts,
-// /quit exits, and `codex --remote … resume <id>` shows the conversation.
+// `!cmd` runs the user's command, Shift+Tab plans (a proposed plan), /review
+// reviews the uncommitted changes, /quit exits, and `codex --remote …
+// resume <id>` shows the conversation.
 // Every message of the runs is checked against the schemas. Set
 // APSERVER_TUI_CAPTURES=DIR to keep the screens.
 func TestCodexTUI(t *testing.T) {
@@ -45,12 +47,12 @@ func TestCodexTUI(t *testing.T) {
 	}
 	t.Run("ws", func(t *testing.T) {
 		tok := tokenFile(t)
-		dir := t.TempDir()
+		dir, _ := reviewRepo(t) // a repository with a change, for /review
 		l := startListener(t, tuiModel(t), dir, "ws://127.0.0.1:0", "--ws-auth", "capability-token", "--ws-token-file", tok)
 		runTUI(t, codex, l, dir, true)
 	})
 	t.Run("unix", func(t *testing.T) {
-		dir := t.TempDir()
+		dir, _ := reviewRepo(t)
 		sock := filepath.Join(t.TempDir(), "aps.sock")
 		l := startListener(t, tuiModel(t), dir, "unix://"+sock)
 		runTUI(t, codex, l, dir, false)
@@ -70,6 +72,8 @@ func tuiModel(t *testing.T) *scripted.Server {
 			{Text: "The marker is made."},
 		}},
 		scripted.Rule{Match: "go slow", Steps: []scripted.Step{{Deltas: 100000, DeltaText: "tick ", InterDelta: 20 * time.Millisecond}}},
+		scripted.Rule{Match: "plan the fix", Steps: []scripted.Step{{Text: "Here is my plan.\n<proposed_plan>\n1. Edit a.txt.\n2. Run the tests.\n</proposed_plan>"}}},
+		scripted.Rule{Match: "Review the uncommitted changes", Steps: []scripted.Step{{Text: "[P1] a.txt:1: the value regressed.\nVerdict: the changes are incorrect."}}},
 	)
 }
 
@@ -231,6 +235,41 @@ func runTUI(t *testing.T, codex string, l *listener, dir string, token bool) {
 			t.Errorf("resumed conversation lacks %q; screen:\n%s", want, s)
 		}
 	}
+	// In the resumed session, !cmd: the user's own command
+	// (thread/shellCommand).
+	u.tmux("send-keys", "-t", "tui", "-l", "!")
+	u.waitText("shell mode", "Shell mode")
+	u.typeLine("echo $((6*7))xyz")
+	u.waitScreen("the shell command's output and its end", func(s string) bool {
+		i := strings.Index(s, "42xyz")
+		return i >= 0 && strings.Contains(s[i:], "Worked for") && strings.Contains(s[i:], "Ask Codex to do anything")
+	})
+
+	// Shift+Tab: plan mode (thread/settings/update); the plan comes back
+	// as a proposed plan the TUI offers to implement.
+	u.tmux("send-keys", "-t", "tui", "BTab")
+	u.waitText("plan mode", "Plan mode")
+	u.typeLine("plan the fix")
+	s = u.waitText("the proposed plan", "Implement this plan?")
+	if !strings.Contains(s, "Proposed Plan") || !strings.Contains(s, "2. Run the tests.") {
+		t.Errorf("no proposed plan on screen:\n%s", s)
+	}
+	u.tmux("send-keys", "-t", "tui", "Escape")
+	u.waitScreen("the plan dialog closed", func(s string) bool {
+		return !strings.Contains(s, "Implement this plan?") && strings.Contains(s, "Ask Codex to do anything")
+	})
+	u.tmux("send-keys", "-t", "tui", "BTab")
+	u.waitScreen("the default mode", func(s string) bool {
+		return !strings.Contains(s, "Plan mode") && strings.Contains(s, "Ask Codex to do anything")
+	})
+
+	// /review: the preset picker, uncommitted changes (review/start).
+	u.typeLine("/review")
+	u.waitText("the review presets", "Review uncommitted changes")
+	u.tmux("send-keys", "-t", "tui", "Down")
+	u.tmux("send-keys", "-t", "tui", "Enter")
+	noErrors("after the review", u.waitText("the review", "the value regressed"))
+
 	u.typeLine("/quit")
 	u.waitText("the exit after resume", "EXITED 0")
 

@@ -388,7 +388,7 @@ func TestListenTwoClients(t *testing.T) {
 		}},
 	)
 	dir := t.TempDir()
-	l := startListener(t, model, dir, "ws://127.0.0.1:0")
+	l := startListener(t, model, dir, "ws://127.0.0.1:0", "--ws-auth", "none")
 	a, _, err := dialWS(t, l, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -445,7 +445,7 @@ func TestListenReleasesEphemeral(t *testing.T) {
 	t.Parallel()
 	model := startModel(t, scripted.Rule{Match: "hello", Steps: []scripted.Step{{Text: "Hi."}}})
 	dir := t.TempDir()
-	l := startListener(t, model, dir, "ws://127.0.0.1:0")
+	l := startListener(t, model, dir, "ws://127.0.0.1:0", "--ws-auth", "none")
 	a, _, err := dialWS(t, l, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -499,7 +499,7 @@ func TestListenReleasesEphemeral(t *testing.T) {
 func TestListenWatchesPerClient(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	l := startListener(t, nil, dir, "ws://127.0.0.1:0")
+	l := startListener(t, nil, dir, "ws://127.0.0.1:0", "--ws-auth", "none")
 	var cs []*wsClient
 	for range 2 {
 		c, _, err := dialWS(t, l, nil)
@@ -533,5 +533,49 @@ func TestListenWatchesPerClient(t *testing.T) {
 	// B's watch is still there: its id is taken for B, not for A.
 	if m := a.call("fs/watch", map[string]any{"watchId": "w", "path": wa}); m.str("path") == "" {
 		t.Errorf("A could not reuse its id: %s", m.Raw)
+	}
+}
+
+// TestListenLoopbackTokenByDefault: a loopback ws:// listener given no
+// auth still requires a capability token (any local process, another
+// user's included, can reach the port): apserver writes one, readable by
+// its owner only, into the data dir and says where. Codex's TUI presents
+// it with --remote-auth-token-env. `--ws-auth none` opts out, on loopback
+// only.
+func TestListenLoopbackTokenByDefault(t *testing.T) {
+	t.Parallel()
+	l := startListener(t, nil, t.TempDir(), "ws://127.0.0.1:0")
+	path := filepath.Join(l.dataDir, "ws-token")
+	if !strings.Contains(l.stderr.String(), path) {
+		t.Errorf("stderr does not name the token file %s:\n%s", path, l.stderr.String())
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode %v, want 0600", fi.Mode().Perm())
+	}
+	b, _ := os.ReadFile(path)
+	tok := strings.TrimSpace(string(b))
+	for name, h := range map[string]http.Header{"no token": nil, "wrong token": bearer("guess")} {
+		if _, status, err := dialWS(t, l, h); err == nil || status != http.StatusUnauthorized {
+			t.Errorf("%s: status %d (err %v), want 401", name, status, err)
+		}
+	}
+	c, _, err := dialWS(t, l, bearer(tok))
+	if err != nil {
+		t.Fatalf("with the token from %s: %v", path, err)
+	}
+	c.initialize()
+
+	open := startListener(t, nil, t.TempDir(), "ws://127.0.0.1:0", "--ws-auth", "none")
+	if _, _, err := dialWS(t, open, nil); err != nil {
+		t.Errorf("--ws-auth none: %v", err)
+	}
+	cmd := exec.Command(binPath, "serve", "--listen", "ws://0.0.0.0:0", "--ws-auth", "none", "--data-dir", t.TempDir())
+	cmd.Env = serverEnv(t, t.TempDir(), nil)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "--ws-auth capability-token") {
+		t.Errorf("--ws-auth none on 0.0.0.0: err %v, output %q; want a refusal", err, out)
 	}
 }

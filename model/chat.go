@@ -25,7 +25,20 @@ func buildChatRequest(req Request) openai.ChatCompletionRequest {
 	for _, e := range req.Input {
 		switch e.Kind {
 		case EntryUser:
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: e.Text})
+			m := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: e.Text}
+			if len(e.Images) > 0 {
+				// Content and MultiContent are exclusive: the text becomes
+				// the first part.
+				m.Content = ""
+				if e.Text != "" {
+					m.MultiContent = append(m.MultiContent, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: e.Text})
+				}
+				for _, u := range e.Images {
+					m.MultiContent = append(m.MultiContent, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL,
+						ImageURL: &openai.ChatMessageImageURL{URL: u, Detail: openai.ImageURLDetailAuto}})
+				}
+			}
+			msgs = append(msgs, m)
 			lastAssistant = -1
 		case EntryAssistant:
 			if e.Text == "" {

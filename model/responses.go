@@ -10,9 +10,15 @@ import (
 // Responses input items. go-openai types Input as any; these marshal to
 // exactly the shapes the API documents.
 type rsInputMessage struct {
-	Type    string           `json:"type"`
-	Role    string           `json:"role"`
-	Content []rsInputContent `json:"content"`
+	Type    string `json:"type"`
+	Role    string `json:"role"`
+	Content []any  `json:"content"` // rsInputContent, rsInputImage
+}
+
+type rsInputImage struct {
+	Type     string `json:"type"` // input_image
+	ImageURL string `json:"image_url"`
+	Detail   string `json:"detail"`
 }
 
 type rsInputContent struct {
@@ -47,11 +53,17 @@ func buildResponsesRequest(req Request) openai.CreateResponseRequest {
 	for _, e := range req.Input {
 		switch e.Kind {
 		case EntryUser:
-			input = append(input, rsInputMessage{Type: "message", Role: "user",
-				Content: []rsInputContent{{Type: "input_text", Text: e.Text}}})
+			content := []any{rsInputContent{Type: "input_text", Text: e.Text}}
+			if e.Text == "" && len(e.Images) > 0 {
+				content = content[:0]
+			}
+			for _, u := range e.Images {
+				content = append(content, rsInputImage{Type: "input_image", ImageURL: u, Detail: "auto"})
+			}
+			input = append(input, rsInputMessage{Type: "message", Role: "user", Content: content})
 		case EntryAssistant:
 			input = append(input, rsInputMessage{Type: "message", Role: "assistant",
-				Content: []rsInputContent{{Type: "output_text", Text: e.Text}}})
+				Content: []any{rsInputContent{Type: "output_text", Text: e.Text}}})
 		case EntryToolCall:
 			if e.Custom {
 				input = append(input, rsCustomCall{Type: "custom_tool_call", CallID: e.CallID, Name: e.Name, Input: e.Arguments})

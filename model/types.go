@@ -118,12 +118,15 @@ func (k EntryKind) String() string {
 
 // Entry is one history record; the session rebuilds the input from its store.
 type Entry struct {
-	Kind      EntryKind
-	Text      string // EntryUser, EntryAssistant
-	CallID    string // EntryToolCall, EntryToolOutput
-	Name      string // EntryToolCall
-	Arguments string // EntryToolCall: raw JSON string (raw input text when Custom)
-	Output    string // EntryToolOutput
+	Kind EntryKind
+	Text string // EntryUser, EntryAssistant
+	// Images are the user's images (EntryUser), each an http(s) URL or a
+	// data: URL; they follow Text in the message.
+	Images    []string `json:",omitempty"`
+	CallID    string   // EntryToolCall, EntryToolOutput
+	Name      string   // EntryToolCall
+	Arguments string   // EntryToolCall: raw JSON string (raw input text when Custom)
+	Output    string   // EntryToolOutput
 	// Custom marks a call of a free-form tool (and its output): on the
 	// Responses wire they are custom_tool_call / custom_tool_call_output.
 	Custom bool

@@ -165,11 +165,16 @@ type TurnStartParams struct {
 	ClientUserMessage *string         `json:"clientUserMessageId,omitempty"`
 	ParentTurnID      *string         `json:"parentTurnId,omitempty"`
 	RootTurnID        *string         `json:"rootTurnId,omitempty"`
+	// CollaborationMode picks plan or default mode; it sticks (review.go).
+	CollaborationMode *CollaborationMode `json:"collaborationMode,omitempty"`
 }
 
 func (p *TurnStartParams) Validate() error {
 	if p.ThreadID == "" {
 		return MissingField("threadId")
+	}
+	if err := p.CollaborationMode.validate(); err != nil {
+		return err
 	}
 	if p.SandboxPolicy != nil {
 		switch p.SandboxPolicy.Type {

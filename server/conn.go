@@ -321,6 +321,11 @@ func (s *Server) drain(ctx context.Context) error {
 	if n := len(pending); n > 0 {
 		s.log.Info("input closed; server requests left unanswered fail", "requests", n)
 	}
+	if s.hub != nil {
+		// A socket client that went away can no longer feed or stop its
+		// command/exec processes: they end, and their answers drain.
+		s.hub.endProcesses(s)
+	}
 	if err := s.waitAnswered(ctx); err != nil {
 		return err
 	}
@@ -425,8 +430,23 @@ func (s *Server) handleRequest(ctx context.Context, id jsonrpc2.ID, method strin
 
 	rctx, cancel := context.WithCancel(ctx)
 	rs := &requestState{s: s, id: id, method: method, cancel: cancel, lane: laneOf(params)}
-	if s.hub != nil && (method == protocol.MethodFsWatch || method == protocol.MethodFsUnwatch) {
-		params, rs.watchID = s.hub.scopeWatch(s, params)
+	if method == protocol.MethodCommandExec {
+		// Answered only when its process exits: in a lane of its own, so
+		// that its write, resize and terminate (and every other request)
+		// do not wait behind it.
+		rs.lane = "\x00command/exec " + idString(id)
+	}
+	if s.hub != nil {
+		switch method {
+		case protocol.MethodFsWatch, protocol.MethodFsUnwatch:
+			params, rs.watchID = s.hub.scopeWatch(s, params)
+		case protocol.MethodCommandExec:
+			if params, rs.processID = s.hub.scopeID(s, params, "processId"); rs.processID != "" {
+				s.hub.processStarted(s, rs.processID)
+			}
+		case protocol.MethodCommandExecWrite, protocol.MethodCommandExecResize, protocol.MethodCommandExecTerminate:
+			params, _ = s.hub.scopeID(s, params, "processId")
+		}
 	}
 	if s.hub != nil && method == protocol.MethodThreadResume && rs.lane != "" && !s.hub.Subscribed(s, rs.lane) {
 		// Subscribed before the answer, so that the status sent while
@@ -501,6 +521,7 @@ type requestState struct {
 
 	unmarkOnError bool   // a failed thread/resume undoes its early subscription
 	watchID       string // fs/watch, fs/unwatch behind a Hub: the session's watch id
+	processID     string // command/exec behind a Hub: the session's process id
 }
 
 // reply is the request's session.Reply. It sends the answer regardless of
@@ -762,6 +783,19 @@ func (c client) Notify(method string, params any) {
 	}
 	if err := c.s.st.notify(method, params); err != nil && !errors.Is(err, ErrClosed) {
 		c.s.log.Error("bug: notification not sent", "method", method, "err", err)
+	}
+}
+
+// notifyLine queues an encoded notification line (a copy of line), unless
+// the client opted out of method.
+func (s *Server) notifyLine(method string, line []byte) {
+	if st := s.state.Load(); st != nil && st.optOut[method] {
+		return
+	}
+	lb := getLine()
+	lb.b = append(lb.b, line...)
+	if err := s.st.enqueue(lb); err != nil && !errors.Is(err, ErrClosed) {
+		s.log.Error("bug: notification not sent", "method", method, "err", err)
 	}
 }
 

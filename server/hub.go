@@ -40,6 +40,10 @@ type Hub struct {
 	// OnWatchGone, when set, runs (on a goroutine of its own) for each
 	// fs/watch of a connection that closed, with the session's watch id.
 	OnWatchGone func(watchID string)
+	// OnProcessGone, when set, runs (on a goroutine of its own) for each
+	// command/exec process still running when its connection closed, with
+	// the session's process id.
+	OnProcessGone func(processID string)
 
 	nextTag atomic.Int64
 
@@ -51,6 +55,7 @@ type Hub struct {
 	tags    map[*Server]string
 	byTag   map[string]*Server
 	watches map[*Server]map[string]bool // connection → session watch ids
+	procs   map[*Server]map[string]int  // connection → running command/exec process ids (requests in flight)
 }
 
 // NewHub returns an empty hub.
@@ -59,7 +64,8 @@ func NewHub(log *slog.Logger) *Hub {
 		log = slog.Default()
 	}
 	return &Hub{log: log, conns: map[*Server]map[string]bool{}, pending: map[int64]*hubCall{},
-		tags: map[*Server]string{}, byTag: map[string]*Server{}, watches: map[*Server]map[string]bool{}}
+		tags: map[*Server]string{}, byTag: map[string]*Server{}, watches: map[*Server]map[string]bool{},
+		procs: map[*Server]map[string]int{}}
 }
 
 // Client returns the hub as the session sees it.
@@ -78,6 +84,7 @@ func (h *Hub) attach(s *Server) {
 	h.conns[s] = map[string]bool{}
 	h.tags[s], h.byTag[tag] = tag, s
 	h.watches[s] = map[string]bool{}
+	h.procs[s] = map[string]int{}
 	h.mu.Unlock()
 }
 
@@ -89,6 +96,8 @@ func (h *Hub) detach(s *Server) {
 	delete(h.tags, s)
 	watches := h.watches[s]
 	delete(h.watches, s)
+	procs := h.procs[s]
+	delete(h.procs, s)
 	var gone []string
 	for tid := range subs {
 		if !h.followedLocked(tid) {
@@ -102,24 +111,71 @@ func (h *Hub) detach(s *Server) {
 			go h.OnWatchGone(id)
 		}
 	}
+	if h.OnProcessGone != nil {
+		for id := range procs {
+			go h.OnProcessGone(id)
+		}
+	}
+}
+
+// endProcesses ends s's command/exec processes (OnProcessGone).
+func (h *Hub) endProcesses(s *Server) {
+	h.mu.Lock()
+	ids := make([]string, 0, len(h.procs[s]))
+	for id := range h.procs[s] {
+		ids = append(ids, id)
+	}
+	h.mu.Unlock()
+	if h.OnProcessGone != nil {
+		for _, id := range ids {
+			go h.OnProcessGone(id)
+		}
+	}
+}
+
+// processStarted and processEnded track a connection's command/exec
+// processes, so that they end with it.
+func (h *Hub) processStarted(s *Server, id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if p := h.procs[s]; p != nil {
+		p[id]++
+	}
+}
+
+func (h *Hub) processEnded(s *Server, id string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if p := h.procs[s]; p != nil {
+		if p[id]--; p[id] <= 0 {
+			delete(p, id)
+		}
+	}
 }
 
 // scopeWatch prefixes the watchId of fs/watch and fs/unwatch params with
 // the connection's tag; it returns the params and the scoped id ("" when
 // there is none to scope: the session then refuses the params itself).
 func (h *Hub) scopeWatch(s *Server, params json.RawMessage) (json.RawMessage, string) {
+	return h.scopeID(s, params, "watchId")
+}
+
+// scopeID prefixes the id under key of params with the connection's tag:
+// ids that clients choose (fs/watch's watchId, command/exec's processId)
+// are the connection's, so two clients may pick the same one.
+func (h *Hub) scopeID(s *Server, params json.RawMessage, key string) (json.RawMessage, string) {
 	var p map[string]any
 	if len(params) == 0 || params[0] != '{' || json.Unmarshal(params, &p) != nil {
 		return params, ""
 	}
-	id, ok := p["watchId"].(string)
+	id, ok := p[key].(string)
 	if !ok || id == "" {
 		return params, ""
 	}
 	h.mu.Lock()
 	tag := h.tags[s]
 	h.mu.Unlock()
-	p["watchId"] = tag + id
+	p[key] = tag + id
 	b, err := json.Marshal(p)
 	if err != nil {
 		return params, ""
@@ -130,11 +186,17 @@ func (h *Hub) scopeWatch(s *Server, params json.RawMessage) (json.RawMessage, st
 // watchTarget routes an fs/changed notification: the connection that
 // made the watch, and the params with the client's own watch id.
 func (h *Hub) watchTarget(raw json.RawMessage) (*Server, json.RawMessage) {
+	return h.scopedTarget(raw, "watchId")
+}
+
+// scopedTarget routes a notification about a connection's own id (see
+// scopeID): the connection, and the params with the client's own id.
+func (h *Hub) scopedTarget(raw json.RawMessage, key string) (*Server, json.RawMessage) {
 	var p map[string]any
 	if json.Unmarshal(raw, &p) != nil {
 		return nil, nil
 	}
-	id, _ := p["watchId"].(string)
+	id, _ := p[key].(string)
 	tag, rest, ok := strings.Cut(id, ":")
 	if !ok {
 		return nil, nil
@@ -145,7 +207,7 @@ func (h *Hub) watchTarget(raw json.RawMessage) (*Server, json.RawMessage) {
 	if s == nil {
 		return nil, nil
 	}
-	p["watchId"] = rest
+	p[key] = rest
 	b, err := json.Marshal(p)
 	if err != nil {
 		return nil, nil
@@ -205,6 +267,12 @@ func (h *Hub) subscribe(s *Server, threadID string) {
 // resumed or forked subscribes the connection (after the answer, so that
 // requests re-sent to it come after the answer too).
 func (h *Hub) replied(rs *requestState, result any, err error) {
+	if rs.method == protocol.MethodCommandExec {
+		if rs.processID != "" {
+			h.processEnded(rs.s, rs.processID)
+		}
+		return
+	}
 	if rs.watchID != "" && err == nil {
 		h.mu.Lock()
 		if w := h.watches[rs.s]; w != nil {
@@ -292,27 +360,56 @@ func startedThread(result any) string {
 
 type hubClient struct{ h *Hub }
 
+// Notify routes a notification the session sent without naming its
+// thread: by its connection-scoped id (fs/changed, command/exec output),
+// else by the "threadId" in its params.
 func (c hubClient) Notify(method string, params any) {
+	switch method {
+	case protocol.NotifyFsChanged, protocol.NotifyCommandExecOutputDelta:
+		raw, err := json.Marshal(params)
+		if err != nil {
+			c.h.log.Error("bug: notification does not encode", "method", method, "err", err)
+			return
+		}
+		key := "watchId"
+		if method == protocol.NotifyCommandExecOutputDelta {
+			key = "processId"
+		}
+		if s, params := c.h.scopedTarget(raw, key); s != nil && s.state.Load() != nil {
+			client{s}.Notify(method, json.RawMessage(params))
+		}
+		return
+	}
 	raw, err := json.Marshal(params)
 	if err != nil {
 		c.h.log.Error("bug: notification does not encode", "method", method, "err", err)
 		return
 	}
-	if method == protocol.NotifyFsChanged {
-		if s, params := c.h.watchTarget(raw); s != nil && s.state.Load() != nil {
-			client{s}.Notify(method, json.RawMessage(params))
-		}
+	c.NotifyThread(threadOf(raw), method, json.RawMessage(raw))
+}
+
+// NotifyThread sends a notification about threadID ("": none) to the
+// connections that follow it, or to all for one about no thread. The line
+// is encoded once and copied to each connection (the socket hot path).
+func (c hubClient) NotifyThread(threadID, method string, params any) {
+	if method == protocol.NotifyThreadStarted || method == protocol.NotifyThreadDeleted {
+		threadID = "" // every client learns about new and deleted threads
+	}
+	targets := c.h.targets(threadID)
+	if len(targets) == 0 {
 		return
 	}
-	tid := threadOf(raw)
-	if method == protocol.NotifyThreadStarted {
-		tid = "" // every client learns about new threads
+	lb := getLine()
+	defer putLine(lb)
+	if err := lb.appendNotification(method, params); err != nil {
+		c.h.log.Error("bug: notification does not encode", "method", method, "err", err)
+		return
 	}
-	for _, s := range c.h.targets(tid) {
+	for _, s := range targets {
 		if s.state.Load() == nil {
 			continue // not initialized yet
 		}
-		client{s}.Notify(method, json.RawMessage(raw))
+		s.notifyLine(method, lb.b)
 	}
 }
 

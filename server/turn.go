@@ -17,6 +17,8 @@ func registerTurn(s *Server, m *session.Manager) {
 // Register wires every session method into the server.
 func Register(s *Server, m *session.Manager) {
 	registerThread(s, m)
+	registerThreadOps(s, m)
+	registerCommandExec(s, m)
 	registerTurn(s, m)
 	registerTools(s, m)
 	registerFullAuto(s, m)

@@ -28,6 +28,15 @@ type Client interface {
 	Call(method string, params any) ClientCall
 }
 
+// ThreadClient is a Client that routes notifications by thread (the
+// server's Hub, for several connections): the session names the thread a
+// notification is about ("" for none), so the client need not read it
+// back out of the params.
+type ThreadClient interface {
+	Client
+	NotifyThread(threadID, method string, params any)
+}
+
 // ClientCall is one server→client request in flight.
 type ClientCall interface {
 	// ID is the request's JSON-RPC id: integers from 0, one counter per

@@ -143,11 +143,13 @@ func (m *Manager) ListHooks(_ context.Context, p protocol.CwdsParams, reply Repl
 	reply(res, nil)
 }
 
-// ListCollaborationModes implements collaborationMode/list. apserver has
-// the default mode only (no plan mode yet).
+// ListCollaborationModes implements collaborationMode/list: plan mode
+// (read-only planning that ends in a <proposed_plan>, planmode.go) and the
+// default mode.
 func (m *Manager) ListCollaborationModes(_ context.Context, _ protocol.Empty, reply Reply) {
-	mode := "default"
-	reply(protocol.DataResult[protocol.CollaborationModeMask]{Data: []protocol.CollaborationModeMask{{Name: "Default", Mode: &mode}}}, nil)
+	plan, def := protocol.ModePlan, protocol.ModeDefault
+	reply(protocol.DataResult[protocol.CollaborationModeMask]{Data: []protocol.CollaborationModeMask{
+		{Name: "Plan", Mode: &plan}, {Name: "Default", Mode: &def}}}, nil)
 }
 
 // ListLoadedThreads implements thread/loaded/list: the ids of the threads

@@ -4,11 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/protocol"
 )
 
@@ -30,11 +34,29 @@ var codexKeys = map[string]string{
 	"instructions":    "developer_instructions",
 }
 
+// envKeys are the environment variables config.Load reads that set a key
+// config/read reports, with that key (apserver's name).
+var envKeys = map[string]string{config.EnvModel: "model"}
+
+// skippedKey reports whether config.Load skipped key of the workspace file
+// at path (an untrusted workspace may only tighten): its warning, in
+// warnings, names the file and the key.
+func skippedKey(warnings []string, path, key string) bool {
+	prefix := fmt.Sprintf("config: %s: ignored %s = ", path, key)
+	for _, w := range warnings {
+		if strings.HasPrefix(w, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // ReadConfig implements config/read: the settings new threads get, in
 // Codex's keys; origins names the layer that set each (a key set by none
-// is a built-in default or from the environment, and has no origin); with
-// includeLayers, every layer with the keys it sets, lowest precedence
-// first.
+// is a built-in default and has no origin); with includeLayers, every
+// layer with the keys it sets, lowest precedence first. A workspace key
+// that config.Load skipped (an untrusted workspace may only tighten) is in
+// no layer; keys set by environment variables are in the session layer.
 func (m *Manager) ReadConfig(_ context.Context, p protocol.ConfigReadParams, reply Reply) {
 	s := m.defaultSettings()
 	cfg := map[string]any{
@@ -48,9 +70,12 @@ func (m *Manager) ReadConfig(_ context.Context, p protocol.ConfigReadParams, rep
 	}
 	res := protocol.ConfigReadResult{Config: cfg, Origins: map[string]protocol.ConfigLayerMetadata{}}
 	src := m.opts.ConfigSources
-	add := func(name protocol.ConfigLayerSource, raw map[string]any, version string) {
+	add := func(name protocol.ConfigLayerSource, raw map[string]any, version string, skipped func(key string) bool) {
 		mapped := map[string]any{}
 		for k, v := range raw {
+			if skipped != nil && skipped(k) {
+				continue // config.Load did not apply it
+			}
 			if ck, ok := codexKeys[k]; ok {
 				mapped[ck] = v
 				res.Origins[ck] = protocol.ConfigLayerMetadata{Name: name, Version: version}
@@ -62,15 +87,28 @@ func (m *Manager) ReadConfig(_ context.Context, p protocol.ConfigReadParams, rep
 	}
 	if src.UserFile != "" {
 		raw, v := readTOML(src.UserFile)
-		add(protocol.ConfigLayerSource{Type: "user", File: src.UserFile}, raw, v)
+		add(protocol.ConfigLayerSource{Type: "user", File: src.UserFile}, raw, v, nil)
 	}
 	if src.WorkspaceFile != "" {
 		if raw, v := readTOML(src.WorkspaceFile); raw != nil {
-			add(protocol.ConfigLayerSource{Type: "project", DotCodexFolder: filepath.Dir(src.WorkspaceFile)}, raw, v)
+			ws := src.WorkspaceFile
+			add(protocol.ConfigLayerSource{Type: "project", DotCodexFolder: filepath.Dir(ws)}, raw, v, func(key string) bool {
+				return skippedKey(m.opts.Config.Warnings, ws, key)
+			})
 		}
 	}
-	if len(src.Flags) > 0 {
-		add(protocol.ConfigLayerSource{Type: "sessionFlags"}, src.Flags, "")
+	// Codex has no environment layer: what apserver's environment
+	// variables set is reported with the flags, as this session's own
+	// settings (a flag wins over the variable, as in config.Load).
+	session := map[string]any{}
+	for env, key := range envKeys {
+		if v := os.Getenv(env); v != "" {
+			session[key] = v
+		}
+	}
+	maps.Copy(session, src.Flags)
+	if len(session) > 0 {
+		add(protocol.ConfigLayerSource{Type: "sessionFlags"}, session, "", nil)
 	}
 	if p.IncludeLayers && res.Layers == nil {
 		res.Layers = []protocol.ConfigLayer{}

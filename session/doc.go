@@ -22,6 +22,12 @@
 // effects (fullauto.go). The Manager owns what spans threads: the
 // model-call scheduler (sched.go) and the clock (clock.go).
 //
+// Beyond the agent's turns: thread/delete, thread/metadata/update,
+// thread/settings/update and the user's own commands (threadops.go,
+// commandexec.go: judged by the same rules and sandbox, never asked);
+// review/start and plan mode, read-only turns (review.go, planmode.go);
+// image inputs (images.go).
+//
 // session declares what it consumes: the editor (Client), the model
 // (via model.Client, configured from config), the store and the tools. It
 // must not import server or any JSON-RPC package.

@@ -95,6 +95,7 @@ type Manager struct {
 	fsw       watchState                    // fs/watch, made on first use
 
 	fuzzy fuzzyTokens // fuzzyFileSearch's cancellation tokens (fuzzy.go)
+	execs execTable   // command/exec's processes (commandexec.go)
 }
 
 // NewManager starts opening the store and returns at once.
@@ -173,6 +174,16 @@ func (m *Manager) Close() error {
 
 func (m *Manager) notify(method string, params any) {
 	m.client.Notify(method, params)
+}
+
+// notifyAbout sends a notification about thread threadID, naming the
+// thread to a client that routes by it (ThreadClient).
+func (m *Manager) notifyAbout(threadID, method string, params any) {
+	if tc, ok := m.client.(ThreadClient); ok {
+		tc.NotifyThread(threadID, method, params)
+	} else {
+		m.client.Notify(method, params)
+	}
 	if method == protocol.NotifyTurnCompleted {
 		m.signalTurnEnded()
 	}
@@ -467,7 +478,7 @@ func (m *Manager) ArchiveThread(ctx context.Context, p protocol.ThreadIDParams, 
 			return
 		}
 		reply(protocol.Empty{}, nil)
-		m.notify(protocol.NotifyThreadArchived, protocol.ThreadIDNotification(p))
+		m.notifyAbout(p.ThreadID, protocol.NotifyThreadArchived, protocol.ThreadIDNotification(p))
 	}()
 }
 
@@ -486,7 +497,7 @@ func (m *Manager) UnarchiveThread(ctx context.Context, p protocol.ThreadIDParams
 			return
 		}
 		reply(protocol.ThreadResult{Thread: m.wireThread(meta, m.liveStatus(meta.ID))}, nil)
-		m.notify(protocol.NotifyThreadUnarchived, protocol.ThreadIDNotification(p))
+		m.notifyAbout(p.ThreadID, protocol.NotifyThreadUnarchived, protocol.ThreadIDNotification(p))
 	}()
 }
 
@@ -509,7 +520,7 @@ func (m *Manager) SetThreadName(ctx context.Context, p protocol.ThreadNameSetPar
 			return
 		}
 		reply(protocol.Empty{}, nil)
-		m.notify(protocol.NotifyThreadNameUpdated, protocol.ThreadNameUpdatedNotification{ThreadID: p.ThreadID, ThreadName: p.Name})
+		m.notifyAbout(p.ThreadID, protocol.NotifyThreadNameUpdated, protocol.ThreadNameUpdatedNotification{ThreadID: p.ThreadID, ThreadName: p.Name})
 	}()
 }
 

@@ -54,12 +54,15 @@ type judge struct {
 	// judge points them at the thread's own.
 	rules         **rulesCache
 	sandboxWarned *bool
+	// readOnly: the active turn may change nothing (plan mode and
+	// reviews, planmode.go); commands run in the read-only sandbox.
+	readOnly bool
 }
 
 // judge is the thread's judge, valid until its settings or approvals change.
 func (t *thread) judge() judge {
 	return judge{m: t.m, threadID: t.id, settings: t.settings, approved: t.approved, approvedPaths: t.approvedPaths,
-		rules: &t.rules, sandboxWarned: &t.sandboxWarned}
+		rules: &t.rules, sandboxWarned: &t.sandboxWarned, readOnly: t.readOnlyTurn()}
 }
 
 func (t *thread) planCommand(cmd string, escalated bool) commandPlan {
@@ -172,6 +175,9 @@ func (j judge) workspace() (*files.Workspace, error) {
 // kernel can enforce; an error when it cannot (the caller then asks).
 func (j judge) sandboxPolicy(escalated bool) (*sandbox.Policy, error) {
 	mode := j.settings.Sandbox
+	if j.readOnly { // planmode.go
+		mode, escalated = protocol.SandboxReadOnly, false
+	}
 	if mode == protocol.SandboxDangerFullAccess || escalated {
 		return nil, nil
 	}
@@ -279,6 +285,8 @@ func (j judge) planCommand(cmd string, escalated bool) commandPlan {
 	plan := commandPlan{verdict: v, sandbox: sb, escalated: escalated}
 	never := j.settings.ApprovalPolicy == protocol.ApprovalNever
 	switch {
+	case j.readOnly && (escalated || sbErr != nil && v.Decision != rules.Allow):
+		plan.refuse = readOnlyRefusal(escalated) // planmode.go
 	case v.Decision == rules.Forbidden:
 		if never {
 			plan.refuse = v.Reason + ". Forbidden commands need a human, and this thread never asks; do not try to run it another way."

@@ -23,6 +23,10 @@ type threadSettings struct {
 	BaseInstructions      string                  `json:"baseInstructions,omitempty"`
 	DeveloperInstructions string                  `json:"developerInstructions,omitempty"`
 	DisabledTools         string                  `json:"disabledTools,omitempty"` // from thread/start config (configtools.go)
+	// Mode is the collaboration mode turn/start set last (planmode.go).
+	Mode string `json:"mode,omitempty"`
+	// GitInfo is what thread/metadata/update stored (threadops.go).
+	GitInfo *protocol.GitInfo `json:"gitInfo,omitempty"`
 }
 
 func settingsFromStore(meta store.Thread, def threadSettings) threadSettings {
@@ -209,7 +213,7 @@ func (t *thread) notify(method string, params any) {
 			}
 		}
 	}
-	t.m.notify(method, params)
+	t.m.notifyAbout(t.id, method, params)
 }
 
 // setStatus records the status and announces it if it changed.

@@ -104,7 +104,7 @@ var requestUserInputSchema = json.RawMessage(`{
 func (t *thread) agentTools() []model.Tool {
 	m := t.m
 	m.toolsOnce.Do(func() { m.tools = buildAgentTools(m.opts.Config.ApplyPatchTool) })
-	return withoutTools(m.tools, t.settings.DisabledTools)
+	return withoutTools(m.tools, t.disabledTools())
 }
 
 func buildAgentTools(applyPatchTool string) []model.Tool {
@@ -152,7 +152,7 @@ func (t *thread) runNextCall(tr *turn) {
 func (t *thread) dispatch(tr *turn, call model.ToolCall) {
 	call = unwrapArguments(call)
 	switch {
-	case toolOff(t.settings.DisabledTools, call.Name):
+	case toolOff(t.disabledTools(), call.Name):
 		t.toolError(tr, call, fmt.Sprintf("tool %q is turned off for this thread; the available tools are %s", call.Name, t.toolNames()))
 	case execAliases[call.Name]:
 		t.runCommandCall(tr, call)

@@ -37,6 +37,11 @@ type turn struct {
 	// schema, from turn/start's outputSchema, asks the model for
 	// structured output for this turn only.
 	schema *model.OutputSchema
+	// readOnly: a plan-mode or review turn (planmode.go, review.go): no
+	// file tools, commands only in the read-only sandbox. review is what
+	// a review turn reviews ("" for any other turn).
+	readOnly bool
+	review   string
 
 	// Sampling state. gen counts model requests; events of older
 	// generations are dropped.
@@ -121,6 +126,7 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 		reply(nil, err)
 		return
 	}
+	t.applyMode(tr, p.CollaborationMode) // planmode.go
 	reply(protocol.TurnResult{Turn: tr.wire(protocol.ItemsNotLoaded)}, nil)
 	t.runTurn(tr, p.Input, nil)
 }
@@ -344,9 +350,13 @@ func (t *thread) userMessage(tr *turn, in []protocol.UserInput) error {
 	item := protocol.UserMessageItem{ID: t.uniqueItemID(""), Content: in}
 	now := t.m.clock.Now()
 	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: now.UnixMilli()})
+	images, err := inputImages(in) // images.go
+	if err != nil {
+		return err
+	}
 	var hist []model.Entry
-	if text := protocol.InputText(in); text != "" {
-		hist = []model.Entry{{Kind: model.EntryUser, Text: text}}
+	if text := protocol.InputText(in); text != "" || len(images) > 0 {
+		hist = []model.Entry{{Kind: model.EntryUser, Text: text, Images: images}}
 	}
 	return t.commitItem(tr, item, hist)
 }
@@ -731,6 +741,9 @@ func turnErrorFrom(err error, msg string) protocol.TurnError {
 
 // completeTurn ends the turn with the given status, in Codex's order.
 func (t *thread) completeTurn(tr *turn, status protocol.TurnStatus, te *protocol.TurnError) {
+	if status == protocol.TurnCompleted && !t.finishModeTurn(tr) { // planmode.go
+		return
+	}
 	if status == protocol.TurnFailed {
 		t.closeOpenItems(tr)
 	}

@@ -82,6 +82,9 @@ func (m *Manager) ValidateTurnStart(p protocol.TurnStartParams) error {
 	if p.Summary != nil && !slices.Contains(ReasoningSummaries, *p.Summary) {
 		return invalidParams("unknown summary `%s`, expected one of %s", *p.Summary, strings.Join(ReasoningSummaries, ", "))
 	}
+	if err := checkImages(p.Input); err != nil {
+		return err
+	}
 	if raw := strings.TrimSpace(string(p.OutputSchema)); raw != "" && raw != "null" {
 		var schema any
 		if err := json.Unmarshal(p.OutputSchema, &schema); err != nil {

@@ -41,6 +41,7 @@ func (m *Manager) wireThread(meta store.Thread, status protocol.ThreadStatus) pr
 	}
 	r := meta.UpdatedAt / 1000
 	th.RecencyAt = &r
+	th.GitInfo = storedGitInfo(meta)
 	return th
 }
 

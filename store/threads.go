@@ -95,6 +95,26 @@ func (s *Store) UpdateThread(ctx context.Context, t Thread) error {
 	return nil
 }
 
+// DeleteThread removes a thread with its turns, items, events and
+// full-auto records (the foreign keys cascade). A missing thread is an
+// error wrapping ErrNotFound.
+func (s *Store) DeleteThread(ctx context.Context, id string) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM threads WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete thread %q: %w", id, err)
+	}
+	return nil
+}
+
 // GetThread returns one thread, or an error wrapping ErrNotFound.
 func (s *Store) GetThread(ctx context.Context, id string) (Thread, error) {
 	t, err := scanThread(s.r.QueryRowContext(ctx, `SELECT `+threadCols+` FROM threads WHERE id = ?`, id))

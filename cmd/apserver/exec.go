@@ -153,9 +153,6 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 	if err != nil {
 		return usage(err)
 	}
-	if len(cf.images) > 0 {
-		fmt.Fprintln(os.Stderr, "apserver exec: note: images are recorded with the prompt, but this version does not send them to the model")
-	}
 	cwd, err := cf.workDir()
 	if err != nil {
 		return usage(err)

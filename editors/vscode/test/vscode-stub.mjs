@@ -65,6 +65,25 @@ class Range {
   }
 }
 
+class TreeItem {
+  constructor(label, collapsibleState) {
+    this.label = label;
+    this.collapsibleState = collapsibleState;
+  }
+}
+
+class ThemeIcon {
+  constructor(id) {
+    this.id = id;
+  }
+}
+
+class MarkdownString {
+  constructor(value) {
+    this.value = value ?? "";
+  }
+}
+
 class CodeAction {
   constructor(title, kind) {
     this.title = title;
@@ -87,6 +106,7 @@ export function createVscodeStub({ config = {}, answers = {} } = {}) {
     messages: [],
     webviewPanels: [],
     codeActionProviders: [],
+    treeViews: new Map(),
   };
   const disposable = () => ({ dispose() {} });
   const showMessage = (level) => async (text, ...items) => {
@@ -101,6 +121,10 @@ export function createVscodeStub({ config = {}, answers = {} } = {}) {
     ThemeColor,
     Range,
     CodeAction,
+    TreeItem,
+    ThemeIcon,
+    MarkdownString,
+    TreeItemCollapsibleState: { None: 0, Collapsed: 1, Expanded: 2 },
     CodeActionKind: { QuickFix: { value: "quickfix" } },
     languages: {
       registerCodeActionsProvider(selector, provider, metadata) {
@@ -128,6 +152,11 @@ export function createVscodeStub({ config = {}, answers = {} } = {}) {
         item.dispose = () => (item.visible = false);
         rec.statusBarItems.push(item);
         return item;
+      },
+      createTreeView(id, options) {
+        const view = { id, options, badge: undefined, visible: true, onDidChangeVisibility: () => disposable(), dispose() {} };
+        rec.treeViews.set(id, view);
+        return view;
       },
       registerWebviewViewProvider(id, provider, options) {
         rec.viewProviders.set(id, { provider, options });

@@ -107,6 +107,7 @@ export function createVscodeStub({ config = {}, answers = {} } = {}) {
     webviewPanels: [],
     codeActionProviders: [],
     treeViews: new Map(),
+    opened: [],
   };
   const disposable = () => ({ dispose() {} });
   const showMessage = (level) => async (text, ...items) => {
@@ -200,7 +201,12 @@ export function createVscodeStub({ config = {}, answers = {} } = {}) {
         rec.contentProviders.set(scheme, provider);
         return disposable();
       },
-      openTextDocument: async (opts) => ({ ...opts }),
+      openTextDocument: async (opts) => {
+        rec.opened.push(opts);
+        return { ...opts };
+      },
+      getWorkspaceFolder: (uri) =>
+        config.__workspace && uri.path.startsWith(config.__workspace) ? { uri: Uri.file(config.__workspace), name: "ws", index: 0 } : undefined,
       asRelativePath: (uri) => (typeof uri === "string" ? uri : uri.path),
       isTrusted: config.__untrusted ? false : true,
       onDidGrantWorkspaceTrust: () => disposable(),

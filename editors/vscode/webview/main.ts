@@ -149,6 +149,7 @@ document.addEventListener("click", (e: MouseEvent) => {
       post(m);
       els.composer.value = "";
       saveDraft();
+      (document.getElementById("run-options") as HTMLDetailsElement | null)?.removeAttribute("open");
       break;
     }
     case "interrupt":

@@ -30,7 +30,19 @@ const SCRIPT = {
   default: [{ text: "The task is complete." }],
 };
 
-describe("real VS Code: a run from the panel", () => {
+// The server side of runs (issue 12) came with `apserver run`: a build
+// without it cannot serve run/*, and this file says so instead of failing.
+function serverHasRuns() {
+  try {
+    execFileSync(process.env.APSERVER_TEST_BIN, ["run", "--help"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+const noRuns = serverHasRuns() ? false : "this apserver has no runs (no `apserver run`, no run/*): built before issue 12's server side";
+
+describe("real VS Code: a run from the panel", { skip: noRuns }, () => {
   const test = testWithShot(nodeTest, () => page);
   let vs, model, page, f;
   const git = (...args) => execFileSync("git", args, { cwd: vs.workspace, encoding: "utf8" }).trim();

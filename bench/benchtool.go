@@ -10,6 +10,8 @@
 //	sseread  time a plain HTTP client reading the mock's whole Responses
 //	         stream (the baseline the stream turn is compared with); prints
 //	         one JSON line in the shape of drive's metrics
+//	longthread  time thread/resume and thread/read of a 100,000-item
+//	         thread with compactions, and the server's peak RSS
 //	relabel  copy JSON lines from stdin to stdout with "label" replaced
 //	report   read summarize's medians, print the comparison table, write
 //	         report.json; exit status 1 when a run failed
@@ -18,6 +20,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -25,13 +28,17 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/apserver/apserver/store"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool sseread|relabel|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchtool sseread|longthread|relabel|report [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -40,6 +47,8 @@ func main() {
 		err = sseread(os.Args[2:])
 	case "relabel":
 		err = relabel(os.Args[2:])
+	case "longthread":
+		err = longthread(os.Args[2:])
 	case "report":
 		var failed bool
 		failed, err = report(os.Args[2:])
@@ -434,4 +443,180 @@ func ratio(r float64) string {
 	default:
 		return fmt.Sprintf("%.3f", r)
 	}
+}
+
+// ------------------------------------------------------------- longthread
+
+// longthread builds a thread of -items stored items (with a compaction
+// every -compact-every items) in a fresh data directory, then times, on a
+// fresh apserver each, thread/resume (turns included and excluded) and
+// thread/read, and reads the server's peak RSS (VmHWM) after each. Prints
+// one JSON line per measurement.
+func longthread(args []string) error {
+	fs := flag.NewFlagSet("longthread", flag.ExitOnError)
+	bin := fs.String("bin", "bin/apserver", "the apserver binary")
+	items := fs.Int("items", 100000, "items to store")
+	perTurn := fs.Int("per-turn", 10, "items per turn")
+	every := fs.Int("compact-every", 1000, "a compaction every this many items")
+	dir := fs.String("dir", "", "data directory (default: a fresh temporary one); a thread built there earlier is reused")
+	fs.Parse(args)
+	if *dir == "" {
+		d, err := os.MkdirTemp("", "longthread")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		*dir = d
+	}
+	threadID := "long-thread"
+	if _, err := os.Stat(filepath.Join(*dir, store.FileName)); err == nil {
+		fmt.Fprintf(os.Stderr, "reusing the thread in %s\n", *dir)
+	} else {
+		start := time.Now()
+		if threadID, err = buildLongThread(*dir, *items, *perTurn, *every); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "built %d items in %s\n", *items, time.Since(start).Round(time.Millisecond))
+	}
+	for _, m := range []struct {
+		label, method string
+		params        map[string]any
+	}{
+		{"resume", "thread/resume", map[string]any{"threadId": threadID}},
+		{"resume-excludeTurns", "thread/resume", map[string]any{"threadId": threadID, "excludeTurns": true}},
+		{"read-includeTurns", "thread/read", map[string]any{"threadId": threadID, "includeTurns": true}},
+	} {
+		ms, cpu, rss, n, err := timeRequest(*bin, *dir, m.method, m.params)
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.label, err)
+		}
+		b, _ := json.Marshal(map[string]any{"label": "longthread:" + m.label, "items": *items, "ms": ms, "cpu_ms": cpu, "peak_rss_kb": rss, "response_bytes": n})
+		fmt.Println(string(b))
+	}
+	return nil
+}
+
+func buildLongThread(dir string, items, perTurn, every int) (string, error) {
+	ctx := context.Background()
+	db, err := store.Open(filepath.Join(dir, store.FileName), store.Options{})
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	now := time.Now().UnixMilli()
+	id := "long-thread"
+	cwd, _ := os.Getwd()
+	if err := db.CreateThread(ctx, store.Thread{ID: id, Cwd: cwd, Model: "m", Preview: "a long thread", CreatedAt: now, UpdatedAt: now}); err != nil {
+		return "", err
+	}
+	n := 0
+	for turn := 0; n < items; turn++ {
+		tid := fmt.Sprintf("turn-%06d", turn)
+		if _, err := db.StartTurn(ctx, store.Turn{ThreadID: id, ID: tid, StartedAt: now}); err != nil {
+			return "", err
+		}
+		for i := 0; i < perTurn && n < items; i++ {
+			n++
+			iid := fmt.Sprintf("item-%07d", n)
+			text := fmt.Sprintf("message %d of a long thread: the quick brown fox jumps over the lazy dog", n)
+			item, _ := json.Marshal(map[string]any{"type": "agentMessage", "id": iid, "text": text})
+			hist, _ := json.Marshal([]map[string]any{{"Kind": 2, "Text": text}})
+			if n%every == 0 {
+				ch, _ := json.Marshal([]map[string]any{{"Kind": 1, "Text": "[Context compacted] summary up to " + iid}})
+				ci, _ := json.Marshal(map[string]any{"type": "contextCompaction", "id": iid})
+				if _, err := db.AppendCompaction(ctx, store.Item{ThreadID: id, TurnID: tid, ID: iid, Type: "contextCompaction", Item: ci, CompletedAt: now},
+					store.Compaction{Summary: "summary", History: ch, CreatedAt: now}); err != nil {
+					return "", err
+				}
+				continue
+			}
+			if _, err := db.AppendItem(ctx, store.Item{ThreadID: id, TurnID: tid, ID: iid, Type: "agentMessage", Item: item, History: hist, CompletedAt: now}); err != nil {
+				return "", err
+			}
+		}
+		if err := db.FinishTurn(ctx, store.Turn{ThreadID: id, ID: tid, Status: store.StatusCompleted, StartedAt: now, CompletedAt: now + 1000, DurationMs: 1000}); err != nil {
+			return "", err
+		}
+	}
+	return id, nil
+}
+
+// timeRequest starts apserver on dir, initializes, and times one request
+// (written → its response read). It returns the time, the server's VmHWM
+// in kB read right after, and the response's size.
+func timeRequest(bin, dir, method string, params map[string]any) (ms, cpuMs float64, rssKB int64, size int, err error) {
+	cmd := exec.Command(bin, "--data-dir", dir, "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--wire", "responses")
+	cmd.Env = append(os.Environ(), "OPENAI_API_KEY=dummy")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	defer func() { in.Close(); cmd.Wait() }()
+	r := bufio.NewReaderSize(out, 1<<20)
+	send := func(id int, method string, params any) error {
+		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+		_, err := in.Write(append(b, '\n'))
+		return err
+	}
+	await := func(id int) (int, error) {
+		want := fmt.Sprintf(`"id":%d,`, id)
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				return 0, err
+			}
+			if bytes.Contains(line, []byte(want)) && (bytes.Contains(line, []byte(`"result"`)) || bytes.Contains(line, []byte(`"error"`))) {
+				if bytes.Contains(line[:min(len(line), 200)], []byte(`"error"`)) {
+					return 0, fmt.Errorf("%.300s", line)
+				}
+				return len(line), nil
+			}
+		}
+	}
+	if err := send(1, "initialize", map[string]any{"clientInfo": map[string]any{"name": "bench", "version": "0"}}); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	if _, err := await(1); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	in.Write([]byte(`{"jsonrpc":"2.0","method":"initialized"}` + "\n"))
+	cpu0 := procCPU(cmd.Process.Pid)
+	t0 := time.Now()
+	if err := send(2, method, params); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	size, err = await(2)
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	ms = float64(time.Since(t0).Microseconds()) / 1000
+	cpuMs = procCPU(cmd.Process.Pid) - cpu0
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	for _, l := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(l, "VmHWM:"), "kB")), &rssKB)
+		}
+	}
+	return ms, cpuMs, rssKB, size, nil
+}
+
+// procCPU is the process's CPU time so far (utime+stime) in ms: on a
+// loaded machine it says more than the wall time.
+func procCPU(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	var ut, st float64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return (ut + st) * 10 // 100 ticks a second
 }

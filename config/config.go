@@ -56,6 +56,12 @@ type Config struct {
 	TurnMaxOutputBytes     int64
 	TurnMaxTime            time.Duration
 
+	// Context compaction (compaction.go): the context window of models the
+	// catalog does not size, and the prompt size that triggers automatic
+	// compaction (0 = 90% of the window).
+	ModelContextWindow         int64
+	ModelAutoCompactTokenLimit int64
+
 	// SandboxWritableRoots are extra directories commands and file tools
 	// may write in workspace-write mode (a workspace file adds them only when
 	// the project is trusted).
@@ -77,6 +83,8 @@ type Config struct {
 	// threads; FullAuto tunes full-auto runs (fullauto.go).
 	MaxConcurrentModelCalls int
 	FullAuto                FullAutoConfig
+	// Runs are run/start's defaults and worktree setup (runs.go).
+	Runs RunsConfig
 
 	// Projects maps a project directory (cleaned, symbolic links resolved)
 	// to its trust_level, from the user file's [projects."PATH"] tables;
@@ -168,6 +176,7 @@ func defaults(getenv func(string) string) Config {
 
 		MaxConcurrentModelCalls: DefaultMaxConcurrentModelCalls,
 		FullAuto:                defaultFullAuto(),
+		Runs:                    defaultRuns(),
 		RulesFile:               userRulesFile(getenv),
 		ApplyPatchTool:          "freeform",
 	}

@@ -155,10 +155,14 @@ type fileConfig struct {
 	// Full auto (fullauto.go).
 	MaxConcurrentModelCalls *int          `toml:"max_concurrent_model_calls"`
 	FullAuto                *fileFullAuto `toml:"full_auto"`
+	// Runs (runs.go).
+	MaxParallelRuns *int      `toml:"max_parallel_runs"`
+	Runs            *fileRuns `toml:"runs"`
 	// Trust (trust.go); user file only.
 	Projects map[string]fileProject `toml:"projects"`
 
-	fileCaps // caps.go
+	fileCaps       // caps.go
+	fileCompaction // compaction.go
 }
 
 type fileProvider struct {
@@ -279,6 +283,9 @@ func (c *Config) mergeFile(path string, ws *workspaceLayer) error {
 	if err := c.mergeCaps(f.fileCaps, bad, may); err != nil {
 		return err
 	}
+	if err := c.mergeCompaction(f.fileCompaction, bad); err != nil {
+		return err
+	}
 	if f.DataDir != nil {
 		// The database holds threads' settings and full-auto runs that
 		// resume at start: a project's own database could run itself.
@@ -316,6 +323,9 @@ func (c *Config) mergeFile(path string, ws *workspaceLayer) error {
 	}
 
 	if err := c.mergeFullAuto(f.MaxConcurrentModelCalls, f.FullAuto, bad, may); err != nil {
+		return err
+	}
+	if err := c.mergeRuns(f.MaxParallelRuns, f.Runs, bad, may); err != nil {
 		return err
 	}
 

@@ -19,7 +19,7 @@ func fullInput() Input {
 		Plan:            []PlanStep{{"a", PlanCompleted}, {"b", PlanPending}},
 		DiffFingerprint: "d1", WorkspaceFingerprint: "w1",
 		Usage:       Usage{Input: 1200, Cached: 300, Output: 99},
-		Compactions: 1, PendingApprovals: 2, PendingQuestions: 3, ApprovalTimeouts: 4, WaitingOnProcess: true,
+		Compactions: 1, ContextRatio: 0.8, PendingApprovals: 2, PendingQuestions: 3, ApprovalTimeouts: 4, WaitingOnProcess: true,
 		ChecksPassed: ptr(false), ReviewApproved: ptr(true), ElapsedMs: 12_345,
 	}
 	return Input{

@@ -33,6 +33,9 @@ const (
 	StopRetriesExhausted    StopCondition = "retriesExhausted"
 	StopLowConfidence       StopCondition = "lowConfidence"
 	StopWaitingOnHuman      StopCondition = "waitingOnHuman"
+	// StopHandoff: the run goes on in a fresh thread because compaction
+	// no longer frees enough of the context (fullauto.OverrideHandoff).
+	StopHandoff StopCondition = "handoff"
 )
 
 // Decision sources.
@@ -127,8 +130,11 @@ type TurnSummary struct {
 	WorkspaceFingerprint string     `json:"workspaceFingerprint,omitempty"`
 	Usage                Usage      `json:"usage"`
 	Compactions          int        `json:"compactions,omitempty"`
-	PendingApprovals     int        `json:"pendingApprovals,omitempty"`
-	PendingQuestions     int        `json:"pendingQuestions,omitempty"`
+	// ContextRatio is the prompt's share of the context window after the
+	// turn's last compaction (0: none, or the window is unknown).
+	ContextRatio     float64 `json:"contextRatio,omitempty"`
+	PendingApprovals int     `json:"pendingApprovals,omitempty"`
+	PendingQuestions int     `json:"pendingQuestions,omitempty"`
 	// ApprovalTimeouts counts approvals or questions that no human answered
 	// before the session's deadline.
 	ApprovalTimeouts int `json:"approvalTimeouts,omitempty"`

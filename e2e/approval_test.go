@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/apserver/apserver/model/scripted"
 )
@@ -68,7 +67,7 @@ func TestCommandApproval(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			model := startModel(t, scripted.Rule{Match: "write the file", Steps: tc.steps})
-			c := newClient(t, model, options{})
+			c := newClient(t, model, options{inProcess: true})
 			threadID, cwd := c.startThread("untrusted")
 			_, turnID := c.startTurn(threadID, "please write the file")
 
@@ -139,8 +138,8 @@ func TestCommandApproval(t *testing.T) {
 				}
 			}
 
-			// Let stragglers arrive, then count.
-			time.Sleep(200 * time.Millisecond)
+			// Everything the turn did is in the log; count.
+			c.sync(threadID)
 			if n := len(modelRequests(model)); n != tc.modelReqs {
 				t.Errorf("model requests = %d, want %d", n, tc.modelReqs)
 			}

@@ -18,7 +18,7 @@ import (
 func TestTUIStartupMethods(t *testing.T) {
 	t.Parallel()
 	model := startModel(t, scripted.Rule{Match: "hello", Steps: []scripted.Step{{Text: "Hi."}}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	tid, cwd := c.startThread("never")
 	skill := filepath.Join(cwd, ".apserver", "skills", "deploy")
 	os.MkdirAll(skill, 0o755)
@@ -71,7 +71,7 @@ func TestTitleThreadToolsOff(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{{Name: "exec_command", Arguments: `{"cmd":"touch title-marker","sandbox_permissions":"require_escalated","justification":"x"}`}}},
 		{Text: `{"title":"A title"}`},
 	}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	cwd := t.TempDir()
 	cfg := map[string]any{"features.shell_tool": false, "tools.update_plan.enabled": false,
 		"tools.experimental_request_user_input.enabled": false, "default_permissions": ":read-only"}
@@ -109,7 +109,7 @@ func TestTitleThreadToolsOff(t *testing.T) {
 // root.
 func TestFuzzyFileSearch(t *testing.T) {
 	t.Parallel()
-	c := newClient(t, nil, options{})
+	c := newClient(t, nil, options{inProcess: true})
 	root := t.TempDir()
 	for _, p := range []string{"src/server/listen.go", "src/server/conn.go", "docs/listening.md", ".git/listen.go", "README.md"} {
 		os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)

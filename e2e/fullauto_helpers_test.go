@@ -15,6 +15,8 @@ type faOptions struct {
 	config  string // TOML for the user config file
 	args    []string
 	env     []string // extra environment (KEY=VALUE), overriding the harness's
+	// inProcess runs apserver in the test binary (options.inProcess).
+	inProcess bool
 }
 
 // newFAClient spawns apserver with a user config file holding o.config
@@ -26,7 +28,7 @@ func newFAClient(t *testing.T, model *scripted.Server, o faOptions) *client {
 		t.Fatal(err)
 	}
 	args := append([]string{"--config", cfg}, o.args...)
-	c := newClient(t, model, options{dataDir: o.dataDir, args: args, env: o.env})
+	c := newClient(t, model, options{dataDir: o.dataDir, args: args, env: o.env, inProcess: o.inProcess})
 	t.Cleanup(func() {
 		// With APSERVER_E2E_RACE the binary reports data races on stderr.
 		if strings.Contains(c.stderr.String(), "DATA RACE") {

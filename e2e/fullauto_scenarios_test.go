@@ -106,7 +106,7 @@ func runScenario(t *testing.T, path string) {
 	}
 	t.Cleanup(model.Close)
 	dataDir := t.TempDir()
-	c := newFAClient(t, model, faOptions{dataDir: dataDir, config: cfg})
+	c := newFAClient(t, model, faOptions{dataDir: dataDir, config: cfg, inProcess: true})
 	threadParams["cwd"] = cwd
 	r := c.call("thread/start", threadParams)
 	threadID := r.str("thread.id")

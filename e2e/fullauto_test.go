@@ -213,7 +213,7 @@ func TestFullAutoPauseResumeStop(t *testing.T) {
 	}
 	rules = append(rules, scripted.Rule{Match: "S-control", Steps: []scripted.Step{{Text: "Step 1 done; more to do.", TTFT: 100 * time.Millisecond}}})
 	model := startModel(t, rules...)
-	c := newFAClient(t, model, faOptions{})
+	c := newFAClient(t, model, faOptions{inProcess: true})
 	threadID, _ := c.startThread("never")
 
 	checkErr(t, "fullAuto/pause without a run", c.request("fullAuto/pause", map[string]any{"threadId": threadID}), -32600, "no full-auto run")
@@ -241,12 +241,14 @@ func TestFullAutoPauseResumeStop(t *testing.T) {
 	if att.str("items.0.kind") != "paused" || att.str("items.0.threadId") != threadID {
 		t.Errorf("attention after pause = %s", att.Raw)
 	}
-	// No new turn starts while paused (the running one may finish).
-	time.Sleep(400 * time.Millisecond)
-	n := len(c.find("turn/started", nil))
-	time.Sleep(300 * time.Millisecond)
-	if n2 := len(c.find("turn/started", nil)); n2 != n {
-		t.Errorf("turns started while paused: %d → %d", n, n2)
+	// No new turn starts while paused. The turn running at the pause may
+	// finish (a paused run decides nothing on it); then the thread is done.
+	if tid := c.turnRunningAt(p); tid != "" {
+		c.turnDone(tid)
+	}
+	c.sync(threadID)
+	if got := c.after(p, "turn/started", nil); len(got) != 0 {
+		t.Errorf("%d turns started while paused: %v", len(got), got)
 	}
 	st := c.call("fullAuto/status", map[string]any{"threadId": threadID})
 	if st.str("runs.0.state") != "paused" || st.get("attention.count") != 1.0 {
@@ -276,8 +278,12 @@ func TestFullAutoPauseResumeStop(t *testing.T) {
 	}
 	checkErr(t, "resume a stopped run", c.request("fullAuto/resume", map[string]any{"threadId": threadID}), -32600, "stopped")
 	// The interrupted turn ended the run: nothing more starts.
-	if got := c.quiet(300*time.Millisecond, "turn/started", nil); len(got) != 0 {
-		t.Errorf("a turn started after the stop")
+	if tid := c.turnRunningAt(stop); tid != "" {
+		c.turnDone(tid)
+	}
+	c.sync(threadID)
+	if got := c.after(stop, "turn/started", nil); len(got) != 0 {
+		t.Errorf("a turn started after the stop: %v", got)
 	}
 }
 
@@ -299,7 +305,7 @@ func TestGoals(t *testing.T) {
 		{Text: "Chapter 1 written; more to come.", Usage: &scripted.Usage{Input: 300, Cached: 100, Output: 20}},
 	}})
 	model := startModel(t, rules...)
-	c := newFAClient(t, model, faOptions{})
+	c := newFAClient(t, model, faOptions{inProcess: true})
 	threadID, _ := c.startThread("never")
 
 	if g := c.call("thread/goal/get", map[string]any{"threadId": threadID}); g.get("goal") != nil {
@@ -453,7 +459,8 @@ func TestFullAutoRestartMidTurn(t *testing.T) {
 				if a := c2.waitFor("attention", nil); a.str("items.0.kind") != "paused" {
 					t.Errorf("attention after the restart = %s", a.Raw)
 				}
-				if got := c2.quiet(200*time.Millisecond, "turn/started", nil); len(got) != 0 {
+				c2.sync(threadID)
+				if got := c2.find("turn/started", nil); len(got) != 0 {
 					t.Fatalf("a paused run started a turn")
 				}
 				c2.call("thread/resume", map[string]any{"threadId": threadID})

@@ -1,17 +1,21 @@
-// Package e2e drives the real apserver binary over stdio, as an editor
-// would, against the scripted model server. Every line the server writes is
+// Package e2e drives apserver as an editor would, against the scripted
+// model server: in this process (internal/editor/inprocess, under
+// coverage) where no process boundary is under test, else the real binary
+// over stdio (framing, kill -9, EOF and exit codes, exec, listeners, the
+// Codex TUI and SDK). Every line the server writes is
 // validated against Codex's JSON Schema and apserver's own for its
 // extensions (internal/wirecheck, protocol/codex, protocol/apserver).
 package e2e
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,8 +27,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/internal/editor"
+	"github.com/apserver/apserver/internal/editor/inprocess"
 	"github.com/apserver/apserver/internal/wirecheck"
 	"github.com/apserver/apserver/model/scripted"
+	"github.com/apserver/apserver/session"
 )
 
 // Timeouts are generous: a healthy server answers in milliseconds, and a
@@ -232,12 +240,19 @@ type options struct {
 	args    []string // extra flags
 	env     []string // extra environment (KEY=VALUE), overriding the harness's
 	dir     string   // the process's working directory; a fresh temp dir when empty
+	// inProcess runs apserver in the test binary (internal/editor/inprocess)
+	// instead of spawning it: for tests that need no process boundary, and
+	// so under coverage. args may then hold only --config, --on-eof and
+	// --no-coalesce, and env must be empty: its commands run with the
+	// test's environment. APSERVER_E2E_BINARY=1 runs these on the binary.
+	inProcess bool
 }
 
 // client is a fake editor speaking to one apserver process.
 type client struct {
 	t       *testing.T
-	cmd     *exec.Cmd
+	cmd     *exec.Cmd         // nil in process
+	inproc  *inprocess.Server // nil for a spawned process
 	stdin   io.WriteCloser
 	stderr  *syncBuffer
 	tr      *wirecheck.Transcript
@@ -248,19 +263,18 @@ type client struct {
 	// whole point is a long run under load).
 	wait time.Duration
 
-	writeMu sync.Mutex // serialises writes and their transcript entries
+	// ed speaks the protocol (internal/editor): it writes, reads, checks
+	// every line with tr, and hands each message to record.
+	ed *editor.Editor
 
-	mu        sync.Mutex
-	nextID    int64
-	reqMethod map[string]string // id key → method, for labelling responses
-	msgs      []*message        // every server line, in order
-	changed   chan struct{}     // closed and replaced when msgs grows
-	readDone  chan struct{}     // closed when stdout hits EOF
-	exited    chan struct{}     // closed when the process has been reaped
-	exitErr   error
-	killed    bool
-	noReply   map[string]bool // client request ids (JSON) allowed to stay unanswered
-	sentAt    map[string]int  // client request id (JSON) → len(msgs) when last sent
+	mu       sync.Mutex
+	msgs     []*message      // every server line, in order
+	changed  chan struct{}   // closed and replaced when msgs grows
+	readDone <-chan struct{} // closed when the output has ended and is recorded
+	exited   chan struct{}   // closed when the process has been reaped
+	exitErr  error
+	killed   bool
+	noReply  map[string]bool // client request ids (JSON) allowed to stay unanswered
 }
 
 // newClient spawns apserver against model and initializes the connection.
@@ -285,6 +299,9 @@ func spawn(t *testing.T, model *scripted.Server, opts options) *client {
 	if err := os.WriteFile(cfgFile, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if opts.inProcess && os.Getenv("APSERVER_E2E_BINARY") == "" {
+		return startInProcess(t, model, opts, home, cfgFile)
+	}
 	args := []string{"--data-dir", opts.dataDir, "--config", cfgFile, "--wire", opts.wire, "--model", "scripted-model"}
 	args = append(args, opts.args...)
 	cmd := exec.Command(binPath, args...)
@@ -303,25 +320,15 @@ func spawn(t *testing.T, model *scripted.Server, opts options) *client {
 		t.Fatal(err)
 	}
 	cmd.Stdout = pw
-	c := &client{
-		t: t, cmd: cmd, stdin: stdin, stderr: &syncBuffer{},
-		dataDir: opts.dataDir, model: model,
-		tr:        validator.NewTranscript(),
-		reqMethod: map[string]string{},
-		noReply:   map[string]bool{},
-		sentAt:    map[string]int{},
-		changed:   make(chan struct{}),
-		readDone:  make(chan struct{}),
-		exited:    make(chan struct{}),
-	}
-	c.tr.RequireEmittedAtMs = true
+	c := newClientState(t, model, opts)
+	c.cmd, c.stdin = cmd, stdin
 	cmd.Stderr = c.stderr
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting apserver: %v", err)
 	}
 	pw.Close()
-	go c.readLoop(pr)
+	c.connect(stdin, pr)
 	go func() {
 		err := cmd.Wait()
 		c.mu.Lock()
@@ -344,90 +351,147 @@ func spawn(t *testing.T, model *scripted.Server, opts options) *client {
 			cmd.Process.Kill()
 			<-c.exited
 		}
-		<-c.readDone
-		c.mu.Lock()
-		killed := c.killed
-		c.mu.Unlock()
-		c.checkInvariants()
-		if !killed {
-			for _, u := range c.tr.Unanswered() {
-				f := strings.Fields(u)
-				if f[0] == "client" && !c.noReply[f[1]] {
-					t.Errorf("apserver never answered request %s", u)
-				}
-			}
-		}
-		if t.Failed() {
-			t.Logf("apserver stderr:\n%s", c.stderr.String())
-		}
+		c.finish()
 	})
 	return c
 }
 
-// readLoop splits stdout into lines, validates and records them.
-func (c *client) readLoop(r io.ReadCloser) {
-	defer close(c.readDone)
-	defer r.Close()
-	br := bufio.NewReaderSize(r, 1<<20)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			c.handleLine(line)
+// newClientState is a client not yet connected.
+func newClientState(t *testing.T, model *scripted.Server, opts options) *client {
+	c := &client{
+		t: t, stderr: &syncBuffer{},
+		dataDir: opts.dataDir, model: model,
+		tr:      validator.NewTranscript(),
+		noReply: map[string]bool{},
+		changed: make(chan struct{}),
+		exited:  make(chan struct{}),
+	}
+	c.tr.RequireEmittedAtMs = true
+	return c
+}
+
+// startInProcess runs apserver in this process, configured as spawn would
+// configure the binary: the same config file, environment and flags.
+func startInProcess(t *testing.T, model *scripted.Server, opts options, home, cfgFile string) *client {
+	t.Helper()
+	c := newClientState(t, model, opts)
+	var onEOF session.EOFMode
+	noCoalesce := false
+	for i := 0; i < len(opts.args); i++ {
+		switch a := opts.args[i]; {
+		case a == "--no-coalesce":
+			noCoalesce = true
+		case a == "--config" && i+1 < len(opts.args):
+			i++
+			cfgFile = opts.args[i]
+		case a == "--on-eof" && i+1 < len(opts.args):
+			i++
+			m, err := session.ParseEOFMode(opts.args[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			onEOF = m
+		default:
+			t.Fatalf("in process: flag %q needs the binary", a)
 		}
-		if err != nil {
-			return
+	}
+	if len(opts.env) > 0 {
+		// The commands of an in-process server run with the test's own
+		// environment, which opts.env cannot change.
+		t.Fatalf("in process: env %q needs the binary", opts.env)
+	}
+	env := map[string]string{"APSERVER_MODEL": "scripted-model"}
+	for _, kv := range serverEnv(t, home, model) {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	dir := home
+	if opts.dir != "" {
+		dir = opts.dir
+	}
+	modelName := "scripted-model"
+	cfg, err := config.Load(config.LoadOptions{UserFile: cfgFile, Workspace: dir, Getenv: func(k string) string { return env[k] },
+		Overrides: config.Overrides{Model: &modelName, Wire: &opts.wire, DataDir: &opts.dataDir}})
+	if err != nil {
+		t.Fatalf("in process: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	log := slog.New(slog.NewTextHandler(c.stderr, nil))
+	c.inproc = inprocess.Start(ctx, inprocess.Options{Config: cfg, Logger: log, OnEOF: onEOF, Version: "e2e", NoCoalesce: noCoalesce, Cwd: dir,
+		ConfigSources: session.ConfigSources{UserFile: cfgFile, WorkspaceFile: filepath.Join(dir, ".apserver", "config.toml"),
+			Flags: map[string]any{"model": modelName}}})
+	c.stdin = c.inproc.Input()
+	c.connect(c.stdin, c.inproc.Output())
+	go func() {
+		err := c.inproc.Err()
+		c.mu.Lock()
+		c.exitErr = err
+		c.mu.Unlock()
+		close(c.exited)
+	}()
+	t.Cleanup(func() {
+		c.stdin.Close()
+		select {
+		case <-c.exited:
+		case <-time.After(exitTimeout):
+			c.t.Errorf("apserver did not stop within %v of its input closing", exitTimeout)
+			cancel()
+			<-c.exited
 		}
+		cancel()
+		c.finish()
+	})
+	return c
+}
+
+// finish checks, once the server has stopped, what must hold of the whole
+// conversation.
+func (c *client) finish() {
+	t := c.t
+	<-c.readDone
+	c.mu.Lock()
+	killed := c.killed
+	c.mu.Unlock()
+	c.checkInvariants()
+	if !killed {
+		for _, u := range c.tr.Unanswered() {
+			f := strings.Fields(u)
+			if f[0] == "client" && !c.noReply[f[1]] {
+				t.Errorf("apserver never answered request %s", u)
+			}
+		}
+	}
+	if t.Failed() {
+		t.Logf("apserver stderr:\n%s", c.stderr.String())
 	}
 }
 
-func (c *client) handleLine(line []byte) {
-	line = bytes.TrimSuffix(line, []byte("\n"))
-	var env struct {
-		ID          json.RawMessage `json:"id"`
-		Method      string          `json:"method"`
-		Params      json.RawMessage `json:"params"`
-		Result      json.RawMessage `json:"result"`
-		Error       *rpcError       `json:"error"`
-		JSONRPC     *string         `json:"jsonrpc"`
-		EmittedAtMs *int64          `json:"emittedAtMs"`
-	}
-	if err := json.Unmarshal(line, &env); err != nil {
-		c.t.Errorf("server wrote a line that is not a JSON object: %v\n%s", err, line)
+// connect starts the fake editor on the server's input and output.
+func (c *client) connect(w io.Writer, r io.Reader) {
+	c.ed = editor.New(w, r, editor.Options{Check: c.tr, Problem: c.problem, OnMessage: c.record})
+	c.readDone = c.ed.Done()
+}
+
+// problem reports what is wrong with the server's output; an answer of the
+// test's own outside the schema is the point of the test, not an error.
+func (c *client) problem(err error) {
+	if errors.Is(err, editor.ErrAnswerOutsideSchema) {
+		c.t.Logf("client answer outside the schema (intended): %v", err)
 		return
 	}
-	if env.JSONRPC != nil {
-		c.t.Errorf("server message carries a \"jsonrpc\" field (protocol/codex/CORE.md §2: omit it):\n%s", line)
-	}
-	nullID := string(env.ID) == "null"
-	if nullID && env.Method == "" {
-		// An error for a request whose id could not be read: wirecheck has no
-		// pending request to match it to, so check the shape here.
-		if env.Error == nil || env.Result != nil {
-			c.t.Errorf("response with a null id must be an error:\n%s", line)
-		}
-	} else if err := c.tr.Server(line); err != nil {
-		c.t.Errorf("wirecheck: %v\n%s", err, line)
-	}
-	m := &message{Raw: string(line), Method: env.Method, Params: env.Params, Result: env.Result, Error: env.Error}
-	if len(env.ID) > 0 {
-		m.ID = env.ID
-	}
-	body := env.Params
-	if m.isResponse() {
-		body = env.Result
-	}
-	if len(body) > 0 {
-		if err := json.Unmarshal(body, &m.params); err != nil {
-			c.t.Errorf("decoding %s: %v", line, err)
-		}
+	c.t.Error(err)
+}
+
+// record keeps the editor's message m as the test's, at the same Seq.
+func (c *client) record(m *editor.Message) {
+	msg := &message{Seq: m.Seq, Raw: m.Raw, ID: m.ID, Method: m.Method, Params: m.Params, Result: m.Result,
+		ReqMethod: m.ReqMethod, params: m.Value()}
+	if m.Error != nil {
+		msg.Error = (*rpcError)(m.Error)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if m.isResponse() {
-		m.ReqMethod = c.reqMethod[string(m.ID)]
-	}
-	m.Seq = len(c.msgs)
-	c.msgs = append(c.msgs, m)
+	c.msgs = append(c.msgs, msg)
 	close(c.changed)
 	c.changed = make(chan struct{})
 }
@@ -436,11 +500,8 @@ func (c *client) handleLine(line []byte) {
 // transcript as a client message.
 func (c *client) write(line string) {
 	c.t.Helper()
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	c.tr.Client([]byte(line))
-	if _, err := io.WriteString(c.stdin, line+"\n"); err != nil {
-		c.t.Fatalf("writing to apserver: %v\nstderr:\n%s", err, c.stderr.String())
+	if err := c.ed.Write([]byte(line)); err != nil {
+		c.t.Fatalf("%v\nstderr:\n%s", err, c.stderr.String())
 	}
 }
 
@@ -448,45 +509,41 @@ func (c *client) write(line string) {
 // the id's JSON form.
 func (c *client) sendWithID(id any, method string, params any) string {
 	c.t.Helper()
-	req := map[string]any{"id": id, "method": method}
-	if params != nil {
-		req["params"] = params
-	}
-	b, err := json.Marshal(req)
+	idJSON, err := c.ed.SendWithID(id, method, params)
 	if err != nil {
-		c.t.Fatal(err)
+		c.t.Fatalf("%v\nstderr:\n%s", err, c.stderr.String())
 	}
-	idJSON, _ := json.Marshal(id)
-	c.mu.Lock()
-	c.reqMethod[string(idJSON)] = method
-	c.sentAt[string(idJSON)] = len(c.msgs)
-	c.mu.Unlock()
-	c.write(string(b))
-	return string(idJSON)
+	return idJSON
 }
 
 // send sends a request with the next integer id and returns that id's JSON
 // form, for response.
 func (c *client) send(method string, params any) string {
 	c.t.Helper()
-	c.mu.Lock()
-	c.nextID++
-	id := c.nextID
-	c.mu.Unlock()
-	return c.sendWithID(id, method, params)
+	id, err := c.ed.Send(method, params)
+	if err != nil {
+		c.t.Fatalf("%v\nstderr:\n%s", err, c.stderr.String())
+	}
+	return id
 }
+
+// expect notes a request written raw (write) with id (its JSON form), for
+// response.
+func (c *client) expect(id, method string) { c.ed.Sent(id, method) }
 
 // response waits for the response with id (in its JSON form) to the
 // latest request sent with that id.
 func (c *client) response(id string) *message {
 	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), c.limit())
+	defer cancel()
+	m, err := c.ed.Response(ctx, id)
+	if err != nil {
+		c.t.Fatalf("waiting for the response %s: %v\n%s", id, err, c.dump(0))
+	}
 	c.mu.Lock()
-	from := c.sentAt[id]
-	c.mu.Unlock()
-	m := c.waitMsg("response "+id, from, func(m *message) bool {
-		return m.isResponse() && string(m.ID) == id
-	})
-	return m
+	defer c.mu.Unlock()
+	return c.msgs[m.Seq]
 }
 
 // request sends a request and waits for its response (result or error).
@@ -539,39 +596,32 @@ func (c *client) notify(method string, params any) {
 // answer replies to a server request with a result.
 func (c *client) answer(req *message, result any) {
 	c.t.Helper()
-	b, _ := json.Marshal(map[string]any{"id": req.ID, "result": result})
-	c.writeAnswer(b)
+	if err := c.ed.Answer(&editor.Message{ID: req.ID, Method: req.Method}, result); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 // answerError replies to a server request with a JSON-RPC error.
 func (c *client) answerError(req *message, code int, msg string) {
 	c.t.Helper()
-	b, _ := json.Marshal(map[string]any{"id": req.ID, "error": map[string]any{"code": code, "message": msg}})
-	c.writeAnswer(b)
+	if err := c.ed.AnswerError(&editor.Message{ID: req.ID, Method: req.Method}, code, msg); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
-func (c *client) writeAnswer(b []byte) {
-	c.t.Helper()
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	if err := c.tr.ClientAnswer(b); err != nil {
-		// A deliberately bad answer (e.g. a bogus decision) fails the
-		// schema; that is the point of the test, not a harness error.
-		c.t.Logf("client answer outside the schema (intended): %v", err)
+// limit is how long a wait of this client's lasts.
+func (c *client) limit() time.Duration {
+	if c.wait > 0 {
+		return c.wait
 	}
-	if _, err := c.stdin.Write(append(b, '\n')); err != nil {
-		c.t.Fatalf("writing to apserver: %v", err)
-	}
+	return waitTimeout
 }
 
 // waitMsg waits for the first message at or after position from that
 // satisfies pred.
 func (c *client) waitMsg(what string, from int, pred func(*message) bool) *message {
 	c.t.Helper()
-	limit := waitTimeout
-	if c.wait > 0 {
-		limit = c.wait
-	}
+	limit := c.limit()
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
 	for {
@@ -663,6 +713,43 @@ func (c *client) labelsBetween(a, b *message) []string {
 	return out
 }
 
+// sync returns once apserver has handled everything it had for threadID
+// before this call. policy/explain with a threadId is answered on the
+// thread's goroutine, after what was queued there (requests, answers, the
+// steps of a turn), and apserver writes replies and notifications in the
+// order it makes them: what the thread did before is in the log when sync
+// returns. Tests count what must not have happened after a sync, not
+// after a quiet spell.
+func (c *client) sync(threadID string) *message {
+	c.t.Helper()
+	return c.call("policy/explain", map[string]any{"threadId": threadID, "command": "true"})
+}
+
+// after returns the messages with method after m that satisfy pred (nil: any).
+func (c *client) after(m *message, method string, pred func(*message) bool) []*message {
+	return c.find(method, func(x *message) bool { return x.Seq > m.Seq && (pred == nil || pred(x)) })
+}
+
+// turnRunningAt returns the id of the turn that had started and not
+// completed when m arrived, or "".
+func (c *client) turnRunningAt(m *message) string {
+	running := ""
+	for _, x := range c.snapshot() {
+		if x.Seq >= m.Seq {
+			break
+		}
+		switch x.Method {
+		case "turn/started":
+			running = x.str("turn.id")
+		case "turn/completed":
+			if x.str("turn.id") == running {
+				running = ""
+			}
+		}
+	}
+	return running
+}
+
 // quiet waits d and reports the messages that arrived meanwhile with method.
 func (c *client) quiet(d time.Duration, method string, pred func(*message) bool) []*message {
 	n := len(c.snapshot())
@@ -716,6 +803,9 @@ func (c *client) close() error {
 // kill sends SIGKILL and waits for the process to be reaped.
 func (c *client) kill() {
 	c.t.Helper()
+	if c.cmd == nil {
+		c.t.Fatal("kill needs a process: this client runs in process")
+	}
 	c.mu.Lock()
 	c.killed = true
 	c.mu.Unlock()

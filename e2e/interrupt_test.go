@@ -5,10 +5,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/apserver/apserver/model/scripted"
 )
@@ -31,7 +32,7 @@ func TestInterruptStreaming(t *testing.T) {
 		scripted.Rule{Match: "second", Steps: []scripted.Step{{Text: "ok second"}}},
 		scripted.Rule{Match: "stream", Steps: []scripted.Step{{Deltas: 500, DeltaText: "tok ", InterDelta: 20 * time.Millisecond}}},
 	)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	threadID, _ := c.startThread("never")
 	_, turnID := c.startTurn(threadID, "please stream a lot")
 
@@ -51,7 +52,8 @@ func TestInterruptStreaming(t *testing.T) {
 	if items, ok := done.get("turn.items").([]any); !ok || len(items) != 0 {
 		t.Errorf("interrupted turn/completed items = %v, want [] (protocol/codex/CORE.md §6)", done.get("turn.items"))
 	}
-	if late := c.quiet(300*time.Millisecond, "item/agentMessage/delta", forTurn(turnID)); len(late) > 0 {
+	c.sync(threadID)
+	if late := c.after(done, "item/agentMessage/delta", forTurn(turnID)); len(late) > 0 {
 		t.Errorf("%d agentMessage deltas after the interrupt completed", len(late))
 	}
 	if got := c.find("item/completed", itemOfType(turnID, "agentMessage")); len(got) != 0 {
@@ -76,7 +78,7 @@ func TestInterruptCommand(t *testing.T) {
 	model := startModel(t, scripted.Rule{Match: "sleep", Steps: []scripted.Step{
 		{ToolCalls: []scripted.ToolCall{{Command: "exec -a " + mark + " sleep 30"}}},
 	}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	threadID, _ := c.startThread("never")
 	_, turnID := c.startTurn(threadID, "please sleep")
 	item := c.waitFor("item/started", itemOfType(turnID, "commandExecution"))
@@ -92,13 +94,7 @@ func TestInterruptCommand(t *testing.T) {
 	if got := done.str("turn.status"); got != "interrupted" {
 		t.Errorf("turn status = %q, want interrupted", got)
 	}
-	for !time.Now().After(begin.Add(3 * time.Second)) {
-		if !alive(pid) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if alive(pid) {
+	if !exited(t, pid, time.Until(begin.Add(3*time.Second))) {
 		t.Errorf("sleep (pid %d) still alive 3s after the interrupt", pid)
 	}
 	if got := c.find("item/completed", func(m *message) bool { return m.str("item.id") == item.str("item.id") }); len(got) != 0 {
@@ -106,19 +102,31 @@ func TestInterruptCommand(t *testing.T) {
 	}
 }
 
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// "pid (comm) S ...": the state follows the last ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
+// exited waits up to d for pid to end and reports whether it did. It
+// waits on a pidfd, which is readable once the process has exited (a
+// zombie has); a pid already gone has ended.
+func exited(t *testing.T, pid int, d time.Duration) bool {
+	t.Helper()
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ESRCH) {
 		return true
 	}
-	return s[i+2] != 'Z' && s[i+2] != 'X'
+	if err != nil {
+		t.Fatalf("pidfd_open(%d): %v", pid, err)
+	}
+	defer unix.Close(fd)
+	deadline := time.Now().Add(d)
+	for {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, int(max(0, time.Until(deadline).Milliseconds())))
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			t.Fatalf("poll on the pidfd of %d: %v", pid, err)
+		}
+		return n > 0
+	}
 }
 
 // TestInterruptApproval interrupts a turn waiting on an approval: the
@@ -129,7 +137,7 @@ func TestInterruptApproval(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{{Command: "echo hi > waited.txt"}}},
 		{Text: "should not be reached"},
 	}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	threadID, cwd := c.startThread("untrusted")
 	_, turnID := c.startTurn(threadID, "please write")
 	req := c.waitFor("item/commandExecution/requestApproval", nil)
@@ -146,7 +154,7 @@ func TestInterruptApproval(t *testing.T) {
 	if resolved.get("requestId") != float64(0) || string(req.ID) != "0" {
 		t.Errorf("resolved requestId %v for request id %s, want 0", resolved.get("requestId"), req.ID)
 	}
-	time.Sleep(200 * time.Millisecond)
+	c.sync(threadID)
 	if n := len(c.find("serverRequest/resolved", nil)); n != 1 {
 		t.Errorf("serverRequest/resolved = %d, want 1", n)
 	}
@@ -157,10 +165,10 @@ func TestInterruptApproval(t *testing.T) {
 		t.Errorf("model requests = %d, want 1", n)
 	}
 
-	// A late answer to the cleaned-up request changes nothing.
+	// A late answer to the cleaned-up request changes nothing. apserver
+	// reads it before the sync.
 	c.answer(req, map[string]any{"decision": "accept"})
-	c.call("thread/list", map[string]any{})
-	time.Sleep(200 * time.Millisecond)
+	c.sync(threadID)
 	if _, err := os.Stat(filepath.Join(cwd, "waited.txt")); err == nil {
 		t.Errorf("waited.txt was written after a late accept of an interrupted turn's request")
 	}
@@ -176,7 +184,7 @@ func TestInterruptApproval(t *testing.T) {
 func TestInterruptIdle(t *testing.T) {
 	t.Parallel()
 	model := startModel(t)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	threadID, _ := c.startThread("never")
 	c.callErr("turn/interrupt", map[string]any{"threadId": threadID, "turnId": "no-such-turn"}, -32600, "no active turn to interrupt")
 }
@@ -188,7 +196,7 @@ func TestSteer(t *testing.T) {
 		scripted.Rule{Match: "wrap up", Steps: []scripted.Step{{Text: "Wrapped up."}}},
 		scripted.Rule{Match: "long story", Steps: []scripted.Step{{Deltas: 10, DeltaText: "story ", StallAfter: 3}}},
 	)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	threadID, _ := c.startThread("never")
 	_, turnID := c.startTurn(threadID, "tell me a long story")
 	c.waitFor("item/agentMessage/delta", forTurn(turnID))
@@ -236,7 +244,7 @@ func TestTurnStartWhileBusy(t *testing.T) {
 		scripted.Rule{Match: "wrap up", Steps: []scripted.Step{{Text: "Wrapped up."}}},
 		scripted.Rule{Match: "long story", Steps: []scripted.Step{{Deltas: 10, DeltaText: "story ", StallAfter: 3}}},
 	)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	threadID, _ := c.startThread("never")
 	_, turnID := c.startTurn(threadID, "tell me a long story")
 	c.waitFor("item/agentMessage/delta", forTurn(turnID))
@@ -252,7 +260,7 @@ func TestTurnStartWhileBusy(t *testing.T) {
 	c.waitFor("item/completed", func(m *message) bool {
 		return itemOfType(turnID, "userMessage")(m) && m.str("item.content.0.text") == "please wrap up"
 	})
-	time.Sleep(100 * time.Millisecond)
+	c.sync(threadID)
 	if n := len(c.find("turn/started", nil)); n != 1 {
 		t.Errorf("turn/started sent %d times, want 1", n)
 	}
@@ -265,7 +273,7 @@ func TestTurnStartWhileBusy(t *testing.T) {
 func TestSteerIdle(t *testing.T) {
 	t.Parallel()
 	model := startModel(t)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	threadID, _ := c.startThread("never")
 	c.callErr("turn/steer", map[string]any{"threadId": threadID, "expectedTurnId": "t", "input": textInput("x")},
 		-32600, "no active turn to steer")
@@ -282,7 +290,7 @@ func TestSteerDuringCommand(t *testing.T) {
 			{Text: "not this one"},
 		}},
 	)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	threadID, _ := c.startThread("never")
 	_, turnID := c.startTurn(threadID, "run the slow command")
 	c.waitFor("item/started", itemOfType(turnID, "commandExecution"))
@@ -346,10 +354,7 @@ func TestStdinCloseMidTurn(t *testing.T) {
 	if d := time.Since(begin); d > 5*time.Second {
 		t.Errorf("exit took %v after stdin EOF, want a prompt exit", d)
 	}
-	for alive(pid) && time.Since(begin) < 3*time.Second {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if alive(pid) {
+	if !exited(t, pid, time.Until(begin.Add(3*time.Second))) {
 		t.Errorf("the turn's command (pid %d) outlived the server", pid)
 	}
 }

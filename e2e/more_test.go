@@ -26,7 +26,7 @@ func TestConcurrentThreads(t *testing.T) {
 		}})
 	}
 	model := startModel(t, rules...)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	threads := make([]string, n)
 	turns := make([]string, n)
 	for i := range n {
@@ -63,7 +63,7 @@ func TestTurnOverridesPersist(t *testing.T) {
 		{Text: "done writing"},
 	}})
 	dataDir := t.TempDir()
-	c := newClient(t, model, options{dataDir: dataDir})
+	c := newClient(t, model, options{dataDir: dataDir, inProcess: true})
 	threadID, _ := c.startThread("never")
 
 	// Turn 1 overrides the policy to untrusted: it asks.
@@ -82,7 +82,7 @@ func TestTurnOverridesPersist(t *testing.T) {
 		t.Errorf("exit: %v", err)
 	}
 
-	c2 := newClient(t, model, options{dataDir: dataDir})
+	c2 := newClient(t, model, options{dataDir: dataDir, inProcess: true})
 	res := c2.call("thread/resume", map[string]any{"threadId": threadID})
 	if got := res.get("approvalPolicy"); got != "untrusted" {
 		t.Errorf("thread/resume approvalPolicy = %v, want the persisted turn override untrusted", got)
@@ -98,7 +98,7 @@ func TestTurnOverridesPersist(t *testing.T) {
 func TestEphemeralThread(t *testing.T) {
 	t.Parallel()
 	model := startModel(t)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	r := c.call("thread/start", map[string]any{"cwd": t.TempDir(), "approvalPolicy": "never", "ephemeral": true})
 	id := r.str("thread.id")
 	if r.get("thread.ephemeral") != true || r.get("thread.path") != nil {

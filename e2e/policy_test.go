@@ -14,7 +14,7 @@ import (
 // and paths, in a thread's context, including a workspace rules file.
 func TestPolicyExplain(t *testing.T) {
 	t.Parallel()
-	c := newClient(t, nil, options{})
+	c := newClient(t, nil, options{inProcess: true})
 	cwd := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(cwd, ".apserver"), 0o755); err != nil {
 		t.Fatal(err)
@@ -85,7 +85,7 @@ func TestSandboxedCommands(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{{Command: "git push origin main"}}},
 		{Text: "done"},
 	}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	// Not under /tmp: workspace-write lets commands write /tmp (as Codex
 	// does), which would hide an escape to the workspace's parent.
 	base, err := os.MkdirTemp("/var/tmp", "apserver-e2e-")
@@ -124,7 +124,7 @@ func TestSandboxedCommands(t *testing.T) {
 // ids are unique per connection; fs/unwatch stops the events.
 func TestFsWatch(t *testing.T) {
 	t.Parallel()
-	c := newClient(t, nil, options{})
+	c := newClient(t, nil, options{inProcess: true})
 	dir := t.TempDir()
 	r := c.call("fs/watch", map[string]any{"watchId": "w1", "path": dir})
 	canon, _ := filepath.EvalSymlinks(dir)

@@ -126,10 +126,7 @@ func TestBadInput(t *testing.T) {
 	alive("missing input")
 
 	// A request carrying "jsonrpc":"2.0" is served.
-	c.mu.Lock()
-	c.reqMethod["9001"] = "thread/list"
-	c.sentAt["9001"] = len(c.msgs)
-	c.mu.Unlock()
+	c.expect("9001", "thread/list")
 	c.write(`{"jsonrpc":"2.0","id":9001,"method":"thread/list","params":{}}`)
 	if r := c.response("9001"); r.Error != nil {
 		t.Errorf(`request with "jsonrpc":"2.0" = error %d %q, want a result`, r.Error.Code, r.Error.Message)

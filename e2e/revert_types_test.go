@@ -19,7 +19,7 @@ func TestRevertAfterDirReplacedBySymlink(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{{Command: "rm -rf sub && ln -s ../outside sub && rm f.txt && mkdir -p f.txt/x && echo in > f.txt/x/y"}}},
 		{Text: "swapped"},
 	}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	base := t.TempDir()
 	cwd, outside := filepath.Join(base, "ws"), filepath.Join(base, "outside")
 	for p, s := range map[string]string{

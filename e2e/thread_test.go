@@ -31,7 +31,7 @@ func TestFork(t *testing.T) {
 		scripted.Rule{Match: "remember", Steps: []scripted.Step{{Text: "Noted: pineapple."}}},
 		scripted.Rule{Match: "what was", Steps: []scripted.Step{{Text: "It was pineapple."}}},
 	)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	src, _ := c.startThread("never")
 	_, done := c.runTurn(src, "remember the word pineapple")
 	srcTurn := done.str("turn.id")
@@ -92,7 +92,7 @@ func TestFork(t *testing.T) {
 func TestThreadListPaging(t *testing.T) {
 	t.Parallel()
 	model := startModel(t)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	var want []string
 	for i := range 5 {
 		id, _ := c.startThread("never")
@@ -142,7 +142,7 @@ func TestThreadListPaging(t *testing.T) {
 func TestThreadListFilters(t *testing.T) {
 	t.Parallel()
 	model := startModel(t)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	named, cwdA := c.startThread("never")
 	c.runTurn(named, "first thread message")
 	byMessage, _ := c.startThread("never")
@@ -214,7 +214,7 @@ func TestThreadListFilters(t *testing.T) {
 func TestModelList(t *testing.T) {
 	t.Parallel()
 	model := startModel(t)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	r := c.call("model/list", map[string]any{})
 	data, _ := r.get("data").([]any)
 	found := false

@@ -138,7 +138,7 @@ func TestFileChangeApprovals(t *testing.T) {
 			t.Parallel()
 			for _, wire := range []string{"responses", "chat"} {
 				model := startModel(t, scripted.Rule{Match: "edit the files", Steps: []scripted.Step{patchStep, final}})
-				c := newClient(t, model, options{wire: wire})
+				c := newClient(t, model, options{wire: wire, inProcess: true})
 				cwd := t.TempDir()
 				gitRepo(t, cwd, startFiles)
 				before := treeHash(t, cwd)
@@ -238,7 +238,7 @@ func TestAcceptForSessionSkipsLaterFileApprovals(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{{Name: "apply_patch", Input: p2}}},
 		{Text: "done"},
 	}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	cwd := t.TempDir()
 	gitRepo(t, cwd, startFiles)
 	threadID := c.startThreadIn(cwd, "untrusted")
@@ -264,7 +264,7 @@ func TestMalformedPatchLeavesWorkspace(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{{Name: "apply_patch", Input: garbled}}},
 		{Text: "gave up"},
 	}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	cwd := t.TempDir()
 	gitRepo(t, cwd, startFiles)
 	before := treeHash(t, cwd)
@@ -303,7 +303,7 @@ func TestRevertRestoresPatchAndShellEdits(t *testing.T) {
 		}},
 		scripted.Rule{Match: "second turn", Steps: []scripted.Step{{Text: "nothing to do"}}},
 	)
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	cwd := t.TempDir()
 	gitRepo(t, cwd, startFiles)
 	git(t, cwd, "add", "a.txt") // an index entry the revert must not touch
@@ -376,7 +376,7 @@ func TestOutsideEditRefusesNextPatch(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{{Name: "apply_patch", Input: p}}, TTFT: 400 * time.Millisecond},
 		{Text: "ok"},
 	}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	cwd := t.TempDir()
 	gitRepo(t, cwd, startFiles)
 	threadID := c.startThreadIn(cwd, "never")
@@ -410,7 +410,7 @@ func TestPlanAndQuestion(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{{Name: "request_user_input", Arguments: q}}},
 		{Text: "thanks"},
 	}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	threadID, _ := c.startThread("never")
 	_, turnID := c.startTurn(threadID, "plan and ask")
 	pu := c.waitFor("turn/plan/updated", forTurn(turnID))
@@ -439,7 +439,7 @@ func TestApplyPatchThroughShell(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{{Command: cmd}}},
 		{Text: "ok"},
 	}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	cwd := t.TempDir()
 	gitRepo(t, cwd, startFiles)
 	threadID := c.startThreadIn(cwd, "never")
@@ -464,7 +464,7 @@ func TestReadOnlyNeverRefusesEdits(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{{Name: "write_file", Arguments: `{"path":"new.txt","content":"x\n"}`}}},
 		{Text: "could not"},
 	}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	cwd := t.TempDir()
 	r := c.call("thread/start", map[string]any{"cwd": cwd, "approvalPolicy": "never", "sandbox": "read-only"})
 	threadID := r.str("thread.id")
@@ -493,7 +493,7 @@ func TestRevertInFork(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{{Name: "apply_patch", Input: p}}},
 		{Text: "patched"},
 	}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	cwd := t.TempDir()
 	gitRepo(t, cwd, startFiles)
 	before := treeHash(t, cwd)
@@ -523,7 +523,7 @@ func TestRevertEphemeral(t *testing.T) {
 		{ToolCalls: []scripted.ToolCall{{Name: "apply_patch", Input: p}}},
 		{Text: "patched"},
 	}})
-	c := newClient(t, model, options{})
+	c := newClient(t, model, options{inProcess: true})
 	cwd := t.TempDir()
 	gitRepo(t, cwd, startFiles)
 	before := treeHash(t, cwd)

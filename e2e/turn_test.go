@@ -27,7 +27,7 @@ func TestPlainTurn(t *testing.T) {
 			model := startModel(t, scripted.Rule{Match: "say hello", Steps: []scripted.Step{
 				{Reasoning: reasoning, Text: answer},
 			}})
-			c := newClient(t, model, options{wire: wire, args: args})
+			c := newClient(t, model, options{wire: wire, args: args, inProcess: true})
 
 			// thread/start: response, then thread/started with status idle.
 			cwd := t.TempDir()
@@ -205,7 +205,7 @@ func testCommandNever(t *testing.T, wire string) {
 		{Text: "Running it.", ToolCalls: []scripted.ToolCall{{Command: "echo hello-from-tool"}}},
 		{Text: "The command printed hello-from-tool."},
 	}})
-	c := newClient(t, model, options{wire: wire})
+	c := newClient(t, model, options{wire: wire, inProcess: true})
 	threadID, cwd := c.startThread("never")
 	_, turnID := c.startTurn(threadID, "please run echo")
 	done := c.turnDone(turnID)

@@ -25,7 +25,7 @@ id = "other-model"
 		t.Fatal(err)
 	}
 	model := startModel(t, scripted.Rule{Match: "", Steps: []scripted.Step{{Text: "ok"}}})
-	c := newClient(t, model, options{args: []string{"--config", cfg}})
+	c := newClient(t, model, options{args: []string{"--config", cfg}, inProcess: true})
 	cwd := t.TempDir()
 	file := filepath.Join(cwd, "file.txt")
 	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {

@@ -102,6 +102,14 @@ type Resend struct {
 // Interrupt interrupts the running turn.
 type Interrupt struct{}
 
+// Handoff continues the run in a fresh thread: the driver creates it
+// (forked from this one, without its turns), feeds Adopt(Run, handoff) to
+// the new thread's machine, where handoff holds the objective, the plan
+// and the latest compaction summary, then HandedOff(id) back here.
+type Handoff struct {
+	Run Run
+}
+
 // TurnDeadline asks for DeadlineReached(TurnID) after DelayMs, unless the
 // turn ends first: the run's time budget runs out then.
 type TurnDeadline struct {
@@ -110,6 +118,7 @@ type TurnDeadline struct {
 }
 
 func (Notify) effect()         {}
+func (Handoff) effect()        {}
 func (SaveRun) effect()        {}
 func (DeleteRun) effect()      {}
 func (StoreReceipt) effect()   {}

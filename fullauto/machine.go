@@ -2,6 +2,7 @@ package fullauto
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -69,9 +70,9 @@ type Machine struct {
 type turnAcc struct {
 	id, kind string
 	usage    controller.Usage
-	// pressure counts model responses whose input filled the context
-	// window past CompactionThreshold.
-	pressure int
+	// ratio is the context's share of the window after the turn's last
+	// compaction (Compacted).
+	ratio    float64
 	timeouts int
 }
 
@@ -403,11 +404,52 @@ func (m *Machine) DeadlineReached(now int64, turnID string) []Effect {
 	return []Effect{Interrupt{}}
 }
 
-// CompactionThreshold: a model response whose input used this share of
-// the model's context window is where Codex compacts the context. apserver
-// does not compact yet; such a response counts as a compaction for the
-// controller's thrash detection.
-const CompactionThreshold = 0.9
+// Compacted: the turn compacted its context (an automatic compaction or a
+// thread/compact/start turn); ratio is the prompt's share of the model's
+// context window after it (0 when the window is unknown). The turn's
+// summary carries the latest ratio into the decision and its receipt.
+func (m *Machine) Compacted(now int64, turnID string, ratio float64) []Effect {
+	cur := m.cur
+	if cur == nil || cur.id != turnID {
+		return nil
+	}
+	cur.ratio = ratio
+	r := m.run
+	if !r.Active() {
+		return nil
+	}
+	if ratio >= HandoffRatio {
+		r.ContextHigh++
+	} else {
+		r.ContextHigh = 0
+	}
+	m.save()
+	return m.take()
+}
+
+// HandedOff: the driver carried out a Handoff; the run continues in
+// thread id and stops here.
+func (m *Machine) HandedOff(now int64, id string) []Effect {
+	if m.run == nil {
+		return nil
+	}
+	m.setState(now, protocol.FullAutoStopped, fmt.Sprintf("continued in thread %s: compaction left the context above %.0f%% of the window %d times in a row", id, HandoffRatio*100, HandoffAfter), controller.StopHandoff)
+	return m.take()
+}
+
+// Adopt starts, on a fresh thread, the run that thread from handed off:
+// the same objective, strategy, budgets and spending, and a first turn
+// whose hidden input is handoff.
+func (m *Machine) Adopt(now int64, from Run, fromThread, handoff string) []Effect {
+	r := newRun(from.Objective, now)
+	r.Approvals, r.Config, r.Spent = from.Approvals, from.Config, from.Spent
+	r.ApprovalTimeoutMs, r.OnTimeout = from.ApprovalTimeoutMs, from.OnTimeout
+	r.HandedOffFrom = fromThread
+	m.install(now, r)
+	m.announce(now)
+	m.startTurn(TurnInput{Kind: controller.KindNormal, Hidden: handoff})
+	return m.take()
+}
 
 // Price is a model's price per million tokens.
 type Price struct {
@@ -433,9 +475,6 @@ func (m *Machine) ResponseDone(now int64, turnID string, u Response) []Effect {
 	cur.usage.Input += u.Input
 	cur.usage.Cached += u.Cached
 	cur.usage.Output += u.Output
-	if u.ContextWindow > 0 && float64(u.Input) >= CompactionThreshold*float64(u.ContextWindow) {
-		cur.pressure++
-	}
 	r := m.run
 	if !r.Active() {
 		return nil
@@ -450,7 +489,7 @@ func (m *Machine) ResponseDone(now int64, turnID string, u Response) []Effect {
 // TurnEnd is a finished turn as the driver saw it.
 type TurnEnd struct {
 	// Summary is the turn summed up from its items and history; the
-	// machine adds what it counted (kind, usage, pressure, pending
+	// machine adds what it counted (kind, usage, context ratio, pending
 	// requests, timeouts, the review verdict).
 	Summary controller.TurnSummary
 	// EndSnapshot is the id of the checkpoint taken at the turn's end
@@ -490,7 +529,9 @@ func (m *Machine) TurnEnded(now int64, te TurnEnd) []Effect {
 	m.accrue(now)
 	s.Kind = cur.kind
 	s.Usage = cur.usage
-	s.Compactions += cur.pressure
+	if cur.ratio > 0 {
+		s.ContextRatio = cur.ratio
+	}
 	s.PendingApprovals += approvals
 	s.PendingQuestions += questions
 	s.ApprovalTimeouts += cur.timeouts
@@ -575,6 +616,8 @@ type RunContext struct {
 	Goal        bool               `json:"goal,omitempty"`
 	OnTimeout   protocol.OnTimeout `json:"onApprovalTimeout"`
 	TurnRunning bool               `json:"turnRunning,omitempty"`
+	// ContextHigh is Run.ContextHigh when the decision was made.
+	ContextHigh int `json:"contextHigh,omitempty"`
 }
 
 // DecisionInput is the stored input of a decision receipt: the
@@ -592,7 +635,9 @@ type DecisionInput struct {
 //   - a goal's interrupted turn leaves the goal active without a
 //     continuation (OverrideGoalInterrupted);
 //   - a continue or review while a client's turn runs: that turn is the
-//     next one (OverrideTurnStarted).
+//     next one (OverrideTurnStarted);
+//   - a continue after HandoffAfter compactions in a row above
+//     HandoffRatio goes on in a fresh thread (OverrideHandoff).
 func Resolve(d controller.Decision, c RunContext) (action controller.Action, executed bool, override string) {
 	switch {
 	case d.Action == controller.ActStop && d.StopCondition == controller.StopApprovalTimeout && c.OnTimeout != protocol.OnTimeoutStop:
@@ -601,6 +646,8 @@ func Resolve(d controller.Decision, c RunContext) (action controller.Action, exe
 		return controller.ActContinue, false, OverrideGoalInterrupted
 	case c.TurnRunning && (d.Action == controller.ActContinue || d.Action == controller.ActReview):
 		return d.Action, false, OverrideTurnStarted
+	case c.ContextHigh >= HandoffAfter && d.Action == controller.ActContinue:
+		return d.Action, true, OverrideHandoff
 	}
 	return d.Action, true, ""
 }
@@ -609,7 +656,7 @@ func Resolve(d controller.Decision, c RunContext) (action controller.Action, exe
 // out.
 func (m *Machine) execute(now int64, in controller.Input, d controller.Decision) {
 	r := m.run
-	c := RunContext{Goal: r.Goal, OnTimeout: r.OnTimeout, TurnRunning: m.turnID != ""}
+	c := RunContext{Goal: r.Goal, OnTimeout: r.OnTimeout, TurnRunning: m.turnID != "", ContextHigh: r.ContextHigh}
 	action, executed, override := Resolve(d, c)
 	rec := controller.Receipt{
 		ThreadID: m.opts.ThreadID, TurnID: in.Turn.TurnID, Input: in, Output: d,
@@ -662,6 +709,12 @@ func (m *Machine) ReceiptStored(now int64, id string, seq int) []Effect {
 		m.save()
 		m.goalChanged(now, nil)
 		if !a.executed {
+			break
+		}
+		if rec.Override == OverrideHandoff {
+			r.ContextHigh = 0
+			m.save()
+			m.emit(Handoff{Run: *r})
 			break
 		}
 		next := TurnInput{Kind: controller.KindNormal, Hidden: d.NextInput}

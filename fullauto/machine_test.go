@@ -583,17 +583,61 @@ func TestRestore(t *testing.T) {
 	}
 }
 
-// TestCompactionPressure: a response filling the context window past
-// CompactionThreshold counts as a compaction.
-func TestCompactionPressure(t *testing.T) {
+// TestCompactionEvents: only real compactions count (the compaction
+// items the driver sums up), never a response that filled the window; the
+// turn's summary carries the context ratio after its last compaction.
+func TestCompactionEvents(t *testing.T) {
 	d := newDriver(t, Options{}, protocol.FullAutoStartParams{})
 	d.m.TurnStarted(d.now, "t1", "")
 	d.apply(d.m.ResponseDone(d.now, "t1", Response{Input: 950, ContextWindow: 1000}))
-	d.apply(d.m.ResponseDone(d.now, "t1", Response{Input: 800, ContextWindow: 1000}))
-	d.apply(d.m.ResponseDone(d.now, "other", Response{Input: 999, ContextWindow: 1000}))
-	rec := d.end("t1", controller.TurnSummary{Compactions: 1, AgentMessage: "more"})
-	if in := rec.Input.(DecisionInput); in.Turn.Compactions != 2 || in.Turn.Usage.Input != 1750 {
-		t.Errorf("compactions %d, input %d; want 2 (one item, one full window), 1750", in.Turn.Compactions, in.Turn.Usage.Input)
+	d.apply(d.m.Compacted(d.now, "t1", 0.5))
+	d.apply(d.m.Compacted(d.now, "t1", 0.25))
+	d.apply(d.m.Compacted(d.now, "other", 0.99))
+	rec := d.end("t1", controller.TurnSummary{Compactions: 2, AgentMessage: "more"})
+	in := rec.Input.(DecisionInput)
+	if in.Turn.Compactions != 2 || in.Turn.ContextRatio != 0.25 || in.Turn.Usage.Input != 950 {
+		t.Errorf("compactions %d, ratio %v, input %d; want 2, 0.25, 950", in.Turn.Compactions, in.Turn.ContextRatio, in.Turn.Usage.Input)
+	}
+}
+
+// TestHandoff: two compactions in a row that leave the context above
+// HandoffRatio turn the next continue into a handoff to a fresh thread,
+// recorded on the receipt and replayed; one below resets the count. The
+// fresh thread's machine adopts the run with the handoff as hidden input.
+func TestHandoff(t *testing.T) {
+	more := controller.TurnSummary{AgentMessage: "Halfway; more to do.", Steps: []controller.Step{{Tool: "x", Action: "x: 1"}}, Compactions: 1}
+	d := newDriver(t, Options{}, protocol.FullAutoStartParams{})
+	d.m.TurnStarted(d.now, "t1", "")
+	d.apply(d.m.Compacted(d.now, "t1", 0.8))
+	d.apply(d.m.Compacted(d.now, "t1", 0.5)) // freed enough: count reset
+	d.apply(d.m.Compacted(d.now, "t1", 0.8))
+	if rec := d.end("t1", more); rec.Override != "" || len(d.handoffs) != 0 {
+		t.Fatalf("one high compaction: override %q, %d handoffs", rec.Override, len(d.handoffs))
+	}
+	d.starts = nil
+	d.m.TurnStarted(d.now, "t2", "")
+	d.apply(d.m.Compacted(d.now, "t2", 0.8))
+	more.Steps = []controller.Step{{Tool: "x", Action: "x: 2"}}
+	rec := d.end("t2", more)
+	if rec.Override != OverrideHandoff || !rec.Executed || len(d.handoffs) != 1 {
+		t.Fatalf("two high compactions: override %q executed %v, %d handoffs", rec.Override, rec.Executed, len(d.handoffs))
+	}
+	mustReplay(t, rec)
+	if len(d.starts) != 0 {
+		t.Errorf("a handoff also started a turn here: %+v", d.starts)
+	}
+	d.apply(d.m.HandedOff(d.now, "fresh"))
+	if r := d.m.Run(); r.State != protocol.FullAutoStopped || r.Stop != controller.StopHandoff || !strings.Contains(r.Reason, "fresh") {
+		t.Errorf("after the handoff: %s %s %q", r.State, r.Stop, r.Reason)
+	}
+
+	n := &driver{t: t, m: New(Options{ThreadID: "fresh"}), now: d.now}
+	n.apply(n.m.Adopt(n.now, d.handoffs[0].Run, "th", "HANDOFF TEXT"))
+	if r := n.m.Run(); !r.Active() || r.Objective != "make it work" || r.HandedOffFrom != "th" || r.Spent.Turns != 2 {
+		t.Errorf("adopted run: %+v", r)
+	}
+	if len(n.starts) != 1 || !strings.Contains(n.starts[0].Hidden, "HANDOFF TEXT") {
+		t.Errorf("adopted run starts %+v", n.starts)
 	}
 }
 

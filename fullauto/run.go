@@ -23,6 +23,19 @@ const (
 	// OverrideGoalInterrupted: a goal stays active after an interrupted
 	// turn, without a continuation (Codex 0.169).
 	OverrideGoalInterrupted = "goalInterrupted"
+	// OverrideHandoff: a continue carried out in a fresh thread, handed
+	// the objective, the plan and the latest summary, because the last
+	// HandoffAfter compactions each left the context above HandoffRatio
+	// of the window.
+	OverrideHandoff = "handoff"
+)
+
+// A run hands off to a fresh thread when HandoffAfter compactions in a
+// row leave the context above HandoffRatio of the model's window:
+// compacting again would free too little to work in.
+const (
+	HandoffRatio = 0.75
+	HandoffAfter = 2
 )
 
 // Run is one thread's run: everything the controller needs across turns.
@@ -56,6 +69,11 @@ type Run struct {
 	LastKind string `json:"lastKind,omitempty"`
 	// Seq numbers receipts of threads without a store (ephemeral).
 	Seq int `json:"seq,omitempty"`
+	// ContextHigh counts the compactions in a row that left the context
+	// above HandoffRatio of the window (Compacted).
+	ContextHigh int `json:"contextHigh,omitempty"`
+	// HandedOffFrom is the thread whose run this one continues (Adopt).
+	HandedOffFrom string `json:"handedOffFrom,omitempty"`
 }
 
 // Active: running or waiting.

@@ -86,15 +86,16 @@ func TestScenarios(t *testing.T) {
 // driver applies a machine's effects the way the session does, recording
 // what a test looks at.
 type driver struct {
-	t       *testing.T
-	m       *Machine
-	now     int64
-	seq     int
-	starts  []TurnInput
-	asked   *AskModel
-	fp      *Fingerprint
-	decided []StoreReceipt
-	notes   []Notify
+	t        *testing.T
+	m        *Machine
+	now      int64
+	seq      int
+	starts   []TurnInput
+	asked    *AskModel
+	fp       *Fingerprint
+	decided  []StoreReceipt
+	notes    []Notify
+	handoffs []Handoff
 }
 
 func (d *driver) apply(effs []Effect) {
@@ -120,6 +121,8 @@ func (d *driver) apply(effs []Effect) {
 			d.asked = &e
 		case Notify:
 			d.notes = append(d.notes, e)
+		case Handoff:
+			d.handoffs = append(d.handoffs, e)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -37,6 +38,8 @@ var (
 type Error struct {
 	Kind error  // one of the sentinels
 	Msg  string // what the client reads
+	// Data, when set, is the JSON-RPC error's data (valid JSON).
+	Data json.RawMessage
 }
 
 func (e *Error) Error() string { return e.Msg }

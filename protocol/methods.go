@@ -11,12 +11,14 @@ const (
 	MethodThreadArchive   = "thread/archive"
 	MethodThreadUnarchive = "thread/unarchive"
 	MethodThreadNameSet   = "thread/name/set"
-	MethodTurnStart       = "turn/start"
-	MethodTurnSteer       = "turn/steer"
-	MethodTurnInterrupt   = "turn/interrupt"
-	MethodModelList       = "model/list"
-	MethodCancelRequest   = "$/cancelRequest"
-	MethodInitialized     = "initialized" // client notification
+	// MethodThreadCompactStart answers {} and runs a compaction turn.
+	MethodThreadCompactStart = "thread/compact/start"
+	MethodTurnStart          = "turn/start"
+	MethodTurnSteer          = "turn/steer"
+	MethodTurnInterrupt      = "turn/interrupt"
+	MethodModelList          = "model/list"
+	MethodCancelRequest      = "$/cancelRequest"
+	MethodInitialized        = "initialized" // client notification
 )
 
 // Server → client notifications.

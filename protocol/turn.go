@@ -72,6 +72,13 @@ func ErrorInfo(kind string) json.RawMessage {
 	return b
 }
 
+// ErrorInfoNotSteerable is the CodexErrorInfo of a steer into a review
+// or compaction turn: {"activeTurnNotSteerable":{"turnKind":kind}}.
+func ErrorInfoNotSteerable(kind string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"activeTurnNotSteerable": map[string]string{"turnKind": kind}})
+	return b
+}
+
 // ErrorInfoHTTP builds an object-valued CodexErrorInfo such as
 // {"responseTooManyFailedAttempts":{"httpStatusCode":429}}.
 func ErrorInfoHTTP(kind string, status int) json.RawMessage {

@@ -600,7 +600,13 @@ func wireError(err error) *jsonrpc2.Error {
 	case errors.Is(err, protocol.ErrInvalidRequest):
 		code = protocol.CodeInvalidRequest
 	}
-	return &jsonrpc2.Error{Code: code, Message: err.Error()}
+	we := &jsonrpc2.Error{Code: code, Message: err.Error()}
+	var pe *protocol.Error
+	if errors.As(err, &pe) && len(pe.Data) > 0 {
+		d := pe.Data
+		we.Data = &d
+	}
+	return we
 }
 
 func wrapsSentinel(err error) bool {

@@ -26,6 +26,7 @@ func registerThread(s *Server, m *session.Manager) {
 	Handle(s, protocol.MethodThreadArchive, m.ArchiveThread)
 	Handle(s, protocol.MethodThreadUnarchive, m.UnarchiveThread)
 	Handle(s, protocol.MethodThreadNameSet, m.SetThreadName)
+	Handle(s, protocol.MethodThreadCompactStart, m.CompactThread)
 	Handle(s, protocol.MethodModelList, m.ListModels)
 }
 

@@ -387,6 +387,7 @@ func (t *thread) finishRevert(p protocol.ThreadRevertParams, idx int, turnIDs, r
 		}
 	} else {
 		t.turns = t.turns[:idx]
+		t.undoCompactions(turnIDs[idx:]) // compact.go
 		if n, ok := t.histMark[p.BeforeTurnID]; ok && n <= len(t.history) {
 			t.history = t.history[:n]
 		}

@@ -11,6 +11,12 @@
 // is dropped. Slow work (git, commands, loading a thread from the store) runs
 // on the child goroutines, never on the thread's.
 //
+// Context compaction (compact.go) runs inside turns: before a model
+// request that would pass the trigger, and for thread/compact/start. The
+// summary request runs on a child goroutine; the thread installs the
+// compacted history, stores the tombstone and applies the guards. A
+// full-auto handoff to a fresh thread is compact_handoff.go.
+//
 // Full auto's decisions belong to package fullauto, a pure state machine
 // that the thread goroutine drives: it feeds events and applies the
 // effects (fullauto.go). The Manager owns what spans threads: the

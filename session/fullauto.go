@@ -177,6 +177,8 @@ func (t *thread) apply(effs []fullauto.Effect) {
 			}
 		case fullauto.TurnDeadline:
 			t.turnDeadline(e)
+		case fullauto.Handoff:
+			t.handoff(e) // compact_handoff.go
 		}
 	}
 }

@@ -52,6 +52,9 @@ type Options struct {
 	// ConfigSources are the config files and flags config/read reports
 	// (configread.go).
 	ConfigSources ConfigSources
+	// Cwd is the working directory of a thread started without one; empty
+	// means the process's. (A server in a test process gets its own.)
+	Cwd string
 }
 
 // Manager owns the set of loaded threads. Its own fields are small leaf
@@ -240,7 +243,10 @@ func (m *Manager) resolveSettings(base threadSettings, o protocol.ThreadSettings
 
 func (m *Manager) defaultSettings() threadSettings {
 	c := m.opts.Config
-	cwd, _ := os.Getwd()
+	cwd := m.opts.Cwd
+	if cwd == "" {
+		cwd, _ = os.Getwd()
+	}
 	s := threadSettings{
 		Cwd:            cwd,
 		Model:          c.Model,

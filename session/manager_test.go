@@ -21,7 +21,12 @@ import (
 	"github.com/apserver/apserver/tools/sandbox"
 )
 
-const testTimeout = 10 * time.Second
+// testTimeout guards against a hang: a wait that never ends fails the test
+// with its log instead of stalling until go test's own timeout. It is no
+// speed assertion (those live in benchmarks), so it is generous: a whole
+// full-auto scenario under -race on a loaded two-core machine has taken
+// longer than 10 s.
+const testTimeout = time.Minute
 
 // event is one thing the fake client saw, in wire order: a notification, a
 // server→client request ("call"), or a reply to one of the test's requests

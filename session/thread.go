@@ -86,6 +86,17 @@ type thread struct {
 	status        protocol.ThreadStatus
 	statusSent    bool
 
+	// Compaction state (compact.go): the encoded size of the agent's
+	// tools, the last response's usage, automatic compactions since the
+	// last real user input that left the prompt above the trigger, the
+	// latest plan of a finished turn, and an ephemeral thread's histories
+	// from before its compactions.
+	toolsSize            int
+	lastUsage            usageMark
+	compactStreak        int
+	lastPlan             []protocol.TurnPlanStep
+	ephemeralCompactions []savedHistory
+
 	// statusMu guards statusSnap, read by thread/list from other goroutines.
 	statusMu   sync.Mutex
 	statusSnap protocol.ThreadStatus
@@ -272,27 +283,30 @@ type storedHistory struct {
 	itemIDs []string
 }
 
-// readHistory reads a thread's model history from the store. It runs off
-// the thread goroutine (Manager.load) or, after a fork or revert, on it.
-// Any row it cannot read or decode is an error: a thread loaded without
-// part of its history would run its next turn without that context.
+// readHistory reads a thread's model history from the store: the latest
+// compaction's history and the items after it, never the wire items nor
+// what a compaction replaced (store.PromptSource). It runs off the thread
+// goroutine (Manager.load) or, after a fork or revert, on it. Any row it
+// cannot read or decode is an error: a thread loaded without part of its
+// history would run its next turn without that context.
 func readHistory(ctx context.Context, db *store.Store, threadID string) (storedHistory, error) {
-	items, err := db.Items(ctx, threadID)
-	if err != nil {
-		return storedHistory{}, err
-	}
-	// Full auto: turns started with hidden input (fullauto_restore.go).
-	hidden, err := db.HiddenInputs(ctx, threadID)
+	src, err := db.PromptSource(ctx, threadID)
 	if err != nil {
 		return storedHistory{}, err
 	}
 	var h storedHistory
-	for _, it := range items {
+	if c := src.Compaction; c != nil {
+		if err := json.Unmarshal(c.History, &h.entries); err != nil {
+			return storedHistory{}, fmt.Errorf("decoding compaction %s (turn %s): %w", c.ItemID, c.TurnID, err)
+		}
+	}
+	// Full auto: turns started with hidden input (fullauto_restore.go).
+	hidden := src.Hidden
+	for _, it := range src.Items {
 		if text, ok := hidden[it.TurnID]; ok {
 			h.entries = append(h.entries, hiddenEntry(text))
 			delete(hidden, it.TurnID)
 		}
-		h.itemIDs = append(h.itemIDs, it.ID)
 		if len(it.History) > 0 {
 			var es []model.Entry
 			if err := json.Unmarshal(it.History, &es); err != nil {
@@ -301,12 +315,18 @@ func readHistory(ctx context.Context, db *store.Store, threadID string) (storedH
 			h.entries = append(h.entries, es...)
 		}
 	}
+	// Only the ids after the compaction: older ones are checked in the
+	// store when a model-given id could clash (uniqueItemID).
+	for _, it := range src.Items {
+		h.itemIDs = append(h.itemIDs, it.ID)
+	}
 	return h, nil
 }
 
 // setHistory replaces the thread's history with one read from the store.
 func (t *thread) setHistory(h storedHistory) {
 	t.history = append(t.history[:0], h.entries...)
+	t.lastUsage = usageMark{}
 	for _, id := range h.itemIDs {
 		t.itemIDs[id] = true
 	}

@@ -68,6 +68,14 @@ type turn struct {
 
 	// plan is the agent's latest update_plan.
 	plan []protocol.TurnPlanStep
+	// kind is turnKindCompact for a thread/compact/start turn (it cannot
+	// be steered); compacting is the compaction in flight (compact.go).
+	kind       string
+	compacting *compaction
+	// stepStart is len(t.history) when the last response's tool calls
+	// began to run (inStep); a compaction keeps that step verbatim.
+	stepStart int
+	inStep    bool
 	// stamps record what the agent last read or wrote of each file
 	// (workspace-relative path); a change to a file whose stamp no longer
 	// matches was edited by someone else and is refused.
@@ -91,9 +99,17 @@ func (tr *turn) wire(view protocol.ItemsView) protocol.Turn {
 
 func ptr[T any](v T) *T { return &v }
 
+// turnKindCompact is the kind of a thread/compact/start turn, as Codex
+// names it in activeTurnNotSteerable.
+const turnKindCompact = "compact"
+
 // startTurn implements turn/start on the thread goroutine.
 func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 	if tr := t.turn; tr != nil {
+		if tr.kind == turnKindCompact {
+			reply(nil, notSteerable(tr.kind))
+			return
+		}
 		// Codex: turn/start on a busy thread steers the active turn.
 		tr.pendingInput = append(tr.pendingInput, p.Input)
 		reply(protocol.TurnResult{Turn: tr.wire(protocol.ItemsNotLoaded)}, nil)
@@ -212,7 +228,7 @@ func (t *thread) runTurn(tr *turn, user []protocol.UserInput, auto *fullauto.Tur
 			return
 		}
 	}
-	t.sample(tr)
+	t.sampleNext(tr) // pre-turn compaction check (compact.go)
 }
 
 func truncate(s string, n int) string {
@@ -235,6 +251,10 @@ func (t *thread) steer(p protocol.TurnSteerParams, reply Reply) {
 	}
 	if p.ExpectedTurnID != tr.id {
 		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "expected active turn id `%s` but found `%s`", p.ExpectedTurnID, tr.id))
+		return
+	}
+	if tr.kind == turnKindCompact {
+		reply(nil, notSteerable(tr.kind))
 		return
 	}
 	tr.pendingInput = append(tr.pendingInput, p.Input)
@@ -264,7 +284,7 @@ func (t *thread) consumeSteerIfSampling(tr *turn) {
 		t.failTurn(tr, err)
 		return
 	}
-	t.sample(tr)
+	t.sampleNext(tr)
 }
 
 func (t *thread) consumePendingInput(tr *turn) error {
@@ -320,6 +340,7 @@ func (t *thread) abandonTurn() {
 
 // userMessage records user input as a userMessage item.
 func (t *thread) userMessage(tr *turn, in []protocol.UserInput) error {
+	t.compactStreak = 0 // real user input; full auto's hidden input is not (compact.go)
 	item := protocol.UserMessageItem{ID: t.uniqueItemID(""), Content: in}
 	now := t.m.clock.Now()
 	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: now.UnixMilli()})
@@ -332,11 +353,26 @@ func (t *thread) userMessage(tr *turn, in []protocol.UserInput) error {
 
 // uniqueItemID returns candidate if it is unused in this thread, else a fresh id.
 func (t *thread) uniqueItemID(candidate string) string {
-	if candidate == "" || t.itemIDs[candidate] {
+	if candidate == "" || t.itemIDs[candidate] || t.storedItemID(candidate) {
 		candidate = newID()
 	}
 	t.itemIDs[candidate] = true
 	return candidate
+}
+
+// storedItemID reports whether a persistent thread's store already holds
+// an item with this id (the thread keeps in memory only the ids since its
+// latest compaction; see readHistory). A store error counts as taken.
+func (t *thread) storedItemID(id string) bool {
+	if !t.persistent() {
+		return false
+	}
+	db, err := t.m.store()
+	if err != nil {
+		return true
+	}
+	ok, err := db.ItemExists(t.ctx, t.id, id)
+	return ok || err != nil
 }
 
 // commitItem stores a completed item (committed before it is announced),
@@ -383,6 +419,7 @@ func (t *thread) postEvent(ctx context.Context, f func()) {
 func (t *thread) sample(tr *turn) {
 	tr.gen++
 	gen := tr.gen
+	tr.inStep = false
 	ctx, cancel := context.WithCancel(tr.ctx)
 	tr.streamCancel = cancel
 	tr.sampling = true
@@ -495,6 +532,7 @@ func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 			last.TotalTokens = last.InputTokens + last.OutputTokens
 		}
 		t.usage.Add(last)
+		t.lastUsage = usageMark{valid: true, tokens: last.InputTokens + last.OutputTokens, histLen: len(t.history)}
 		t.notify(protocol.NotifyThreadTokenUsage, protocol.ThreadTokenUsageUpdatedNotification{
 			ThreadID: t.id, TurnID: tr.id,
 			TokenUsage: protocol.ThreadTokenUsage{Total: t.usage, Last: last, ModelContextWindow: t.contextWindow(tr.modelName)},
@@ -506,10 +544,8 @@ func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 }
 
 func (t *thread) contextWindow(name string) *int64 {
-	for _, mi := range t.m.opts.Config.Models {
-		if mi.ID == name && mi.ContextWindow > 0 {
-			return ptr(mi.ContextWindow)
-		}
+	if w := t.m.opts.Config.ContextWindow(name); w > 0 {
+		return ptr(w)
 	}
 	return nil
 }
@@ -593,6 +629,7 @@ func (t *thread) onModelDone(tr *turn, gen int, err error) {
 // feed steered input, or finish the turn.
 func (t *thread) afterResponse(tr *turn) {
 	if len(tr.calls) > 0 {
+		tr.stepStart, tr.inStep = len(t.history), true
 		t.runNextCall(tr)
 		return
 	}
@@ -601,7 +638,7 @@ func (t *thread) afterResponse(tr *turn) {
 			t.failTurn(tr, err)
 			return
 		}
-		t.sample(tr)
+		t.sampleNext(tr)
 		return
 	}
 	t.sendTurnDiff(tr, true, func() {
@@ -622,7 +659,7 @@ func (t *thread) afterCalls(tr *turn) {
 		t.failTurn(tr, err)
 		return
 	}
-	t.sample(tr)
+	t.sampleNext(tr) // mid-turn compaction check (compact.go)
 }
 
 // failTurn ends the turn as failed: systemError, error, turn/completed.
@@ -676,6 +713,11 @@ func turnErrorFrom(err error, msg string) protocol.TurnError {
 			te.AdditionalDetails = ptr("response_max_time_ms")
 		}
 	}
+	var ce *contextError
+	if errors.As(err, &ce) {
+		te.Message = ce.Error()
+		te.CodexErrorInfo = protocol.ErrorInfo("contextWindowExceeded")
+	}
 	var le *limitError
 	if errors.As(err, &le) {
 		te.Message = le.Error()
@@ -700,6 +742,9 @@ func (t *thread) completeTurn(tr *turn, status protocol.TurnStatus, te *protocol
 	t.endCheckpointAsync(tr)
 	tr.cancel()
 	t.turn = nil
+	if len(tr.plan) > 0 {
+		t.lastPlan = tr.plan // pinned by the next compaction (compact.go)
+	}
 	now := t.m.clock.Now()
 	dur := now.Sub(tr.started).Milliseconds()
 	if t.persistent() {
@@ -824,6 +869,8 @@ func (t *thread) closeOpenItems(tr *turn) {
 		case protocol.DynamicToolCallItem:
 			item.Status = protocol.ItemFailed
 			it = item
+		case protocol.ContextCompactionItem:
+			continue // nothing was compacted: the item stays open
 		}
 		if err := t.commitItem(tr, it, nil); err != nil {
 			// The client still learns the item is over.

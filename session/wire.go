@@ -50,17 +50,18 @@ func loadTurns(ctx context.Context, db *store.Store, threadID string) ([]protoco
 	if err != nil {
 		return nil, err
 	}
-	items, err := db.Items(ctx, threadID)
+	items, err := db.WireItems(ctx, threadID)
 	if err != nil {
 		return nil, err
 	}
+	// The stored item is the wire item: it is passed on as it is, never
+	// decoded and encoded again (a long thread's answer costs its bytes).
 	byTurn := map[string][]protocol.ThreadItem{}
 	for _, it := range items {
-		wi, err := protocol.UnmarshalThreadItem(it.Item)
-		if err != nil {
+		if !json.Valid(it.Item) {
 			continue
 		}
-		byTurn[it.TurnID] = append(byTurn[it.TurnID], wi)
+		byTurn[it.TurnID] = append(byTurn[it.TurnID], protocol.RawItem{ID: it.ID, Type: it.Type, Raw: it.Item})
 	}
 	out := make([]protocol.Turn, 0, len(turns))
 	for _, tr := range turns {

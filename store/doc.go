@@ -13,6 +13,12 @@
 // survives a power cut. WAL checkpoints run on a background goroutine, not
 // inside a commit.
 //
+// A context compaction is a tombstone (compaction.go): a row naming the
+// item it happened at and the history standing in for the items before
+// it, plus a "thread.compacted" event; no item is deleted for it.
+// PromptSource reads what the next prompt is built from: the latest
+// compaction and the items after it, never the whole thread.
+//
 // Items, turn errors, history records, settings, event payloads and state
 // values are opaque JSON to this package.
 //

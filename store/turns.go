@@ -262,6 +262,14 @@ func (s *Store) Fork(ctx context.Context, srcID string, dst Thread, throughTurnI
 			return err
 		}
 		nItems, _ := res.RowsAffected()
+		// Compactions of the copied turns, pointing at the copied items'
+		// new seqs: the fork's prompt starts where the source's did.
+		if _, err := tx.ExecContext(ctx, `INSERT INTO compactions (`+compactionCols+`)
+			SELECT ?1, c.turn_id, c.item_id, ni.seq, c.summary, c.history, c.tokens_before, c.tokens_after, c.auto, c.created_at
+			FROM compactions c JOIN items ni ON ni.thread_id = ?1 AND ni.id = c.item_id
+			WHERE c.thread_id = ?2`, dst.ID, srcID); err != nil {
+			return err
+		}
 		// Full auto's hidden inputs belong to the copied turns too: without
 		// them the fork's model history would lose those turns' input.
 		if _, err := tx.ExecContext(ctx, `INSERT INTO hidden_inputs (thread_id, turn_id, text, created_at)
@@ -322,6 +330,11 @@ func (s *Store) DropTurnsFrom(ctx context.Context, threadID, turnID string) erro
 			return err
 		}
 		nItems, _ := res.RowsAffected()
+		// A compaction in a dropped turn is undone with it.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM compactions WHERE thread_id = ?1 AND turn_id IN
+			(SELECT id FROM turns WHERE thread_id = ?1 AND seq >= ?2)`, threadID, seq); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM turns WHERE thread_id = ? AND seq >= ?`, threadID, seq); err != nil {
 			return err
 		}

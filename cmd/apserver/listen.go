@@ -14,6 +14,7 @@ import (
 
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/runner"
 	"github.com/apserver/apserver/server"
 )
 
@@ -78,7 +79,9 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	hub := server.NewHub(log)
-	mgr := newManager(cfg, f, dataDir, hub.Client(), log)
+	tap := runner.NewTap(hub.Client())
+	mgr := newManager(cfg, f, dataDir, tap, log)
+	rn := newRunner(cfg, dataDir, mgr, tap, log)
 	hub.OnAbandoned = mgr.ReleaseEphemeral
 	hub.OnWatchGone = func(id string) {
 		mgr.UnwatchFS(context.Background(), protocol.FsUnwatchParams{WatchID: id}, func(any, error) {})
@@ -96,8 +99,10 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 		},
 		Setup: func(s *server.Server) {
 			server.Register(s, mgr)
+			server.RegisterRuns(s, rn)
 		},
 	})
+	rn.Close()
 	if cerr := mgr.Close(); cerr != nil && err == nil {
 		err = cerr
 	}

@@ -4,6 +4,7 @@
 //	apserver [flags]            serve the app-server protocol on stdio, or on a socket (listen.go)
 //	apserver demo               run the offline demo (scripted model, temp workspace)
 //	apserver exec "objective"   work on an objective headless (exec.go)
+//	apserver run "request"      carry a request through a run headless (run.go)
 //	apserver replay THREAD      re-decide a thread's full-auto receipts (replay.go)
 //	apserver version            print the version
 //
@@ -26,6 +27,7 @@ import (
 	"syscall"
 
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/runner"
 	"github.com/apserver/apserver/server"
 	"github.com/apserver/apserver/session"
 	"github.com/apserver/apserver/store"
@@ -55,6 +57,8 @@ func main() {
 		err = runFakeModel(args)
 	case "exec":
 		err = runExec(args)
+	case "run":
+		err = runRun(args)
 	case "replay":
 		err = runReplay(args)
 	case "version", "--version":
@@ -88,6 +92,7 @@ Usage:
   apserver demo              offline demo: scripted model, temp workspace, live view
   apserver fake-model        serve the scripted test model on 127.0.0.1; print its URL
   apserver exec "objective"  work on an objective headless in this directory (--full-auto: until done)
+  apserver run "request"     carry a request through a run (plan, tasks, commits) on a branch of its own
   apserver replay THREAD     re-decide a thread's full-auto receipts; exit 1 naming each that differs
   apserver version           print the version
 
@@ -223,9 +228,13 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 		ServerInfo:   server.ServerInfo{Name: "apserver", Version: version, Home: dataDir},
 		OnInputEnd:   func(ctx context.Context) error { return mgr.Drain(ctx, f.onEOF) },
 	})
-	mgr = newManager(cfg, f, dataDir, srv.Client(), log)
+	tap := runner.NewTap(srv.Client())
+	mgr = newManager(cfg, f, dataDir, tap, log)
+	rn := newRunner(cfg, dataDir, mgr, tap, log)
 	server.Register(srv, mgr)
+	server.RegisterRuns(srv, rn)
 	err = srv.Run(ctx)
+	rn.Close()
 	if cerr := mgr.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
@@ -241,6 +250,11 @@ func resolveDataDir(cfg config.Config) (string, error) {
 		return "", fmt.Errorf("finding the data dir (use --data-dir): %w", err)
 	}
 	return d, nil
+}
+
+// newRunner makes the runs' driver over mgr, whose client is tap.
+func newRunner(cfg config.Config, dataDir string, mgr *session.Manager, tap *runner.Tap, log *slog.Logger) *runner.Runner {
+	return runner.New(runner.Options{Manager: mgr, Tap: tap, Store: mgr.Store, Config: cfg, DataDir: dataDir, Logger: log})
 }
 
 // newManager makes the session for a server whose client is c.

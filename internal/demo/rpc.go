@@ -1,8 +1,6 @@
 package demo
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,16 +8,18 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"github.com/apserver/apserver/internal/editor"
 )
 
 // message is one line from the server: a response (ID, Result or Error), a
 // notification (Method, Params) or a server request (ID, Method, Params).
 type message struct {
-	ID     json.RawMessage `json:"id,omitempty"`
-	Method string          `json:"method,omitempty"`
-	Params json.RawMessage `json:"params,omitempty"`
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  *rpcError       `json:"error,omitempty"`
+	ID     json.RawMessage
+	Method string
+	Params json.RawMessage
+	Result json.RawMessage
+	Error  *editor.Error
 
 	raw []byte // the line as received, for --json
 }
@@ -27,28 +27,17 @@ type message struct {
 func (m *message) isRequest() bool  { return m.Method != "" && len(m.ID) > 0 }
 func (m *message) isResponse() bool { return m.Method == "" && len(m.ID) > 0 }
 
-type rpcError struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
-
-func (e *rpcError) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e.Code) }
-
 // errExited reports that the server closed its stdout.
 var errExited = errors.New("apserver closed its output (the process exited)")
 
-// client is a JSON-RPC client over JSONL, single-threaded by design: one
-// reader goroutine turns lines into messages, in order, and the demo's own
-// goroutine consumes them with next. While call waits for its response,
-// every notification and server request that arrives first goes to the
-// handler, so the live view sees the wire in its true order.
+// client is the demo's view of the fake editor (internal/editor): the
+// demo's goroutine consumes the server's lines in order with next. While
+// call waits for its response, every notification and server request that
+// arrives first goes to the handler, so the live view sees the wire in its
+// true order.
 type client struct {
-	w       io.Writer
-	msgs    chan *message
-	readErr error // set before msgs is closed
-
-	nextID int64
+	e   *editor.Editor
+	pos int // the next message for next
 
 	// handle gets every notification and server request; it is set by the
 	// demo before the first call.
@@ -58,30 +47,15 @@ type client struct {
 }
 
 func newClient(w io.Writer, r io.Reader) *client {
-	c := &client{w: w, msgs: make(chan *message, 1024)}
-	go c.read(r)
+	c := &client{}
+	// Sent lines are traced as they are written (on the demo's goroutine),
+	// received ones as next hands them out, in the view's order.
+	c.e = editor.New(w, r, editor.Options{Trace: func(sent bool, line []byte) {
+		if sent && c.trace != nil {
+			c.trace(true, line)
+		}
+	}})
 	return c
-}
-
-func (c *client) read(r io.Reader) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := br.ReadBytes('\n')
-		if line = bytes.TrimSpace(line); len(line) > 0 {
-			m := &message{raw: line}
-			if jerr := json.Unmarshal(line, m); jerr != nil {
-				m = &message{raw: line, Method: "(unparseable line)"}
-			}
-			c.msgs <- m
-		}
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				c.readErr = err
-			}
-			close(c.msgs)
-			return
-		}
-	}
 }
 
 // deadline is when waiting for something gives up, and how long it allowed.
@@ -95,72 +69,60 @@ func within(d time.Duration) deadline { return deadline{time.Now().Add(d), d} }
 // next returns the next message from the server. what names the thing being
 // awaited, for the error when the deadline passes or the server goes away.
 func (c *client) next(ctx context.Context, dl deadline, what string) (*message, error) {
-	t := time.NewTimer(time.Until(dl.at))
-	defer t.Stop()
-	select {
-	case m, ok := <-c.msgs:
-		if !ok {
-			err := errExited
-			if c.readErr != nil {
-				err = fmt.Errorf("reading apserver's output: %w", c.readErr)
-			}
-			return nil, fmt.Errorf("waiting for %s: %w", what, err)
+	wctx, cancel := context.WithDeadline(ctx, dl.at)
+	defer cancel()
+	m, err := c.e.Wait(wctx, c.pos, func(*editor.Message) bool { return true })
+	switch {
+	case errors.Is(err, editor.ErrClosed):
+		err = errExited
+		if rerr := c.e.Err(); rerr != nil {
+			err = fmt.Errorf("reading apserver's output: %w", rerr)
 		}
-		if c.trace != nil {
-			c.trace(false, m.raw)
-		}
-		return m, nil
-	case <-t.C:
+		return nil, fmt.Errorf("waiting for %s: %w", what, err)
+	case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 		return nil, fmt.Errorf("timed out waiting for %s (gave up after %s)", what, dl.limit)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+	case err != nil:
+		return nil, fmt.Errorf("waiting for %s: %w", what, err)
 	}
+	c.pos = m.Seq + 1
+	if c.trace != nil {
+		c.trace(false, []byte(m.Raw))
+	}
+	out := &message{ID: m.ID, Method: m.Method, Params: m.Params, Result: m.Result, Error: m.Error, raw: []byte(m.Raw)}
+	if m.Invalid {
+		out.Method = "(unparseable line)"
+	}
+	return out, nil
 }
 
-// send writes one message as one line.
-func (c *client) send(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if c.trace != nil {
-		c.trace(true, b)
-	}
-	if _, err := c.w.Write(append(b, '\n')); err != nil {
+// notify sends a notification.
+func (c *client) notify(method string, params any) error {
+	if err := c.e.Notify(method, params); err != nil {
 		return fmt.Errorf("writing to apserver: %w", err)
 	}
 	return nil
 }
 
-// notify sends a notification.
-func (c *client) notify(method string, params any) error {
-	m := map[string]any{"method": method}
-	if params != nil {
-		m["params"] = params
-	}
-	return c.send(m)
-}
-
 // reply answers a server request.
 func (c *client) reply(id json.RawMessage, result any) error {
-	return c.send(map[string]any{"id": id, "result": result})
+	return c.e.Answer(&editor.Message{ID: id}, result)
 }
 
 // replyError answers a server request with a JSON-RPC error.
 func (c *client) replyError(id json.RawMessage, code int, msg string) error {
-	return c.send(map[string]any{"id": id, "error": map[string]any{"code": code, "message": msg}})
+	return c.e.AnswerError(&editor.Message{ID: id}, code, msg)
 }
 
 // call sends a request and waits up to timeout for its response, handing
 // everything that arrives before it to the handler. The result is decoded
 // into out when out is not nil.
 func (c *client) call(ctx context.Context, timeout time.Duration, method string, params, out any) error {
-	c.nextID++
-	id := c.nextID
-	if err := c.send(map[string]any{"id": id, "method": method, "params": params}); err != nil {
+	idJSON, err := c.e.Send(method, params)
+	if err != nil {
 		// A server that died before reading the request: say which.
 		return fmt.Errorf("sending %s: %w", method, err)
 	}
+	id, _ := strconv.ParseInt(idJSON, 10, 64)
 	dl := within(timeout)
 	what := "the " + method + " response"
 	for {

@@ -54,5 +54,6 @@
 // arguments, command, call_id), http_error, error_message, fail_times,
 // ttft_ms, inter_delta_us, stall_after, hang, endless, cut_after,
 // fail_after, usage (input, cached, output,
-// reasoning). Unknown keys are an error.
+// reasoning). A rule may set "sequential": true (Rule.Sequential).
+// Unknown keys are an error.
 package scripted

@@ -29,6 +29,12 @@ type Script struct {
 type Rule struct {
 	Match string
 	Steps []Step
+	// Sequential picks Steps[i] for the i-th request the rule answers
+	// (counted by the server since the last SetScript), whatever the
+	// conversation holds. A client that compacts its context rewrites the
+	// conversation, so the rounds of tool outputs no longer say how far
+	// the agent got; the count does. Past the last step: "done.".
+	Sequential bool
 }
 
 // Step is one model response.
@@ -252,8 +258,9 @@ type wireScript struct {
 }
 
 type wireRule struct {
-	Match string     `json:"match"`
-	Steps []wireStep `json:"steps"`
+	Match      string     `json:"match"`
+	Steps      []wireStep `json:"steps"`
+	Sequential bool       `json:"sequential,omitempty"`
 }
 
 type wireStep struct {
@@ -299,7 +306,7 @@ func (w wireScript) script() (Script, error) {
 		if err != nil {
 			return Script{}, fmt.Errorf("scripted: load script: rules[%d]: %w", i, err)
 		}
-		s.Rules = append(s.Rules, Rule{Match: r.Match, Steps: steps})
+		s.Rules = append(s.Rules, Rule{Match: r.Match, Steps: steps, Sequential: r.Sequential})
 	}
 	def, err := stepsFromWire(w.Default)
 	if err != nil {
@@ -355,7 +362,7 @@ func argsFromWire(raw json.RawMessage) (string, error) {
 func wireFromScript(s Script) wireScript {
 	var w wireScript
 	for _, r := range s.Rules {
-		w.Rules = append(w.Rules, wireRule{Match: r.Match, Steps: stepsToWire(r.Steps)})
+		w.Rules = append(w.Rules, wireRule{Match: r.Match, Steps: stepsToWire(r.Steps), Sequential: r.Sequential})
 	}
 	w.Default = stepsToWire(s.Default)
 	return w

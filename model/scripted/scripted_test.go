@@ -993,3 +993,27 @@ func s0URL(wire string) (string, func(string) any) {
 	}
 	return "/responses", func(text string) any { return responsesBody(userMsg(text)) }
 }
+
+// TestSequentialRule: a Sequential rule answers its i-th request with its
+// i-th step whatever the conversation holds (a client that compacts its
+// context rewrites it); past the end, "done."; SetScript restarts the count.
+func TestSequentialRule(t *testing.T) {
+	sc := Script{Rules: []Rule{{Match: "go", Sequential: true, Steps: []Step{{Text: "one"}, {Text: "two"}}}}}
+	s := start(t, sc)
+	ask := func() string {
+		body := map[string]any{"model": "m", "stream": true, "input": []any{userMsg("go on")}}
+		return parseResponses(t, postSSE(t, s.URL()+"/responses", body)).text
+	}
+	for i, want := range []string{"one", "two", "done."} {
+		if got := ask(); got != want {
+			t.Errorf("request %d = %q, want %q", i+1, got, want)
+		}
+	}
+	s.SetScript(sc)
+	if got := ask(); got != "one" {
+		t.Errorf("after SetScript = %q, want one", got)
+	}
+	if _, err := LoadScript(strings.NewReader(`{"rules":[{"match":"x","sequential":true,"steps":[{"text":"a"}]}]}`)); err != nil {
+		t.Errorf("a sequential rule in a script file: %v", err)
+	}
+}

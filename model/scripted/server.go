@@ -71,6 +71,7 @@ type Server struct {
 	mu       sync.Mutex
 	script   Script
 	fails    map[string]int // FailTimes counters by step key
+	served   map[int]int    // requests answered by each Sequential rule
 	requests []Request
 	closed   bool
 	active   sync.WaitGroup // handlers in flight
@@ -93,6 +94,7 @@ func Start(s Script) (*Server, error) {
 		done:   make(chan struct{}),
 		script: s,
 		fails:  map[string]int{},
+		served: map[int]int{},
 	}
 	srv.http = &http.Server{Handler: srv, ReadHeaderTimeout: 30 * time.Second}
 	go func() { _ = srv.http.Serve(ln) }()
@@ -133,6 +135,7 @@ func (s *Server) SetScript(sc Script) {
 	defer s.mu.Unlock()
 	s.script = sc
 	s.fails = map[string]int{}
+	s.served = map[int]int{}
 }
 
 // ServeHTTP routes a request by its path suffix.
@@ -258,6 +261,10 @@ func (s *Server) pick(userText string, rounds int) (st Step, rule int, fail bool
 	for i, r := range s.script.Rules {
 		if strings.Contains(lower, strings.ToLower(r.Match)) {
 			steps, rule = r.Steps, i
+			if r.Sequential {
+				rounds = s.served[i]
+				s.served[i]++
+			}
 			break
 		}
 	}

@@ -3,7 +3,9 @@ package gitwork
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -251,5 +253,78 @@ func TestDiff(t *testing.T) {
 	}
 	if _, err := Diff(ctx, wt, "nope"); !errors.Is(err, ErrUnknownRef) {
 		t.Errorf("Diff(unknown ref) = %v, want ErrUnknownRef", err)
+	}
+}
+
+// TestReadHead: the SHA Commit reads from the ref files is git's, and when
+// the files are not laid out as expected it says so ("") rather than guess.
+func TestReadHead(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	r := open(t, dir)
+	wt, _ := addWorktree(t, r, "h")
+	write(t, wt, "a.txt", "a\n")
+	sha, err := Commit(ctx, wt, "task", runTask("t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{wt, dir} {
+		if got, want := readHead(ctx, d), testGit(t, d, "rev-parse", "HEAD"); got != want {
+			t.Errorf("readHead(%s) = %q, git says %s", d, got, want)
+		}
+	}
+	testGit(t, dir, "pack-refs", "--all")
+	if got := readHead(ctx, wt); got != "" {
+		t.Errorf("readHead with packed refs = %q, want \"\"", got)
+	}
+	if got, err := Commit(ctx, wt, "again", runTask("t1")); err != nil || got != sha {
+		t.Errorf("Commit replay with packed refs = %s, %v; want %s", got, err, sha)
+	}
+	write(t, wt, "b.txt", "b\n")
+	sha2, err := Commit(ctx, wt, "task 2", runTask("t2"))
+	if err != nil || sha2 != testGit(t, wt, "rev-parse", "HEAD") {
+		t.Errorf("Commit after pack-refs = %s, %v; HEAD is %s", sha2, err, testGit(t, wt, "rev-parse", "HEAD"))
+	}
+	testGit(t, wt, "checkout", "-q", "--detach")
+	if got := readHead(ctx, wt); got != sha2 {
+		t.Errorf("readHead(detached) = %q, want %s", got, sha2)
+	}
+}
+
+// TestFindCommitDepth: FindCommit looks FindDepth commits back from HEAD,
+// HEAD included, and no further.
+func TestFindCommitDepth(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		above int // commits on top of the one with the trailers
+		found bool
+	}{{FindDepth - 1, true}, {FindDepth, false}} {
+		dir := newRepo(t)
+		write(t, dir, "a.txt", "a\n")
+		testGit(t, dir, "add", "-A")
+		testGit(t, dir, "commit", "-q", "-m", "task\n\nApserver-Task: deep")
+		var stream strings.Builder
+		for i := 1; i <= tt.above; i++ {
+			msg := fmt.Sprintf("later %d\n", i)
+			fmt.Fprintf(&stream, "commit refs/heads/main\ncommitter U <u@example.com> %d +0000\ndata %d\n%s", 1700000000+i, len(msg), msg)
+			if i == 1 {
+				stream.WriteString("from refs/heads/main^0\n")
+			}
+			stream.WriteString("\n")
+		}
+		cmd := exec.Command("git", "fast-import", "--quiet")
+		cmd.Dir = dir
+		cmd.Stdin = strings.NewReader(stream.String())
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("fast-import: %v\n%s", err, out)
+		}
+		testGit(t, dir, "reset", "-q", "--hard", "main")
+		if n := testGit(t, dir, "rev-list", "--count", "HEAD"); n != fmt.Sprint(tt.above+2) {
+			t.Fatalf("history holds %s commits, want %d", n, tt.above+2)
+		}
+		_, found, err := FindCommit(ctx, dir, []Trailer{{"Apserver-Task", "deep"}})
+		if err != nil || found != tt.found {
+			t.Errorf("FindCommit with %d commits above = %v, %v; want %v", tt.above, found, err, tt.found)
+		}
 	}
 }

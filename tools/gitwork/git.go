@@ -112,6 +112,10 @@ type call struct {
 // another git process is retried.
 var lockRetry = 3 * time.Second
 
+// onLockRetry, when set by a test, is called each time run is about to
+// retry a command that met a lock.
+var onLockRetry func(stderr string)
+
 // run runs git and returns its standard output. A command that failed
 // because another git process held a lock (a ref update racing with
 // another worktree's, or a git orphaned by a killed apserver still
@@ -130,6 +134,9 @@ func run(ctx context.Context, c call) ([]byte, error) {
 				err = ctx.Err()
 			}
 			return out, &GitError{Args: c.args, Dir: c.dir, Stderr: strings.TrimSpace(stderr), Err: err}
+		}
+		if onLockRetry != nil {
+			onLockRetry(stderr)
 		}
 		select {
 		case <-ctx.Done():

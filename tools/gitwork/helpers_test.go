@@ -17,6 +17,9 @@ import (
 func TestMain(m *testing.M) {
 	os.Setenv("GIT_CONFIG_GLOBAL", os.DevNull)
 	os.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	if os.Getenv(helperEnv) != "" {
+		helperMain() // a process of TestKilledAnywhere, killed at some point
+	}
 	os.Exit(m.Run())
 }
 
@@ -126,4 +129,11 @@ func tree(t testing.TB, root string) map[string]string {
 		t.Fatal(err)
 	}
 	return m
+}
+
+func removeAll(t testing.TB, path string) {
+	t.Helper()
+	if err := os.RemoveAll(path); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -48,7 +48,8 @@ var errNoMergeTree = errors.New("git merge-tree --write-tree is not supported")
 //     against the tip Merge started from; no work tree is involved.
 //   - base checked out in a worktree (the user's checkout, say) whose
 //     tracked files are unchanged: git merge --ff-only runs there, which
-//     updates its files and index.
+//     updates its files and index. git refuses to overwrite an untracked
+//     file there; an ignored one it replaces, as it always does.
 //   - base checked out with uncommitted changes to tracked files (staged or
 //     not): ErrBaseDirty, and nothing changes.
 //
@@ -61,6 +62,18 @@ var errNoMergeTree = errors.New("git merge-tree --write-tree is not supported")
 // already squashed into it (a commit among FindDepth newest of base has
 // the SquashTrailer of the branch's tip), returns base's tip unchanged.
 func (r *Repo) Merge(ctx context.Context, base, branch string, mode MergeMode, message string) (string, error) {
+	for round := 0; ; round++ {
+		sha, err := r.mergeOnce(ctx, base, branch, mode, message)
+		// base moved under the merge (a git that a killed apserver left
+		// running may have made this very merge): look again.
+		if err != nil && round < 2 && refMoved(err) {
+			continue
+		}
+		return sha, err
+	}
+}
+
+func (r *Repo) mergeOnce(ctx context.Context, base, branch string, mode MergeMode, message string) (string, error) {
 	if mode != MergeFastForward && mode != MergeSquash {
 		return "", fmt.Errorf("merging %s into %s: unknown mode %q (ff or squash)", branch, base, mode)
 	}
@@ -114,8 +127,12 @@ func (r *Repo) Merge(ctx context.Context, base, branch string, mode MergeMode, m
 		return "", fmt.Errorf("merging %s into %s: %w", branch, base, err)
 	}
 	for _, wt := range wts {
-		if wt.branch != baseRef {
-			continue
+		if wt.branch != baseRef || wt.prunable {
+			continue // a worktree whose directory is gone holds no work
+		}
+		// A git merge that a killed apserver left running there.
+		if err := settle(ctx, "merge "+canonical(wt.path), func() bool { return gitInDir(wt.path) }); err != nil {
+			return "", err
 		}
 		status, err := git(ctx, wt.path, "status", "--porcelain", "--untracked-files=no")
 		if err != nil {
@@ -214,7 +231,7 @@ func (r *Repo) squashInWorktree(ctx context.Context, base, branch, msg string, i
 			err = rerr
 		}
 	}()
-	if _, err := git(ctx, tmp, "merge", "--squash", "--quiet", branch); err != nil {
+	if _, err := run(ctx, call{dir: tmp, config: id, args: []string{"merge", "--squash", "--quiet", branch}}); err != nil {
 		if files, ferr := git(ctx, tmp, "diff", "--name-only", "--diff-filter=U"); ferr == nil && files != "" {
 			return "", fmt.Errorf("%w in %s", ErrConflict, strings.ReplaceAll(files, "\n", ", "))
 		}

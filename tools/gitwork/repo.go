@@ -22,7 +22,8 @@ var (
 // Repo is the user's repository, as seen from one of its work trees (the
 // one Open was given a directory of).
 type Repo struct {
-	root string
+	root   string
+	common string // the git directory shared by all worktrees
 }
 
 // Open finds the repository that dir is in (dir may be any directory inside
@@ -33,7 +34,7 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening repository at %s: %w", dir, err)
 	}
-	out, err := git(ctx, abs, "rev-parse", "--is-inside-work-tree", "--show-toplevel")
+	out, err := git(ctx, abs, "rev-parse", "--path-format=absolute", "--is-inside-work-tree", "--show-toplevel", "--git-common-dir")
 	if err != nil {
 		var ge *GitError
 		if errors.As(err, &ge) && (strings.Contains(ge.Stderr, "not a git repository") || strings.Contains(ge.Stderr, "must be run in a work tree")) {
@@ -41,11 +42,11 @@ func Open(ctx context.Context, dir string) (*Repo, error) {
 		}
 		return nil, fmt.Errorf("opening repository at %s: %w", abs, err)
 	}
-	inside, top, _ := strings.Cut(out, "\n")
-	if inside != "true" || top == "" {
+	lines := strings.Split(out, "\n")
+	if len(lines) != 3 || lines[0] != "true" || lines[1] == "" {
 		return nil, fmt.Errorf("opening %s: %w (no work tree)", abs, ErrNotRepository)
 	}
-	return &Repo{root: top}, nil
+	return &Repo{root: lines[1], common: lines[2]}, nil
 }
 
 // Root is the top directory of the work tree the repository was opened in.

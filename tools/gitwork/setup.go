@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -33,13 +35,23 @@ const setupMark = "apserver-setup"
 // .git is never copied, symbolic links are copied as links, and a pattern
 // must stay inside repoRoot. A pattern matching nothing is not an error.
 //
+// What Setup leaves in the worktree that .gitignore does not ignore (a
+// copied .env, say, or what the command made) is recorded in the
+// worktree's private git directory and kept out of Commit and Diff.
+//
 // Setup is done once: when it succeeds it leaves a mark in the worktree's
 // private git directory, and a repeated Setup with the same copy and
 // command returns at once. One that was interrupted copies what is still
 // missing and runs the command again, so the command should be safe to
-// repeat (an install usually is).
+// repeat (an install usually is); a command that a killed apserver left
+// running is killed first (its process group is recorded while it runs).
 func Setup(ctx context.Context, repoRoot, worktree string, copy []string, command string) error {
-	gitDir, err := git(ctx, worktree, "rev-parse", "--absolute-git-dir")
+	for _, pattern := range copy {
+		if err := checkPattern(pattern); err != nil {
+			return fmt.Errorf("setting up %s: copy pattern %q: %w", worktree, pattern, err)
+		}
+	}
+	gitDir, err := gitDirOf(ctx, worktree)
 	if err != nil {
 		return fmt.Errorf("setting up %s: %w", worktree, err)
 	}
@@ -58,10 +70,16 @@ func Setup(ctx context.Context, repoRoot, worktree string, copy []string, comman
 			return fmt.Errorf("setting up %s: copying %q: %w", worktree, pattern, err)
 		}
 	}
+	if err := killOrphanSetup(ctx, gitDir, worktree); err != nil {
+		return fmt.Errorf("setting up %s: %w", worktree, err)
+	}
 	if strings.TrimSpace(command) != "" {
-		if err := runSetup(ctx, worktree, command); err != nil {
+		if err := runSetup(ctx, worktree, gitDir, command); err != nil {
 			return fmt.Errorf("setting up %s: %w", worktree, err)
 		}
+	}
+	if err := recordSetupFiles(ctx, worktree, gitDir); err != nil {
+		return fmt.Errorf("setting up %s: %w", worktree, err)
 	}
 	if err := os.WriteFile(mark, []byte(sum+"\n"), 0o644); err != nil {
 		return fmt.Errorf("setting up %s: %w", worktree, err)
@@ -69,17 +87,23 @@ func Setup(ctx context.Context, repoRoot, worktree string, copy []string, comman
 	return nil
 }
 
-func copyPattern(root, dst, pattern string) error {
+func checkPattern(pattern string) error {
 	if filepath.IsAbs(pattern) || !filepath.IsLocal(filepath.FromSlash(pattern)) {
 		return errors.New("the pattern must be relative and stay inside the repository")
 	}
+	_, err := filepath.Match(pattern, "")
+	return err
+}
+
+// copyPattern copies what pattern matches in root to dst.
+func copyPattern(root, dst, pattern string) error {
 	matches, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(pattern)))
 	if err != nil {
 		return err
 	}
 	for _, m := range matches {
 		rel, err := filepath.Rel(root, m)
-		if err != nil || !filepath.IsLocal(rel) {
+		if err != nil || !filepath.IsLocal(rel) || slices.Contains(strings.Split(filepath.ToSlash(rel), "/"), ".git") {
 			continue
 		}
 		err = filepath.WalkDir(m, func(p string, d fs.DirEntry, err error) error {
@@ -105,8 +129,104 @@ func copyPattern(root, dst, pattern string) error {
 	return nil
 }
 
+// copiedFile lists, in a worktree's private git directory, the untracked
+// paths that .gitignore does not ignore and that Setup left in the
+// worktree (copied, or made by the command), NUL-terminated, directories
+// whole. Commit and Diff leave them out, so that a copied .env never
+// reaches a commit, or a diff shown to a model.
+const copiedFile = "apserver-setup-copied"
+
+func recordSetupFiles(ctx context.Context, worktree, gitDir string) error {
+	out, err := run(ctx, call{dir: worktree, args: []string{"ls-files", "-z", "--others", "--exclude-standard", "--directory", "--", ":/"}})
+	if err != nil {
+		return fmt.Errorf("listing untracked files: %w", err)
+	}
+	var b strings.Builder
+	for _, p := range strings.Split(string(out), "\x00") {
+		if p = strings.TrimSuffix(p, "/"); p != "" {
+			b.WriteString(p)
+			b.WriteByte(0)
+		}
+	}
+	return writeAtomic(filepath.Join(gitDir, copiedFile), []byte(b.String()))
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// gitDirOf is worktree's own git directory, read from its .git without
+// running git.
+func gitDirOf(ctx context.Context, worktree string) (string, error) {
+	dotGit := filepath.Join(worktree, ".git")
+	info, err := os.Lstat(dotGit)
+	if err == nil && info.IsDir() {
+		return dotGit, nil
+	}
+	if err == nil && info.Mode().IsRegular() {
+		data, err := os.ReadFile(dotGit)
+		if err == nil {
+			if dir, ok := strings.CutPrefix(strings.TrimSpace(string(data)), "gitdir: "); ok {
+				if !filepath.IsAbs(dir) {
+					dir = filepath.Join(worktree, dir)
+				}
+				return dir, nil
+			}
+		}
+	}
+	return git(ctx, worktree, "rev-parse", "--absolute-git-dir")
+}
+
+// setupExcludes are the pathspecs that leave out what Setup copied into
+// worktree.
+func setupExcludes(ctx context.Context, worktree string) ([]string, error) {
+	gitDir, err := gitDirOf(ctx, worktree)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(gitDir, copiedFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var specs []string
+	for _, p := range strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00") {
+		if p != "" {
+			specs = append(specs, ":(exclude,top,literal)"+p)
+		}
+	}
+	return specs, nil
+}
+
+// addAllArgs is git add of everything in the worktree but what Setup
+// copied.
+func addAllArgs(ctx context.Context, worktree string) ([]string, error) {
+	excl, err := setupExcludes(ctx, worktree)
+	if err != nil {
+		return nil, fmt.Errorf("reading what setup copied: %w", err)
+	}
+	if len(excl) == 0 {
+		return []string{"add", "--all"}, nil
+	}
+	return append([]string{"add", "--all", "--", ":/"}, excl...), nil
+}
+
 // copyEntry copies one file, link or directory (not its contents) from src
-// to dst unless dst exists. A file is written under a temporary name and
+// to dst unless dst exists. A file is written to dst.apserver-copy and
 // renamed, so that an interrupted copy leaves no half file behind.
 func copyEntry(src, dst string, d fs.DirEntry) error {
 	if _, err := os.Lstat(dst); err == nil {
@@ -141,7 +261,9 @@ func copyEntry(src, dst string, d fs.DirEntry) error {
 		return err
 	}
 	defer in.Close()
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".apserver-copy-*")
+	// A fixed name: the copy that follows a kill reuses the temporary file
+	// the killed one left behind, so none stays.
+	tmp, err := os.OpenFile(dst+".apserver-copy", os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
@@ -164,7 +286,12 @@ func copyEntry(src, dst string, d fs.DirEntry) error {
 // carries.
 const setupOutputTail = 2048
 
-func runSetup(ctx context.Context, dir, command string) error {
+// setupPIDFile, in the worktree's private git directory, holds the process
+// group of the setup command while it runs, so that after a kill of
+// apserver the next Setup can stop what the killed one left running.
+const setupPIDFile = "apserver-setup.pid"
+
+func runSetup(ctx context.Context, dir, gitDir, command string) error {
 	cmd := exec.CommandContext(ctx, "bash", "-c", command)
 	cmd.Dir = dir
 	var env []string
@@ -180,7 +307,17 @@ func runSetup(ctx context.Context, dir, command string) error {
 	cmd.WaitDelay = 5 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("setup command %q: %w", command, err)
+	}
+	pidFile := filepath.Join(gitDir, setupPIDFile)
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Wait()
+		return err
+	}
+	err := cmd.Wait()
+	os.Remove(pidFile)
 	if err == nil {
 		return nil
 	}
@@ -192,4 +329,30 @@ func runSetup(ctx context.Context, dir, command string) error {
 		tail = tail[len(tail)-setupOutputTail:]
 	}
 	return fmt.Errorf("setup command %q: %w: %s", command, err, strings.TrimSpace(string(tail)))
+}
+
+// killOrphanSetup kills the process group of a setup command that a killed
+// apserver left running in worktree (its group is in setupPIDFile, and one
+// of its processes still works inside the worktree), and waits until it
+// is gone.
+func killOrphanSetup(ctx context.Context, gitDir, worktree string) error {
+	pidFile := filepath.Join(gitDir, setupPIDFile)
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		return nil
+	}
+	pgid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err == nil && pgid > 1 && len(groupMembers(pgid, worktree)) > 0 {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		deadline := time.Now().Add(5 * time.Second)
+		for len(groupMembers(pgid, "")) > 0 {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the setup command left running by a killed apserver (process group %d) does not end", pgid)
+			}
+			if err := pause(ctx, 10*time.Millisecond); err != nil {
+				return err
+			}
+		}
+	}
+	return os.Remove(pidFile)
 }

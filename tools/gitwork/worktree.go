@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // ErrWorktreeConflict: the path is a worktree of another branch, or a
@@ -25,13 +26,34 @@ type worktree struct {
 	prunable bool
 }
 
-// initializing is the lock reason git worktree add writes while it creates
-// a worktree and removes when it is done: a worktree still locked with it
-// was interrupted half-way.
-const initializing = "initializing"
+// Lock reasons of a worktree in transition: git worktree add writes
+// initializing while it creates one and removes it when it is done;
+// RemoveWorktree locks with removing before it deletes anything. A
+// worktree still locked with either was interrupted half-way, and is never
+// taken for a finished one.
+const (
+	initializing = "initializing"
+	removing     = "apserver: removing"
+)
+
+// halfDone reports whether wt is a worktree left in transition.
+func (wt *worktree) halfDone() bool {
+	return wt.prunable || wt.locked && (wt.lockNote == initializing || wt.lockNote == removing)
+}
 
 func (r *Repo) worktrees(ctx context.Context) ([]worktree, error) {
-	out, err := git(ctx, r.root, "worktree", "list", "--porcelain")
+	var out string
+	var err error
+	for range 5 {
+		// A git creating a worktree right now (one that a killed apserver
+		// left running) can make the listing fail for a moment.
+		if out, err = git(ctx, r.root, "worktree", "list", "--porcelain"); err == nil {
+			break
+		}
+		if perr := pause(ctx, 20*time.Millisecond); perr != nil {
+			return nil, perr
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing worktrees: %w", err)
 	}
@@ -119,11 +141,13 @@ func branchExists(ctx context.Context, dir, branch string) (bool, error) {
 // Root's checkout or index.
 //
 // It converges when repeated: a worktree of branch already at path is kept
-// as it is (nil); one that a killed git left half-created (still locked
-// "initializing") or whose directory is gone is cleared and created again;
-// a branch left by an earlier attempt is checked out as it is, base is
-// then not used. A path holding another branch's worktree, or a non-empty
-// directory that is no worktree, fails with ErrWorktreeConflict.
+// as it is (nil); one that a killed git left half-created or half-removed
+// (still locked "initializing" or "apserver: removing"), or whose
+// directory is gone, is cleared and created again; a branch left by an
+// earlier attempt is checked out as it is, and base is then not used. The
+// first call of a process for a path waits for gits that a killed apserver
+// left running on it. A path holding another branch's worktree, or a
+// non-empty directory that is no worktree, fails with ErrWorktreeConflict.
 func (r *Repo) AddWorktree(ctx context.Context, path, branch, base string) error {
 	if branch == "" || strings.HasPrefix(branch, "-") {
 		return fmt.Errorf("adding worktree: invalid branch %q", branch)
@@ -135,51 +159,122 @@ func (r *Repo) AddWorktree(ctx context.Context, path, branch, base string) error
 	if err != nil {
 		return fmt.Errorf("adding worktree at %s: %w", path, err)
 	}
-	wt, err := r.findWorktree(ctx, path)
-	if err != nil {
-		return fmt.Errorf("adding worktree at %s: %w", path, err)
+	// Wait for the gits that a killed apserver left working on path.
+	if err := settle(ctx, "add "+path, func() bool { return gitRunning("worktree", path) }); err != nil {
+		return err
 	}
-	if wt != nil {
-		switch {
-		case wt.main || wt.bare:
-			return fmt.Errorf("adding worktree at %s: %w: it is the main work tree", path, ErrWorktreeConflict)
-		case wt.locked && wt.lockNote == initializing, wt.prunable:
-			// git worktree add was killed before it finished, or the
-			// directory is gone.
-			if err := r.clearWorktree(ctx, path, wt); err != nil {
-				return fmt.Errorf("clearing half-created worktree %s: %w", path, err)
-			}
-		case wt.branch == "refs/heads/"+branch:
-			return nil
-		default:
-			what := "a detached HEAD"
-			if wt.branch != "" {
-				what = "branch " + strings.TrimPrefix(wt.branch, "refs/heads/")
-			}
-			return fmt.Errorf("adding worktree at %s for %s: %w: it has %s", path, branch, ErrWorktreeConflict, what)
-		}
-	}
-	if entries, err := os.ReadDir(path); err == nil && len(entries) > 0 {
-		return fmt.Errorf("adding worktree at %s: %w: a non-empty directory that is not a worktree", path, ErrWorktreeConflict)
-	}
-	exists, err := branchExists(ctx, r.root, branch)
-	if err != nil {
-		return fmt.Errorf("adding worktree at %s: %w", path, err)
-	}
-	args := []string{"worktree", "add", "--quiet"}
-	if exists {
-		args = append(args, "--end-of-options", path, branch)
-	} else {
-		baseSHA, err := resolve(ctx, r.root, base)
+	// Each round looks at the state and takes one step; a step that fails
+	// is followed by another look.
+	busyUntil := time.Now().Add(busyWait)
+	var lastErr error
+	for round := 0; round < 4; round++ {
+		wt, err := r.findWorktree(ctx, path)
 		if err != nil {
-			return fmt.Errorf("adding worktree at %s: base: %w", path, err)
+			return fmt.Errorf("adding worktree at %s: %w", path, err)
 		}
-		args = append(args, "--no-track", "-b", branch, "--end-of-options", path, baseSHA)
+		if wt != nil {
+			switch {
+			case wt.main || wt.bare:
+				return fmt.Errorf("adding worktree at %s: %w: it is the main work tree", path, ErrWorktreeConflict)
+			case wt.locked && wt.lockNote == initializing && !wt.prunable && r.worktreeBusy(path):
+				// Another git is still creating it.
+				if time.Now().After(busyUntil) {
+					return fmt.Errorf("adding worktree at %s: %w: another git is still creating it", path, ErrWorktreeConflict)
+				}
+				round--
+				if err := pause(ctx, 50*time.Millisecond); err != nil {
+					return err
+				}
+				continue
+			case wt.halfDone():
+				lastErr = r.clearWorktree(ctx, path, wt)
+				continue
+			case wt.branch == "refs/heads/"+branch:
+				return nil
+			default:
+				what := "a detached HEAD"
+				if wt.branch != "" {
+					what = "branch " + strings.TrimPrefix(wt.branch, "refs/heads/")
+				}
+				return fmt.Errorf("adding worktree at %s for %s: %w: it has %s", path, branch, ErrWorktreeConflict, what)
+			}
+		}
+		if entries, err := os.ReadDir(path); err == nil && len(entries) > 0 {
+			return fmt.Errorf("adding worktree at %s: %w: a non-empty directory that is not a worktree", path, ErrWorktreeConflict)
+		}
+		exists, err := branchExists(ctx, r.root, branch)
+		if err != nil {
+			return fmt.Errorf("adding worktree at %s: %w", path, err)
+		}
+		args := []string{"worktree", "add", "--quiet"}
+		if exists {
+			args = append(args, "--end-of-options", path, branch)
+		} else {
+			baseSHA, err := resolve(ctx, r.root, base)
+			if err != nil {
+				return fmt.Errorf("adding worktree at %s: base: %w", path, err)
+			}
+			args = append(args, "--no-track", "-b", branch, "--end-of-options", path, baseSHA)
+		}
+		ownRef := canonical(filepath.Join(r.common, "refs", "heads", filepath.FromSlash(branch)) + ".lock")
+		lastErr = clearingStaleLock(ctx, func(lock string) bool { return canonical(lock) == ownRef }, func() error {
+			_, err := git(ctx, r.root, args...)
+			return err
+		})
+		if lastErr == nil {
+			return nil
+		}
 	}
-	if _, err := git(ctx, r.root, args...); err != nil {
-		return fmt.Errorf("adding worktree at %s: %w", path, err)
+	if lastErr == nil {
+		lastErr = errors.New("the worktree's state keeps changing")
 	}
-	return nil
+	return fmt.Errorf("adding worktree at %s: %w", path, lastErr)
+}
+
+// busyWait bounds how long AddWorktree waits for another git that is still
+// creating the same worktree.
+var busyWait = 30 * time.Second
+
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// adminDir is the private git directory of the worktree at path
+// (<common>/worktrees/<name>), found through the gitdir file that points
+// back at path/.git; "" if there is none.
+func (r *Repo) adminDir(path string) string {
+	dirs, err := os.ReadDir(filepath.Join(r.common, "worktrees"))
+	if err != nil {
+		return ""
+	}
+	want := canonical(filepath.Join(path, ".git"))
+	for _, d := range dirs {
+		admin := filepath.Join(r.common, "worktrees", d.Name())
+		data, err := os.ReadFile(filepath.Join(admin, "gitdir"))
+		if err == nil && canonical(strings.TrimSpace(string(data))) == want {
+			return admin
+		}
+	}
+	return ""
+}
+
+// worktreeBusy reports whether a live git may still be creating the
+// worktree at path: a git worktree add of path runs (one that a killed
+// apserver started), or a process holds the worktree's index lock (the
+// checkout).
+func (r *Repo) worktreeBusy(path string) bool {
+	if gitRunning("worktree", "add", path) {
+		return true
+	}
+	admin := r.adminDir(path)
+	return admin != "" && fileInUse(filepath.Join(admin, "index.lock"))
 }
 
 func checkRefFormat(ctx context.Context, dir, branch string) error {
@@ -206,6 +301,13 @@ func (r *Repo) RemoveWorktree(ctx context.Context, path string) error {
 		return nil
 	case wt.main || wt.bare:
 		return fmt.Errorf("removing worktree %s: it is the main work tree", path)
+	case !wt.locked && !wt.prunable:
+		// Marked first, so that a kill half-way through the deletion
+		// leaves a worktree that AddWorktree will not take for whole.
+		if _, err := git(ctx, r.root, "worktree", "lock", "--reason", removing, path); err != nil {
+			return fmt.Errorf("removing worktree %s: %w", path, err)
+		}
+		wt.locked, wt.lockNote = true, removing
 	}
 	if err := r.clearWorktree(ctx, path, wt); err != nil {
 		return fmt.Errorf("removing worktree %s: %w", path, err)
@@ -216,19 +318,24 @@ func (r *Repo) RemoveWorktree(ctx context.Context, path string) error {
 // clearWorktree removes the worktree wt at path whatever state it is in:
 // locked, half-created by a killed git, or with its directory gone.
 func (r *Repo) clearWorktree(ctx context.Context, path string, wt *worktree) error {
-	if wt.locked {
-		if _, err := git(ctx, r.root, "worktree", "unlock", path); err != nil {
-			return err
-		}
-	}
+	// Twice forced: also when locked. git deletes the directory before the
+	// registration and its lock, so a kill half-way leaves it locked.
 	if !wt.prunable {
-		if _, err := git(ctx, r.root, "worktree", "remove", "--force", path); err == nil {
+		if _, err := git(ctx, r.root, "worktree", "remove", "--force", "--force", path); err == nil {
 			return nil
 		}
-		// git refuses a worktree it cannot validate (a killed git worktree
-		// add may not have written path/.git yet): the directory is ours,
-		// remove it and let prune drop the registration.
-		if err := os.RemoveAll(path); err != nil {
+	}
+	// git refuses a worktree it cannot validate (a killed git worktree add
+	// may not have written path/.git yet, a killed git worktree remove may
+	// have deleted it already). The directory is registered as a worktree,
+	// so it is ours: remove it, then the lock, then the registration, in
+	// that order, so that a kill between steps leaves it locked.
+	if err := os.RemoveAll(path); err != nil {
+		return err
+	}
+	if wt.locked {
+		// Another git may have finished and unlocked it meanwhile.
+		if _, err := git(ctx, r.root, "worktree", "unlock", path); err != nil && !strings.Contains(err.Error(), "not locked") {
 			return err
 		}
 	}

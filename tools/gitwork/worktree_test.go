@@ -121,6 +121,19 @@ func TestAddWorktreeConverges(t *testing.T) {
 			testGit(t, dir, "worktree", "add", "-q", "--no-checkout", "--lock", "--reason", "initializing", "-b", branch, path, "main")
 			os.RemoveAll(path)
 		}, ""},
+		{"killed half-way through RemoveWorktree", func(t *testing.T, dir, path, branch string) {
+			testGit(t, dir, "worktree", "add", "-q", "-b", branch, path, "main")
+			write(t, path, "done.txt", "task 1\n")
+			testGit(t, path, "add", "-A")
+			testGit(t, path, "commit", "-q", "-m", "task 1")
+			testGit(t, dir, "worktree", "lock", "--reason", removing, path)
+			os.Remove(filepath.Join(path, "greet.sh"))
+		}, "done.txt"},
+		{"killed half-way through RemoveWorktree, .git gone", func(t *testing.T, dir, path, branch string) {
+			testGit(t, dir, "worktree", "add", "-q", "-b", branch, path, "main")
+			testGit(t, dir, "worktree", "lock", "--reason", removing, path)
+			os.Remove(filepath.Join(path, ".git"))
+		}, ""},
 		{"directory deleted", func(t *testing.T, dir, path, branch string) {
 			testGit(t, dir, "worktree", "add", "-q", "-b", branch, path, "main")
 			os.RemoveAll(path)

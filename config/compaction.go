@@ -1,0 +1,56 @@
+package config
+
+// fileCompaction are the context-compaction keys of a config file (named
+// as Codex names them).
+type fileCompaction struct {
+	ModelContextWindow         *int64 `toml:"model_context_window"`
+	ModelAutoCompactTokenLimit *int64 `toml:"model_auto_compact_token_limit"`
+}
+
+// CompactionRole is the role whose model writes compaction summaries;
+// without a [roles.compaction] table the thread's own model does.
+const CompactionRole = "compaction"
+
+func (c *Config) mergeCompaction(f fileCompaction, bad func(key, format string, args ...any) error) error {
+	if v := f.ModelContextWindow; v != nil {
+		if *v < 0 {
+			return bad("model_context_window", "must not be negative, got %d", *v)
+		}
+		c.ModelContextWindow = *v
+	}
+	if v := f.ModelAutoCompactTokenLimit; v != nil {
+		if *v < 0 {
+			return bad("model_auto_compact_token_limit", "must not be negative, got %d", *v)
+		}
+		c.ModelAutoCompactTokenLimit = *v
+	}
+	return nil
+}
+
+// ContextWindow is the context window of model in tokens: its [[models]]
+// catalog entry's context_window, else model_context_window; 0 when
+// unknown.
+func (c Config) ContextWindow(model string) int64 {
+	if mi, ok := c.ModelInfo(model); ok && mi.ContextWindow > 0 {
+		return mi.ContextWindow
+	}
+	return c.ModelContextWindow
+}
+
+// AutoCompactLimit is the prompt size in tokens at which a turn compacts
+// its context, as Codex computes it: 90% of the context window, or
+// model_auto_compact_token_limit when that is lower (or the window is
+// unknown). 0: never automatically.
+func (c Config) AutoCompactLimit(model string) int64 {
+	limit := c.ContextWindow(model) * 9 / 10
+	if l := c.ModelAutoCompactTokenLimit; l > 0 && (limit == 0 || l < limit) {
+		limit = l
+	}
+	return limit
+}
+
+// HasRole reports whether a [roles.NAME] table configures role.
+func (c Config) HasRole(role string) bool {
+	_, ok := c.Roles[role]
+	return ok
+}

@@ -1,0 +1,497 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apserver/apserver/model/scripted"
+	"github.com/apserver/apserver/store"
+)
+
+// Context compaction over the real binary (docs/protocol.md, "Compaction").
+
+const compactMarker = "Compaction request:" // in every summary request apserver sends
+
+// isCompactRequest: the request asks for a handoff summary.
+func isCompactRequest(r scripted.Request) bool {
+	return strings.Contains(r.LastUserText, compactMarker)
+}
+
+// requestTokens is the size of a request as the scripted model reports it
+// (100 plus a quarter of the body's bytes).
+func requestTokens(r scripted.Request) int { return 100 + len(r.Body)/4 }
+
+// summaries answers summary requests with "Summary #1", "#2", ….
+func summaries(n int) scripted.Rule {
+	r := scripted.Rule{Match: compactMarker, Sequential: true}
+	for i := 1; i <= n; i++ {
+		r.Steps = append(r.Steps, scripted.Step{Text: fmt.Sprintf("## Task\nRead the parts.\n## Done\n[completed] Summary #%d of the work so far.", i)})
+	}
+	return r
+}
+
+// writeFile writes size bytes of distinct lines to dir/name.
+func writeFile(t *testing.T, dir, name string, size int) {
+	t.Helper()
+	var b strings.Builder
+	for i := 0; b.Len() < size; i++ {
+		fmt.Fprintf(&b, "%s line %05d: the quick brown fox jumps over the lazy dog\n", name, i)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()[:size]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCompactStartIdle: thread/compact/start on an idle thread answers {}
+// and runs a turn holding exactly one contextCompaction item, in the order
+// of protocol/codex/CORE.md §9 G (plus Codex's warning after the item).
+// The next turn's prompt starts from the summary; thread/read still shows
+// every item.
+func TestCompactStartIdle(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, summaries(5),
+		scripted.Rule{Match: "first question", Steps: []scripted.Step{{Text: "First answer, about FIRST-DETAIL. " + strings.Repeat("Long explanation. ", 100)}}},
+		scripted.Rule{Match: "second question", Steps: []scripted.Step{{Text: "Second answer."}}},
+	)
+	c := newClient(t, model, options{})
+	threadID, _ := c.startThread("never")
+	c.runTurn(threadID, "first question")
+
+	resp := c.call("thread/compact/start", map[string]any{"threadId": threadID})
+	if string(resp.Result) != "{}" {
+		t.Fatalf("thread/compact/start = %s, want {}", resp.Result)
+	}
+	started := c.waitAfter(resp, "turn/started", nil)
+	turnID := started.str("turn.id")
+	done := c.turnDone(turnID)
+	got := c.labelsBetween(resp, done)
+	want := []string{
+		"thread/status/changed", "turn/started",
+		"item/started", "item/completed", "warning",
+		"thread/status/changed",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("notifications after thread/compact/start = %v, want %v\n%s", got, want, c.dump(resp.Seq))
+	}
+	for _, m := range c.find("", forTurn(turnID)) {
+		if strings.HasPrefix(m.Method, "item/") && m.str("item.type") != "contextCompaction" {
+			t.Errorf("compaction turn has a %s item", m.str("item.type"))
+		}
+	}
+	if done.str("turn.status") != "completed" || len(done.get("turn.items").([]any)) != 0 {
+		t.Errorf("turn/completed = %s, want completed with items []", done.Raw)
+	}
+	if s := c.find("thread/status/changed", nil); s[len(s)-1].str("status.type") != "idle" {
+		t.Errorf("thread ends %s, want idle", s[len(s)-1].Raw)
+	}
+
+	c.runTurn(threadID, "second question")
+	reqs := modelRequests(model)
+	last := reqs[len(reqs)-1]
+	if !strings.Contains(string(last.Body), "Summary #1") {
+		t.Errorf("the request after the compaction lacks the summary")
+	}
+	if strings.Contains(string(last.Body), "FIRST-DETAIL") {
+		t.Errorf("the request after the compaction still holds the summarized answer")
+	}
+	if !strings.Contains(string(last.Body), "first question") {
+		t.Errorf("the request after the compaction lost the earlier user message")
+	}
+
+	// The tombstone keeps everything: thread/read shows the first answer.
+	read := c.call("thread/read", map[string]any{"threadId": threadID, "includeTurns": true})
+	if !strings.Contains(read.Raw, "FIRST-DETAIL") || !strings.Contains(read.Raw, `"contextCompaction"`) {
+		t.Errorf("thread/read after a compaction: %s", read.Raw)
+	}
+}
+
+// TestCompactStartDuringTurn: a compaction started while a turn runs
+// replaces that turn (it ends interrupted), then the compaction turn runs;
+// steering the compaction turn is refused with activeTurnNotSteerable.
+func TestCompactStartDuringTurn(t *testing.T) {
+	t.Parallel()
+	hang := scripted.Rule{Match: compactMarker, Steps: []scripted.Step{{Hang: true}}}
+	model := startModel(t, hang,
+		scripted.Rule{Match: "long task", Steps: []scripted.Step{{Deltas: 10, DeltaText: "working ", StallAfter: 2}}},
+	)
+	c := newClient(t, model, options{})
+	threadID, _ := c.startThread("never")
+	_, running := c.startTurn(threadID, "long task")
+	c.waitFor("item/agentMessage/delta", forTurn(running))
+
+	resp := c.call("thread/compact/start", map[string]any{"threadId": threadID})
+	if string(resp.Result) != "{}" {
+		t.Fatalf("thread/compact/start = %s, want {}", resp.Result)
+	}
+	old := c.turnDone(running)
+	if old.str("turn.status") != "interrupted" {
+		t.Errorf("the running turn ended %s, want interrupted", old.Raw)
+	}
+	started := c.waitAfter(old, "turn/started", nil)
+	compactTurn := started.str("turn.id")
+	item := c.waitAfter(started, "item/started", itemOfType(compactTurn, "contextCompaction"))
+	if got, want := c.labelsBetween(resp, item), []string{"thread/status/changed", "turn/completed", "thread/status/changed", "turn/started"}; !slices.Equal(got, want) {
+		t.Errorf("notifications = %v, want %v\n%s", got, want, c.dump(resp.Seq))
+	}
+
+	// Steering (turn/steer, or turn/start on the busy thread) is refused.
+	for _, m := range []struct {
+		method string
+		params map[string]any
+	}{
+		{"turn/steer", map[string]any{"threadId": threadID, "expectedTurnId": compactTurn, "input": textInput("more")}},
+		{"turn/start", map[string]any{"threadId": threadID, "input": textInput("more")}},
+	} {
+		r := c.request(m.method, m.params)
+		if r.Error == nil || r.Error.Code != -32600 {
+			t.Fatalf("%s into a compaction turn = %s, want error -32600", m.method, r.Raw)
+		}
+		if !strings.Contains(string(r.Error.Data), `"codexErrorInfo":{"activeTurnNotSteerable":{"turnKind":"compact"}}`) {
+			t.Errorf("%s error data = %s", m.method, r.Error.Data)
+		}
+	}
+	c.call("turn/interrupt", map[string]any{"threadId": threadID, "turnId": compactTurn})
+	if d := c.turnDone(compactTurn); d.str("turn.status") != "interrupted" {
+		t.Errorf("compaction turn ended %s", d.Raw)
+	}
+	if n := len(c.find("item/completed", itemOfType(compactTurn, "contextCompaction"))); n != 0 {
+		t.Errorf("an interrupted compaction completed its item")
+	}
+}
+
+// TestCompactionStuckLoop: the model keeps reading files too big for any
+// compaction to help (each compaction keeps the step in flight, and that
+// alone passes the trigger). The turn stops after 3 automatic compactions
+// with contextWindowExceeded, not after hours.
+func TestCompactionStuckLoop(t *testing.T) {
+	t.Parallel()
+	read := func(name string) scripted.Step {
+		return scripted.Step{ToolCalls: []scripted.ToolCall{{Command: "cat " + name}}}
+	}
+	loop := scripted.Rule{Match: "read everything", Sequential: true, Steps: []scripted.Step{read("small.txt")}}
+	for range 10 {
+		loop.Steps = append(loop.Steps, read("huge.txt"))
+	}
+	model := startModel(t, summaries(10), loop)
+	cfg := "model_auto_compact_token_limit = 4000\n[[models]]\nid = \"scripted-model\"\ncontext_window = 8192\n"
+	c := newFAClient(t, model, faOptions{config: cfg})
+	threadID, cwd := c.startThread("never")
+	writeFile(t, cwd, "small.txt", 2000)
+	writeFile(t, cwd, "huge.txt", 12000)
+	_, done := c.runTurn(threadID, "read everything")
+
+	if done.str("turn.status") != "failed" || done.str("turn.error.codexErrorInfo") != "contextWindowExceeded" {
+		t.Fatalf("turn ended %s, want failed with contextWindowExceeded", done.Raw)
+	}
+	turnID := done.str("turn.id")
+	if n := len(c.find("item/completed", itemOfType(turnID, "contextCompaction"))); n != 3 {
+		t.Errorf("%d compactions, want 3", n)
+	}
+	compactions := 0
+	for _, r := range modelRequests(model) {
+		if isCompactRequest(r) {
+			compactions++
+		}
+	}
+	if compactions != 3 {
+		t.Errorf("%d summary requests, want 3", compactions)
+	}
+}
+
+// TestCompactionFullAutoLongRun is the acceptance run: an 8k-token window,
+// tool output that fills it, at least 5 automatic compactions, and the
+// objective finished. Every request after a compaction is below the
+// trigger and holds AGENTS.md, the objective and the plan verbatim; the
+// receipts show the compactions; a restart in the middle resumes from the
+// latest compaction.
+func TestCompactionFullAutoLongRun(t *testing.T) {
+	t.Parallel()
+	const (
+		parts     = 14
+		partBytes = 8800 // about 2,200 tokens: three fill the window
+		window    = 8192
+		trigger   = window * 9 / 10
+		objective = "C-long: read part-01.txt to part-14.txt in order and report when all are read"
+		agents    = "AGENTS-RULE: always read the parts in numeric order, never skip one."
+		planStep  = "Read every part file in numeric order"
+	)
+	steps := []scripted.Step{{
+		Text: "Starting with part 1.",
+		ToolCalls: []scripted.ToolCall{
+			{Name: "update_plan", Arguments: `{"plan":[{"step":"` + planStep + `","status":"in_progress"},{"step":"Report that all parts are read","status":"pending"}]}`},
+			{Command: "cat part-01.txt"},
+		},
+	}}
+	for i := 2; i <= parts; i++ {
+		steps = append(steps, scripted.Step{ToolCalls: []scripted.ToolCall{{Command: fmt.Sprintf("cat part-%02d.txt", i)}}})
+	}
+	steps = append(steps, scripted.Step{Text: "The task is complete: all 14 parts are read."})
+	model := startModel(t, summaries(40), scripted.Rule{Match: "C-long", Sequential: true, Steps: steps})
+
+	dataDir := t.TempDir()
+	cfg := fmt.Sprintf("[[models]]\nid = \"scripted-model\"\ncontext_window = %d\n", window)
+	c := newFAClient(t, model, faOptions{dataDir: dataDir, config: cfg})
+	threadID, cwd := c.startThread("never")
+	if err := os.WriteFile(filepath.Join(cwd, "AGENTS.md"), []byte(agents+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= parts; i++ {
+		writeFile(t, cwd, fmt.Sprintf("part-%02d.txt", i), partBytes)
+	}
+	c.startFullAuto(threadID, map[string]any{"objective": objective, "approvals": "never"})
+
+	// Restart after the second compaction.
+	first := c.waitFor("item/completed", func(m *message) bool { return m.str("item.type") == "contextCompaction" })
+	c.waitAfter(first, "item/completed", func(m *message) bool { return m.str("item.type") == "contextCompaction" })
+	c.kill()
+	before := len(modelRequests(model))
+
+	c2 := newFAClient(t, model, faOptions{dataDir: dataDir, config: cfg})
+	end := c2.runEnded(threadID)
+	if end.str("run.stopCondition") != "completed" {
+		t.Fatalf("run ended %s, want completed", end.Raw)
+	}
+
+	// The first request after the restart starts from the latest
+	// compaction stored before it.
+	read := c2.call("thread/read", map[string]any{"threadId": threadID, "includeTurns": true})
+	reqs := modelRequests(model)
+	var firstAfter *scripted.Request
+	for i := before; i < len(reqs); i++ {
+		if !isCompactRequest(reqs[i]) {
+			firstAfter = &reqs[i]
+			break
+		}
+	}
+	if firstAfter == nil {
+		t.Fatal("no model request after the restart")
+	}
+	body := string(firstAfter.Body)
+	var present []int
+	for k := 1; k <= 40; k++ {
+		if strings.Contains(body, fmt.Sprintf("Summary #%d ", k)) {
+			present = append(present, k)
+		}
+	}
+	if len(present) != 1 || present[0] < 2 {
+		t.Errorf("first request after the restart holds summaries %v, want only the latest (at least #2)", present)
+	}
+	if strings.Contains(body, "part-01.txt line") {
+		t.Errorf("first request after the restart holds output the compactions replaced")
+	}
+
+	// Every request after a compaction: below the trigger, with AGENTS.md,
+	// the objective and the plan verbatim.
+	compactions, seenCompaction := 0, false
+	for _, r := range reqs {
+		if isCompactRequest(r) {
+			compactions++
+			seenCompaction = true
+			continue
+		}
+		if !seenCompaction {
+			continue
+		}
+		seenCompaction = false
+		b := string(r.Body)
+		if n := requestTokens(r); n >= trigger {
+			t.Errorf("request after compaction %d has %d tokens, trigger %d", compactions, n, trigger)
+		}
+		for _, want := range []string{agents, objective, planStep} {
+			if !strings.Contains(b, want) {
+				t.Errorf("request after compaction %d lacks %q", compactions, want)
+			}
+		}
+	}
+	if compactions < 5 {
+		t.Errorf("%d compactions, want at least 5", compactions)
+	}
+	if got := strings.Count(read.Raw, `"type":"contextCompaction"`); got != compactions {
+		t.Errorf("thread/read shows %d contextCompaction items, the model got %d summary requests", got, compactions)
+	}
+
+	// The receipts record the compactions, and replay agrees with them.
+	c2.close()
+	out, err := exec.Command(binPath, "replay", "--data-dir", dataDir, threadID).CombinedOutput()
+	if err != nil {
+		t.Fatalf("apserver replay: %v\n%s", err, out)
+	}
+	db, err := store.OpenReadOnly(filepath.Join(dataDir, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rs, err := db.Receipts(context.Background(), threadID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := 0
+	for _, r := range rs {
+		var in struct {
+			Turn struct {
+				Compactions  int     `json:"compactions"`
+				ContextRatio float64 `json:"contextRatio"`
+			} `json:"turn"`
+		}
+		if json.Unmarshal(r.Input, &in) == nil && in.Turn.Compactions > 0 {
+			recorded += in.Turn.Compactions
+			if in.Turn.ContextRatio <= 0 || in.Turn.ContextRatio >= 0.9 {
+				t.Errorf("receipt %s: context ratio %v after compaction", r.ID, in.Turn.ContextRatio)
+			}
+		}
+	}
+	if recorded == 0 {
+		t.Errorf("no receipt records a compaction")
+	}
+}
+
+// TestCompactionRefusedAndOverflow: a compaction whose result would not be
+// smaller than what it replaces is refused (the turn fails, the history
+// stays); a summary request the model rejects as too long is retried
+// without the oldest entry.
+func TestCompactionRefusedAndOverflow(t *testing.T) {
+	t.Parallel()
+	t.Run("refused", func(t *testing.T) {
+		t.Parallel()
+		model := startModel(t, summaries(3), scripted.Rule{Match: "hi", Steps: []scripted.Step{{Text: "Hello, TINY-DETAIL."}}})
+		c := newClient(t, model, options{})
+		threadID, _ := c.startThread("never")
+		c.runTurn(threadID, "hi")
+		resp := c.call("thread/compact/start", map[string]any{"threadId": threadID})
+		done := c.turnDone(c.waitAfter(resp, "turn/started", nil).str("turn.id"))
+		if done.str("turn.status") != "failed" || !strings.Contains(done.str("turn.error.message"), "would not shrink") {
+			t.Fatalf("compaction of a tiny thread ended %s, want failed: would not shrink", done.Raw)
+		}
+		c.runTurn(threadID, "hi again")
+		reqs := modelRequests(model)
+		if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, "TINY-DETAIL") || strings.Contains(last, "Summary #") {
+			t.Errorf("after a refused compaction the history changed")
+		}
+	})
+	t.Run("overflow", func(t *testing.T) {
+		t.Parallel()
+		overflow := scripted.Rule{Match: compactMarker, Steps: []scripted.Step{{
+			HTTPError: 400, ErrorMessage: "context_length_exceeded: the input is too long", FailTimes: 2,
+			Text: "## Task\nSummary after dropping the oldest entries.",
+		}}}
+		model := startModel(t, overflow, scripted.Rule{Match: "question", Steps: []scripted.Step{{Text: strings.Repeat("A long answer. ", 200)}}})
+		c := newClient(t, model, options{})
+		threadID, _ := c.startThread("never")
+		c.runTurn(threadID, "OLDEST question")
+		c.runTurn(threadID, "newer question")
+		resp := c.call("thread/compact/start", map[string]any{"threadId": threadID})
+		done := c.turnDone(c.waitAfter(resp, "turn/started", nil).str("turn.id"))
+		if done.str("turn.status") != "completed" {
+			t.Fatalf("compaction ended %s", done.Raw)
+		}
+		var sizes []int
+		var firstHasOldest, lastHasOldest bool
+		for _, r := range modelRequests(model) {
+			if isCompactRequest(r) {
+				sizes = append(sizes, len(r.Body))
+				has := strings.Contains(r.LastUserText, "OLDEST question")
+				if len(sizes) == 1 {
+					firstHasOldest = has
+				}
+				lastHasOldest = has
+			}
+		}
+		if len(sizes) != 3 || !(sizes[0] > sizes[1] && sizes[1] > sizes[2]) {
+			t.Errorf("summary request sizes %v, want 3, each smaller than the one before", sizes)
+		}
+		if !firstHasOldest || lastHasOldest {
+			t.Errorf("the oldest entry was not the one dropped (first has it: %v, last has it: %v)", firstHasOldest, lastHasOldest)
+		}
+	})
+}
+
+// TestCompactionHandoff: when compaction keeps leaving the context above
+// 75% of the window (twice in a row: each big read is kept as the step in
+// flight), full auto does not compact again:
+// it continues the run in a fresh thread, started with the objective, the
+// plan and the latest summary. The old run stops with stopCondition
+// "handoff", its receipt says so, and replay agrees.
+func TestCompactionHandoff(t *testing.T) {
+	t.Parallel()
+	const objective = "C-handoff: read the three big files"
+	read := func(name string) scripted.Step {
+		return scripted.Step{ToolCalls: []scripted.ToolCall{{Command: "cat " + name}}}
+	}
+	steps := []scripted.Step{
+		{Text: "Planning.", ToolCalls: []scripted.ToolCall{
+			{Name: "update_plan", Arguments: `{"plan":[{"step":"Read the big files","status":"in_progress"}]}`},
+			{Command: "cat big1.txt"},
+		}},
+		read("big2.txt"), // compaction, the read kept: above 75%
+		read("big3.txt"), // again: the run hands off after this turn
+		{Text: "Read three files; one more check to do."},
+		{Text: "The task is complete: all big files are read."},
+	}
+	model := startModel(t, summaries(10), scripted.Rule{Match: "C-handoff", Sequential: true, Steps: steps})
+	dataDir := t.TempDir()
+	c := newFAClient(t, model, faOptions{dataDir: dataDir, config: "[[models]]\nid = \"scripted-model\"\ncontext_window = 8192\n"})
+	threadID, cwd := c.startThread("never")
+	for _, name := range []string{"big1.txt", "big2.txt", "big3.txt"} {
+		writeFile(t, cwd, name, 16000)
+	}
+	c.startFullAuto(threadID, map[string]any{"objective": objective, "approvals": "never"})
+
+	old := c.runEnded(threadID)
+	if old.str("run.stopCondition") != "handoff" {
+		for _, r := range modelRequests(model) {
+			t.Logf("request compact=%v tokens=%d last=%.60q", isCompactRequest(r), requestTokens(r), r.LastUserText)
+		}
+		t.Fatalf("run ended %s, want stopCondition handoff", old.Raw)
+	}
+	started := c.waitFor("thread/started", func(m *message) bool { return m.str("thread.id") != threadID })
+	fresh := started.str("thread.id")
+	if !strings.Contains(old.str("reason"), fresh) {
+		t.Errorf("the stopped run does not name the fresh thread %s: %s", fresh, old.str("reason"))
+	}
+	end := c.runEnded(fresh)
+	if end.str("run.stopCondition") != "completed" || end.str("run.objective") != objective {
+		t.Fatalf("fresh thread's run ended %s", end.Raw)
+	}
+	var first *scripted.Request
+	for _, r := range modelRequests(model) {
+		if !isCompactRequest(r) && strings.Contains(r.LastUserText, "continues from thread "+threadID) {
+			first = &r
+			break
+		}
+	}
+	if first == nil {
+		t.Fatal("no request started from the handoff")
+	}
+	for _, want := range []string{objective, "Read the big files", "Summary #2 "} {
+		if !strings.Contains(first.LastUserText, want) {
+			t.Errorf("the handoff lacks %q:\n%s", want, first.LastUserText)
+		}
+	}
+	if strings.Contains(string(first.Body), "big1.txt line") || requestTokens(*first) > 4000 {
+		t.Errorf("the fresh thread's first request carries the old context (%d tokens)", requestTokens(*first))
+	}
+
+	c.close()
+	if out, err := exec.Command(binPath, "replay", "--data-dir", dataDir, threadID).CombinedOutput(); err != nil {
+		t.Fatalf("apserver replay: %v\n%s", err, out)
+	}
+	db, err := store.OpenReadOnly(filepath.Join(dataDir, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rs, err := db.Receipts(context.Background(), threadID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := rs[len(rs)-1]; last.Override != "handoff" {
+		t.Errorf("last receipt override %q, want handoff", last.Override)
+	}
+}

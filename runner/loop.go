@@ -1,0 +1,250 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/runs"
+	"github.com/apserver/apserver/store"
+)
+
+// run is one run's loop. The goroutine started by spawn owns m; every
+// other goroutine reaches it through post.
+type run struct {
+	rn    *Runner
+	id    string
+	m     *runs.Machine
+	inbox chan func()
+	ctx   context.Context
+	stop  context.CancelFunc
+
+	// restored: the run's work in flight was taken up (Restore), or the
+	// run is new. Owned by the run's goroutine.
+	restored bool
+
+	slotMu  sync.Mutex
+	hasSlot bool // guarded by slotMu
+}
+
+func (rn *Runner) spawn(id string, m *runs.Machine) *run {
+	ctx, cancel := context.WithCancel(rn.ctx)
+	x := &run{rn: rn, id: id, m: m, inbox: make(chan func(), 16), ctx: ctx, stop: cancel}
+	rn.mu.Lock()
+	rn.active[id] = x
+	rn.mu.Unlock()
+	rn.wg.Add(1)
+	go func() {
+		defer rn.wg.Done()
+		for {
+			select {
+			case f := <-x.inbox:
+				f()
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return x
+}
+
+// post runs f on the run's goroutine. It returns false when the runner is
+// closing.
+func (x *run) post(f func()) bool {
+	select {
+	case x.inbox <- f:
+		return true
+	case <-x.ctx.Done():
+		return false
+	}
+}
+
+// do applies ev on the run's goroutine: checked, stored, applied; then
+// done(nil) (the reply) and the effects, in that order. An event that does
+// not fit the run is answered with the error and changes nothing.
+func (x *run) do(ev runs.Event, done func(error)) {
+	ok := x.post(func() {
+		if ev.AtMs == 0 {
+			ev.AtMs = x.rn.opts.Now()
+		}
+		if ev.Type == runs.EvStarted && x.m.Run().ID != "" {
+			done(fmt.Errorf("run %s has already started", x.id))
+			return
+		}
+		if err := x.m.Accepts(ev); err != nil {
+			done(err)
+			return
+		}
+		effs := x.m.Apply(ev)
+		if err := x.persist(ev); err != nil {
+			// The machine is ahead of the log: stop driving this run; the
+			// next process replays what was stored.
+			x.rn.log.Error("storing a run event; the run stops here", "run", x.id, "event", ev.Type, "err", err)
+			done(err)
+			x.stop()
+			return
+		}
+		done(nil)
+		x.apply(effs)
+	})
+	if !ok {
+		done(fmt.Errorf("run %s: apserver is shutting down", x.id))
+	}
+}
+
+// result posts the result of an effect; a stale one is dropped.
+func (x *run) result(ev runs.Event) {
+	x.do(ev, func(err error) {
+		if err != nil {
+			x.rn.log.Debug("run result dropped", "run", x.id, "event", ev.Type, "task", ev.TaskID, "err", err)
+		}
+	})
+}
+
+// resultWait posts the result and waits until it is stored.
+func (x *run) resultWait(ev runs.Event) error {
+	ch := make(chan error, 1)
+	x.do(ev, func(err error) { ch <- err })
+	return <-ch
+}
+
+func (x *run) persist(ev runs.Event) error {
+	db, err := x.rn.opts.Store()
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	r := x.m.Run()
+	view, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = db.AppendRunEvent(x.ctx, store.RunRow{ID: r.ID, Cwd: r.Cwd, Status: string(r.Status), Run: view, CreatedAt: r.CreatedAtMs},
+		string(ev.Type), b, ev.AtMs)
+	return err
+}
+
+// apply carries out effects on the run's goroutine: the quick ones inline,
+// the slow ones on goroutines that post their results back.
+func (x *run) apply(effs []runs.Effect) {
+	rn := x.rn
+	for _, e := range effs {
+		switch e := e.(type) {
+		case runs.Notify:
+			rn.tap.Client.Notify(e.Method, e.Params)
+		case runs.SetAttention:
+			rn.mgr.SetRunAttention(x.id, protocol.AttentionItem{ThreadID: e.ThreadID, Kind: e.Kind, Reason: e.Reason, SinceMs: e.SinceMs})
+		case runs.ClearAttention:
+			rn.mgr.ClearRunAttention(x.id)
+		case runs.WriteArtifacts:
+			if err := writeArtifacts(x.m.Config().Worktree, e.Snapshot); err != nil {
+				rn.log.Warn("writing run artifacts", "run", x.id, "err", err)
+			}
+		case runs.Released:
+			x.release()
+			if r := x.m.Run(); r.Status.Final() {
+				rn.mu.Lock()
+				delete(rn.active, x.id)
+				rn.mu.Unlock()
+				x.stop()
+			}
+		case runs.Interrupt:
+			thread := e.ThreadID
+			go rn.mgr.StopFullAuto(context.Background(), protocol.FullAutoThreadParams{ThreadID: thread}, func(any, error) {})
+		case runs.CreateWorktree, runs.StartPlanner, runs.StartTask, runs.Validate, runs.Commit, runs.Merge:
+			cfg := x.m.Config()
+			snap := x.m.Snapshot()
+			rn.wg.Add(1)
+			go func() {
+				defer rn.wg.Done()
+				if !x.acquire() {
+					return
+				}
+				x.work(cfg, snap, e)
+			}()
+		}
+	}
+}
+
+// acquire takes a slot of max_parallel_runs for the run, once; it waits
+// while the other runs hold them all.
+func (x *run) acquire() bool {
+	x.slotMu.Lock()
+	defer x.slotMu.Unlock()
+	if x.hasSlot {
+		return true
+	}
+	select {
+	case x.rn.slots <- struct{}{}:
+		x.hasSlot = true
+		return true
+	case <-x.ctx.Done():
+		return false
+	}
+}
+
+func (x *run) release() {
+	x.slotMu.Lock()
+	defer x.slotMu.Unlock()
+	if x.hasSlot {
+		<-x.rn.slots
+		x.hasSlot = false
+	}
+}
+
+// writeArtifacts writes the run's files into its worktree, each only when
+// its content changed.
+func writeArtifacts(worktree string, s runs.Snapshot) error {
+	if _, err := os.Stat(worktree); err != nil {
+		return nil // not created yet, or already removed
+	}
+	for rel, b := range runs.Artifacts(s) {
+		p := filepath.Join(worktree, filepath.FromSlash(rel))
+		if old, err := os.ReadFile(p); err == nil && string(old) == string(b) {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeMemory adds (or replaces) the run's section of .apserver/memory.md
+// in the worktree.
+func writeMemory(worktree string, s runs.Snapshot) error {
+	p := filepath.Join(worktree, filepath.FromSlash(runs.MemoryFile))
+	old, err := os.ReadFile(p)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	text := string(old)
+	if text == "" {
+		text = "# apserver memory\n\nDecisions of earlier runs; planners read this file.\n"
+	}
+	head := fmt.Sprintf("\n## Run %s ", s.Run.ID)
+	if i := strings.Index(text, head); i >= 0 {
+		end := strings.Index(text[i+len(head):], "\n## Run ")
+		if end < 0 {
+			text = text[:i]
+		} else {
+			text = text[:i] + text[i+len(head)+end:]
+		}
+	}
+	text = strings.TrimRight(text, "\n") + "\n" + runs.MemoryEntry(s)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(text), 0o644)
+}

@@ -1,0 +1,466 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/runs"
+	"github.com/apserver/apserver/session"
+	"github.com/apserver/apserver/store"
+	"github.com/apserver/apserver/tools/gitwork"
+)
+
+// Options configure a Runner.
+type Options struct {
+	Manager *session.Manager
+	// Tap is the Client the Manager was made with (NewTap of the real one).
+	Tap    *Tap
+	Store  func() (*store.Store, error)
+	Config config.Config
+	// DataDir holds the runs' worktrees (DataDir/worktrees/<run id>).
+	DataDir string
+	Logger  *slog.Logger
+	// Now is the time in unix ms; nil means the real clock.
+	Now func() int64
+}
+
+// Runner drives runs: one goroutine per run owns its runs.Machine, stores
+// each event before it applies the event's effects, and runs the slow
+// effects (git, threads, checks) on goroutines of their own that post
+// their results back as events.
+type Runner struct {
+	opts  Options
+	mgr   *session.Manager
+	tap   *Tap
+	log   *slog.Logger
+	ctx   context.Context
+	stop  context.CancelFunc
+	slots chan struct{} // max_parallel_runs
+	wg    sync.WaitGroup
+
+	mu       sync.Mutex
+	active   map[string]*run // runs with a loop
+	restored bool
+	repos    map[string]*sync.Mutex // by repository root: repoLock
+}
+
+// repoLock is the lock of the git operations on the repository at root
+// that its runs must not do at once: adding a worktree (a concurrent git
+// worktree add reads the other's half-made admin directory and fails) and
+// merging into a base.
+func (rn *Runner) repoLock(root string) *sync.Mutex {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	l := rn.repos[root]
+	if l == nil {
+		l = &sync.Mutex{}
+		rn.repos[root] = l
+	}
+	return l
+}
+
+// New makes a Runner. Call Restore once the client is ready to take up the
+// runs of an earlier process.
+func New(opts Options) *Runner {
+	ctx, cancel := context.WithCancel(context.Background())
+	n := opts.Config.Runs.MaxParallel
+	if n <= 0 {
+		n = config.DefaultMaxParallelRuns
+	}
+	if opts.Now == nil {
+		opts.Now = func() int64 { return time.Now().UnixMilli() }
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return &Runner{opts: opts, mgr: opts.Manager, tap: opts.Tap, log: opts.Logger, ctx: ctx, stop: cancel,
+		slots: make(chan struct{}, n), active: map[string]*run{}, repos: map[string]*sync.Mutex{}}
+}
+
+// Close stops every run's goroutines; what they did is stored, and the
+// next process takes it up (Restore).
+func (rn *Runner) Close() {
+	rn.stop()
+	rn.wg.Wait()
+}
+
+func notFound(id string) error {
+	return protocol.Errorf(protocol.ErrInvalidRequest, "run not found: %s", id)
+}
+
+func newID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Start implements run/start.
+func (rn *Runner) Start(ctx context.Context, p protocol.RunStartParams, reply session.Reply) {
+	if err := p.Validate(); err != nil {
+		reply(nil, err)
+		return
+	}
+	go func() {
+		c, err := rn.config(ctx, p)
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		x := rn.spawn(c.ID, runs.New())
+		x.restored = true // a new run has nothing to take up
+		ev := runs.Event{Type: runs.EvStarted, Config: &c}
+		x.do(ev, func(err error) {
+			if err != nil {
+				reply(nil, err)
+				return
+			}
+			reply(protocol.RunResult{Run: x.m.Run()}, nil)
+		})
+	}()
+}
+
+// config is a new run's configuration: run/start's params over [runs].
+func (rn *Runner) config(ctx context.Context, p protocol.RunStartParams) (runs.Config, error) {
+	rc := rn.opts.Config.Runs
+	abs, err := filepath.Abs(p.Cwd)
+	if err != nil {
+		return runs.Config{}, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: cwd: %v", err)
+	}
+	if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+		return runs.Config{}, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: cwd %s is not a directory", abs)
+	}
+	repo, err := gitwork.Open(ctx, abs)
+	if err != nil {
+		return runs.Config{}, protocol.Errorf(protocol.ErrInvalidRequest, "cwd %s is not in a git repository with a commit: %v", abs, err)
+	}
+	base := ""
+	if p.BaseBranch != nil {
+		base = *p.BaseBranch
+	} else if base, err = repo.CurrentBranch(ctx); err != nil || base == "" {
+		return runs.Config{}, protocol.Errorf(protocol.ErrInvalidRequest, "cwd %s has no branch checked out: pass baseBranch", abs)
+	}
+	if _, err := repo.HeadSHA(ctx, "refs/heads/"+base); err != nil {
+		return runs.Config{}, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: baseBranch %q is not a branch of %s", base, repo.Root())
+	}
+	id := newID()
+	c := runs.Config{
+		ID: id, Request: p.Request, Cwd: repo.Root(), BaseBranch: base,
+		Branch:   gitwork.BranchName(id, p.Request),
+		Worktree: filepath.Join(rn.opts.DataDir, "worktrees", id),
+		Trust: protocol.RunTrust{Planning: protocol.Trust(rc.TrustPlanning), Implementation: protocol.Trust(rc.TrustImplementation),
+			Fixes: protocol.Trust(rc.TrustFixes)},
+		Autonomy: protocol.Autonomy(rc.Autonomy), Merge: protocol.MergeMode(rc.Merge), MaxClarifications: rc.MaxClarifications,
+		MaxRetries: 3,
+	}
+	if t := p.Trust; t != nil {
+		for _, o := range []struct {
+			v   *protocol.Trust
+			dst *protocol.Trust
+		}{{t.Planning, &c.Trust.Planning}, {t.Implementation, &c.Trust.Implementation}, {t.Fixes, &c.Trust.Fixes}} {
+			if o.v != nil {
+				*o.dst = *o.v
+			}
+		}
+	}
+	if p.Autonomy != nil {
+		c.Autonomy = *p.Autonomy
+	}
+	if p.Merge != nil {
+		c.Merge = *p.Merge
+	}
+	if p.MaxClarifications != nil {
+		c.MaxClarifications = *p.MaxClarifications
+	}
+	role := func(name string, o *string) *string {
+		if o != nil && *o != "" {
+			return o
+		}
+		if r, ok := rn.opts.Config.Roles[name]; ok && r.Model != "" {
+			m := r.Model
+			return &m
+		}
+		return nil
+	}
+	var mp protocol.RunModelsParams
+	if p.Models != nil {
+		mp = *p.Models
+	}
+	c.Models = protocol.RunModels{Planner: role("planner", mp.Planner), Implementer: role("implementer", mp.Implementer),
+		Validator: role("validator", mp.Validator)}
+	return c, nil
+}
+
+// find returns the run's loop, loading a stored run that has none yet.
+func (rn *Runner) find(ctx context.Context, id string) (*run, error) {
+	rn.mu.Lock()
+	x := rn.active[id]
+	rn.mu.Unlock()
+	if x != nil {
+		return x, nil
+	}
+	m, err := rn.replay(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	rn.mu.Lock()
+	if y := rn.active[id]; y != nil { // lost a race
+		rn.mu.Unlock()
+		return y, nil
+	}
+	rn.mu.Unlock()
+	return rn.spawn(id, m), nil
+}
+
+// replay rebuilds a stored run from its events.
+func (rn *Runner) replay(ctx context.Context, id string) (*runs.Machine, error) {
+	db, err := rn.opts.Store()
+	if err != nil {
+		return nil, err
+	}
+	evs, err := db.RunEvents(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound(id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	log := make([]runs.Event, 0, len(evs))
+	for _, e := range evs {
+		var ev runs.Event
+		if err := json.Unmarshal(e.Event, &ev); err != nil {
+			return nil, fmt.Errorf("run %s: event %d does not decode: %w", id, e.Seq, err)
+		}
+		log = append(log, ev)
+	}
+	return runs.Replay(log), nil
+}
+
+// Restore takes up the runs of an earlier process: each run not over is
+// replayed and the work it had in flight asked for again (runs.Restore).
+// It runs once; later calls do nothing.
+func (rn *Runner) Restore() {
+	rn.mu.Lock()
+	if rn.restored {
+		rn.mu.Unlock()
+		return
+	}
+	rn.restored = true
+	rn.mu.Unlock()
+	go func() {
+		db, err := rn.opts.Store()
+		if err != nil {
+			rn.log.Error("restoring runs", "err", err)
+			return
+		}
+		rows, err := db.RunRows(rn.ctx)
+		if err != nil {
+			rn.log.Error("restoring runs", "err", err)
+			return
+		}
+		sort.Slice(rows, func(i, j int) bool { return rows[i].CreatedAt < rows[j].CreatedAt })
+		for _, row := range rows {
+			st := protocol.RunStatus(row.Status)
+			if st == protocol.RunCompleted || st == protocol.RunCancelled {
+				continue
+			}
+			x, err := rn.find(rn.ctx, row.ID)
+			if err != nil {
+				rn.log.Error("restoring run", "run", row.ID, "err", err)
+				continue
+			}
+			x.post(func() {
+				if !x.restored {
+					x.restored = true
+					x.apply(x.m.Restore(rn.opts.Now()))
+				}
+			})
+		}
+	}()
+}
+
+// List implements run/list.
+func (rn *Runner) List(ctx context.Context, p protocol.RunListParams, reply session.Reply) {
+	go func() {
+		db, err := rn.opts.Store()
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		rows, err := db.RunRows(ctx)
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		out := []protocol.Run{}
+		for _, row := range rows {
+			if p.Cwd != nil && *p.Cwd != "" {
+				if abs, _ := filepath.Abs(*p.Cwd); abs != row.Cwd && *p.Cwd != row.Cwd {
+					continue
+				}
+			}
+			var r protocol.Run
+			if err := json.Unmarshal(row.Run, &r); err != nil {
+				rn.log.Error("run/list: a stored run does not decode", "run", row.ID, "err", err)
+				continue
+			}
+			out = append(out, r)
+		}
+		reply(protocol.RunListResult{Runs: out}, nil)
+	}()
+}
+
+// Read implements run/read: the run rebuilt from its stored events (the
+// live machine of a run being driven is the same state).
+func (rn *Runner) Read(ctx context.Context, p protocol.RunParams, reply session.Reply) {
+	if err := p.Validate(); err != nil {
+		reply(nil, err)
+		return
+	}
+	go func() {
+		m, err := rn.replay(ctx, p.RunID)
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		reply(protocol.RunResult{Run: m.Run()}, nil)
+	}()
+}
+
+// human applies a human's event (an approval, an answer, pause, resume,
+// cancel) to the run and answers {run}.
+func (rn *Runner) human(ctx context.Context, id string, ev runs.Event, reply session.Reply) {
+	go func() {
+		rn.mu.Lock()
+		live := rn.active[id] != nil
+		rn.mu.Unlock()
+		if !live {
+			// A run that is over needs no loop to refuse a request.
+			m, err := rn.replay(ctx, id)
+			if err != nil {
+				reply(nil, err)
+				return
+			}
+			if st := m.Run().Status; st == protocol.RunCompleted || st == protocol.RunCancelled {
+				err := m.Accepts(ev)
+				if err == nil {
+					err = protocol.Errorf(protocol.ErrInvalidRequest, "run %s is %s", id, st)
+				}
+				reply(nil, err)
+				return
+			}
+		}
+		x, err := rn.find(ctx, id)
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		x.do(ev, func(err error) {
+			if err != nil {
+				reply(nil, err)
+				return
+			}
+			reply(protocol.RunResult{Run: x.m.Run()}, nil)
+		})
+	}()
+}
+
+// PlanUpdate implements run/plan/update.
+func (rn *Runner) PlanUpdate(ctx context.Context, p protocol.RunPlanUpdateParams, reply session.Reply) {
+	if err := p.Validate(); err != nil {
+		reply(nil, err)
+		return
+	}
+	rn.human(ctx, p.RunID, runs.Event{Type: runs.EvPlanUpdated, Tasks: p.Tasks}, reply)
+}
+
+// PlanApprove implements run/plan/approve.
+func (rn *Runner) PlanApprove(ctx context.Context, p protocol.RunParams, reply session.Reply) {
+	if err := p.Validate(); err != nil {
+		reply(nil, err)
+		return
+	}
+	rn.human(ctx, p.RunID, runs.Event{Type: runs.EvPlanApproved}, reply)
+}
+
+// PlanReject implements run/plan/reject.
+func (rn *Runner) PlanReject(ctx context.Context, p protocol.RunPlanRejectParams, reply session.Reply) {
+	if err := p.Validate(); err != nil {
+		reply(nil, err)
+		return
+	}
+	rn.human(ctx, p.RunID, runs.Event{Type: runs.EvPlanRejected, Text: p.Feedback}, reply)
+}
+
+// TaskApprove implements run/task/approve.
+func (rn *Runner) TaskApprove(ctx context.Context, p protocol.RunTaskApproveParams, reply session.Reply) {
+	if err := p.Validate(); err != nil {
+		reply(nil, err)
+		return
+	}
+	d := protocol.TaskDecisionApprove
+	if p.Decision != nil {
+		d = *p.Decision
+	}
+	rn.human(ctx, p.RunID, runs.Event{Type: runs.EvTaskApproved, TaskID: p.TaskID, Decision: d}, reply)
+}
+
+// ClarificationAnswer implements run/clarification/answer.
+func (rn *Runner) ClarificationAnswer(ctx context.Context, p protocol.RunClarificationAnswerParams, reply session.Reply) {
+	if err := p.Validate(); err != nil {
+		reply(nil, err)
+		return
+	}
+	rn.human(ctx, p.RunID, runs.Event{Type: runs.EvClarificationAnswered, ID: p.ClarificationID, Text: p.Answer}, reply)
+}
+
+// RepairApprove implements run/repair/approve.
+func (rn *Runner) RepairApprove(ctx context.Context, p protocol.RunRepairApproveParams, reply session.Reply) {
+	if err := p.Validate(); err != nil {
+		reply(nil, err)
+		return
+	}
+	ev := runs.Event{Type: runs.EvRepairApproved, TaskID: p.TaskID}
+	if p.Task != nil {
+		ev.Tasks = []protocol.PlanTask{*p.Task}
+	}
+	rn.human(ctx, p.RunID, ev, reply)
+}
+
+// Pause implements run/pause.
+func (rn *Runner) Pause(ctx context.Context, p protocol.RunParams, reply session.Reply) {
+	if err := p.Validate(); err != nil {
+		reply(nil, err)
+		return
+	}
+	rn.human(ctx, p.RunID, runs.Event{Type: runs.EvPaused}, reply)
+}
+
+// Resume implements run/resume.
+func (rn *Runner) Resume(ctx context.Context, p protocol.RunParams, reply session.Reply) {
+	if err := p.Validate(); err != nil {
+		reply(nil, err)
+		return
+	}
+	rn.human(ctx, p.RunID, runs.Event{Type: runs.EvResumed}, reply)
+}
+
+// Cancel implements run/cancel.
+func (rn *Runner) Cancel(ctx context.Context, p protocol.RunParams, reply session.Reply) {
+	if err := p.Validate(); err != nil {
+		reply(nil, err)
+		return
+	}
+	rn.human(ctx, p.RunID, runs.Event{Type: runs.EvCancelled}, reply)
+}

@@ -1,0 +1,78 @@
+package runner
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/runs"
+	"github.com/apserver/apserver/session"
+)
+
+type nopClient struct{ got []string }
+
+func (c *nopClient) Notify(method string, params any)                  { c.got = append(c.got, method) }
+func (c *nopClient) Call(method string, params any) session.ClientCall { return nil }
+
+// The Tap passes everything on and shows a watcher only its thread's
+// turn, item and full-auto notifications.
+func TestTapWatches(t *testing.T) {
+	inner := &nopClient{}
+	tap := NewTap(inner)
+	w, stop := tap.watch("th1")
+	tap.Notify(protocol.NotifyTurnCompleted, protocol.TurnNotification{ThreadID: "th1"})
+	tap.Notify(protocol.NotifyTurnCompleted, protocol.TurnNotification{ThreadID: "th2"})
+	tap.Notify(protocol.NotifyFullAutoStatusChanged, protocol.FullAutoStatusChangedNotification{ThreadID: "th1"})
+	tap.Notify(protocol.NotifyRunUpdated, protocol.RunUpdatedNotification{RunID: "r"})
+	stop()
+	tap.Notify(protocol.NotifyTurnCompleted, protocol.TurnNotification{ThreadID: "th1"})
+	if len(inner.got) != 5 {
+		t.Errorf("the client got %v, want all 5", inner.got)
+	}
+	if got := w.take(); len(got) != 2 || got[0].method != protocol.NotifyTurnCompleted || got[1].method != protocol.NotifyFullAutoStatusChanged {
+		t.Errorf("the watcher got %v, want th1's turn/completed and fullAuto/statusChanged", got)
+	}
+}
+
+// memory.md keeps one section per run: a run finishing again replaces its
+// section, other runs' stay.
+func TestWriteMemory(t *testing.T) {
+	wt := t.TempDir()
+	snap := func(id, decision string) runs.Snapshot {
+		return runs.Snapshot{Run: protocol.Run{ID: id, Status: protocol.RunCompleted, Request: "req " + id},
+			Decisions: []runs.Decision{{Text: decision}}}
+	}
+	for _, s := range []runs.Snapshot{snap("a", "one"), snap("b", "two"), snap("a", "three")} {
+		if err := writeMemory(wt, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(wt, ".apserver", "memory.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	if strings.Count(text, "## Run a ") != 1 || strings.Count(text, "## Run b ") != 1 || strings.Contains(text, "- one") ||
+		!strings.Contains(text, "- two") || !strings.Contains(text, "- three") {
+		t.Errorf("memory.md:\n%s", text)
+	}
+}
+
+// A check the command rules forbid makes its task high risk, even when
+// nothing in its words does (runs.ClassifyRisk).
+func TestMarkForbidden(t *testing.T) {
+	x := &run{rn: &Runner{}}
+	tasks := []protocol.PlanTask{
+		{ID: "a", Risk: protocol.RiskLow, Acceptance: protocol.TaskAcceptance{Checks: []string{"go test ./..."}}},
+		{ID: "b", Risk: protocol.RiskLow, Acceptance: protocol.TaskAcceptance{Checks: []string{"dd if=/dev/zero of=/dev/sda"}}},
+	}
+	if r, _ := runs.ClassifyRisk(tasks[1]); r == protocol.RiskHigh {
+		t.Fatal("ClassifyRisk already catches dd; the test needs a check only the rules forbid")
+	}
+	x.markForbidden(runs.Config{Worktree: t.TempDir()}, tasks)
+	if tasks[0].Risk != protocol.RiskLow || tasks[1].Risk != protocol.RiskHigh {
+		t.Errorf("risks after markForbidden: %s, %s; want low, high", tasks[0].Risk, tasks[1].Risk)
+	}
+}

@@ -1,0 +1,496 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/runs"
+	"github.com/apserver/apserver/session"
+	"github.com/apserver/apserver/tools"
+	"github.com/apserver/apserver/tools/gitwork"
+	"github.com/apserver/apserver/tools/rules"
+	"github.com/apserver/apserver/tools/sandbox"
+)
+
+// work carries out one slow effect and posts its result.
+func (x *run) work(cfg runs.Config, snap runs.Snapshot, e runs.Effect) {
+	ctx := x.ctx
+	var err error
+	switch e := e.(type) {
+	case runs.CreateWorktree:
+		err = x.createWorktree(ctx, cfg)
+	case runs.StartPlanner:
+		err = x.plan(ctx, cfg, e)
+	case runs.StartTask:
+		err = x.implement(ctx, cfg, e)
+	case runs.Validate:
+		err = x.validate(ctx, cfg, e.Task)
+	case runs.Commit:
+		err = x.commit(ctx, cfg, e)
+	case runs.Merge:
+		err = x.merge(ctx, cfg, snap, e)
+	}
+	if err != nil && ctx.Err() == nil {
+		x.rn.log.Error("run step failed", "run", x.id, "effect", fmt.Sprintf("%T", e), "err", err)
+		x.result(runs.Event{Type: runs.EvFailed, Reason: err.Error()})
+	}
+}
+
+func (x *run) createWorktree(ctx context.Context, cfg runs.Config) error {
+	repo, err := gitwork.Open(ctx, cfg.Cwd)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(cfg.Worktree), 0o755); err != nil {
+		return fmt.Errorf("creating the worktrees directory: %w", err)
+	}
+	lock := x.rn.repoLock(repo.Root())
+	lock.Lock()
+	err = repo.AddWorktree(ctx, cfg.Worktree, cfg.Branch, cfg.BaseBranch)
+	lock.Unlock()
+	if err != nil {
+		return err
+	}
+	rc := x.rn.opts.Config.Runs
+	if err := gitwork.Setup(ctx, repo.Root(), cfg.Worktree, rc.SetupCopy, rc.SetupCommand); err != nil {
+		return err
+	}
+	x.result(runs.Event{Type: runs.EvWorktreeReady})
+	return nil
+}
+
+// call calls a session method as a client would and waits for its reply.
+func call[P, R any](ctx context.Context, fn func(context.Context, P, session.Reply), p P) (R, error) {
+	var zero R
+	type answer struct {
+		v   any
+		err error
+	}
+	ch := make(chan answer, 1)
+	fn(ctx, p, func(v any, err error) { ch <- answer{v, err} })
+	select {
+	case a := <-ch:
+		if a.err != nil {
+			return zero, a.err
+		}
+		if r, ok := a.v.(R); ok {
+			return r, nil
+		}
+		b, err := json.Marshal(a.v)
+		if err != nil {
+			return zero, err
+		}
+		var r R
+		return r, json.Unmarshal(b, &r)
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+func str(s string) *string { return &s }
+
+// startThread starts a thread in the run's worktree.
+func (x *run) startThread(ctx context.Context, cfg runs.Config, sandboxMode protocol.SandboxMode, approval protocol.ApprovalPolicy, model *string, dev string, readOnly, ephemeral bool) (string, error) {
+	p := protocol.ThreadStartParams{ThreadSettings: protocol.ThreadSettings{
+		Cwd: str(cfg.Worktree), Sandbox: &sandboxMode, ApprovalPolicy: &protocol.AskForApproval{Mode: approval},
+		Model: model, DeveloperInstructions: str(dev),
+	}}
+	if readOnly {
+		p.Config = map[string]any{"default_permissions": ":read-only"}
+	}
+	if ephemeral {
+		p.Ephemeral = &ephemeral
+	}
+	res, err := call[protocol.ThreadStartParams, protocol.ThreadStartResult](ctx, x.rn.mgr.StartThread, p)
+	if err != nil {
+		return "", fmt.Errorf("starting a thread: %w", err)
+	}
+	return res.Thread.ID, nil
+}
+
+// turn runs one turn on a thread and returns the text of its last agent
+// message.
+func (x *run) turn(ctx context.Context, thread, input string, schema json.RawMessage) (string, error) {
+	if !x.rn.mgr.Loaded(thread) {
+		// After a restart: load the thread as a client would.
+		if _, err := call[protocol.ThreadResumeParams, protocol.ThreadResumeResult](ctx, x.rn.mgr.ResumeThread,
+			protocol.ThreadResumeParams{ThreadID: thread, ExcludeTurns: true}); err != nil {
+			return "", fmt.Errorf("resuming thread %s: %w", thread, err)
+		}
+	}
+	w, stop := x.rn.tap.watch(thread)
+	defer stop()
+	res, err := call[protocol.TurnStartParams, protocol.TurnResult](ctx, x.rn.mgr.StartTurn, protocol.TurnStartParams{
+		ThreadID: thread, Input: []protocol.UserInput{{Type: "text", Text: input}}, OutputSchema: schema,
+	})
+	if err != nil {
+		return "", fmt.Errorf("starting a turn: %w", err)
+	}
+	turnID := res.Turn.ID
+	var last string
+	for {
+		select {
+		case <-w.wake:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		for _, n := range w.take() {
+			switch p := n.params.(type) {
+			case protocol.ItemCompletedNotification:
+				if m, ok := p.Item.(*protocol.AgentMessageItem); ok && p.TurnID == turnID {
+					last = m.Text
+				} else if m, ok := p.Item.(protocol.AgentMessageItem); ok && p.TurnID == turnID {
+					last = m.Text
+				}
+			case protocol.TurnNotification:
+				if n.method == protocol.NotifyTurnCompleted && p.Turn.ID == turnID {
+					if p.Turn.Status != protocol.TurnCompleted {
+						msg := string(p.Turn.Status)
+						if p.Turn.Error != nil {
+							msg += ": " + p.Turn.Error.Message
+						}
+						return "", fmt.Errorf("turn %s ended %s", turnID, msg)
+					}
+					return last, nil
+				}
+			}
+		}
+	}
+}
+
+const plannerInstructions = `You are the planner of an apserver run. You cannot change files: read the repository, then answer with JSON only, matching the output schema: a summary and a graph of small tasks (id, title, description, kind, dependencies, risk, acceptance {criteria, checks, files}, estimate), with "clarification": null; or, if you cannot plan without the user's answer, "tasks": [] and a clarification {question, context, options}. Checks are shell commands run in the repository that exit 0 when the task is done. Mark deleting directories, network use, migrations and dependency upgrades as risk "high". Read .apserver/memory.md if it exists: it holds decisions of earlier runs.`
+
+// planSchema is the planner's structured output (strict: every property
+// required, nullable where optional).
+var planSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"required":["summary","tasks","clarification"],"properties":{
+"summary":{"type":"string"},
+"tasks":{"type":"array","items":{"type":"object","additionalProperties":false,
+ "required":["id","title","description","kind","dependencies","risk","acceptance","estimate"],"properties":{
+ "id":{"type":"string"},"title":{"type":"string"},"description":{"type":"string"},"kind":{"type":"string"},
+ "dependencies":{"type":"array","items":{"type":"string"}},"risk":{"type":"string","enum":["low","medium","high"]},
+ "acceptance":{"type":"object","additionalProperties":false,"required":["criteria","checks","files"],"properties":{
+  "criteria":{"type":"array","items":{"type":"string"}},"checks":{"type":"array","items":{"type":"string"}},"files":{"type":"array","items":{"type":"string"}}}},
+ "estimate":{"type":"string"}}}},
+"clarification":{"anyOf":[{"type":"null"},{"type":"object","additionalProperties":false,"required":["question","context","options"],"properties":{
+ "question":{"type":"string"},"context":{"type":"string"},"options":{"type":"array","items":{"type":"string"}}}}]}}}`)
+
+type planOutput struct {
+	Summary       string              `json:"summary"`
+	Tasks         []protocol.PlanTask `json:"tasks"`
+	Clarification *struct {
+		Question string   `json:"question"`
+		Context  string   `json:"context"`
+		Options  []string `json:"options"`
+	} `json:"clarification"`
+}
+
+// jsonObject is the first JSON object in s (a model may wrap it in a code
+// fence).
+func jsonObject(s string) string {
+	if i, j := strings.Index(s, "{"), strings.LastIndex(s, "}"); i >= 0 && j > i {
+		return s[i : j+1]
+	}
+	return s
+}
+
+func (x *run) plan(ctx context.Context, cfg runs.Config, e runs.StartPlanner) error {
+	thread := e.ThreadID
+	if thread == "" {
+		var err error
+		thread, err = x.startThread(ctx, cfg, protocol.SandboxReadOnly, protocol.ApprovalNever, cfg.Models.Planner, plannerInstructions, true, false)
+		if err != nil {
+			return err
+		}
+		if err := x.resultWait(runs.Event{Type: runs.EvPlannerStarted, ThreadID: thread}); err != nil {
+			return nil // the run moved on
+		}
+	}
+	text, err := x.turn(ctx, thread, e.Prompt, planSchema)
+	if err != nil {
+		if ctx.Err() == nil {
+			x.result(runs.Event{Type: runs.EvPlannerFailed, Reason: err.Error()})
+		}
+		return nil
+	}
+	var out planOutput
+	if err := json.Unmarshal([]byte(jsonObject(text)), &out); err != nil {
+		x.result(runs.Event{Type: runs.EvPlannerFailed, Reason: fmt.Sprintf("the plan is not JSON (%v): %.200q", err, text)})
+		return nil
+	}
+	if c := out.Clarification; c != nil && len(out.Tasks) == 0 {
+		x.result(runs.Event{Type: runs.EvClarificationAsked, Clarification: &protocol.RunClarification{
+			Stage: protocol.StagePlanning, Question: c.Question, Context: c.Context, Options: c.Options}})
+		return nil
+	}
+	if len(out.Tasks) == 0 {
+		x.result(runs.Event{Type: runs.EvPlannerFailed, Reason: "the plan has no tasks"})
+		return nil
+	}
+	if err := protocol.ValidateTasks("tasks", out.Tasks); err != nil {
+		x.result(runs.Event{Type: runs.EvPlannerFailed, Reason: "the plan is not valid: " + err.Error()})
+		return nil
+	}
+	x.markForbidden(cfg, out.Tasks)
+	x.result(runs.Event{Type: runs.EvPlanProposed, Tasks: out.Tasks, Summary: out.Summary})
+	return nil
+}
+
+// markForbidden makes high risk every task with a check the command rules
+// forbid (builtin rules and the user's rules file), so that it waits for
+// run/task/approve. The event carries the risk, so a replay needs no rules.
+func (x *run) markForbidden(cfg runs.Config, tasks []protocol.PlanTask) {
+	var files []string
+	if f := x.rn.opts.Config.RulesFile; f != "" {
+		files = append(files, f)
+	}
+	set, err := rules.Load(files...)
+	if err != nil {
+		set = rules.Builtin()
+	}
+	home, _ := os.UserHomeDir()
+	rc := rules.Context{Cwd: cfg.Worktree, Home: home}
+	for i := range tasks {
+		for _, c := range tasks[i].Acceptance.Checks {
+			if set.Evaluate(c, rc).Decision == rules.Forbidden {
+				tasks[i].Risk = protocol.RiskHigh
+			}
+		}
+	}
+}
+
+// approvals maps a run's autonomy onto its task threads: the thread's
+// approval policy and full auto's approvals.
+func approvals(a protocol.Autonomy) (protocol.ApprovalPolicy, protocol.FullAutoApprovals) {
+	switch a {
+	case protocol.AutonomySuggest:
+		return protocol.ApprovalUntrusted, protocol.FullAutoApproveAsk
+	case protocol.AutonomySemiAuto:
+		return protocol.ApprovalUntrusted, protocol.FullAutoApprovePolicy
+	default:
+		return protocol.ApprovalOnRequest, protocol.FullAutoApprovePolicy
+	}
+}
+
+const implementerInstructions = `You are the implementer of one task of an apserver run, in a git worktree of the run's own. Do the task and nothing else; make its checks pass; do not commit (apserver commits after it validated the task). When done, say so in one sentence.`
+
+func (x *run) implement(ctx context.Context, cfg runs.Config, e runs.StartTask) error {
+	policy, fa := approvals(cfg.Autonomy)
+	thread := e.ThreadID
+	fresh := thread == ""
+	if fresh {
+		var err error
+		thread, err = x.startThread(ctx, cfg, protocol.SandboxWorkspaceWrite, policy, cfg.Models.Implementer, implementerInstructions, false, false)
+		if err != nil {
+			return err
+		}
+		if err := x.resultWait(runs.Event{Type: runs.EvTaskStarted, TaskID: e.Task.ID, ThreadID: thread}); err != nil {
+			return nil
+		}
+	}
+	w, stop := x.rn.tap.watch(thread)
+	defer stop()
+	start := fresh
+	if !fresh {
+		// After a restart: the thread's full auto may be running, over, or
+		// never started.
+		st, err := call[protocol.FullAutoStatusParams, protocol.FullAutoStatusResult](ctx, x.rn.mgr.FullAutoStatus, protocol.FullAutoStatusParams{ThreadID: &thread})
+		switch {
+		case err != nil || len(st.Runs) == 0:
+			start = true
+		case st.Runs[0].State == protocol.FullAutoStopped:
+			x.implemented(e.Task.ID, st.Runs[0])
+			return nil
+		}
+	}
+	if start {
+		_, err := call[protocol.FullAutoStartParams, protocol.FullAutoRunResult](ctx, x.rn.mgr.StartFullAuto, protocol.FullAutoStartParams{
+			ThreadID: thread, Objective: str(e.Objective), Approvals: &fa,
+		})
+		if err != nil {
+			return fmt.Errorf("starting full auto on task %s: %w", e.Task.ID, err)
+		}
+	}
+	for {
+		select {
+		case <-w.wake:
+		case <-ctx.Done():
+			return nil
+		}
+		for _, n := range w.take() {
+			if p, ok := n.params.(protocol.FullAutoStatusChangedNotification); ok && p.State == protocol.FullAutoStopped {
+				x.implemented(e.Task.ID, p.Run)
+				return nil
+			}
+		}
+	}
+}
+
+func (x *run) implemented(task string, r protocol.FullAutoRun) {
+	cond := ""
+	if r.StopCondition != nil {
+		cond = *r.StopCondition
+	}
+	reason := cond
+	if r.Reason != nil && *r.Reason != "" {
+		reason += ": " + *r.Reason
+	}
+	x.result(runs.Event{Type: runs.EvTaskImplemented, TaskID: task, OK: cond == "completed", Reason: reason})
+}
+
+const validatorInstructions = `You are the validator of an apserver run. You review one task's diff against its acceptance criteria. Answer with JSON only: {"pass": true|false, "findings": "what is wrong, or why it is right"}.`
+
+var reviewSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"required":["pass","findings"],"properties":{"pass":{"type":"boolean"},"findings":{"type":"string"}}}`)
+
+// checkTimeout bounds one acceptance check.
+const checkTimeout = 10 * time.Minute
+
+// validate runs the task's acceptance: its files exist, its checks exit 0
+// in the sandbox in the worktree, and the validator model's review of its
+// diff passes.
+func (x *run) validate(ctx context.Context, cfg runs.Config, t protocol.RunTask) error {
+	var rep strings.Builder
+	ok := true
+	for _, f := range t.Acceptance.Files {
+		if _, err := os.Stat(filepath.Join(cfg.Worktree, filepath.FromSlash(f))); err != nil {
+			ok = false
+			fmt.Fprintf(&rep, "- file `%s`: missing\n", f)
+		} else {
+			fmt.Fprintf(&rep, "- file `%s`: present\n", f)
+		}
+	}
+	c := x.rn.opts.Config
+	pol := &sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableRoots: []string{cfg.Worktree}, ReadableRoots: c.SandboxReadableRoots,
+		Network: c.SandboxNetwork, AllowTmp: true}
+	for _, check := range t.Acceptance.Checks {
+		res, err := tools.Exec(ctx, tools.ExecRequest{Command: check, Dir: cfg.Worktree, Timeout: checkTimeout, MaxOutputBytes: 16 << 10, Sandbox: pol}, nil)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			ok = false
+			fmt.Fprintf(&rep, "- check `%s`: could not run: %v\n", check, err)
+			continue
+		}
+		if res.ExitCode != 0 {
+			ok = false
+		}
+		fmt.Fprintf(&rep, "- check `%s`: exit %d\n", check, res.ExitCode)
+		if out := strings.TrimSpace(res.Output); out != "" && res.ExitCode != 0 {
+			fmt.Fprintf(&rep, "  output: %.2000s\n", out)
+		}
+	}
+	if ok {
+		pass, findings, err := x.review(ctx, cfg, t)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			ok = false
+			fmt.Fprintf(&rep, "- review: failed: %v\n", err)
+		default:
+			ok = pass
+			fmt.Fprintf(&rep, "- review (pass %v): %s\n", pass, strings.TrimSpace(findings))
+		}
+	}
+	x.result(runs.Event{Type: runs.EvTaskValidated, TaskID: t.ID, OK: ok, Reason: rep.String()})
+	return nil
+}
+
+// review asks the validator model about the task's diff, in a read-only
+// ephemeral thread of its own.
+func (x *run) review(ctx context.Context, cfg runs.Config, t protocol.RunTask) (bool, string, error) {
+	diff, err := gitwork.Diff(ctx, cfg.Worktree, "HEAD")
+	if err != nil {
+		return false, "", err
+	}
+	if len(diff) > 60<<10 {
+		diff = diff[:60<<10] + "\n… (diff cut at 60 KiB)\n"
+	}
+	thread, err := x.startThread(ctx, cfg, protocol.SandboxReadOnly, protocol.ApprovalNever, cfg.Models.Validator, validatorInstructions, true, true)
+	if err != nil {
+		return false, "", err
+	}
+	defer x.rn.mgr.ReleaseEphemeral(thread)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Review task %s of run %s: %s\n%s\n\nAcceptance criteria:\n", t.ID, cfg.ID, t.Title, t.Description)
+	for _, c := range t.Acceptance.Criteria {
+		fmt.Fprintf(&b, "- %s\n", c)
+	}
+	fmt.Fprintf(&b, "\nThe diff:\n```diff\n%s```\n", diff)
+	text, err := x.turn(ctx, thread, b.String(), reviewSchema)
+	if err != nil {
+		return false, "", err
+	}
+	var out struct {
+		Pass     *bool  `json:"pass"`
+		Findings string `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(jsonObject(text)), &out); err != nil || out.Pass == nil {
+		return false, "", fmt.Errorf("the validator's answer is not the review JSON: %.200q", text)
+	}
+	return *out.Pass, out.Findings, nil
+}
+
+func trailers(ts []runs.Trailer) []gitwork.Trailer {
+	out := make([]gitwork.Trailer, len(ts))
+	for i, t := range ts {
+		out[i] = gitwork.Trailer{Key: t.Key, Value: t.Value}
+	}
+	return out
+}
+
+func (x *run) commit(ctx context.Context, cfg runs.Config, e runs.Commit) error {
+	sha, err := gitwork.Commit(ctx, cfg.Worktree, e.Message, trailers(e.Trailers))
+	if err != nil {
+		return err
+	}
+	x.result(runs.Event{Type: runs.EvTaskCommitted, TaskID: e.Task.ID, Commit: sha})
+	return nil
+}
+
+// merge ends a run: the final artifacts and memory.md in one last commit,
+// then (under auto trust) the branch merged into its base.
+func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e runs.Merge) error {
+	final := snap
+	final.Run.Status = protocol.RunCompleted
+	final.Run.Stage = protocol.StageDone
+	final.Run.WaitingFor, final.Run.Reason, final.Run.CurrentTaskID = nil, nil, nil
+	if err := writeArtifacts(cfg.Worktree, final); err != nil {
+		return err
+	}
+	if err := writeMemory(cfg.Worktree, final); err != nil {
+		return err
+	}
+	msg := fmt.Sprintf("apserver run %s: %s\n\n%d tasks completed.\n", cfg.ID, cfg.Request, snap.Run.Counts.Completed)
+	if _, err := gitwork.Commit(ctx, cfg.Worktree, msg, []gitwork.Trailer{{Key: "Apserver-Run", Value: cfg.ID}, {Key: "Apserver-Step", Value: "finish"}}); err != nil {
+		return err
+	}
+	if !e.Into {
+		x.result(runs.Event{Type: runs.EvMerged})
+		return nil
+	}
+	repo, err := gitwork.Open(ctx, cfg.Cwd)
+	if err != nil {
+		return err
+	}
+	lock := x.rn.repoLock(repo.Root())
+	lock.Lock()
+	sha, err := repo.Merge(ctx, cfg.BaseBranch, cfg.Branch, gitwork.MergeMode(e.Mode), msg)
+	lock.Unlock()
+	switch {
+	case errors.Is(err, gitwork.ErrBaseDirty), errors.Is(err, gitwork.ErrNotFastForward), errors.Is(err, gitwork.ErrConflict):
+		x.result(runs.Event{Type: runs.EvMerged, Reason: err.Error() + "; the branch is left for review"})
+		return nil
+	case err != nil:
+		return err
+	}
+	x.result(runs.Event{Type: runs.EvMerged, Commit: sha})
+	return nil
+}

@@ -1,0 +1,69 @@
+package runs
+
+import "github.com/apserver/apserver/protocol"
+
+// EventType names an event of a run's log.
+type EventType string
+
+// Events. Those a human causes come from run/* requests; the others are
+// results of effects the driver applied.
+const (
+	EvStarted               EventType = "started"               // Config: run/start
+	EvWorktreeReady         EventType = "worktreeReady"         // the worktree and branch exist
+	EvPlannerStarted        EventType = "plannerStarted"        // ThreadID: the planner thread
+	EvPlanProposed          EventType = "planProposed"          // Tasks, Summary: the planner's plan
+	EvPlannerFailed         EventType = "plannerFailed"         // Reason
+	EvClarificationAsked    EventType = "clarificationAsked"    // Clarification: a stage asks
+	EvClarificationAnswered EventType = "clarificationAnswered" // ID, Text
+	EvPlanUpdated           EventType = "planUpdated"           // Tasks: run/plan/update
+	EvPlanApproved          EventType = "planApproved"          // run/plan/approve (or auto trust)
+	EvPlanRejected          EventType = "planRejected"          // Text: the feedback
+	EvTaskApproved          EventType = "taskApproved"          // TaskID, Decision: the gate
+	EvTaskStarted           EventType = "taskStarted"           // TaskID, ThreadID
+	EvTaskImplemented       EventType = "taskImplemented"       // TaskID, OK, Reason: the task thread's full auto ended
+	EvTaskValidated         EventType = "taskValidated"         // TaskID, OK, Reason: checks and review
+	EvTaskCommitted         EventType = "taskCommitted"         // TaskID, Commit
+	EvRepairApproved        EventType = "repairApproved"        // TaskID, Tasks[0]: the fix task
+	EvPaused                EventType = "paused"                // run/pause
+	EvResumed               EventType = "resumed"               // run/resume
+	EvCancelled             EventType = "cancelled"             // run/cancel
+	EvMerged                EventType = "merged"                // Commit ("" when the branch is left for review)
+	EvFailed                EventType = "failed"                // Reason: a step that cannot go on
+)
+
+// Event is one entry of a run's log: what happened, when, and its data.
+// The log is the run: replaying it gives the same state (Replay).
+type Event struct {
+	Type EventType `json:"type"`
+	AtMs int64     `json:"atMs"`
+
+	Config        *Config                    `json:"config,omitempty"`
+	Tasks         []protocol.PlanTask        `json:"tasks,omitempty"`
+	Summary       string                     `json:"summary,omitempty"`
+	Clarification *protocol.RunClarification `json:"clarification,omitempty"`
+	TaskID        string                     `json:"taskId,omitempty"`
+	ThreadID      string                     `json:"threadId,omitempty"`
+	ID            string                     `json:"id,omitempty"`
+	Text          string                     `json:"text,omitempty"`
+	Decision      protocol.TaskDecision      `json:"decision,omitempty"`
+	OK            bool                       `json:"ok,omitempty"`
+	Reason        string                     `json:"reason,omitempty"`
+	Commit        string                     `json:"commit,omitempty"`
+}
+
+// Config is what a run is started with; it never changes.
+type Config struct {
+	ID                string             `json:"id"`
+	Request           string             `json:"request"`
+	Cwd               string             `json:"cwd"`
+	BaseBranch        string             `json:"baseBranch"`
+	Branch            string             `json:"branch"`
+	Worktree          string             `json:"worktree"`
+	Trust             protocol.RunTrust  `json:"trust"`
+	Autonomy          protocol.Autonomy  `json:"autonomy"`
+	Merge             protocol.MergeMode `json:"merge"`
+	Models            protocol.RunModels `json:"models"`
+	MaxClarifications int                `json:"maxClarifications"`
+	// MaxRetries is how many failed validations block a task (3).
+	MaxRetries int `json:"maxRetries"`
+}

@@ -1,0 +1,71 @@
+package session
+
+import (
+	"strings"
+
+	"github.com/apserver/apserver/fullauto"
+	"github.com/apserver/apserver/model"
+	"github.com/apserver/apserver/store"
+)
+
+// handoff carries out fullauto.Handoff: compaction keeps leaving the
+// context too full to work in, so the run goes on in a fresh thread,
+// forked from this one without its turns and started with a handoff (the
+// objective, the plan and the latest compaction summary). This run stops,
+// naming the new thread (fullauto.Machine.HandedOff).
+func (t *thread) handoff(e fullauto.Handoff) {
+	text := t.handoffText(e.Run.Objective)
+	now := t.m.clock.Now().UnixMilli()
+	meta := store.Thread{
+		ID: newID(), ForkedFromID: t.id, Cwd: t.settings.Cwd, Preview: truncate(e.Run.Objective, 200),
+		Ephemeral: t.meta.Ephemeral, CreatedAt: now, UpdatedAt: now,
+	}
+	nt := t.m.newThread(meta, t.settings)
+	from, run := t.id, e.Run
+	nt.post(func() {
+		var failed error
+		nt.create(func(_ any, err error) { failed = err })
+		if failed != nil {
+			t.m.log.Error("full auto: creating the handoff thread", "thread", from, "err", failed)
+			t.post(func() { t.apply(t.fsm().TurnStartFailed(t.nowMs(), "handing off to a fresh thread: "+failed.Error())) })
+			return
+		}
+		nt.apply(nt.fsm().Adopt(nt.nowMs(), run, from, text))
+	})
+	t.apply(t.fsm().HandedOff(t.nowMs(), meta.ID))
+}
+
+// handoffText is the hidden input of the fresh thread's first turn.
+func (t *thread) handoffText(objective string) string {
+	var b strings.Builder
+	b.WriteString("This run continues from thread " + t.id + ", whose context had grown too large to work in. ")
+	b.WriteString("Everything you need from it is below; the workspace is as it left it.\n\n## Objective\n")
+	b.WriteString(objective)
+	if pinned := t.pinnedPlan(); pinned != "" {
+		b.WriteString(pinned)
+	}
+	if s := latestSummary(t.history); s != "" {
+		b.WriteString("\n\n## Summary of the work so far\n")
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// pinnedPlan is the plan section a compaction would pin now.
+func (t *thread) pinnedPlan() string {
+	p := t.pinnedContext(&turn{})
+	if i := strings.Index(p, planHeading); i >= 0 {
+		return p[i:]
+	}
+	return ""
+}
+
+// latestSummary is the summary of the latest compaction in h.
+func latestSummary(h []model.Entry) string {
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Kind == model.EntryUser && strings.HasPrefix(h[i].Text, summaryHeader) {
+			return strings.TrimSpace(strings.TrimPrefix(h[i].Text, summaryHeader))
+		}
+	}
+	return ""
+}

@@ -1,0 +1,29 @@
+package session
+
+import (
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/store"
+)
+
+// Hooks for runs (package runner), which drive threads as a client would
+// and need only these two things the protocol has no method for.
+
+// runAttnKey is the attention key of a run: one item per run.
+func runAttnKey(runID string) attnKey { return attnKey{thread: "run:" + runID, kind: "run"} }
+
+// SetRunAttention puts (or replaces) a run's item in the attention
+// summary, which is re-sent if it changed. The item keeps the time it was
+// first set while it stays.
+func (m *Manager) SetRunAttention(runID string, it protocol.AttentionItem) {
+	it.RunID = runID
+	m.fa.attn.set(runAttnKey(runID), it)
+}
+
+// ClearRunAttention takes a run's item out of the attention summary.
+func (m *Manager) ClearRunAttention(runID string) {
+	m.fa.attn.clear(runAttnKey(runID))
+}
+
+// Store waits for the store to be open and returns it: runs keep their
+// event logs in the same database as threads.
+func (m *Manager) Store() (*store.Store, error) { return m.store() }

@@ -52,6 +52,9 @@ if (!production) {
 function copyCss() {
   mkdirSync(join(root, "dist"), { recursive: true });
   copyFileSync(join(root, "webview/style.css"), join(root, "dist/webview.css"));
+  // Mermaid's own browser build, loaded by the webview only when a run's
+  // plan is shown (webview/runs.ts): large, so never part of webview.js.
+  copyFileSync(join(root, "node_modules/mermaid/dist/mermaid.min.js"), join(root, "dist/mermaid.js"));
 }
 
 if (watch) {

@@ -8,11 +8,16 @@ import * as vscode from "vscode";
 import { findApserver } from "./binary";
 import { AppServerClient, errorText, METHOD_NOT_FOUND, RequestError, textInput } from "./client";
 import { rebuildSides, type Sides } from "./diffs";
+import { applyPlanEdit, planTasksOf, runFile, type PlanEdit } from "./runs";
 import { lockKey, ServerLock } from "./serverlock";
 import type { HostMessage, WebviewMessage } from "./messages";
 import type {
   ApprovalDecision,
   ApprovalPolicy,
+  Autonomy,
+  ClientRequests,
+  Run,
+  RunTrust,
   FullAutoApprovals,
   FullAutoBudgets,
   FullAutoRun,
@@ -203,6 +208,7 @@ export class Controller implements vscode.Disposable {
         return;
       case "openThread":
         await this.openThread(m.threadId);
+        if (this.state.activeRunId) this.dispatch({ kind: "activeRun", runId: null });
         return;
       case "archiveThread":
         await this.archiveThread(m.threadId);
@@ -254,6 +260,44 @@ export class Controller implements vscode.Disposable {
         return;
       case "manageTrust":
         await vscode.commands.executeCommand("workbench.trust.manage");
+        return;
+      case "runStart":
+        await this.startRun(m.request, { trust: m.trust, autonomy: m.autonomy });
+        return;
+      case "openRun":
+        await this.openRun(m.runId);
+        return;
+      case "closeRun":
+        this.dispatch({ kind: "activeRun", runId: null });
+        return;
+      case "refreshRuns":
+        await this.refreshRuns();
+        return;
+      case "runPlanEdit":
+        await this.editPlan(m.runId, m.edit);
+        return;
+      case "runPlanApprove":
+        await this.runRequest("run/plan/approve", { runId: m.runId });
+        return;
+      case "runPlanReject":
+        if (m.feedback.trim() === "") throw new Error("Say what to change in the plan before sending it back.");
+        await this.runRequest("run/plan/reject", { runId: m.runId, feedback: m.feedback });
+        return;
+      case "runTaskDecision":
+        await this.runRequest("run/task/approve", { runId: m.runId, taskId: m.taskId, decision: m.decision });
+        return;
+      case "runClarify":
+        if (m.answer.trim() === "") throw new Error("Type or pick an answer first.");
+        await this.runRequest("run/clarification/answer", { runId: m.runId, clarificationId: m.clarificationId, answer: m.answer });
+        return;
+      case "runRepairApprove":
+        await this.runRequest("run/repair/approve", { runId: m.runId, taskId: m.taskId });
+        return;
+      case "runAction":
+        await this.runAction(m.runId, m.action);
+        return;
+      case "openRunFile":
+        await this.openRunFile(m.runId, m.file);
         return;
     }
   }
@@ -382,6 +426,9 @@ export class Controller implements vscode.Disposable {
         if (isStoreNotification(method)) this.dispatch({ kind: "notification", method, params });
         // Decisions carry no spend: refresh the runs so the meters move.
         if (method === "fullAuto/decision") this.scheduleFullAutoSync();
+        // A run this window has not seen (started elsewhere): read it whole.
+        const runId = (params as { runId?: unknown } | undefined)?.runId;
+        if (method.startsWith("run/") && typeof runId === "string" && !this.state.runs[runId]) void this.readRun(runId);
       }),
       client.onStateChange.on((s, detail) => {
         if (client !== this.client) return;
@@ -450,6 +497,7 @@ export class Controller implements vscode.Disposable {
       await this.openThread(tid).catch((e) => this.log(`rejoining ${tid}: ${errorText(e)}`));
     }
     await this.syncFullAuto();
+    await this.refreshRuns().catch((e) => this.log(`run/list: ${errorText(e)}`));
   }
 
   async restartServer(): Promise<void> {
@@ -826,6 +874,119 @@ export class Controller implements vscode.Disposable {
   activeRun(): FullAutoRun | undefined {
     const tid = this.state.activeThreadId;
     return tid ? this.state.fullAuto[tid] : undefined;
+  }
+
+  // ---------- runs ----------
+
+  private runsFailed(e: unknown): never {
+    if (e instanceof RequestError && e.code === METHOD_NOT_FOUND) {
+      this.dispatch({ kind: "runsSupported", supported: false });
+      throw new Error("This apserver does not support runs (run/* methods are missing). Update apserver.");
+    }
+    throw e;
+  }
+
+  /** A run/* request about one run: its answer ({run}) goes into the state. */
+  async runRequest<M extends Exclude<keyof ClientRequests & `run/${string}`, "run/list" | "run/start">>(
+    method: M,
+    params: ClientRequests[M]["params"],
+  ): Promise<Run> {
+    const client = await this.rpc();
+    let res: { run: Run };
+    try {
+      res = (await client.request(method, params as never)) as { run: Run };
+    } catch (e) {
+      this.runsFailed(e);
+    }
+    if (res?.run) this.dispatch({ kind: "run", run: res.run });
+    return res.run;
+  }
+
+  private readRun(runId: string): Promise<Run | undefined> {
+    return this.runRequest("run/read", { runId }).catch((e) => {
+      this.log(`run/read ${runId}: ${errorText(e)}`);
+      return undefined;
+    });
+  }
+
+  /** Lists the runs of the workspace's folders (all runs when no folder is open). */
+  async refreshRuns(): Promise<void> {
+    const client = this.client;
+    if (!client || client.state !== "ready") return;
+    let res;
+    try {
+      res = await client.request("run/list", {});
+    } catch (e) {
+      if (e instanceof RequestError && e.code === METHOD_NOT_FOUND) {
+        this.dispatch({ kind: "runsSupported", supported: false });
+        return;
+      }
+      throw e;
+    }
+    const folders = (vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.fsPath);
+    const inWorkspace = (r: Run) =>
+      folders.length === 0 || folders.some((f) => r.cwd === f || r.cwd.startsWith(f.endsWith(path.sep) ? f : f + path.sep));
+    this.dispatch({ kind: "runList", runs: (res.runs ?? []).filter(inWorkspace) });
+  }
+
+  /** Shows a run in the panel (and reads it fresh). */
+  async openRun(runId: string): Promise<void> {
+    this.dispatch({ kind: "activeRun", runId });
+    const run = await this.runRequest("run/read", { runId });
+    if (!run) throw new Error(`run ${runId} not found`);
+  }
+
+  /** Starts a run on the workspace's repository (or cwd) and shows it. */
+  async startRun(request: string, opts: { trust?: Partial<RunTrust>; autonomy?: Autonomy; cwd?: string } = {}): Promise<Run> {
+    if (request.trim() === "") throw new Error("Write what the run should do first.");
+    const cwd = opts.cwd ?? this.workspaceCwd();
+    if (!cwd) throw new Error("Open a folder (a git repository) to start a run in.");
+    const client = await this.rpc();
+    const params: ClientRequests["run/start"]["params"] = { cwd, request };
+    const trust = Object.fromEntries(Object.entries(opts.trust ?? {}).filter(([, v]) => v === "auto" || v === "manual"));
+    if (Object.keys(trust).length) params.trust = trust;
+    if (opts.autonomy) params.autonomy = opts.autonomy;
+    let res;
+    try {
+      res = await client.request("run/start", params);
+    } catch (e) {
+      this.runsFailed(e);
+    }
+    this.dispatch({ kind: "run", run: res.run });
+    this.dispatch({ kind: "activeRun", runId: res.run.id });
+    return res.run;
+  }
+
+  /** One plan edit from the panel, sent as the whole plan (run/plan/update). */
+  async editPlan(runId: string, edit: PlanEdit): Promise<Run> {
+    const run = this.state.runs[runId];
+    if (!run) throw new Error(`run ${runId} is not loaded`);
+    if (run.waitingFor !== "planApproval") throw new Error("The plan can only be changed while it waits for approval.");
+    const tasks = applyPlanEdit(planTasksOf(run.plan), edit);
+    if (tasks.length === 0) throw new Error("A plan needs at least one task (cancel the run to drop it all).");
+    return this.runRequest("run/plan/update", { runId, tasks });
+  }
+
+  async runAction(runId: string, action: "pause" | "resume" | "cancel"): Promise<void> {
+    if (action === "cancel") {
+      const ok = await vscode.window.showWarningMessage(
+        "Cancel this run? The running task is interrupted; the run's branch and commits are kept.",
+        { modal: true },
+        "Cancel Run",
+      );
+      if (ok !== "Cancel Run") return;
+    }
+    await this.runRequest(`run/${action}`, { runId });
+  }
+
+  /** Opens a run's state.md or plan.md (in its worktree). */
+  async openRunFile(runId: string, file: "state.md" | "plan.md"): Promise<void> {
+    const run = this.state.runs[runId];
+    if (!run) throw new Error(`run ${runId} is not loaded`);
+    const abs = path.join(run.worktree, ...runFile(run.id, file).split("/"));
+    if (!fs.existsSync(abs)) throw new Error(`${file} of run ${run.id} is not written yet (${abs}).`);
+    const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(abs));
+    await vscode.window.showTextDocument(doc, { preview: true });
   }
 
   onConfigChanged(e: vscode.ConfigurationChangeEvent): void {

@@ -2,6 +2,8 @@ import * as vscode from "vscode";
 import { Controller, DIFF_SCHEME, isTrusted } from "./controller";
 import { FixProblemProvider, problemAt, problemMessage, selectionContext, selectionMessage, surroundingContext } from "./editor";
 import { PanelProvider, VIEW_ID } from "./panel";
+import { RUN_PRESETS, runThisRequest } from "./runs";
+import { RUNS_VIEW_ID, RunsViewProvider, runIdOf } from "./runsview";
 import type { ViewState } from "./store";
 
 let controller: Controller | undefined;
@@ -62,7 +64,20 @@ export function activate(context: vscode.ExtensionContext): Controller {
     status.tooltip = s.tooltip;
     status.backgroundColor = s.attention ? new vscode.ThemeColor("statusBarItem.warningBackground") : undefined;
   };
-  ctl.onChange = updateStatus;
+  const runsView = new RunsViewProvider(ctl);
+  const runsTree = vscode.window.createTreeView(RUNS_VIEW_ID, { treeDataProvider: runsView, showCollapseAll: false });
+  let lastWaiting = -1;
+  ctl.onChange = () => {
+    updateStatus();
+    const waiting = runsView.update();
+    if (waiting !== lastWaiting) {
+      lastWaiting = waiting;
+      runsTree.badge = waiting > 0 ? { value: waiting, tooltip: `${waiting} run(s) waiting on you` } : undefined;
+    }
+  };
+  runsTree.onDidChangeVisibility?.((e) => {
+    if (e.visible) void ctl.refreshRuns().catch(() => undefined);
+  });
   if (!isTrusted()) void ctl.ensureStarted(); // shows why nothing starts
   updateStatus();
   status.show();
@@ -78,6 +93,8 @@ export function activate(context: vscode.ExtensionContext): Controller {
   context.subscriptions.push(
     out,
     status,
+    runsView,
+    runsTree,
     { dispose: () => void ctl.dispose() },
     vscode.window.registerWebviewViewProvider(VIEW_ID, provider, { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, {
@@ -129,6 +146,83 @@ export function activate(context: vscode.ExtensionContext): Controller {
         if (!p) throw new Error("There is no problem under the cursor to fix.");
         await provider.reveal();
         await ctl.send(problemMessage(p.info, surroundingContext(p.doc, p.range), p.range.start.line + 1));
+      }),
+    ),
+    vscode.commands.registerCommand(
+      "apserver.openRun",
+      run(async (arg?: unknown) => {
+        const id = runIdOf(arg, ctl);
+        if (!id) return;
+        await provider.reveal();
+        await ctl.openRun(id);
+      }),
+    ),
+    vscode.commands.registerCommand("apserver.refreshRuns", run(() => ctl.refreshRuns())),
+    vscode.commands.registerCommand(
+      "apserver.pauseRun",
+      run((arg?: unknown) => {
+        const id = runIdOf(arg, ctl);
+        return id && ctl.runAction(id, "pause");
+      }),
+    ),
+    vscode.commands.registerCommand(
+      "apserver.resumeRun",
+      run((arg?: unknown) => {
+        const id = runIdOf(arg, ctl);
+        return id && ctl.runAction(id, "resume");
+      }),
+    ),
+    vscode.commands.registerCommand(
+      "apserver.cancelRun",
+      run((arg?: unknown) => {
+        const id = runIdOf(arg, ctl);
+        return id && ctl.runAction(id, "cancel");
+      }),
+    ),
+    vscode.commands.registerCommand(
+      "apserver.runThis",
+      run(async (uri?: vscode.Uri) => {
+        // From the explorer or an editor tab: a file; from the editor: the selection (or the file).
+        const editor = vscode.window.activeTextEditor;
+        const fileUri = uri instanceof vscode.Uri ? uri : editor?.document.uri;
+        if (!fileUri) throw new Error("Open a file or select code to run on.");
+        const useSelection = !!editor && editor.document.uri.toString() === fileUri.toString() && !editor.selection.isEmpty;
+        const target = useSelection ? selectionContext(editor!) : { path: vscode.workspace.asRelativePath(fileUri, false) };
+        const where = useSelection ? `${target.path}:${(target as { startLine: number }).startLine}` : target.path;
+        const instruction = await vscode.window.showInputBox({
+          title: `Run on ${where}`,
+          prompt: "What should the run do? (it plans, then implements task by task on a branch of its own)",
+          ignoreFocusOut: true,
+        });
+        if (!instruction || instruction.trim() === "") return;
+        const preset = await vscode.window.showQuickPick(RUN_PRESETS, {
+          title: "How should the run go on?",
+          placeHolder: "Trust and autonomy",
+          ignoreFocusOut: true,
+        });
+        if (!preset) return;
+        const folder = vscode.workspace.getWorkspaceFolder?.(fileUri);
+        await provider.reveal();
+        await ctl.startRun(runThisRequest(instruction, target), {
+          trust: preset.trust,
+          autonomy: preset.autonomy,
+          cwd: folder?.uri.fsPath,
+        });
+      }),
+    ),
+    vscode.commands.registerCommand(
+      "apserver.startRun",
+      run(async () => {
+        const request = await vscode.window.showInputBox({
+          title: "Start a run",
+          prompt: "What should the run do? (it plans, then implements task by task on a branch of its own)",
+          ignoreFocusOut: true,
+        });
+        if (!request || request.trim() === "") return;
+        const preset = await vscode.window.showQuickPick(RUN_PRESETS, { title: "How should the run go on?", ignoreFocusOut: true });
+        if (!preset) return;
+        await provider.reveal();
+        await ctl.startRun(request, { trust: preset.trust, autonomy: preset.autonomy });
       }),
     ),
     vscode.languages.registerCodeActionsProvider({ scheme: "file" }, new FixProblemProvider(), {

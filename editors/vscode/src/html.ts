@@ -59,13 +59,19 @@ export function renderWebviewHtml(input: HtmlInput): string {
   </details>
   <section id="fullauto" class="box"></section>
   <section id="plan" class="box hidden"></section>
+  <section id="run" class="hidden">
+    <div id="run-body"></div>
+    <details id="run-graph-box" class="run-graph" data-key="run-graph" open><summary>Dependency graph</summary><div id="run-graph"></div></details>
+  </section>
   <main id="conversation" aria-live="polite"></main>
   <footer id="composer-area">
     <div id="usage" class="muted"></div>
     <textarea id="composer" rows="3" placeholder="Ask apserver… (Ctrl+Enter to send)"></textarea>
+    <details id="run-options" class="run-options"><summary>Run options</summary><div id="run-options-body" class="fields"></div></details>
     <div class="composer-buttons">
       <button type="button" id="interrupt" class="secondary hidden" data-action="interrupt">■ Interrupt</button>
       <span class="spacer"></span>
+      <button type="button" id="run-start" class="secondary" data-action="runStart" title="Start a run with this request: a plan to review, then tasks on a branch of its own">▶ Run</button>
       <button type="button" id="send" data-action="send">Send</button>
     </div>
   </footer>

@@ -1,6 +1,7 @@
 // The typed postMessage protocol between the extension host and the panel.
 
-import type { ApprovalDecision, FullAutoApprovals, FullAutoBudgets } from "./protocol";
+import type { ApprovalDecision, Autonomy, FullAutoApprovals, FullAutoBudgets, RunTrust, TaskDecision } from "./protocol";
+import type { PlanEdit } from "./runs";
 import type { StoreEvent, ViewState } from "./store";
 
 /** Extension host → webview. */
@@ -36,7 +37,22 @@ export type WebviewMessage =
   | { type: "restartServer" }
   | { type: "showLog" }
   /** Open VS Code's workspace trust editor (the folder is not trusted). */
-  | { type: "manageTrust" };
+  | { type: "manageTrust" }
+  // ---- runs ----
+  /** Start a run with this request (absent trust stages and autonomy: the configured ones). */
+  | { type: "runStart"; request: string; trust?: Partial<RunTrust>; autonomy?: Autonomy }
+  | { type: "openRun"; runId: string }
+  /** Back from the run to the thread view. */
+  | { type: "closeRun" }
+  | { type: "refreshRuns" }
+  | { type: "runPlanEdit"; runId: string; edit: PlanEdit }
+  | { type: "runPlanApprove"; runId: string }
+  | { type: "runPlanReject"; runId: string; feedback: string }
+  | { type: "runTaskDecision"; runId: string; taskId: string; decision: TaskDecision }
+  | { type: "runClarify"; runId: string; clarificationId: string; answer: string }
+  | { type: "runRepairApprove"; runId: string; taskId: string }
+  | { type: "runAction"; runId: string; action: "pause" | "resume" | "cancel" }
+  | { type: "openRunFile"; runId: string; file: "state.md" | "plan.md" };
 
 const WEBVIEW_TYPES = new Set<WebviewMessage["type"]>([
   "ready",
@@ -59,6 +75,18 @@ const WEBVIEW_TYPES = new Set<WebviewMessage["type"]>([
   "restartServer",
   "showLog",
   "manageTrust",
+  "runStart",
+  "openRun",
+  "closeRun",
+  "refreshRuns",
+  "runPlanEdit",
+  "runPlanApprove",
+  "runPlanReject",
+  "runTaskDecision",
+  "runClarify",
+  "runRepairApprove",
+  "runAction",
+  "openRunFile",
 ]);
 
 /** Checks that an incoming message has a known type (the webview is not trusted blindly). */

@@ -1,5 +1,5 @@
 // Types for the subset of the Codex app-server v2 protocol (and apserver's
-// Full Auto extension) that the extension uses. Field names follow
+// Full Auto and Runs extensions) that the extension uses. Field names follow
 // protocol/codex/schema and docs/protocol.md. Everything is tolerant:
 // unknown fields are ignored and unknown methods are passed through.
 
@@ -186,11 +186,135 @@ export interface AttentionItem {
   kind: "approval" | "question" | "paused";
   reason: string;
   sinceMs: number;
+  /** Set when the item belongs to a run (run/* extension): open the run, not the thread. */
+  runId?: string | null;
 }
 export interface Attention {
   count: number;
   oldestSinceMs: number | null;
   items: AttentionItem[];
+}
+
+// ---- Runs (apserver extension; protocol/run.go, docs/protocol.md "Runs") ----
+
+export type RunStatus = "running" | "waiting" | "paused" | "completed" | "failed" | "cancelled";
+export type RunStage = "planning" | "planApproval" | "implementation" | "validation" | "merge" | "done";
+export type RunWaitingFor = "planApproval" | "taskApproval" | "clarification" | "repair" | "resume";
+export type Trust = "auto" | "manual";
+export type Autonomy = "off" | "suggest" | "semi_auto" | "full_auto";
+export type MergeMode = "ff" | "squash";
+export type TaskStatus = "pending" | "approved" | "running" | "completed" | "failed" | "blocked" | "skipped";
+export type TaskRisk = "low" | "medium" | "high";
+export type TaskDecision = "approve" | "skip";
+
+export const RUN_STAGES: readonly RunStage[] = ["planning", "planApproval", "implementation", "validation", "merge", "done"];
+
+export interface RunTrust {
+  planning: Trust;
+  implementation: Trust;
+  fixes: Trust;
+}
+export interface TaskAcceptance {
+  criteria: string[];
+  checks: string[];
+  files: string[];
+}
+/** A task as the planner or a client writes it (run/plan/update, run/repair/approve). */
+export interface PlanTask {
+  id: string;
+  title: string;
+  description: string;
+  /** file_create, file_edit, shell_command, research, test, docs, … (open). */
+  kind: string;
+  dependencies: string[];
+  risk: TaskRisk;
+  acceptance: TaskAcceptance;
+  estimate: string;
+}
+export interface RunTask extends PlanTask {
+  status: TaskStatus;
+  retryCount: number;
+  threadId: string | null;
+  commit: string | null;
+  lastFailure: string | null;
+  completedAtMs: number | null;
+}
+export interface RunPlan {
+  version: number;
+  summary: string;
+  tasks: RunTask[];
+  approved: boolean;
+}
+export interface RunClarification {
+  id: string;
+  stage: RunStage;
+  question: string;
+  context: string;
+  options: string[];
+  answer: string | null;
+  askedAtMs: number;
+  answeredAtMs: number | null;
+}
+export interface RunRepairProposal {
+  taskId: string;
+  failure: string;
+  proposedTask: PlanTask;
+}
+export interface RunCounts {
+  total: number;
+  pending: number;
+  approved: number;
+  running: number;
+  completed: number;
+  failed: number;
+  blocked: number;
+  skipped: number;
+}
+export interface Run {
+  id: string;
+  request: string;
+  status: RunStatus;
+  stage: RunStage;
+  waitingFor: RunWaitingFor | null;
+  reason: string | null;
+  cwd: string;
+  baseBranch: string;
+  branch: string;
+  worktree: string;
+  trust: RunTrust;
+  autonomy: Autonomy;
+  merge: MergeMode;
+  models: { planner: string | null; implementer: string | null; validator: string | null };
+  maxClarifications: number;
+  clarifications: RunClarification[];
+  plannerThreadId: string | null;
+  currentTaskId: string | null;
+  counts: RunCounts;
+  plan: RunPlan;
+  repairProposal: RunRepairProposal | null;
+  mergeCommit: string | null;
+  createdAtMs: number;
+  updatedAtMs: number;
+}
+export interface RunStartParams {
+  cwd: string;
+  request: string;
+  baseBranch?: string;
+  trust?: Partial<RunTrust>;
+  autonomy?: Autonomy;
+  merge?: MergeMode;
+  models?: { planner?: string; implementer?: string; validator?: string };
+  maxClarifications?: number;
+}
+/** run/updated: every change of status, stage, current task or counts. */
+export interface RunUpdatedNotification {
+  runId: string;
+  status: RunStatus;
+  stage: RunStage;
+  waitingFor: RunWaitingFor | null;
+  reason: string | null;
+  currentTaskId: string | null;
+  counts: RunCounts;
 }
 
 // ---- method maps ----
@@ -252,6 +376,18 @@ export interface ClientRequests {
   "fullAuto/resume": { params: { threadId: string }; result: { run: FullAutoRun } };
   "fullAuto/stop": { params: { threadId: string }; result: { run: FullAutoRun } };
   "fullAuto/status": { params: { threadId?: string }; result: { runs: FullAutoRun[]; attention: Attention } };
+  "run/start": { params: RunStartParams; result: { run: Run } };
+  "run/list": { params: { cwd?: string }; result: { runs: Run[] } };
+  "run/read": { params: { runId: string }; result: { run: Run } };
+  "run/plan/update": { params: { runId: string; tasks: PlanTask[] }; result: { run: Run } };
+  "run/plan/approve": { params: { runId: string }; result: { run: Run } };
+  "run/plan/reject": { params: { runId: string; feedback: string }; result: { run: Run } };
+  "run/task/approve": { params: { runId: string; taskId: string; decision?: TaskDecision }; result: { run: Run } };
+  "run/clarification/answer": { params: { runId: string; clarificationId: string; answer: string }; result: { run: Run } };
+  "run/repair/approve": { params: { runId: string; taskId: string; task?: PlanTask }; result: { run: Run } };
+  "run/pause": { params: { runId: string }; result: { run: Run } };
+  "run/resume": { params: { runId: string }; result: { run: Run } };
+  "run/cancel": { params: { runId: string }; result: { run: Run } };
 }
 export type ClientMethod = keyof ClientRequests;
 

@@ -12,6 +12,7 @@ import type {
   PlanStep,
   Receipt,
   RequestId,
+  Run,
   Thread,
   ThreadItem,
   ThreadStatus,
@@ -20,6 +21,7 @@ import type {
   TurnError,
   TurnStatus,
 } from "./protocol";
+import { applyRunNotification, isRunNotification, type RunsSlice } from "./runs";
 
 /** Command output kept per item (the tail), in characters. */
 export const OUTPUT_CAP = 200_000;
@@ -104,7 +106,7 @@ export interface Notice {
   text: string;
 }
 
-export interface ViewState {
+export interface ViewState extends RunsSlice {
   connection: { state: ConnectionState; message: string | null; version: string | null };
   threads: ThreadEntry[];
   activeThreadId: string | null;
@@ -133,6 +135,10 @@ export type StoreEvent =
   | { kind: "fullAutoRun"; run: FullAutoRun }
   | { kind: "fullAutoSupported"; supported: boolean }
   | { kind: "defaults"; defaults: FullAutoDefaults }
+  | { kind: "runList"; runs: Run[] }
+  | { kind: "run"; run: Run }
+  | { kind: "activeRun"; runId: string | null }
+  | { kind: "runsSupported"; supported: boolean }
   | { kind: "notice"; level: Notice["level"]; text: string }
   | { kind: "dismissNotice"; id: number };
 
@@ -148,6 +154,9 @@ export function initialState(defaults?: FullAutoDefaults): ViewState {
     attention: { count: 0, oldestSinceMs: null, items: [] },
     defaults: defaults ?? { approvals: "policy", budgets: { tokens: 200000, turns: 20, timeMs: 30 * 60000 } },
     notices: [],
+    runs: {},
+    activeRunId: null,
+    runsSupported: null,
     rev: 0,
   };
 }
@@ -354,6 +363,22 @@ export function applyEvent(state: ViewState, ev: StoreEvent): boolean {
     case "activeThread":
       state.activeThreadId = ev.threadId;
       return true;
+    case "runList":
+      // The listing is the truth for the runs it names; a run that only
+      // this client knows (just started) stays.
+      for (const r of ev.runs) state.runs[r.id] = r;
+      state.runsSupported = true;
+      return true;
+    case "run":
+      state.runs[ev.run.id] = ev.run;
+      state.runsSupported = true;
+      return true;
+    case "activeRun":
+      state.activeRunId = ev.runId;
+      return true;
+    case "runsSupported":
+      state.runsSupported = ev.supported;
+      return true;
     case "threadRemoved":
       state.threads = state.threads.filter((t) => t.id !== ev.threadId);
       delete state.conversations[ev.threadId];
@@ -396,6 +421,7 @@ function finalizeItems(t: TurnView, turnStatus: TurnStatus): void {
 }
 
 function applyNotification(state: ViewState, method: string, p: any): boolean {
+  if (isRunNotification(method)) return applyRunNotification(state, method, p).changed;
   switch (method) {
     case "thread/started":
       if (p.thread) upsertThread(state, p.thread);
@@ -608,6 +634,7 @@ export function isStoreNotification(method: string): boolean {
     method.startsWith("turn/") ||
     method.startsWith("item/") ||
     method.startsWith("fullAuto/") ||
+    method.startsWith("run/") ||
     method === "serverRequest/resolved" ||
     method === "error" ||
     method === "warning" ||

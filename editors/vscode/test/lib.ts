@@ -10,3 +10,4 @@ export * from "../src/html";
 export * from "../src/messages";
 export { renderMarkdown, renderInline, escapeHtml, safeUrl } from "../webview/markdown";
 export * from "../src/serverlock";
+export * from "../src/runs";

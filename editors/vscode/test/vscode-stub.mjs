@@ -65,6 +65,25 @@ class Range {
   }
 }
 
+class TreeItem {
+  constructor(label, collapsibleState) {
+    this.label = label;
+    this.collapsibleState = collapsibleState;
+  }
+}
+
+class ThemeIcon {
+  constructor(id) {
+    this.id = id;
+  }
+}
+
+class MarkdownString {
+  constructor(value) {
+    this.value = value ?? "";
+  }
+}
+
 class CodeAction {
   constructor(title, kind) {
     this.title = title;
@@ -87,6 +106,8 @@ export function createVscodeStub({ config = {}, answers = {} } = {}) {
     messages: [],
     webviewPanels: [],
     codeActionProviders: [],
+    treeViews: new Map(),
+    opened: [],
   };
   const disposable = () => ({ dispose() {} });
   const showMessage = (level) => async (text, ...items) => {
@@ -101,6 +122,10 @@ export function createVscodeStub({ config = {}, answers = {} } = {}) {
     ThemeColor,
     Range,
     CodeAction,
+    TreeItem,
+    ThemeIcon,
+    MarkdownString,
+    TreeItemCollapsibleState: { None: 0, Collapsed: 1, Expanded: 2 },
     CodeActionKind: { QuickFix: { value: "quickfix" } },
     languages: {
       registerCodeActionsProvider(selector, provider, metadata) {
@@ -128,6 +153,11 @@ export function createVscodeStub({ config = {}, answers = {} } = {}) {
         item.dispose = () => (item.visible = false);
         rec.statusBarItems.push(item);
         return item;
+      },
+      createTreeView(id, options) {
+        const view = { id, options, badge: undefined, visible: true, onDidChangeVisibility: () => disposable(), dispose() {} };
+        rec.treeViews.set(id, view);
+        return view;
       },
       registerWebviewViewProvider(id, provider, options) {
         rec.viewProviders.set(id, { provider, options });
@@ -171,7 +201,12 @@ export function createVscodeStub({ config = {}, answers = {} } = {}) {
         rec.contentProviders.set(scheme, provider);
         return disposable();
       },
-      openTextDocument: async (opts) => ({ ...opts }),
+      openTextDocument: async (opts) => {
+        rec.opened.push(opts);
+        return { ...opts };
+      },
+      getWorkspaceFolder: (uri) =>
+        config.__workspace && uri.path.startsWith(config.__workspace) ? { uri: Uri.file(config.__workspace), name: "ws", index: 0 } : undefined,
       asRelativePath: (uri) => (typeof uri === "string" ? uri : uri.path),
       isTrusted: config.__untrusted ? false : true,
       onDidGrantWorkspaceTrust: () => disposable(),

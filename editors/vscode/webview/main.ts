@@ -18,6 +18,7 @@ import {
 } from "../src/store";
 import { diffStat } from "../src/diffstat";
 import { escapeHtml as esc, renderInline, renderMarkdown } from "./markdown";
+import { invalidateRun, renderRun, renderRunOptions, runClick, runStartMessage } from "./runs";
 
 interface VsCodeApi {
   postMessage(msg: unknown): void;
@@ -131,10 +132,26 @@ document.addEventListener("click", (e: MouseEvent) => {
   const el = target.closest("[data-action]") as HTMLElement | null;
   if (!el || (el as HTMLButtonElement).disabled) return;
   const d = el.dataset;
+  if (runClick(d.action ?? "", d, state, post, () => {
+    invalidateRun();
+    render();
+  })) return;
   switch (d.action) {
     case "send":
       submit();
       break;
+    case "runStart": {
+      const m = runStartMessage(els.composer.value);
+      if (!m) {
+        els.composer.focus();
+        break;
+      }
+      post(m);
+      els.composer.value = "";
+      saveDraft();
+      (document.getElementById("run-options") as HTMLDetailsElement | null)?.removeAttribute("open");
+      break;
+    }
     case "interrupt":
       post({ type: "interrupt" });
       break;
@@ -147,6 +164,9 @@ document.addEventListener("click", (e: MouseEvent) => {
       break;
     case "openThread":
       post({ type: "openThread", threadId: d.threadId ?? "" });
+      break;
+    case "openRun":
+      post({ type: "openRun", runId: d.runId ?? "" });
       break;
     case "renameThread":
       e.stopPropagation();
@@ -259,10 +279,16 @@ function render(): void {
   renderNotices();
   renderAttention();
   renderThreads();
+  // A run shown replaces the thread's Full Auto box, plan and conversation.
+  const runShown = renderRun(state);
+  els.fullauto.classList.toggle("hidden", runShown);
+  els.conversation.classList.toggle("hidden", runShown);
   renderFullAuto();
-  renderPlan();
+  if (runShown) els.plan.classList.add("hidden");
+  else renderPlan();
   renderConversation();
   renderFooter();
+  renderRunOptions();
   document.body.dataset.rendered = String(state.rev);
 }
 
@@ -315,7 +341,12 @@ function renderAttention(): void {
   els.attention.classList.remove("hidden");
   const since = a.oldestSinceMs ? `oldest ${ago(a.oldestSinceMs)}\n` : "";
   const first = a.items[0];
-  const action = first ? ` data-action="openThread" data-thread-id="${esc(first.threadId)}"` : "";
+  // An item of a run opens the run; any other its thread.
+  const action = first?.runId
+    ? ` data-action="openRun" data-run-id="${esc(first.runId)}"`
+    : first
+      ? ` data-action="openThread" data-thread-id="${esc(first.threadId)}"`
+      : "";
   els.attention.title = since + a.items.map((i) => `${i.kind}: ${i.reason}`).join("\n");
   setHtml(els.attention, `<span class="attention-count"${action}>⚑ ${a.count} waiting</span>`);
 }
@@ -784,6 +815,9 @@ function renderFooter(): void {
   els.send.title = busy ? "Add this to the running turn" : "Send (Ctrl+Enter)";
   const ready = state.connection.state === "ready";
   els.send.disabled = !ready;
+  const runBtn = $<HTMLButtonElement>("run-start");
+  runBtn.disabled = !ready || state.runsSupported === false;
+  runBtn.title = state.runsSupported === false ? "This apserver has no runs (run/* methods)" : "Start a run with this request: a plan to review, then tasks on a branch of its own";
   const u = conv?.tokenUsage;
   let usage = "";
   if (u) {

@@ -349,9 +349,10 @@ func TestRunClarificationLimit(t *testing.T) {
 	}
 }
 
-// Three runs at once on one repository, each in its own worktree: each
-// branch holds only its own file. The first to finish fast-forwards main;
-// main has moved on for the others, whose branches are left for review.
+// Three runs at once on one repository, each in its own worktree, with
+// disjoint files: all three land on main. The first to finish
+// fast-forwards main; each later one brings main into its branch, checks
+// again and fast-forwards. Every run's memory.md section lands too.
 func TestRunsInParallel(t *testing.T) {
 	t.Parallel()
 	rules := []scripted.Rule{reviewRule}
@@ -370,32 +371,91 @@ func TestRunsInParallel(t *testing.T) {
 		ids = append(ids, c.startRun(map[string]any{"cwd": repo, "request": p + " write a file", "baseBranch": "main",
 			"trust": map[string]any{"planning": "auto"}}))
 	}
-	merged := 0
 	for i, id := range ids {
 		end := c.runEnd(id)
-		if end.str("run.status") != "completed" {
-			t.Fatalf("run %d = %s", i, end.Raw)
+		if end.str("run.status") != "completed" || end.str("run.mergeCommit") == "" {
+			t.Fatalf("run %d did not land: %s", i, end.Raw)
 		}
-		branch := end.str("run.branch")
-		files := gitOut(t, repo, "diff", "--name-only", "feature", branch)
+		// The task's own commit touches only the run's file.
 		want := fmt.Sprintf("p%d.txt", i+1)
+		task := gitOut(t, repo, "log", "main", "--format=%H", "--grep", "Apserver-Run: "+id, "--grep", "Apserver-Task: t1", "--all-match")
+		files := gitOut(t, repo, "show", "--format=", "--name-only", task)
 		for _, f := range strings.Fields(files) {
 			if f != want && !strings.HasPrefix(f, ".apserver/") {
-				t.Errorf("branch of run %d changed %s", i, f)
+				t.Errorf("task of run %d changed %s", i, f)
 			}
 		}
 		if !strings.Contains(files, want) {
-			t.Errorf("branch of run %d lacks %s: %s", i, want, files)
-		}
-		if end.str("run.mergeCommit") != "" {
-			merged++
-			if out := gitOut(t, repo, "show", "main:"+want); out != fmt.Sprintf("P%d", i+1) {
-				t.Errorf("main:%s = %q", want, out)
-			}
+			t.Errorf("task of run %d lacks %s: %s", i, want, files)
 		}
 	}
-	if merged != 1 {
-		t.Errorf("%d runs fast-forwarded main, want exactly 1", merged)
+	// All three landed on main, and so did every run's memory.
+	memory := gitOut(t, repo, "show", "main:.apserver/memory.md")
+	for i, id := range ids {
+		f := fmt.Sprintf("p%d.txt", i+1)
+		if out := gitOut(t, repo, "show", "main:"+f); out != fmt.Sprintf("P%d", i+1) {
+			t.Errorf("main:%s = %q", f, out)
+		}
+		if n := strings.Count(memory, "## Run "+id); n != 1 {
+			t.Errorf("main's memory.md has %d sections of run %d, want 1:\n%s", n, i, memory)
+		}
+	}
+	if n := strings.Count(memory, "# apserver memory"); n != 1 {
+		t.Errorf("main's memory.md has %d headers, want 1", n)
+	}
+}
+
+// Two runs edit the same lines: the first to finish lands, the other is
+// left for review, and says which file conflicts.
+func TestRunsConflict(t *testing.T) {
+	t.Parallel()
+	rules := []scripted.Rule{reviewRule}
+	for _, p := range []string{"Q1", "Q2"} {
+		rules = append(rules,
+			scripted.Rule{Match: "graph of small tasks: " + p, Steps: []scripted.Step{{Text: planJSON(t, planTask{ID: "t1", Title: p + "-task rewrite README.md",
+				Kind: "file_edit", Dependencies: []string{}, Risk: "low", Acceptance: accept("grep -q " + p + " README.md"), Estimate: "1m"})}}},
+			taskRule(p+"-task", "echo '# greet "+p+"' > README.md"))
+	}
+	model := startModel(t, rules...)
+	repo := shoutRepo(t)
+	c := newRunsClient(t, model, faOptions{config: "max_parallel_runs = 2\n"})
+	var ids []string
+	for _, p := range []string{"Q1", "Q2"} {
+		ids = append(ids, c.startRun(map[string]any{"cwd": repo, "request": p + " rewrite the readme", "baseBranch": "main",
+			"trust": map[string]any{"planning": "auto"}}))
+	}
+	var landed, left []*message
+	for _, id := range ids {
+		end := c.runEnd(id)
+		if end.str("run.status") != "completed" {
+			t.Fatalf("run %s = %s", id, end.Raw)
+		}
+		if end.str("run.mergeCommit") != "" {
+			landed = append(landed, end)
+		} else {
+			left = append(left, end)
+		}
+	}
+	if len(landed) != 1 || len(left) != 1 {
+		t.Fatalf("%d runs landed and %d were left for review, want 1 and 1", len(landed), len(left))
+	}
+	if reason := left[0].str("run.reason"); !strings.Contains(reason, "conflict in README.md") || !strings.Contains(reason, "left for review") {
+		t.Errorf("reason of the run left for review = %q", reason)
+	}
+	state, err := os.ReadFile(filepath.Join(left[0].str("run.worktree"), ".apserver", "runs", left[0].str("run.id"), "state.md"))
+	if err != nil || !strings.Contains(string(state), "conflict in README.md") {
+		t.Errorf("state.md of the run left for review (%v) does not name README.md:\n%s", err, state)
+	}
+	// main has the landed run's README; the other branch still has its own.
+	win := "Q1"
+	if landed[0].str("run.id") == ids[1] {
+		win = "Q2"
+	}
+	if got := gitOut(t, repo, "show", "main:README.md"); got != "# greet "+win {
+		t.Errorf("main:README.md = %q, want the landed run's", got)
+	}
+	if got := gitOut(t, repo, "show", left[0].str("run.branch")+":README.md"); got == "# greet "+win {
+		t.Errorf("the branch left for review has the other run's README")
 	}
 }
 

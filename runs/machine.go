@@ -465,7 +465,8 @@ func (m *Machine) apply(ev Event) {
 		} else {
 			m.decide(ev.AtMs, fmt.Sprintf("branch %s left for review", r.Branch))
 		}
-		m.end(ev.AtMs, protocol.RunCompleted, "")
+		// A merge refused says why in the run's reason (state.md, run/completed).
+		m.end(ev.AtMs, protocol.RunCompleted, ev.Reason)
 	case EvFailed:
 		m.step = stepNone
 		m.fail(ev.AtMs, ev.Reason)

@@ -1,6 +1,7 @@
 // Package gitwork is the git layer of runs: it gives a run a branch and a
 // worktree of its own in the user's repository, prepares the worktree,
-// commits each task there with trailers that identify it, diffs, and
+// commits each task there with trailers that identify it, diffs, brings
+// a base that moved on into the branch (CatchUp, a merge commit), and
 // merges the branch back into its base. It drives the git command-line
 // tool.
 //
@@ -29,7 +30,8 @@
 //     removing" before it is deleted, so a half-deleted one is never taken
 //     for whole); Commit and Merge recognise their earlier result (by the
 //     trailers, by base already containing the branch, or by the squash
-//     commit's SquashTrailer) and return it; RemoveWorktree of a removed
+//     commit's SquashTrailer) and return it; CatchUp aborts a merge left
+//     half done and sees a finished one in the branch containing base; RemoveWorktree of a removed
 //     worktree succeeds; Setup records that it is done.
 //   - A git that a killed apserver started goes on running. The first
 //     AddWorktree or Commit of a process on a worktree, and the first Merge

@@ -806,3 +806,47 @@ func TestRunPlanEditRejectCancel(t *testing.T) {
 	gitOut(t, repo, "rev-parse", "--verify", end.str("run.branch")) // the branch is kept
 	c.callErr("run/resume", map[string]any{"runId": id}, -32600, "is cancelled")
 }
+
+// The task thread's full auto pauses: the run shows that it waits on that
+// thread (run/updated, attention with its runId), and runs on to the end
+// when the thread's full auto is resumed.
+func TestRunTaskThreadPaused(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, reviewRule,
+		scripted.Rule{Match: "Plan this request", Steps: []scripted.Step{{Text: planJSON(t, planTask{ID: "t1", Title: "W1-task write w.txt",
+			Kind: "file_create", Dependencies: []string{}, Risk: "low", Acceptance: accept("test -f w.txt"), Estimate: "1m"})}}},
+		scripted.Rule{Match: "W1-task", Steps: []scripted.Step{
+			// Slow enough to pause the thread's full auto in its first turn.
+			{Text: "Working on it.", ToolCalls: []scripted.ToolCall{{Command: "echo w > w.txt"}}, TTFT: 3 * time.Second},
+			{Text: "The task is complete."},
+		}})
+	repo := shoutRepo(t)
+	c := newRunsClient(t, model, faOptions{})
+	id := c.startRun(map[string]any{"cwd": repo, "request": "write w", "baseBranch": "main", "trust": map[string]any{"planning": "auto"}})
+	started := c.waitFor("run/task/updated", func(m *message) bool { return m.str("task.id") == "t1" && m.str("task.threadId") != "" })
+	thread := started.str("task.threadId")
+	c.call("fullAuto/pause", map[string]any{"threadId": thread})
+
+	wait := c.waitAfter(started, "run/updated", func(m *message) bool { return m.str("runId") == id && m.str("waitingFor") == "taskThread" })
+	if wait.str("status") != "waiting" {
+		t.Errorf("run/updated while the task thread is paused = %s", wait.Raw)
+	}
+	c.waitAfter(started, "attention", func(m *message) bool {
+		items, _ := m.get("items").([]any)
+		for i := range items {
+			p := fmt.Sprintf("items.%d.", i)
+			if m.str(p+"runId") == id && m.str(p+"threadId") == thread && m.str(p+"kind") == "paused" {
+				return true
+			}
+		}
+		return false
+	})
+	if r := c.call("run/read", map[string]any{"runId": id}); r.str("run.status") != "waiting" || r.str("run.waitingFor") != "taskThread" {
+		t.Errorf("run/read while the task thread is paused = %s", r.Raw)
+	}
+	c.call("fullAuto/resume", map[string]any{"threadId": thread})
+	c.waitAfter(wait, "run/updated", func(m *message) bool { return m.str("runId") == id && m.str("status") == "running" })
+	if end := c.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 1.0 {
+		t.Fatalf("run/completed = %s", end.Raw)
+	}
+}

@@ -307,6 +307,8 @@ func (x *run) implement(ctx context.Context, cfg runs.Config, e runs.StartTask) 
 		case st.Runs[0].State == protocol.FullAutoStopped:
 			x.implemented(e.Task.ID, st.Runs[0])
 			return nil
+		default:
+			x.threadState(ctx, e.Task.ID, thread, st.Runs[0])
 		}
 	}
 	if start {
@@ -324,12 +326,44 @@ func (x *run) implement(ctx context.Context, cfg runs.Config, e runs.StartTask) 
 			return nil
 		}
 		for _, n := range w.take() {
-			if p, ok := n.params.(protocol.FullAutoStatusChangedNotification); ok && p.State == protocol.FullAutoStopped {
+			p, ok := n.params.(protocol.FullAutoStatusChangedNotification)
+			if !ok {
+				continue
+			}
+			if p.State == protocol.FullAutoStopped {
 				x.implemented(e.Task.ID, p.Run)
 				return nil
 			}
+			x.threadState(ctx, e.Task.ID, thread, p.Run)
 		}
 	}
+}
+
+// threadState tells the run whether its task thread's full auto waits on
+// a human (paused, or an approval or question) or runs again. The kind of
+// the wait is that of the thread's own attention item.
+func (x *run) threadState(ctx context.Context, task, thread string, r protocol.FullAutoRun) {
+	if r.State == protocol.FullAutoRunning {
+		x.result(runs.Event{Type: runs.EvTaskContinued, TaskID: task})
+		return
+	}
+	kind := protocol.AttentionPaused
+	if r.State == protocol.FullAutoWaiting {
+		kind = protocol.AttentionApproval
+		st, err := call[protocol.FullAutoStatusParams, protocol.FullAutoStatusResult](ctx, x.rn.mgr.FullAutoStatus, protocol.FullAutoStatusParams{ThreadID: &thread})
+		if err == nil {
+			for _, it := range st.Attention.Items {
+				if it.ThreadID == thread && it.RunID == "" {
+					kind = it.Kind
+				}
+			}
+		}
+	}
+	reason := string(r.State)
+	if r.Reason != nil && *r.Reason != "" {
+		reason = *r.Reason
+	}
+	x.result(runs.Event{Type: runs.EvTaskWaiting, TaskID: task, Text: string(kind), Reason: reason})
 }
 
 func (x *run) implemented(task string, r protocol.FullAutoRun) {

@@ -78,6 +78,9 @@ type Machine struct {
 	blockers  []string
 	last      Event
 	sinceMs   int64 // when the run started waiting (attention)
+	// taskWaitKind is what the task thread waits for (waitingFor
+	// taskThread): the kind of the run's attention item.
+	taskWaitKind protocol.AttentionKind
 
 	out []Effect
 }
@@ -238,7 +241,7 @@ func (m *Machine) fits(ev Event) bool {
 		return m.step == stepWorktree
 	case EvPlannerStarted, EvPlanProposed, EvPlannerFailed, EvClarificationAsked:
 		return m.step == stepPlanning
-	case EvTaskStarted, EvTaskImplemented:
+	case EvTaskStarted, EvTaskImplemented, EvTaskWaiting, EvTaskContinued:
 		return m.step == stepImplement && ev.TaskID == m.cur
 	case EvTaskValidated:
 		return m.step == stepValidate && ev.TaskID == m.cur
@@ -380,7 +383,26 @@ func (m *Machine) apply(ev Event) {
 		t := m.task(ev.TaskID)
 		t.ThreadID = ptr(ev.ThreadID)
 		m.taskUpdated(t)
+	case EvTaskWaiting:
+		// The run waits with its task thread; a run paused by the user
+		// stays paused.
+		switch {
+		case r.Status == protocol.RunRunning:
+			m.taskWaitKind = protocol.AttentionKind(ev.Text)
+			m.wait(ev.AtMs, protocol.WaitTaskThread, fmt.Sprintf("task %s: its thread waits: %s", ev.TaskID, ev.Reason))
+		case m.waitingFor(protocol.WaitTaskThread):
+			m.taskWaitKind = protocol.AttentionKind(ev.Text)
+			r.Reason = ptr(fmt.Sprintf("task %s: its thread waits: %s", ev.TaskID, ev.Reason))
+			m.emit(m.attention())
+		}
+	case EvTaskContinued:
+		if m.waitingFor(protocol.WaitTaskThread) {
+			m.unwait()
+		}
 	case EvTaskImplemented:
+		if m.waitingFor(protocol.WaitTaskThread) {
+			m.unwait()
+		}
 		t := m.task(ev.TaskID)
 		if !ev.OK {
 			m.failedAttempt(ev.AtMs, t, "implementation did not finish: "+ev.Reason)
@@ -533,6 +555,11 @@ func (m *Machine) wait(now int64, w protocol.RunWaitingFor, reason string) {
 	m.emit(m.attention())
 }
 
+// waitingFor says whether the run waits (status waiting) for w.
+func (m *Machine) waitingFor(w protocol.RunWaitingFor) bool {
+	return m.run.Status == protocol.RunWaiting && m.run.WaitingFor != nil && *m.run.WaitingFor == w
+}
+
 func (m *Machine) unwait() {
 	m.run.Status = protocol.RunRunning
 	m.run.WaitingFor, m.run.Reason = nil, nil
@@ -560,6 +587,10 @@ func (m *Machine) attention() SetAttention {
 			kind = protocol.AttentionApproval
 		case protocol.WaitClarification:
 			kind = protocol.AttentionQuestion
+		case protocol.WaitTaskThread:
+			if m.taskWaitKind != "" {
+				kind = m.taskWaitKind
+			}
 		}
 	}
 	thread := ""

@@ -53,22 +53,6 @@ type Runner struct {
 	mu       sync.Mutex
 	active   map[string]*run // runs with a loop
 	restored bool
-	repos    map[string]*sync.Mutex // by repository root: repoLock
-}
-
-// repoLock is the lock of the git operations on the repository at root
-// that its runs must not do at once: adding a worktree (a concurrent git
-// worktree add reads the other's half-made admin directory and fails) and
-// merging into a base.
-func (rn *Runner) repoLock(root string) *sync.Mutex {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	l := rn.repos[root]
-	if l == nil {
-		l = &sync.Mutex{}
-		rn.repos[root] = l
-	}
-	return l
 }
 
 // New makes a Runner. Call Restore once the client is ready to take up the
@@ -86,7 +70,7 @@ func New(opts Options) *Runner {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	return &Runner{opts: opts, mgr: opts.Manager, tap: opts.Tap, log: opts.Logger, ctx: ctx, stop: cancel,
-		slots: make(chan struct{}, n), active: map[string]*run{}, repos: map[string]*sync.Mutex{}}
+		slots: make(chan struct{}, n), active: map[string]*run{}}
 }
 
 // Close stops every run's goroutines; what they did is stored, and the

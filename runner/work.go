@@ -51,11 +51,8 @@ func (x *run) createWorktree(ctx context.Context, cfg runs.Config) error {
 	if err := os.MkdirAll(filepath.Dir(cfg.Worktree), 0o755); err != nil {
 		return fmt.Errorf("creating the worktrees directory: %w", err)
 	}
-	lock := x.rn.repoLock(repo.Root())
-	lock.Lock()
-	err = repo.AddWorktree(ctx, cfg.Worktree, cfg.Branch, cfg.BaseBranch)
-	lock.Unlock()
-	if err != nil {
+	// gitwork adds the worktrees of one repository one at a time.
+	if err := repo.AddWorktree(ctx, cfg.Worktree, cfg.Branch, cfg.BaseBranch); err != nil {
 		return err
 	}
 	rc := x.rn.opts.Config.Runs
@@ -520,10 +517,7 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 		return err
 	}
 	for round := 0; ; round++ {
-		lock := x.rn.repoLock(repo.Root())
-		lock.Lock()
 		sha, err := repo.Merge(ctx, cfg.BaseBranch, cfg.Branch, gitwork.MergeMode(e.Mode), msg)
-		lock.Unlock()
 		behind := errors.Is(err, gitwork.ErrNotFastForward) || (e.Mode == protocol.MergeSquash && errors.Is(err, gitwork.ErrConflict))
 		if behind && round < maxCatchUps {
 			// The base moved on (another run landed): bring it into the

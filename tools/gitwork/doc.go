@@ -40,6 +40,10 @@
 //     alone (its index and HEAD, its branch) and that no process holds.
 //     A stale lock on the user's branches is reported, never removed.
 //     Setup kills the process group of a setup command left running.
+//   - AddWorktree, RemoveWorktree and Merge may be called concurrently on
+//     one repository: they take a lock of the repository (its common git
+//     directory), in-process, so its worktree list is changed by one git
+//     at a time.
 //   - Worktrees of one repository can be used from concurrent goroutines,
 //     one goroutine per worktree: commits in different worktrees use
 //     different indexes and refs, and a command that meets a lock held by

@@ -828,7 +828,7 @@ func TestRunTaskThreadPaused(t *testing.T) {
 	c.call("fullAuto/pause", map[string]any{"threadId": thread})
 
 	wait := c.waitAfter(started, "run/updated", func(m *message) bool { return m.str("runId") == id && m.str("waitingFor") == "taskThread" })
-	if wait.str("status") != "waiting" {
+	if wait.str("status") != "paused" {
 		t.Errorf("run/updated while the task thread is paused = %s", wait.Raw)
 	}
 	c.waitAfter(started, "attention", func(m *message) bool {
@@ -841,7 +841,7 @@ func TestRunTaskThreadPaused(t *testing.T) {
 		}
 		return false
 	})
-	if r := c.call("run/read", map[string]any{"runId": id}); r.str("run.status") != "waiting" || r.str("run.waitingFor") != "taskThread" {
+	if r := c.call("run/read", map[string]any{"runId": id}); r.str("run.status") != "paused" || r.str("run.waitingFor") != "taskThread" {
 		t.Errorf("run/read while the task thread is paused = %s", r.Raw)
 	}
 	c.call("fullAuto/resume", map[string]any{"threadId": thread})

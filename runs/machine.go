@@ -186,6 +186,9 @@ func (m *Machine) Check(ev Event) error {
 		if waiting(protocol.WaitRepair) {
 			return stateErr("run %s has a blocked task: approve its repair (run/repair/approve) or cancel", r.ID)
 		}
+		if waiting(protocol.WaitTaskThread) {
+			return stateErr("run %s waits on the thread of task %s: resume that thread (fullAuto/resume) or answer it", r.ID, m.cur)
+		}
 	case EvCancelled:
 		if final {
 			return stateErr("run %s is already %s", r.ID, r.Status)
@@ -387,13 +390,20 @@ func (m *Machine) apply(ev Event) {
 		// The run waits with its task thread; a run paused by the user
 		// stays paused.
 		switch {
-		case r.Status == protocol.RunRunning:
+		case r.Status == protocol.RunRunning, m.waitingFor(protocol.WaitTaskThread):
+			since := m.sinceMs
+			again := m.waitingFor(protocol.WaitTaskThread)
 			m.taskWaitKind = protocol.AttentionKind(ev.Text)
 			m.wait(ev.AtMs, protocol.WaitTaskThread, fmt.Sprintf("task %s: its thread waits: %s", ev.TaskID, ev.Reason))
-		case m.waitingFor(protocol.WaitTaskThread):
-			m.taskWaitKind = protocol.AttentionKind(ev.Text)
-			r.Reason = ptr(fmt.Sprintf("task %s: its thread waits: %s", ev.TaskID, ev.Reason))
-			m.emit(m.attention())
+			if m.taskWaitKind == protocol.AttentionPaused {
+				// Paused, not waiting: headless, apserver run declines the
+				// thread's approvals and questions, but cannot resume it.
+				r.Status = protocol.RunPaused
+			}
+			if again {
+				m.sinceMs = since
+				m.emit(m.attention())
+			}
 		}
 	case EvTaskContinued:
 		if m.waitingFor(protocol.WaitTaskThread) {
@@ -555,9 +565,10 @@ func (m *Machine) wait(now int64, w protocol.RunWaitingFor, reason string) {
 	m.emit(m.attention())
 }
 
-// waitingFor says whether the run waits (status waiting) for w.
+// waitingFor says whether the run waits (status waiting or paused) for w.
 func (m *Machine) waitingFor(w protocol.RunWaitingFor) bool {
-	return m.run.Status == protocol.RunWaiting && m.run.WaitingFor != nil && *m.run.WaitingFor == w
+	st := m.run.Status
+	return (st == protocol.RunWaiting || st == protocol.RunPaused) && m.run.WaitingFor != nil && *m.run.WaitingFor == w
 }
 
 func (m *Machine) unwait() {

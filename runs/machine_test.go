@@ -577,7 +577,10 @@ func TestTaskThreadWaits(t *testing.T) {
 	h.want(ClearAttention{})
 	// Waiting again, then the task ends: the run goes on to validate.
 	h.do(Event{Type: EvTaskWaiting, TaskID: "t1", Text: string(protocol.AttentionPaused), Reason: "budget"})
-	h.status(protocol.RunWaiting, protocol.WaitTaskThread)
+	h.status(protocol.RunPaused, protocol.WaitTaskThread)
+	if err := h.m.Check(Event{Type: EvResumed}); err == nil || !strings.Contains(err.Error(), "fullAuto/resume") {
+		t.Errorf("Check(resumed) while the task thread is paused = %v, want a pointer to fullAuto/resume", err)
+	}
 	h.do(Event{Type: EvTaskImplemented, TaskID: "t1", OK: true})
 	h.status(protocol.RunRunning, "")
 	h.want(Validate{})

@@ -274,7 +274,10 @@ func (c *runClient) Notify(method string, params any) {
 			line += ": " + *p.Reason
 		}
 		fmt.Fprintln(c.errw, line)
-		if p.Status == protocol.RunWaiting || p.Status == protocol.RunPaused {
+		// A task thread waiting on an approval or question goes on: the
+		// exec client declines them.
+		threadAsks := p.Status == protocol.RunWaiting && p.WaitingFor != nil && *p.WaitingFor == protocol.WaitTaskThread
+		if (p.Status == protocol.RunWaiting || p.Status == protocol.RunPaused) && !threadAsks {
 			stop = &protocol.Run{ID: p.RunID, Status: p.Status, Stage: p.Stage, Reason: p.Reason, WaitingFor: p.WaitingFor}
 		}
 	case protocol.RunTaskUpdatedNotification:

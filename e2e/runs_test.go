@@ -850,3 +850,44 @@ func TestRunTaskThreadPaused(t *testing.T) {
 		t.Fatalf("run/completed = %s", end.Raw)
 	}
 }
+
+// apserver run --resume takes up a stored run: one that waits on a human
+// is reported again (exit 5), a failed one is resumed and goes to its end
+// (exit 0); an unknown id is a usage error.
+func TestRunHeadlessResume(t *testing.T) {
+	t.Parallel()
+	rules := shoutRules(t)
+	for i, r := range rules {
+		if r.Match == "Plan this request" {
+			// The first plan is unreadable: the run fails.
+			rules[i] = scripted.Rule{Match: r.Match, Sequential: true, Steps: append([]scripted.Step{{Text: "no plan today"}}, r.Steps[0], r.Steps[0])}
+		}
+	}
+	model := startModel(t, rules...)
+	repo := shoutRepo(t)
+	dataDir := t.TempDir()
+	r := runCmd(t, model, repo, dataDir, "--base", "main", "--trust-planning", "auto", "add a shout option to greet.sh")
+	if r.code != 6 {
+		t.Fatalf("apserver run (unreadable plan) = exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	id := strings.Fields(r.stdout)[1]
+	r = runCmd(t, model, repo, dataDir, "--resume", id)
+	if r.code != 0 || !strings.Contains(r.stdout, "run "+id+" completed") || !strings.Contains(r.stdout, "merged into main") {
+		t.Fatalf("apserver run --resume %s = exit %d\nstdout:\n%s\nstderr:\n%s", id, r.code, r.stdout, r.stderr)
+	}
+	if n := len(strings.Fields(gitOut(t, repo, "log", "main", "--format=%H", "--grep", "Apserver-Task: t3"))); n != 1 {
+		t.Errorf("%d commits of t3 on main, want 1", n)
+	}
+	// A run waiting for its plan's approval is reported as it waits.
+	r = runCmd(t, model, repo, dataDir, "--base", "main", "add a shout option to greet.sh")
+	wait := strings.Fields(r.stdout)[1]
+	if r = runCmd(t, model, repo, dataDir, "--resume", wait); r.code != 5 || !strings.Contains(r.stdout, "waiting for planApproval") {
+		t.Errorf("apserver run --resume (waiting) = exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r = runCmd(t, model, repo, dataDir, "--resume", "nosuchrun"); r.code != 2 || !strings.Contains(r.stderr, "nosuchrun") {
+		t.Errorf("apserver run --resume of an unknown run = exit %d: %s", r.code, r.stderr)
+	}
+	if r = runCmd(t, model, repo, dataDir, "--resume", id, "a request"); r.code != 2 {
+		t.Errorf("apserver run --resume with a request = exit %d: %s", r.code, r.stderr)
+	}
+}

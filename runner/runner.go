@@ -274,6 +274,38 @@ func (rn *Runner) Restore() {
 	}()
 }
 
+// TakeUp takes up one stored run, as Restore does for all: the run is
+// replayed and the work it had in flight asked for again. The reply is the
+// run as it stands; a run that is over is only read.
+func (rn *Runner) TakeUp(ctx context.Context, id string, reply session.Reply) {
+	go func() {
+		m, err := rn.replay(ctx, id)
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		if st := m.Run().Status; st == protocol.RunCompleted || st == protocol.RunCancelled {
+			reply(protocol.RunResult{Run: m.Run()}, nil)
+			return
+		}
+		x, err := rn.find(ctx, id)
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		ok := x.post(func() {
+			if !x.restored {
+				x.restored = true
+				x.apply(x.m.Restore(rn.opts.Now()))
+			}
+			reply(protocol.RunResult{Run: x.m.Run()}, nil)
+		})
+		if !ok {
+			reply(nil, fmt.Errorf("taking up run %s: the runner is closing", id))
+		}
+	}()
+}
+
 // List implements run/list.
 func (rn *Runner) List(ctx context.Context, p protocol.RunListParams, reply session.Reply) {
 	go func() {

@@ -349,9 +349,10 @@ func TestRunClarificationLimit(t *testing.T) {
 	}
 }
 
-// Three runs at once on one repository, each in its own worktree: each
-// branch holds only its own file. The first to finish fast-forwards main;
-// main has moved on for the others, whose branches are left for review.
+// Three runs at once on one repository, each in its own worktree, with
+// disjoint files: all three land on main. The first to finish
+// fast-forwards main; each later one brings main into its branch, checks
+// again and fast-forwards. Every run's memory.md section lands too.
 func TestRunsInParallel(t *testing.T) {
 	t.Parallel()
 	rules := []scripted.Rule{reviewRule}
@@ -370,32 +371,91 @@ func TestRunsInParallel(t *testing.T) {
 		ids = append(ids, c.startRun(map[string]any{"cwd": repo, "request": p + " write a file", "baseBranch": "main",
 			"trust": map[string]any{"planning": "auto"}}))
 	}
-	merged := 0
 	for i, id := range ids {
 		end := c.runEnd(id)
-		if end.str("run.status") != "completed" {
-			t.Fatalf("run %d = %s", i, end.Raw)
+		if end.str("run.status") != "completed" || end.str("run.mergeCommit") == "" {
+			t.Fatalf("run %d did not land: %s", i, end.Raw)
 		}
-		branch := end.str("run.branch")
-		files := gitOut(t, repo, "diff", "--name-only", "feature", branch)
+		// The task's own commit touches only the run's file.
 		want := fmt.Sprintf("p%d.txt", i+1)
+		task := gitOut(t, repo, "log", "main", "--format=%H", "--grep", "Apserver-Run: "+id, "--grep", "Apserver-Task: t1", "--all-match")
+		files := gitOut(t, repo, "show", "--format=", "--name-only", task)
 		for _, f := range strings.Fields(files) {
 			if f != want && !strings.HasPrefix(f, ".apserver/") {
-				t.Errorf("branch of run %d changed %s", i, f)
+				t.Errorf("task of run %d changed %s", i, f)
 			}
 		}
 		if !strings.Contains(files, want) {
-			t.Errorf("branch of run %d lacks %s: %s", i, want, files)
-		}
-		if end.str("run.mergeCommit") != "" {
-			merged++
-			if out := gitOut(t, repo, "show", "main:"+want); out != fmt.Sprintf("P%d", i+1) {
-				t.Errorf("main:%s = %q", want, out)
-			}
+			t.Errorf("task of run %d lacks %s: %s", i, want, files)
 		}
 	}
-	if merged != 1 {
-		t.Errorf("%d runs fast-forwarded main, want exactly 1", merged)
+	// All three landed on main, and so did every run's memory.
+	memory := gitOut(t, repo, "show", "main:.apserver/memory.md")
+	for i, id := range ids {
+		f := fmt.Sprintf("p%d.txt", i+1)
+		if out := gitOut(t, repo, "show", "main:"+f); out != fmt.Sprintf("P%d", i+1) {
+			t.Errorf("main:%s = %q", f, out)
+		}
+		if n := strings.Count(memory, "## Run "+id); n != 1 {
+			t.Errorf("main's memory.md has %d sections of run %d, want 1:\n%s", n, i, memory)
+		}
+	}
+	if n := strings.Count(memory, "# apserver memory"); n != 1 {
+		t.Errorf("main's memory.md has %d headers, want 1", n)
+	}
+}
+
+// Two runs edit the same lines: the first to finish lands, the other is
+// left for review, and says which file conflicts.
+func TestRunsConflict(t *testing.T) {
+	t.Parallel()
+	rules := []scripted.Rule{reviewRule}
+	for _, p := range []string{"Q1", "Q2"} {
+		rules = append(rules,
+			scripted.Rule{Match: "graph of small tasks: " + p, Steps: []scripted.Step{{Text: planJSON(t, planTask{ID: "t1", Title: p + "-task rewrite README.md",
+				Kind: "file_edit", Dependencies: []string{}, Risk: "low", Acceptance: accept("grep -q " + p + " README.md"), Estimate: "1m"})}}},
+			taskRule(p+"-task", "echo '# greet "+p+"' > README.md"))
+	}
+	model := startModel(t, rules...)
+	repo := shoutRepo(t)
+	c := newRunsClient(t, model, faOptions{config: "max_parallel_runs = 2\n"})
+	var ids []string
+	for _, p := range []string{"Q1", "Q2"} {
+		ids = append(ids, c.startRun(map[string]any{"cwd": repo, "request": p + " rewrite the readme", "baseBranch": "main",
+			"trust": map[string]any{"planning": "auto"}}))
+	}
+	var landed, left []*message
+	for _, id := range ids {
+		end := c.runEnd(id)
+		if end.str("run.status") != "completed" {
+			t.Fatalf("run %s = %s", id, end.Raw)
+		}
+		if end.str("run.mergeCommit") != "" {
+			landed = append(landed, end)
+		} else {
+			left = append(left, end)
+		}
+	}
+	if len(landed) != 1 || len(left) != 1 {
+		t.Fatalf("%d runs landed and %d were left for review, want 1 and 1", len(landed), len(left))
+	}
+	if reason := left[0].str("run.reason"); !strings.Contains(reason, "conflict in README.md") || !strings.Contains(reason, "left for review") {
+		t.Errorf("reason of the run left for review = %q", reason)
+	}
+	state, err := os.ReadFile(filepath.Join(left[0].str("run.worktree"), ".apserver", "runs", left[0].str("run.id"), "state.md"))
+	if err != nil || !strings.Contains(string(state), "conflict in README.md") {
+		t.Errorf("state.md of the run left for review (%v) does not name README.md:\n%s", err, state)
+	}
+	// main has the landed run's README; the other branch still has its own.
+	win := "Q1"
+	if landed[0].str("run.id") == ids[1] {
+		win = "Q2"
+	}
+	if got := gitOut(t, repo, "show", "main:README.md"); got != "# greet "+win {
+		t.Errorf("main:README.md = %q, want the landed run's", got)
+	}
+	if got := gitOut(t, repo, "show", left[0].str("run.branch")+":README.md"); got == "# greet "+win {
+		t.Errorf("the branch left for review has the other run's README")
 	}
 }
 
@@ -745,4 +805,89 @@ func TestRunPlanEditRejectCancel(t *testing.T) {
 	}
 	gitOut(t, repo, "rev-parse", "--verify", end.str("run.branch")) // the branch is kept
 	c.callErr("run/resume", map[string]any{"runId": id}, -32600, "is cancelled")
+}
+
+// The task thread's full auto pauses: the run shows that it waits on that
+// thread (run/updated, attention with its runId), and runs on to the end
+// when the thread's full auto is resumed.
+func TestRunTaskThreadPaused(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, reviewRule,
+		scripted.Rule{Match: "Plan this request", Steps: []scripted.Step{{Text: planJSON(t, planTask{ID: "t1", Title: "W1-task write w.txt",
+			Kind: "file_create", Dependencies: []string{}, Risk: "low", Acceptance: accept("test -f w.txt"), Estimate: "1m"})}}},
+		scripted.Rule{Match: "W1-task", Steps: []scripted.Step{
+			// Slow enough to pause the thread's full auto in its first turn.
+			{Text: "Working on it.", ToolCalls: []scripted.ToolCall{{Command: "echo w > w.txt"}}, TTFT: 3 * time.Second},
+			{Text: "The task is complete."},
+		}})
+	repo := shoutRepo(t)
+	c := newRunsClient(t, model, faOptions{})
+	id := c.startRun(map[string]any{"cwd": repo, "request": "write w", "baseBranch": "main", "trust": map[string]any{"planning": "auto"}})
+	started := c.waitFor("run/task/updated", func(m *message) bool { return m.str("task.id") == "t1" && m.str("task.threadId") != "" })
+	thread := started.str("task.threadId")
+	c.call("fullAuto/pause", map[string]any{"threadId": thread})
+
+	wait := c.waitAfter(started, "run/updated", func(m *message) bool { return m.str("runId") == id && m.str("waitingFor") == "taskThread" })
+	if wait.str("status") != "paused" {
+		t.Errorf("run/updated while the task thread is paused = %s", wait.Raw)
+	}
+	c.waitAfter(started, "attention", func(m *message) bool {
+		items, _ := m.get("items").([]any)
+		for i := range items {
+			p := fmt.Sprintf("items.%d.", i)
+			if m.str(p+"runId") == id && m.str(p+"threadId") == thread && m.str(p+"kind") == "paused" {
+				return true
+			}
+		}
+		return false
+	})
+	if r := c.call("run/read", map[string]any{"runId": id}); r.str("run.status") != "paused" || r.str("run.waitingFor") != "taskThread" {
+		t.Errorf("run/read while the task thread is paused = %s", r.Raw)
+	}
+	c.call("fullAuto/resume", map[string]any{"threadId": thread})
+	c.waitAfter(wait, "run/updated", func(m *message) bool { return m.str("runId") == id && m.str("status") == "running" })
+	if end := c.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 1.0 {
+		t.Fatalf("run/completed = %s", end.Raw)
+	}
+}
+
+// apserver run --resume takes up a stored run: one that waits on a human
+// is reported again (exit 5), a failed one is resumed and goes to its end
+// (exit 0); an unknown id is a usage error.
+func TestRunHeadlessResume(t *testing.T) {
+	t.Parallel()
+	rules := shoutRules(t)
+	for i, r := range rules {
+		if r.Match == "Plan this request" {
+			// The first plan is unreadable: the run fails.
+			rules[i] = scripted.Rule{Match: r.Match, Sequential: true, Steps: append([]scripted.Step{{Text: "no plan today"}}, r.Steps[0], r.Steps[0])}
+		}
+	}
+	model := startModel(t, rules...)
+	repo := shoutRepo(t)
+	dataDir := t.TempDir()
+	r := runCmd(t, model, repo, dataDir, "--base", "main", "--trust-planning", "auto", "add a shout option to greet.sh")
+	if r.code != 6 {
+		t.Fatalf("apserver run (unreadable plan) = exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	id := strings.Fields(r.stdout)[1]
+	r = runCmd(t, model, repo, dataDir, "--resume", id)
+	if r.code != 0 || !strings.Contains(r.stdout, "run "+id+" completed") || !strings.Contains(r.stdout, "merged into main") {
+		t.Fatalf("apserver run --resume %s = exit %d\nstdout:\n%s\nstderr:\n%s", id, r.code, r.stdout, r.stderr)
+	}
+	if n := len(strings.Fields(gitOut(t, repo, "log", "main", "--format=%H", "--grep", "Apserver-Task: t3"))); n != 1 {
+		t.Errorf("%d commits of t3 on main, want 1", n)
+	}
+	// A run waiting for its plan's approval is reported as it waits.
+	r = runCmd(t, model, repo, dataDir, "--base", "main", "add a shout option to greet.sh")
+	wait := strings.Fields(r.stdout)[1]
+	if r = runCmd(t, model, repo, dataDir, "--resume", wait); r.code != 5 || !strings.Contains(r.stdout, "waiting for planApproval") {
+		t.Errorf("apserver run --resume (waiting) = exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if r = runCmd(t, model, repo, dataDir, "--resume", "nosuchrun"); r.code != 2 || !strings.Contains(r.stderr, "nosuchrun") {
+		t.Errorf("apserver run --resume of an unknown run = exit %d: %s", r.code, r.stderr)
+	}
+	if r = runCmd(t, model, repo, dataDir, "--resume", id, "a request"); r.code != 2 {
+		t.Errorf("apserver run --resume with a request = exit %d: %s", r.code, r.stderr)
+	}
 }

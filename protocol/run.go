@@ -71,6 +71,7 @@ const (
 	WaitClarification RunWaitingFor = "clarification" // run/clarification/answer
 	WaitRepair        RunWaitingFor = "repair"        // run/repair/approve (a task is blocked)
 	WaitResume        RunWaitingFor = "resume"        // run/resume (paused, escalated or failed)
+	WaitTaskThread    RunWaitingFor = "taskThread"    // the task thread's full auto waits: fullAuto/resume, or answer its approval or question
 )
 
 // Trust is how a stage goes on: by itself (auto) or after a human (manual).

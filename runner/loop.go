@@ -229,7 +229,15 @@ func writeMemory(worktree string, s runs.Snapshot) error {
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	text := string(old)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(memoryText(string(old), s)), 0o644)
+}
+
+// memoryText is memory.md text with the run's section added, or replaced
+// where it is already.
+func memoryText(text string, s runs.Snapshot) string {
 	if text == "" {
 		text = "# apserver memory\n\nDecisions of earlier runs; planners read this file.\n"
 	}
@@ -242,9 +250,5 @@ func writeMemory(worktree string, s runs.Snapshot) error {
 			text = text[:i] + text[i+len(head)+end:]
 		}
 	}
-	text = strings.TrimRight(text, "\n") + "\n" + runs.MemoryEntry(s)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(p, []byte(text), 0o644)
+	return strings.TrimRight(text, "\n") + "\n" + runs.MemoryEntry(s)
 }

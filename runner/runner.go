@@ -53,22 +53,6 @@ type Runner struct {
 	mu       sync.Mutex
 	active   map[string]*run // runs with a loop
 	restored bool
-	repos    map[string]*sync.Mutex // by repository root: repoLock
-}
-
-// repoLock is the lock of the git operations on the repository at root
-// that its runs must not do at once: adding a worktree (a concurrent git
-// worktree add reads the other's half-made admin directory and fails) and
-// merging into a base.
-func (rn *Runner) repoLock(root string) *sync.Mutex {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	l := rn.repos[root]
-	if l == nil {
-		l = &sync.Mutex{}
-		rn.repos[root] = l
-	}
-	return l
 }
 
 // New makes a Runner. Call Restore once the client is ready to take up the
@@ -86,7 +70,7 @@ func New(opts Options) *Runner {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	return &Runner{opts: opts, mgr: opts.Manager, tap: opts.Tap, log: opts.Logger, ctx: ctx, stop: cancel,
-		slots: make(chan struct{}, n), active: map[string]*run{}, repos: map[string]*sync.Mutex{}}
+		slots: make(chan struct{}, n), active: map[string]*run{}}
 }
 
 // Close stops every run's goroutines; what they did is stored, and the
@@ -286,6 +270,38 @@ func (rn *Runner) Restore() {
 					x.apply(x.m.Restore(rn.opts.Now()))
 				}
 			})
+		}
+	}()
+}
+
+// TakeUp takes up one stored run, as Restore does for all: the run is
+// replayed and the work it had in flight asked for again. The reply is the
+// run as it stands; a run that is over is only read.
+func (rn *Runner) TakeUp(ctx context.Context, id string, reply session.Reply) {
+	go func() {
+		m, err := rn.replay(ctx, id)
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		if st := m.Run().Status; st == protocol.RunCompleted || st == protocol.RunCancelled {
+			reply(protocol.RunResult{Run: m.Run()}, nil)
+			return
+		}
+		x, err := rn.find(ctx, id)
+		if err != nil {
+			reply(nil, err)
+			return
+		}
+		ok := x.post(func() {
+			if !x.restored {
+				x.restored = true
+				x.apply(x.m.Restore(rn.opts.Now()))
+			}
+			reply(protocol.RunResult{Run: x.m.Run()}, nil)
+		})
+		if !ok {
+			reply(nil, fmt.Errorf("taking up run %s: the runner is closing", id))
 		}
 	}()
 }

@@ -51,11 +51,8 @@ func (x *run) createWorktree(ctx context.Context, cfg runs.Config) error {
 	if err := os.MkdirAll(filepath.Dir(cfg.Worktree), 0o755); err != nil {
 		return fmt.Errorf("creating the worktrees directory: %w", err)
 	}
-	lock := x.rn.repoLock(repo.Root())
-	lock.Lock()
-	err = repo.AddWorktree(ctx, cfg.Worktree, cfg.Branch, cfg.BaseBranch)
-	lock.Unlock()
-	if err != nil {
+	// gitwork adds the worktrees of one repository one at a time.
+	if err := repo.AddWorktree(ctx, cfg.Worktree, cfg.Branch, cfg.BaseBranch); err != nil {
 		return err
 	}
 	rc := x.rn.opts.Config.Runs
@@ -307,6 +304,8 @@ func (x *run) implement(ctx context.Context, cfg runs.Config, e runs.StartTask) 
 		case st.Runs[0].State == protocol.FullAutoStopped:
 			x.implemented(e.Task.ID, st.Runs[0])
 			return nil
+		default:
+			x.threadState(ctx, e.Task.ID, thread, st.Runs[0])
 		}
 	}
 	if start {
@@ -324,12 +323,44 @@ func (x *run) implement(ctx context.Context, cfg runs.Config, e runs.StartTask) 
 			return nil
 		}
 		for _, n := range w.take() {
-			if p, ok := n.params.(protocol.FullAutoStatusChangedNotification); ok && p.State == protocol.FullAutoStopped {
+			p, ok := n.params.(protocol.FullAutoStatusChangedNotification)
+			if !ok {
+				continue
+			}
+			if p.State == protocol.FullAutoStopped {
 				x.implemented(e.Task.ID, p.Run)
 				return nil
 			}
+			x.threadState(ctx, e.Task.ID, thread, p.Run)
 		}
 	}
+}
+
+// threadState tells the run whether its task thread's full auto waits on
+// a human (paused, or an approval or question) or runs again. The kind of
+// the wait is that of the thread's own attention item.
+func (x *run) threadState(ctx context.Context, task, thread string, r protocol.FullAutoRun) {
+	if r.State == protocol.FullAutoRunning {
+		x.result(runs.Event{Type: runs.EvTaskContinued, TaskID: task})
+		return
+	}
+	kind := protocol.AttentionPaused
+	if r.State == protocol.FullAutoWaiting {
+		kind = protocol.AttentionApproval
+		st, err := call[protocol.FullAutoStatusParams, protocol.FullAutoStatusResult](ctx, x.rn.mgr.FullAutoStatus, protocol.FullAutoStatusParams{ThreadID: &thread})
+		if err == nil {
+			for _, it := range st.Attention.Items {
+				if it.ThreadID == thread && it.RunID == "" {
+					kind = it.Kind
+				}
+			}
+		}
+	}
+	reason := string(r.State)
+	if r.Reason != nil && *r.Reason != "" {
+		reason = *r.Reason
+	}
+	x.result(runs.Event{Type: runs.EvTaskWaiting, TaskID: task, Text: string(kind), Reason: reason})
 }
 
 func (x *run) implemented(task string, r protocol.FullAutoRun) {
@@ -365,26 +396,13 @@ func (x *run) validate(ctx context.Context, cfg runs.Config, t protocol.RunTask)
 			fmt.Fprintf(&rep, "- file `%s`: present\n", f)
 		}
 	}
-	c := x.rn.opts.Config
-	pol := &sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableRoots: []string{cfg.Worktree}, ReadableRoots: c.SandboxReadableRoots,
-		Network: c.SandboxNetwork, AllowTmp: true}
 	for _, check := range t.Acceptance.Checks {
-		res, err := tools.Exec(ctx, tools.ExecRequest{Command: check, Dir: cfg.Worktree, Timeout: checkTimeout, MaxOutputBytes: 16 << 10, Sandbox: pol}, nil)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			ok = false
-			fmt.Fprintf(&rep, "- check `%s`: could not run: %v\n", check, err)
-			continue
-		}
-		if res.ExitCode != 0 {
+		if !x.check(ctx, cfg, check, &rep) {
 			ok = false
 		}
-		fmt.Fprintf(&rep, "- check `%s`: exit %d\n", check, res.ExitCode)
-		if out := strings.TrimSpace(res.Output); out != "" && res.ExitCode != 0 {
-			fmt.Fprintf(&rep, "  output: %.2000s\n", out)
-		}
+	}
+	if ctx.Err() != nil {
+		return nil
 	}
 	if ok {
 		pass, findings, err := x.review(ctx, cfg, t)
@@ -401,6 +419,24 @@ func (x *run) validate(ctx context.Context, cfg runs.Config, t protocol.RunTask)
 	}
 	x.result(runs.Event{Type: runs.EvTaskValidated, TaskID: t.ID, OK: ok, Reason: rep.String()})
 	return nil
+}
+
+// check runs one acceptance check in the worktree in the sandbox, reports
+// it in rep and says whether it exited 0.
+func (x *run) check(ctx context.Context, cfg runs.Config, check string, rep *strings.Builder) bool {
+	c := x.rn.opts.Config
+	pol := &sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableRoots: []string{cfg.Worktree}, ReadableRoots: c.SandboxReadableRoots,
+		Network: c.SandboxNetwork, AllowTmp: true}
+	res, err := tools.Exec(ctx, tools.ExecRequest{Command: check, Dir: cfg.Worktree, Timeout: checkTimeout, MaxOutputBytes: 16 << 10, Sandbox: pol}, nil)
+	if err != nil {
+		fmt.Fprintf(rep, "- check `%s`: could not run: %v\n", check, err)
+		return false
+	}
+	fmt.Fprintf(rep, "- check `%s`: exit %d\n", check, res.ExitCode)
+	if out := strings.TrimSpace(res.Output); out != "" && res.ExitCode != 0 {
+		fmt.Fprintf(rep, "  output: %.2000s\n", out)
+	}
+	return res.ExitCode == 0
 }
 
 // review asks the validator model about the task's diff, in a read-only
@@ -480,17 +516,79 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 	if err != nil {
 		return err
 	}
-	lock := x.rn.repoLock(repo.Root())
-	lock.Lock()
-	sha, err := repo.Merge(ctx, cfg.BaseBranch, cfg.Branch, gitwork.MergeMode(e.Mode), msg)
-	lock.Unlock()
-	switch {
-	case errors.Is(err, gitwork.ErrBaseDirty), errors.Is(err, gitwork.ErrNotFastForward), errors.Is(err, gitwork.ErrConflict):
-		x.result(runs.Event{Type: runs.EvMerged, Reason: err.Error() + "; the branch is left for review"})
+	for round := 0; ; round++ {
+		sha, err := repo.Merge(ctx, cfg.BaseBranch, cfg.Branch, gitwork.MergeMode(e.Mode), msg)
+		behind := errors.Is(err, gitwork.ErrNotFastForward) || (e.Mode == protocol.MergeSquash && errors.Is(err, gitwork.ErrConflict))
+		if behind && round < maxCatchUps {
+			// The base moved on (another run landed): bring it into the
+			// branch, check the result, and try again.
+			err = x.catchUp(ctx, cfg, final)
+			var cf checksFailed
+			switch {
+			case errors.Is(err, gitwork.ErrConflict), errors.As(err, &cf):
+				x.result(runs.Event{Type: runs.EvMerged, Reason: err.Error() + "; the branch is left for review"})
+				return nil
+			case err != nil:
+				return err
+			}
+			continue
+		}
+		switch {
+		case errors.Is(err, gitwork.ErrBaseDirty), errors.Is(err, gitwork.ErrNotFastForward), errors.Is(err, gitwork.ErrConflict):
+			x.result(runs.Event{Type: runs.EvMerged, Reason: err.Error() + "; the branch is left for review"})
+			return nil
+		case err != nil:
+			return err
+		}
+		x.result(runs.Event{Type: runs.EvMerged, Commit: sha})
 		return nil
-	case err != nil:
-		return err
 	}
-	x.result(runs.Event{Type: runs.EvMerged, Commit: sha})
-	return nil
+}
+
+// maxCatchUps bounds how many times one merge brings a base that keeps
+// moving into the run's branch.
+const maxCatchUps = 5
+
+// checksFailed: an acceptance check fails on the branch brought up to its
+// base.
+type checksFailed struct{ report string }
+
+func (c checksFailed) Error() string { return "after bringing in the base, checks fail:\n" + c.report }
+
+// catchUp merges the base into the run's branch in its worktree (a merge
+// commit). memory.md, which every run writes, is mended: the base's file
+// with this run's section. Every acceptance check of the run's completed
+// tasks runs on the merged tree before it is committed.
+func (x *run) catchUp(ctx context.Context, cfg runs.Config, snap runs.Snapshot) error {
+	mend := func(path string, theirs []byte) ([]byte, bool) {
+		if path != runs.MemoryFile {
+			return nil, false
+		}
+		return []byte(memoryText(string(theirs), snap)), true
+	}
+	verify := func(ctx context.Context) error {
+		var rep strings.Builder
+		ok := true
+		for _, t := range snap.Run.Plan.Tasks {
+			if t.Status != protocol.TaskCompleted {
+				continue
+			}
+			for _, check := range t.Acceptance.Checks {
+				if !x.check(ctx, cfg, check, &rep) {
+					ok = false
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !ok {
+			return checksFailed{rep.String()}
+		}
+		return nil
+	}
+	msg := fmt.Sprintf("apserver run %s: bring in %s\n", cfg.ID, cfg.BaseBranch)
+	_, err := gitwork.CatchUp(ctx, cfg.Worktree, cfg.BaseBranch, msg,
+		[]gitwork.Trailer{{Key: "Apserver-Run", Value: cfg.ID}, {Key: "Apserver-Step", Value: "catch-up"}}, mend, verify)
+	return err
 }

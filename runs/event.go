@@ -20,6 +20,8 @@ const (
 	EvPlanRejected          EventType = "planRejected"          // Text: the feedback
 	EvTaskApproved          EventType = "taskApproved"          // TaskID, Decision: the gate
 	EvTaskStarted           EventType = "taskStarted"           // TaskID, ThreadID
+	EvTaskWaiting           EventType = "taskWaiting"           // TaskID, Reason, Text (attention kind): the task thread's full auto waits on a human
+	EvTaskContinued         EventType = "taskContinued"         // TaskID: the task thread's full auto runs again
 	EvTaskImplemented       EventType = "taskImplemented"       // TaskID, OK, Reason: the task thread's full auto ended
 	EvTaskValidated         EventType = "taskValidated"         // TaskID, OK, Reason: checks and review
 	EvTaskCommitted         EventType = "taskCommitted"         // TaskID, Commit

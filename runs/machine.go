@@ -78,6 +78,9 @@ type Machine struct {
 	blockers  []string
 	last      Event
 	sinceMs   int64 // when the run started waiting (attention)
+	// taskWaitKind is what the task thread waits for (waitingFor
+	// taskThread): the kind of the run's attention item.
+	taskWaitKind protocol.AttentionKind
 
 	out []Effect
 }
@@ -183,6 +186,9 @@ func (m *Machine) Check(ev Event) error {
 		if waiting(protocol.WaitRepair) {
 			return stateErr("run %s has a blocked task: approve its repair (run/repair/approve) or cancel", r.ID)
 		}
+		if waiting(protocol.WaitTaskThread) {
+			return stateErr("run %s waits on the thread of task %s: resume that thread (fullAuto/resume) or answer it", r.ID, m.cur)
+		}
 	case EvCancelled:
 		if final {
 			return stateErr("run %s is already %s", r.ID, r.Status)
@@ -238,7 +244,7 @@ func (m *Machine) fits(ev Event) bool {
 		return m.step == stepWorktree
 	case EvPlannerStarted, EvPlanProposed, EvPlannerFailed, EvClarificationAsked:
 		return m.step == stepPlanning
-	case EvTaskStarted, EvTaskImplemented:
+	case EvTaskStarted, EvTaskImplemented, EvTaskWaiting, EvTaskContinued:
 		return m.step == stepImplement && ev.TaskID == m.cur
 	case EvTaskValidated:
 		return m.step == stepValidate && ev.TaskID == m.cur
@@ -380,7 +386,33 @@ func (m *Machine) apply(ev Event) {
 		t := m.task(ev.TaskID)
 		t.ThreadID = ptr(ev.ThreadID)
 		m.taskUpdated(t)
+	case EvTaskWaiting:
+		// The run waits with its task thread; a run paused by the user
+		// stays paused.
+		switch {
+		case r.Status == protocol.RunRunning, m.waitingFor(protocol.WaitTaskThread):
+			since := m.sinceMs
+			again := m.waitingFor(protocol.WaitTaskThread)
+			m.taskWaitKind = protocol.AttentionKind(ev.Text)
+			m.wait(ev.AtMs, protocol.WaitTaskThread, fmt.Sprintf("task %s: its thread waits: %s", ev.TaskID, ev.Reason))
+			if m.taskWaitKind == protocol.AttentionPaused {
+				// Paused, not waiting: headless, apserver run declines the
+				// thread's approvals and questions, but cannot resume it.
+				r.Status = protocol.RunPaused
+			}
+			if again {
+				m.sinceMs = since
+				m.emit(m.attention())
+			}
+		}
+	case EvTaskContinued:
+		if m.waitingFor(protocol.WaitTaskThread) {
+			m.unwait()
+		}
 	case EvTaskImplemented:
+		if m.waitingFor(protocol.WaitTaskThread) {
+			m.unwait()
+		}
 		t := m.task(ev.TaskID)
 		if !ev.OK {
 			m.failedAttempt(ev.AtMs, t, "implementation did not finish: "+ev.Reason)
@@ -465,7 +497,8 @@ func (m *Machine) apply(ev Event) {
 		} else {
 			m.decide(ev.AtMs, fmt.Sprintf("branch %s left for review", r.Branch))
 		}
-		m.end(ev.AtMs, protocol.RunCompleted, "")
+		// A merge refused says why in the run's reason (state.md, run/completed).
+		m.end(ev.AtMs, protocol.RunCompleted, ev.Reason)
 	case EvFailed:
 		m.step = stepNone
 		m.fail(ev.AtMs, ev.Reason)
@@ -532,6 +565,12 @@ func (m *Machine) wait(now int64, w protocol.RunWaitingFor, reason string) {
 	m.emit(m.attention())
 }
 
+// waitingFor says whether the run waits (status waiting or paused) for w.
+func (m *Machine) waitingFor(w protocol.RunWaitingFor) bool {
+	st := m.run.Status
+	return (st == protocol.RunWaiting || st == protocol.RunPaused) && m.run.WaitingFor != nil && *m.run.WaitingFor == w
+}
+
 func (m *Machine) unwait() {
 	m.run.Status = protocol.RunRunning
 	m.run.WaitingFor, m.run.Reason = nil, nil
@@ -559,6 +598,10 @@ func (m *Machine) attention() SetAttention {
 			kind = protocol.AttentionApproval
 		case protocol.WaitClarification:
 			kind = protocol.AttentionQuestion
+		case protocol.WaitTaskThread:
+			if m.taskWaitKind != "" {
+				kind = m.taskWaitKind
+			}
 		}
 	}
 	thread := ""

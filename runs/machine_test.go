@@ -542,3 +542,50 @@ func TestArtifacts(t *testing.T) {
 		t.Errorf("context.json = %v", ctx)
 	}
 }
+
+// A task thread whose full auto waits makes the run wait with it (on the
+// task thread, in attention), across a replay, and run on when it does.
+func TestTaskThreadWaits(t *testing.T) {
+	h := start(t, cfg(func(c *Config) { c.Trust.Planning = protocol.TrustAuto }))
+	h.do(Event{Type: EvPlannerStarted, ThreadID: "planner"})
+	h.do(Event{Type: EvPlanProposed, Tasks: plan3})
+	h.want(StartTask{})
+	h.do(Event{Type: EvTaskStarted, TaskID: "t1", ThreadID: "th1"})
+	h.do(Event{Type: EvTaskWaiting, TaskID: "t1", Text: string(protocol.AttentionQuestion), Reason: "which name?"})
+	h.status(protocol.RunWaiting, protocol.WaitTaskThread)
+	a := h.want(SetAttention{}).(SetAttention)
+	if a.Kind != protocol.AttentionQuestion || a.ThreadID != "th1" || !strings.Contains(a.Reason, "which name?") {
+		t.Errorf("attention = %+v, want the question on the task thread", a)
+	}
+	// A restart shows the wait again and reattaches the task thread.
+	m := Replay(h.log)
+	effs := m.Restore(h.now)
+	var att, task bool
+	for _, e := range effs {
+		switch e := e.(type) {
+		case SetAttention:
+			att = e.Kind == protocol.AttentionQuestion && e.ThreadID == "th1"
+		case StartTask:
+			task = e.ThreadID == "th1"
+		}
+	}
+	if !att || !task {
+		t.Errorf("Restore = %s, want the question in attention and task t1 reattached", kinds(effs))
+	}
+	h.do(Event{Type: EvTaskContinued, TaskID: "t1"})
+	h.status(protocol.RunRunning, "")
+	h.want(ClearAttention{})
+	// Waiting again, then the task ends: the run goes on to validate.
+	h.do(Event{Type: EvTaskWaiting, TaskID: "t1", Text: string(protocol.AttentionPaused), Reason: "budget"})
+	h.status(protocol.RunPaused, protocol.WaitTaskThread)
+	if err := h.m.Check(Event{Type: EvResumed}); err == nil || !strings.Contains(err.Error(), "fullAuto/resume") {
+		t.Errorf("Check(resumed) while the task thread is paused = %v, want a pointer to fullAuto/resume", err)
+	}
+	h.do(Event{Type: EvTaskImplemented, TaskID: "t1", OK: true})
+	h.status(protocol.RunRunning, "")
+	h.want(Validate{})
+	// A wait of a task not in flight is stale.
+	if err := h.m.Accepts(Event{Type: EvTaskWaiting, TaskID: "t2"}); err == nil {
+		t.Errorf("Accepts(taskWaiting of t2) = nil while t1 validates")
+	}
+}

@@ -36,6 +36,7 @@ func runRun(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: apserver run [flags] "request"
+       apserver run [flags] --resume RUN_ID
 
 Carries the request through a run in the git repository of the current
 directory (or --cd): planner, plan approval, implementer and validator, task
@@ -61,6 +62,7 @@ a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 	autonomy := fs.String("autonomy", "", "off, suggest, semi_auto or full_auto")
 	merge := fs.String("merge", "", "ff or squash")
 	maxClar := fs.Int("max-clarifications", -1, "questions a run may ask before it escalates")
+	resume := fs.String("resume", "", "take up the stored run with this id instead of starting one (a paused or failed run is resumed)")
 	jsonOut := fs.Bool("json", false, "print every run notification as a JSON line ({method, params}) on stdout")
 	var words []string
 	for {
@@ -81,7 +83,10 @@ a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 		return errUsage
 	}
 	request := strings.TrimSpace(strings.Join(words, " "))
-	if request == "" {
+	if *resume != "" && request != "" {
+		return usage(errors.New("--resume takes no request"))
+	}
+	if request == "" && *resume == "" {
 		fs.Usage()
 		return errUsage
 	}
@@ -119,7 +124,7 @@ a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 	if *maxClar >= 0 {
 		p.MaxClarifications = maxClar
 	}
-	if err := p.Validate(); err != nil {
+	if err := p.Validate(); err != nil && *resume == "" {
 		return usage(err)
 	}
 
@@ -160,7 +165,19 @@ a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	res, err := execCall(func(r session.Reply) { rn.Start(ctx, p, r) }, "run.id")
+	var (
+		res  string
+		end  protocol.Run
+		over bool // end is known without waiting
+	)
+	if *resume != "" {
+		res = *resume
+		rc.setRun(res)
+		end, over, err = takeUp(ctx, rn, res)
+	} else {
+		res, err = execCall(func(r session.Reply) { rn.Start(ctx, p, r) }, "run.id")
+		rc.setRun(res)
+	}
 	if err != nil {
 		var pe *protocol.Error
 		if errors.As(err, &pe) {
@@ -168,9 +185,8 @@ a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 		}
 		return err
 	}
-	rc.setRun(res)
-	var end protocol.Run
 	select {
+	case <-chanIf(over):
 	case end = <-rc.ended:
 	case <-ctx.Done():
 		fmt.Fprintf(os.Stderr, "apserver run: interrupted; run %s stays stored and goes on when apserver serves this data dir\n", res)
@@ -203,6 +219,46 @@ a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 }
 
 // runExit is the exit code for how the run stood when apserver run ended.
+// takeUp takes up the stored run id (runner.TakeUp). A run that is over,
+// or waits on a human for anything but a resume, is returned as it stands
+// (over); a paused (waiting for run/resume) or failed run is resumed, as
+// the user asked by naming it; a running one goes on.
+func takeUp(ctx context.Context, rn *runner.Runner, id string) (protocol.Run, bool, error) {
+	ch := make(chan protocol.Run, 1)
+	_, err := execCall(func(reply session.Reply) {
+		rn.TakeUp(ctx, id, func(v any, err error) {
+			if r, ok := v.(protocol.RunResult); ok {
+				ch <- r.Run
+			}
+			reply(v, err)
+		})
+	}, "")
+	if err != nil {
+		return protocol.Run{}, false, err
+	}
+	r := <-ch
+	resumable := r.Status == protocol.RunFailed || (r.Status == protocol.RunPaused && r.WaitingFor != nil && *r.WaitingFor == protocol.WaitResume)
+	switch {
+	case r.Status == protocol.RunRunning:
+		return r, false, nil
+	case resumable:
+		_, err := execCall(func(reply session.Reply) { rn.Resume(ctx, protocol.RunParams{RunID: id}, reply) }, "")
+		return r, false, err
+	}
+	return r, true, nil
+}
+
+// chanIf is a closed channel when b, else nil (a select case that never
+// fires).
+func chanIf(b bool) <-chan struct{} {
+	if !b {
+		return nil
+	}
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
 func runExit(r protocol.Run) error {
 	switch r.Status {
 	case protocol.RunCompleted:
@@ -274,7 +330,10 @@ func (c *runClient) Notify(method string, params any) {
 			line += ": " + *p.Reason
 		}
 		fmt.Fprintln(c.errw, line)
-		if p.Status == protocol.RunWaiting || p.Status == protocol.RunPaused {
+		// A task thread waiting on an approval or question goes on: the
+		// exec client declines them.
+		threadAsks := p.Status == protocol.RunWaiting && p.WaitingFor != nil && *p.WaitingFor == protocol.WaitTaskThread
+		if (p.Status == protocol.RunWaiting || p.Status == protocol.RunPaused) && !threadAsks {
 			stop = &protocol.Run{ID: p.RunID, Status: p.Status, Stage: p.Stage, Reason: p.Reason, WaitingFor: p.WaitingFor}
 		}
 	case protocol.RunTaskUpdatedNotification:

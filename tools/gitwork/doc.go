@@ -1,6 +1,7 @@
 // Package gitwork is the git layer of runs: it gives a run a branch and a
 // worktree of its own in the user's repository, prepares the worktree,
-// commits each task there with trailers that identify it, diffs, and
+// commits each task there with trailers that identify it, diffs, brings
+// a base that moved on into the branch (CatchUp, a merge commit), and
 // merges the branch back into its base. It drives the git command-line
 // tool.
 //
@@ -29,7 +30,8 @@
 //     removing" before it is deleted, so a half-deleted one is never taken
 //     for whole); Commit and Merge recognise their earlier result (by the
 //     trailers, by base already containing the branch, or by the squash
-//     commit's SquashTrailer) and return it; RemoveWorktree of a removed
+//     commit's SquashTrailer) and return it; CatchUp aborts a merge left
+//     half done and sees a finished one in the branch containing base; RemoveWorktree of a removed
 //     worktree succeeds; Setup records that it is done.
 //   - A git that a killed apserver started goes on running. The first
 //     AddWorktree or Commit of a process on a worktree, and the first Merge
@@ -38,6 +40,10 @@
 //     alone (its index and HEAD, its branch) and that no process holds.
 //     A stale lock on the user's branches is reported, never removed.
 //     Setup kills the process group of a setup command left running.
+//   - AddWorktree, RemoveWorktree and Merge may be called concurrently on
+//     one repository: they take a lock of the repository (its common git
+//     directory), in-process, so its worktree list is changed by one git
+//     at a time.
 //   - Worktrees of one repository can be used from concurrent goroutines,
 //     one goroutine per worktree: commits in different worktrees use
 //     different indexes and refs, and a command that meets a lock held by

@@ -62,6 +62,11 @@ var errNoMergeTree = errors.New("git merge-tree --write-tree is not supported")
 // already squashed into it (a commit among FindDepth newest of base has
 // the SquashTrailer of the branch's tip), returns base's tip unchanged.
 func (r *Repo) Merge(ctx context.Context, base, branch string, mode MergeMode, message string) (string, error) {
+	unlock, err := r.lock(ctx)
+	if err != nil {
+		return "", fmt.Errorf("merging %s into %s: %w", branch, base, err)
+	}
+	defer unlock()
 	for round := 0; ; round++ {
 		sha, err := r.mergeOnce(ctx, base, branch, mode, message)
 		// base moved under the merge (a git that a killed apserver left

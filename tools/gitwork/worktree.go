@@ -149,6 +149,15 @@ func branchExists(ctx context.Context, dir, branch string) (bool, error) {
 // left running on it. A path holding another branch's worktree, or a
 // non-empty directory that is no worktree, fails with ErrWorktreeConflict.
 func (r *Repo) AddWorktree(ctx context.Context, path, branch, base string) error {
+	unlock, err := r.lock(ctx)
+	if err != nil {
+		return fmt.Errorf("adding worktree at %s: %w", path, err)
+	}
+	defer unlock()
+	return r.addWorktree(ctx, path, branch, base)
+}
+
+func (r *Repo) addWorktree(ctx context.Context, path, branch, base string) error {
 	if branch == "" || strings.HasPrefix(branch, "-") {
 		return fmt.Errorf("adding worktree: invalid branch %q", branch)
 	}
@@ -218,6 +227,10 @@ func (r *Repo) AddWorktree(ctx context.Context, path, branch, base string) error
 		}
 		ownRef := canonical(filepath.Join(r.common, "refs", "heads", filepath.FromSlash(branch)) + ".lock")
 		lastErr = clearingStaleLock(ctx, func(lock string) bool { return canonical(lock) == ownRef }, func() error {
+			if onWorktreeAdd != nil {
+				onWorktreeAdd(+1)
+				defer onWorktreeAdd(-1)
+			}
 			_, err := git(ctx, r.root, args...)
 			return err
 		})
@@ -288,7 +301,12 @@ func checkRefFormat(ctx context.Context, dir, branch string) error {
 // what was not committed in it; the branch and its commits stay. Removing a
 // worktree that is already gone succeeds.
 func (r *Repo) RemoveWorktree(ctx context.Context, path string) error {
-	path, err := filepath.Abs(path)
+	unlock, err := r.lock(ctx)
+	if err != nil {
+		return fmt.Errorf("removing worktree %s: %w", path, err)
+	}
+	defer unlock()
+	path, err = filepath.Abs(path)
 	if err != nil {
 		return fmt.Errorf("removing worktree %s: %w", path, err)
 	}

@@ -111,7 +111,7 @@ func instructionSources(cwd string) []string {
 
 // spillInMemory is how much of a streamed result's turns stay in memory;
 // beyond it they go to an unlinked temporary file.
-const spillInMemory = 1 << 20
+var spillInMemory = 1 << 20 // a variable for tests
 
 // StreamedResult is the answer of a thread/resume, thread/fork or
 // thread/read that carries a stored thread's turns: too large, for a long

@@ -185,7 +185,14 @@ func (st *stream) write(it outItem) bool {
 	if st.trace {
 		line := it.lb.b
 		if it.body != nil {
-			line = fmt.Appendf(line[:len(line):len(line)], "…(turns streamed; the result is %d bytes)…%s", it.body.Len(), it.tail)
+			// The trace logs every message whole, as it went out (a
+			// debugging aid; the transcript checks read it).
+			b := bytes.NewBuffer(append(make([]byte, 0, int64(len(line))+it.body.Len()), line...))
+			if err := it.body.WriteBody(b); err != nil {
+				b.WriteString("…")
+			}
+			b.Write(it.tail)
+			line = b.Bytes()
 		}
 		st.log.Debug("send", "line", string(bytes.TrimSuffix(line, []byte{'\n'})))
 	}

@@ -584,6 +584,18 @@ func (s *Server) cancelRequest(params json.RawMessage) {
 // sendReply queues the answer to a client request.
 func (s *Server) sendReply(id jsonrpc2.ID, result any, err error) {
 	lb := getLine()
+	if sr, ok := result.(*session.StreamedResult); ok && err == nil {
+		// Written by the writer piece by piece (outItem), never whole.
+		lb.b = append(lb.b, `{"id":`...)
+		lb.b = appendID(lb.b, id)
+		lb.b = append(lb.b, `,"result":`...)
+		lb.b = append(lb.b, sr.Head()...)
+		tail := append(append(make([]byte, 0, len(sr.Tail())+2), sr.Tail()...), '}', '\n')
+		if qErr := s.st.enqueueItem(outItem{lb: lb, body: sr, tail: tail}); qErr != nil {
+			s.log.Debug("reply not sent", "id", idString(id), "err", qErr)
+		}
+		return
+	}
 	if err == nil {
 		if encErr := lb.appendResult(id, result); encErr != nil {
 			s.log.Error("bug: result does not encode", "id", idString(id), "err", encErr)

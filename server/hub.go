@@ -345,6 +345,9 @@ func threadOf(raw json.RawMessage) string {
 // startedThread returns the thread id of a thread/start, thread/resume or
 // thread/fork result.
 func startedThread(result any) string {
+	if r, ok := result.(interface{ ThreadID() string }); ok {
+		return r.ThreadID() // a streamed result: not encoded again
+	}
 	b, err := json.Marshal(result)
 	if err != nil {
 		return ""

@@ -13,6 +13,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session"
 )
 
 const (
@@ -72,9 +73,27 @@ type stream struct {
 
 // outItem is one entry of the output queue: a line to write, or (flushed
 // non-nil) a request to flush and report.
+//
+// A streamed message (body non-nil: a result too large to hold, such as a
+// long thread's turns) is lb, then what body writes, then tail (which ends
+// the line). The writer writes all three before it takes the next entry,
+// so nothing is interleaved inside the message, and releases the body.
 type outItem struct {
 	lb      *lineBuf
+	body    *session.StreamedResult
+	tail    []byte
 	flushed chan struct{}
+}
+
+// size is what the entry holds in memory, for the queue's byte limit.
+func (it outItem) size() int64 { return int64(len(it.lb.b) + len(it.tail)) }
+
+// drop returns the line to the pool and releases the body.
+func (it outItem) drop() {
+	putLine(it.lb)
+	if it.body != nil {
+		it.body.Release()
+	}
 }
 
 func newStream(r io.Reader, w io.Writer, maxLine int, log *slog.Logger, trace bool) *stream {

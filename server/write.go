@@ -39,9 +39,17 @@ func (st *stream) replyError(id *jsonrpc2.ID, code int64, msg string, data json.
 // (a Hub sets stallLimit), a client that has not made room for stallLimit
 // is disconnected, so that it cannot hold up every other client's threads.
 func (st *stream) enqueue(lb *lineBuf) error {
+	return st.enqueueItem(outItem{lb: lb})
+}
+
+// enqueueItem queues a line, or a streamed message (it.body set: see
+// outItem). A streamed body counts in the queue's bytes only for its head
+// and tail: the rest is not in memory, and the writer copies it into the
+// output as it goes.
+func (st *stream) enqueueItem(it outItem) error {
 	select {
 	case <-st.closing:
-		putLine(lb)
+		it.drop()
 		return ErrClosed
 	default:
 	}
@@ -54,16 +62,16 @@ func (st *stream) enqueue(lb *lineBuf) error {
 		return stall
 	}
 	stalled := func() error {
-		putLine(lb)
+		it.drop()
 		st.fail(fmt.Errorf("the client read nothing for %v with its output queue full", st.stallLimit))
 		return ErrClosed
 	}
-	n := int64(len(lb.b))
+	n := it.size()
 	for q := st.queued.Load(); q > 0 && q+n > queueBytes; q = st.queued.Load() {
 		select {
 		case <-st.room:
 		case <-st.closing:
-			putLine(lb)
+			it.drop()
 			return ErrClosed
 		case <-wait():
 			return stalled()
@@ -71,16 +79,16 @@ func (st *stream) enqueue(lb *lineBuf) error {
 	}
 	st.queued.Add(n)
 	select {
-	case st.q <- outItem{lb: lb}:
+	case st.q <- it:
 		return nil
 	default:
 	}
 	select {
-	case st.q <- outItem{lb: lb}:
+	case st.q <- it:
 		return nil
 	case <-st.closing:
 		st.queued.Add(-n)
-		putLine(lb)
+		it.drop()
 		return ErrClosed
 	case <-wait():
 		st.queued.Add(-n)
@@ -175,11 +183,32 @@ func (st *stream) write(it outItem) bool {
 		return ok
 	}
 	if st.trace {
-		st.log.Debug("send", "line", string(bytes.TrimSuffix(it.lb.b, []byte{'\n'})))
+		line := it.lb.b
+		if it.body != nil {
+			// The trace logs every message whole, as it went out (a
+			// debugging aid; the transcript checks read it).
+			b := bytes.NewBuffer(append(make([]byte, 0, int64(len(line))+it.body.Len()), line...))
+			if err := it.body.WriteBody(b); err != nil {
+				b.WriteString("…")
+			}
+			b.Write(it.tail)
+			line = b.Bytes()
+		}
+		st.log.Debug("send", "line", string(bytes.TrimSuffix(line, []byte{'\n'})))
 	}
 	_, err := st.w.Write(it.lb.b)
-	st.taken(it.lb)
-	putLine(it.lb)
+	if err == nil && it.body != nil {
+		// The body goes straight into the output buffer. An error here
+		// leaves a partial line: the connection closes (fail), as on any
+		// write error. The body was read completely before it was
+		// queued, so only the output, or reading back its spill file,
+		// can fail.
+		if err = it.body.WriteBody(st.w); err == nil {
+			_, err = st.w.Write(it.tail)
+		}
+	}
+	st.taken(it)
+	it.drop()
 	if err != nil {
 		st.fail(err)
 		return false
@@ -226,8 +255,8 @@ func (st *stream) drain() {
 }
 
 // taken accounts for a line leaving the queue.
-func (st *stream) taken(lb *lineBuf) {
-	st.queued.Add(-int64(len(lb.b)))
+func (st *stream) taken(it outItem) {
+	st.queued.Add(-it.size())
 	select {
 	case st.room <- struct{}{}:
 	default:
@@ -242,8 +271,8 @@ func (st *stream) discard() {
 			if it.flushed != nil {
 				close(it.flushed)
 			} else {
-				st.taken(it.lb)
-				putLine(it.lb)
+				st.taken(it)
+				it.drop()
 			}
 		default:
 			return

@@ -446,16 +446,12 @@ func (m *Manager) ReadThread(ctx context.Context, p protocol.ThreadReadParams, r
 			reply(nil, err)
 			return
 		}
-		th := m.wireThread(meta, m.liveStatus(meta.ID))
-		if p.IncludeTurns {
-			turns, err := loadTurns(ctx, db, meta.ID)
-			if err != nil {
-				reply(nil, err)
-				return
-			}
-			th.Turns = turns
+		res := protocol.ThreadResult{Thread: m.wireThread(meta, m.liveStatus(meta.ID))}
+		if !p.IncludeTurns {
+			reply(res, nil)
+			return
 		}
-		reply(protocol.ThreadResult{Thread: th}, nil)
+		reply(streamTurns(ctx, db, m.opts.DataDir, res))
 	}()
 }
 

@@ -374,12 +374,15 @@ func (t *thread) resume(p protocol.ThreadResumeParams, reply Reply) {
 	if !t.statusSent {
 		t.setStatus(t.status)
 	}
-	t.withTurns(t.sessionResult(), !p.ExcludeTurns, reply, func(res protocol.ThreadSessionResult, err error) {
+	wrap := func(res protocol.ThreadSessionResult) any {
+		return protocol.ThreadResumeResult{ThreadSessionResult: res}
+	}
+	t.withTurns(t.sessionResult(), !p.ExcludeTurns, wrap, reply, func(res any, err error) {
 		if err != nil {
 			reply(nil, err)
 			return
 		}
-		reply(protocol.ThreadResumeResult{ThreadSessionResult: res}, nil)
+		reply(res, nil)
 		t.goalOnResume() // Codex syncs the goal on resume (goal.go)
 	})
 }
@@ -407,7 +410,8 @@ func (t *thread) fork(srcID, through string, excludeTurns bool, reply Reply) {
 		return
 	}
 	t.statusSent = true
-	t.withTurns(t.sessionResult(), !excludeTurns, reply, func(res protocol.ThreadSessionResult, err error) {
+	wrap := func(res protocol.ThreadSessionResult) any { return res }
+	t.withTurns(t.sessionResult(), !excludeTurns, wrap, reply, func(res any, err error) {
 		if err != nil {
 			reply(nil, err)
 			return
@@ -463,36 +467,37 @@ func (t *thread) wire(withTurns bool) protocol.Thread {
 	return th
 }
 
-// withTurns calls done on the thread goroutine with res, its turns added
-// when want is set. A persistent thread's turns are read from the store by a
-// child goroutine (SQLite reads of a long thread are slow work); an error
-// reading them is done's error, never an empty list. If the thread stops
-// before done can run, reply gets an error instead, so the request is still
-// answered.
-func (t *thread) withTurns(res protocol.ThreadSessionResult, want bool, reply Reply, done func(protocol.ThreadSessionResult, error)) {
+// withTurns calls done on the thread goroutine with wrap(res), its turns
+// added when want is set. A persistent thread's turns are read from the
+// store by a child goroutine (SQLite reads of a long thread are slow work)
+// into a *StreamedResult (wire.go), so that the answer is never held whole;
+// an error reading them is done's error, never an empty list. If the thread
+// stops before done can run, reply gets an error instead, so the request is
+// still answered.
+func (t *thread) withTurns(res protocol.ThreadSessionResult, want bool, wrap func(protocol.ThreadSessionResult) any,
+	reply Reply, done func(any, error)) {
 	if !want || !t.persistent() {
 		if want {
 			res.Thread = t.wire(true)
 		}
-		done(res, nil)
+		done(wrap(res), nil)
 		return
 	}
 	db, err := t.m.store()
 	if err != nil {
-		done(res, err)
+		done(nil, err)
 		return
 	}
-	ctx, id := t.ctx, t.id
+	ctx, id, dir := t.ctx, t.id, t.m.opts.DataDir
 	go func() {
-		turns, err := loadTurns(ctx, db, id)
+		result, err := streamTurns(ctx, db, dir, wrap(res))
 		if err != nil {
 			err = fmt.Errorf("reading the turns of thread %s: %w", id, err)
 		}
-		res.Thread.Turns = turns
 		ran := make(chan struct{})
 		t.post(func() {
 			close(ran)
-			done(res, err)
+			done(result, err)
 		})
 		select {
 		case <-ran:
@@ -500,6 +505,9 @@ func (t *thread) withTurns(res protocol.ThreadSessionResult, want bool, reply Re
 			select {
 			case <-ran:
 			default:
+				if sr, ok := result.(*StreamedResult); ok {
+					sr.Release()
+				}
 				reply(nil, fmt.Errorf("thread %s was unloaded before it could answer", id))
 			}
 		}

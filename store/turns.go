@@ -354,3 +354,87 @@ func (s *Store) DropTurnsFrom(ctx context.Context, threadID, turnID string) erro
 	}
 	return nil
 }
+
+// ErrItemOrder is returned by WireTurns for a thread whose items, in Seq
+// order, do not follow its turns' order (apserver appends items only to
+// the thread's latest turn, so its own threads never do). Read such a
+// thread with Turns and WireItems.
+var ErrItemOrder = errors.New("items out of turn order")
+
+// WireTurns walks the thread's turns in Seq order, calling turn for each
+// and then item for each of its items in Seq order with the stored wire
+// item (no model history): what thread/read and thread/resume send, read
+// by a cursor so that a long thread is never held whole. The item's bytes
+// are the database's and valid only during the call. It reads one snapshot
+// (a read transaction). A callback's error stops the walk and is returned.
+// A missing thread wraps ErrNotFound; an item out of its turn's order
+// wraps ErrItemOrder, after the callbacks have seen what came before it.
+func (s *Store) WireTurns(ctx context.Context, threadID string, turn func(Turn) error, item func(json.RawMessage) error) (err error) {
+	defer func() {
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			err = fmt.Errorf("store: turns of %q: %w", threadID, err)
+		}
+	}()
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT `+turnCols+` FROM turns WHERE thread_id = ? ORDER BY seq`, threadID)
+	if err != nil {
+		return err
+	}
+	turns, err := scanTurns(rows)
+	if err != nil {
+		return err
+	}
+	if len(turns) == 0 {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM threads WHERE id = ?`, threadID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("store: thread %q: %w", threadID, ErrNotFound)
+		}
+		return err
+	}
+	index := make(map[string]int, len(turns))
+	for i, t := range turns {
+		index[t.ID] = i
+	}
+	next := 0 // turns before next have been passed to turn
+	open := func(upto int) error {
+		for ; next <= upto; next++ {
+			if err := turn(turns[next]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	rows, err = tx.QueryContext(ctx, `SELECT turn_id, item FROM items WHERE thread_id = ? ORDER BY seq`, threadID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var turnID, body sql.RawBytes
+	for rows.Next() {
+		if err := rows.Scan(&turnID, &body); err != nil {
+			return err
+		}
+		k, ok := index[string(turnID)]
+		if !ok {
+			continue // no such turn: never sent (Turns with WireItems drops it too)
+		}
+		if k < next-1 {
+			return fmt.Errorf("item of turn %q after turn %q: %w", turnID, turns[next-1].ID, ErrItemOrder)
+		}
+		if err := open(k); err != nil {
+			return err
+		}
+		if err := item(json.RawMessage(body)); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return open(len(turns) - 1)
+}

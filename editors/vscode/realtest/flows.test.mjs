@@ -8,6 +8,7 @@ import {
   apserverPids,
   contrast,
   extensionLoaded,
+  loadWorkbench,
   openPanel,
   panelFrame,
   runCommand,
@@ -235,8 +236,7 @@ describe("real VS Code, dark theme", () => {
     const first = rows.filter({ hasText: "say hello slowly" });
     await first.locator(".thread-label").click();
     await f.locator(".msg.user", { hasText: "run tests" }).first().waitFor();
-    await page.reload();
-    await page.locator(".monaco-workbench").waitFor();
+    await loadWorkbench(page, () => page.reload({ waitUntil: "commit" }));
     await extensionLoaded(page);
     f = await openPanel(page);
     await waitConnected(f);

@@ -141,8 +141,7 @@ export async function startVSCode(opts = {}) {
       const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
       const page = await context.newPage();
       page.on("pageerror", (e) => output.push(`pageerror: ${e.message}`));
-      await page.goto(url);
-      await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+      await loadWorkbench(page, () => page.goto(url, { waitUntil: "commit" }));
       if (waitForExtension) await extensionLoaded(page);
       vs.pages.push(page);
       return page;
@@ -280,6 +279,16 @@ export function uncaughtErrors(log) {
  */
 export async function extensionLoaded(page) {
   await page.locator(STATUS_ITEM).waitFor({ timeout: 60000 });
+}
+
+/**
+ * Navigates (go: goto or reload) and waits for the workbench. Not for the
+ * page's load event: the workbench is what counts, and on a busy machine
+ * its many scripts can take longer than a navigation's default timeout.
+ */
+export async function loadWorkbench(page, go) {
+  await go();
+  await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
 }
 
 /** Runs a command through the command palette. */

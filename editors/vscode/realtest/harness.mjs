@@ -125,6 +125,7 @@ export async function startVSCode(opts = {}) {
   await ready;
   const url = `http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`;
   const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS });
+  const servers = []; // the browsers of windows opened with ownBrowser
   const vs = {
     root,
     workspace,
@@ -136,10 +137,21 @@ export async function startVSCode(opts = {}) {
     output,
     pages: [],
     lost: 0,
-    /** Opens a window; waits for the extension's activity bar icon unless waitForExtension is false. */
-    async open(viewport = { width: 1280, height: 800 }, { waitForExtension = true } = {}) {
-      const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
+    /**
+     * Opens a window; waits for the extension to be active in it unless
+     * waitForExtension is false. ownBrowser: in a browser of its own, which
+     * loseWindow can kill.
+     */
+    async open(viewport = { width: 1280, height: 800 }, { waitForExtension = true, ownBrowser = false } = {}) {
+      let b = browser;
+      if (ownBrowser) {
+        const server = await chromium.launchServer({ executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS });
+        b = await chromium.connect(server.wsEndpoint());
+        servers.push(server);
+      }
+      const context = await b.newContext({ viewport, deviceScaleFactor: 1 });
       const page = await context.newPage();
+      if (ownBrowser) page.browserServer = servers[servers.length - 1];
       page.on("pageerror", (e) => output.push(`pageerror: ${e.message}`));
       await loadWorkbench(page, () => page.goto(url, { waitUntil: "commit" }));
       if (waitForExtension) await extensionLoaded(page);
@@ -159,17 +171,15 @@ export async function startVSCode(opts = {}) {
     },
     /**
      * Loses a window without a goodbye, as when the browser dies or the
-     * network drops: its renderer crashes. Its extension host waits for the
-     * window to reconnect (the reconnection grace time).
+     * network drops: its browser (opened with ownBrowser) is killed. Its
+     * extension host waits for the window to reconnect (the reconnection
+     * grace time).
      */
     async loseWindow(page) {
-      const crashed = new Promise((r) => page.once("crash", r));
-      const cdp = await page.context().newCDPSession(page);
-      cdp.send("Page.crash").catch(() => undefined);
-      await crashed;
+      if (!page.browserServer) throw new Error("loseWindow needs a window opened with ownBrowser");
+      await page.browserServer.kill(); // SIGKILL, resolves once the browser has exited
       vs.pages = vs.pages.filter((p) => p !== page);
       vs.lost++;
-      await page.context().close().catch(() => undefined);
     },
     /** Waits until only the open (and lost) windows' extension hosts run: the others have logged their exit. */
     async extHostsExited(timeoutMs = 60000) {
@@ -193,6 +203,7 @@ export async function startVSCode(opts = {}) {
         graceful &&= vs.lost === 0;
       }
       await browser.close().catch(() => undefined);
+      for (const sv of servers) await sv.close().catch(() => undefined);
       if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((r) => child.once("exit", r));
         try {

@@ -1,7 +1,7 @@
 // Windows coming and going in a remote VS Code (code-server): each window
 // has its own extension host. Closing a tab shuts that host down (the
 // extension deactivates while apserver writes its last lines); a tab lost
-// without a goodbye (browser killed, network gone) keeps its host, and its
+// without a goodbye (its browser killed, the network gone) keeps its host, and its
 // apserver, for the reconnection grace time, so a new window must not start
 // a second apserver on the same data dir.
 import { after, before, describe, test as nodeTest } from "node:test";
@@ -41,7 +41,7 @@ describe("real VS Code, windows closed and lost", () => {
   });
 
   test("a tab lost without closing: the new window's apserver takes over, one per data dir", async () => {
-    page = await vs.open();
+    page = await vs.open(undefined, { ownBrowser: true });
     const { pid: old } = await connectedPid();
     await vs.loseWindow(page);
     // The lost window's extension host waits for it to come back, with its apserver.

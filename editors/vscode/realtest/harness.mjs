@@ -98,7 +98,7 @@ export async function startVSCode(opts = {}) {
   delete env.APSERVER_PATH;
   const { node, entry } = codeServerCommand();
   const common = ["--user-data-dir", userData, "--extensions-dir", extensions, "--disable-telemetry", "--disable-update-check"];
-  execFileSync(node, [entry, ...common, "--install-extension", process.env.APSERVER_VSIX], { env, stdio: "pipe" });
+  execFileSync(node, [entry, ...common, "--install-extension", process.env.APSERVER_VSIX], { env, stdio: "pipe", timeout: 180000 });
   const port = await freePort();
   const args = [entry, ...common, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-getting-started-override"];
   if (opts.trusted !== false) args.push("--disable-workspace-trust");
@@ -391,10 +391,17 @@ export function contrast(a, b) {
   return (x + 0.05) / (y + 0.05);
 }
 
+/**
+ * The most one test may take: a bound for a hang, not a wait (every wait
+ * in a test is on a condition, with its own bound). A file of tests has
+ * none: on a busy machine the twelve flows take longer than any one does.
+ */
+export const TEST_TIMEOUT_MS = 240000;
+
 /** A test that saves a screenshot of the page when it fails (test-results/real/FAILED-*.png). */
 export function testWithShot(test, getPage) {
   return (name, fn) =>
-    test(name, async (t) => {
+    test(name, { timeout: TEST_TIMEOUT_MS }, async (t) => {
       try {
         await fn(t);
       } catch (e) {

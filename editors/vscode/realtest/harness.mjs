@@ -305,10 +305,11 @@ export async function loadWorkbench(page, go) {
 /** Runs a command through the command palette. */
 export async function runCommand(page, title) {
   const input = page.locator(".quick-input-widget input");
+  // The last command's palette may still be closing (visible, inert).
+  await input.waitFor({ state: "hidden" });
   // F1 pressed while the workbench moves focus (into a webview, say) can be
   // dropped: press again while the palette is not open.
   await until(async () => {
-    if (await input.isVisible()) return true;
     await page.keyboard.press("F1");
     return input.waitFor({ timeout: 5000 }).then(() => true, () => false);
   }, 30000, "the command palette");

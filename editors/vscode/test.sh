@@ -26,8 +26,9 @@ step "chromium (for the webview test)"
 if [ ! -x /usr/bin/chromium ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+  # make test runs suites in parallel: wait for another suite's apt-get
+  $SUDO apt-get -o DPkg::Lock::Timeout=900 update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -qq chromium >/dev/null
 fi
 /usr/bin/chromium --version 2>/dev/null | head -1 || true
 

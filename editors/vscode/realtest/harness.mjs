@@ -16,6 +16,8 @@ import { chromium } from "playwright-core";
 import { startFakeModel, tempDir } from "../test/helpers.mjs";
 
 export const EXT_ID = "apserver.apserver-vscode";
+/** The extension's status bar item (VS Code gives it the extension's id). */
+export const STATUS_ITEM = `.statusbar-item[id="${EXT_ID}"]`;
 export const ARTIFACTS = join(dirname(fileURLToPath(import.meta.url)), "..", "test-results", "real");
 mkdirSync(ARTIFACTS, { recursive: true });
 
@@ -52,7 +54,8 @@ function codeServerCommand() {
 
 /**
  * Starts code-server on a fresh profile with the .vsix installed.
- * opts: { trusted (default true), settings, files: {relpath: text}, modelUrl }
+ * opts: { trusted (default true), settings, files: {relpath: text}, modelUrl, theme,
+ *         graceTime (s, default 20: how long a lost window's extension host waits) }
  */
 export async function startVSCode(opts = {}) {
   const root = tempDir("apserver-real-");
@@ -95,11 +98,14 @@ export async function startVSCode(opts = {}) {
   delete env.APSERVER_PATH;
   const { node, entry } = codeServerCommand();
   const common = ["--user-data-dir", userData, "--extensions-dir", extensions, "--disable-telemetry", "--disable-update-check"];
-  execFileSync(node, [entry, ...common, "--install-extension", process.env.APSERVER_VSIX], { env, stdio: "pipe" });
+  execFileSync(node, [entry, ...common, "--install-extension", process.env.APSERVER_VSIX], { env, stdio: "pipe", timeout: 180000 });
   const port = await freePort();
   const args = [entry, ...common, "--auth", "none", "--bind-addr", `127.0.0.1:${port}`, "--disable-getting-started-override"];
   if (opts.trusted !== false) args.push("--disable-workspace-trust");
-  if (opts.graceTime) args.push("--reconnection-grace-time", String(opts.graceTime));
+  // A window that goes away without telling its extension host (the
+  // terminate message is sent from the closing page and can be lost) still
+  // has the host shut down, after this many seconds.
+  args.push("--reconnection-grace-time", String(opts.graceTime ?? 20));
   args.push(workspace);
   const child = spawn(node, args, { env, stdio: ["ignore", "pipe", "pipe"], detached: true });
   const output = [];
@@ -119,6 +125,7 @@ export async function startVSCode(opts = {}) {
   await ready;
   const url = `http://127.0.0.1:${port}/?folder=${encodeURIComponent(workspace)}`;
   const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS });
+  const servers = []; // the browsers of windows opened with ownBrowser
   const vs = {
     root,
     workspace,
@@ -129,20 +136,74 @@ export async function startVSCode(opts = {}) {
     child,
     output,
     pages: [],
-    /** Opens a window; waits for the extension's activity bar icon unless waitForExtension is false. */
-    async open(viewport = { width: 1280, height: 800 }, { waitForExtension = true } = {}) {
-      const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
+    lost: 0,
+    /**
+     * Opens a window; waits for the extension to be active in it unless
+     * waitForExtension is false. ownBrowser: in a browser of its own, which
+     * loseWindow can kill.
+     */
+    async open(viewport = { width: 1280, height: 800 }, { waitForExtension = true, ownBrowser = false } = {}) {
+      let b = browser;
+      if (ownBrowser) {
+        const server = await chromium.launchServer({ executablePath: "/usr/bin/chromium", headless: true, args: CHROMIUM_ARGS });
+        b = await chromium.connect(server.wsEndpoint());
+        servers.push(server);
+      }
+      const context = await b.newContext({ viewport, deviceScaleFactor: 1 });
       const page = await context.newPage();
+      if (ownBrowser) page.browserServer = servers[servers.length - 1];
       page.on("pageerror", (e) => output.push(`pageerror: ${e.message}`));
-      await page.goto(url);
-      await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+      await loadWorkbench(page, () => page.goto(url, { waitUntil: "commit" }));
       if (waitForExtension) await extensionLoaded(page);
       vs.pages.push(page);
       return page;
     },
-    /** Stops code-server (the extension host shuts down and deactivates) and the browser. */
+    /**
+     * Closes a window as a user closes its tab: VS Code tells the window's
+     * extension host to terminate, which deactivates the extension (and so
+     * stops its apserver). Resolves once that extension host has logged its
+     * exit; rejects if it has not within timeoutMs.
+     */
+    async closeWindow(page, timeoutMs = 60000) {
+      await page.context().close();
+      vs.pages = vs.pages.filter((p) => p !== page);
+      await vs.extHostsExited(timeoutMs);
+    },
+    /**
+     * Loses a window without a goodbye, as when the browser dies or the
+     * network drops: its browser (opened with ownBrowser) is killed. Its
+     * extension host waits for the window to reconnect (the reconnection
+     * grace time).
+     */
+    async loseWindow(page) {
+      if (!page.browserServer) throw new Error("loseWindow needs a window opened with ownBrowser");
+      await page.browserServer.kill(); // SIGKILL, resolves once the browser has exited
+      vs.pages = vs.pages.filter((p) => p !== page);
+      vs.lost++;
+    },
+    /** Waits until only the open (and lost) windows' extension hosts run: the others have logged their exit. */
+    async extHostsExited(timeoutMs = 60000) {
+      await until(() => {
+        const hosts = extHosts(userData);
+        return hosts.filter((h) => !h.exited).length <= vs.pages.length + vs.lost;
+      }, timeoutMs, `the closed windows' extension hosts to exit: ${JSON.stringify(extHosts(userData))}`);
+    },
+    /**
+     * Stops VS Code the way a user does: closes every window, waits for the
+     * extension hosts to shut down (deactivating the extension), then stops
+     * code-server and the browser. Resolves to whether every extension host
+     * exited by itself (false: one was still running and was killed).
+     */
     async stop() {
+      let graceful = true;
+      if (browser.isConnected()) {
+        for (const p of [...vs.pages]) await p.context().close().catch(() => undefined);
+        vs.pages = [];
+        graceful = await vs.extHostsExited(30000).then(() => true, () => false);
+        graceful &&= vs.lost === 0;
+      }
       await browser.close().catch(() => undefined);
+      for (const sv of servers) await sv.close().catch(() => undefined);
       if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((r) => child.once("exit", r));
         try {
@@ -156,6 +217,7 @@ export async function startVSCode(opts = {}) {
         await exited;
         clearTimeout(t);
       }
+      return graceful;
     },
     /** Every extension host log line (all windows, all sessions so far). */
     extHostLog() {
@@ -163,6 +225,28 @@ export async function startVSCode(opts = {}) {
     },
   };
   return vs;
+}
+
+/**
+ * The extension hosts of an instance, from their logs: each logs "Extension
+ * host with pid N started" first and "… exiting with code C" last.
+ */
+export function extHosts(userData) {
+  const hosts = [];
+  const walk = (dir) => {
+    if (!existsSync(dir)) return;
+    for (const name of readdirSync(dir)) {
+      const p = join(dir, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (name === "remoteexthost.log" || name === "exthost.log") {
+        const text = readFileSync(p, "utf8");
+        const started = text.match(/Extension host with pid (\d+) started/);
+        if (started) hosts.push({ pid: Number(started[1]), exited: /Extension host with pid \d+ exiting with code/.test(text), log: p });
+      }
+    }
+  };
+  walk(join(userData, "logs"));
+  return hosts;
 }
 
 function readLogs(dir) {
@@ -177,35 +261,58 @@ function readLogs(dir) {
 }
 
 /**
- * Log lines that mean an error escaped the extension. An error whose stack
- * the host logged is ours only if the stack passes through this extension
- * (built-in extensions close their own channels at shutdown too); one
- * logged without a stack counts, since it cannot be told apart.
+ * Log lines that mean an error escaped the extension: an error whose stack
+ * passes through the extension's code or whose text names the extension.
+ * Built-in extensions close their own channels at shutdown and VS Code logs
+ * errors of its own (paths here contain "apserver" too), so neither the
+ * word nor the message alone is enough; a "Channel has been closed" logged
+ * without a stack counts, since it cannot be told apart.
  */
 export function uncaughtErrors(log) {
+  const ours = (s) => s.includes(EXT_ID) || s.includes("apserver-vscode");
   const lines = log.split("\n");
   const out = [];
   for (let i = 0; i < lines.length; i++) {
     const l = lines[i];
-    if (!/\[error\]/i.test(l) || !/apserver|Channel has been closed/i.test(l)) continue;
+    if (!/\[error\]/i.test(l)) continue;
     const stack = [];
     for (let j = i + 1; j < lines.length && /^\s+at\s/.test(lines[j]); j++) stack.push(lines[j]);
-    if (stack.length > 0 && !/apserver/i.test(l) && !stack.some((s) => s.includes(EXT_ID) || s.includes("apserver-vscode"))) continue;
-    out.push(l);
+    if (ours(l) || stack.some(ours) || (stack.length === 0 && /Channel has been closed/.test(l))) out.push(l);
   }
   return out;
 }
 
-/** Waits until the workbench shows the extension (its activity bar icon): its commands are known then. */
+/**
+ * Waits until the extension is active in this window: its status bar item
+ * shows (activate() creates it), so its commands are in the palette. The
+ * activity bar icon is no such sign: after a reload the workbench shows it
+ * from its cache before the extension host has even started.
+ */
 export async function extensionLoaded(page) {
-  await page.locator('.activitybar [aria-label*="apserver"]').first().waitFor({ timeout: 60000 });
+  await page.locator(STATUS_ITEM).waitFor({ timeout: 60000 });
+}
+
+/**
+ * Navigates (go: goto or reload) and waits for the workbench. Not for the
+ * page's load event: the workbench is what counts, and on a busy machine
+ * its many scripts can take longer than a navigation's default timeout.
+ */
+export async function loadWorkbench(page, go) {
+  await go();
+  await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
 }
 
 /** Runs a command through the command palette. */
 export async function runCommand(page, title) {
-  await page.keyboard.press("F1");
   const input = page.locator(".quick-input-widget input");
-  await input.waitFor();
+  // The last command's palette may still be closing (visible, inert).
+  await input.waitFor({ state: "hidden" });
+  // F1 pressed while the workbench moves focus (into a webview, say) can be
+  // dropped: press again while the palette is not open.
+  await until(async () => {
+    await page.keyboard.press("F1");
+    return input.waitFor({ timeout: 5000 }).then(() => true, () => false);
+  }, 30000, "the command palette");
   await input.fill(`>${title}`);
   const row = page.locator(".quick-input-list .monaco-list-row", { hasText: title }).first();
   await row.waitFor({ timeout: 15000 });
@@ -220,9 +327,7 @@ export function panelFrame(page) {
 /** Opens the panel in the sidebar and waits for it to connect. */
 export async function openPanel(page) {
   const f = panelFrame(page);
-  // A reload restores the view where it was: use it if it is there.
-  const shown = await f.locator("body[data-script=loaded]").waitFor({ timeout: 3000 }).then(() => true, () => false);
-  if (shown) return f;
+  // After a reload the view may be restored already; the command reveals it either way.
   await runCommand(page, "apserver: Open Panel");
   await f.locator("body[data-script=loaded]").waitFor({ timeout: 30000 });
   return f;
@@ -287,10 +392,17 @@ export function contrast(a, b) {
   return (x + 0.05) / (y + 0.05);
 }
 
+/**
+ * The most one test may take: a bound for a hang, not a wait (every wait
+ * in a test is on a condition, with its own bound). A file of tests has
+ * none: on a busy machine the twelve flows take longer than any one does.
+ */
+export const TEST_TIMEOUT_MS = 240000;
+
 /** A test that saves a screenshot of the page when it fails (test-results/real/FAILED-*.png). */
 export function testWithShot(test, getPage) {
   return (name, fn) =>
-    test(name, async (t) => {
+    test(name, { timeout: TEST_TIMEOUT_MS }, async (t) => {
       try {
         await fn(t);
       } catch (e) {

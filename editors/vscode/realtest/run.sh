@@ -5,7 +5,7 @@
 # code-server with playwright-core (realtest/*.test.mjs). Screenshots go to
 # test-results/real/; UPDATE_SCREENSHOT=1 also refreshes the README's.
 #
-#   editors/vscode/realtest/run.sh [--test-name-pattern REGEX]
+#   editors/vscode/realtest/run.sh [realtest/FILE.test.mjs...] [--test-name-pattern REGEX]
 #   APSERVER_VSIX=old.vsix realtest/run.sh   # test a given package instead
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,5 +31,10 @@ else
 fi
 node scripts/build.mjs >/dev/null # out/lib.cjs for the shared test helpers
 echo "== real VS Code: tests"
-node --test --test-concurrency=1 --test-timeout=300000 "$@" realtest/*.test.mjs
+rm -rf test-results/real # this run's screenshots only
+files=()
+while [ $# -gt 0 ] && [[ "$1" == *.test.mjs ]]; do files+=("$1"); shift; done
+[ ${#files[@]} -gt 0 ] || files=(realtest/*.test.mjs)
+# Each test has its own timeout (harness.mjs TEST_TIMEOUT_MS); a file has none.
+node --test --test-concurrency=1 "$@" "${files[@]}"
 echo "real VS Code suite: $(( $(date +%s) - start )) s"

@@ -317,7 +317,7 @@ export function applyEvent(state: ViewState, ev: StoreEvent): boolean {
         for (const t of conv.turns) {
           if (t.status === "inProgress") {
             t.status = "interrupted";
-            finalizeItems(t, "interrupted");
+            finalizeItems(t, "interrupted", state.rev);
             t.rev = state.rev;
           }
         }
@@ -412,10 +412,12 @@ export function applyEvent(state: ViewState, ev: StoreEvent): boolean {
   return false;
 }
 
-function finalizeItems(t: TurnView, turnStatus: TurnStatus): void {
+/** Marks a finished turn's open items done, with rev so that views render them again (no streaming caret). */
+function finalizeItems(t: TurnView, turnStatus: TurnStatus, rev: number): void {
   for (const it of t.items) {
     if (it.done) continue;
     it.done = true;
+    it.rev = rev;
     if (it.status === "inProgress") it.status = turnStatus === "completed" ? "completed" : turnStatus;
   }
 }
@@ -469,10 +471,10 @@ function applyNotification(state: ViewState, method: string, p: any): boolean {
       turn.status = p.turn.status ?? "completed";
       turn.error = p.turn.error ?? null;
       turn.retrying = null;
-      finalizeItems(turn, turn.status);
       if (conv.activeTurnId === turn.id) conv.activeTurnId = null;
       state.approvals = state.approvals.filter((a) => !(a.threadId === p.threadId && a.turnId === turn.id));
       touch(state, conv, turn);
+      finalizeItems(turn, turn.status, turn.rev);
       return true;
     }
     case "item/started":

@@ -68,11 +68,17 @@ describe("store", () => {
     applyEvent(s, n("serverRequest/resolved", { threadId: T, requestId: 7 }));
     assert.equal(s.approvals.length, 0);
     applyEvent(s, { kind: "approvalRequested", approval: { ...a, key: "8", requestId: 8 } });
+    applyEvent(s, n("item/agentMessage/delta", { threadId: T, turnId: "u1", itemId: "m1", delta: "Hel" }));
+    const revs = s.conversations[T].turns[0].items.map((it) => it.rev);
     applyEvent(s, n("turn/completed", { threadId: T, turn: { id: "u1", status: "interrupted", error: null, items: [] } }));
     assert.equal(s.approvals.length, 0);
-    const item = s.conversations[T].turns[0].items[0];
+    const [item, msg] = s.conversations[T].turns[0].items;
     assert.equal(item.done, true);
     assert.equal(item.status, "interrupted");
+    // A view renders an item again only when its rev moves: the message
+    // cut short must lose its streaming caret.
+    assert.equal(msg.done, true);
+    assert.ok(item.rev > revs[0] && msg.rev > revs[1], `revs ${revs} -> ${item.rev},${msg.rev}`);
   });
   test("Full Auto notifications", () => {
     const s = initialState();

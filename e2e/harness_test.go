@@ -210,28 +210,8 @@ func (m *message) label() string {
 
 func (m *message) String() string { return m.Raw }
 
-// jget walks a decoded JSON value along a dotted path; numeric segments
-// index arrays.
-func jget(v any, path string) any {
-	if path == "" {
-		return v
-	}
-	for _, seg := range strings.Split(path, ".") {
-		switch x := v.(type) {
-		case map[string]any:
-			v = x[seg]
-		case []any:
-			i, err := strconv.Atoi(seg)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil
-			}
-			v = x[i]
-		default:
-			return nil
-		}
-	}
-	return v
-}
+// jget walks a decoded JSON value along a dotted path (editor.Get).
+func jget(v any, path string) any { return editor.Get(v, path) }
 
 // options configure a spawned server.
 type options struct {

@@ -104,19 +104,12 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 	outFile := fs.String("o", "", "also write the final message to this file")
 	fs.StringVar(outFile, "output-last-message", "", "same as -o")
 	// Flags may come after the objective, as with codex exec.
-	var words []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil
-			}
-			return errUsage
+	words, err := parseInterspersed(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
 		}
-		if fs.NArg() == 0 {
-			break
-		}
-		words = append(words, fs.Arg(0))
-		args = fs.Args()[1:]
+		return errUsage
 	}
 	usage := func(err error) error {
 		fmt.Fprintln(os.Stderr, "apserver exec:", err)

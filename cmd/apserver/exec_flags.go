@@ -277,3 +277,19 @@ func readPrompt(prompt string, stdin *os.File) (string, error) {
 	}
 	return strings.TrimSpace(string(b)), nil
 }
+
+// parseInterspersed parses fs from args and returns the words that are not
+// flags: flags may come after them, as with codex exec ("fix it --model x").
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var words []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return words, nil
+		}
+		words = append(words, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}

@@ -64,19 +64,12 @@ a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 	maxClar := fs.Int("max-clarifications", -1, "questions a run may ask before it escalates")
 	resume := fs.String("resume", "", "take up the stored run with this id instead of starting one (a paused or failed run is resumed)")
 	jsonOut := fs.Bool("json", false, "print every run notification as a JSON line ({method, params}) on stdout")
-	var words []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil
-			}
-			return errUsage
+	words, err := parseInterspersed(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
 		}
-		if fs.NArg() == 0 {
-			break
-		}
-		words = append(words, fs.Arg(0))
-		args = fs.Args()[1:]
+		return errUsage
 	}
 	usage := func(err error) error {
 		fmt.Fprintln(os.Stderr, "apserver run:", err)

@@ -36,7 +36,7 @@ npx --no-install vsce package --target linux-x64 --no-dependencies --skip-licens
 if command -v unzip >/dev/null; then listing=$(unzip -l "$OUT")
 elif command -v python3 >/dev/null; then listing=$(python3 -m zipfile -l "$OUT" | awk '{print "  " $1}')
 else echo "built $OUT (not checked: no unzip or python3)"; exit 0; fi
-for f in extension/package.json extension/dist/extension.js extension/dist/webview.js \
+for f in extension/package.json extension/dist/extension.js extension/dist/webview.js extension/dist/mermaid.js \
          extension/dist/webview.css extension/media/apserver.svg extension/bin/apserver; do
   grep -q " $f\$" <<<"$listing" || { echo "package.sh: $f is missing from $OUT" >&2; exit 1; }
 done

@@ -287,12 +287,19 @@ func compactJSON(b []byte) bool {
 	for i := 0; i < len(b); i++ {
 		c := b[i]
 		if inString {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inString = false
+			// Jump to the string's next quote or backslash: item
+			// strings (command output, messages) are most of the bytes.
+			rest := b[i:]
+			q := bytes.IndexByte(rest, '"')
+			if q < 0 {
+				return false
 			}
+			if e := bytes.IndexByte(rest[:q], '\\'); e >= 0 {
+				i += e + 1 // skip the escaped byte
+				continue
+			}
+			i += q
+			inString = false
 			continue
 		}
 		switch c {

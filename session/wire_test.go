@@ -157,3 +157,34 @@ func encodeCompact(t *testing.T, v any) []byte {
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'})
 }
+
+// TestCompactJSONAgreesWithCompact: the quick scan says "as is" exactly
+// when json.Compact would leave the bytes unchanged, on values whose
+// strings hold escaped quotes, backslashes before quotes, brackets and
+// whitespace, compact and indented.
+func TestCompactJSONAgreesWithCompact(t *testing.T) {
+	strs := []string{"", `a"b`, `a\`, `\"`, `\\"`, "x y", "{[", "]}", "tab\there", "line\nnext", `"{ }"`, "é ü \u2028"}
+	var vals []any
+	for i, s := range strs {
+		vals = append(vals, map[string]any{"type": "commandExecution", "output": s, "n": i, "list": []any{s, map[string]any{"k": s}}})
+	}
+	for _, v := range vals {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ind bytes.Buffer
+		if err := json.Indent(&ind, b, "", " "); err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range [][]byte{b, ind.Bytes(), append(append([]byte{}, b...), ' '), append([]byte(" "), b...)} {
+			var c bytes.Buffer
+			if err := json.Compact(&c, in); err != nil {
+				t.Fatal(err)
+			}
+			if want := bytes.Equal(c.Bytes(), in); compactJSON(in) != want {
+				t.Errorf("compactJSON(%s) = %v, want %v", in, !want, want)
+			}
+		}
+	}
+}

@@ -32,9 +32,17 @@ func runExec(t *testing.T, model *scripted.Server, args ...string) execResult {
 	}
 	r := execResult{dataDir: t.TempDir(), cwd: t.TempDir()}
 	full := append([]string{"exec", "--config", cfg, "--data-dir", r.dataDir, "--model", "scripted-model", "--base-url", model.URL()}, args...)
+	r.run(t, home, full)
+	return r
+}
+
+// run runs apserver with args in r.cwd, HOME at home and nothing else of
+// the test's environment, and records its exit code and outputs.
+func (r *execResult) run(t *testing.T, home string, args []string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, full...)
+	cmd := exec.CommandContext(ctx, binPath, args...)
 	cmd.Dir = r.cwd
 	cmd.Env = []string{"HOME=" + home, "OPENAI_API_KEY=test", "PATH=" + os.Getenv("PATH")}
 	var out, errb bytes.Buffer
@@ -45,10 +53,9 @@ func runExec(t *testing.T, model *scripted.Server, args ...string) execResult {
 	case errors.As(err, &ee):
 		r.code = ee.ExitCode()
 	case err != nil:
-		t.Fatalf("apserver exec: %v\n%s", err, errb.String())
+		t.Fatalf("apserver %s: %v\n%s", args[0], err, errb.String())
 	}
 	r.stdout, r.stderr = out.String(), errb.String()
-	return r
 }
 
 // TestExec runs the headless `apserver exec` and checks its exit codes,

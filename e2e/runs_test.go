@@ -1,14 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -604,22 +601,7 @@ func runCmd(t *testing.T, model *scripted.Server, dir, dataDir string, args ...s
 	}
 	r := execResult{dataDir: dataDir, cwd: dir}
 	full := append([]string{"run", "--config", cfg, "--data-dir", dataDir, "--model", "scripted-model", "--base-url", model.URL()}, args...)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, full...)
-	cmd.Dir = dir
-	cmd.Env = []string{"HOME=" + home, "OPENAI_API_KEY=test", "PATH=" + os.Getenv("PATH")}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("apserver run: %v\n%s", err, errb.String())
-	}
-	r.stdout, r.stderr = out.String(), errb.String()
+	r.run(t, home, full)
 	return r
 }
 

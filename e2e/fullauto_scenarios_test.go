@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/apserver/apserver/internal/scenario"
@@ -56,51 +55,25 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
-type scenarioExpect struct {
-	Action        string `json:"action"`
-	StopCondition string `json:"stopCondition"`
-	Turns         int    `json:"turns"`
-}
-
 func runScenario(t *testing.T, path string) {
-	raw, err := os.ReadFile(path)
+	cwd := t.TempDir()
+	sc, err := scenario.Load(path, cwd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ar := scenario.ParseArchive(string(raw))
-	must := func(name string) string {
-		s, ok := ar.Get(name)
-		if !ok {
-			t.Fatalf("%s: no %q section", path, name)
-		}
-		return s
-	}
-	sc, err := scripted.LoadScript(strings.NewReader(must("script.json")))
-	if err != nil {
-		t.Fatalf("script.json: %v", err)
-	}
+	ar, want, answers, cfg := sc.Archive, sc.Expect, sc.Answers, sc.Config
 	var start map[string]any
-	if err := json.Unmarshal([]byte(must("start.json")), &start); err != nil {
+	if err := json.Unmarshal(sc.Start, &start); err != nil {
 		t.Fatalf("start.json: %v", err)
 	}
-	var want scenarioExpect
-	if err := json.Unmarshal([]byte(must("expect.json")), &want); err != nil {
-		t.Fatalf("expect.json: %v", err)
-	}
-	cfg, _ := ar.Get("config.toml")
 	threadParams := map[string]any{"approvalPolicy": "never"}
-	if s, ok := ar.Get("thread.json"); ok {
-		if err := json.Unmarshal([]byte(s), &threadParams); err != nil {
+	if sc.Thread != nil {
+		if err := json.Unmarshal(sc.Thread, &threadParams); err != nil {
 			t.Fatalf("thread.json: %v", err)
 		}
 	}
-	answers := ar.Answers()
-	cwd := t.TempDir()
-	if err := ar.WriteWorkspace(cwd); err != nil {
-		t.Fatal(err)
-	}
 
-	model, err := scripted.Start(sc)
+	model, err := scripted.Start(sc.Script)
 	if err != nil {
 		t.Fatal(err)
 	}

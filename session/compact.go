@@ -102,12 +102,14 @@ func entriesBytes(es []model.Entry) int {
 	return n
 }
 
-// toolsBytes is the encoded size of the tools the agent is offered
-// (computed once per thread: the set only changes with the settings).
+// toolsBytes is the encoded size of the tools the agent is offered. The
+// set depends only on the tools switched off (the thread's settings, and
+// plan mode's read-only turns), so the size is kept per that list.
 func (t *thread) toolsBytes() int {
-	if t.toolsSize == 0 {
+	off := t.disabledTools()
+	if t.toolsSize == 0 || t.toolsSizeOff != off {
 		b, _ := json.Marshal(t.agentTools())
-		t.toolsSize = len(b) + 1
+		t.toolsSize, t.toolsSizeOff = len(b)+1, off
 	}
 	return t.toolsSize
 }

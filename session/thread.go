@@ -96,6 +96,7 @@ type thread struct {
 	// latest plan of a finished turn, and an ephemeral thread's histories
 	// from before its compactions.
 	toolsSize            int
+	toolsSizeOff         string // the disabledTools toolsSize was measured for
 	lastUsage            usageMark
 	compactStreak        int
 	lastPlan             []protocol.TurnPlanStep

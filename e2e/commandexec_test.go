@@ -143,16 +143,7 @@ func TestListenCommandExecPerClient(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	l := startListener(t, nil, dir, "ws://127.0.0.1:0", "--ws-auth", "none")
-	var cs []*wsClient
-	for range 2 {
-		c, _, err := dialWS(t, l, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.initialize()
-		cs = append(cs, c)
-	}
-	a, b := cs[0], cs[1]
+	a, b := twoClients(t, l)
 	mark := markFor(t)
 	start := func(w *wsClient, word string) {
 		w.write(map[string]any{"id": "exec-" + word, "method": "command/exec", "params": map[string]any{

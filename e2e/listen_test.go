@@ -500,16 +500,7 @@ func TestListenWatchesPerClient(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	l := startListener(t, nil, dir, "ws://127.0.0.1:0", "--ws-auth", "none")
-	var cs []*wsClient
-	for range 2 {
-		c, _, err := dialWS(t, l, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.initialize()
-		cs = append(cs, c)
-	}
-	a, b := cs[0], cs[1]
+	a, b := twoClients(t, l)
 	wa, wb := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	os.Mkdir(wa, 0o755)
 	os.Mkdir(wb, 0o755)
@@ -578,4 +569,19 @@ func TestListenLoopbackTokenByDefault(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "--ws-auth capability-token") {
 		t.Errorf("--ws-auth none on 0.0.0.0: err %v, output %q; want a refusal", err, out)
 	}
+}
+
+// twoClients dials l twice and initializes both connections.
+func twoClients(t *testing.T, l *listener) (a, b *wsClient) {
+	t.Helper()
+	var cs [2]*wsClient
+	for i := range cs {
+		c, _, err := dialWS(t, l, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.initialize()
+		cs[i] = c
+	}
+	return cs[0], cs[1]
 }

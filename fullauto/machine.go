@@ -498,6 +498,11 @@ type TurnEnd struct {
 	// NoTools: the turn ran no tool, so the tree is as the turn before
 	// left it.
 	NoTools bool
+	// Replaced: the turn was interrupted to make way for a turn that
+	// starts at once (a client's thread/compact/start). It is counted,
+	// but not decided on: the decision comes after the turn that
+	// replaced it, so a compaction does not pause the run.
+	Replaced bool
 }
 
 // TurnEnded: turn/completed was sent. The run sums the turn up and asks
@@ -539,6 +544,10 @@ func (m *Machine) TurnEnded(now int64, te TurnEnd) []Effect {
 		s.ReviewApproved = controller.ReviewVerdict(s.AgentMessage)
 	}
 	r.Spent.Turns++
+	if te.Replaced {
+		m.save()
+		return m.take()
+	}
 	retries := 0
 	if s.Status == controller.StatusFailed && s.Error != nil && s.Error.Recoverable {
 		retries = r.Retries + 1

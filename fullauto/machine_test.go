@@ -600,6 +600,30 @@ func TestCompactionEvents(t *testing.T) {
 	}
 }
 
+// TestReplacedTurn: a turn interrupted to make way for a client's
+// compaction turn is counted but not decided on (no fingerprint, no
+// receipt, no pause); the decision after the compaction turn carries the
+// run on.
+func TestReplacedTurn(t *testing.T) {
+	d := newDriver(t, Options{}, protocol.FullAutoStartParams{})
+	d.m.TurnStarted(d.now, "t1", "")
+	d.fp, d.decided = nil, nil
+	d.apply(d.m.TurnEnded(d.now+500, TurnEnd{Summary: controller.TurnSummary{TurnID: "t1", Status: controller.StatusInterrupted}, Replaced: true}))
+	if d.fp != nil || len(d.decided) != 0 {
+		t.Fatalf("a replaced turn was decided on (fingerprint %v, %d receipts)", d.fp, len(d.decided))
+	}
+	if r := d.m.Run(); r.State != protocol.FullAutoRunning || r.Spent.Turns != 1 {
+		t.Fatalf("after a replaced turn: state %s, %d turns spent; want running, 1", r.State, r.Spent.Turns)
+	}
+	rec := d.turn("compact", controller.TurnSummary{})
+	if rec.Output.(controller.Decision).Action != controller.ActContinue || len(d.starts) != 1 {
+		t.Errorf("after the compaction turn: %+v, %d turns started; want continue, 1", rec.Output, len(d.starts))
+	}
+	if r := d.m.Run(); r.Spent.Turns != 2 {
+		t.Errorf("%d turns spent, want 2", r.Spent.Turns)
+	}
+}
+
 // TestHandoff: two compactions in a row that leave the context above
 // HandoffRatio turn the next continue into a handoff to a fresh thread,
 // recorded on the receipt and replayed; one below resets the count. The

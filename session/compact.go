@@ -181,6 +181,7 @@ func (t *thread) compactStart(reply Reply) {
 	}
 	reply(protocol.Empty{}, nil)
 	if t.turn != nil {
+		t.turn.replaced = true // full auto decides after the compaction turn, not on this one
 		t.finishInterrupted()
 	}
 	tr, err := t.beginTurn(protocol.TurnStartParams{})
@@ -301,12 +302,23 @@ func (t *thread) finishCompaction(tr *turn, c *compaction, summary string, err e
 		// Roo's rule: a compaction that does not shrink the prompt (both
 		// sides estimated alike) is refused; the history stays as it was.
 		t.m.log.Warn("compaction refused: it would not shrink the prompt", "thread", t.id, "turn", tr.id, "before", est, "after", after)
-		tr.dropOpen(c.item.ID)
-		var err error = fmt.Errorf("compaction refused: it would not shrink the context (%d tokens before, %d after)", est, after)
+		msg := fmt.Sprintf("compaction refused: it would not shrink the context (%d tokens before, %d after)", est, after)
 		if c.auto {
-			err = &contextError{msg: err.Error()}
+			// The prompt is over the trigger and cannot be made smaller.
+			tr.dropOpen(c.item.ID)
+			t.failTurn(tr, &contextError{msg: msg})
+			return
 		}
-		t.failTurn(tr, err)
+		// A client's compaction of a thread too small to gain from one:
+		// nothing is replaced (no tombstone, the history stays), the turn
+		// ends normally and the warning says so. Not an error: the thread
+		// is fine as it is.
+		if err := t.commitItem(tr, c.item, nil); err != nil {
+			t.failTurn(tr, err)
+			return
+		}
+		t.notify(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.id, Message: msg + "; the history is kept as it is"})
+		c.then()
 		return
 	}
 	now := time.Now()

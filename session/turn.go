@@ -42,6 +42,9 @@ type turn struct {
 	// a review turn reviews ("" for any other turn).
 	readOnly bool
 	review   string
+	// replaced: interrupted to make way for a compaction turn
+	// (thread/compact/start); full auto decides after that turn instead.
+	replaced bool
 
 	// Sampling state. gen counts model requests; events of older
 	// generations are dropped.

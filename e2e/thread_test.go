@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -225,5 +227,31 @@ func TestModelList(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("model/list = %s, want an entry for scripted-model", r.Raw)
+	}
+}
+
+// TestThreadStartReportsSandboxSettings: the sandbox a thread/start (and
+// resume) result reports is the one its commands get: the user's
+// [sandbox_settings] network and writable roots, not fixed defaults.
+func TestThreadStartReportsSandboxSettings(t *testing.T) {
+	t.Parallel()
+	extra := t.TempDir()
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	text := fmt.Sprintf("sandbox = \"workspace-write\"\n[sandbox_settings]\nnetwork = true\nwritable_roots = [%q]\n", extra)
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, startModel(t), options{args: []string{"--config", cfg}, inProcess: true})
+	start := c.call("thread/start", map[string]any{"cwd": t.TempDir()})
+	if got := start.get("sandbox"); fmt.Sprint(got) != fmt.Sprint(map[string]any{"type": "workspaceWrite", "networkAccess": true, "writableRoots": []any{extra}}) {
+		t.Errorf("thread/start sandbox = %v, want workspaceWrite with network and %s", got, extra)
+	}
+	resume := c.call("thread/resume", map[string]any{"threadId": start.str("thread.id")})
+	if fmt.Sprint(resume.get("sandbox")) != fmt.Sprint(start.get("sandbox")) {
+		t.Errorf("thread/resume sandbox = %v, thread/start said %v", resume.get("sandbox"), start.get("sandbox"))
+	}
+	ro := c.call("thread/start", map[string]any{"cwd": t.TempDir(), "sandbox": "read-only"})
+	if got := ro.get("sandbox"); fmt.Sprint(got) != fmt.Sprint(map[string]any{"type": "readOnly", "networkAccess": true}) {
+		t.Errorf("read-only thread/start sandbox = %v, want readOnly with network", got)
 	}
 }

@@ -80,15 +80,21 @@ type SandboxPolicy struct {
 	ExcludeSlashTmp     bool     `json:"excludeSlashTmp,omitempty"`
 }
 
-// SandboxPolicyFor maps a thread-level SandboxMode to its policy object.
-func SandboxPolicyFor(mode SandboxMode) SandboxPolicy {
+// SandboxPolicyFor maps a thread-level SandboxMode to the policy object
+// that describes it: whether sandboxed commands reach the network, and
+// the directories they may write besides the workspace (workspaceWrite
+// only; nil is sent as []).
+func SandboxPolicyFor(mode SandboxMode, network bool, writableRoots []string) SandboxPolicy {
 	switch mode {
 	case SandboxReadOnly:
-		return SandboxPolicy{Type: "readOnly", NetworkAccess: false}
+		return SandboxPolicy{Type: "readOnly", NetworkAccess: network}
 	case SandboxDangerFullAccess:
 		return SandboxPolicy{Type: "dangerFullAccess"}
 	default:
-		return SandboxPolicy{Type: "workspaceWrite", WritableRoots: []string{}, NetworkAccess: false}
+		if writableRoots == nil {
+			writableRoots = []string{}
+		}
+		return SandboxPolicy{Type: "workspaceWrite", WritableRoots: writableRoots, NetworkAccess: network}
 	}
 }
 

@@ -448,7 +448,7 @@ func (t *thread) sessionResult() protocol.ThreadSessionResult {
 		Cwd:                t.settings.Cwd,
 		ApprovalPolicy:     protocol.AskForApproval{Mode: t.settings.ApprovalPolicy},
 		ApprovalsReviewer:  "user",
-		Sandbox:            protocol.SandboxPolicyFor(t.settings.Sandbox),
+		Sandbox:            protocol.SandboxPolicyFor(t.settings.Sandbox, t.m.opts.Config.SandboxNetwork, t.m.opts.Config.SandboxWritableRoots),
 		ReasoningEffort:    effort,
 		InstructionSources: instructionSources(t.settings.Cwd),
 	}

@@ -105,6 +105,22 @@ func TestThreadShellCommand(t *testing.T) {
 	if body := string(reqs[len(reqs)-1].Body); !strings.Contains(body, "hi-from-shell") || !strings.Contains(body, "user_shell_command") {
 		t.Errorf("the model was not shown the user's command: %s", body)
 	}
+	// The user's command is a turn like any other: thread/revert undoes
+	// what it changed in the workspace.
+	os.WriteFile(filepath.Join(cwd, "notes.txt"), []byte("mine\n"), 0o644)
+	r = c.call("thread/shellCommand", map[string]any{"threadId": tid, "command": "echo changed > notes.txt && touch made.txt"})
+	shellTurn := c.waitAfter(r, "turn/started", nil).str("turn.id")
+	c.turnDone(shellTurn)
+	if s, _ := readFile(t, filepath.Join(cwd, "notes.txt")); s != "changed\n" {
+		t.Fatalf("the user's command did not run: notes.txt = %q", s)
+	}
+	rev := c.call("thread/revert", map[string]any{"threadId": tid, "beforeTurnId": shellTurn, "force": true})
+	if s, _ := readFile(t, filepath.Join(cwd, "notes.txt")); s != "mine\n" {
+		t.Errorf("after thread/revert notes.txt = %q, want %q: %s", s, "mine\n", rev.Raw)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "made.txt")); err == nil {
+		t.Errorf("thread/revert left the file the user's command made")
+	}
 	c.callErr("thread/shellCommand", map[string]any{"threadId": tid, "command": "  "}, -32602, "command")
 	c.callErr("thread/shellCommand", map[string]any{"threadId": tid, "command": "true", "timeoutMs": -1}, -32602, "timeoutMs")
 	c.callErr("thread/shellCommand", map[string]any{"threadId": "nope", "command": "true"}, -32600, "not loaded")

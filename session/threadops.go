@@ -185,15 +185,19 @@ func (t *thread) shellCommand(p protocol.ThreadShellCommandParams, reply Reply) 
 		t.finishUserShell(tr, run, protocol.ItemDeclined, refuse)
 		return
 	}
-	run.started = time.Now()
-	ctx := tr.ctx
-	req := tools.ExecRequest{Command: run.command, Dir: run.dir, Timeout: run.timeout, Sandbox: sb}
-	go func() {
-		res, err := tools.Exec(ctx, req, func(b []byte) {
-			t.postEvent(ctx, func() { t.onCommandOutput(tr, run, b) })
-		})
-		t.postEvent(ctx, func() { t.onUserShellDone(tr, run, res, err) })
-	}()
+	// The turn's checkpoints, as for the agent's commands: thread/revert
+	// undoes what the user's command changed, and the turn has a diff.
+	t.afterStartCheckpoint(tr, func() {
+		run.started = time.Now()
+		ctx := tr.ctx
+		req := tools.ExecRequest{Command: run.command, Dir: run.dir, Timeout: run.timeout, Sandbox: sb}
+		go func() {
+			res, err := tools.Exec(ctx, req, func(b []byte) {
+				t.postEvent(ctx, func() { t.onCommandOutput(tr, run, b) })
+			})
+			t.postEvent(ctx, func() { t.onUserShellDone(tr, run, res, err) })
+		}()
+	})
 }
 
 func (t *thread) onUserShellDone(tr *turn, run *commandRun, res tools.ExecResult, err error) {

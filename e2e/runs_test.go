@@ -813,6 +813,8 @@ func TestRunTaskThreadPaused(t *testing.T) {
 	if wait.str("status") != "paused" {
 		t.Errorf("run/updated while the task thread is paused = %s", wait.Raw)
 	}
+	// One wait, one item: the thread's own, carrying the run's id (the
+	// run's item, about the same thread, is folded into it).
 	c.waitAfter(started, "attention", func(m *message) bool {
 		items, _ := m.get("items").([]any)
 		for i := range items {
@@ -823,6 +825,12 @@ func TestRunTaskThreadPaused(t *testing.T) {
 		}
 		return false
 	})
+	c.sync(thread)
+	all := c.find("attention", nil)
+	last := all[len(all)-1]
+	if last.get("count") != 1.0 || last.str("items.0.threadId") != thread || last.str("items.0.runId") != id {
+		t.Errorf("attention while the task thread is paused = %s, want one item for thread %s with runId %s", last.Raw, thread, id)
+	}
 	if r := c.call("run/read", map[string]any{"runId": id}); r.str("run.status") != "paused" || r.str("run.waitingFor") != "taskThread" {
 		t.Errorf("run/read while the task thread is paused = %s", r.Raw)
 	}

@@ -335,3 +335,38 @@ func TestFullAutoEphemeral(t *testing.T) {
 		t.Errorf("second turn's input = %q, want the hidden full-auto input", last)
 	}
 }
+
+// TestAttentionRunWaitIsOneItem: a run waiting on its task thread, which
+// itself waits on a human, shows as one item, the thread's, with the
+// run's id; the run's own item shows while the thread has none.
+func TestAttentionRunWaitIsOneItem(t *testing.T) {
+	c := newFakeClient()
+	m := &Manager{client: c}
+	m.fa = &fullAutoManager{m: m, attn: attention{m: m}}
+	m.SetRunAttention("r1", protocol.AttentionItem{ThreadID: "task", Kind: protocol.AttentionPaused, Reason: "waits on its task thread", SinceMs: 100})
+	thread := attnKey{"task", protocol.AttentionApproval, 7}
+	m.fa.attn.set(thread, protocol.AttentionItem{ThreadID: "task", Kind: protocol.AttentionApproval, Reason: "run make", SinceMs: 150})
+	m.fa.attn.set(attnKey{"other", protocol.AttentionPaused, 0}, protocol.AttentionItem{ThreadID: "other", Kind: protocol.AttentionPaused, SinceMs: 200})
+	m.fa.attn.clear(thread)
+	var got []string
+	for _, e := range c.snapshot() {
+		var n protocol.AttentionNotification
+		if err := json.Unmarshal(e.Params, &n); err != nil {
+			t.Fatal(err)
+		}
+		var items []string
+		for _, it := range n.Items {
+			items = append(items, fmt.Sprintf("%s/%s/%s", it.ThreadID, it.Kind, it.RunID))
+		}
+		got = append(got, fmt.Sprintf("%d %v", n.Count, items))
+	}
+	want := []string{
+		"1 [task/paused/r1]",
+		"1 [task/approval/r1]",
+		"2 [task/approval/r1 other/paused/]",
+		"2 [task/paused/r1 other/paused/]",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("attention notifications =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

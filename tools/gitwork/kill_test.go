@@ -27,7 +27,7 @@ func helperMain() {
 	if mode == "setup" {
 		err = Setup(context.Background(), repo, wt, nil, `exec -a "$GITWORK_MARK" sleep 60`)
 	} else {
-		err = runSequence(context.Background(), repo, wt, mode == "merge")
+		err = runSequence(context.Background(), repo, wt, mode)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -39,8 +39,11 @@ func helperMain() {
 const killTasks = 5
 
 // runSequence is what a run does with the git layer, every step repeated
-// from the start: a replay after a crash.
-func runSequence(ctx context.Context, repo, wt string, merge bool) error {
+// from the start: a replay after a crash. mode "nomerge" stops after the
+// task commits; "merge" squashes the branch into main; "catchup" first
+// brings the branch up to a main that moved (CatchUp's merge commit),
+// then fast-forwards main to it.
+func runSequence(ctx context.Context, repo, wt, mode string) error {
 	r, err := Open(ctx, repo)
 	if err != nil {
 		return err
@@ -60,11 +63,21 @@ func runSequence(ctx context.Context, repo, wt string, merge bool) error {
 			return err
 		}
 	}
-	if !merge {
+	switch mode {
+	case "nomerge":
 		return nil
-	}
-	if _, err := r.Merge(ctx, "main", branch, MergeSquash, "run kill"); err != nil {
-		return err
+	case "catchup":
+		trailers := []Trailer{{Key: "Apserver-Run", Value: "kill"}, {Key: "Apserver-Step", Value: "catch-up"}}
+		if _, err := CatchUp(ctx, wt, "main", "bring in main", trailers, nil, nil); err != nil {
+			return err
+		}
+		if _, err := r.Merge(ctx, "main", branch, MergeFastForward, "run kill"); err != nil {
+			return err
+		}
+	default:
+		if _, err := r.Merge(ctx, "main", branch, MergeSquash, "run kill"); err != nil {
+			return err
+		}
 	}
 	return r.RemoveWorktree(ctx, wt)
 }
@@ -85,17 +98,32 @@ func TestKilledAnywhere(t *testing.T) {
 	scratch := newRepo(t)
 	testGit(t, scratch, "checkout", "-q", "-b", "dev")
 	start := time.Now()
-	if err := runSequence(context.Background(), scratch, filepath.Join(t.TempDir(), "wt"), true); err != nil {
+	if err := runSequence(context.Background(), scratch, filepath.Join(t.TempDir(), "wt"), "merge"); err != nil {
 		t.Fatal(err)
 	}
 	span := time.Since(start)
+	// The same with a catch-up: the tasks, then the merge of a main that
+	// moved, then the fast-forward.
+	scratch = newRepo(t)
+	testGit(t, scratch, "checkout", "-q", "-b", "dev")
+	testGit(t, scratch, "branch", "apserver/kill", "main")
+	testGit(t, scratch, "update-ref", "refs/heads/main", commitOn(t, scratch, "main", "base.txt", "moved\n"))
+	start = time.Now()
+	if err := runSequence(context.Background(), scratch, filepath.Join(t.TempDir(), "wt"), "catchup"); err != nil {
+		t.Fatal(err)
+	}
+	spanCatchUp := time.Since(start)
 	seed := time.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
-	t.Logf("a run takes %v; seed %d", span, seed)
-	for _, mode := range []string{"apserver", "with git"} {
+	t.Logf("a run takes %v, %v with a catch-up; seed %d", span, spanCatchUp, seed)
+	for _, mode := range []string{"apserver", "with git", "catch-up"} {
 		for round := range 4 {
 			t.Run(fmt.Sprintf("%s/%d", mode, round), func(t *testing.T) {
-				killedRun(t, mode, span, rng)
+				if mode == "catch-up" {
+					killedRun(t, mode, spanCatchUp, rng)
+				} else {
+					killedRun(t, mode, span, rng)
+				}
 			})
 		}
 	}
@@ -109,13 +137,17 @@ func killedRun(t *testing.T, mode string, span time.Duration, rng *rand.Rand) {
 	write(t, dir, ".env", "SECRET=1\n")
 	write(t, dir, "greet.sh", "user's edit\n")
 	initial := testGit(t, dir, "rev-parse", "main")
-	before := snapshot(t, dir)
 	wt := filepath.Join(t.TempDir(), "wt")
-	merge := mode == "apserver"
-	arg := "nomerge"
-	if merge {
-		arg = "merge"
+	merge := mode != "with git"
+	arg := map[string]string{"apserver": "merge", "with git": "nomerge", "catch-up": "catchup"}[mode]
+	if mode == "catch-up" {
+		// The run's branch starts at main; then main moves (another run
+		// landed), so the run must bring main in before it lands.
+		testGit(t, dir, "branch", "apserver/kill", "main")
+		testGit(t, dir, "update-ref", "refs/heads/main", commitOn(t, dir, "main", "base.txt", "moved\n"))
 	}
+	moved := testGit(t, dir, "rev-parse", "main")
+	before := snapshot(t, dir)
 
 	var delays []time.Duration
 	for range 2 {
@@ -128,9 +160,15 @@ func killedRun(t *testing.T, mode string, span time.Duration, rng *rand.Rand) {
 			t.Fatal(err)
 		}
 		delay := time.Duration(rng.Int64N(int64(span)))
+		if mode == "catch-up" && len(delays) == 0 {
+			// The first kill in the second half, where the catch-up and
+			// the fast-forward are (a process also takes longer to start
+			// than the in-process run that measured span).
+			delay = span/2 + time.Duration(rng.Int64N(int64(span/2)))
+		}
 		delays = append(delays, delay)
 		timer := time.AfterFunc(delay, func() {
-			if mode == "apserver" {
+			if mode != "with git" {
 				cmd.Process.Kill()
 			} else {
 				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
@@ -143,7 +181,7 @@ func killedRun(t *testing.T, mode string, span time.Duration, rng *rand.Rand) {
 		}
 	}
 	t.Logf("killed after %v", delays)
-	if err := runSequence(context.Background(), dir, wt, merge); err != nil {
+	if err := runSequence(context.Background(), dir, wt, arg); err != nil {
 		t.Fatalf("the run after the kills = %v", err)
 	}
 
@@ -151,11 +189,31 @@ func killedRun(t *testing.T, mode string, span time.Duration, rng *rand.Rand) {
 	if got := strings.Fields(log); strings.Join(got, " ") != "5 4 3 2 1" {
 		t.Errorf("task commits on the branch (newest first) = %v, want 5 4 3 2 1", got)
 	}
-	if files := testGit(t, dir, "diff", "--name-only", initial, "apserver/kill"); files != "task1.txt\ntask2.txt\ntask3.txt\ntask4.txt\ntask5.txt" {
+	from := initial
+	if mode == "catch-up" {
+		from = moved
+	}
+	if files := testGit(t, dir, "diff", "--name-only", from, "apserver/kill"); files != "task1.txt\ntask2.txt\ntask3.txt\ntask4.txt\ntask5.txt" {
 		t.Errorf("the branch changes:\n%s", files)
 	}
 	list := testGit(t, dir, "worktree", "list", "--porcelain")
-	if merge {
+	if mode == "catch-up" {
+		// One catch-up merge commit whatever the kills, and main
+		// fast-forwarded to the branch.
+		merges := testGit(t, dir, "log", "--merges", "--format=%(trailers:key=Apserver-Step,valueonly)", initial+"..main")
+		if got := strings.Fields(merges); strings.Join(got, " ") != "catch-up" {
+			t.Errorf("merge commits on main = %q, want one catch-up", got)
+		}
+		if a, b := testGit(t, dir, "rev-parse", "main"), testGit(t, dir, "rev-parse", "apserver/kill"); a != b {
+			t.Errorf("main %s, the branch %s: not fast-forwarded", a, b)
+		}
+		if testGit(t, dir, "show", "main:base.txt") != "moved" {
+			t.Errorf("main lost the commit it moved to")
+		}
+		if strings.Count(list, "worktree ") != 1 {
+			t.Errorf("worktrees left:\n%s", list)
+		}
+	} else if merge {
 		if n := testGit(t, dir, "rev-list", "--count", initial+"..main"); n != "1" {
 			t.Errorf("main gained %s commits, want 1", n)
 		}
@@ -227,4 +285,27 @@ func TestSetupAfterKill(t *testing.T) {
 	if got := read(t, wt, "done.log"); got != "ok\n" {
 		t.Errorf("done.log = %q", got)
 	}
+}
+
+// commitOn makes a commit on top of branch that adds file with content,
+// without touching any checkout (a temporary index), and returns it.
+func commitOn(t *testing.T, dir, branch, file, content string) string {
+	t.Helper()
+	env := append(os.Environ(), "GIT_INDEX_FILE="+filepath.Join(t.TempDir(), "index"),
+		"GIT_AUTHOR_NAME=Other", "GIT_AUTHOR_EMAIL=other@example.com",
+		"GIT_COMMITTER_NAME=Other", "GIT_COMMITTER_EMAIL=other@example.com")
+	git := func(stdin string, args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env, cmd.Stdin = dir, env, strings.NewReader(stdin)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("git %s: %v", strings.Join(args, " "), err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	git("", "read-tree", branch)
+	blob := git(content, "hash-object", "-w", "--stdin")
+	git("", "update-index", "--add", "--cacheinfo", "100644,"+blob+","+file)
+	tree := git("", "write-tree")
+	return git("", "commit-tree", tree, "-p", branch, "-m", "another run landed")
 }

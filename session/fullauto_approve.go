@@ -285,30 +285,20 @@ func (a *attention) snapshot() protocol.AttentionNotification {
 
 // summaryLocked is the summary of the items. A run waiting on one of its
 // task threads that itself waits (an approval, a question, a pause) is one
-// wait, not two: the thread's own item, the one a human acts on, stands
-// for both and carries the run's id.
+// wait, not two: the thread's own item stands for both, since the thread
+// is where a human acts on it (a client opens an item's run when it has a
+// runId, else its thread). The run's item shows while the thread has none.
 func (a *attention) summaryLocked() protocol.AttentionNotification {
-	runOf := map[string]string{} // thread id → id of a run waiting on it
-	for k, it := range a.items {
-		if strings.HasPrefix(k.thread, "run:") && it.ThreadID != "" {
-			runOf[it.ThreadID] = it.RunID
-		}
-	}
-	waited := map[string]bool{} // threads with items of their own
+	own := map[string]bool{} // threads with items of their own
 	for k := range a.items {
-		if !strings.HasPrefix(k.thread, "run:") && runOf[k.thread] != "" {
-			waited[k.thread] = true
+		if !strings.HasPrefix(k.thread, "run:") {
+			own[k.thread] = true
 		}
 	}
 	n := protocol.AttentionNotification{Items: make([]protocol.AttentionItem, 0, len(a.items))}
 	for k, it := range a.items {
-		switch {
-		case strings.HasPrefix(k.thread, "run:"):
-			if waited[it.ThreadID] {
-				continue
-			}
-		case it.RunID == "":
-			it.RunID = runOf[k.thread]
+		if strings.HasPrefix(k.thread, "run:") && own[it.ThreadID] {
+			continue
 		}
 		n.Items = append(n.Items, it)
 	}

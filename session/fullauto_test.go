@@ -337,8 +337,8 @@ func TestFullAutoEphemeral(t *testing.T) {
 }
 
 // TestAttentionRunWaitIsOneItem: a run waiting on its task thread, which
-// itself waits on a human, shows as one item, the thread's, with the
-// run's id; the run's own item shows while the thread has none.
+// itself waits on a human, shows as one item, the thread's (where the
+// human acts); the run's own item shows while the thread has none.
 func TestAttentionRunWaitIsOneItem(t *testing.T) {
 	c := newFakeClient()
 	m := &Manager{client: c}
@@ -362,8 +362,8 @@ func TestAttentionRunWaitIsOneItem(t *testing.T) {
 	}
 	want := []string{
 		"1 [task/paused/r1]",
-		"1 [task/approval/r1]",
-		"2 [task/approval/r1 other/paused/]",
+		"1 [task/approval/]",
+		"2 [task/approval/ other/paused/]",
 		"2 [task/paused/r1 other/paused/]",
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {

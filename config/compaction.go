@@ -28,13 +28,17 @@ func (c *Config) mergeCompaction(f fileCompaction, bad func(key, format string, 
 }
 
 // ContextWindow is the context window of model in tokens: its [[models]]
-// catalog entry's context_window, else model_context_window; 0 when
+// catalog entry's context_window, else model_context_window, else the
+// built-in window of a well-known model (KnownContextWindow); 0 when
 // unknown.
 func (c Config) ContextWindow(model string) int64 {
 	if mi, ok := c.ModelInfo(model); ok && mi.ContextWindow > 0 {
 		return mi.ContextWindow
 	}
-	return c.ModelContextWindow
+	if c.ModelContextWindow > 0 {
+		return c.ModelContextWindow
+	}
+	return KnownContextWindow(model)
 }
 
 // AutoCompactLimit is the prompt size in tokens at which a turn compacts

@@ -594,3 +594,74 @@ func TestCompactStartDuringFullAutoRun(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactionOnOverflow: a model whose window apserver does not know
+// refuses a request as too long. The turn compacts and sends the request
+// again, and goes on from the summary; the refusal teaches apserver the
+// window, so a later request that grows past it is compacted before it is
+// sent; a request refused again after its compaction ends the turn with
+// contextWindowExceeded instead of looping.
+func TestCompactionOnOverflow(t *testing.T) {
+	t.Parallel()
+	tooLong := func(failTimes int, text string) scripted.Step {
+		return scripted.Step{HTTPError: 400, ErrorMessage: "This model's maximum context length is 8192 tokens (context_length_exceeded)", FailTimes: failTimes, Text: text}
+	}
+	model := startModel(t, summaries(5),
+		scripted.Rule{Match: "first question", Steps: []scripted.Step{{Text: "First answer, about FIRST-DETAIL. " + strings.Repeat("Long explanation. ", 2400)}}},
+		scripted.Rule{Match: "second question", Steps: []scripted.Step{tooLong(1, "Second answer.")}},
+		scripted.Rule{Match: "third question", Steps: []scripted.Step{tooLong(0, "")}},
+		scripted.Rule{Match: "fourth question", Steps: []scripted.Step{{Text: "Fourth answer. " + strings.Repeat("A much longer explanation. ", 2500)}}},
+		scripted.Rule{Match: "fifth question", Steps: []scripted.Step{{Text: "Fifth answer."}}},
+	)
+	c := newClient(t, model, options{inProcess: true})
+	threadID, _ := c.startThread("never")
+	c.runTurn(threadID, "first question")
+
+	_, second := c.startTurn(threadID, "second question")
+	done := c.turnDone(second)
+	if done.str("turn.status") != "completed" {
+		t.Fatalf("the refused turn ended %s, want completed after a compaction", done.Raw)
+	}
+	if n := len(c.find("item/completed", itemOfType(second, "contextCompaction"))); n != 1 {
+		t.Errorf("%d contextCompaction items in the refused turn, want 1", n)
+	}
+	var asks []string
+	for _, r := range modelRequests(model) {
+		if !isCompactRequest(r) && strings.Contains(r.LastUserText, "second question") {
+			asks = append(asks, string(r.Body))
+		}
+	}
+	if len(asks) != 2 {
+		t.Fatalf("%d requests for the second question, want 2 (refused, then sent again)", len(asks))
+	}
+	if !strings.Contains(asks[1], "Summary #1") || strings.Contains(asks[1], "FIRST-DETAIL") {
+		t.Errorf("the request sent again does not start from the summary")
+	}
+
+	// The refusal taught apserver the window (at most the refused
+	// request's size): a request that grows past 90% of it is compacted
+	// before it is sent, not refused first.
+	c.runTurn(threadID, "fourth question")
+	_, fifth := c.startTurn(threadID, "fifth question")
+	if d := c.turnDone(fifth); d.str("turn.status") != "completed" {
+		t.Fatalf("fifth turn ended %s", d.Raw)
+	}
+	if n := len(c.find("item/completed", itemOfType(fifth, "contextCompaction"))); n != 1 {
+		t.Errorf("%d contextCompaction items before the grown request, want 1 (the learned window)", n)
+	}
+
+	_, third := c.startTurn(threadID, "third question")
+	end := c.turnDone(third)
+	if end.str("turn.status") != "failed" || end.str("turn.error.codexErrorInfo") != "contextWindowExceeded" {
+		t.Fatalf("a turn refused after its compaction ended %s, want failed with contextWindowExceeded", end.Raw)
+	}
+	n := 0
+	for _, r := range modelRequests(model) {
+		if !isCompactRequest(r) && strings.Contains(r.LastUserText, "third question") {
+			n++
+		}
+	}
+	if n > 2 {
+		t.Errorf("the third question was sent %d times, want at most 2 (once more after one compaction)", n)
+	}
+}

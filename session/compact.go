@@ -84,7 +84,31 @@ Reply with the summary only. Do not call tools.`
 // (0 unknown) and the automatic-compaction trigger (0 never).
 func (t *thread) compactLimits(modelName string) (window, trigger int64) {
 	c := t.m.opts.Config
-	return c.ContextWindow(modelName), c.AutoCompactLimit(modelName)
+	window, trigger = c.ContextWindow(modelName), c.AutoCompactLimit(modelName)
+	if window == 0 {
+		if v, ok := t.m.learnedWindows.Load(modelName); ok {
+			window = v.(int64)
+			if trigger == 0 || window*9/10 < trigger {
+				trigger = window * 9 / 10
+			}
+		}
+	}
+	return window, trigger
+}
+
+// learnWindow notes that the provider refused a request of about tokens
+// as too long for model, whose window no configuration gives: the window
+// is at most that, and later requests compact before they reach 90% of it.
+func (t *thread) learnWindow(modelName string, tokens int64) {
+	if t.m.opts.Config.ContextWindow(modelName) > 0 || tokens <= 0 {
+		return
+	}
+	for {
+		old, loaded := t.m.learnedWindows.LoadOrStore(modelName, tokens)
+		if !loaded || old.(int64) <= tokens || t.m.learnedWindows.CompareAndSwap(modelName, old, tokens) {
+			return
+		}
+	}
 }
 
 // approxTokens estimates the tokens of n bytes of request (4 bytes a token).
@@ -155,6 +179,25 @@ func (t *thread) sampleNext(tr *turn) {
 		return
 	}
 	t.sample(tr)
+}
+
+// compactOnOverflow handles a request the provider refused as too long for
+// the model's window: the estimate did not see it coming (the window is
+// unknown, or the provider counts differently). If nothing of the response
+// arrived, the context is compacted and the request sent again, once;
+// false means the turn fails with the error (contextWindowExceeded).
+func (t *thread) compactOnOverflow(tr *turn, err error) bool {
+	var me *model.Error
+	if !errors.As(err, &me) || me.Kind != model.ErrKindContextWindow || tr.overflowCompacted ||
+		tr.kind == turnKindCompact || tr.msg != nil || tr.reasoning != nil || len(tr.calls) > 0 {
+		return false
+	}
+	tr.overflowCompacted = true
+	tr.sampling = false
+	t.learnWindow(tr.modelName, t.promptTokens(tr))
+	t.m.log.Warn("the model refused the request as too long for its window; compacting", "thread", t.id, "turn", tr.id, "err", me.Message)
+	t.startCompaction(tr, true, func() { t.sampleAfterCompaction(tr) })
+	return true
 }
 
 // sampleAfterCompaction goes on with the turn after an automatic

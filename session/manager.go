@@ -94,6 +94,11 @@ type Manager struct {
 	ckpts     map[string]*checkpointOpening // snapshot stores by workspace (checkpoint.go)
 	fsw       watchState                    // fs/watch, made on first use
 
+	// learnedWindows are context windows learned from requests a provider
+	// refused as too long, for models no configuration sizes (compact.go):
+	// model name → tokens.
+	learnedWindows sync.Map
+
 	fuzzy fuzzyTokens // fuzzyFileSearch's cancellation tokens (fuzzy.go)
 	execs execTable   // command/exec's processes (commandexec.go)
 }

@@ -42,6 +42,10 @@ type turn struct {
 	// a review turn reviews ("" for any other turn).
 	readOnly bool
 	review   string
+	// overflowCompacted: the last request was refused as too long for the
+	// model's window and the context compacted for it (compact.go); a
+	// second refusal of the same request ends the turn.
+	overflowCompacted bool
 	// replaced: interrupted to make way for a compaction turn
 	// (thread/compact/start); full auto decides after that turn instead.
 	replaced bool
@@ -635,12 +639,16 @@ func (t *thread) onModelDone(tr *turn, gen int, err error) {
 	if errors.Is(err, context.Canceled) && tr.ctx.Err() != nil {
 		return
 	}
+	if t.compactOnOverflow(tr, err) {
+		return
+	}
 	t.failTurn(tr, err)
 }
 
 // afterResponse decides what follows a model response: run its tool calls,
 // feed steered input, or finish the turn.
 func (t *thread) afterResponse(tr *turn) {
+	tr.overflowCompacted = false
 	if len(tr.calls) > 0 {
 		tr.stepStart, tr.inStep = len(t.history), true
 		t.runNextCall(tr)

@@ -199,7 +199,7 @@ export interface Attention {
 
 export type RunStatus = "running" | "waiting" | "paused" | "completed" | "failed" | "cancelled";
 export type RunStage = "planning" | "planApproval" | "implementation" | "validation" | "merge" | "done";
-export type RunWaitingFor = "planApproval" | "taskApproval" | "clarification" | "repair" | "resume";
+export type RunWaitingFor = "planApproval" | "taskApproval" | "clarification" | "repair" | "resume" | "taskThread";
 export type Trust = "auto" | "manual";
 export type Autonomy = "off" | "suggest" | "semi_auto" | "full_auto";
 export type MergeMode = "ff" | "squash";

@@ -306,6 +306,7 @@ const WAITING_TEXT: Record<string, string> = {
   clarification: "a question waits for an answer",
   repair: "a blocked task waits for a repair",
   resume: "waits to be resumed",
+  taskThread: "waits on its task's thread",
 };
 
 export function stageText(stage: string): string {

@@ -64,7 +64,7 @@ export class RunsViewProvider implements vscode.TreeDataProvider<Node>, vscode.D
     const r = node.run;
     const item = new vscode.TreeItem(runLabel(r), vscode.TreeItemCollapsibleState.None);
     item.id = `run:${r.id}`;
-    item.description = r.status === "waiting" ? waitingText(r.waitingFor) : runProgress(r);
+    item.description = r.status === "waiting" || r.waitingFor === "taskThread" ? waitingText(r.waitingFor) : runProgress(r);
     item.tooltip = new vscode.MarkdownString(
       [
         `**${runLabel(r)}**`,

@@ -251,6 +251,32 @@ describe("the run view in headless Chromium", () => {
     assert.deepEqual(await lastPosted("runAction"), { type: "runAction", runId: RUN_ID, action: "resume" });
   });
 
+  test("a run waiting on its task's thread points at that thread, not at Resume", async () => {
+    const tasks = sampleRun().plan.tasks.map((t) => (t.id === "t2" ? { ...t, status: "running", threadId: "th-task-2" } : t.id === "t1" ? { ...t, status: "completed" } : t));
+    const run = sampleRun({
+      status: "paused",
+      stage: "implementation",
+      waitingFor: "taskThread",
+      reason: "task t2: its thread waits: paused by the user",
+      currentTaskId: "t2",
+      counts: counts(tasks),
+      plan: { ...sampleRun().plan, tasks, approved: true },
+    });
+    await events([{ kind: "run", run }]);
+    await page.locator("#run-task-thread").waitFor();
+    const card = await page.locator("#run-task-thread").textContent();
+    assert.match(card, /Task t2 \(Upper-case the greeting\) waits in its thread/);
+    assert.match(card, /paused by the user/);
+    // run/resume cannot resume a task thread's full auto: no Resume button.
+    assert.equal(await page.getByRole("button", { name: "Resume", exact: true }).count(), 0);
+    await clearPosted();
+    await page.getByRole("button", { name: "Open the task's thread" }).click();
+    assert.deepEqual(await lastPosted("openThread"), { type: "openThread", threadId: "th-task-2" });
+    // The thread answered: the run runs again and the card goes.
+    await events([n("run/updated", { runId: RUN_ID, status: "running", stage: "implementation", waitingFor: null, reason: null, currentTaskId: "t2", counts: counts(tasks) })]);
+    await page.locator("#run-task-thread").waitFor({ state: "detached" });
+  });
+
   test("a completed run shows its merge; attention with a runId opens the run", async () => {
     const tasks = sampleRun().plan.tasks.map((t, i) => ({ ...t, status: "completed", commit: `c0ffee${i}0000000000` }));
     await events([n("run/completed", { run: sampleRun({ status: "completed", stage: "done", waitingFor: null, reason: null, counts: counts(tasks), plan: { ...sampleRun().plan, tasks, approved: true }, mergeCommit: "4b7d00112233" }) })]);

@@ -97,7 +97,7 @@ function runHtml(run: Run): string {
   const actions =
     `<div class="run-actions">` +
     (live && run.status !== "paused" ? `<button type="button" class="secondary small" data-action="runPause">Pause</button>` : "") +
-    (live && (run.status === "paused" || run.waitingFor === "resume") ? `<button type="button" class="small" data-action="runResume">Resume</button>` : "") +
+    (live && run.waitingFor !== "taskThread" && (run.status === "paused" || run.waitingFor === "resume") ? `<button type="button" class="small" data-action="runResume">Resume</button>` : "") +
     (!live && run.status === "failed" ? `<button type="button" class="small" data-action="runResume">Resume</button>` : "") +
     (live ? `<button type="button" class="secondary small danger" data-action="runCancel">Cancel</button>` : "") +
     `<span class="spacer"></span>` +
@@ -158,7 +158,17 @@ function waitCards(run: Run): string {
       `<div class="buttons"><button type="button" data-action="runRepairApprove" data-task-id="${esc(rp.taskId)}">Approve fix and resume</button>` +
       `<button type="button" class="secondary danger" data-action="runCancel">Cancel run</button></div></div>`;
   }
-  if (run.waitingFor && !gate && !rp && run.waitingFor !== "planApproval" && run.waitingFor !== "clarification") {
+  if (run.waitingFor === "taskThread") {
+    // The task's thread waits (its full auto paused, or an approval or a
+    // question): it is answered there, and the run goes on by itself.
+    const t = run.plan?.tasks?.find((x) => x.id === run.currentTaskId);
+    s +=
+      `<div class="run-card task-thread" id="run-task-thread"><div class="run-card-title">⏸ Task ${esc(t?.id ?? run.currentTaskId ?? "")}${t ? ` (${esc(t.title)})` : ""} waits in its thread</div>` +
+      (run.reason ? `<div class="muted">${esc(run.reason)}</div>` : "") +
+      `<div class="muted">Answer it there (resume its full auto, or the approval or question); the run then goes on by itself.</div>` +
+      (t?.threadId ? `<div class="buttons"><button type="button" data-action="openThread" data-thread-id="${esc(t.threadId)}">Open the task's thread</button></div>` : "") +
+      `</div>`;
+  } else if (run.waitingFor && !gate && !rp && run.waitingFor !== "planApproval" && run.waitingFor !== "clarification") {
     s += `<div class="run-card"><div class="run-card-title">The run ${esc(waitingText(run.waitingFor))}</div></div>`;
   }
   return s;

@@ -264,11 +264,7 @@ func TestAttention(t *testing.T) {
 	a.clear(k1)
 	a.clear(k2)
 	var got []string
-	for _, e := range c.snapshot() {
-		var n protocol.AttentionNotification
-		if err := json.Unmarshal(e.Params, &n); err != nil {
-			t.Fatal(err)
-		}
+	for _, n := range attentionSent(t, c) {
 		var ids []string
 		for _, it := range n.Items {
 			ids = append(ids, it.ThreadID)
@@ -277,7 +273,7 @@ func TestAttention(t *testing.T) {
 		if n.OldestSinceMs != nil {
 			oldest = fmt.Sprint(*n.OldestSinceMs)
 		}
-		got = append(got, fmt.Sprintf("%s %d %s %v", e.Method, n.Count, oldest, ids))
+		got = append(got, fmt.Sprintf("attention %d %s %v", n.Count, oldest, ids))
 	}
 	want := []string{
 		"attention 1 200 [t1]",
@@ -349,11 +345,7 @@ func TestAttentionRunWaitIsOneItem(t *testing.T) {
 	m.fa.attn.set(attnKey{"other", protocol.AttentionPaused, 0}, protocol.AttentionItem{ThreadID: "other", Kind: protocol.AttentionPaused, SinceMs: 200})
 	m.fa.attn.clear(thread)
 	var got []string
-	for _, e := range c.snapshot() {
-		var n protocol.AttentionNotification
-		if err := json.Unmarshal(e.Params, &n); err != nil {
-			t.Fatal(err)
-		}
+	for _, n := range attentionSent(t, c) {
 		var items []string
 		for _, it := range n.Items {
 			items = append(items, fmt.Sprintf("%s/%s/%s", it.ThreadID, it.Kind, it.RunID))
@@ -369,4 +361,22 @@ func TestAttentionRunWaitIsOneItem(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("attention notifications =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// attentionSent decodes the attention notifications c was sent, failing
+// the test on any other.
+func attentionSent(t *testing.T, c *fakeClient) []protocol.AttentionNotification {
+	t.Helper()
+	var out []protocol.AttentionNotification
+	for _, e := range c.snapshot() {
+		var n protocol.AttentionNotification
+		if e.Method != protocol.NotifyAttention {
+			t.Fatalf("sent %s, want only attention", e.Method)
+		}
+		if err := json.Unmarshal(e.Params, &n); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, n)
+	}
+	return out
 }

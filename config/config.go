@@ -254,6 +254,31 @@ func (c Config) ResolveModel(role, override string) (string, model.Provider, err
 	return modelName, p, err
 }
 
+// ResolveThreadModel is the model and provider a thread's turn uses: the
+// thread's model (the default one when empty) on the thread's provider
+// (the default one when empty), unless the model's catalog entry names a
+// provider of its own, as for roles (ResolveModel).
+func (c Config) ResolveThreadModel(modelName, provName string) (string, model.Provider, error) {
+	if modelName == "" {
+		modelName = c.Model
+	}
+	if provName == "" {
+		provName = c.Provider
+	}
+	if mi, ok := c.ModelInfo(modelName); ok && mi.Provider != "" {
+		provName = mi.Provider
+	}
+	if modelName == "" {
+		return "", model.Provider{}, fmt.Errorf("config: no model configured")
+	}
+	pc, ok := c.Providers[provName]
+	if !ok {
+		return "", model.Provider{}, fmt.Errorf("config: unknown provider %q", provName)
+	}
+	p, err := c.buildProvider(provName, pc)
+	return modelName, p, err
+}
+
 func roleName(r string) string {
 	if r == "" {
 		return "default"

@@ -874,3 +874,34 @@ func TestRunHeadlessResume(t *testing.T) {
 		t.Errorf("apserver run --resume with a request = exit %d: %s", r.code, r.stderr)
 	}
 }
+
+// A role's provider ([roles.planner] provider) is the one the role's
+// thread talks to, though its model is in no [[models]] entry.
+func TestRunRoleProvider(t *testing.T) {
+	t.Parallel()
+	main := startModel(t, shoutRules(t)...)
+	planner := startModel(t, shoutRules(t)...)
+	repo := shoutRepo(t)
+	config := fmt.Sprintf("[providers.plans]\nbase_url = %q\n\n[roles.planner]\nmodel = \"planner-model\"\nprovider = \"plans\"\n", planner.URL()+"/v1")
+	c := newRunsClient(t, main, faOptions{config: config})
+	id := c.startRun(map[string]any{"cwd": repo, "request": "add a shout option", "baseBranch": "main"})
+	c.waitFor("run/updated", func(m *message) bool { return m.str("runId") == id && m.str("waitingFor") == "planApproval" })
+	asked := func(srv *scripted.Server) (n int, model string) {
+		for _, r := range modelRequests(srv) {
+			if strings.Contains(r.LastUserText, "Plan this request") {
+				n++
+				var body struct{ Model string }
+				json.Unmarshal(r.Body, &body)
+				model = body.Model
+			}
+		}
+		return n, model
+	}
+	if n, model := asked(planner); n != 1 || model != "planner-model" {
+		t.Errorf("the planner role's provider got %d plan requests for model %q, want 1 for planner-model", n, model)
+	}
+	if n, _ := asked(main); n != 0 {
+		t.Errorf("the default provider got %d plan requests", n)
+	}
+	c.call("run/cancel", map[string]any{"runId": id})
+}

@@ -255,3 +255,36 @@ func TestThreadStartReportsSandboxSettings(t *testing.T) {
 		t.Errorf("read-only thread/start sandbox = %v, want readOnly with network", got)
 	}
 }
+
+// TestThreadModelProvider: thread/start's modelProvider picks the provider
+// the thread's turns go to, for a model the catalog does not list (an
+// editor's model picker over several servers); resume keeps it.
+func TestThreadModelProvider(t *testing.T) {
+	t.Parallel()
+	main := startModel(t, scripted.Rule{Match: "hello", Steps: []scripted.Step{{Text: "from the default provider"}}})
+	local := startModel(t, scripted.Rule{Match: "hello", Steps: []scripted.Step{{Text: "from the local provider"}}})
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	text := fmt.Sprintf("[providers.local]\nbase_url = %q\nwire = \"chat\"\n", local.URL()+"/v1")
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, main, options{args: []string{"--config", cfg}, inProcess: true})
+	start := c.call("thread/start", map[string]any{"cwd": t.TempDir(), "model": "qwen-local", "modelProvider": "local"})
+	if start.str("modelProvider") != "local" || start.str("model") != "qwen-local" {
+		t.Errorf("thread/start = model %q provider %q, want qwen-local on local", start.str("model"), start.str("modelProvider"))
+	}
+	threadID := start.str("thread.id")
+	c.runTurn(threadID, "hello")
+	if n := len(modelRequests(main)); n != 0 {
+		t.Errorf("the default provider got %d requests", n)
+	}
+	reqs := modelRequests(local)
+	if len(reqs) != 1 || reqs[0].Wire != scripted.WireChat || !strings.Contains(string(reqs[0].Body), `"qwen-local"`) {
+		t.Fatalf("the local provider got %d requests (want 1, chat, for qwen-local)", len(reqs))
+	}
+	resume := c.call("thread/resume", map[string]any{"threadId": threadID})
+	if resume.str("modelProvider") != "local" {
+		t.Errorf("thread/resume modelProvider = %q, want local", resume.str("modelProvider"))
+	}
+	c.callErr("thread/start", map[string]any{"cwd": t.TempDir(), "model": "x", "modelProvider": "nowhere"}, -32602, "nowhere")
+}

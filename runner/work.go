@@ -94,11 +94,17 @@ func call[P, R any](ctx context.Context, fn func(context.Context, P, session.Rep
 func str(s string) *string { return &s }
 
 // startThread starts a thread in the run's worktree.
-func (x *run) startThread(ctx context.Context, cfg runs.Config, sandboxMode protocol.SandboxMode, approval protocol.ApprovalPolicy, model *string, dev string, readOnly, ephemeral bool) (string, error) {
+func (x *run) startThread(ctx context.Context, cfg runs.Config, sandboxMode protocol.SandboxMode, approval protocol.ApprovalPolicy, role string, model *string, dev string, readOnly, ephemeral bool) (string, error) {
 	p := protocol.ThreadStartParams{ThreadSettings: protocol.ThreadSettings{
 		Cwd: str(cfg.Worktree), Sandbox: &sandboxMode, ApprovalPolicy: &protocol.AskForApproval{Mode: approval},
 		Model: model, DeveloperInstructions: str(dev),
 	}}
+	// The role's provider ([roles.NAME] provider), kept when the run's
+	// request names another model; a catalog entry's own provider still
+	// wins when the turn resolves the model (config.ResolveThreadModel).
+	if r, ok := x.rn.opts.Config.Roles[role]; ok && r.Provider != "" {
+		p.ModelProvider = &r.Provider
+	}
 	if readOnly {
 		p.Config = map[string]any{"default_permissions": ":read-only"}
 	}
@@ -201,7 +207,7 @@ func (x *run) plan(ctx context.Context, cfg runs.Config, e runs.StartPlanner) er
 	thread := e.ThreadID
 	if thread == "" {
 		var err error
-		thread, err = x.startThread(ctx, cfg, protocol.SandboxReadOnly, protocol.ApprovalNever, cfg.Models.Planner, plannerInstructions, true, false)
+		thread, err = x.startThread(ctx, cfg, protocol.SandboxReadOnly, protocol.ApprovalNever, "planner", cfg.Models.Planner, plannerInstructions, true, false)
 		if err != nil {
 			return err
 		}
@@ -283,7 +289,7 @@ func (x *run) implement(ctx context.Context, cfg runs.Config, e runs.StartTask) 
 	fresh := thread == ""
 	if fresh {
 		var err error
-		thread, err = x.startThread(ctx, cfg, protocol.SandboxWorkspaceWrite, policy, cfg.Models.Implementer, implementerInstructions, false, false)
+		thread, err = x.startThread(ctx, cfg, protocol.SandboxWorkspaceWrite, policy, "implementer", cfg.Models.Implementer, implementerInstructions, false, false)
 		if err != nil {
 			return err
 		}
@@ -449,7 +455,7 @@ func (x *run) review(ctx context.Context, cfg runs.Config, t protocol.RunTask) (
 	if len(diff) > 60<<10 {
 		diff = diff[:60<<10] + "\n… (diff cut at 60 KiB)\n"
 	}
-	thread, err := x.startThread(ctx, cfg, protocol.SandboxReadOnly, protocol.ApprovalNever, cfg.Models.Validator, validatorInstructions, true, true)
+	thread, err := x.startThread(ctx, cfg, protocol.SandboxReadOnly, protocol.ApprovalNever, "validator", cfg.Models.Validator, validatorInstructions, true, true)
 	if err != nil {
 		return false, "", err
 	}

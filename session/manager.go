@@ -237,6 +237,9 @@ func (m *Manager) resolveSettings(base threadSettings, o protocol.ThreadSettings
 		s.Model = *o.Model
 	}
 	if o.ModelProvider != nil && *o.ModelProvider != "" {
+		if _, ok := m.opts.Config.Providers[*o.ModelProvider]; !ok {
+			return s, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: unknown modelProvider `%s`", *o.ModelProvider)
+		}
 		s.Provider = *o.ModelProvider
 	}
 	if o.ApprovalPolicy != nil {

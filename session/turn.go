@@ -166,7 +166,7 @@ func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 		mode := protocol.SandboxModeFor(*p.SandboxPolicy)
 		setSetting(&t.settings.Sandbox, &mode, &changed)
 	}
-	modelName, provider, err := t.m.opts.Config.ResolveModel("", t.settings.Model)
+	modelName, provider, err := t.m.opts.Config.ResolveThreadModel(t.settings.Model, t.settings.Provider)
 	if err != nil {
 		return nil, protocol.Errorf(protocol.ErrInvalidRequest, "model: %v", err)
 	}

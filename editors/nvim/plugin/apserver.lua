@@ -26,6 +26,7 @@ cmd("ApserverNew", function() app().new() end, { desc = "apserver: new thread an
 cmd("ApserverThreads", function() app().threads() end, { desc = "apserver: pick a thread and resume it" })
 cmd("ApserverInterrupt", function() app().interrupt() end, { desc = "apserver: interrupt the running turn" })
 cmd("ApserverSteer", function(o) app().steer(o.args) end, { nargs = "+", desc = "apserver: steer the running turn" })
+cmd("ApserverCompact", function() app().compact() end, { desc = "apserver: compact the thread's context now" })
 cmd("ApserverUndo", function(o) app().undo(o.bang) end, { bang = true, desc = "apserver: revert the last turn (files too)" })
 cmd("ApserverLog", function() app().open_log() end, { desc = "apserver: show apserver's stderr" })
 cmd("ApserverDiff", function() app().diff() end, { desc = "apserver: the turn's diff and its files in quickfix" })

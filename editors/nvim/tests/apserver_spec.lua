@@ -140,6 +140,24 @@ describe("chat against apserver", function()
     assert.is_true(ticks < 2000, "the stream was cut short: " .. ticks .. " of 2000")
   end)
 
+  it("compacts the context with :ApserverCompact and goes on from the summary", function()
+    local chat = h.new_chat()
+    h.send(chat, "long story")
+    h.wait(function()
+      return chat.turn_id == nil and chat:text():find("a long story", 1, true) ~= nil
+    end, 15000, "the long answer")
+    vim.api.nvim_set_current_win(chat:window())
+    vim.cmd("ApserverCompact")
+    h.wait(h.contains(chat, "⇣ context compacted"), 15000, "the compaction")
+    h.wait(function()
+      return chat.turn_id == nil and chat.turn_status == "completed"
+    end, 15000, "the compaction turn")
+    -- the chat keeps what was compacted; the next turn goes on as usual
+    assert.truthy(chat:text():find("a long story", 1, true))
+    h.send(chat, "and then?")
+    h.wait(h.contains(chat, "hello there, this answer"), 15000, "the next answer")
+  end)
+
   it("steers a running turn with :ApserverSteer", function()
     local chat = h.new_chat()
     h.send(chat, "slow please")

@@ -20,6 +20,10 @@ end
 -- the last user message.
 M.SCRIPT = {
   rules = {
+    -- apserver's compaction summary request (its transcript quotes the
+    -- other rules' words, so this rule comes first)
+    { match = "Compaction request:", steps = { { text = "## Task\nTell a long story.\n## Done\n[completed] The long story." } } },
+    { match = "long story", steps = { { text = string.rep("a long story, ", 2000) } } },
     { match = "run tests", steps = {
       { text = "I'll run them.", tool_calls = { { name = "exec_command", arguments = { cmd = "touch note.txt && echo made it" } } } },
       { text = "All done." },

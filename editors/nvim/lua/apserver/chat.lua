@@ -360,6 +360,7 @@ function Chat:on_notification(method, p)
     else
       if method == "item/completed" then
         self:_drop_approval(item.id)
+        item._done = true
       end
       self:render_item(item)
     end

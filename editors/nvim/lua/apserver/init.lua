@@ -353,6 +353,22 @@ function M.interrupt(chat)
   end)
 end
 
+-- M.compact asks apserver to compact the thread's context now
+-- (thread/compact/start): a running turn is replaced by the compaction.
+function M.compact(chat)
+  chat = chat or need_chat()
+  if not chat then
+    return
+  end
+  with_client(function(c)
+    c:request("thread/compact/start", { threadId = chat.thread_id }, function(err)
+      if err then
+        chat:note("⚠ thread/compact/start: " .. (err.message or "?"))
+      end
+    end)
+  end)
+end
+
 -- M.undo reverts the thread's last turn (files included), asking before
 -- overwriting files changed outside apserver.
 function M.undo(force)

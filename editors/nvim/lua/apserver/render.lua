@@ -142,6 +142,8 @@ function M.item(item, approval, keys)
     table.insert(out, ("⚙ %s %s %s"):format(nn(item.tool) or "tool", a, status_mark[st] or st))
   elseif t == "plan" then
     indent(split(nn(item.text) or ""), "  ", out)
+  elseif t == "contextCompaction" then
+    table.insert(out, item._done and "⇣ context compacted" or "⇣ compacting the context…")
   else
     table.insert(out, "· " .. tostring(t))
   end

@@ -657,6 +657,7 @@ export class Controller implements vscode.Disposable {
 
   async send(text: string): Promise<void> {
     if (text.trim() === "") return;
+    if (text.trim() === "/compact") return this.compact(); // as in Codex's TUI
     const client = await this.rpc();
     const threadId = this.state.activeThreadId ?? (await this.newThread());
     const conv = this.state.conversations[threadId];
@@ -707,6 +708,21 @@ export class Controller implements vscode.Disposable {
     void vscode.window.showInformationMessage(
       restored.length ? `Undone; restored ${restored.join(", ")}.` : "Undone; no files needed restoring.",
     );
+  }
+
+  /**
+   * Compacts the active thread's context now (thread/compact/start): the
+   * model goes on from a summary of the older turns, which the panel keeps
+   * showing. A running turn is replaced by the compaction.
+   */
+  async compact(): Promise<void> {
+    const tid = this.state.activeThreadId;
+    if (!tid) {
+      void vscode.window.showInformationMessage("apserver: no thread to compact.");
+      return;
+    }
+    const client = await this.rpc();
+    await client.request("thread/compact/start", { threadId: tid });
   }
 
   async interrupt(): Promise<void> {

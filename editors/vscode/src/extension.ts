@@ -116,6 +116,7 @@ export function activate(context: vscode.ExtensionContext): Controller {
     vscode.commands.registerCommand("apserver.archiveThread", run(() => ctl.archiveThread())),
     vscode.commands.registerCommand("apserver.send", run(() => ctl.sendCommand())),
     vscode.commands.registerCommand("apserver.interrupt", run(() => ctl.interrupt())),
+    vscode.commands.registerCommand("apserver.compact", run(() => ctl.compact())),
     vscode.commands.registerCommand("apserver.toggleFullAuto", run(() => ctl.toggleFullAuto())),
     vscode.commands.registerCommand("apserver.fullAutoPause", run(() => ctl.fullAutoAction("pause"))),
     vscode.commands.registerCommand("apserver.fullAutoResume", run(() => ctl.fullAutoAction("resume"))),

@@ -367,6 +367,7 @@ export interface ClientRequests {
   };
   "turn/steer": { params: { threadId: string; expectedTurnId: string; input: UserInput[] }; result: { turnId: string } };
   "turn/interrupt": { params: { threadId: string; turnId: string }; result: Record<string, never> };
+  "thread/compact/start": { params: { threadId: string }; result: Record<string, never> };
   "model/list": { params: { limit?: number }; result: { data: { id: string; model: string; displayName?: string }[] } };
   "fullAuto/start": {
     params: { threadId: string; objective?: string; budgets?: FullAutoBudgets; approvals?: FullAutoApprovals };

@@ -246,6 +246,19 @@ describe("activate() with a stub vscode", () => {
     assert.match(statusBarText({ ...base, fullAuto: {} }).text, /apserver/);
   });
 
+  test("Compact Context, and /compact in the composer, run a compaction turn", async () => {
+    const tid = ctl.state.activeThreadId;
+    const compactions = () =>
+      ctl.state.conversations[tid].turns.filter((x) => x.status === "completed" && x.items.some((i) => i.type === "contextCompaction")).length;
+    const before = compactions();
+    await stub.rec.commands.get("apserver.compact")();
+    await until(() => compactions() === before + 1, 15000, "a completed compaction turn");
+    view.webview.deliver({ type: "send", text: "/compact" });
+    await until(() => compactions() === before + 2, 15000, "a second compaction turn, from the composer");
+    // "/compact" is a command, not a message to the model
+    assert.ok(!ctl.state.conversations[tid].turns.some((x) => x.items.some((i) => i.type === "userMessage" && JSON.stringify(i).includes("/compact"))));
+  });
+
   test("Restart Server brings a fresh process and rejoins the thread", async () => {
     const pid = ctl.clientForTests.pid;
     await stub.rec.commands.get("apserver.restartServer")();

@@ -302,19 +302,25 @@ function M.resume(thread_id, cb)
   end)
 end
 
+-- tell sends a request about chat's thread whose only answer that matters
+-- is an error, which the chat then shows.
+local function tell(chat, method, params)
+  with_client(function(c)
+    c:request(method, params, function(err)
+      if err then
+        chat:note("⚠ " .. method .. ": " .. (err.message or "?"))
+      end
+    end)
+  end)
+end
+
 local function text_input(text)
   return { { type = "text", text = text, text_elements = {} } }
 end
 
 -- M.send starts a turn (on a busy thread apserver steers the running turn).
 function M.send(chat, text)
-  with_client(function(c)
-    c:request("turn/start", { threadId = chat.thread_id, input = text_input(text) }, function(err)
-      if err then
-        chat:note("⚠ turn/start: " .. (err.message or "?"))
-      end
-    end)
-  end)
+  tell(chat, "turn/start", { threadId = chat.thread_id, input = text_input(text) })
 end
 
 function M.steer(text)
@@ -326,13 +332,7 @@ function M.steer(text)
     notify("no turn is running; the text is sent as a new turn")
     return M.send(chat, text)
   end
-  with_client(function(c)
-    c:request("turn/steer", { threadId = chat.thread_id, expectedTurnId = chat.turn_id, input = text_input(text) }, function(err)
-      if err then
-        chat:note("⚠ turn/steer: " .. (err.message or "?"))
-      end
-    end)
-  end)
+  tell(chat, "turn/steer", { threadId = chat.thread_id, expectedTurnId = chat.turn_id, input = text_input(text) })
 end
 
 function M.interrupt(chat)
@@ -344,13 +344,7 @@ function M.interrupt(chat)
     notify("no turn is running")
     return
   end
-  with_client(function(c)
-    c:request("turn/interrupt", { threadId = chat.thread_id, turnId = chat.turn_id }, function(err)
-      if err then
-        chat:note("⚠ turn/interrupt: " .. (err.message or "?"))
-      end
-    end)
-  end)
+  tell(chat, "turn/interrupt", { threadId = chat.thread_id, turnId = chat.turn_id })
 end
 
 -- M.compact asks apserver to compact the thread's context now
@@ -360,13 +354,7 @@ function M.compact(chat)
   if not chat then
     return
   end
-  with_client(function(c)
-    c:request("thread/compact/start", { threadId = chat.thread_id }, function(err)
-      if err then
-        chat:note("⚠ thread/compact/start: " .. (err.message or "?"))
-      end
-    end)
-  end)
+  tell(chat, "thread/compact/start", { threadId = chat.thread_id })
 end
 
 -- M.undo reverts the thread's last turn (files included), asking before

@@ -615,7 +615,8 @@ func TestCompactionOnOverflow(t *testing.T) {
 	)
 	c := newClient(t, model, options{inProcess: true})
 	threadID, _ := c.startThread("never")
-	c.runTurn(threadID, "first question")
+	_, firstDone := c.runTurn(threadID, "first question")
+	first := firstDone.str("turn.id")
 
 	_, second := c.startTurn(threadID, "second question")
 	done := c.turnDone(second)
@@ -648,6 +649,13 @@ func TestCompactionOnOverflow(t *testing.T) {
 	}
 	if n := len(c.find("item/completed", itemOfType(fifth, "contextCompaction"))); n != 1 {
 		t.Errorf("%d contextCompaction items before the grown request, want 1 (the learned window)", n)
+	}
+	// The client's context meter knows the window too, once learned.
+	if u := c.find("thread/tokenUsage/updated", forTurn(first)); len(u) == 0 || u[0].get("tokenUsage.modelContextWindow") != nil {
+		t.Errorf("before the refusal the window is unknown: %v", u)
+	}
+	if u := c.find("thread/tokenUsage/updated", forTurn(fifth)); len(u) == 0 || u[0].get("tokenUsage.modelContextWindow") == nil {
+		t.Errorf("after the refusal thread/tokenUsage/updated has no modelContextWindow: %v", u)
 	}
 
 	_, third := c.startTurn(threadID, "third question")

@@ -561,7 +561,7 @@ func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 }
 
 func (t *thread) contextWindow(name string) *int64 {
-	if w := t.m.opts.Config.ContextWindow(name); w > 0 {
+	if w, _ := t.compactLimits(name); w > 0 { // configured, built in, or learned from a refusal
 		return ptr(w)
 	}
 	return nil

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -268,4 +269,42 @@ func testCommandNever(t *testing.T, wire string) {
 	if final.Seq < cDone.Seq || done.str("turn.status") != "completed" {
 		t.Errorf("final message #%d vs command completed #%d; turn status %q", final.Seq, cDone.Seq, done.str("turn.status"))
 	}
+}
+
+// TestTurnReasoningSummary: turn/start's summary is the reasoning summary
+// asked of the model (Responses `reasoning.summary`), sticking for later
+// turns like the effort; "none" asks for none; an unknown value is -32602.
+func TestTurnReasoningSummary(t *testing.T) {
+	t.Parallel()
+	model := startModel(t)
+	c := newClient(t, model, options{inProcess: true})
+	threadID, _ := c.startThread("never")
+	reasoning := func() string {
+		reqs := modelRequests(model)
+		var body struct{ Reasoning json.RawMessage }
+		if err := json.Unmarshal(reqs[len(reqs)-1].Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		return string(body.Reasoning)
+	}
+	for _, tc := range []struct {
+		params map[string]any
+		want   string
+	}{
+		{map[string]any{"effort": "high"}, `{"effort":"high","summary":"auto"}`},
+		{map[string]any{"summary": "detailed"}, `{"effort":"high","summary":"detailed"}`},
+		{map[string]any{}, `{"effort":"high","summary":"detailed"}`},
+		{map[string]any{"summary": "none"}, `{"effort":"high"}`},
+	} {
+		p := map[string]any{"threadId": threadID, "input": textInput("hi")}
+		for k, v := range tc.params {
+			p[k] = v
+		}
+		r := c.call("turn/start", p)
+		c.turnDone(r.str("turn.id"))
+		if got := reasoning(); got != tc.want {
+			t.Errorf("after turn/start %v the request's reasoning = %s, want %s", tc.params, got, tc.want)
+		}
+	}
+	c.callErr("turn/start", map[string]any{"threadId": threadID, "input": textInput("hi"), "summary": "verbose"}, -32602, "summary")
 }

@@ -115,7 +115,14 @@ func buildResponsesRequest(req Request) openai.CreateResponseRequest {
 		r.ParallelToolCalls = &parallel
 	}
 	if req.ReasoningEffort != "" {
-		r.Reasoning = &openai.ResponseReasoning{Effort: req.ReasoningEffort, Summary: "auto"}
+		summary := req.ReasoningSummary
+		switch summary {
+		case "":
+			summary = "auto"
+		case "none":
+			summary = ""
+		}
+		r.Reasoning = &openai.ResponseReasoning{Effort: req.ReasoningEffort, Summary: summary}
 	}
 	r.Text = req.OutputSchema.responsesText()
 	return r

@@ -134,12 +134,16 @@ type Entry struct {
 
 // Request is one model call.
 type Request struct {
-	Model             string
-	Instructions      string // system prompt
-	Input             []Entry
-	Tools             []Tool
-	ReasoningEffort   string // "" = not sent
-	ParallelToolCalls bool   // only sent when Tools is non-empty
+	Model           string
+	Instructions    string // system prompt
+	Input           []Entry
+	Tools           []Tool
+	ReasoningEffort string // "" = not sent
+	// ReasoningSummary is the reasoning summary asked for with an effort
+	// (Responses wire): "auto" (also when ""), "concise", "detailed", or
+	// "none" for no summary.
+	ReasoningSummary  string
+	ParallelToolCalls bool // only sent when Tools is non-empty
 	// OutputSchema, when set, asks for structured output (see outputschema.go).
 	OutputSchema *OutputSchema
 }

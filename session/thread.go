@@ -20,6 +20,7 @@ type threadSettings struct {
 	ApprovalPolicy        protocol.ApprovalPolicy `json:"approvalPolicy"`
 	Sandbox               protocol.SandboxMode    `json:"sandbox"`
 	Effort                string                  `json:"effort,omitempty"`
+	Summary               string                  `json:"summary,omitempty"` // reasoning summary (turn/start summary)
 	BaseInstructions      string                  `json:"baseInstructions,omitempty"`
 	DeveloperInstructions string                  `json:"developerInstructions,omitempty"`
 	DisabledTools         string                  `json:"disabledTools,omitempty"` // from thread/start config (configtools.go)

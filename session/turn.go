@@ -156,6 +156,7 @@ func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 	setSetting(&t.settings.Cwd, p.Cwd, &changed)
 	setSetting(&t.settings.Model, p.Model, &changed)
 	setSetting(&t.settings.Effort, p.Effort, &changed)
+	setSetting(&t.settings.Summary, p.Summary, &changed)
 	if p.ApprovalPolicy != nil {
 		if p.ApprovalPolicy.Granular != nil {
 			return nil, protocol.Errorf(protocol.ErrInvalidRequest, "askForApproval.granular requires experimentalApi capability")
@@ -446,6 +447,7 @@ func (t *thread) sample(tr *turn) {
 		Input:             append([]model.Entry(nil), t.history...),
 		Tools:             t.agentTools(),
 		ReasoningEffort:   t.settings.Effort,
+		ReasoningSummary:  t.settings.Summary,
 		ParallelToolCalls: true,
 		OutputSchema:      tr.schema,
 	}

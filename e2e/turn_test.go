@@ -308,3 +308,36 @@ func TestTurnReasoningSummary(t *testing.T) {
 	}
 	c.callErr("turn/start", map[string]any{"threadId": threadID, "input": textInput("hi"), "summary": "verbose"}, -32602, "summary")
 }
+
+// TestClientUserMessageID: the id a client gives its message
+// (clientUserMessageId on turn/start and turn/steer) comes back as the
+// userMessage item's clientId, live and when the thread is read, so the
+// client can match the item to the message it already shows.
+func TestClientUserMessageID(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, scripted.Rule{Match: "long task", Steps: []scripted.Step{{Deltas: 10, DeltaText: "working ", StallAfter: 2}}},
+		scripted.Rule{Match: "and also", Steps: []scripted.Step{{Text: "Both done."}}})
+	c := newClient(t, model, options{inProcess: true})
+	threadID, _ := c.startThread("never")
+	r := c.call("turn/start", map[string]any{"threadId": threadID, "input": textInput("long task"), "clientUserMessageId": "cm-1"})
+	turnID := r.str("turn.id")
+	c.waitFor("item/agentMessage/delta", forTurn(turnID))
+	c.call("turn/steer", map[string]any{"threadId": threadID, "expectedTurnId": turnID, "input": textInput("and also this"), "clientUserMessageId": "cm-2"})
+	c.turnDone(turnID)
+	var got []string
+	for _, m := range c.find("item/completed", itemOfType(turnID, "userMessage")) {
+		got = append(got, m.str("item.clientId"))
+	}
+	if strings.Join(got, " ") != "cm-1 cm-2" {
+		t.Errorf("userMessage clientIds = %q, want cm-1 cm-2", got)
+	}
+	read := c.call("thread/read", map[string]any{"threadId": threadID, "includeTurns": true})
+	if !strings.Contains(read.Raw, `"clientId":"cm-1"`) || !strings.Contains(read.Raw, `"clientId":"cm-2"`) {
+		t.Errorf("thread/read lost the clientIds: %s", read.Raw)
+	}
+	c.runTurn(threadID, "no id")
+	items := c.find("item/completed", func(m *message) bool { return m.str("item.type") == "userMessage" })
+	if last := items[len(items)-1]; last.get("item.clientId") != nil {
+		t.Errorf("a message sent without an id has clientId %v", last.get("item.clientId"))
+	}
+}

@@ -282,7 +282,7 @@ func (t *thread) beginRunTurn(in fullauto.TurnInput) error {
 	if err != nil {
 		return err
 	}
-	t.runTurn(tr, input, &in)
+	t.runTurn(tr, userInput{content: input}, &in)
 	return nil
 }
 

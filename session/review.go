@@ -108,7 +108,7 @@ func (t *thread) startReview(p protocol.ReviewStartParams, reply Reply) {
 		t.failTurn(tr, err)
 		return
 	}
-	if err := t.userMessage(tr, input); err != nil {
+	if err := t.userMessage(tr, userInput{content: input}); err != nil {
 		t.failTurn(tr, err)
 		return
 	}

@@ -64,7 +64,7 @@ type turn struct {
 	calls        []model.ToolCall // tool calls of the last response, not yet run
 
 	// pendingInput is steered input not yet given to the model.
-	pendingInput [][]protocol.UserInput
+	pendingInput []userInput
 	// requests are server requests waiting for an answer.
 	requests []int64
 
@@ -123,7 +123,7 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 			return
 		}
 		// Codex: turn/start on a busy thread steers the active turn.
-		tr.pendingInput = append(tr.pendingInput, p.Input)
+		tr.pendingInput = append(tr.pendingInput, userInput{p.Input, p.ClientUserMessage})
 		reply(protocol.TurnResult{Turn: tr.wire(protocol.ItemsNotLoaded)}, nil)
 		t.consumeSteerIfSampling(tr)
 		return
@@ -135,7 +135,7 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 	}
 	t.applyMode(tr, p.CollaborationMode) // planmode.go
 	reply(protocol.TurnResult{Turn: tr.wire(protocol.ItemsNotLoaded)}, nil)
-	t.runTurn(tr, p.Input, nil)
+	t.runTurn(tr, userInput{p.Input, p.ClientUserMessage}, nil)
 }
 
 // setSetting sets *dst to a non-empty *v and notes whether that changed it.
@@ -226,7 +226,7 @@ func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 
 // runTurn announces a turn beginTurn made and starts it with the user's
 // input, or a full-auto run's (auto).
-func (t *thread) runTurn(tr *turn, user []protocol.UserInput, auto *fullauto.TurnInput) {
+func (t *thread) runTurn(tr *turn, user userInput, auto *fullauto.TurnInput) {
 	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
 	started := tr.wire(protocol.ItemsNotLoaded)
 	started.StartedAt = ptr(tr.started.Unix())
@@ -236,7 +236,7 @@ func (t *thread) runTurn(tr *turn, user []protocol.UserInput, auto *fullauto.Tur
 		t.failTurn(tr, err)
 		return
 	}
-	if len(user) > 0 {
+	if len(user.content) > 0 {
 		if err := t.userMessage(tr, user); err != nil {
 			t.failTurn(tr, err)
 			return
@@ -271,7 +271,7 @@ func (t *thread) steer(p protocol.TurnSteerParams, reply Reply) {
 		reply(nil, notSteerable(tr.kind))
 		return
 	}
-	tr.pendingInput = append(tr.pendingInput, p.Input)
+	tr.pendingInput = append(tr.pendingInput, userInput{p.Input, p.ClientUserMessage})
 	reply(protocol.TurnSteerResult{TurnID: tr.id}, nil)
 	t.consumeSteerIfSampling(tr)
 }
@@ -352,10 +352,19 @@ func (t *thread) abandonTurn() {
 	}
 }
 
+// userInput is a client's input for a turn and the id the client gave
+// its message (clientUserMessageId), which the userMessage item carries
+// as clientId so that the client can match it to what it showed.
+type userInput struct {
+	content  []protocol.UserInput
+	clientID *string
+}
+
 // userMessage records user input as a userMessage item.
-func (t *thread) userMessage(tr *turn, in []protocol.UserInput) error {
+func (t *thread) userMessage(tr *turn, u userInput) error {
 	t.compactStreak = 0 // real user input; full auto's hidden input is not (compact.go)
-	item := protocol.UserMessageItem{ID: t.uniqueItemID(""), Content: in}
+	in := u.content
+	item := protocol.UserMessageItem{ID: t.uniqueItemID(""), ClientID: u.clientID, Content: in}
 	now := t.m.clock.Now()
 	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: now.UnixMilli()})
 	images, err := inputImages(in) // images.go

@@ -183,13 +183,6 @@ func (p *TurnStartParams) Validate() error {
 			return Errorf(ErrInvalidParams, "Invalid params: unknown sandboxPolicy type `%s`", p.SandboxPolicy.Type)
 		}
 	}
-	if p.Summary != nil {
-		switch *p.Summary {
-		case "auto", "concise", "detailed", "none":
-		default:
-			return Errorf(ErrInvalidParams, "Invalid params: unknown summary `%s`, expected one of auto, concise, detailed, none", *p.Summary)
-		}
-	}
 	return validateInput(p.Input, p.Input != nil)
 }
 

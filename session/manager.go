@@ -237,10 +237,7 @@ func (m *Manager) resolveSettings(base threadSettings, o protocol.ThreadSettings
 		s.Model = *o.Model
 	}
 	if o.ModelProvider != nil && *o.ModelProvider != "" {
-		if _, ok := m.opts.Config.Providers[*o.ModelProvider]; !ok {
-			return s, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: unknown modelProvider `%s`", *o.ModelProvider)
-		}
-		s.Provider = *o.ModelProvider
+		s.Provider = *o.ModelProvider // checked by ValidateThreadSettings
 	}
 	if o.ApprovalPolicy != nil {
 		if o.ApprovalPolicy.Granular != nil {

@@ -22,7 +22,8 @@ import (
 // starts without an error on screen, a prompt streams an answer, an
 // approval offers Codex's choices and y runs the command, Esc interrupts,
 // `!cmd` runs the user's command, Shift+Tab plans (a proposed plan), /review
-// reviews the uncommitted changes, /quit exits, and `codex --remote …
+// reviews the uncommitted changes, /compact compacts (the next request
+// starts from the summary), /quit exits, and `codex --remote …
 // resume <id>` shows the conversation.
 // Every message of the runs is checked against the schemas. Set
 // APSERVER_TUI_CAPTURES=DIR to keep the screens.
@@ -48,14 +49,16 @@ func TestCodexTUI(t *testing.T) {
 	t.Run("ws", func(t *testing.T) {
 		tok := tokenFile(t)
 		dir, _ := reviewRepo(t) // a repository with a change, for /review
-		l := startListener(t, tuiModel(t), dir, "ws://127.0.0.1:0", "--ws-auth", "capability-token", "--ws-token-file", tok)
-		runTUI(t, codex, l, dir, true)
+		model := tuiModel(t)
+		l := startListener(t, model, dir, "ws://127.0.0.1:0", "--ws-auth", "capability-token", "--ws-token-file", tok)
+		runTUI(t, codex, model, l, dir, true)
 	})
 	t.Run("unix", func(t *testing.T) {
 		dir, _ := reviewRepo(t)
 		sock := filepath.Join(t.TempDir(), "aps.sock")
-		l := startListener(t, tuiModel(t), dir, "unix://"+sock)
-		runTUI(t, codex, l, dir, false)
+		model := tuiModel(t)
+		l := startListener(t, model, dir, "unix://"+sock)
+		runTUI(t, codex, model, l, dir, false)
 	})
 }
 
@@ -64,8 +67,11 @@ func TestCodexTUI(t *testing.T) {
 // then the test's prompts.
 func tuiModel(t *testing.T) *scripted.Server {
 	return startModel(t,
+		// /compact's summary request quotes the whole conversation: first.
+		scripted.Rule{Match: compactMarker, Steps: []scripted.Step{{Text: "## Task\nThe TUI session.\n## Done\n[completed] TUI-SUMMARY of the session."}}},
 		scripted.Rule{Match: "single-line task title", Steps: []scripted.Step{{Text: `{"title":"Scripted title"}`}}},
 		scripted.Rule{Match: "say hello", Steps: []scripted.Step{{Text: "Hello from the scripted model."}}},
+		scripted.Rule{Match: "tell me everything", Steps: []scripted.Step{{Text: strings.Repeat("EVERYTHING-DETAIL and more. ", 400) + "END-OF-EVERYTHING"}}},
 		scripted.Rule{Match: "make the marker", Steps: []scripted.Step{
 			{Text: "Making it.", ToolCalls: []scripted.ToolCall{{Name: "exec_command",
 				Arguments: `{"cmd":"touch tui-marker","sandbox_permissions":"require_escalated","justification":"the marker goes outside the sandbox"}`}}},
@@ -167,7 +173,7 @@ func (u *tui) start(codex, dir string, env []string, args ...string) {
 
 var errorLine = regexp.MustCompile(`(?i)error|method not found|failed|older than`)
 
-func runTUI(t *testing.T, codex string, l *listener, dir string, token bool) {
+func runTUI(t *testing.T, codex string, model *scripted.Server, l *listener, dir string, token bool) {
 	home := t.TempDir()
 	if err := os.Mkdir(filepath.Join(home, ".codex"), 0o700); err != nil {
 		t.Fatal(err)
@@ -269,6 +275,24 @@ func runTUI(t *testing.T, codex string, l *listener, dir string, token bool) {
 	u.tmux("send-keys", "-t", "tui", "Down")
 	u.tmux("send-keys", "-t", "tui", "Enter")
 	noErrors("after the review", u.waitText("the review", "the value regressed"))
+
+	// /compact: thread/compact/start; the TUI shows the compaction, and
+	// the next turn's request starts from the summary (a long answer first,
+	// so that there is something to compact).
+	u.typeLine("tell me everything")
+	u.waitText("the long answer", "END-OF-EVERYTHING")
+	u.typeLine("/compact")
+	noErrors("after /compact", u.waitText("the compaction", "Context compacted"))
+	u.typeLine("say hello again")
+	u.waitScreen("the answer after the compaction", func(s string) bool {
+		return strings.Count(s, "Hello from the scripted model.") >= 1 && strings.Contains(s, "say hello again") &&
+			strings.Index(s, "Hello from the scripted model.") > strings.Index(s, "say hello again")
+	})
+	reqs := modelRequests(model)
+	if last := string(reqs[len(reqs)-1].Body); !strings.Contains(last, "TUI-SUMMARY") || strings.Contains(last, "EVERYTHING-DETAIL") {
+		t.Errorf("the request after /compact does not start from the summary (has it: %v; still holds the long answer: %v)",
+			strings.Contains(last, "TUI-SUMMARY"), strings.Contains(last, "EVERYTHING-DETAIL"))
+	}
 
 	u.typeLine("/quit")
 	u.waitText("the exit after resume", "EXITED 0")

@@ -341,3 +341,50 @@ func TestClientUserMessageID(t *testing.T) {
 		t.Errorf("a message sent without an id has clientId %v", last.get("item.clientId"))
 	}
 }
+
+// TestServiceTier: thread/start's and turn/start's serviceTier is the
+// service_tier of the model requests (both wires), reported by the
+// thread's result and sticking for later turns; unset, none is sent.
+func TestServiceTier(t *testing.T) {
+	t.Parallel()
+	for _, wire := range []string{"responses", "chat"} {
+		t.Run(wire, func(t *testing.T) {
+			t.Parallel()
+			model := startModel(t)
+			c := newClient(t, model, options{wire: wire, inProcess: true})
+			tier := func() any {
+				reqs := modelRequests(model)
+				var body map[string]any
+				if err := json.Unmarshal(reqs[len(reqs)-1].Body, &body); err != nil {
+					t.Fatal(err)
+				}
+				return body["service_tier"]
+			}
+			plain := c.call("thread/start", map[string]any{"cwd": t.TempDir()})
+			if plain.get("serviceTier") != nil {
+				t.Errorf("thread/start without a tier reports %v", plain.get("serviceTier"))
+			}
+			c.runTurn(plain.str("thread.id"), "hi")
+			if got := tier(); got != nil {
+				t.Errorf("a thread without a tier sent service_tier %v", got)
+			}
+			start := c.call("thread/start", map[string]any{"cwd": t.TempDir(), "serviceTier": "flex"})
+			if start.str("serviceTier") != "flex" {
+				t.Errorf("thread/start serviceTier = %v, want flex", start.get("serviceTier"))
+			}
+			threadID := start.str("thread.id")
+			c.runTurn(threadID, "hi")
+			if got := tier(); got != "flex" {
+				t.Errorf("service_tier = %v, want flex", got)
+			}
+			c.turnDone(c.startTurnWith(threadID, map[string]any{"serviceTier": "priority"}))
+			if got := tier(); got != "priority" {
+				t.Errorf("after turn/start serviceTier priority: service_tier = %v", got)
+			}
+			c.runTurn(threadID, "again")
+			if got := tier(); got != "priority" {
+				t.Errorf("the turn's tier did not stick: service_tier = %v", got)
+			}
+		})
+	}
+}

@@ -98,6 +98,7 @@ func buildChatRequest(req Request) openai.ChatCompletionRequest {
 		r.ParallelToolCalls = req.ParallelToolCalls
 	}
 	r.ReasoningEffort = req.ReasoningEffort
+	r.ServiceTier = openai.ServiceTier(req.ServiceTier)
 	r.ResponseFormat = req.OutputSchema.chatFormat()
 	return r
 }

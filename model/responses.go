@@ -125,6 +125,7 @@ func buildResponsesRequest(req Request) openai.CreateResponseRequest {
 		r.Reasoning = &openai.ResponseReasoning{Effort: req.ReasoningEffort, Summary: summary}
 	}
 	r.Text = req.OutputSchema.responsesText()
+	r.ServiceTier = req.ServiceTier
 	return r
 }
 

@@ -142,7 +142,10 @@ type Request struct {
 	// ReasoningSummary is the reasoning summary asked for with an effort
 	// (Responses wire): "auto" (also when ""), "concise", "detailed", or
 	// "none" for no summary.
-	ReasoningSummary  string
+	ReasoningSummary string
+	// ServiceTier is the provider's processing tier ("flex", "priority",
+	// …); "" = not sent.
+	ServiceTier       string
 	ParallelToolCalls bool // only sent when Tools is non-empty
 	// OutputSchema, when set, asks for structured output (see outputschema.go).
 	OutputSchema *OutputSchema

@@ -239,6 +239,9 @@ func (m *Manager) resolveSettings(base threadSettings, o protocol.ThreadSettings
 	if o.ModelProvider != nil && *o.ModelProvider != "" {
 		s.Provider = *o.ModelProvider // checked by ValidateThreadSettings
 	}
+	if o.ServiceTier != nil {
+		s.ServiceTier = *o.ServiceTier
+	}
 	if o.ApprovalPolicy != nil {
 		if o.ApprovalPolicy.Granular != nil {
 			return s, protocol.Errorf(protocol.ErrInvalidRequest, "askForApproval.granular requires experimentalApi capability")

@@ -21,6 +21,7 @@ type threadSettings struct {
 	Sandbox               protocol.SandboxMode    `json:"sandbox"`
 	Effort                string                  `json:"effort,omitempty"`
 	Summary               string                  `json:"summary,omitempty"` // reasoning summary (turn/start summary)
+	ServiceTier           string                  `json:"serviceTier,omitempty"`
 	BaseInstructions      string                  `json:"baseInstructions,omitempty"`
 	DeveloperInstructions string                  `json:"developerInstructions,omitempty"`
 	DisabledTools         string                  `json:"disabledTools,omitempty"` // from thread/start config (configtools.go)
@@ -446,6 +447,7 @@ func (t *thread) sessionResult() protocol.ThreadSessionResult {
 		Thread:             t.wire(false),
 		Model:              t.settings.Model,
 		ModelProvider:      t.settings.Provider,
+		ServiceTier:        optional(t.settings.ServiceTier),
 		Cwd:                t.settings.Cwd,
 		ApprovalPolicy:     protocol.AskForApproval{Mode: t.settings.ApprovalPolicy},
 		ApprovalsReviewer:  "user",
@@ -514,4 +516,12 @@ func (t *thread) withTurns(res protocol.ThreadSessionResult, want bool, wrap fun
 			}
 		}
 	}()
+}
+
+// optional is s, or nil when it is empty (a wire field that is null when unset).
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

@@ -157,6 +157,7 @@ func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 	setSetting(&t.settings.Model, p.Model, &changed)
 	setSetting(&t.settings.Effort, p.Effort, &changed)
 	setSetting(&t.settings.Summary, p.Summary, &changed)
+	setSetting(&t.settings.ServiceTier, p.ServiceTier, &changed)
 	if p.ApprovalPolicy != nil {
 		if p.ApprovalPolicy.Granular != nil {
 			return nil, protocol.Errorf(protocol.ErrInvalidRequest, "askForApproval.granular requires experimentalApi capability")
@@ -457,6 +458,7 @@ func (t *thread) sample(tr *turn) {
 		Tools:             t.agentTools(),
 		ReasoningEffort:   t.settings.Effort,
 		ReasoningSummary:  t.settings.Summary,
+		ServiceTier:       t.settings.ServiceTier,
 		ParallelToolCalls: true,
 		OutputSchema:      tr.schema,
 	}

@@ -385,6 +385,14 @@ func TestServiceTier(t *testing.T) {
 			if got := tier(); got != "priority" {
 				t.Errorf("the turn's tier did not stick: service_tier = %v", got)
 			}
+			// Codex's TUI sends "default" on every turn: the provider's
+			// default, so none is sent; its "fast" is the API's "priority".
+			for give, want := range map[string]any{"default": nil, "fast": "priority"} {
+				c.turnDone(c.startTurnWith(threadID, map[string]any{"serviceTier": give}))
+				if got := tier(); got != want {
+					t.Errorf("serviceTier %q: service_tier = %v, want %v", give, got, want)
+				}
+			}
 		})
 	}
 }

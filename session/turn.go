@@ -458,7 +458,7 @@ func (t *thread) sample(tr *turn) {
 		Tools:             t.agentTools(),
 		ReasoningEffort:   t.settings.Effort,
 		ReasoningSummary:  t.settings.Summary,
-		ServiceTier:       t.settings.ServiceTier,
+		ServiceTier:       requestTier(t.settings.ServiceTier),
 		ParallelToolCalls: true,
 		OutputSchema:      tr.schema,
 	}
@@ -915,4 +915,18 @@ func (t *thread) closeOpenItems(tr *turn) {
 			t.notify(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: it, ThreadID: t.id, TurnID: tr.id, CompletedAtMs: t.nowMs()})
 		}
 	}
+}
+
+// requestTier is the service_tier a thread's serviceTier asks the provider
+// for. Codex's TUI sends "default" on every turn: that, "auto" and unset
+// send none, so that providers with other tiers or none (Groq, vLLM) are
+// not asked for one they refuse; Codex's "fast" is the API's "priority".
+func requestTier(tier string) string {
+	switch tier {
+	case "", "default", "auto":
+		return ""
+	case "fast":
+		return "priority"
+	}
+	return tier
 }

@@ -46,7 +46,13 @@ func (c Config) ContextWindow(model string) int64 {
 // model_auto_compact_token_limit when that is lower (or the window is
 // unknown). 0: never automatically.
 func (c Config) AutoCompactLimit(model string) int64 {
-	limit := c.ContextWindow(model) * 9 / 10
+	return c.CompactTrigger(c.ContextWindow(model))
+}
+
+// CompactTrigger is AutoCompactLimit for a context window of window tokens
+// (0 unknown), wherever the window came from.
+func (c Config) CompactTrigger(window int64) int64 {
+	limit := window * 9 / 10
 	if l := c.ModelAutoCompactTokenLimit; l > 0 && (limit == 0 || l < limit) {
 		limit = l
 	}

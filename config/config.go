@@ -243,12 +243,18 @@ func (c Config) ResolveModel(role, override string) (string, model.Provider, err
 			provName = mi.Provider
 		}
 	}
+	return c.resolved(fmt.Sprintf("role %q", roleName(role)), modelName, provName)
+}
+
+// resolved builds provName's provider for modelName, the choice of who
+// (named in the errors).
+func (c Config) resolved(who, modelName, provName string) (string, model.Provider, error) {
 	if modelName == "" {
-		return "", model.Provider{}, fmt.Errorf("config: no model configured for role %q", roleName(role))
+		return "", model.Provider{}, fmt.Errorf("config: no model configured for %s", who)
 	}
 	pc, ok := c.Providers[provName]
 	if !ok {
-		return "", model.Provider{}, fmt.Errorf("config: role %q uses unknown provider %q", roleName(role), provName)
+		return "", model.Provider{}, fmt.Errorf("config: %s uses unknown provider %q", who, provName)
 	}
 	p, err := c.buildProvider(provName, pc)
 	return modelName, p, err
@@ -268,15 +274,7 @@ func (c Config) ResolveThreadModel(modelName, provName string) (string, model.Pr
 	if mi, ok := c.ModelInfo(modelName); ok && mi.Provider != "" {
 		provName = mi.Provider
 	}
-	if modelName == "" {
-		return "", model.Provider{}, fmt.Errorf("config: no model configured")
-	}
-	pc, ok := c.Providers[provName]
-	if !ok {
-		return "", model.Provider{}, fmt.Errorf("config: unknown provider %q", provName)
-	}
-	p, err := c.buildProvider(provName, pc)
-	return modelName, p, err
+	return c.resolved("the thread", modelName, provName)
 }
 
 func roleName(r string) string {

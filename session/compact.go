@@ -84,16 +84,13 @@ Reply with the summary only. Do not call tools.`
 // (0 unknown) and the automatic-compaction trigger (0 never).
 func (t *thread) compactLimits(modelName string) (window, trigger int64) {
 	c := t.m.opts.Config
-	window, trigger = c.ContextWindow(modelName), c.AutoCompactLimit(modelName)
+	window = c.ContextWindow(modelName)
 	if window == 0 {
 		if v, ok := t.m.learnedWindows.Load(modelName); ok {
 			window = v.(int64)
-			if trigger == 0 || window*9/10 < trigger {
-				trigger = window * 9 / 10
-			}
 		}
 	}
-	return window, trigger
+	return window, c.CompactTrigger(window)
 }
 
 // learnWindow notes that the provider refused a request of about tokens

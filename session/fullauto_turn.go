@@ -38,10 +38,11 @@ func (t *thread) responseUsage(tr *turn, last protocol.TokenUsageBreakdown) {
 // turnEnded runs right after turn/completed has been sent for tr: the run
 // sums the turn up and decides what comes next.
 func (t *thread) turnEnded(tr *turn, status string, te *protocol.TurnError) {
-	end := fullauto.TurnEnd{Summary: controller.TurnSummary{TurnID: tr.id, Status: status}, Replaced: tr.replaced}
+	end := fullauto.TurnEnd{Summary: controller.TurnSummary{TurnID: tr.id, Status: status}}
 	if t.autoRun().Active() { // only a run decides on the turn
-		end = fullauto.TurnEnd{Summary: t.summarize(tr, status, te), EndSnapshot: tr.ckpt.End, NoTools: tr.startSnap == nil, Replaced: tr.replaced}
+		end = fullauto.TurnEnd{Summary: t.summarize(tr, status, te), EndSnapshot: tr.ckpt.End, NoTools: tr.startSnap == nil}
 	}
+	end.Replaced = tr.replaced
 	t.apply(t.fsm().TurnEnded(t.nowMs(), end))
 }
 

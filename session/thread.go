@@ -438,11 +438,6 @@ func (t *thread) setName(name string, reply Reply) {
 // sessionResult is the shared body of thread/start, resume and fork results,
 // without turns (see withTurns).
 func (t *thread) sessionResult() protocol.ThreadSessionResult {
-	var effort *string
-	if t.settings.Effort != "" {
-		e := t.settings.Effort
-		effort = &e
-	}
 	return protocol.ThreadSessionResult{
 		Thread:             t.wire(false),
 		Model:              t.settings.Model,
@@ -452,7 +447,7 @@ func (t *thread) sessionResult() protocol.ThreadSessionResult {
 		ApprovalPolicy:     protocol.AskForApproval{Mode: t.settings.ApprovalPolicy},
 		ApprovalsReviewer:  "user",
 		Sandbox:            protocol.SandboxPolicyFor(t.settings.Sandbox, t.m.opts.Config.SandboxNetwork, t.m.opts.Config.SandboxWritableRoots),
-		ReasoningEffort:    effort,
+		ReasoningEffort:    optional(t.settings.Effort),
 		InstructionSources: instructionSources(t.settings.Cwd),
 	}
 }

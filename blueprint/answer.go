@@ -243,8 +243,17 @@ func resolve(d *Doc, c Chunk, lo, hi int, at *Position, heading string) (start, 
 			return h.Start, h.Level, true
 		}
 	}
-	// A plain line (documents without Markdown headings).
-	for pos := at.From; pos < c.End; {
+	// A plain line (documents without Markdown headings), from the start
+	// of a line.
+	pos := at.From
+	if pos > 0 && pos < len(d.Text) && d.Text[pos-1] != '\n' {
+		if i := strings.IndexByte(d.Text[pos:], '\n'); i >= 0 {
+			pos += i + 1
+		} else {
+			pos = len(d.Text)
+		}
+	}
+	for pos < c.End {
 		e := strings.IndexByte(d.Text[pos:c.End], '\n')
 		next := c.End
 		if e < 0 {
@@ -253,7 +262,7 @@ func resolve(d *Doc, c Chunk, lo, hi int, at *Position, heading string) (start, 
 			e += pos
 			next = e + 1
 		}
-		if line := d.Text[pos:e]; len(line) < 4*len(want)+16 && norm(line) == want {
+		if line := d.Text[pos:e]; !strings.HasPrefix(strings.TrimSpace(line), "#") && len(line) < 4*len(want)+16 && norm(line) == want {
 			at.From = pos + 1
 			return pos, 0, true
 		}

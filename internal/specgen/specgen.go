@@ -300,3 +300,35 @@ func Script(answers []ChunkPages) scripted.Script {
 	}
 	return sc
 }
+
+// Edit returns a copy of sp with a sentence added at the end of the own
+// text of each node named (by index): those sections change, every other
+// keeps its bytes; offsets after an edit move.
+func (sp *Spec) Edit(nodes ...int) *Spec {
+	out := &Spec{Words: sp.Words, Normative: sp.Normative, Nodes: append([]Node(nil), sp.Nodes...)}
+	var b strings.Builder
+	prev := 0
+	shift := 0
+	edits := map[int]bool{}
+	for _, i := range nodes {
+		edits[i] = true
+	}
+	for i := range sp.Nodes {
+		out.Nodes[i].Start += shift
+		if !edits[i] {
+			continue
+		}
+		end := len(sp.Text)
+		if i+1 < len(sp.Nodes) {
+			end = sp.Nodes[i+1].Start
+		}
+		add := fmt.Sprintf("Edited in version two (node %d).\n\n", i)
+		b.WriteString(sp.Text[prev:end])
+		b.WriteString(add)
+		prev = end
+		shift += len(add)
+	}
+	b.WriteString(sp.Text[prev:])
+	out.Text = b.String()
+	return out
+}

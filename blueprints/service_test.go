@@ -1,0 +1,441 @@
+package blueprints
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/apserver/apserver/blueprint"
+	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/internal/specgen"
+	"github.com/apserver/apserver/model/scripted"
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/store"
+)
+
+// recorder is the client: it keeps the notifications and signals each.
+type recorder struct {
+	mu    sync.Mutex
+	notes []protocol.BlueprintProgressNotification
+	ch    chan protocol.BlueprintProgressNotification
+}
+
+func (r *recorder) Notify(method string, params any) {
+	p, ok := params.(protocol.BlueprintProgressNotification)
+	if !ok {
+		return
+	}
+	r.mu.Lock()
+	r.notes = append(r.notes, p)
+	r.mu.Unlock()
+	if r.ch != nil {
+		r.ch <- p
+	}
+}
+
+type fixture struct {
+	srv    *scripted.Server
+	dbPath string
+	cfg    config.Config
+}
+
+func newFixture(t *testing.T, sc scripted.Script) *fixture {
+	t.Helper()
+	srv, err := scripted.Start(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	cfg := config.Default()
+	pc := cfg.Providers[cfg.Provider]
+	pc.BaseURL, pc.APIKey, pc.APIKeyEnv, pc.Wire = srv.URL(), "test-key", "", "responses"
+	cfg.Providers[cfg.Provider] = pc
+	cfg.RequestMaxRetries = 0
+	return &fixture{srv: srv, dbPath: filepath.Join(t.TempDir(), "apserver.db"), cfg: cfg}
+}
+
+// service opens the store and makes a Service over it; both close with
+// the test (or earlier, by the returned func).
+func (f *fixture) service(t *testing.T, k, calls int, rec *recorder) (*Service, func()) {
+	t.Helper()
+	st, err := store.Open(f.dbPath, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.cfg
+	cfg.MaxConcurrentModelCalls = calls
+	var n Notifier
+	if rec != nil {
+		n = rec
+	}
+	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Config: cfg, Client: n, PageNodes: k})
+	var once sync.Once
+	closeFn := func() {
+		once.Do(func() {
+			s.Close()
+			st.Close()
+		})
+	}
+	t.Cleanup(closeFn)
+	return s, closeFn
+}
+
+func (f *fixture) countMarker(m string) int {
+	n := 0
+	for _, r := range f.srv.Requests() {
+		if strings.Contains(r.LastUserText, m) {
+			n++
+		}
+	}
+	return n
+}
+
+func ingestWait(t *testing.T, s *Service, p protocol.BlueprintIngestParams) protocol.Blueprint {
+	t.Helper()
+	ctx := context.Background()
+	res, err := s.Ingest(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Wait(ctx, res.Blueprint.ID); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.List(ctx, protocol.BlueprintListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range b.Data {
+		if x.ID == res.Blueprint.ID {
+			return x
+		}
+	}
+	t.Fatalf("blueprint %s not listed", res.Blueprint.ID)
+	return protocol.Blueprint{}
+}
+
+func readAll(t *testing.T, s *Service, bpID, versionID string) []protocol.BlueprintNode {
+	t.Helper()
+	var all []protocol.BlueprintNode
+	cursor := ""
+	for {
+		r, err := s.Read(context.Background(), protocol.BlueprintReadParams{BlueprintID: bpID, VersionID: versionID, Cursor: cursor, Limit: 37})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, r.Nodes...)
+		if r.NextCursor == "" {
+			return all
+		}
+		cursor = r.NextCursor
+	}
+}
+
+const (
+	budget = 300
+	pageK  = 3
+)
+
+func smallSpec(t *testing.T) (*specgen.Spec, []specgen.ChunkPages) {
+	sp := specgen.Generate(11, specgen.Small)
+	d, err := blueprint.Parse(sp.Text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp, sp.Answers(d, budget, pageK)
+}
+
+// TestIngestGeneratedSpec: the generated spec, ingested with the scripted
+// planner (many chunks, several pages each, four requests at once), gives
+// the generator's tree; each page is asked for exactly once; coverage is
+// at least 98% with every normative sentence mapped.
+func TestIngestGeneratedSpec(t *testing.T) {
+	sp, answers := smallSpec(t)
+	f := newFixture(t, specgen.Script(answers))
+	rec := &recorder{}
+	s, _ := f.service(t, pageK, 4, rec)
+	b := ingestWait(t, s, protocol.BlueprintIngestParams{Text: sp.Text, Title: "Spec", ChunkTokens: budget})
+	if b.Primary.Status != protocol.JobReady || b.Primary.ChunksDone != len(answers) || b.Primary.Nodes != len(sp.Nodes) {
+		t.Fatalf("primary %+v, want ready with %d chunks and %d nodes", b.Primary, len(answers), len(sp.Nodes))
+	}
+	nodes := readAll(t, s, b.ID, "")
+	if len(nodes) != len(sp.Nodes) {
+		t.Fatalf("%d nodes, want %d", len(nodes), len(sp.Nodes))
+	}
+	for i, n := range nodes {
+		if n.Start != sp.Nodes[i].Start || n.Kind != sp.Nodes[i].Kind {
+			t.Fatalf("node %d %s@%d, want %s@%d", i, n.Kind, n.Start, sp.Nodes[i].Kind, sp.Nodes[i].Start)
+		}
+	}
+	pages := 0
+	for _, cp := range answers {
+		for _, m := range cp.Markers {
+			pages++
+			if n := f.countMarker(m); n != 1 {
+				t.Errorf("%s asked %d times", m, n)
+			}
+		}
+	}
+	if got := len(f.srv.Requests()); got != pages {
+		t.Errorf("%d requests, want %d", got, pages)
+	}
+	cov, err := s.Coverage(context.Background(), protocol.BlueprintCoverageParams{BlueprintID: b.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cov.Ratio < 0.98 || len(cov.Uncovered) != 0 || cov.NormativeTotal != sp.Normative || cov.NormativeMapped != sp.Normative {
+		t.Fatalf("coverage %.3f uncovered %d mapped %d/%d (generator wrote %d)", cov.Ratio, len(cov.Uncovered), cov.NormativeMapped, cov.NormativeTotal, sp.Normative)
+	}
+	last := rec.notes[len(rec.notes)-1]
+	if last.Status != protocol.JobReady || last.ChunksDone != len(answers) || last.Nodes != len(sp.Nodes) {
+		t.Fatalf("last progress %+v", last)
+	}
+	nx, err := s.Next(context.Background(), protocol.BlueprintNextParams{BlueprintID: b.ID})
+	if err != nil || len(nx.Data) == 0 || nx.Phase != nodes[0].ID {
+		t.Fatalf("next %+v %v", nx, err)
+	}
+	for _, task := range nx.Data {
+		if len(task.Node.DependsOn) != 0 {
+			t.Fatalf("next offers %s with a dependency not done", task.Node.Title)
+		}
+	}
+}
+
+// TestIngestResumes: a process stopped half-way (chunk 3 never answers)
+// leaves chunks 1-2 stored; the next process finishes without asking for
+// them again.
+func TestIngestResumes(t *testing.T) {
+	sp, answers := smallSpec(t)
+	sc := specgen.Script(answers)
+	hang := scripted.Rule{Match: answers[2].Markers[0], Steps: []scripted.Step{{Hang: true}}}
+	f := newFixture(t, scripted.Script{Rules: append([]scripted.Rule{hang}, sc.Rules...)})
+	rec := &recorder{ch: make(chan protocol.BlueprintProgressNotification, 1000)}
+	s, stop := f.service(t, pageK, 1, rec)
+	res, err := s.Ingest(context.Background(), protocol.BlueprintIngestParams{Text: sp.Text, ChunkTokens: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range rec.ch {
+		if p.ChunksDone == 2 {
+			break
+		}
+	}
+	stop() // as the process ends: the job is left for the next one
+	f.srv.SetScript(sc)
+	before := len(f.srv.Requests())
+	s2, _ := f.service(t, pageK, 2, nil)
+	s2.Restore()
+	if err := s2.Wait(context.Background(), res.Blueprint.ID); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s2.blueprint(context.Background(), mustStore(t, s2), res.Blueprint.ID)
+	if err != nil || b.Primary.Status != protocol.JobReady || b.Primary.Nodes != len(sp.Nodes) {
+		t.Fatalf("after resume %+v %v", b.Primary, err)
+	}
+	after := f.srv.Requests()[before:]
+	for _, r := range after {
+		for _, cp := range answers[:2] {
+			for _, m := range cp.Markers {
+				if strings.Contains(r.LastUserText, m) {
+					t.Errorf("finished chunk asked again after the restart: %s", m)
+				}
+			}
+		}
+	}
+	if len(after) == 0 {
+		t.Fatal("no request after the restart")
+	}
+}
+
+func mustStore(t *testing.T, s *Service) *store.Store {
+	st, err := s.store()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestIngestBadJSON: an invalid answer is asked again once with a stricter
+// instruction; invalid twice fails the job naming the chunk and its
+// offsets; once is recovered.
+func TestIngestBadJSON(t *testing.T) {
+	sp, answers := smallSpec(t)
+	sc := specgen.Script(answers)
+	m := answers[1].Markers[0]
+	for _, tc := range []struct {
+		name  string
+		steps []scripted.Step
+		ready bool
+	}{
+		{"twice", []scripted.Step{{Text: `{"nodes": [`}, {Text: `Sure! Here is the outline.`}}, false},
+		{"once", []scripted.Step{{Text: `{"nodes": [`}, {Text: answers[1].Pages[0], Deltas: 1}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bad := scripted.Rule{Match: m, Sequential: true, Steps: tc.steps}
+			f := newFixture(t, scripted.Script{Rules: append([]scripted.Rule{bad}, sc.Rules...)})
+			s, _ := f.service(t, pageK, 2, nil)
+			b := ingestWait(t, s, protocol.BlueprintIngestParams{Text: sp.Text, ChunkTokens: budget})
+			reqs := 0
+			strict := 0
+			for _, r := range f.srv.Requests() {
+				if strings.Contains(r.LastUserText, m) {
+					reqs++
+					if strings.Contains(r.LastUserText, "previous answer was rejected") {
+						strict++
+					}
+				}
+			}
+			if reqs != 2 || strict != 1 {
+				t.Fatalf("chunk 2 asked %d times (%d strict), want 2 (1 strict)", reqs, strict)
+			}
+			if tc.ready {
+				if b.Primary.Status != protocol.JobReady {
+					t.Fatalf("status %s (%s), want ready", b.Primary.Status, b.Primary.Error)
+				}
+				return
+			}
+			c := answers[1].Chunk
+			want := "chunk 2 (bytes " + strconv.Itoa(c.Start) + "-" + strconv.Itoa(c.End) + ")"
+			if b.Primary.Status != protocol.JobFailed || !strings.Contains(b.Primary.Error, want) {
+				t.Fatalf("status %s error %q, want failed naming %q", b.Primary.Status, b.Primary.Error, want)
+			}
+		})
+	}
+}
+
+// TestReingestThreeSectionsChanged: a new version with three sections
+// edited keeps every other id, and the diff names exactly those three as
+// modified.
+func TestReingestThreeSectionsChanged(t *testing.T) {
+	sp, answers := smallSpec(t)
+	edited := []int{3, 10, len(sp.Nodes) - 1}
+	sp2 := sp.Edit(edited...)
+	d2, err := blueprint.Parse(sp2.Text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers2 := sp2.Answers(d2, budget, pageK)
+	f := newFixture(t, specgen.Script(answers))
+	s, _ := f.service(t, pageK, 4, nil)
+	b1 := ingestWait(t, s, protocol.BlueprintIngestParams{Text: sp.Text, ChunkTokens: budget})
+	v1 := b1.Primary.ID
+	f.srv.SetScript(specgen.Script(answers2))
+	b2 := ingestWait(t, s, protocol.BlueprintIngestParams{Text: sp2.Text, ChunkTokens: budget, BlueprintID: b1.ID})
+	if b2.Primary.ID == v1 || b2.Primary.ParentID != v1 || b2.Primary.Status != protocol.JobReady {
+		t.Fatalf("v2 %+v", b2.Primary)
+	}
+	n1, n2 := readAll(t, s, b1.ID, v1), readAll(t, s, b1.ID, "")
+	if len(n1) != len(n2) {
+		t.Fatalf("%d nodes then %d", len(n1), len(n2))
+	}
+	for i := range n1 {
+		if n1[i].ID != n2[i].ID {
+			t.Fatalf("node %d changed id", i)
+		}
+	}
+	diff, err := s.Diff(context.Background(), protocol.BlueprintDiffParams{BlueprintID: b1.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range diff.Modified {
+		got = append(got, m.ID)
+	}
+	want := []string{n1[edited[0]].ID, n1[edited[1]].ID, n1[edited[2]].ID}
+	if strings.Join(got, ",") != strings.Join(want, ",") || len(diff.Added)+len(diff.Removed)+len(diff.Moved) != 0 {
+		t.Fatalf("diff modified %v (want %v) added %d removed %d moved %d", got, want, len(diff.Added), len(diff.Removed), len(diff.Moved))
+	}
+	vs, _ := s.List(context.Background(), protocol.BlueprintListParams{})
+	if len(vs.Data) != 1 {
+		t.Fatalf("%d blueprints, want 1", len(vs.Data))
+	}
+}
+
+// TestBadInput: bad documents and edits are -32602 naming the problem,
+// and nothing is written.
+func TestBadInput(t *testing.T) {
+	sp, answers := smallSpec(t)
+	f := newFixture(t, specgen.Script(answers))
+	s, _ := f.service(t, pageK, 4, nil)
+	ctx := context.Background()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "bin.md"), []byte("# A\n\x00\x01\x02"), 0o644)
+	os.WriteFile(filepath.Join(dir, "empty.md"), []byte("\n \n"), 0o644)
+	for _, tc := range []struct {
+		p    protocol.BlueprintIngestParams
+		want string
+	}{
+		{protocol.BlueprintIngestParams{Cwd: dir, Path: "missing.md"}, "path: no such file: missing.md"},
+		{protocol.BlueprintIngestParams{Cwd: dir, Path: "bin.md"}, "path: bin.md: the document is not text"},
+		{protocol.BlueprintIngestParams{Cwd: dir, Path: "empty.md"}, "path: empty.md: the document is empty"},
+		{protocol.BlueprintIngestParams{Cwd: dir}, "path: missing"},
+		{protocol.BlueprintIngestParams{Text: "# A\n", BlueprintID: "bp_nope"}, "blueprintId: unknown blueprint bp_nope"},
+	} {
+		_, err := s.Ingest(ctx, tc.p)
+		if !errors.Is(err, protocol.ErrInvalidParams) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Ingest(%+v) = %v, want -32602 %q", tc.p, err, tc.want)
+		}
+	}
+	if l, _ := s.List(ctx, protocol.BlueprintListParams{}); len(l.Data) != 0 {
+		t.Fatalf("a bad ingestion left %d blueprints", len(l.Data))
+	}
+	b := ingestWait(t, s, protocol.BlueprintIngestParams{Text: sp.Text, ChunkTokens: budget})
+	nodes := readAll(t, s, b.ID, "")
+	// Three tasks of one story: t2 depends on t1; t1 -> t2 closes a cycle.
+	var t1, t2 protocol.BlueprintNode
+	for _, n := range nodes {
+		if n.Kind == protocol.KindTask && len(n.DependsOn) == 1 {
+			t2 = n
+			for _, m := range nodes {
+				if m.ID == n.DependsOn[0] {
+					t1 = m
+				}
+			}
+			break
+		}
+	}
+	st := protocol.NodeDone
+	bad := protocol.NodeStatus("finished")
+	for _, tc := range []struct {
+		p    protocol.BlueprintNodeUpdateParams
+		want string
+	}{
+		{protocol.BlueprintNodeUpdateParams{BlueprintID: b.ID, NodeID: "n_nope", Status: &st}, "nodeId: unknown node n_nope"},
+		{protocol.BlueprintNodeUpdateParams{BlueprintID: b.ID, NodeID: t1.ID, DependsOn: &[]string{t2.ID}}, "dependsOn: dependency cycle"},
+		{protocol.BlueprintNodeUpdateParams{BlueprintID: b.ID, NodeID: t1.ID, DependsOn: &[]string{"n_zz"}}, "unknown node n_zz"},
+		{protocol.BlueprintNodeUpdateParams{BlueprintID: b.ID, NodeID: t1.ID, Status: &bad}, `status: unknown status "finished"`},
+	} {
+		_, err := s.NodeUpdate(ctx, tc.p)
+		if !errors.Is(err, protocol.ErrInvalidParams) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NodeUpdate = %v, want -32602 %q", err, tc.want)
+		}
+	}
+	after := readAll(t, s, b.ID, "")
+	for i := range nodes {
+		if strings.Join(after[i].DependsOn, ",") != strings.Join(nodes[i].DependsOn, ",") || after[i].Status != nodes[i].Status {
+			t.Fatalf("a refused edit changed node %s", nodes[i].ID)
+		}
+	}
+	// A good edit: t1 done makes t2 ready.
+	if _, err := s.NodeUpdate(ctx, protocol.BlueprintNodeUpdateParams{BlueprintID: b.ID, NodeID: t1.ID, Status: &st}); err != nil {
+		t.Fatal(err)
+	}
+	nx, err := s.Next(ctx, protocol.BlueprintNextParams{BlueprintID: b.ID, Limit: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, x := range nx.Data {
+		found = found || x.Node.ID == t2.ID
+		if x.Node.ID == t1.ID {
+			t.Fatal("a done task offered")
+		}
+	}
+	if !found {
+		t.Fatalf("%s not ready after its dependency is done", t2.Title)
+	}
+}

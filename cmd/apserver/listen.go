@@ -98,6 +98,7 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 	tap := runner.NewTap(hub.Client())
 	mgr := newManager(cfg, f, dataDir, tap, log)
 	rn := newRunner(cfg, dataDir, mgr, tap, log)
+	bs := newBlueprints(cfg, mgr, tap, log)
 	hub.OnAbandoned = mgr.ReleaseEphemeral
 	hub.OnWatchGone = func(id string) {
 		mgr.UnwatchFS(context.Background(), protocol.FsUnwatchParams{WatchID: id}, func(any, error) {})
@@ -117,8 +118,10 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 		Setup: func(s *server.Server) {
 			server.Register(s, mgr)
 			server.RegisterRuns(s, rn)
+			server.RegisterBlueprints(s, bs)
 		},
 	})
+	bs.Close()
 	rn.Close()
 	if cerr := mgr.Close(); cerr != nil && err == nil {
 		err = cerr

@@ -148,3 +148,43 @@ func TestGeneratedSpecDeterministic(t *testing.T) {
 	}
 	_ = protocol.KindTask
 }
+
+// BenchmarkOutlineLarge: apserver's own work on the ~500,000-word
+// specification without the model and the store: parse, split, validate
+// every page, merge, measure coverage (the answers are made before).
+func BenchmarkOutlineLarge(b *testing.B) {
+	sp := specgen.Generate(1, specgen.Large)
+	d0, err := blueprint.Parse(sp.Text)
+	if err != nil {
+		b.Fatal(err)
+	}
+	answers := sp.Answers(d0, 0, 0)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(sp.Text)))
+	for b.Loop() {
+		d, err := blueprint.Parse(sp.Text)
+		if err != nil {
+			b.Fatal(err)
+		}
+		chunks := blueprint.Split(d, 0)
+		var found []blueprint.Found
+		for i, cp := range answers {
+			at := blueprint.Begin(chunks[i])
+			for _, raw := range cp.Pages {
+				p, err := blueprint.ParsePage(d, chunks[i], at, 0, []byte(raw))
+				if err != nil {
+					b.Fatal(err)
+				}
+				at = p.At
+				found = append(found, p.Nodes...)
+			}
+		}
+		tree, err := blueprint.Merge(d, found)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if c := blueprint.Measure(d, tree); c.Ratio() < 0.98 {
+			b.Fatal(c.Ratio())
+		}
+	}
+}

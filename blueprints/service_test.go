@@ -44,7 +44,7 @@ type fixture struct {
 	cfg    config.Config
 }
 
-func newFixture(t *testing.T, sc scripted.Script) *fixture {
+func newFixture(t testing.TB, sc scripted.Script) *fixture {
 	t.Helper()
 	srv, err := scripted.Start(sc)
 	if err != nil {
@@ -61,7 +61,7 @@ func newFixture(t *testing.T, sc scripted.Script) *fixture {
 
 // service opens the store and makes a Service over it; both close with
 // the test (or earlier, by the returned func).
-func (f *fixture) service(t *testing.T, k, calls int, rec *recorder) (*Service, func()) {
+func (f *fixture) service(t testing.TB, k, calls int, rec *recorder) (*Service, func()) {
 	t.Helper()
 	st, err := store.Open(f.dbPath, store.Options{})
 	if err != nil {
@@ -251,7 +251,7 @@ func TestIngestResumes(t *testing.T) {
 	}
 }
 
-func mustStore(t *testing.T, s *Service) *store.Store {
+func mustStore(t testing.TB, s *Service) *store.Store {
 	st, err := s.store()
 	if err != nil {
 		t.Fatal(err)

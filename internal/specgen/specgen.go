@@ -144,7 +144,8 @@ func (g *gen) line(s string) {
 func (g *gen) pick(words []string) string { return words[g.r.IntN(len(words))] }
 
 func (g *gen) title() string {
-	return strings.ToUpper(g.pick(verbs)[:1]) + g.pick(verbs)[1:] + " " + g.pick(nouns)
+	v := g.pick(verbs)
+	return strings.ToUpper(v[:1]) + v[1:] + " " + g.pick(nouns)
 }
 
 func (g *gen) heading(level int, kind protocol.NodeKind, text string, parent int, deps []string) int {

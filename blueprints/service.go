@@ -235,6 +235,15 @@ func (s *Service) Ingest(ctx context.Context, p protocol.BlueprintIngestParams) 
 		return res, err
 	}
 	res.Blueprint = b
+	vs, err := st.BlueprintVersions(ctx, bp.ID)
+	if err != nil {
+		return res, err
+	}
+	for _, x := range vs {
+		if x.ID == v.ID {
+			res.Version = versionView(x)
+		}
+	}
 	return res, nil
 }
 
@@ -349,7 +358,7 @@ func (s *Service) blueprint(ctx context.Context, st *store.Store, id string) (pr
 
 func versionView(v store.BlueprintVersionRow) protocol.BlueprintVersion {
 	return protocol.BlueprintVersion{ID: v.ID, BlueprintID: v.BlueprintID, Number: v.Number, ParentID: v.ParentID, ReplacedBy: v.ReplacedBy,
-		Status: protocol.BlueprintJobStatus(v.Status), Error: v.Error, Bytes: 0, ChunksTotal: v.ChunksTotal, ChunksDone: v.ChunksDone,
+		Status: protocol.BlueprintJobStatus(v.Status), Error: v.Error, Bytes: v.Bytes, ChunksTotal: v.ChunksTotal, ChunksDone: v.ChunksDone,
 		Nodes: v.NodeCount, CreatedAt: v.CreatedAt}
 }
 

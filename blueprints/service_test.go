@@ -325,7 +325,7 @@ func TestReingestThreeSectionsChanged(t *testing.T) {
 	v1 := b1.Primary.ID
 	f.srv.SetScript(specgen.Script(answers2))
 	b2 := ingestWait(t, s, protocol.BlueprintIngestParams{Text: sp2.Text, ChunkTokens: budget, BlueprintID: b1.ID})
-	if b2.Primary.ID == v1 || b2.Primary.ParentID != v1 || b2.Primary.Status != protocol.JobReady {
+	if b2.Primary.ID == v1 || b2.Primary.ParentID != v1 || b2.Primary.Status != protocol.JobReady || b2.Primary.Number != 2 {
 		t.Fatalf("v2 %+v", b2.Primary)
 	}
 	n1, n2 := readAll(t, s, b1.ID, v1), readAll(t, s, b1.ID, "")

@@ -205,10 +205,13 @@ type Blueprint struct {
 	Primary BlueprintVersion `json:"primary"`
 }
 
-// BlueprintIngestResult answers blueprint/ingest at once; the job goes on
-// and reports with blueprint/progress.
+// BlueprintIngestResult answers blueprint/ingest at once with the new
+// Version (status ingesting); the job goes on and reports with
+// blueprint/progress. The blueprint's primary version changes when the new
+// one is ready.
 type BlueprintIngestResult struct {
-	Blueprint Blueprint `json:"blueprint"`
+	Blueprint Blueprint        `json:"blueprint"`
+	Version   BlueprintVersion `json:"version"`
 }
 
 // BlueprintProgressNotification: chunks done of total, nodes so far.

@@ -27,6 +27,7 @@ type BlueprintVersionRow struct {
 	PageNodes             int
 	ChunksTotal           int
 	ChunksDone, NodeCount int
+	Bytes                 int // the document's size
 	Document              string
 	CreatedAt, UpdatedAt  int64
 }
@@ -57,9 +58,9 @@ func (s *Store) CreateBlueprintVersion(ctx context.Context, bp BlueprintRow, v B
 			ON CONFLICT (id) DO UPDATE SET updated_at = excluded.updated_at`, bp.ID, bp.Cwd, bp.Title, v.ID, at, at); err != nil {
 			return classify(err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO blueprint_versions (id, blueprint_id, number, parent_id, status, chunk_tokens, page_nodes, chunks_total, document, created_at, updated_at)
-			VALUES (?, ?, (SELECT COALESCE(MAX(number), 0) + 1 FROM blueprint_versions WHERE blueprint_id = ?), ?, ?, ?, ?, ?, ?, ?, ?)`,
-			v.ID, bp.ID, bp.ID, v.ParentID, v.Status, v.ChunkTokens, v.PageNodes, v.ChunksTotal, v.Document, at, at); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO blueprint_versions (id, blueprint_id, number, parent_id, status, chunk_tokens, page_nodes, chunks_total, bytes, document, created_at, updated_at)
+			VALUES (?, ?, (SELECT COALESCE(MAX(number), 0) + 1 FROM blueprint_versions WHERE blueprint_id = ?), ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			v.ID, bp.ID, bp.ID, v.ParentID, v.Status, v.ChunkTokens, v.PageNodes, v.ChunksTotal, len(v.Document), v.Document, at, at); err != nil {
 			return classify(err)
 		}
 		return appendBlueprintEvent(ctx, tx, bp.ID, v.ID, "version.created", event, at)
@@ -194,11 +195,11 @@ func (s *Store) EndBlueprintVersion(ctx context.Context, versionID, status, errM
 }
 
 const versionCols = `v.id, v.blueprint_id, v.number, v.parent_id, v.replaced_by, v.status, v.error, v.chunk_tokens, v.page_nodes, v.chunks_total,
-	(SELECT COUNT(*) FROM blueprint_chunks c WHERE c.version_id = v.id), v.node_count, v.created_at, v.updated_at`
+	(SELECT COUNT(*) FROM blueprint_chunks c WHERE c.version_id = v.id), v.node_count, v.bytes, v.created_at, v.updated_at`
 
 func scanVersion(sc interface{ Scan(...any) error }, v *BlueprintVersionRow, extra ...any) error {
 	return sc.Scan(append([]any{&v.ID, &v.BlueprintID, &v.Number, &v.ParentID, &v.ReplacedBy, &v.Status, &v.Error, &v.ChunkTokens, &v.PageNodes, &v.ChunksTotal,
-		&v.ChunksDone, &v.NodeCount, &v.CreatedAt, &v.UpdatedAt}, extra...)...)
+		&v.ChunksDone, &v.NodeCount, &v.Bytes, &v.CreatedAt, &v.UpdatedAt}, extra...)...)
 }
 
 // BlueprintVersion returns a version with its document. An unknown

@@ -38,7 +38,7 @@ func TestBlueprintLifecycle(t *testing.T) {
 	if err != nil || len(ing) != 1 || ing[0].ID != "v1" || ing[0].ChunksDone != 1 || ing[0].Number != 1 {
 		t.Fatalf("ingesting %+v %v", ing, err)
 	}
-	if v, err := s.BlueprintVersion(ctx, "v1"); err != nil || v.Document != "# A\n" {
+	if v, err := s.BlueprintVersion(ctx, "v1"); err != nil || v.Document != "# A\n" || v.Bytes != 4 {
 		t.Fatalf("version %+v %v", v, err)
 	}
 	nodes := []BlueprintNodeRow{{Ord: 0, ID: "n1", Node: json.RawMessage(`{"id":"n1"}`)}}

@@ -28,6 +28,7 @@ CREATE TABLE blueprint_versions (
     page_nodes   INTEGER NOT NULL,
     chunks_total INTEGER NOT NULL,
     node_count   INTEGER NOT NULL DEFAULT 0,
+    bytes        INTEGER NOT NULL,
     document     TEXT NOT NULL,
     created_at   INTEGER NOT NULL,
     updated_at   INTEGER NOT NULL

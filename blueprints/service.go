@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -72,6 +73,44 @@ type Service struct {
 	mu       sync.Mutex
 	jobs     map[string]*job // by blueprint id
 	restored bool
+	// trees caches decoded trees of ready versions, by version id, the
+	// newest last (at most maxCachedTrees). A cached tree is never
+	// mutated: an edit replaces it.
+	trees []cachedTree
+}
+
+// maxCachedTrees bounds the trees kept decoded.
+const maxCachedTrees = 4
+
+type cachedTree struct {
+	version string
+	tree    *blueprint.Tree
+}
+
+func (s *Service) cached(versionID string) *blueprint.Tree {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.trees {
+		if c.version == versionID {
+			return c.tree
+		}
+	}
+	return nil
+}
+
+func (s *Service) cache(versionID string, t *blueprint.Tree) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, c := range s.trees {
+		if c.version == versionID {
+			s.trees = append(s.trees[:i], s.trees[i+1:]...)
+			break
+		}
+	}
+	s.trees = append(s.trees, cachedTree{versionID, t})
+	if len(s.trees) > maxCachedTrees {
+		s.trees = s.trees[1:]
+	}
 }
 
 // job is an ingestion in flight.
@@ -383,7 +422,8 @@ func (s *Service) List(ctx context.Context, p protocol.BlueprintListParams) (pro
 	return res, nil
 }
 
-// version resolves a version of a blueprint: id, or the primary one.
+// version resolves a version of a blueprint: id, or the primary one,
+// without its document (see document).
 func (s *Service) version(ctx context.Context, st *store.Store, bpID, id string) (protocol.Blueprint, store.BlueprintVersionRow, error) {
 	if bpID == "" {
 		return protocol.Blueprint{}, store.BlueprintVersionRow{}, protocol.MissingField("blueprintId")
@@ -395,17 +435,26 @@ func (s *Service) version(ctx context.Context, st *store.Store, bpID, id string)
 	if id == "" {
 		id = b.Primary.ID
 	}
-	v, err := st.BlueprintVersion(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && v.BlueprintID != bpID) {
-		return b, v, invalid("versionId: unknown version %s of blueprint %s", id, bpID)
+	vs, err := st.BlueprintVersions(ctx, bpID)
+	if err != nil {
+		return b, store.BlueprintVersionRow{}, err
 	}
-	return b, v, err
+	for _, v := range vs {
+		if v.ID == id {
+			return b, v, nil
+		}
+	}
+	return b, store.BlueprintVersionRow{}, invalid("versionId: unknown version %s of blueprint %s", id, bpID)
 }
 
-// tree loads a ready version's tree.
+// tree loads a ready version's tree. The tree is shared: callers must
+// not modify it (NodeUpdate copies it).
 func (s *Service) tree(ctx context.Context, st *store.Store, v store.BlueprintVersionRow) (*blueprint.Tree, error) {
 	if v.Status != string(protocol.JobReady) {
 		return nil, protocol.Errorf(protocol.ErrInvalidRequest, "version %s is %s, not ready", v.ID, v.Status)
+	}
+	if t := s.cached(v.ID); t != nil {
+		return t, nil
 	}
 	raws, err := st.BlueprintNodes(ctx, v.ID)
 	if err != nil {
@@ -417,6 +466,7 @@ func (s *Service) tree(ctx context.Context, st *store.Store, v store.BlueprintVe
 			return nil, fmt.Errorf("blueprints: node %d of version %s: %w", i, v.ID, err)
 		}
 	}
+	s.cache(v.ID, t)
 	return t, nil
 }
 
@@ -470,10 +520,11 @@ func (s *Service) NodeUpdate(ctx context.Context, p protocol.BlueprintNodeUpdate
 	if err != nil {
 		return res, err
 	}
-	t, err := s.tree(ctx, st, v)
+	shared, err := s.tree(ctx, st, v)
 	if err != nil {
 		return res, err
 	}
+	t := &blueprint.Tree{Nodes: slices.Clone(shared.Nodes)}
 	i, ok := t.Index()[p.NodeID]
 	if !ok {
 		return res, invalid("nodeId: unknown node %s", p.NodeID)
@@ -519,6 +570,7 @@ func (s *Service) NodeUpdate(ctx context.Context, p protocol.BlueprintNodeUpdate
 	if err := st.UpdateBlueprintNodes(ctx, b.ID, v.ID, []store.BlueprintNodeRow{{ID: n.ID, Node: raw}}, "node.updated", ev); err != nil {
 		return res, err
 	}
+	s.cache(v.ID, t)
 	res.Node = *n
 	s.notify(protocol.NotifyBlueprintUpdated, protocol.BlueprintUpdatedNotification{BlueprintID: b.ID, VersionID: v.ID, Node: *n})
 	return res, nil
@@ -576,7 +628,11 @@ func (s *Service) Coverage(ctx context.Context, p protocol.BlueprintCoveragePara
 	if err != nil {
 		return res, err
 	}
-	d, err := blueprint.Parse(v.Document)
+	full, err := st.BlueprintVersion(ctx, v.ID)
+	if err != nil {
+		return res, err
+	}
+	d, err := blueprint.Parse(full.Document)
 	if err != nil {
 		return res, err
 	}

@@ -52,6 +52,7 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=15s each)
 
 bench: build ## Go benchmarks plus the peerbench comparison against Codex (see docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./server/ ./model/ ./store/ ./tools/ ./tools/checkpoint/
+	$(GO) test -run '^$$' -bench . -benchmem ./blueprint/ ./blueprints/
 	APSERVER_STREAM_MIB=64 $(GO) test -count=1 -run 'TestEndlessStreamLarge' -v ./e2e/ | grep -E 'streamed|^(ok|FAIL|---)'
 	$(GO) build -o bin/benchtool ./bench/benchtool.go && bin/benchtool longthread -bin $(BIN)
 	./bench/peerbench.sh

@@ -475,3 +475,41 @@ func TestRead(t *testing.T) {
 		t.Fatalf("cursor outside the subtree: %v", err)
 	}
 }
+
+// TestPlainText: a document without Markdown headings: nodes start at the
+// lines the planner names, nesting follows kinds, coverage counts them.
+func TestPlainText(t *testing.T) {
+	doc := "Billing system\n\nPhase one: ledger\nThe ledger MUST balance.\n\nFeature: entries\nEntries are required to be signed.\n\nPhase two: reports\nReports.\n"
+	d := mustParse(t, doc)
+	c := Split(d, 0)[0]
+	raw := `{"nodes":[` +
+		`{"kind":"phase","heading":"Phase one: ledger","title":"","summary":"","priority":"","risk":"","estimate":"","dependsOn":[]},` +
+		`{"kind":"feature","heading":"feature: ENTRIES","title":"Entries","summary":"","priority":"","risk":"","estimate":"","dependsOn":[]},` +
+		`{"kind":"phase","heading":"Phase two: reports","title":"","summary":"","priority":"","risk":"","estimate":"","dependsOn":["Phase one: ledger"]}],"next":""}`
+	p, err := ParsePage(d, c, Begin(c), 0, []byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := Merge(d, p.Nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Nodes) != 3 || tr.Nodes[1].ParentID != tr.Nodes[0].ID || tr.Nodes[2].ParentID != "" || tr.Nodes[2].DependsOn[0] != tr.Nodes[0].ID {
+		t.Fatalf("tree %+v", tr.Nodes)
+	}
+	if got := doc[tr.Nodes[1].Start:tr.Nodes[1].SectionEnd]; got != "Feature: entries\nEntries are required to be signed.\n\n" {
+		t.Fatalf("feature's text %q", got)
+	}
+	cov := Measure(d, tr)
+	if len(cov.Gaps) != 1 || doc[cov.Gaps[0].Start:cov.Gaps[0].End] != "Billing system\n\n" {
+		t.Fatalf("gaps %v", cov.Gaps)
+	}
+	for _, s := range cov.Normative {
+		if s.NodeID == "" {
+			t.Fatalf("unmapped %q", s.Text)
+		}
+	}
+	if len(cov.Normative) != 2 {
+		t.Fatalf("normative %v", cov.Normative)
+	}
+}

@@ -193,6 +193,12 @@ func (s *Service) Restore() {
 		return
 	}
 	for _, v := range vs {
+		s.mu.Lock()
+		_, running := s.jobs[v.BlueprintID]
+		s.mu.Unlock()
+		if running {
+			continue // started by this process (blueprint/ingest before initialized)
+		}
 		s.log.Info("blueprints: resuming ingestion", "blueprint", v.BlueprintID, "version", v.ID, "chunksDone", v.ChunksDone, "chunksTotal", v.ChunksTotal)
 		s.start(v.BlueprintID, v.ID, "")
 	}

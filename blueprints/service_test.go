@@ -439,3 +439,47 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("%s not ready after its dependency is done", t2.Title)
 	}
 }
+
+// TestCancel: blueprint/cancel stops a job whose model never answers; the
+// version ends cancelled, the client hears it, and the blueprint can be
+// ingested again.
+func TestCancel(t *testing.T) {
+	sp, answers := smallSpec(t)
+	f := newFixture(t, scripted.Script{Default: []scripted.Step{{Hang: true}}})
+	rec := &recorder{}
+	s, _ := f.service(t, pageK, 2, rec)
+	ctx := context.Background()
+	res, err := s.Ingest(ctx, protocol.BlueprintIngestParams{Text: sp.Text, ChunkTokens: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ingest(ctx, protocol.BlueprintIngestParams{Text: sp.Text, BlueprintID: res.Blueprint.ID}); !errors.Is(err, protocol.ErrInvalidRequest) {
+		t.Fatalf("a second ingestion of a busy blueprint: %v", err)
+	}
+	if _, err := s.Cancel(ctx, protocol.BlueprintCancelParams{BlueprintID: res.Blueprint.ID}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.blueprint(ctx, mustStore(t, s), res.Blueprint.ID)
+	if err != nil || b.Primary.Status != protocol.JobCancelled {
+		t.Fatalf("after cancel %+v %v", b.Primary, err)
+	}
+	rec.mu.Lock()
+	last := rec.notes[len(rec.notes)-1]
+	rec.mu.Unlock()
+	if last.Status != protocol.JobCancelled {
+		t.Fatalf("last progress %+v", last)
+	}
+	if _, err := s.Cancel(ctx, protocol.BlueprintCancelParams{BlueprintID: res.Blueprint.ID}); !errors.Is(err, protocol.ErrInvalidParams) {
+		t.Fatalf("cancel with nothing in flight: %v", err)
+	}
+	// A restarted service does not take a cancelled job up.
+	f.srv.SetScript(specgen.Script(answers))
+	s2, _ := f.service(t, pageK, 2, nil)
+	s2.Restore()
+	if err := s2.Wait(ctx, res.Blueprint.ID); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := s2.blueprint(ctx, mustStore(t, s2), res.Blueprint.ID); b.Primary.Status != protocol.JobCancelled {
+		t.Fatalf("restored a cancelled job: %s", b.Primary.Status)
+	}
+}

@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"bufio"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/apserver/apserver/blueprint"
@@ -94,4 +98,90 @@ func TestBlueprintKillResume(t *testing.T) {
 	c2.callErr("blueprint/ingest", map[string]any{"cwd": dir, "path": "missing.md"}, -32602, "no such file: missing.md")
 	c2.callErr("blueprint/read", map[string]any{"blueprintId": bpID, "nodeId": "n_nope"}, -32602, "unknown node n_nope")
 	c2.callErr("blueprint/node/update", map[string]any{"blueprintId": bpID, "nodeId": "n_nope", "status": "done"}, -32602, "unknown node n_nope")
+}
+
+// TestBlueprintCLI: `apserver blueprint ingest FILE` killed with SIGKILL
+// half-way and run again resumes (no finished chunk asked again), then
+// `show --depth 1` and `next` print the tree and the ready tasks; a chunk
+// answered with bad JSON twice fails the command naming the chunk.
+func TestBlueprintCLI(t *testing.T) {
+	t.Parallel()
+	sp := specgen.Generate(9, specgen.Small)
+	d, err := blueprint.Parse(sp.Text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const budget = 300
+	answers := sp.Answers(d, budget, 0)
+	script := specgen.Script(answers)
+	hung := answers[3].Markers[0]
+	model := startModel(t, append([]scripted.Rule{{Match: hung, Steps: []scripted.Step{{Hang: true}}}}, script.Rules...)...)
+	home, dir, dataDir := t.TempDir(), t.TempDir(), t.TempDir()
+	cfg := filepath.Join(home, "config.toml")
+	os.WriteFile(cfg, nil, 0o600)
+	os.WriteFile(filepath.Join(dir, "spec.md"), []byte(sp.Text), 0o644)
+	cli := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(binPath, append([]string{"blueprint", args[0], "--data-dir", dataDir, "--config", cfg, "--model", "scripted-model"}, args[1:]...)...)
+		cmd.Dir = dir
+		cmd.Env = serverEnv(t, home, model)
+		return cmd
+	}
+
+	// Killed while chunk 4 hangs and the others are done.
+	cmd := cli("ingest", "--chunk-tokens", "300", "spec.md")
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("ingesting: %d/%d chunks", len(answers)-1, len(answers))
+	sc := bufio.NewScanner(stderr)
+	seen := false
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), want) {
+			seen = true
+			break
+		}
+	}
+	if !seen {
+		t.Fatalf("no %q line on stderr", want)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+
+	model.SetScript(script)
+	before := len(modelRequests(model))
+	out, err := cli("ingest", "--chunk-tokens", "300", "spec.md").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ingest again: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "resuming the ingestion of spec.md") || !strings.Contains(string(out), fmt.Sprintf("%d nodes", len(sp.Nodes))) {
+		t.Fatalf("ingest again:\n%s", out)
+	}
+	for _, r := range modelRequests(model)[before:] {
+		if !strings.Contains(r.LastUserText, "[blueprint chunk 4/") {
+			t.Errorf("a finished chunk was asked again: %.50s", r.LastUserText)
+		}
+	}
+
+	out, err = cli("show", "--depth", "1").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 1+2+2*specgen.Small.Epics || !strings.Contains(lines[1], "phase   Phase 1:") || !strings.Contains(lines[2], "epic    Epic 1.1:") {
+		t.Fatalf("show --depth 1:\n%s", out)
+	}
+	out, err = cli("next", "--limit", "3").Output()
+	if err != nil || len(strings.Split(strings.TrimSpace(string(out)), "\n")) != 3 || !strings.Contains(string(out), "Task 1.") {
+		t.Fatalf("next: %v\n%s", err, out)
+	}
+
+	// Bad JSON twice: the command fails naming the chunk and its offsets.
+	c := answers[1].Chunk
+	model.SetScript(scripted.Script{Rules: append([]scripted.Rule{{Match: answers[1].Markers[0], Steps: []scripted.Step{{Text: "not json"}}}}, script.Rules...)})
+	os.WriteFile(filepath.Join(dir, "again.md"), []byte(sp.Text+"\n"), 0o644)
+	out, err = cli("ingest", "--chunk-tokens", "300", "again.md").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), fmt.Sprintf("chunk 2 (bytes %d-%d)", c.Start, c.End)) {
+		t.Fatalf("bad JSON twice: %v\n%s", err, out)
+	}
 }

@@ -218,8 +218,11 @@ func TestCheckDeps(t *testing.T) {
 		t.Fatalf("CheckDeps = %v, want the cycle named", err)
 	}
 	nodes[0].DependsOn = []string{"zz"}
-	if err := CheckDeps(nodes); err == nil || !strings.Contains(err.Error(), "unknown node zz") {
-		t.Fatalf("CheckDeps = %v", err)
+	if err := CheckDeps(nodes); err != nil {
+		t.Fatalf("CheckDeps = %v: an unknown id is UnknownDeps' to report", err)
+	}
+	if got := UnknownDeps(&Tree{Nodes: nodes}, []string{"a", "zz", "c"}); fmt.Sprint(got) != "[zz]" {
+		t.Fatalf("UnknownDeps = %v", got)
 	}
 }
 

@@ -221,8 +221,8 @@ func reaches(nodes []protocol.BlueprintNode, idx map[string]int, from, to int) b
 	return false
 }
 
-// CheckDeps reports a dependency on an unknown node or a cycle, naming the
-// nodes.
+// CheckDeps reports a dependency cycle, naming its nodes. Dependencies on
+// ids that are not in nodes are ignored here (see UnknownDeps).
 func CheckDeps(nodes []protocol.BlueprintNode) error {
 	idx := make(map[string]int, len(nodes))
 	for i, n := range nodes {
@@ -237,7 +237,7 @@ func CheckDeps(nodes []protocol.BlueprintNode) error {
 		for _, dep := range nodes[i].DependsOn {
 			j, ok := idx[dep]
 			if !ok {
-				return fmt.Errorf("node %s depends on unknown node %s", nodes[i].ID, dep)
+				continue
 			}
 			switch state[j] {
 			case 1:
@@ -265,4 +265,16 @@ func CheckDeps(nodes []protocol.BlueprintNode) error {
 		}
 	}
 	return nil
+}
+
+// UnknownDeps returns the ids of deps that are not nodes of t.
+func UnknownDeps(t *Tree, deps []string) []string {
+	idx := t.Index()
+	var out []string
+	for _, d := range deps {
+		if _, ok := idx[d]; !ok {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -36,7 +36,8 @@ var (
 )
 
 // Next returns the work that can start now in the active phase: its task
-// nodes (its leaves when the tree has no task nodes) that are planned or
+// leaves (its leaves when the tree has no task nodes; a task spec with
+// generated tasks under it, see WithTasks, is not a leaf) that are planned or
 // in progress and whose dependencies are all done. They come best first:
 // tasks of in-progress nodes (the task or an ancestor in progress), then
 // the longest chain of unfinished tasks waiting for them, then priority,
@@ -66,10 +67,8 @@ func Next(t *Tree, opt NextOptions) (NextPage, error) {
 		}
 	}
 	isWork := func(i int) bool {
-		if hasTasks {
-			return nodes[i].Kind == protocol.KindTask
-		}
-		return i+1 >= len(nodes) || nodes[i+1].Depth <= nodes[i].Depth
+		leaf := i+1 >= len(nodes) || nodes[i+1].Depth <= nodes[i].Depth
+		return leaf && (!hasTasks || nodes[i].Kind == protocol.KindTask)
 	}
 	unfinished := func(i int) bool {
 		s := nodes[i].Status
@@ -148,6 +147,7 @@ func Next(t *Tree, opt NextOptions) (NextPage, error) {
 	}
 
 	var ready []protocol.NextTask
+	var pos []int // position in the tree, the last tie-break
 	for i := lo; i < hi; i++ {
 		n := nodes[i]
 		if !isWork(i) || (n.Status != protocol.NodePlanned && n.Status != protocol.NodeInProgress) {
@@ -174,8 +174,14 @@ func Next(t *Tree, opt NextOptions) (NextPage, error) {
 			j = p
 		}
 		ready = append(ready, protocol.NextTask{Node: n, Chain: visit(i), InProgressNode: inProg})
+		pos = append(pos, i)
 	}
-	slices.SortFunc(ready, func(a, b protocol.NextTask) int {
+	order := make([]int, len(ready))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int {
+		a, b := ready[x], ready[y]
 		switch {
 		case a.InProgressNode != b.InProgressNode:
 			if a.InProgressNode {
@@ -188,9 +194,16 @@ func Next(t *Tree, opt NextOptions) (NextPage, error) {
 			return a.Node.Priority.Rank() - b.Node.Priority.Rank()
 		case a.Node.Estimate.Rank() != b.Node.Estimate.Rank():
 			return a.Node.Estimate.Rank() - b.Node.Estimate.Rank()
+		case a.Node.Order != b.Node.Order:
+			return a.Node.Order - b.Node.Order
 		}
-		return a.Node.Order - b.Node.Order
+		return pos[x] - pos[y]
 	})
+	sorted := make([]protocol.NextTask, len(ready))
+	for i, j := range order {
+		sorted[i] = ready[j]
+	}
+	ready = sorted
 	if off > len(ready) {
 		off = len(ready)
 	}

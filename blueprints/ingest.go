@@ -266,13 +266,30 @@ func (s *Service) outline(ctx context.Context, mc *model.Client, name string, do
 	}
 }
 
-// ask sends one structured-output request and returns the answer's text.
+// ask sends one outline request and returns the answer's text.
 func ask(ctx context.Context, mc *model.Client, name, prompt string) ([]byte, error) {
+	return askWith(ctx, mc, name, blueprint.Instructions, blueprint.Schema, "blueprint_outline", prompt)
+}
+
+// askSlot is askWith in a slot of max_concurrent_model_calls.
+func (s *Service) askSlot(ctx context.Context, mc *model.Client, name, instructions string, schema json.RawMessage, schemaName, prompt string) ([]byte, error) {
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.sem }()
+	return askWith(ctx, mc, name, instructions, schema, schemaName, prompt)
+}
+
+// askWith sends one structured-output request and returns the answer's
+// text.
+func askWith(ctx context.Context, mc *model.Client, name, instructions string, schema json.RawMessage, schemaName, prompt string) ([]byte, error) {
 	req := model.Request{
 		Model:        name,
-		Instructions: blueprint.Instructions,
+		Instructions: instructions,
 		Input:        []model.Entry{{Kind: model.EntryUser, Text: prompt}},
-		OutputSchema: &model.OutputSchema{Name: "blueprint_outline", Schema: blueprint.Schema, Strict: true},
+		OutputSchema: &model.OutputSchema{Name: schemaName, Schema: schema, Strict: true},
 	}
 	var deltas strings.Builder
 	var whole string

@@ -531,9 +531,13 @@ func (s *Service) NodeUpdate(ctx context.Context, p protocol.BlueprintNodeUpdate
 		return res, err
 	}
 	t := &blueprint.Tree{Nodes: slices.Clone(shared.Nodes)}
+	tasks, err := s.tasks(ctx, st, v.ID)
+	if err != nil {
+		return res, err
+	}
 	i, ok := t.Index()[p.NodeID]
 	if !ok {
-		return res, invalid("nodeId: unknown node %s", p.NodeID)
+		return s.updateTask(ctx, st, b, v, shared, tasks, p)
 	}
 	n := &t.Nodes[i]
 	if p.Title != nil {
@@ -564,7 +568,11 @@ func (s *Service) NodeUpdate(ctx context.Context, p protocol.BlueprintNodeUpdate
 				return res, invalid("dependsOn: node %s cannot depend on itself", n.ID)
 			}
 		}
-		if err := blueprint.CheckDeps(t.Nodes); err != nil {
+		wt := blueprint.WithTasks(t, tasks)
+		if unknown := blueprint.UnknownDeps(wt, n.DependsOn); len(unknown) > 0 {
+			return res, invalid("dependsOn: unknown node %s", strings.Join(unknown, ", "))
+		}
+		if err := blueprint.CheckDeps(wt.Nodes); err != nil {
 			return res, invalid("dependsOn: %v", err)
 		}
 	}
@@ -600,7 +608,11 @@ func (s *Service) Next(ctx context.Context, p protocol.BlueprintNextParams) (pro
 	if err != nil {
 		return res, err
 	}
-	page, err := blueprint.Next(t, blueprint.NextOptions{Phase: p.Phase, Cursor: p.Cursor, Limit: p.Limit})
+	tasks, err := s.tasks(ctx, st, v.ID)
+	if err != nil {
+		return res, err
+	}
+	page, err := blueprint.Next(blueprint.WithTasks(t, tasks), blueprint.NextOptions{Phase: p.Phase, Cursor: p.Cursor, Limit: p.Limit})
 	switch {
 	case errors.Is(err, blueprint.ErrUnknownPhase):
 		return res, invalid("phase: %v", err)

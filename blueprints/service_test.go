@@ -2,6 +2,7 @@ package blueprints
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -481,5 +482,109 @@ func TestCancel(t *testing.T) {
 	}
 	if b, _ := s2.blueprint(ctx, mustStore(t, s2), res.Blueprint.ID); b.Primary.Status != protocol.JobCancelled {
 		t.Fatalf("restored a cancelled job: %s", b.Primary.Status)
+	}
+}
+
+func tasksPage(next string, tasks ...string) string {
+	return `{"tasks":[` + strings.Join(tasks, ",") + `],"next":"` + next + `"}`
+}
+
+func taskJSON(title, excerpt string, deps ...string) string {
+	b, _ := json.Marshal(map[string]any{"title": title, "kind": "file_edit", "criteria": []string{title + " works"}, "checks": []string{"true"},
+		"files": []string{}, "dependsOn": append([]string{}, deps...), "estimate": "S", "risk": "low", "excerpt": excerpt})
+	return string(b)
+}
+
+// TestNodeTasks: a story's tasks come from the planner in two pages,
+// with dependencies by title resolved (to tasks and to the feature's task
+// specs) and an unknown one kept; they are stored (asked once), become
+// the work blueprint/next offers in dependency order, and a task's status
+// is edited like a node's. An answer invalid twice fails naming the node;
+// a whole phase is too large to ask for.
+func TestNodeTasks(t *testing.T) {
+	sp, answers := smallSpec(t)
+	f := newFixture(t, specgen.Script(answers))
+	s, _ := f.service(t, pageK, 2, nil)
+	ctx := context.Background()
+	b := ingestWait(t, s, protocol.BlueprintIngestParams{Text: sp.Text, ChunkTokens: budget})
+	nodes := readAll(t, s, b.ID, "")
+	var feat protocol.BlueprintNode
+	var spec1 protocol.BlueprintNode
+	for i, n := range nodes {
+		if n.Kind == protocol.KindStory {
+			feat = n
+			for _, m := range nodes[i:] {
+				if m.Kind == protocol.KindTask {
+					spec1 = m
+					break
+				}
+			}
+			break
+		}
+	}
+	heading := sp.Text[feat.Start+5 : strings.IndexByte(sp.Text[feat.Start:], '\n')+feat.Start]
+	sc := specgen.Script(answers)
+	m0, m1 := blueprint.TasksMarker(feat, ""), blueprint.TasksMarker(feat, "p2")
+	sc.Rules = append([]scripted.Rule{
+		{Match: m0, Steps: []scripted.Step{{Text: tasksPage("p2", taskJSON("Build A", heading), taskJSON("Build B", heading, "build a"), taskJSON("Build C", heading, "Ghost")), Deltas: 1}}},
+		{Match: m1, Steps: []scripted.Step{{Text: tasksPage("", taskJSON("Test D", heading, "Build B", spec1.Title)), Deltas: 1}}},
+	}, sc.Rules...)
+	f.srv.SetScript(sc)
+	res, err := s.NodeTasks(ctx, protocol.BlueprintNodeTasksParams{BlueprintID: b.ID, NodeID: feat.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tasks) != 4 {
+		t.Fatalf("%d tasks, want 4", len(res.Tasks))
+	}
+	a, bb, c, d := res.Tasks[0], res.Tasks[1], res.Tasks[2], res.Tasks[3]
+	if strings.Join(bb.DependsOn, ",") != a.ID || strings.Join(c.Unresolved, ",") != "Ghost" || strings.Join(d.DependsOn, ",") != bb.ID+","+spec1.ID {
+		t.Fatalf("deps: B %v, C %v/%v, D %v", bb.DependsOn, c.DependsOn, c.Unresolved, d.DependsOn)
+	}
+	if a.ExcerptText != heading || sp.Text[a.Excerpt.Start:a.Excerpt.End] != heading || a.Acceptance.Criteria[0] != "Build A works" {
+		t.Fatalf("task A %+v", a)
+	}
+	n := len(f.srv.Requests())
+	again, err := s.NodeTasks(ctx, protocol.BlueprintNodeTasksParams{BlueprintID: b.ID, NodeID: feat.ID})
+	if err != nil || len(again.Tasks) != 4 || len(f.srv.Requests()) != n {
+		t.Fatalf("second call: %d tasks, %v, %d requests more", len(again.Tasks), err, len(f.srv.Requests())-n)
+	}
+	ready := func() map[string]bool {
+		nx, err := s.Next(ctx, protocol.BlueprintNextParams{BlueprintID: b.ID, Limit: 500})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for _, x := range nx.Data {
+			m[x.Node.ID] = true
+		}
+		return m
+	}
+	r := ready()
+	if !r[a.ID] || !r[c.ID] || r[bb.ID] || r[d.ID] {
+		t.Fatalf("ready %v: want A and C, not B or D", r)
+	}
+	done := protocol.NodeDone
+	if _, err := s.NodeUpdate(ctx, protocol.BlueprintNodeUpdateParams{BlueprintID: b.ID, NodeID: a.ID, Status: &done}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.NodeUpdate(ctx, protocol.BlueprintNodeUpdateParams{BlueprintID: b.ID, NodeID: a.ID, DependsOn: &[]string{d.ID}}); !errors.Is(err, protocol.ErrInvalidParams) || !strings.Contains(err.Error(), "dependency cycle") {
+		t.Fatalf("a task edit closing a cycle: %v", err)
+	}
+	if r := ready(); !r[bb.ID] || r[a.ID] {
+		t.Fatalf("after A done: ready %v", r)
+	}
+
+	// Invalid twice: fails naming the node; a phase is too large.
+	sc.Rules = append([]scripted.Rule{{Match: m0, Steps: []scripted.Step{{Text: "no"}}}}, sc.Rules...)
+	f.srv.SetScript(sc)
+	if _, err := s.NodeTasks(ctx, protocol.BlueprintNodeTasksParams{BlueprintID: b.ID, NodeID: feat.ID, Regenerate: true}); err == nil || !strings.Contains(err.Error(), "tasks of node "+feat.ID) {
+		t.Fatalf("invalid twice: %v", err)
+	}
+	if kept, _ := s.NodeTasks(ctx, protocol.BlueprintNodeTasksParams{BlueprintID: b.ID, NodeID: feat.ID}); len(kept.Tasks) != 4 {
+		t.Fatalf("a failed regeneration lost the tasks: %d", len(kept.Tasks))
+	}
+	if _, err := s.NodeTasks(ctx, protocol.BlueprintNodeTasksParams{BlueprintID: b.ID, NodeID: nodes[0].ID}); !errors.Is(err, protocol.ErrInvalidParams) || !strings.Contains(err.Error(), "ask for its children") {
+		t.Fatalf("a phase: %v", err)
 	}
 }

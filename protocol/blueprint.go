@@ -12,6 +12,7 @@ const (
 	MethodBlueprintCoverage   = "blueprint/coverage"
 	MethodBlueprintDiff       = "blueprint/diff"
 	MethodBlueprintCancel     = "blueprint/cancel"
+	MethodBlueprintNodeTasks  = "blueprint/node/tasks"
 
 	NotifyBlueprintProgress = "blueprint/progress"
 	NotifyBlueprintUpdated  = "blueprint/updated"
@@ -377,3 +378,38 @@ type BlueprintCancelParams struct {
 
 // BlueprintCancelResult is empty.
 type BlueprintCancelResult struct{}
+
+// BlueprintNodeTasksParams asks for the tasks that implement a node of the
+// primary version. The tasks made before are returned unless Regenerate.
+type BlueprintNodeTasksParams struct {
+	BlueprintID string `json:"blueprintId"`
+	NodeID      string `json:"nodeId"`
+	Regenerate  bool   `json:"regenerate,omitempty"`
+}
+
+// BlueprintTask is a task that implements (part of) a node. Excerpt is the
+// source text it implements, found in the node's text. Acceptance has the
+// shape of a run's task (run.go), so that a run can take it.
+type BlueprintTask struct {
+	ID         string         `json:"id"`
+	NodeID     string         `json:"nodeId"`
+	Title      string         `json:"title"`
+	Kind       string         `json:"kind"`
+	Acceptance TaskAcceptance `json:"acceptance"`
+	// DependsOn holds task (or node) ids; Unresolved the names the planner
+	// gave that match nothing, kept and shown.
+	DependsOn   []string   `json:"dependsOn,omitempty"`
+	Unresolved  []string   `json:"unresolved,omitempty"`
+	Estimate    Estimate   `json:"estimate,omitempty"`
+	Risk        NodeRisk   `json:"risk,omitempty"`
+	Excerpt     ByteRange  `json:"excerpt"`
+	ExcerptText string     `json:"excerptText"`
+	Status      NodeStatus `json:"status"`
+	Order       int        `json:"order"`
+}
+
+// BlueprintNodeTasksResult is the node and its tasks, in order.
+type BlueprintNodeTasksResult struct {
+	Node  BlueprintNode   `json:"node"`
+	Tasks []BlueprintTask `json:"tasks"`
+}

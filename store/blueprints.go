@@ -340,3 +340,79 @@ func (s *Store) BlueprintEvents(ctx context.Context, bpID string) ([]BlueprintEv
 	}
 	return out, rows.Err()
 }
+
+// BlueprintTaskRow is a task made for a node; Task is opaque JSON.
+type BlueprintTaskRow struct {
+	NodeID string
+	Ord    int
+	ID     string
+	Task   json.RawMessage
+}
+
+// ReplaceBlueprintTasks replaces a node's tasks and appends the event, in
+// one transaction.
+func (s *Store) ReplaceBlueprintTasks(ctx context.Context, bpID, versionID, nodeID string, tasks []BlueprintTaskRow, event json.RawMessage) error {
+	if err := checkJSON("blueprint event", event); err != nil {
+		return err
+	}
+	at := s.now().UnixMilli()
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM blueprint_tasks WHERE version_id = ? AND node_id = ?`, versionID, nodeID); err != nil {
+			return err
+		}
+		for _, t := range tasks {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO blueprint_tasks (version_id, node_id, ord, id, task) VALUES (?, ?, ?, ?, ?)`,
+				versionID, nodeID, t.Ord, t.ID, string(t.Task)); err != nil {
+				return classify(err)
+			}
+		}
+		return appendBlueprintEvent(ctx, tx, bpID, versionID, "tasks.replaced", event, at)
+	})
+	if err != nil {
+		return fmt.Errorf("store: tasks of node %q: %w", nodeID, err)
+	}
+	return nil
+}
+
+// BlueprintTasks returns a version's tasks, by node then order.
+func (s *Store) BlueprintTasks(ctx context.Context, versionID string) ([]BlueprintTaskRow, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT node_id, ord, id, task FROM blueprint_tasks WHERE version_id = ? ORDER BY node_id, ord`, versionID)
+	if err != nil {
+		return nil, fmt.Errorf("store: tasks of version %q: %w", versionID, err)
+	}
+	defer rows.Close()
+	var out []BlueprintTaskRow
+	for rows.Next() {
+		var t BlueprintTaskRow
+		var raw string
+		if err := rows.Scan(&t.NodeID, &t.Ord, &t.ID, &raw); err != nil {
+			return nil, err
+		}
+		t.Task = json.RawMessage(raw)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// UpdateBlueprintTask rewrites a task and appends the event, in one
+// transaction. An unknown task wraps ErrNotFound.
+func (s *Store) UpdateBlueprintTask(ctx context.Context, bpID, versionID, id string, task, event json.RawMessage) error {
+	if err := checkJSON("blueprint event", event); err != nil {
+		return err
+	}
+	at := s.now().UnixMilli()
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE blueprint_tasks SET task = ? WHERE version_id = ? AND id = ?`, string(task), versionID, id)
+		if err != nil {
+			return err
+		}
+		if k, _ := res.RowsAffected(); k != 1 {
+			return ErrNotFound
+		}
+		return appendBlueprintEvent(ctx, tx, bpID, versionID, "task.updated", event, at)
+	})
+	if err != nil {
+		return fmt.Errorf("store: task %q: %w", id, err)
+	}
+	return nil
+}

@@ -3,7 +3,8 @@
 -- document (so an ingestion resumes after a crash from its own bytes).
 -- blueprint_chunks records each chunk whose outline is done: a resumed job
 -- never asks the model for those again. blueprint_nodes is the tree of a
--- ready version in reading order; blueprint_events is the append-only log
+-- ready version in reading order; blueprint_tasks the tasks made for a
+-- node (blueprint/node/tasks); blueprint_events is the append-only log
 -- of what changed a blueprint (ingestions, human edits, statuses), written
 -- in the same transaction as the rows it changes.
 
@@ -51,6 +52,16 @@ CREATE TABLE blueprint_nodes (
     PRIMARY KEY (version_id, ord)
 );
 CREATE UNIQUE INDEX blueprint_nodes_by_id ON blueprint_nodes (version_id, id);
+
+CREATE TABLE blueprint_tasks (
+    version_id TEXT NOT NULL REFERENCES blueprint_versions (id) ON DELETE CASCADE,
+    node_id    TEXT NOT NULL,
+    ord        INTEGER NOT NULL,
+    id         TEXT NOT NULL,
+    task       TEXT NOT NULL,
+    PRIMARY KEY (version_id, node_id, ord)
+);
+CREATE UNIQUE INDEX blueprint_tasks_by_id ON blueprint_tasks (version_id, id);
 
 CREATE TABLE blueprint_events (
     blueprint_id TEXT NOT NULL REFERENCES blueprints (id) ON DELETE CASCADE,

@@ -1,0 +1,212 @@
+package blueprints
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apserver/apserver/blueprint"
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/store"
+)
+
+// maxTaskNodeChunks bounds the text of a node asked for tasks, in chunk
+// budgets: a larger node (a whole phase) is refused, its children are not.
+const maxTaskNodeChunks = 2
+
+// tasks loads a version's tasks.
+func (s *Service) tasks(ctx context.Context, st *store.Store, versionID string) ([]protocol.BlueprintTask, error) {
+	rows, err := st.BlueprintTasks(ctx, versionID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]protocol.BlueprintTask, len(rows))
+	for i, r := range rows {
+		if err := json.Unmarshal(r.Task, &out[i]); err != nil {
+			return nil, fmt.Errorf("blueprints: task %s: %w", r.ID, err)
+		}
+	}
+	return out, nil
+}
+
+// NodeTasks implements blueprint/node/tasks: the tasks that implement a
+// node, asked of the planner (paged, one strict retry) unless they were
+// made before, stored with the node.
+func (s *Service) NodeTasks(ctx context.Context, p protocol.BlueprintNodeTasksParams) (protocol.BlueprintNodeTasksResult, error) {
+	var res protocol.BlueprintNodeTasksResult
+	if p.NodeID == "" {
+		return res, protocol.MissingField("nodeId")
+	}
+	st, err := s.store()
+	if err != nil {
+		return res, err
+	}
+	b, v, err := s.version(ctx, st, p.BlueprintID, "")
+	if err != nil {
+		return res, err
+	}
+	t, err := s.tree(ctx, st, v)
+	if err != nil {
+		return res, err
+	}
+	i, ok := t.Index()[p.NodeID]
+	if !ok {
+		return res, invalid("nodeId: unknown node %s", p.NodeID)
+	}
+	n := t.Nodes[i]
+	res.Node = n
+	all, err := s.tasks(ctx, st, v.ID)
+	if err != nil {
+		return res, err
+	}
+	var mine, others []protocol.BlueprintTask
+	for _, x := range all {
+		if x.NodeID == n.ID {
+			mine = append(mine, x)
+		} else {
+			others = append(others, x)
+		}
+	}
+	if len(mine) > 0 && !p.Regenerate {
+		res.Tasks = mine
+		return res, nil
+	}
+	if limit := maxTaskNodeChunks * v.ChunkTokens * 4; n.End-n.Start > limit {
+		return res, invalid("nodeId: node %s (%s) spans %d bytes, more than %d; ask for its children", n.ID, n.Title, n.End-n.Start, limit)
+	}
+	full, err := st.BlueprintVersion(ctx, v.ID)
+	if err != nil {
+		return res, err
+	}
+	doc, err := blueprint.Parse(full.Document)
+	if err != nil {
+		return res, err
+	}
+	mc, name, err := s.planner()
+	if err != nil {
+		return res, err
+	}
+	k := v.PageNodes
+	var found []blueprint.TaskFound
+	seen := map[string]bool{}
+	cursors := map[string]bool{}
+	cursor := ""
+	for page := 0; ; page++ {
+		if page == blueprint.MaxPages {
+			return res, fmt.Errorf("tasks of node %s: more than %d pages", n.ID, blueprint.MaxPages)
+		}
+		var got []blueprint.TaskFound
+		var next string
+		strict := ""
+		for attempt := 0; ; attempt++ {
+			raw, err := s.askSlot(ctx, mc, name, blueprint.TasksInstructions, blueprint.TasksSchema, "blueprint_tasks", blueprint.TasksPrompt(doc, n, cursor, k, strict))
+			if err != nil {
+				return res, fmt.Errorf("tasks of node %s: asking the planner: %w", n.ID, err)
+			}
+			pageSeen := maps(seen)
+			got, next, err = blueprint.ParseTasksPage(doc, n, k, pageSeen, raw)
+			if err == nil {
+				seen = pageSeen
+				break
+			}
+			var te *blueprint.TaskAnswerError
+			if attempt == 1 || !errors.As(err, &te) {
+				return res, fmt.Errorf("%w (after a retry with a stricter instruction)", err)
+			}
+			strict = te.Msg
+		}
+		found = append(found, got...)
+		if next == "" {
+			break
+		}
+		if cursors[next] {
+			return res, fmt.Errorf("tasks of node %s: cursor %q given twice", n.ID, next)
+		}
+		cursors[next] = true
+		cursor = next
+	}
+	tasks := blueprint.BuildTasks(doc, t, n, found, others)
+	rows := make([]store.BlueprintTaskRow, len(tasks))
+	for j, x := range tasks {
+		raw, err := json.Marshal(x)
+		if err != nil {
+			return res, err
+		}
+		rows[j] = store.BlueprintTaskRow{NodeID: n.ID, Ord: j, ID: x.ID, Task: raw}
+	}
+	ev, _ := json.Marshal(map[string]any{"nodeId": n.ID, "tasks": len(tasks)})
+	s.edit.Lock()
+	err = st.ReplaceBlueprintTasks(ctx, b.ID, v.ID, n.ID, rows, ev)
+	s.edit.Unlock()
+	if err != nil {
+		return res, err
+	}
+	res.Tasks = tasks
+	if res.Tasks == nil {
+		res.Tasks = []protocol.BlueprintTask{}
+	}
+	return res, nil
+}
+
+func maps(m map[string]bool) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// updateTask is blueprint/node/update of a task (its status, title or
+// dependencies).
+func (s *Service) updateTask(ctx context.Context, st *store.Store, b protocol.Blueprint, v store.BlueprintVersionRow, t *blueprint.Tree, tasks []protocol.BlueprintTask, p protocol.BlueprintNodeUpdateParams) (protocol.BlueprintNodeUpdateResult, error) {
+	var res protocol.BlueprintNodeUpdateResult
+	j := slices.IndexFunc(tasks, func(x protocol.BlueprintTask) bool { return x.ID == p.NodeID })
+	if j < 0 {
+		return res, invalid("nodeId: unknown node %s", p.NodeID)
+	}
+	tasks = slices.Clone(tasks)
+	x := &tasks[j]
+	if p.Summary != nil || p.Priority != nil {
+		return res, invalid("nodeId: %s is a task: only title, status and dependsOn can be edited", p.NodeID)
+	}
+	if p.Title != nil {
+		if *p.Title == "" {
+			return res, invalid("title: empty")
+		}
+		x.Title = *p.Title
+	}
+	if p.Status != nil {
+		if !p.Status.Valid() {
+			return res, invalid("status: unknown status %q (planned, in_progress, blocked, done)", *p.Status)
+		}
+		x.Status = *p.Status
+	}
+	if p.DependsOn != nil {
+		x.DependsOn = slices.Clone(*p.DependsOn)
+		if slices.Contains(x.DependsOn, x.ID) {
+			return res, invalid("dependsOn: task %s cannot depend on itself", x.ID)
+		}
+		wt := blueprint.WithTasks(t, tasks)
+		if unknown := blueprint.UnknownDeps(wt, x.DependsOn); len(unknown) > 0 {
+			return res, invalid("dependsOn: unknown node %s", strings.Join(unknown, ", "))
+		}
+		if err := blueprint.CheckDeps(wt.Nodes); err != nil {
+			return res, invalid("dependsOn: %v", err)
+		}
+	}
+	raw, err := json.Marshal(x)
+	if err != nil {
+		return res, err
+	}
+	ev, _ := json.Marshal(p)
+	if err := st.UpdateBlueprintTask(ctx, b.ID, v.ID, x.ID, raw, ev); err != nil {
+		return res, err
+	}
+	wt := blueprint.WithTasks(t, tasks)
+	res.Node = wt.Nodes[wt.Index()[x.ID]]
+	s.notify(protocol.NotifyBlueprintUpdated, protocol.BlueprintUpdatedNotification{BlueprintID: b.ID, VersionID: v.ID, Node: res.Node})
+	return res, nil
+}

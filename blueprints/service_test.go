@@ -588,3 +588,78 @@ func TestNodeTasks(t *testing.T) {
 		t.Fatalf("a phase: %v", err)
 	}
 }
+
+// TestVerify: the checks of done tasks run again in the blueprint's cwd
+// (in the sandbox); after a change that breaks one task's check, verify
+// reopens exactly that task, and blueprint/next offers it again.
+func TestVerify(t *testing.T) {
+	sp, answers := smallSpec(t)
+	f := newFixture(t, specgen.Script(answers))
+	s, _ := f.service(t, pageK, 2, nil)
+	ctx := context.Background()
+	cwd := t.TempDir()
+	b := ingestWait(t, s, protocol.BlueprintIngestParams{Cwd: cwd, Text: sp.Text, ChunkTokens: budget})
+	nodes := readAll(t, s, b.ID, "")
+	var story protocol.BlueprintNode
+	for _, n := range nodes {
+		if n.Kind == protocol.KindStory {
+			story = n
+			break
+		}
+	}
+	heading := sp.Text[story.Start+5 : strings.IndexByte(sp.Text[story.Start:], '\n')+story.Start]
+	task := func(title, check string) string {
+		b, _ := json.Marshal(map[string]any{"title": title, "kind": "file_edit", "criteria": []string{title}, "checks": []string{check},
+			"files": []string{"b.txt"}, "dependsOn": []string{}, "estimate": "S", "risk": "low", "excerpt": heading})
+		return string(b)
+	}
+	sc := specgen.Script(answers)
+	sc.Rules = append([]scripted.Rule{{Match: blueprint.TasksMarker(story, ""), Steps: []scripted.Step{{Text: tasksPage("",
+		task("Write alpha", "grep -q alpha a.txt"), task("Write beta", "grep -q beta b.txt")), Deltas: 1}}}}, sc.Rules...)
+	f.srv.SetScript(sc)
+	tr, err := s.NodeTasks(ctx, protocol.BlueprintNodeTasksParams{BlueprintID: b.ID, NodeID: story.ID})
+	if err != nil || len(tr.Tasks) != 2 {
+		t.Fatalf("tasks %v %v", tr.Tasks, err)
+	}
+	done := protocol.NodeDone
+	for _, x := range tr.Tasks {
+		if _, err := s.NodeUpdate(ctx, protocol.BlueprintNodeUpdateParams{BlueprintID: b.ID, NodeID: x.ID, Status: &done}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(cwd, "a.txt"), []byte("alpha\n"), 0o644)
+	os.WriteFile(filepath.Join(cwd, "b.txt"), []byte("beta\n"), 0o644)
+	verify := func() map[string]protocol.TaskVerification {
+		r, err := s.Verify(ctx, protocol.BlueprintVerifyParams{BlueprintID: b.ID, NodeID: story.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]protocol.TaskVerification{}
+		for _, v := range r.Data {
+			m[v.Title] = v
+		}
+		return m
+	}
+	if v := verify(); len(v) != 2 || !v["Write alpha"].Passed || !v["Write beta"].Passed {
+		t.Fatalf("first verify: %+v", v)
+	}
+	os.WriteFile(filepath.Join(cwd, "a.txt"), []byte("gamma\n"), 0o644) // breaks Write alpha's check only
+	v := verify()
+	if v["Write alpha"].Passed || !v["Write alpha"].Reopened || !v["Write beta"].Passed || v["Write beta"].Reopened || v["Write alpha"].Checks[0].ExitCode != 1 {
+		t.Fatalf("second verify: %+v", v)
+	}
+	nx, _ := s.Next(ctx, protocol.BlueprintNextParams{BlueprintID: b.ID, Limit: 500})
+	offered := map[string]bool{}
+	for _, x := range nx.Data {
+		offered[x.Node.Title] = true
+	}
+	if !offered["Write alpha"] || offered["Write beta"] {
+		t.Fatalf("after verify: next offers %v", offered)
+	}
+	if v := verify(); len(v) != 1 || !v["Write beta"].Passed {
+		t.Fatalf("third verify (only done tasks): %+v", v)
+	}
+	if _, err := s.Verify(ctx, protocol.BlueprintVerifyParams{BlueprintID: b.ID, NodeID: "n_nope"}); !errors.Is(err, protocol.ErrInvalidParams) {
+		t.Fatalf("unknown node: %v", err)
+	}
+}

@@ -13,6 +13,7 @@ const (
 	MethodBlueprintDiff       = "blueprint/diff"
 	MethodBlueprintCancel     = "blueprint/cancel"
 	MethodBlueprintNodeTasks  = "blueprint/node/tasks"
+	MethodBlueprintVerify     = "blueprint/verify"
 
 	NotifyBlueprintProgress = "blueprint/progress"
 	NotifyBlueprintUpdated  = "blueprint/updated"
@@ -412,4 +413,38 @@ type BlueprintTask struct {
 type BlueprintNodeTasksResult struct {
 	Node  BlueprintNode   `json:"node"`
 	Tasks []BlueprintTask `json:"tasks"`
+}
+
+// BlueprintVerifyParams re-runs the acceptance of the done tasks of a node
+// (its subtree; or one task) in the blueprint's cwd, in the sandbox.
+type BlueprintVerifyParams struct {
+	BlueprintID string `json:"blueprintId"`
+	NodeID      string `json:"nodeId"`
+}
+
+// CheckResult is one acceptance check run: its exit code (-1: killed or
+// timed out) and the tail of its output when it failed; Error when it
+// could not run.
+type CheckResult struct {
+	Command  string `json:"command"`
+	ExitCode int    `json:"exitCode"`
+	Output   string `json:"output,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// TaskVerification is a done task checked again: Passed when every check
+// exited 0 and every file exists; Reopened when it failed and is planned
+// again. A check that could not run (no sandbox) leaves the task as it was.
+type TaskVerification struct {
+	TaskID       string        `json:"taskId"`
+	Title        string        `json:"title"`
+	Passed       bool          `json:"passed"`
+	Reopened     bool          `json:"reopened"`
+	Checks       []CheckResult `json:"checks"`
+	MissingFiles []string      `json:"missingFiles,omitempty"`
+}
+
+// BlueprintVerifyResult lists the done tasks verified.
+type BlueprintVerifyResult struct {
+	Data []TaskVerification `json:"data"`
 }

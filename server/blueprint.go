@@ -23,6 +23,7 @@ func RegisterBlueprints(s *Server, svc *blueprints.Service) {
 	handleLater(s, protocol.MethodBlueprintDiff, svc.Diff)
 	handleLater(s, protocol.MethodBlueprintCancel, svc.Cancel)
 	handleLater(s, protocol.MethodBlueprintNodeTasks, svc.NodeTasks)
+	handleLater(s, protocol.MethodBlueprintVerify, svc.Verify)
 	prev := s.notifHandlers[protocol.MethodInitialized]
 	s.notifHandlers[protocol.MethodInitialized] = func(raw json.RawMessage) {
 		if prev != nil {

@@ -211,7 +211,7 @@ func ParsePage(d *Doc, c Chunk, at Position, k int, raw []byte) (Page, error) {
 		}
 		title := strings.TrimSpace(n.Title)
 		if title == "" {
-			title = norm(n.Heading)
+			title = strings.Join(strings.Fields(strings.TrimLeft(strings.TrimSpace(n.Heading), "#")), " ")
 		}
 		p.Nodes = append(p.Nodes, Found{
 			Kind: n.Kind, Title: title, Summary: strings.TrimSpace(n.Summary),

@@ -207,6 +207,7 @@ func (s *Service) ingest(ctx context.Context, bpID, versionID, text string) erro
 	if err := st.FinishBlueprintVersion(ctx, versionID, rows, ev); err != nil {
 		return err
 	}
+	s.writePlan(ctx, st, bpID)
 	s.notify(protocol.NotifyBlueprintProgress, protocol.BlueprintProgressNotification{BlueprintID: bpID, VersionID: versionID,
 		Status: protocol.JobReady, ChunksDone: len(chunks), ChunksTotal: len(chunks), Nodes: len(t.Nodes)})
 	return nil

@@ -69,6 +69,8 @@ type Service struct {
 
 	// edit serialises the read-modify-write of node edits.
 	edit sync.Mutex
+	// planMu serialises the writes of plan.md.
+	planMu sync.Mutex
 
 	mu       sync.Mutex
 	jobs     map[string]*job // by blueprint id
@@ -587,6 +589,7 @@ func (s *Service) NodeUpdate(ctx context.Context, p protocol.BlueprintNodeUpdate
 	s.cache(v.ID, t)
 	res.Node = *n
 	s.notify(protocol.NotifyBlueprintUpdated, protocol.BlueprintUpdatedNotification{BlueprintID: b.ID, VersionID: v.ID, Node: *n})
+	s.writePlan(ctx, st, b.ID)
 	return res, nil
 }
 

@@ -659,6 +659,15 @@ func TestVerify(t *testing.T) {
 	if v := verify(); len(v) != 1 || !v["Write beta"].Passed {
 		t.Fatalf("third verify (only done tasks): %+v", v)
 	}
+	// The projection follows the store: the reopened task shows open.
+	plan, err := os.ReadFile(PlanFile(cwd, b.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(plan), "- [ ] task Write alpha `"+tr.Tasks[0].ID+"` (planned") || !strings.Contains(string(plan), "- [x] task Write beta `") ||
+		!strings.Contains(string(plan), "Coverage: ") || !strings.Contains(string(plan), "Tasks done: ") {
+		t.Fatalf("plan.md:\n%s", plan)
+	}
 	if _, err := s.Verify(ctx, protocol.BlueprintVerifyParams{BlueprintID: b.ID, NodeID: "n_nope"}); !errors.Is(err, protocol.ErrInvalidParams) {
 		t.Fatalf("unknown node: %v", err)
 	}

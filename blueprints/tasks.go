@@ -144,6 +144,7 @@ func (s *Service) NodeTasks(ctx context.Context, p protocol.BlueprintNodeTasksPa
 	if err != nil {
 		return res, err
 	}
+	s.writePlan(ctx, st, b.ID)
 	res.Tasks = tasks
 	if res.Tasks == nil {
 		res.Tasks = []protocol.BlueprintTask{}
@@ -208,5 +209,6 @@ func (s *Service) updateTask(ctx context.Context, st *store.Store, b protocol.Bl
 	wt := blueprint.WithTasks(t, tasks)
 	res.Node = wt.Nodes[wt.Index()[x.ID]]
 	s.notify(protocol.NotifyBlueprintUpdated, protocol.BlueprintUpdatedNotification{BlueprintID: b.ID, VersionID: v.ID, Node: res.Node})
+	s.writePlan(ctx, st, b.ID)
 	return res, nil
 }

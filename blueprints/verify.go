@@ -102,6 +102,7 @@ func (s *Service) Verify(ctx context.Context, p protocol.BlueprintVerifyParams) 
 		}
 		res.Data = append(res.Data, tv)
 	}
+	s.writePlan(ctx, st, b.ID)
 	return res, nil
 }
 

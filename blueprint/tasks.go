@@ -289,3 +289,63 @@ func WithTasks(t *Tree, tasks []protocol.BlueprintTask) *Tree {
 	}
 	return out
 }
+
+// Rollup makes the status of every node with something under it follow
+// the leaves under it (tasks, task specs, and nodes with nothing under them
+// yet, which count as their own status): all done → done; some done or in
+// progress → in_progress; else any blocked → blocked; else planned. t is
+// changed in place (give it a copy of a shared tree); the indexes of the
+// nodes whose status changed are returned.
+func Rollup(t *Tree, tasks []protocol.BlueprintTask) []int {
+	wt := WithTasks(t, tasks)
+	nodes := wt.Nodes
+	type agg struct{ total, done, prog, blocked int }
+	sum := make([]agg, len(nodes))
+	idx := wt.Index()
+	for i := len(nodes) - 1; i >= 0; i-- {
+		n := nodes[i]
+		leaf := i+1 >= len(nodes) || nodes[i+1].Depth <= n.Depth
+		if leaf {
+			a := agg{total: 1}
+			switch n.Status {
+			case protocol.NodeDone:
+				a.done = 1
+			case protocol.NodeInProgress:
+				a.prog = 1
+			case protocol.NodeBlocked:
+				a.blocked = 1
+			}
+			sum[i] = a
+		}
+		if p, ok := idx[n.ParentID]; ok && n.ParentID != "" {
+			sum[p].total += sum[i].total
+			sum[p].done += sum[i].done
+			sum[p].prog += sum[i].prog
+			sum[p].blocked += sum[i].blocked
+		}
+	}
+	var changed []int
+	for i := range t.Nodes {
+		n := &t.Nodes[i]
+		j := idx[n.ID]
+		leaf := j+1 >= len(nodes) || nodes[j+1].Depth <= nodes[j].Depth
+		a := sum[j]
+		if leaf || a.total == 0 {
+			continue
+		}
+		st := protocol.NodePlanned
+		switch {
+		case a.done == a.total:
+			st = protocol.NodeDone
+		case a.done > 0 || a.prog > 0:
+			st = protocol.NodeInProgress
+		case a.blocked > 0:
+			st = protocol.NodeBlocked
+		}
+		if n.Status != st {
+			n.Status = st
+			changed = append(changed, i)
+		}
+	}
+	return changed
+}

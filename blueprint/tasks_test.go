@@ -100,3 +100,38 @@ func TestBuildTasksAndNext(t *testing.T) {
 		t.Fatalf("Next = %s, want [Notify]", got)
 	}
 }
+
+func TestRollup(t *testing.T) {
+	d, tr := tasksTree(t) // P > F, G
+	f, g := tr.Nodes[1], tr.Nodes[2]
+	ts := BuildTasks(d, tr, f, []TaskFound{{Title: "a"}, {Title: "b"}}, nil)
+	st := func(tr *Tree) string {
+		var s []string
+		for _, n := range tr.Nodes {
+			s = append(s, string(n.Status))
+		}
+		return fmt.Sprint(s)
+	}
+	for _, tc := range []struct {
+		a, b protocol.NodeStatus
+		g    protocol.NodeStatus // G is a leaf without tasks: work itself
+		want string
+		n    int
+	}{
+		{"planned", "planned", "planned", "[planned planned planned]", 0},
+		{"done", "planned", "planned", "[in_progress in_progress planned]", 2},
+		{"done", "done", "planned", "[in_progress done planned]", 2},
+		{"done", "done", "done", "[done done done]", 2},
+		{"blocked", "planned", "planned", "[blocked blocked planned]", 2},
+		{"in_progress", "blocked", "planned", "[in_progress in_progress planned]", 2},
+	} {
+		c := &Tree{Nodes: append([]protocol.BlueprintNode(nil), tr.Nodes...)}
+		c.Nodes[2].Status = tc.g
+		ts[0].Status, ts[1].Status = tc.a, tc.b
+		changed := Rollup(c, ts)
+		if st(c) != tc.want || len(changed) != tc.n {
+			t.Errorf("tasks %s,%s G %s: statuses %s (%d changed), want %s (%d)", tc.a, tc.b, tc.g, st(c), len(changed), tc.want, tc.n)
+		}
+	}
+	_ = g
+}

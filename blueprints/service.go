@@ -561,6 +561,10 @@ func (s *Service) NodeUpdate(ctx context.Context, p protocol.BlueprintNodeUpdate
 		if !p.Status.Valid() {
 			return res, invalid("status: unknown status %q (planned, in_progress, blocked, done)", *p.Status)
 		}
+		wt := blueprint.WithTasks(t, tasks)
+		if j := wt.Index()[n.ID]; j+1 < len(wt.Nodes) && wt.Nodes[j+1].Depth > n.Depth {
+			return res, invalid("status: the status of %s %s follows the tasks and nodes under it; edit theirs", n.Kind, n.ID)
+		}
 		n.Status = *p.Status
 	}
 	if p.DependsOn != nil {
@@ -578,19 +582,38 @@ func (s *Service) NodeUpdate(ctx context.Context, p protocol.BlueprintNodeUpdate
 			return res, invalid("dependsOn: %v", err)
 		}
 	}
-	raw, err := json.Marshal(n)
+	changed := blueprint.Rollup(t, tasks)
+	if !slices.Contains(changed, i) {
+		changed = append([]int{i}, changed...)
+	}
+	rows, err := nodeRows(t, changed)
 	if err != nil {
 		return res, err
 	}
 	ev, _ := json.Marshal(p)
-	if err := st.UpdateBlueprintNodes(ctx, b.ID, v.ID, []store.BlueprintNodeRow{{ID: n.ID, Node: raw}}, "node.updated", ev); err != nil {
+	if err := st.UpdateBlueprint(ctx, b.ID, v.ID, rows, nil, "node.updated", ev); err != nil {
 		return res, err
 	}
 	s.cache(v.ID, t)
-	res.Node = *n
-	s.notify(protocol.NotifyBlueprintUpdated, protocol.BlueprintUpdatedNotification{BlueprintID: b.ID, VersionID: v.ID, Node: *n})
+	res.Node = t.Nodes[i]
+	for _, j := range changed {
+		s.notify(protocol.NotifyBlueprintUpdated, protocol.BlueprintUpdatedNotification{BlueprintID: b.ID, VersionID: v.ID, Node: t.Nodes[j]})
+	}
 	s.writePlan(ctx, st, b.ID)
 	return res, nil
+}
+
+// nodeRows are the store rows of some nodes of t.
+func nodeRows(t *blueprint.Tree, idx []int) ([]store.BlueprintNodeRow, error) {
+	rows := make([]store.BlueprintNodeRow, 0, len(idx))
+	for _, j := range idx {
+		raw, err := json.Marshal(t.Nodes[j])
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, store.BlueprintNodeRow{Ord: j, ID: t.Nodes[j].ID, Node: raw})
+	}
+	return rows, nil
 }
 
 // Next implements blueprint/next.

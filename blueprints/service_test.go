@@ -574,6 +574,14 @@ func TestNodeTasks(t *testing.T) {
 	if r := ready(); !r[bb.ID] || r[a.ID] {
 		t.Fatalf("after A done: ready %v", r)
 	}
+	// The story's status follows what is under it: one task done of many.
+	rd, err := s.Read(ctx, protocol.BlueprintReadParams{BlueprintID: b.ID, NodeID: feat.ID, Depth: 1, Limit: 1})
+	if err != nil || rd.Nodes[0].Status != protocol.NodeInProgress {
+		t.Fatalf("story after a task done: %+v %v", rd.Nodes, err)
+	}
+	if _, err := s.NodeUpdate(ctx, protocol.BlueprintNodeUpdateParams{BlueprintID: b.ID, NodeID: feat.ID, Status: &done}); !errors.Is(err, protocol.ErrInvalidParams) || !strings.Contains(err.Error(), "follows the tasks and nodes under it") {
+		t.Fatalf("a human setting a story done: %v", err)
+	}
 
 	// Invalid twice: fails naming the node; a phase is too large.
 	sc.Rules = append([]scripted.Rule{{Match: m0, Steps: []scripted.Step{{Text: "no"}}}}, sc.Rules...)

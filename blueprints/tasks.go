@@ -139,7 +139,15 @@ func (s *Service) NodeTasks(ctx context.Context, p protocol.BlueprintNodeTasksPa
 	}
 	ev, _ := json.Marshal(map[string]any{"nodeId": n.ID, "tasks": len(tasks)})
 	s.edit.Lock()
-	err = st.ReplaceBlueprintTasks(ctx, b.ID, v.ID, n.ID, rows, ev)
+	nt := &blueprint.Tree{Nodes: slices.Clone(t.Nodes)}
+	changed := blueprint.Rollup(nt, append(slices.Clone(others), tasks...))
+	nrows, err := nodeRows(nt, changed)
+	if err == nil {
+		err = st.ReplaceBlueprintTasks(ctx, b.ID, v.ID, n.ID, rows, nrows, ev)
+	}
+	if err == nil {
+		s.cache(v.ID, nt)
+	}
 	s.edit.Unlock()
 	if err != nil {
 		return res, err
@@ -198,17 +206,48 @@ func (s *Service) updateTask(ctx context.Context, st *store.Store, b protocol.Bl
 			return res, invalid("dependsOn: %v", err)
 		}
 	}
-	raw, err := json.Marshal(x)
-	if err != nil {
-		return res, err
-	}
 	ev, _ := json.Marshal(p)
-	if err := st.UpdateBlueprintTask(ctx, b.ID, v.ID, x.ID, raw, ev); err != nil {
+	if err := s.commitTasks(ctx, st, b.ID, v.ID, t, tasks, []string{x.ID}, "task.updated", ev); err != nil {
 		return res, err
 	}
 	wt := blueprint.WithTasks(t, tasks)
 	res.Node = wt.Nodes[wt.Index()[x.ID]]
-	s.notify(protocol.NotifyBlueprintUpdated, protocol.BlueprintUpdatedNotification{BlueprintID: b.ID, VersionID: v.ID, Node: res.Node})
 	s.writePlan(ctx, st, b.ID)
 	return res, nil
+}
+
+// commitTasks stores the tasks named (from tasks, the version's whole new
+// list) and the nodes whose status follows them, with the event, in one
+// transaction; then caches the tree and notifies blueprint/updated for
+// each. shared is the cached tree (copied, not changed).
+func (s *Service) commitTasks(ctx context.Context, st *store.Store, bpID, versionID string, shared *blueprint.Tree, tasks []protocol.BlueprintTask, ids []string, typ string, ev json.RawMessage) error {
+	t := &blueprint.Tree{Nodes: slices.Clone(shared.Nodes)}
+	changed := blueprint.Rollup(t, tasks)
+	rows, err := nodeRows(t, changed)
+	if err != nil {
+		return err
+	}
+	var trows []store.BlueprintTaskRow
+	for _, x := range tasks {
+		if slices.Contains(ids, x.ID) {
+			raw, err := json.Marshal(x)
+			if err != nil {
+				return err
+			}
+			trows = append(trows, store.BlueprintTaskRow{NodeID: x.NodeID, Ord: x.Order, ID: x.ID, Task: raw})
+		}
+	}
+	if err := st.UpdateBlueprint(ctx, bpID, versionID, rows, trows, typ, ev); err != nil {
+		return err
+	}
+	s.cache(versionID, t)
+	wt := blueprint.WithTasks(t, tasks)
+	widx := wt.Index()
+	for _, id := range ids {
+		s.notify(protocol.NotifyBlueprintUpdated, protocol.BlueprintUpdatedNotification{BlueprintID: bpID, VersionID: versionID, Node: wt.Nodes[widx[id]]})
+	}
+	for _, j := range changed {
+		s.notify(protocol.NotifyBlueprintUpdated, protocol.BlueprintUpdatedNotification{BlueprintID: bpID, VersionID: versionID, Node: t.Nodes[j]})
+	}
+	return nil
 }

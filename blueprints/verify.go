@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,6 +61,7 @@ func (s *Service) Verify(ctx context.Context, p protocol.BlueprintVerifyParams) 
 	c := s.opts.Config
 	pol := &sandbox.Policy{Mode: sandbox.WorkspaceWrite, WritableRoots: []string{b.Cwd}, ReadableRoots: c.SandboxReadableRoots,
 		Network: c.SandboxNetwork, AllowTmp: true}
+	var reopened []string
 	for _, x := range tasks {
 		if !under[x.ID] || x.Status != protocol.NodeDone {
 			continue
@@ -95,32 +97,46 @@ func (s *Service) Verify(ctx context.Context, p protocol.BlueprintVerifyParams) 
 			tv.Passed = false // not proven either way: left as it was
 		}
 		if !tv.Passed && !couldNotRun {
-			if err := s.reopen(ctx, st, b, v.ID, x, tv); err != nil {
-				return res, err
-			}
 			tv.Reopened = true
+			reopened = append(reopened, x.ID)
 		}
 		res.Data = append(res.Data, tv)
+	}
+	if len(reopened) > 0 {
+		if err := s.reopen(ctx, st, b.ID, v.ID, reopened, res.Data); err != nil {
+			return res, err
+		}
 	}
 	s.writePlan(ctx, st, b.ID)
 	return res, nil
 }
 
-// reopen plans a task again after a failed verification.
-func (s *Service) reopen(ctx context.Context, st *store.Store, b protocol.Blueprint, versionID string, x protocol.BlueprintTask, tv protocol.TaskVerification) error {
+// reopen plans tasks again after a failed verification, with the nodes
+// whose status follows them, in one transaction.
+func (s *Service) reopen(ctx context.Context, st *store.Store, bpID, versionID string, ids []string, report []protocol.TaskVerification) error {
 	s.edit.Lock()
 	defer s.edit.Unlock()
-	x.Status = protocol.NodePlanned
-	raw, err := json.Marshal(x)
+	v, err := st.BlueprintVersion(ctx, versionID)
 	if err != nil {
 		return err
 	}
-	ev, _ := json.Marshal(map[string]any{"taskId": x.ID, "verification": tv})
-	if err := st.UpdateBlueprintTask(ctx, b.ID, versionID, x.ID, raw, ev); err != nil {
-		return fmt.Errorf("reopening task %s: %w", x.ID, err)
+	v.Document = ""
+	t, err := s.tree(ctx, st, v)
+	if err != nil {
+		return err
 	}
-	s.notify(protocol.NotifyBlueprintUpdated, protocol.BlueprintUpdatedNotification{BlueprintID: b.ID, VersionID: versionID,
-		Node: protocol.BlueprintNode{ID: x.ID, ParentID: x.NodeID, Kind: protocol.KindTask, Title: x.Title, Status: x.Status,
-			Start: x.Excerpt.Start, End: x.Excerpt.End, SectionEnd: x.Excerpt.End, Anchor: []string{x.Title}, Estimate: x.Estimate, Risk: x.Risk, DependsOn: x.DependsOn}})
+	tasks, err := s.tasks(ctx, st, versionID)
+	if err != nil {
+		return err
+	}
+	for i := range tasks {
+		if slices.Contains(ids, tasks[i].ID) {
+			tasks[i].Status = protocol.NodePlanned
+		}
+	}
+	ev, _ := json.Marshal(map[string]any{"reopened": ids, "verification": report})
+	if err := s.commitTasks(ctx, st, bpID, versionID, t, tasks, ids, "tasks.reopened", ev); err != nil {
+		return fmt.Errorf("reopening tasks %v: %w", ids, err)
+	}
 	return nil
 }

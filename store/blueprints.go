@@ -299,6 +299,13 @@ func (s *Store) BlueprintNodes(ctx context.Context, versionID string) ([]json.Ra
 // UpdateBlueprintNodes rewrites nodes of a version and appends the event
 // that changed them, in one transaction. Every node must exist.
 func (s *Store) UpdateBlueprintNodes(ctx context.Context, bpID, versionID string, nodes []BlueprintNodeRow, typ string, event json.RawMessage) error {
+	return s.UpdateBlueprint(ctx, bpID, versionID, nodes, nil, typ, event)
+}
+
+// UpdateBlueprint rewrites nodes and tasks (by id) of a version and
+// appends the event that changed them, in one transaction. Every node and
+// task must exist (else ErrNotFound, and nothing is written).
+func (s *Store) UpdateBlueprint(ctx context.Context, bpID, versionID string, nodes []BlueprintNodeRow, tasks []BlueprintTaskRow, typ string, event json.RawMessage) error {
 	if err := checkJSON("blueprint event", event); err != nil {
 		return err
 	}
@@ -313,10 +320,19 @@ func (s *Store) UpdateBlueprintNodes(ctx context.Context, bpID, versionID string
 				return fmt.Errorf("node %q: %w", n.ID, ErrNotFound)
 			}
 		}
+		for _, t := range tasks {
+			res, err := tx.ExecContext(ctx, `UPDATE blueprint_tasks SET task = ? WHERE version_id = ? AND id = ?`, string(t.Task), versionID, t.ID)
+			if err != nil {
+				return err
+			}
+			if k, _ := res.RowsAffected(); k != 1 {
+				return fmt.Errorf("task %q: %w", t.ID, ErrNotFound)
+			}
+		}
 		return appendBlueprintEvent(ctx, tx, bpID, versionID, typ, event, at)
 	})
 	if err != nil {
-		return fmt.Errorf("store: update nodes of version %q: %w", versionID, err)
+		return fmt.Errorf("store: update version %q: %w", versionID, err)
 	}
 	return nil
 }
@@ -349,9 +365,9 @@ type BlueprintTaskRow struct {
 	Task   json.RawMessage
 }
 
-// ReplaceBlueprintTasks replaces a node's tasks and appends the event, in
-// one transaction.
-func (s *Store) ReplaceBlueprintTasks(ctx context.Context, bpID, versionID, nodeID string, tasks []BlueprintTaskRow, event json.RawMessage) error {
+// ReplaceBlueprintTasks replaces a node's tasks, rewrites nodes (whose
+// status follows them), and appends the event, in one transaction.
+func (s *Store) ReplaceBlueprintTasks(ctx context.Context, bpID, versionID, nodeID string, tasks []BlueprintTaskRow, nodes []BlueprintNodeRow, event json.RawMessage) error {
 	if err := checkJSON("blueprint event", event); err != nil {
 		return err
 	}
@@ -364,6 +380,11 @@ func (s *Store) ReplaceBlueprintTasks(ctx context.Context, bpID, versionID, node
 			if _, err := tx.ExecContext(ctx, `INSERT INTO blueprint_tasks (version_id, node_id, ord, id, task) VALUES (?, ?, ?, ?, ?)`,
 				versionID, nodeID, t.Ord, t.ID, string(t.Task)); err != nil {
 				return classify(err)
+			}
+		}
+		for _, n := range nodes {
+			if _, err := tx.ExecContext(ctx, `UPDATE blueprint_nodes SET node = ? WHERE version_id = ? AND id = ?`, string(n.Node), versionID, n.ID); err != nil {
+				return err
 			}
 		}
 		return appendBlueprintEvent(ctx, tx, bpID, versionID, "tasks.replaced", event, at)

@@ -112,10 +112,10 @@ func TestBlueprintTasks(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := []BlueprintTaskRow{{Ord: 0, ID: "t1", Task: json.RawMessage(`{"a":1}`)}, {Ord: 1, ID: "t2", Task: json.RawMessage(`{"a":2}`)}}
-	if err := s.ReplaceBlueprintTasks(ctx, "bp", "v", "n1", rows, ev); err != nil {
+	if err := s.ReplaceBlueprintTasks(ctx, "bp", "v", "n1", rows, nil, ev); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ReplaceBlueprintTasks(ctx, "bp", "v", "n1", rows[1:], ev); err != nil {
+	if err := s.ReplaceBlueprintTasks(ctx, "bp", "v", "n1", rows[1:], nil, ev); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.UpdateBlueprintTask(ctx, "bp", "v", "t2", json.RawMessage(`{"a":3}`), ev); err != nil {
@@ -124,12 +124,15 @@ func TestBlueprintTasks(t *testing.T) {
 	if err := s.UpdateBlueprintTask(ctx, "bp", "v", "t1", ev, ev); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a replaced task updated: %v", err)
 	}
+	if err := s.UpdateBlueprint(ctx, "bp", "v", nil, []BlueprintTaskRow{{ID: "t2", Task: json.RawMessage(`{"a":4}`)}, {ID: "t1", Task: ev}}, "x", ev); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("an update naming a missing task: %v", err)
+	}
 	got, err := s.BlueprintTasks(ctx, "v")
 	if err != nil || len(got) != 1 || got[0].ID != "t2" || string(got[0].Task) != `{"a":3}` {
 		t.Fatalf("tasks %+v %v", got, err)
 	}
 	// A task id is unique in a version: two nodes cannot both hold t2.
-	if err := s.ReplaceBlueprintTasks(ctx, "bp", "v", "n2", rows[1:], ev); err == nil {
+	if err := s.ReplaceBlueprintTasks(ctx, "bp", "v", "n2", rows[1:], nil, ev); err == nil {
 		t.Fatal("one task id under two nodes")
 	}
 }

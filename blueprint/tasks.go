@@ -349,3 +349,31 @@ func Rollup(t *Tree, tasks []protocol.BlueprintTask) []int {
 	}
 	return changed
 }
+
+// CarryTasks takes the tasks of the previous version into the next one
+// (after Reconcile): the tasks of nodes that are gone are dropped (Diff
+// lists them for review); the others keep their id and status, their
+// excerpt is found again in the node's new text, and they are flagged for
+// review when the node's own text changed or the excerpt is gone.
+func CarryTasks(d *Doc, prev, next *Tree, tasks []protocol.BlueprintTask) []protocol.BlueprintTask {
+	pidx, nidx := prev.Index(), next.Index()
+	var out []protocol.BlueprintTask
+	for _, x := range tasks {
+		j, ok := nidx[x.NodeID]
+		if !ok {
+			continue
+		}
+		n := next.Nodes[j]
+		if i, ok := pidx[x.NodeID]; ok && prev.Nodes[i].Hash != n.Hash {
+			x.Review = true
+		}
+		if ex, ok := findExcerpt(d.Text, n.Start, n.End, x.ExcerptText); ok {
+			x.Excerpt = ex
+		} else {
+			x.Excerpt = protocol.ByteRange{Start: n.Start, End: n.Start}
+			x.Review = true
+		}
+		out = append(out, x)
+	}
+	return out
+}

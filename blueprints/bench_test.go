@@ -79,7 +79,7 @@ func BenchmarkNextMethod10k(b *testing.B) {
 		}
 		add(t)
 	}
-	if err := st.FinishBlueprintVersion(ctx, "v1", rows, json.RawMessage(`{}`)); err != nil {
+	if err := st.FinishBlueprintVersion(ctx, "v1", rows, nil, json.RawMessage(`{}`)); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()

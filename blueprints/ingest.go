@@ -184,16 +184,32 @@ func (s *Service) ingest(ctx context.Context, bpID, versionID, text string) erro
 	if err != nil {
 		return fmt.Errorf("merging the outlines: %w", err)
 	}
+	var carried []protocol.BlueprintTask
 	if v.ParentID != "" {
 		pv, err := st.BlueprintVersion(ctx, v.ParentID)
 		if err != nil {
 			return err
 		}
+		pv.Document = ""
 		prev, err := s.tree(ctx, st, pv)
 		if err != nil {
 			return err
 		}
 		blueprint.Reconcile(prev, t)
+		ptasks, err := s.tasks(ctx, st, pv.ID)
+		if err != nil {
+			return err
+		}
+		carried = blueprint.CarryTasks(doc, prev, t, ptasks)
+		blueprint.Rollup(t, carried)
+	}
+	trows := make([]store.BlueprintTaskRow, len(carried))
+	for i, x := range carried {
+		raw, err := json.Marshal(x)
+		if err != nil {
+			return err
+		}
+		trows[i] = store.BlueprintTaskRow{NodeID: x.NodeID, Ord: x.Order, ID: x.ID, Task: raw}
 	}
 	rows := make([]store.BlueprintNodeRow, len(t.Nodes))
 	for i, n := range t.Nodes {
@@ -204,7 +220,7 @@ func (s *Service) ingest(ctx context.Context, bpID, versionID, text string) erro
 		rows[i] = store.BlueprintNodeRow{Ord: i, ID: n.ID, Node: raw}
 	}
 	ev, _ := json.Marshal(map[string]int{"nodes": len(t.Nodes), "chunks": len(chunks)})
-	if err := st.FinishBlueprintVersion(ctx, versionID, rows, ev); err != nil {
+	if err := st.FinishBlueprintVersion(ctx, versionID, rows, trows, ev); err != nil {
 		return err
 	}
 	s.writePlan(ctx, st, bpID)

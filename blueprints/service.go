@@ -745,6 +745,20 @@ func (s *Service) Diff(ctx context.Context, p protocol.BlueprintDiffParams) (pro
 	}
 	res.From, res.To = fv.ID, to.ID
 	res.Added, res.Modified, res.Removed, res.Moved = blueprint.Diff(a, b)
+	ftasks, err := s.tasks(ctx, st, fv.ID)
+	if err != nil {
+		return res, err
+	}
+	flag := map[string]bool{}
+	for _, c := range append(slices.Clone(res.Modified), res.Removed...) {
+		flag[c.ID] = true
+	}
+	res.Review = []protocol.BlueprintTask{}
+	for _, x := range ftasks {
+		if flag[x.NodeID] {
+			res.Review = append(res.Review, x)
+		}
+	}
 	for _, l := range []*[]protocol.NodeChange{&res.Added, &res.Modified, &res.Removed, &res.Moved} {
 		if *l == nil {
 			*l = []protocol.NodeChange{}

@@ -324,6 +324,27 @@ func TestReingestThreeSectionsChanged(t *testing.T) {
 	s, _ := f.service(t, pageK, 4, nil)
 	b1 := ingestWait(t, s, protocol.BlueprintIngestParams{Text: sp.Text, ChunkTokens: budget})
 	v1 := b1.Primary.ID
+	// Tasks for an edited story (3) and an unchanged one (6).
+	before := readAll(t, s, b1.ID, v1)
+	sc := specgen.Script(answers)
+	for _, i := range []int{3, 6} {
+		n := before[i]
+		heading := sp.Text[n.Start+5 : strings.IndexByte(sp.Text[n.Start:], '\n')+n.Start]
+		sc.Rules = append([]scripted.Rule{{Match: blueprint.TasksMarker(n, ""), Steps: []scripted.Step{{Text: tasksPage("", taskJSON("Do "+n.ID, heading)), Deltas: 1}}}}, sc.Rules...)
+	}
+	f.srv.SetScript(sc)
+	var taskOf = map[int]protocol.BlueprintTask{}
+	done := protocol.NodeDone
+	for _, i := range []int{3, 6} {
+		r, err := s.NodeTasks(context.Background(), protocol.BlueprintNodeTasksParams{BlueprintID: b1.ID, NodeID: before[i].ID})
+		if err != nil || len(r.Tasks) != 1 {
+			t.Fatalf("tasks of node %d: %v %v", i, r.Tasks, err)
+		}
+		taskOf[i] = r.Tasks[0]
+		if _, err := s.NodeUpdate(context.Background(), protocol.BlueprintNodeUpdateParams{BlueprintID: b1.ID, NodeID: r.Tasks[0].ID, Status: &done}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f.srv.SetScript(specgen.Script(answers2))
 	b2 := ingestWait(t, s, protocol.BlueprintIngestParams{Text: sp2.Text, ChunkTokens: budget, BlueprintID: b1.ID})
 	if b2.Primary.ID == v1 || b2.Primary.ParentID != v1 || b2.Primary.Status != protocol.JobReady || b2.Primary.Number != 2 {
@@ -349,6 +370,21 @@ func TestReingestThreeSectionsChanged(t *testing.T) {
 	want := []string{n1[edited[0]].ID, n1[edited[1]].ID, n1[edited[2]].ID}
 	if strings.Join(got, ",") != strings.Join(want, ",") || len(diff.Added)+len(diff.Removed)+len(diff.Moved) != 0 {
 		t.Fatalf("diff modified %v (want %v) added %d removed %d moved %d", got, want, len(diff.Added), len(diff.Removed), len(diff.Moved))
+	}
+	// The tasks came along: the edited story's flagged for review, both
+	// still done; the diff lists the flagged one.
+	if len(diff.Review) != 1 || diff.Review[0].ID != taskOf[3].ID {
+		t.Fatalf("diff review %+v, want the task of the edited story", diff.Review)
+	}
+	carried, err := s.tasks(context.Background(), mustStore(t, s), b2.Primary.ID)
+	if err != nil || len(carried) != 2 {
+		t.Fatalf("carried tasks %+v %v", carried, err)
+	}
+	for _, x := range carried {
+		want := x.ID == taskOf[3].ID
+		if x.Review != want || x.Status != protocol.NodeDone || sp2.Text[x.Excerpt.Start:x.Excerpt.End] != x.ExcerptText {
+			t.Fatalf("carried %+v (review want %v)", x, want)
+		}
 	}
 	vs, _ := s.List(context.Background(), protocol.BlueprintListParams{})
 	if len(vs.Data) != 1 {

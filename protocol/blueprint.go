@@ -370,6 +370,9 @@ type BlueprintDiffResult struct {
 	Modified []NodeChange `json:"modified"`
 	Removed  []NodeChange `json:"removed"`
 	Moved    []NodeChange `json:"moved"`
+	// Review lists the tasks of the From version under modified or
+	// removed nodes: flagged, never silently kept.
+	Review []BlueprintTask `json:"review"`
 }
 
 // BlueprintCancelParams cancels an ingestion in flight.
@@ -407,6 +410,9 @@ type BlueprintTask struct {
 	ExcerptText string     `json:"excerptText"`
 	Status      NodeStatus `json:"status"`
 	Order       int        `json:"order"`
+	// Review: carried into a new version whose text of the node changed
+	// (or where the excerpt is no longer found): to be looked at again.
+	Review bool `json:"review,omitempty"`
 }
 
 // BlueprintNodeTasksResult is the node and its tasks, in order.

@@ -122,10 +122,10 @@ type BlueprintNodeRow struct {
 	Node json.RawMessage
 }
 
-// FinishBlueprintVersion stores a version's tree and marks it ready, in one
-// transaction: it becomes its blueprint's primary version, and the version
+// FinishBlueprintVersion stores a version's tree (and the tasks carried
+// into it) and marks it ready, in one transaction: it becomes its blueprint's primary version, and the version
 // it was made from is replaced by it.
-func (s *Store) FinishBlueprintVersion(ctx context.Context, versionID string, nodes []BlueprintNodeRow, event json.RawMessage) error {
+func (s *Store) FinishBlueprintVersion(ctx context.Context, versionID string, nodes []BlueprintNodeRow, tasks []BlueprintTaskRow, event json.RawMessage) error {
 	at := s.now().UnixMilli()
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var bpID, parent, status string
@@ -148,6 +148,15 @@ func (s *Store) FinishBlueprintVersion(ctx context.Context, versionID string, no
 		defer st.Close()
 		for _, n := range nodes {
 			if _, err := st.ExecContext(ctx, versionID, n.Ord, n.ID, string(n.Node)); err != nil {
+				return classify(err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM blueprint_tasks WHERE version_id = ?`, versionID); err != nil {
+			return err
+		}
+		for _, t := range tasks {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO blueprint_tasks (version_id, node_id, ord, id, task) VALUES (?, ?, ?, ?, ?)`,
+				versionID, t.NodeID, t.Ord, t.ID, string(t.Task)); err != nil {
 				return classify(err)
 			}
 		}

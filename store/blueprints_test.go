@@ -42,10 +42,10 @@ func TestBlueprintLifecycle(t *testing.T) {
 		t.Fatalf("version %+v %v", v, err)
 	}
 	nodes := []BlueprintNodeRow{{Ord: 0, ID: "n1", Node: json.RawMessage(`{"id":"n1"}`)}}
-	if err := s.FinishBlueprintVersion(ctx, "v1", nodes, ev); err != nil {
+	if err := s.FinishBlueprintVersion(ctx, "v1", nodes, nil, ev); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FinishBlueprintVersion(ctx, "v1", nodes, ev); err == nil {
+	if err := s.FinishBlueprintVersion(ctx, "v1", nodes, nil, ev); err == nil {
 		t.Fatal("a ready version finished twice")
 	}
 	v2 := BlueprintVersionRow{ID: "v2", ParentID: "v1", Status: "ingesting", ChunkTokens: 100, PageNodes: 5, ChunksTotal: 1, Document: "# B\n"}
@@ -55,7 +55,7 @@ func TestBlueprintLifecycle(t *testing.T) {
 	if b, _ := s.Blueprint(ctx, "bp1"); b.Primary != "v1" {
 		t.Fatalf("primary %q while v2 ingests, want v1", b.Primary)
 	}
-	if err := s.FinishBlueprintVersion(ctx, "v2", nodes, ev); err != nil {
+	if err := s.FinishBlueprintVersion(ctx, "v2", nodes, nil, ev); err != nil {
 		t.Fatal(err)
 	}
 	vs, err := s.BlueprintVersions(ctx, "bp1")

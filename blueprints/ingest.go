@@ -25,6 +25,9 @@ func (s *Service) start(bpID, versionID, text string) {
 		s.jobs[bpID] = j
 	}
 	j.cancel = cancel
+	if j.cancelled {
+		cancel()
+	}
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go func() {

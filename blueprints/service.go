@@ -348,9 +348,11 @@ func defaultTitle(d *blueprint.Doc, path string) string {
 func (s *Service) Cancel(ctx context.Context, p protocol.BlueprintCancelParams) (protocol.BlueprintCancelResult, error) {
 	s.mu.Lock()
 	j, ok := s.jobs[p.BlueprintID]
-	if ok && j.cancel != nil {
-		j.cancelled = true
-		j.cancel()
+	if ok {
+		j.cancelled = true // start cancels at once a job not started yet
+		if j.cancel != nil {
+			j.cancel()
+		}
 	}
 	s.mu.Unlock()
 	if !ok {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -184,4 +185,94 @@ func TestBlueprintCLI(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), fmt.Sprintf("chunk 2 (bytes %d-%d)", c.Start, c.End)) {
 		t.Fatalf("bad JSON twice: %v\n%s", err, out)
 	}
+}
+
+// TestBlueprintTasksVerifyDiff: over the wire (every message checked
+// against the schema): a story's tasks, their statuses, verify reopening
+// the one whose check a change broke, plan.md following, and a new version
+// whose diff flags the story's tasks for review.
+func TestBlueprintTasksVerifyDiff(t *testing.T) {
+	t.Parallel()
+	const budget = 300
+	sp := specgen.Generate(6, specgen.Small)
+	d, err := blueprint.Parse(sp.Text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := sp.Answers(d, budget, 0)
+	model := startModel(t, specgen.Script(answers).Rules...)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "spec.md"), []byte(sp.Text), 0o644)
+	c := newClient(t, model, options{dir: dir})
+	res := c.call("blueprint/ingest", map[string]any{"cwd": dir, "path": "spec.md", "chunkTokens": budget})
+	bpID := res.str("blueprint.id")
+	c.waitFor("blueprint/progress", func(m *message) bool { return m.str("status") == "ready" })
+
+	rd := c.call("blueprint/read", map[string]any{"blueprintId": bpID, "limit": 1000})
+	nodes, _ := rd.get("nodes").([]any)
+	var storyID string
+	var storyStart int
+	for i := range nodes {
+		p := fmt.Sprintf("nodes.%d.", i)
+		if rd.str(p+"kind") == "story" {
+			storyID, storyStart = rd.str(p+"id"), num(rd, p+"start")
+			break
+		}
+	}
+	heading := sp.Text[storyStart+5 : storyStart+strings.IndexByte(sp.Text[storyStart:], '\n')]
+	task := func(title, check string) string {
+		b, _ := json.Marshal(map[string]any{"title": title, "kind": "file_edit", "criteria": []string{title}, "checks": []string{check},
+			"files": []string{}, "dependsOn": []string{}, "estimate": "S", "risk": "low", "excerpt": heading})
+		return string(b)
+	}
+	page := `{"tasks":[` + task("Write alpha", "grep -q alpha a.txt") + `,` + task("Write beta", "grep -q beta b.txt") + `],"next":""}`
+	model.SetScript(scripted.Script{Rules: append([]scripted.Rule{{Match: "[blueprint tasks " + storyID + " cursor=start]",
+		Steps: []scripted.Step{{Text: page, Deltas: 1}}}}, specgen.Script(answers).Rules...)})
+	tr := c.call("blueprint/node/tasks", map[string]any{"blueprintId": bpID, "nodeId": storyID})
+	alpha, beta := tr.str("tasks.0.id"), tr.str("tasks.1.id")
+	if alpha == "" || beta == "" || tr.str("tasks.0.excerptText") != heading {
+		t.Fatalf("node/tasks: %s", tr.Raw)
+	}
+	for _, id := range []string{alpha, beta} {
+		up := c.call("blueprint/node/update", map[string]any{"blueprintId": bpID, "nodeId": id, "status": "done"})
+		if up.str("node.status") != "done" {
+			t.Fatalf("node/update: %s", up.Raw)
+		}
+	}
+	c.waitFor("blueprint/updated", func(m *message) bool { return m.str("node.id") == beta })
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("alpha\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.txt"), []byte("beta\n"), 0o644)
+	v := c.call("blueprint/verify", map[string]any{"blueprintId": bpID, "nodeId": storyID})
+	if v.get("data.0.passed") != true || v.get("data.1.passed") != true {
+		t.Fatalf("verify: %s", v.Raw)
+	}
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("broken\n"), 0o644)
+	v = c.call("blueprint/verify", map[string]any{"blueprintId": bpID, "nodeId": storyID})
+	if v.get("data.0.reopened") != true || v.get("data.1.reopened") != false {
+		t.Fatalf("verify after the break: %s", v.Raw)
+	}
+	plan, err := os.ReadFile(filepath.Join(dir, ".apserver", "blueprints", bpID, "plan.md"))
+	if err != nil || !strings.Contains(string(plan), "- [ ] task Write alpha `"+alpha+"`") || !strings.Contains(string(plan), "- [x] task Write beta `"+beta+"`") {
+		t.Fatalf("plan.md: %v\n%s", err, plan)
+	}
+
+	// A new version with the story's text changed.
+	var idx int
+	for i, n := range sp.Nodes {
+		if n.Start == storyStart {
+			idx = i
+		}
+	}
+	sp2 := sp.Edit(idx)
+	d2, _ := blueprint.Parse(sp2.Text)
+	model.SetScript(specgen.Script(sp2.Answers(d2, budget, 0)))
+	os.WriteFile(filepath.Join(dir, "spec.md"), []byte(sp2.Text), 0o644)
+	r2 := c.call("blueprint/ingest", map[string]any{"cwd": dir, "path": "spec.md", "chunkTokens": budget, "blueprintId": bpID})
+	v2 := r2.str("version.id")
+	c.waitFor("blueprint/progress", func(m *message) bool { return m.str("versionId") == v2 && m.str("status") == "ready" })
+	df := c.call("blueprint/diff", map[string]any{"blueprintId": bpID})
+	if df.str("modified.0.id") != storyID || df.get("modified.1") != nil || df.str("review.0.id") != alpha || df.str("review.1.id") != beta {
+		t.Fatalf("diff: %s", df.Raw)
+	}
+	c.callErr("blueprint/cancel", map[string]any{"blueprintId": bpID}, -32602, "no ingestion in flight")
 }

@@ -423,26 +423,3 @@ func (s *Store) BlueprintTasks(ctx context.Context, versionID string) ([]Bluepri
 	}
 	return out, rows.Err()
 }
-
-// UpdateBlueprintTask rewrites a task and appends the event, in one
-// transaction. An unknown task wraps ErrNotFound.
-func (s *Store) UpdateBlueprintTask(ctx context.Context, bpID, versionID, id string, task, event json.RawMessage) error {
-	if err := checkJSON("blueprint event", event); err != nil {
-		return err
-	}
-	at := s.now().UnixMilli()
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE blueprint_tasks SET task = ? WHERE version_id = ? AND id = ?`, string(task), versionID, id)
-		if err != nil {
-			return err
-		}
-		if k, _ := res.RowsAffected(); k != 1 {
-			return ErrNotFound
-		}
-		return appendBlueprintEvent(ctx, tx, bpID, versionID, "task.updated", event, at)
-	})
-	if err != nil {
-		return fmt.Errorf("store: task %q: %w", id, err)
-	}
-	return nil
-}

@@ -118,10 +118,10 @@ func TestBlueprintTasks(t *testing.T) {
 	if err := s.ReplaceBlueprintTasks(ctx, "bp", "v", "n1", rows[1:], nil, ev); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UpdateBlueprintTask(ctx, "bp", "v", "t2", json.RawMessage(`{"a":3}`), ev); err != nil {
+	if err := s.UpdateBlueprint(ctx, "bp", "v", nil, []BlueprintTaskRow{{ID: "t2", Task: json.RawMessage(`{"a":3}`)}}, "task.updated", ev); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UpdateBlueprintTask(ctx, "bp", "v", "t1", ev, ev); !errors.Is(err, ErrNotFound) {
+	if err := s.UpdateBlueprint(ctx, "bp", "v", nil, []BlueprintTaskRow{{ID: "t1", Task: ev}}, "task.updated", ev); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a replaced task updated: %v", err)
 	}
 	if err := s.UpdateBlueprint(ctx, "bp", "v", nil, []BlueprintTaskRow{{ID: "t2", Task: json.RawMessage(`{"a":4}`)}, {ID: "t1", Task: ev}}, "x", ev); !errors.Is(err, ErrNotFound) {

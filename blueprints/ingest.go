@@ -3,7 +3,6 @@ package blueprints
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -244,46 +243,23 @@ func (s *Service) planner() (*model.Client, string, error) {
 	return model.NewClient(prov, nil), name, nil
 }
 
-// outline asks the planner for every page of a chunk's outline. An invalid
-// page is asked again once with a stricter instruction; a second invalid
-// answer fails the chunk, naming it and its offsets.
+// outline asks the planner for every page of a chunk's outline, as the
+// chunk's Pages core says: an invalid page is asked again once with a
+// stricter instruction; a second invalid answer fails the chunk, naming it
+// and its offsets.
 func (s *Service) outline(ctx context.Context, mc *model.Client, name string, doc *blueprint.Doc, c blueprint.Chunk, total, k int) ([]blueprint.Found, error) {
-	var out []blueprint.Found
-	at := blueprint.Begin(c)
-	cursor := ""
-	seen := map[string]bool{}
-	for page := 0; ; page++ {
-		if page == blueprint.MaxPages {
-			return nil, &blueprint.AnswerError{Chunk: c.Index + 1, Start: c.Start, End: c.End, Msg: fmt.Sprintf("more than %d pages", blueprint.MaxPages)}
+	p := blueprint.ChunkPages(doc, c, total, k)
+	for p.Step() == blueprint.Ask {
+		raw, err := ask(ctx, mc, name, p.Prompt())
+		if err != nil {
+			return nil, fmt.Errorf("%s: asking the planner: %w", p.What, err)
 		}
-		var p blueprint.Page
-		strict := ""
-		for attempt := 0; ; attempt++ {
-			raw, err := ask(ctx, mc, name, blueprint.Prompt(doc, c, total, cursor, k, strict))
-			if err != nil {
-				return nil, fmt.Errorf("chunk %d (bytes %d-%d): asking the planner: %w", c.Index+1, c.Start, c.End, err)
-			}
-			p, err = blueprint.ParsePage(doc, c, at, k, raw)
-			if err == nil {
-				break
-			}
-			var ae *blueprint.AnswerError
-			if attempt == 1 || !errors.As(err, &ae) {
-				return nil, fmt.Errorf("%w (after a retry with a stricter instruction)", err)
-			}
-			strict = ae.Msg
-		}
-		out = append(out, p.Nodes...)
-		at = p.At
-		if p.Next == "" {
-			return out, nil
-		}
-		if seen[p.Next] {
-			return nil, &blueprint.AnswerError{Chunk: c.Index + 1, Start: c.Start, End: c.End, Msg: fmt.Sprintf("cursor %q given twice", p.Next)}
-		}
-		seen[p.Next] = true
-		cursor = p.Next
+		p.Feed(raw)
 	}
+	if p.Step() == blueprint.Failed {
+		return nil, p.Err()
+	}
+	return p.Items(), nil
 }
 
 // ask sends one outline request and returns the answer's text.

@@ -3,7 +3,6 @@ package blueprints
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -89,45 +88,18 @@ func (s *Service) NodeTasks(ctx context.Context, p protocol.BlueprintNodeTasksPa
 	if err != nil {
 		return res, err
 	}
-	k := v.PageNodes
-	var found []blueprint.TaskFound
-	seen := map[string]bool{}
-	cursors := map[string]bool{}
-	cursor := ""
-	for page := 0; ; page++ {
-		if page == blueprint.MaxPages {
-			return res, fmt.Errorf("tasks of node %s: more than %d pages", n.ID, blueprint.MaxPages)
+	pages := blueprint.TaskPages(doc, n, v.PageNodes)
+	for pages.Step() == blueprint.Ask {
+		raw, err := s.askSlot(ctx, mc, name, blueprint.TasksInstructions, blueprint.TasksSchema, "blueprint_tasks", pages.Prompt())
+		if err != nil {
+			return res, fmt.Errorf("%s: asking the planner: %w", pages.What, err)
 		}
-		var got []blueprint.TaskFound
-		var next string
-		strict := ""
-		for attempt := 0; ; attempt++ {
-			raw, err := s.askSlot(ctx, mc, name, blueprint.TasksInstructions, blueprint.TasksSchema, "blueprint_tasks", blueprint.TasksPrompt(doc, n, cursor, k, strict))
-			if err != nil {
-				return res, fmt.Errorf("tasks of node %s: asking the planner: %w", n.ID, err)
-			}
-			pageSeen := maps(seen)
-			got, next, err = blueprint.ParseTasksPage(doc, n, k, pageSeen, raw)
-			if err == nil {
-				seen = pageSeen
-				break
-			}
-			var te *blueprint.TaskAnswerError
-			if attempt == 1 || !errors.As(err, &te) {
-				return res, fmt.Errorf("%w (after a retry with a stricter instruction)", err)
-			}
-			strict = te.Msg
-		}
-		found = append(found, got...)
-		if next == "" {
-			break
-		}
-		if cursors[next] {
-			return res, fmt.Errorf("tasks of node %s: cursor %q given twice", n.ID, next)
-		}
-		cursors[next] = true
-		cursor = next
+		pages.Feed(raw)
 	}
+	if pages.Step() == blueprint.Failed {
+		return res, pages.Err()
+	}
+	found := pages.Items()
 	tasks := blueprint.BuildTasks(doc, t, n, found, others)
 	rows := make([]store.BlueprintTaskRow, len(tasks))
 	for j, x := range tasks {
@@ -158,14 +130,6 @@ func (s *Service) NodeTasks(ctx context.Context, p protocol.BlueprintNodeTasksPa
 		res.Tasks = []protocol.BlueprintTask{}
 	}
 	return res, nil
-}
-
-func maps(m map[string]bool) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // updateTask is blueprint/node/update of a task (its status, title or

@@ -42,7 +42,7 @@ lint: ## go vet, gofmt and staticcheck
 # package:FuzzTarget pairs run by `make fuzz`.
 FUZZ_TARGETS := server:FuzzReadLine model:FuzzFastDecode tools/patch:FuzzParse \
 	tools/patch:FuzzRoundTrip tools/patch:FuzzUnifiedDiff \
-	tools/rules:FuzzEvaluate session:FuzzExplainIsThePlan
+	tools/rules:FuzzEvaluate session:FuzzExplainIsThePlan blueprint:FuzzParsePage
 
 fuzz: ## run each fuzz target briefly (FUZZTIME=15s each)
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -1,13 +1,17 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -904,4 +908,102 @@ func TestRunRoleProvider(t *testing.T) {
 		t.Errorf("the default provider got %d plan requests", n)
 	}
 	c.call("run/cancel", map[string]any{"runId": id})
+}
+
+// startRunCmd starts `apserver run args...` in dir against model and
+// returns the process; wait collects its exit code and outputs.
+func startRunCmd(t *testing.T, model *scripted.Server, dir, dataDir string, args ...string) (*exec.Cmd, func() execResult) {
+	t.Helper()
+	home := t.TempDir()
+	cfg := filepath.Join(home, "config.toml")
+	if err := os.WriteFile(cfg, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	full := append([]string{"run", "--config", cfg, "--data-dir", dataDir, "--model", "scripted-model", "--base-url", model.URL()}, args...)
+	cmd := exec.Command(binPath, full...)
+	cmd.Dir = dir
+	cmd.Env = []string{"HOME=" + home, "OPENAI_API_KEY=test", "PATH=" + os.Getenv("PATH")}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd, func() execResult {
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(2 * waitTimeout):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Fatalf("apserver run did not end\nstdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+		}
+		r := execResult{dataDir: dataDir, cwd: dir, stdout: out.String(), stderr: errb.String()}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			r.code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+}
+
+// waitGlob waits until a file matches pattern and returns it.
+func waitGlob(t *testing.T, pattern string) string {
+	t.Helper()
+	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(20 * time.Millisecond) {
+		if m, _ := filepath.Glob(pattern); len(m) > 0 {
+			return m[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing matches %s", pattern)
+		}
+	}
+}
+
+// apserver run interrupted (SIGINT: exit 130) or killed (kill -9) in the
+// middle of a task: apserver run --resume takes the run up and carries it
+// to its end, with no task committed twice and the committed task not run
+// again.
+func TestRunHeadlessResumeAfterInterrupt(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			rules := shoutRules(t)
+			for i, r := range rules {
+				if r.Match == "S2 add test_greet.sh" {
+					rules[i] = taskRule(r.Match, `if [ -f .slept ]; then rm .slept; printf '%s\n' 'set -e' 'sh greet.sh --shout bob | grep -q "HELLO, BOB"' > test_greet.sh; else touch .slept; sleep 60; fi`)
+				}
+			}
+			model := startModel(t, rules...)
+			repo := shoutRepo(t)
+			dataDir := t.TempDir()
+			cmd, wait := startRunCmd(t, model, repo, dataDir, "--base", "main", "--trust-planning", "auto", "add a shout option to greet.sh")
+			slept := waitGlob(t, filepath.Join(dataDir, "worktrees", "*", ".slept"))
+			id := filepath.Base(filepath.Dir(slept))
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			r := wait()
+			if sig == syscall.SIGINT && (r.code != 130 || !strings.Contains(r.stderr, "interrupted")) {
+				t.Fatalf("apserver run after SIGINT = exit %d\nstderr:\n%s", r.code, r.stderr)
+			}
+			r = runCmd(t, model, repo, dataDir, "--resume", id)
+			if r.code != 0 || !strings.Contains(r.stdout, "run "+id+" completed") {
+				t.Fatalf("apserver run --resume %s = exit %d\nstdout:\n%s\nstderr:\n%s", id, r.code, r.stdout, r.stderr)
+			}
+			for _, task := range []string{"t1", "t2", "t3"} {
+				if n := len(strings.Fields(gitOut(t, repo, "log", "main", "--format=%H", "--grep", "Apserver-Task: "+task))); n != 1 {
+					t.Errorf("%d commits of %s on main, want 1", n, task)
+				}
+			}
+			if n := stepRequests(t, model, "Task: S1 make greet.sh"); n != 1 {
+				t.Errorf("t1's implementer began %d turns, want 1 (it was committed before the interrupt)", n)
+			}
+		})
+	}
 }

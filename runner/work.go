@@ -302,7 +302,12 @@ func (x *run) implement(ctx context.Context, cfg runs.Config, e runs.StartTask) 
 	start := fresh
 	if !fresh {
 		// After a restart: the thread's full auto may be running, over, or
-		// never started.
+		// never started. It is brought back first: a server does that for
+		// every thread once its client initialized, apserver run has no
+		// such client (bringing it back twice does nothing).
+		if err := x.rn.mgr.RestoreFullAutoOf(ctx, thread); err != nil {
+			x.rn.log.Warn("bringing back a task thread's full auto", "run", x.id, "thread", thread, "err", err)
+		}
 		st, err := call[protocol.FullAutoStatusParams, protocol.FullAutoStatusResult](ctx, x.rn.mgr.FullAutoStatus, protocol.FullAutoStatusParams{ThreadID: &thread})
 		switch {
 		case err != nil || len(st.Runs) == 0:

@@ -301,7 +301,17 @@ func TestRunHighRiskGate(t *testing.T) {
 	if !strings.Contains(w.str("reason"), "high-risk task t2") || !strings.Contains(w.str("reason"), "deletes directories") {
 		t.Errorf("run/updated = %s", w.Raw)
 	}
-	c.waitFor("attention", func(m *message) bool { return m.str("items.0.runId") == id && m.str("items.0.kind") == "approval" })
+	// The gate names its task in the run, run/updated and attention, not
+	// only in the reason's prose.
+	if w.str("currentTaskId") != "t2" {
+		t.Errorf("run/updated at the gate = %s, want currentTaskId t2", w.Raw)
+	}
+	c.waitFor("attention", func(m *message) bool {
+		return m.str("items.0.runId") == id && m.str("items.0.kind") == "approval" && m.str("items.0.taskId") == "t2"
+	})
+	if r := c.call("run/read", map[string]any{"runId": id}); r.str("run.currentTaskId") != "t2" {
+		t.Errorf("run/read at the gate = %s, want currentTaskId t2", r.Raw)
+	}
 	if got := c.find("run/task/updated", func(m *message) bool { return m.str("task.id") == "t2" && m.str("task.status") == "running" }); len(got) != 0 {
 		t.Fatalf("t2 ran before its approval: %v", got)
 	}

@@ -141,7 +141,7 @@ func (x *run) apply(effs []runs.Effect) {
 		case runs.Notify:
 			rn.tap.Client.Notify(e.Method, e.Params)
 		case runs.SetAttention:
-			rn.mgr.SetRunAttention(x.id, protocol.AttentionItem{ThreadID: e.ThreadID, Kind: e.Kind, Reason: e.Reason, SinceMs: e.SinceMs})
+			rn.mgr.SetRunAttention(x.id, protocol.AttentionItem{ThreadID: e.ThreadID, Kind: e.Kind, Reason: e.Reason, SinceMs: e.SinceMs, TaskID: e.TaskID})
 		case runs.ClearAttention:
 			rn.mgr.ClearRunAttention(x.id)
 		case runs.WriteArtifacts:

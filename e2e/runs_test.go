@@ -1017,3 +1017,44 @@ func TestRunHeadlessResumeAfterInterrupt(t *testing.T) {
 		})
 	}
 }
+
+// With max_parallel_runs 1, a run waiting for the slot is queued with its
+// place (run/updated, run/read), moves up when a run ahead of it ends, and
+// runs once it has the slot.
+func TestRunQueuedForASlot(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, shoutRules(t)...)
+	repo := shoutRepo(t)
+	c := newRunsClient(t, model, faOptions{config: "max_parallel_runs = 1\n"})
+	start := func() string {
+		return c.startRun(map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main"})
+	}
+	first := start()
+	c.runWaiting(nil, first, "planApproval") // a run waiting on a human keeps its slot
+	second := start()
+	queued := func(after *message, id string, place float64) *message {
+		t.Helper()
+		return c.waitAfter(after, "run/updated", func(m *message) bool {
+			return m.str("runId") == id && m.str("status") == "queued" && m.get("queuePosition") == place
+		})
+	}
+	q2 := queued(nil, second, 1)
+	if !strings.Contains(q2.str("reason"), "max_parallel_runs") {
+		t.Errorf("run/updated of the queued run = %s", q2.Raw)
+	}
+	third := start()
+	queued(nil, third, 2)
+	if r := c.call("run/read", map[string]any{"runId": third}); r.str("run.status") != "queued" || r.get("run.queuePosition") != 2.0 {
+		t.Errorf("run/read of the third run = %s", r.Raw)
+	}
+	cancel := c.call("run/cancel", map[string]any{"runId": first})
+	// The second run gets the slot and plans; the third moves up.
+	c.waitAfter(cancel, "run/updated", func(m *message) bool {
+		return m.str("runId") == second && m.str("status") == "running" && m.get("queuePosition") == nil
+	})
+	c.runWaiting(cancel, second, "planApproval")
+	queued(cancel, third, 1)
+	c.call("run/cancel", map[string]any{"runId": second})
+	c.runWaiting(nil, third, "planApproval")
+	c.call("run/cancel", map[string]any{"runId": third})
+}

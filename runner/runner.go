@@ -41,14 +41,19 @@ type Options struct {
 // effects (git, threads, checks) on goroutines of their own that post
 // their results back as events.
 type Runner struct {
-	opts  Options
-	mgr   *session.Manager
-	tap   *Tap
-	log   *slog.Logger
-	ctx   context.Context
-	stop  context.CancelFunc
-	slots chan struct{} // max_parallel_runs
-	wg    sync.WaitGroup
+	opts Options
+	mgr  *session.Manager
+	tap  *Tap
+	log  *slog.Logger
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	// slotMu guards the slots of max_parallel_runs: free ones, and the
+	// runs waiting for one, in order (each run's hasSlot and granted too).
+	slotMu sync.Mutex
+	free   int
+	queue  []*run
 
 	mu       sync.Mutex
 	active   map[string]*run // runs with a loop
@@ -70,7 +75,7 @@ func New(opts Options) *Runner {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	return &Runner{opts: opts, mgr: opts.Manager, tap: opts.Tap, log: opts.Logger, ctx: ctx, stop: cancel,
-		slots: make(chan struct{}, n), active: map[string]*run{}}
+		free: n, active: map[string]*run{}}
 }
 
 // Close stops every run's goroutines; what they did is stored, and the

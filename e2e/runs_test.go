@@ -217,6 +217,11 @@ func TestRunAcceptance(t *testing.T) {
 	c.callErr("run/start", map[string]any{"cwd": repo}, -32602, "missing field `request`")
 	c.callErr("run/start", map[string]any{"cwd": t.TempDir(), "request": "x"}, -32600, "not in a git repository")
 	c.callErr("run/start", map[string]any{"cwd": repo, "request": "x", "baseBranch": "nope"}, -32602, "baseBranch \"nope\" is not a branch")
+	// A repository with no commit yet: say so, not that its branch is not one.
+	empty := t.TempDir()
+	git(t, empty, "init", "-q", "-b", "master")
+	c.callErr("run/start", map[string]any{"cwd": empty, "request": "x"}, -32602, "has no commit yet")
+	c.callErr("run/start", map[string]any{"cwd": empty, "request": "x", "baseBranch": "master"}, -32602, "make a first commit")
 	c.callErr("run/cancel", map[string]any{"runId": id}, -32600, "already completed")
 }
 

@@ -140,6 +140,10 @@ func (rn *Runner) config(ctx context.Context, p protocol.RunStartParams) (runs.C
 	} else if base, err = repo.CurrentBranch(ctx); err != nil || base == "" {
 		return runs.Config{}, protocol.Errorf(protocol.ErrInvalidRequest, "cwd %s has no branch checked out: pass baseBranch", abs)
 	}
+	if ok, err := repo.HasCommit(ctx); err == nil && !ok {
+		return runs.Config{}, protocol.Errorf(protocol.ErrInvalidParams,
+			"Invalid params: cwd: the repository %s has no commit yet; a run branches from a commit, so make a first commit (git commit) and start the run again", repo.Root())
+	}
 	if _, err := repo.HeadSHA(ctx, "refs/heads/"+base); err != nil {
 		return runs.Config{}, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: baseBranch %q is not a branch of %s", base, repo.Root())
 	}

@@ -197,6 +197,9 @@ func TestRunAcceptance(t *testing.T) {
 	if mem := gitOut(t, repo, "show", "main:.apserver/memory.md"); !strings.Contains(mem, "## Run "+id) {
 		t.Errorf("memory.md:\n%s", mem)
 	}
+	// The run's worktree is gone, and git forgot it; its branch stays.
+	waitWorktreeGone(t, repo, wt)
+	gitOut(t, repo, "rev-parse", "--verify", branch)
 	// The user's checkout and index are untouched.
 	if gitOut(t, repo, "status", "--porcelain") != "" || gitOut(t, repo, "branch", "--show-current") != "feature" {
 		t.Errorf("the user's checkout changed: %s", gitOut(t, repo, "status"))
@@ -458,9 +461,11 @@ func TestRunsConflict(t *testing.T) {
 	if reason := left[0].str("run.reason"); !strings.Contains(reason, "conflict in README.md") || !strings.Contains(reason, "left for review") {
 		t.Errorf("reason of the run left for review = %q", reason)
 	}
-	state, err := os.ReadFile(filepath.Join(left[0].str("run.worktree"), ".apserver", "runs", left[0].str("run.id"), "state.md"))
-	if err != nil || !strings.Contains(string(state), "conflict in README.md") {
-		t.Errorf("state.md of the run left for review (%v) does not name README.md:\n%s", err, state)
+	// The worktree goes when the run ends: the branch is what stays, and
+	// its state.md says why it was not merged.
+	state := gitOut(t, repo, "show", left[0].str("run.branch")+":.apserver/runs/"+left[0].str("run.id")+"/state.md")
+	if !strings.Contains(state, "conflict in README.md") || !strings.Contains(state, "- reason: not merged") || strings.Contains(state, "- reason: merged") {
+		t.Errorf("state.md in the branch left for review does not say why it was not merged:\n%s", state)
 	}
 	// main has the landed run's README; the other branch still has its own.
 	win := "Q1"
@@ -1062,4 +1067,55 @@ func TestRunQueuedForASlot(t *testing.T) {
 	c.call("run/cancel", map[string]any{"runId": second})
 	c.runWaiting(nil, third, "planApproval")
 	c.call("run/cancel", map[string]any{"runId": third})
+}
+
+// waitWorktreeGone waits until the worktree wt is removed and no longer in git
+// worktree list (a run removes it once it has ended).
+func waitWorktreeGone(t *testing.T, repo, wt string) {
+	t.Helper()
+	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(20 * time.Millisecond) {
+		_, err := os.Stat(wt)
+		if os.IsNotExist(err) && !strings.Contains(gitOut(t, repo, "worktree", "list", "--porcelain"), wt) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worktree %s of a finished run is still there:\n%s", wt, gitOut(t, repo, "worktree", "list"))
+		}
+	}
+}
+
+// Worktrees that finished runs left behind (a stop between the end and
+// the removal, a directory deleted by hand) are removed or pruned when
+// apserver run starts.
+func TestRunWorktreesTidiedAtStart(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, shoutRules(t)...)
+	repo := shoutRepo(t)
+	dataDir := t.TempDir()
+	r := runCmd(t, model, repo, dataDir, "--base", "main", "--trust-planning", "auto", "add a shout option to greet.sh")
+	if r.code != 0 {
+		t.Fatalf("apserver run = exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	id := strings.Fields(r.stdout)[1]
+	wt := filepath.Join(dataDir, "worktrees", id)
+	waitWorktreeGone(t, repo, wt)
+	// Left behind as a killed process would: registered again with git.
+	branch := strings.TrimPrefix(strings.Split(r.stdout, "\n")[1], "branch ")
+	git(t, repo, "worktree", "add", "-q", wt, branch)
+	stray := filepath.Join(t.TempDir(), "stray")
+	git(t, repo, "worktree", "add", "-q", "-b", "stray", stray, "main")
+	if err := os.RemoveAll(stray); err != nil {
+		t.Fatal(err)
+	}
+	// Any apserver run on the data dir tidies up, here one that is over.
+	if r := runCmd(t, model, repo, dataDir, "--resume", id); r.code != 0 {
+		t.Fatalf("apserver run --resume = exit %d\nstderr:\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(wt); !os.IsNotExist(err) {
+		t.Errorf("the finished run's worktree is still there (%v)", err)
+	}
+	if list := gitOut(t, repo, "worktree", "list", "--porcelain"); strings.Contains(list, wt) || strings.Contains(list, stray) {
+		t.Errorf("git worktree list still has leftovers:\n%s", list)
+	}
+	gitOut(t, repo, "rev-parse", "--verify", branch)
 }

@@ -163,6 +163,16 @@ func (x *run) apply(effs []runs.Effect) {
 				delete(rn.active, x.id)
 				rn.mu.Unlock()
 				x.stop()
+				if removable(r.Status) {
+					// The branch stays; git forgets the worktree.
+					rn.wg.Add(1)
+					go func() {
+						defer rn.wg.Done()
+						// Not cut short by Close: apserver run exits
+						// right after the run ends.
+						rn.removeWorktree(context.WithoutCancel(rn.ctx), r.ID, r.Cwd, r.Worktree, r.Status)
+					}()
+				}
 			}
 		case runs.Interrupt:
 			thread := e.ThreadID

@@ -251,6 +251,7 @@ func (rn *Runner) Restore() {
 	}
 	rn.restored = true
 	rn.mu.Unlock()
+	rn.Tidy()
 	go func() {
 		db, err := rn.opts.Store()
 		if err != nil {

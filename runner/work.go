@@ -509,6 +509,10 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 	final.Run.Status = protocol.RunCompleted
 	final.Run.Stage = protocol.StageDone
 	final.Run.WaitingFor, final.Run.Reason, final.Run.CurrentTaskID = nil, nil, nil
+	if !e.Into {
+		// The committed state.md says what the run's end will be.
+		final.LastEvent = runs.Event{Type: runs.EvMerged, AtMs: x.rn.opts.Now()}
+	}
 	if err := writeArtifacts(cfg.Worktree, final); err != nil {
 		return err
 	}
@@ -520,8 +524,7 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 		return err
 	}
 	if !e.Into {
-		x.result(runs.Event{Type: runs.EvMerged})
-		return nil
+		return x.leave(ctx, cfg, final, "")
 	}
 	repo, err := gitwork.Open(ctx, cfg.Cwd)
 	if err != nil {
@@ -537,8 +540,7 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 			var cf checksFailed
 			switch {
 			case errors.Is(err, gitwork.ErrConflict), errors.As(err, &cf):
-				x.result(runs.Event{Type: runs.EvMerged, Reason: err.Error() + "; the branch is left for review"})
-				return nil
+				return x.leave(ctx, cfg, final, err.Error()+"; the branch is left for review")
 			case err != nil:
 				return err
 			}
@@ -546,14 +548,36 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 		}
 		switch {
 		case errors.Is(err, gitwork.ErrBaseDirty), errors.Is(err, gitwork.ErrNotFastForward), errors.Is(err, gitwork.ErrConflict):
-			x.result(runs.Event{Type: runs.EvMerged, Reason: err.Error() + "; the branch is left for review"})
-			return nil
+			return x.leave(ctx, cfg, final, err.Error()+"; the branch is left for review")
 		case err != nil:
 			return err
 		}
 		x.result(runs.Event{Type: runs.EvMerged, Commit: sha})
 		return nil
 	}
+}
+
+// leave ends a run whose branch is left for review (reason: why it was not
+// merged, "" under implementation trust manual). When there is a reason,
+// the artifacts that say so are committed in the branch too (Apserver-Step:
+// review, found by its trailers on a replay): the branch is what stays of
+// the run once its worktree is removed.
+func (x *run) leave(ctx context.Context, cfg runs.Config, final runs.Snapshot, reason string) error {
+	if reason != "" {
+		now := x.rn.opts.Now()
+		final.Run.Reason = &reason
+		final.LastEvent = runs.Event{Type: runs.EvMerged, AtMs: now, Reason: reason}
+		final.Decisions = append(final.Decisions, runs.Decision{AtMs: now, Text: fmt.Sprintf("branch %s not merged: %s", cfg.Branch, reason)})
+		if err := writeArtifacts(cfg.Worktree, final); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("apserver run %s: left for review\n\n%s\n", cfg.ID, reason)
+		if _, err := gitwork.Commit(ctx, cfg.Worktree, msg, []gitwork.Trailer{{Key: "Apserver-Run", Value: cfg.ID}, {Key: "Apserver-Step", Value: "review"}}); err != nil {
+			return err
+		}
+	}
+	x.result(runs.Event{Type: runs.EvMerged, Reason: reason})
+	return nil
 }
 
 // maxCatchUps bounds how many times one merge brings a base that keeps

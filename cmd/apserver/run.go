@@ -155,6 +155,7 @@ a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 	defer mgr.Close()
 	rn := newRunner(cfg, dataDir, mgr, tap, log)
 	defer rn.Close()
+	rn.Tidy() // worktrees that finished runs left behind
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

@@ -1119,3 +1119,55 @@ func TestRunWorktreesTidiedAtStart(t *testing.T) {
 	}
 	gitOut(t, repo, "rev-parse", "--verify", branch)
 }
+
+// The validator's answer is untrusted: one that is not {pass: boolean,
+// findings: string} is asked for again once, saying what was wrong; a
+// second bad answer fails the run naming it, and nothing is committed.
+func TestRunValidatorAnswerChecked(t *testing.T) {
+	t.Parallel()
+	tasks := []planTask{{ID: "t1", Title: "V1 write v.txt", Kind: "file_create", Dependencies: []string{}, Risk: "low",
+		Acceptance: accept("test -f v.txt"), Estimate: "1m"}}
+	for _, tc := range []struct {
+		name, again string
+		code        int
+	}{
+		{"fixed", `{"pass":true,"findings":"v.txt is there"}`, 0},
+		{"twice", `{"pass":"yes","findings":"v.txt is there"}`, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			model := startModel(t,
+				scripted.Rule{Match: "Review task", Steps: []scripted.Step{{Text: "Looks good to me!"}}},
+				scripted.Rule{Match: "Your answer is not valid", Steps: []scripted.Step{{Text: tc.again}}},
+				scripted.Rule{Match: "Plan this request", Steps: []scripted.Step{{Text: planJSON(t, tasks...)}}},
+				taskRule("V1 write", "echo v > v.txt"))
+			repo := shoutRepo(t)
+			r := runCmd(t, model, repo, t.TempDir(), "--base", "main", "--trust-planning", "auto", "write v")
+			if r.code != tc.code {
+				t.Fatalf("apserver run = exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tc.code, r.stdout, r.stderr)
+			}
+			var asked string
+			for _, req := range modelRequests(model) {
+				if strings.Contains(req.LastUserText, "Your answer is not valid") {
+					asked = req.LastUserText
+				}
+			}
+			if !strings.Contains(asked, "not a JSON object") {
+				t.Errorf("the validator was asked again with %q, want it told what was wrong", asked)
+			}
+			commits := len(strings.Fields(gitOut(t, repo, "log", "--all", "--format=%H", "--grep", "Apserver-Task: t1")))
+			if tc.code == 0 {
+				if commits != 1 {
+					t.Errorf("%d commits of t1, want 1", commits)
+				}
+				return
+			}
+			if !strings.Contains(r.stdout, "is not valid, twice") || !strings.Contains(r.stdout, "pass must be a boolean") {
+				t.Errorf("the failed run's reason does not name the bad answer:\n%s", r.stdout)
+			}
+			if commits != 0 {
+				t.Errorf("%d commits of t1 after two bad reviews, want 0", commits)
+			}
+		})
+	}
+}

@@ -388,7 +388,7 @@ func (x *run) implemented(task string, r protocol.FullAutoRun) {
 
 const validatorInstructions = `You are the validator of an apserver run. You review one task's diff against its acceptance criteria. Answer with JSON only: {"pass": true|false, "findings": "what is wrong, or why it is right"}.`
 
-var reviewSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"required":["pass","findings"],"properties":{"pass":{"type":"boolean"},"findings":{"type":"string"}}}`)
+var reviewSchema = json.RawMessage(runs.ReviewSchema)
 
 // checkTimeout bounds one acceptance check.
 const checkTimeout = 10 * time.Minute
@@ -417,9 +417,13 @@ func (x *run) validate(ctx context.Context, cfg runs.Config, t protocol.RunTask)
 	}
 	if ok {
 		pass, findings, err := x.review(ctx, cfg, t)
+		var bad badReview
 		switch {
 		case ctx.Err() != nil:
 			return nil
+		case errors.As(err, &bad):
+			// Not the task's fault: the run fails, naming the answer.
+			return err
 		case err != nil:
 			ok = false
 			fmt.Fprintf(&rep, "- review: failed: %v\n", err)
@@ -475,14 +479,29 @@ func (x *run) review(ctx context.Context, cfg runs.Config, t protocol.RunTask) (
 	if err != nil {
 		return false, "", err
 	}
-	var out struct {
-		Pass     *bool  `json:"pass"`
-		Findings string `json:"findings"`
+	r, perr := runs.ParseReview(text)
+	if perr != nil {
+		// Model output is untrusted: ask once more, saying what was wrong.
+		text, err = x.turn(ctx, thread, fmt.Sprintf("Your answer is not valid: %v. Answer again with JSON only: "+
+			`{"pass": true or false, "findings": "what is wrong, or why it is right"}.`, perr), reviewSchema)
+		if err != nil {
+			return false, "", err
+		}
+		if r, perr = runs.ParseReview(text); perr != nil {
+			return false, "", badReview{task: t.ID, err: perr}
+		}
 	}
-	if err := json.Unmarshal([]byte(jsonObject(text)), &out); err != nil || out.Pass == nil {
-		return false, "", fmt.Errorf("the validator's answer is not the review JSON: %.200q", text)
-	}
-	return *out.Pass, out.Findings, nil
+	return r.Pass, r.Findings, nil
+}
+
+// badReview: the validator's answer was not valid, asked twice.
+type badReview struct {
+	task string
+	err  error
+}
+
+func (b badReview) Error() string {
+	return fmt.Sprintf("the validator's answer about task %s is not valid, twice: %v", b.task, b.err)
 }
 
 func trailers(ts []runs.Trailer) []gitwork.Trailer {

@@ -1171,3 +1171,40 @@ func TestRunValidatorAnswerChecked(t *testing.T) {
 		})
 	}
 }
+
+// A task whose implementer says it is done after a check of its own was
+// declined (or failed, or never finished) is not done: the attempt fails
+// naming the check, and after the retries the task is blocked for
+// review; nothing is committed. A check the task names is run by the
+// validator itself, so its own run settles it.
+func TestRunTaskClaimNeedsEvidence(t *testing.T) {
+	t.Parallel()
+	tasks := []planTask{{ID: "t1", Title: "E1 tidy the greeting", Kind: "file_edit", Dependencies: []string{}, Risk: "low",
+		Acceptance: map[string]any{"criteria": []string{"the greeting is tidy"}, "checks": []string{}, "files": []string{}}, Estimate: "1m"}}
+	model := startModel(t, reviewRule,
+		scripted.Rule{Match: "Plan this request", Steps: []scripted.Step{{Text: planJSON(t, tasks...)}}},
+		// The implementer's check is declined (the workspace's rules
+		// forbid it, and apserver run declines what asks a human), and it
+		// says it is done all the same.
+		taskRule("E1 tidy", "go test ./..."))
+	repo := shoutRepo(t)
+	if err := os.MkdirAll(filepath.Join(repo, ".apserver"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, ".apserver", "rules"), []byte("forbidden go test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "rules")
+	git(t, repo, "branch", "-f", "main", "HEAD")
+	r := runCmd(t, model, repo, t.TempDir(), "--base", "main", "--trust-planning", "auto", "tidy the greeting")
+	if r.code != 5 || !strings.Contains(r.stdout, "waiting for repair") {
+		t.Fatalf("apserver run = exit %d, want 5 (blocked)\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "go test ./...") || !strings.Contains(r.stdout, "was declined") {
+		t.Errorf("the blocked task's reason does not name the declined check:\n%s", r.stdout)
+	}
+	if n := len(strings.Fields(gitOut(t, repo, "log", "--all", "--format=%H", "--grep", "Apserver-Task: t1"))); n != 0 {
+		t.Errorf("%d commits of t1, want none: its check failed", n)
+	}
+}

@@ -412,6 +412,16 @@ func (x *run) validate(ctx context.Context, cfg runs.Config, t protocol.RunTask)
 			ok = false
 		}
 	}
+	// A claim of completion is not completion: a check the thread
+	// attempted that was declined, failed or never finished (runs.MissingEvidence).
+	missing, err := x.evidence(ctx, cfg, t)
+	if err != nil && ctx.Err() == nil {
+		return err
+	}
+	for _, m := range missing {
+		ok = false
+		fmt.Fprintf(&rep, "- %s\n", m)
+	}
 	if ctx.Err() != nil {
 		return nil
 	}

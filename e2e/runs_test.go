@@ -1208,3 +1208,45 @@ func TestRunTaskClaimNeedsEvidence(t *testing.T) {
 		t.Errorf("%d commits of t1, want none: its check failed", n)
 	}
 }
+
+// run/pause while a task works: the run is pausing (not paused) until the
+// task is validated and committed, then paused; run/resume goes on.
+func TestRunPausingUntilTheTaskEnds(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, reviewRule,
+		scripted.Rule{Match: "Plan this request", Steps: []scripted.Step{{Text: planJSON(t,
+			planTask{ID: "t1", Title: "Z1-task write z.txt", Kind: "file_create", Dependencies: []string{}, Risk: "low", Acceptance: accept("test -f z.txt"), Estimate: "1m"},
+			planTask{ID: "t2", Title: "Z2-task write y.txt", Kind: "file_create", Dependencies: []string{"t1"}, Risk: "low", Acceptance: accept("test -f y.txt"), Estimate: "1m"})}}},
+		scripted.Rule{Match: "Z1-task", Steps: []scripted.Step{
+			// Slow enough to pause the run in the task's first turn.
+			{Text: "Working on it.", ToolCalls: []scripted.ToolCall{{Command: "echo z > z.txt"}}, TTFT: 2 * time.Second},
+			{Text: "The task is complete."},
+		}},
+		taskRule("Z2-task", "echo y > y.txt"))
+	repo := shoutRepo(t)
+	c := newRunsClient(t, model, faOptions{})
+	id := c.startRun(map[string]any{"cwd": repo, "request": "write z", "baseBranch": "main", "trust": map[string]any{"planning": "auto"}})
+	started := c.waitFor("run/task/updated", func(m *message) bool { return m.str("task.id") == "t1" && m.str("task.threadId") != "" })
+	p := c.call("run/pause", map[string]any{"runId": id})
+	if p.str("run.status") != "pausing" || !strings.Contains(p.str("run.reason"), "task t1") {
+		t.Fatalf("run/pause while t1 works = %s, want pausing, naming t1", p.Raw)
+	}
+	c.callErr("run/pause", map[string]any{"runId": id}, -32600, "already pausing")
+	paused := c.waitAfter(started, "run/updated", func(m *message) bool { return m.str("runId") == id && m.str("status") == "paused" })
+	done := c.find("run/task/updated", func(m *message) bool { return m.str("task.id") == "t1" && m.str("task.status") == "completed" })
+	if len(done) != 1 || done[0].Seq > paused.Seq {
+		t.Fatalf("paused (%s) before t1 completed (%d updates)", paused.Raw, len(done))
+	}
+	for _, m := range c.find("run/updated", func(m *message) bool { return m.str("runId") == id && m.Seq > p.Seq && m.Seq < paused.Seq }) {
+		if m.str("status") != "pausing" {
+			t.Errorf("between run/pause and the pause, run/updated = %s, want pausing", m.Raw)
+		}
+	}
+	if got := c.find("run/task/updated", func(m *message) bool { return m.str("task.id") == "t2" }); len(got) != 0 {
+		t.Fatalf("t2 started while the run pauses: %s", got[0].Raw)
+	}
+	c.call("run/resume", map[string]any{"runId": id})
+	if end := c.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 2.0 {
+		t.Fatalf("run/completed = %s", end.Raw)
+	}
+}

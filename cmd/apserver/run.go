@@ -233,7 +233,9 @@ func takeUp(ctx context.Context, rn *runner.Runner, id string) (protocol.Run, bo
 	r := <-ch
 	resumable := r.Status == protocol.RunFailed || (r.Status == protocol.RunPaused && r.WaitingFor != nil && *r.WaitingFor == protocol.WaitResume)
 	switch {
-	case r.Status == protocol.RunRunning:
+	case r.Status == protocol.RunRunning, r.Status == protocol.RunPausing, r.Status == protocol.RunQueued:
+		// In flight: it goes on (a pausing run to its pause, a queued one
+		// to its slot).
 		return r, false, nil
 	case resumable:
 		_, err := execCall(func(reply session.Reply) { rn.Resume(ctx, protocol.RunParams{RunID: id}, reply) }, "")

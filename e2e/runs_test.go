@@ -277,6 +277,11 @@ func TestRunRetriesThenRepair(t *testing.T) {
 	if n := len(c.find("run/task/updated", func(m *message) bool { return m.str("task.status") == "running" && m.str("task.threadId") == "" })); n != 3 {
 		t.Errorf("t1 started %d times, want 3", n)
 	}
+	// state.md shows the blocked task with its retries.
+	if st, err := os.ReadFile(filepath.Join(read.str("run.worktree"), ".apserver", "runs", id, "state.md")); err != nil ||
+		!strings.Contains(string(st), "| current task | t1 (blocked) |") || !strings.Contains(string(st), "| retry count | 3 |") {
+		t.Errorf("state.md of the blocked run (%v):\n%s", err, st)
+	}
 	c.callErr("run/resume", map[string]any{"runId": id}, -32600, "approve its repair")
 	c.callErr("run/repair/approve", map[string]any{"runId": id, "taskId": "t9"}, -32600, "repair proposal is for task \"t1\"")
 	c.call("run/repair/approve", map[string]any{"runId": id, "taskId": "t1"})

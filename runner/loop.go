@@ -79,30 +79,28 @@ func (x *run) do(ev runs.Event, done func(error)) {
 
 // handle is do on the run's goroutine.
 func (x *run) handle(ev runs.Event, done func(error)) {
-	{
-		if ev.AtMs == 0 {
-			ev.AtMs = x.rn.opts.Now()
-		}
-		if ev.Type == runs.EvStarted && x.m.Run().ID != "" {
-			done(fmt.Errorf("run %s has already started", x.id))
-			return
-		}
-		if err := x.m.Accepts(ev); err != nil {
-			done(err)
-			return
-		}
-		effs := x.m.Apply(ev)
-		if err := x.persist(ev); err != nil {
-			// The machine is ahead of the log: stop driving this run; the
-			// next process replays what was stored.
-			x.rn.log.Error("storing a run event; the run stops here", "run", x.id, "event", ev.Type, "err", err)
-			done(err)
-			x.stop()
-			return
-		}
-		done(nil)
-		x.apply(effs)
+	if ev.AtMs == 0 {
+		ev.AtMs = x.rn.opts.Now()
 	}
+	if ev.Type == runs.EvStarted && x.m.Run().ID != "" {
+		done(fmt.Errorf("run %s has already started", x.id))
+		return
+	}
+	if err := x.m.Accepts(ev); err != nil {
+		done(err)
+		return
+	}
+	effs := x.m.Apply(ev)
+	if err := x.persist(ev); err != nil {
+		// The machine is ahead of the log: stop driving this run; the
+		// next process replays what was stored.
+		x.rn.log.Error("storing a run event; the run stops here", "run", x.id, "event", ev.Type, "err", err)
+		done(err)
+		x.stop()
+		return
+	}
+	done(nil)
+	x.apply(effs)
 }
 
 // result posts the result of an effect; a stale one is dropped.

@@ -183,7 +183,7 @@ a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 	case <-chanIf(over):
 	case end = <-rc.ended:
 	case <-ctx.Done():
-		fmt.Fprintf(os.Stderr, "apserver run: interrupted; run %s stays stored and goes on when apserver serves this data dir\n", res)
+		fmt.Fprintf(os.Stderr, "apserver run: interrupted; run %s stays stored: apserver run --resume %s takes it up (or apserver serving this data dir)\n", res, res)
 		return &exitError{code: exitInterrupted}
 	}
 	if end.Branch == "" { // a wait: read the whole run

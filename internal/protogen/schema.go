@@ -211,8 +211,8 @@ func (s *schema) addTypes(file string, extension bool) error {
 		}
 	}
 	title, _ := o["title"].(string)
-	if title == "" || isUnionFile(file) {
-		return nil
+	if !isIdent(title) || isUnionFile(file) || !isType(o) {
+		return nil // a bundle of definitions, or a tagged union of methods
 	}
 	root := object{}
 	for k, v := range o {
@@ -221,6 +221,17 @@ func (s *schema) addTypes(file string, extension bool) error {
 		}
 	}
 	return add(title, root)
+}
+
+// isType reports whether a schema node says what its value is, rather
+// than only holding definitions.
+func isType(o object) bool {
+	for _, k := range []string{"type", "properties", "$ref", "enum", "const", "oneOf", "anyOf", "allOf"} {
+		if _, ok := o[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func isUnionFile(file string) bool {

@@ -207,6 +207,8 @@ func objectType(t object, indent string) string {
 	case bool:
 		if ap && len(props) == 0 {
 			extra = "unknown"
+		} else if !ap && len(props) == 0 {
+			extra = "never" // an empty object
 		}
 	default:
 		if len(props) == 0 {
@@ -228,7 +230,7 @@ func objectType(t object, indent string) string {
 		}
 		fmt.Fprintf(&b, "%s%s%s: %s;\n", inner, propName(name), opt, tsType(p, inner))
 	}
-	if extra != "" {
+	if extra != "" && extra != "never" {
 		// An index signature must admit every property's type.
 		fmt.Fprintf(&b, "%s[key: string]: unknown;\n", inner)
 	}

@@ -5,7 +5,18 @@
 // and no DOM imports: the extension host, the webview and the Node tests all
 // use it.
 
-import type { Autonomy, PlanTask, Run, RunClarification, RunPlan, RunStatus, RunTask, RunTrust, TaskAcceptance, TaskRisk } from "./protocol";
+import type {
+  RunAutonomy as Autonomy,
+  RunPlanTask as PlanTask,
+  Run,
+  RunClarification,
+  RunPlan,
+  RunStatus,
+  RunTask,
+  RunTrust,
+  RunTaskAcceptance as TaskAcceptance,
+  RunTaskRisk as TaskRisk,
+} from "./protocol";
 
 /** The part of the view state that runs own. */
 export interface RunsSlice {

@@ -4,13 +4,12 @@
 // to its own copy. No "vscode" and no DOM imports: it runs in both places.
 
 import type {
-  ApprovalDecision,
-  Attention,
+  AttentionNotification as Attention,
   FullAutoApprovals,
   FullAutoBudgets,
   FullAutoRun,
-  PlanStep,
-  Receipt,
+  TurnPlanStep as PlanStep,
+  FullAutoReceipt as Receipt,
   RequestId,
   Run,
   Thread,
@@ -21,6 +20,7 @@ import type {
   TurnError,
   TurnStatus,
 } from "./protocol";
+import type { ApprovalDecision } from "./wire";
 import { applyRunNotification, isRunNotification, type RunsSlice } from "./runs";
 
 /** Command output kept per item (the tail), in characters. */
@@ -622,7 +622,7 @@ function emptyRun(threadId: string): FullAutoRun {
     reason: null,
     objective: null,
     approvals: "policy",
-    budgets: {},
+    budgets: { tokens: null, turns: null, timeMs: null, costUsd: null },
     spent: { tokens: 0, turns: 0, timeMs: 0, costUsd: 0 },
     stopCondition: null,
     lastDecision: null,

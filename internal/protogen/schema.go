@@ -45,7 +45,6 @@ type method struct {
 	nullable  bool   // params may be null or absent
 	result    string // schema type of the answer to a request; "" when none is known
 	extension bool   // declared by protocol/apserver/schema, not Codex
-	doc       string // the union entry's description
 }
 
 // schema is what the generator reads: every method of both schemas and
@@ -287,8 +286,7 @@ func readUnion(file string, k kind, extension bool) ([]method, error) {
 				params = refName(ref)
 			}
 		}
-		doc, _ := entry["description"].(string)
-		ms = append(ms, method{name: name, kind: k, params: params, nullable: nullable, extension: extension, doc: doc})
+		ms = append(ms, method{name: name, kind: k, params: params, nullable: nullable, extension: extension})
 	}
 	return ms, nil
 }

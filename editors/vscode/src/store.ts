@@ -16,6 +16,7 @@ import type {
   ThreadItem,
   ThreadStatus,
   ThreadTokenUsage,
+  ServerNotificationMethod,
   Turn,
   TurnError,
   TurnStatus,
@@ -424,7 +425,8 @@ function finalizeItems(t: TurnView, turnStatus: TurnStatus, rev: number): void {
 
 function applyNotification(state: ViewState, method: string, p: any): boolean {
   if (isRunNotification(method)) return applyRunNotification(state, method, p).changed;
-  switch (method) {
+  // Typed so that tsc rejects a case that names no notification of the schemas.
+  switch (method as ServerNotificationMethod) {
     case "thread/started":
       if (p.thread) upsertThread(state, p.thread);
       return true;

@@ -32,7 +32,7 @@ const (
 	MethodCommandExecTerminate                   = "command/exec/terminate"
 	MethodCommandExecWrite                       = "command/exec/write"
 	MethodConfigBatchWrite                       = "config/batchWrite"
-	MethodConfigMcpServerReload                  = "config/mcpServer/reload"
+	MethodMcpServerReload                        = "config/mcpServer/reload"
 	MethodConfigRead                             = "config/read"
 	MethodConfigValueWrite                       = "config/value/write"
 	MethodConfigRequirementsRead                 = "configRequirements/read"
@@ -65,7 +65,7 @@ const (
 	MethodMcpServerEventStreamStart              = "mcpServer/event/stream/start"
 	MethodMcpServerEventStreamStop               = "mcpServer/event/stream/stop"
 	MethodMcpServerOauthLogin                    = "mcpServer/oauth/login"
-	MethodMcpServerResourceRead                  = "mcpServer/resource/read"
+	MethodMcpResourceRead                        = "mcpServer/resource/read"
 	MethodMcpServerToolCall                      = "mcpServer/tool/call"
 	MethodMcpServerStatusList                    = "mcpServerStatus/list"
 	MethodMemoryReset                            = "memory/reset"
@@ -226,7 +226,7 @@ const (
 	RequestItemPermissionsRequestApproval  = "item/permissions/requestApproval"
 	RequestItemToolCall                    = "item/tool/call"
 	RequestUserInput                       = "item/tool/requestUserInput"
-	RequestMcpServerElicitationRequest     = "mcpServer/elicitation/request"
+	RequestMcpServerElicitation            = "mcpServer/elicitation/request"
 )
 
 // Server → client notifications: Codex (protocol/codex/schema).
@@ -257,7 +257,7 @@ const (
 	NotifyItemCompleted                           = "item/completed"
 	NotifyItemFileChangeOutputDelta               = "item/fileChange/outputDelta"
 	NotifyItemFileChangePatchUpdated              = "item/fileChange/patchUpdated"
-	NotifyItemMcpToolCallProgress                 = "item/mcpToolCall/progress"
+	NotifyMcpToolCallProgress                     = "item/mcpToolCall/progress"
 	NotifyItemPlanDelta                           = "item/plan/delta"
 	NotifyReasoningSummaryPart                    = "item/reasoning/summaryPartAdded"
 	NotifyReasoningSummaryDelta                   = "item/reasoning/summaryTextDelta"
@@ -265,7 +265,7 @@ const (
 	NotifyItemStarted                             = "item/started"
 	NotifyMcpServerEventStreamNotification        = "mcpServer/event/stream/notification"
 	NotifyMcpServerOauthLoginCompleted            = "mcpServer/oauthLogin/completed"
-	NotifyMcpServerStartupStatusUpdated           = "mcpServer/startupStatus/updated"
+	NotifyMcpServerStartupStatus                  = "mcpServer/startupStatus/updated"
 	NotifyModelRerouted                           = "model/rerouted"
 	NotifyModelSafetyBufferingUpdated             = "model/safetyBuffering/updated"
 	NotifyModelVerification                       = "model/verification"
@@ -385,7 +385,7 @@ var Methods = []MethodInfo{
 	{MethodCommandExecTerminate, KindClientRequest, "CommandExecTerminateParams", "CommandExecTerminateResponse", false},
 	{MethodCommandExecWrite, KindClientRequest, "CommandExecWriteParams", "CommandExecWriteResponse", false},
 	{MethodConfigBatchWrite, KindClientRequest, "ConfigBatchWriteParams", "ConfigWriteResponse", false},
-	{MethodConfigMcpServerReload, KindClientRequest, "", "McpServerRefreshResponse", false},
+	{MethodMcpServerReload, KindClientRequest, "", "McpServerRefreshResponse", false},
 	{MethodConfigRead, KindClientRequest, "ConfigReadParams", "ConfigReadResponse", false},
 	{MethodConfigValueWrite, KindClientRequest, "ConfigValueWriteParams", "ConfigWriteResponse", false},
 	{MethodConfigRequirementsRead, KindClientRequest, "", "ConfigRequirementsReadResponse", false},
@@ -426,7 +426,7 @@ var Methods = []MethodInfo{
 	{MethodMcpServerEventStreamStart, KindClientRequest, "McpServerEventStreamStartParams", "McpServerEventStreamStartResponse", false},
 	{MethodMcpServerEventStreamStop, KindClientRequest, "McpServerEventStreamStopParams", "McpServerEventStreamStopResponse", false},
 	{MethodMcpServerOauthLogin, KindClientRequest, "McpServerOauthLoginParams", "McpServerOauthLoginResponse", false},
-	{MethodMcpServerResourceRead, KindClientRequest, "McpResourceReadParams", "McpResourceReadResponse", false},
+	{MethodMcpResourceRead, KindClientRequest, "McpResourceReadParams", "McpResourceReadResponse", false},
 	{MethodMcpServerToolCall, KindClientRequest, "McpServerToolCallParams", "McpServerToolCallResponse", false},
 	{MethodMcpServerStatusList, KindClientRequest, "ListMcpServerStatusParams", "ListMcpServerStatusResponse", false},
 	{MethodMemoryReset, KindClientRequest, "", "MemoryResetResponse", false},
@@ -570,7 +570,7 @@ var Methods = []MethodInfo{
 	{RequestItemPermissionsRequestApproval, KindServerRequest, "PermissionsRequestApprovalParams", "", false},
 	{RequestItemToolCall, KindServerRequest, "DynamicToolCallParams", "", false},
 	{RequestUserInput, KindServerRequest, "ToolRequestUserInputParams", "ToolRequestUserInputResponse", false},
-	{RequestMcpServerElicitationRequest, KindServerRequest, "McpServerElicitationRequestParams", "", false},
+	{RequestMcpServerElicitation, KindServerRequest, "McpServerElicitationRequestParams", "", false},
 	{NotifyAccountGatewayOAuthChanged, KindServerNotification, "GatewayOAuthChangedNotification", "", false},
 	{NotifyAccountLoginCompleted, KindServerNotification, "AccountLoginCompletedNotification", "", false},
 	{NotifyAccountRateLimitsUpdated, KindServerNotification, "AccountRateLimitsUpdatedNotification", "", false},
@@ -600,7 +600,7 @@ var Methods = []MethodInfo{
 	{NotifyItemCompleted, KindServerNotification, "ItemCompletedNotification", "", false},
 	{NotifyItemFileChangeOutputDelta, KindServerNotification, "FileChangeOutputDeltaNotification", "", false},
 	{NotifyItemFileChangePatchUpdated, KindServerNotification, "FileChangePatchUpdatedNotification", "", false},
-	{NotifyItemMcpToolCallProgress, KindServerNotification, "McpToolCallProgressNotification", "", false},
+	{NotifyMcpToolCallProgress, KindServerNotification, "McpToolCallProgressNotification", "", false},
 	{NotifyItemPlanDelta, KindServerNotification, "PlanDeltaNotification", "", false},
 	{NotifyReasoningSummaryPart, KindServerNotification, "ReasoningSummaryPartAddedNotification", "", false},
 	{NotifyReasoningSummaryDelta, KindServerNotification, "ReasoningSummaryTextDeltaNotification", "", false},
@@ -608,7 +608,7 @@ var Methods = []MethodInfo{
 	{NotifyItemStarted, KindServerNotification, "ItemStartedNotification", "", false},
 	{NotifyMcpServerEventStreamNotification, KindServerNotification, "McpServerEventStreamNotification", "", false},
 	{NotifyMcpServerOauthLoginCompleted, KindServerNotification, "McpServerOauthLoginCompletedNotification", "", false},
-	{NotifyMcpServerStartupStatusUpdated, KindServerNotification, "McpServerStatusUpdatedNotification", "", false},
+	{NotifyMcpServerStartupStatus, KindServerNotification, "McpServerStatusUpdatedNotification", "", false},
 	{NotifyModelRerouted, KindServerNotification, "ModelReroutedNotification", "", false},
 	{NotifyModelSafetyBufferingUpdated, KindServerNotification, "ModelSafetyBufferingUpdatedNotification", "", false},
 	{NotifyModelVerification, KindServerNotification, "ModelVerificationNotification", "", false},

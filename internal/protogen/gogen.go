@@ -24,6 +24,13 @@ var goNames = map[string]string{
 	"item/commandExecution/requestApproval":     "RequestCommandApproval",
 	"item/fileChange/requestApproval":           "RequestFileChangeApproval",
 	"item/tool/requestUserInput":                "RequestUserInput",
+	// Chosen by the MCP work (protocol/mcp.go) while this generator was
+	// written.
+	"mcpServer/resource/read":         "MethodMcpResourceRead",
+	"config/mcpServer/reload":         "MethodMcpServerReload",
+	"mcpServer/startupStatus/updated": "NotifyMcpServerStartupStatus",
+	"item/mcpToolCall/progress":       "NotifyMcpToolCallProgress",
+	"mcpServer/elicitation/request":   "RequestMcpServerElicitation",
 }
 
 var kindPrefix = [...]string{

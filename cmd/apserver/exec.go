@@ -85,7 +85,7 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 4 stuck, 5 needs a human, 6 failed, 130 interrupted.
 
 `)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	var f serveFlags
 	f.register(fs)

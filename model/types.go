@@ -49,6 +49,9 @@ type Provider struct {
 	Name    string
 	BaseURL string // e.g. https://api.openai.com/v1 (include the /v1)
 	APIKey  string // sent as "Authorization: Bearer"; empty = no header
+	// APIKeyEnv names the environment variable the key is read from, for
+	// the hint an authentication error gives; "" when there is none.
+	APIKeyEnv string
 	Wire    Wire   // empty = WireResponses
 	Headers map[string]string
 

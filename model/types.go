@@ -52,8 +52,8 @@ type Provider struct {
 	// APIKeyEnv names the environment variable the key is read from, for
 	// the hint an authentication error gives; "" when there is none.
 	APIKeyEnv string
-	Wire    Wire   // empty = WireResponses
-	Headers map[string]string
+	Wire      Wire // empty = WireResponses
+	Headers   map[string]string
 
 	// MaxRetries is the number of retries after the first attempt.
 	// 0 means DefaultMaxRetries; a negative value means no retries.

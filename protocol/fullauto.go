@@ -3,17 +3,8 @@ package protocol
 import "math"
 
 // Full-auto methods and notifications: apserver's extension (docs/fullauto.md).
-const (
-	MethodFullAutoStart  = "fullAuto/start"
-	MethodFullAutoPause  = "fullAuto/pause"
-	MethodFullAutoResume = "fullAuto/resume"
-	MethodFullAutoStop   = "fullAuto/stop"
-	MethodFullAutoStatus = "fullAuto/status"
-
-	NotifyFullAutoStatusChanged = "fullAuto/statusChanged"
-	NotifyFullAutoDecision      = "fullAuto/decision"
-	NotifyAttention             = "attention"
-)
+// Their method names are constants in methods_gen.go, generated from the
+// schema (see internal/protogen).
 
 // FullAutoState is the state of a full-auto run.
 type FullAutoState string

@@ -8,27 +8,8 @@ import (
 // Run methods and notifications: apserver's extension (docs/runs.md). A run
 // carries a request through planner → plan approval → implementer →
 // validator on a branch of its own.
-const (
-	MethodRunStart               = "run/start"
-	MethodRunList                = "run/list"
-	MethodRunRead                = "run/read"
-	MethodRunPlanUpdate          = "run/plan/update"
-	MethodRunPlanApprove         = "run/plan/approve"
-	MethodRunPlanReject          = "run/plan/reject"
-	MethodRunTaskApprove         = "run/task/approve"
-	MethodRunClarificationAnswer = "run/clarification/answer"
-	MethodRunRepairApprove       = "run/repair/approve"
-	MethodRunPause               = "run/pause"
-	MethodRunResume              = "run/resume"
-	MethodRunCancel              = "run/cancel"
-
-	NotifyRunStarted                = "run/started"
-	NotifyRunUpdated                = "run/updated"
-	NotifyRunPlanUpdated            = "run/plan/updated"
-	NotifyRunTaskUpdated            = "run/task/updated"
-	NotifyRunClarificationRequested = "run/clarification/requested"
-	NotifyRunCompleted              = "run/completed"
-)
+// Their method names are constants in methods_gen.go, generated from the
+// schema (see internal/protogen).
 
 // RunStatus is where a run is in its life.
 type RunStatus string

@@ -50,7 +50,7 @@ tasks are declined. Exit codes: 0 completed, 1 error, 2 usage, 5 waits for
 a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 
 `)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	var f serveFlags
 	f.register(fs)

@@ -84,6 +84,10 @@ type Machine struct {
 	// pauseAsked: run/pause came while a step was in flight; the run is
 	// pausing and pauses when that step ends (settlePause).
 	pauseAsked bool
+	// failedStep and failedTask are the step (and its task) that failed
+	// the run: run/resume tries that step again (retryStep).
+	failedStep step
+	failedTask string
 
 	out []Effect
 }
@@ -493,14 +497,18 @@ func (m *Machine) apply(ev Event) {
 		}
 	case EvResumed:
 		m.decide(ev.AtMs, "resumed by the user")
-		if r.Status == protocol.RunFailed {
+		failed := r.Status == protocol.RunFailed
+		if failed {
 			m.blockers = nil
 		}
 		m.pauseAsked = false
 		r.Status = protocol.RunRunning
 		r.WaitingFor, r.Reason = nil, nil
 		m.emit(ClearAttention{})
-		m.advance(ev.AtMs)
+		if !failed || !m.retryStep() {
+			m.advance(ev.AtMs)
+		}
+		m.failedStep, m.failedTask = stepNone, ""
 	case EvQueued:
 		r.Status = protocol.RunQueued
 		r.QueuePosition = ptr(ev.Position)
@@ -536,6 +544,7 @@ func (m *Machine) apply(ev Event) {
 		// A merge refused says why in the run's reason (state.md, run/completed).
 		m.end(ev.AtMs, protocol.RunCompleted, ev.Reason)
 	case EvFailed:
+		m.failedStep, m.failedTask = m.step, m.cur
 		m.step = stepNone
 		m.fail(ev.AtMs, ev.Reason)
 	}
@@ -1095,6 +1104,32 @@ func (m *Machine) Restore(now int64) []Effect {
 		m.inflight()
 	}
 	return m.takeOut()
+}
+
+// retryStep takes up again the step that failed the run, when it is one
+// that is tried again as it was (the worktree, a task's validation or
+// commit): a task's validation that failed (its validator's answer
+// unreadable, git refusing the diff) is validated again, not implemented
+// again. It reports whether it did; otherwise advance decides.
+func (m *Machine) retryStep() bool {
+	r := &m.run
+	switch m.failedStep {
+	case stepWorktree:
+		r.Stage = protocol.StagePlanning
+	case stepValidate, stepCommit:
+		t := m.task(m.failedTask)
+		if t == nil || t.Status != protocol.TaskRunning {
+			return false
+		}
+		m.cur = t.ID
+		r.CurrentTaskID = ptr(t.ID)
+		r.Stage = protocol.StageValidation
+	default:
+		return false
+	}
+	m.step = m.failedStep
+	m.inflight()
+	return true
 }
 
 // inflight asks again for the work of the current step.

@@ -773,3 +773,36 @@ func TestStateMarkdownSaysWhatHappened(t *testing.T) {
 		}
 	}
 }
+
+// run/resume of a run failed in a task's validation validates the task
+// again (its thread's work is there), not a new implementation attempt.
+func TestResumeRetriesTheFailedStep(t *testing.T) {
+	h := start(t, cfg(func(c *Config) { c.Trust.Planning = protocol.TrustAuto }))
+	h.do(Event{Type: EvPlanProposed, Tasks: plan3})
+	h.do(Event{Type: EvTaskStarted, TaskID: "t1", ThreadID: "th1"})
+	h.do(Event{Type: EvTaskImplemented, TaskID: "t1", OK: true})
+	h.want(Validate{})
+	h.do(Event{Type: EvFailed, Reason: "the validator's answer about task t1 is not valid, twice"})
+	h.status(protocol.RunFailed, protocol.WaitResume)
+	h.do(Event{Type: EvResumed})
+	h.none(StartTask{})
+	if v := h.want(Validate{}).(Validate); v.Task.ID != "t1" {
+		t.Fatalf("resume validates %s, want t1", v.Task.ID)
+	}
+	if r := h.m.Run(); r.Status != protocol.RunRunning || deref(r.CurrentTaskID) != "t1" || r.Stage != protocol.StageValidation {
+		t.Errorf("run after resume: %s, task %q, stage %s", r.Status, deref(r.CurrentTaskID), r.Stage)
+	}
+	if !reflect.DeepEqual(Replay(h.log).Snapshot(), h.m.Snapshot()) {
+		t.Error("replay differs from the live run")
+	}
+	h.do(Event{Type: EvTaskValidated, TaskID: "t1", OK: true})
+	h.want(Commit{})
+	// A failed worktree is made again on resume, not skipped to planning.
+	h2 := &harness{t: t, m: New(), now: 1000}
+	c := cfg()
+	h2.do(Event{Type: EvStarted, Config: &c})
+	h2.do(Event{Type: EvFailed, Reason: "git refused"})
+	h2.do(Event{Type: EvResumed})
+	h2.want(CreateWorktree{})
+	h2.none(StartPlanner{})
+}

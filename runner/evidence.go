@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
@@ -46,7 +47,7 @@ func (x *run) evidence(ctx context.Context, cfg runs.Config, t protocol.RunTask)
 		if !set.IsCheck(c.Command, rc) {
 			continue
 		}
-		a := runs.CheckAttempt{Command: c.Command, Declined: c.Status == protocol.ItemDeclined, ExitCode: c.ExitCode}
+		a := runs.CheckAttempt{Command: script(c.Command), Declined: c.Status == protocol.ItemDeclined, ExitCode: c.ExitCode}
 		if c.Status == protocol.ItemInProgress {
 			a.ExitCode = nil
 		}
@@ -57,6 +58,17 @@ func (x *run) evidence(ctx context.Context, cfg runs.Config, t protocol.RunTask)
 		covered = append(covered, c, tools.DisplayCommand(c))
 	}
 	return runs.MissingEvidence(attempts, covered), nil
+}
+
+// script is the command a command item ran, as the model wrote it: its
+// command line is the shell running it (tools.DisplayCommand).
+func script(display string) string {
+	empty := tools.DisplayCommand("")
+	prefix := empty[:len(empty)-1]
+	if len(display) >= len(empty) && strings.HasPrefix(display, prefix) && strings.HasSuffix(display, "'") {
+		return strings.ReplaceAll(display[len(prefix):len(display)-1], `'\''`, "'")
+	}
+	return display
 }
 
 // checkRules are the command rules (builtin and the user's rules file),

@@ -203,6 +203,9 @@ type AttentionItem struct {
 	// RunID is set when a run waits (docs/runs.md); ThreadID is then the
 	// run's planner or task thread.
 	RunID string `json:"runId,omitempty"`
+	// TaskID is the run's task the item is about (the task waiting at the
+	// high-risk gate, or whose thread waits), when there is one.
+	TaskID string `json:"taskId,omitempty"`
 }
 
 // AttentionNotification: attention. One summary across every thread,

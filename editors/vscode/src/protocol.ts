@@ -370,12 +370,13 @@ export type AsyncUserInputQuestion = {
   options?: string[] | null;
   title: string;
 };
-/** One thing waiting on a human. threadId is the thread to look at; for a run's item (runId set) it is the planner's or the task's thread, empty while the run has none yet. */
+/** One thing waiting on a human. threadId is the thread to look at; for a run's item (runId set) it is the planner's or the task's thread, empty while the run has none yet. taskId (a run's item) is the task it is about: the task at the high-risk gate, or whose thread waits. */
 export type AttentionItem = {
   kind: "approval" | "question" | "paused";
   reason: string;
   runId?: string;
   sinceMs: number;
+  taskId?: string;
   threadId: string;
 };
 /** attention: everything waiting on a human, across threads, oldest first. */
@@ -4642,6 +4643,8 @@ export type Run = {
   models: RunModels;
   plan: RunPlan;
   plannerThreadId: string | null;
+  /** The run's place among the runs waiting for a slot of max_parallel_runs (1: next) while status is queued; null otherwise. */
+  queuePosition: number | null;
   reason: string | null;
   repairProposal: RunRepairProposal | null;
   request: string;
@@ -4800,8 +4803,8 @@ export type RunStartResponse = {
 export type RunStartedNotification = {
   run: Run;
 };
-/** running: a stage is working; waiting: a human has to answer (waitingFor); paused: run/resume goes on; completed, failed, cancelled: final. */
-export type RunStatus = "running" | "waiting" | "paused" | "completed" | "failed" | "cancelled";
+/** queued: waits for a slot of max_parallel_runs (queuePosition); running: a stage is working; pausing: run/pause was asked, the step in flight (a task: implementation, validation, commit) finishes first; waiting: a human has to answer (waitingFor); paused: run/resume goes on; completed, failed, cancelled: final. */
+export type RunStatus = "queued" | "running" | "pausing" | "waiting" | "paused" | "completed" | "failed" | "cancelled";
 export type RunTask = {
   acceptance: RunTaskAcceptance;
   commit: string | null;
@@ -4852,6 +4855,8 @@ export type RunTrustValue = "auto" | "manual";
 export type RunUpdatedNotification = {
   counts: RunCounts;
   currentTaskId: string | null;
+  /** The run's place among the runs waiting for a slot of max_parallel_runs (1: next) while status is queued; null otherwise. */
+  queuePosition: number | null;
   reason: string | null;
   runId: string;
   stage: RunStage;

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
 
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
@@ -28,8 +28,11 @@ type run struct {
 	// run is new. Owned by the run's goroutine.
 	restored bool
 
-	slotMu  sync.Mutex
-	hasSlot bool // guarded by slotMu
+	// hasSlot and granted are guarded by the Runner's slotMu: the run
+	// holds a slot of max_parallel_runs, or waits in the queue for one
+	// (granted is closed when it gets it).
+	hasSlot bool
+	granted chan struct{}
 }
 
 func (rn *Runner) spawn(id string, m *runs.Machine) *run {
@@ -68,33 +71,36 @@ func (x *run) post(f func()) bool {
 // done(nil) (the reply) and the effects, in that order. An event that does
 // not fit the run is answered with the error and changes nothing.
 func (x *run) do(ev runs.Event, done func(error)) {
-	ok := x.post(func() {
-		if ev.AtMs == 0 {
-			ev.AtMs = x.rn.opts.Now()
-		}
-		if ev.Type == runs.EvStarted && x.m.Run().ID != "" {
-			done(fmt.Errorf("run %s has already started", x.id))
-			return
-		}
-		if err := x.m.Accepts(ev); err != nil {
-			done(err)
-			return
-		}
-		effs := x.m.Apply(ev)
-		if err := x.persist(ev); err != nil {
-			// The machine is ahead of the log: stop driving this run; the
-			// next process replays what was stored.
-			x.rn.log.Error("storing a run event; the run stops here", "run", x.id, "event", ev.Type, "err", err)
-			done(err)
-			x.stop()
-			return
-		}
-		done(nil)
-		x.apply(effs)
-	})
+	ok := x.post(func() { x.handle(ev, done) })
 	if !ok {
 		done(fmt.Errorf("run %s: apserver is shutting down", x.id))
 	}
+}
+
+// handle is do on the run's goroutine.
+func (x *run) handle(ev runs.Event, done func(error)) {
+	if ev.AtMs == 0 {
+		ev.AtMs = x.rn.opts.Now()
+	}
+	if ev.Type == runs.EvStarted && x.m.Run().ID != "" {
+		done(fmt.Errorf("run %s has already started", x.id))
+		return
+	}
+	if err := x.m.Accepts(ev); err != nil {
+		done(err)
+		return
+	}
+	effs := x.m.Apply(ev)
+	if err := x.persist(ev); err != nil {
+		// The machine is ahead of the log: stop driving this run; the
+		// next process replays what was stored.
+		x.rn.log.Error("storing a run event; the run stops here", "run", x.id, "event", ev.Type, "err", err)
+		done(err)
+		x.stop()
+		return
+	}
+	done(nil)
+	x.apply(effs)
 }
 
 // result posts the result of an effect; a stale one is dropped.
@@ -141,7 +147,7 @@ func (x *run) apply(effs []runs.Effect) {
 		case runs.Notify:
 			rn.tap.Client.Notify(e.Method, e.Params)
 		case runs.SetAttention:
-			rn.mgr.SetRunAttention(x.id, protocol.AttentionItem{ThreadID: e.ThreadID, Kind: e.Kind, Reason: e.Reason, SinceMs: e.SinceMs})
+			rn.mgr.SetRunAttention(x.id, protocol.AttentionItem{ThreadID: e.ThreadID, Kind: e.Kind, Reason: e.Reason, SinceMs: e.SinceMs, TaskID: e.TaskID})
 		case runs.ClearAttention:
 			rn.mgr.ClearRunAttention(x.id)
 		case runs.WriteArtifacts:
@@ -155,6 +161,16 @@ func (x *run) apply(effs []runs.Effect) {
 				delete(rn.active, x.id)
 				rn.mu.Unlock()
 				x.stop()
+				if removable(r.Status) {
+					// The branch stays; git forgets the worktree.
+					rn.wg.Add(1)
+					go func() {
+						defer rn.wg.Done()
+						// Not cut short by Close: apserver run exits
+						// right after the run ends.
+						rn.removeWorktree(context.WithoutCancel(rn.ctx), r.ID, r.Cwd, r.Worktree, r.Status)
+					}()
+				}
 			}
 		case runs.Interrupt:
 			thread := e.ThreadID
@@ -174,29 +190,100 @@ func (x *run) apply(effs []runs.Effect) {
 	}
 }
 
-// acquire takes a slot of max_parallel_runs for the run, once; it waits
-// while the other runs hold them all.
+// acquire takes a slot of max_parallel_runs for the run, once; while the
+// other runs hold them all it waits in the queue, first come first
+// served, and the run shows as queued with its place (syncQueue).
 func (x *run) acquire() bool {
-	x.slotMu.Lock()
-	defer x.slotMu.Unlock()
+	rn := x.rn
+	rn.slotMu.Lock()
 	if x.hasSlot {
+		rn.slotMu.Unlock()
 		return true
 	}
+	if x.granted == nil {
+		if rn.free > 0 && len(rn.queue) == 0 {
+			rn.free--
+			x.hasSlot = true
+			rn.slotMu.Unlock()
+			// A run restored as queued gets its slot at once.
+			go x.post(x.syncQueue)
+			return true
+		}
+		x.granted = make(chan struct{})
+		rn.queue = append(rn.queue, x)
+		go x.post(x.syncQueue)
+	}
+	granted := x.granted
+	rn.slotMu.Unlock()
 	select {
-	case x.rn.slots <- struct{}{}:
-		x.hasSlot = true
+	case <-granted:
 		return true
 	case <-x.ctx.Done():
+		rn.slotMu.Lock()
+		if i := slices.Index(rn.queue, x); i >= 0 {
+			rn.queue = slices.Delete(rn.queue, i, i+1)
+			x.granted = nil
+			rn.moved(rn.queue[i:])
+		}
+		rn.slotMu.Unlock()
 		return false
 	}
 }
 
+// release gives the run's slot to the first run of the queue, if any.
 func (x *run) release() {
-	x.slotMu.Lock()
-	defer x.slotMu.Unlock()
-	if x.hasSlot {
-		<-x.rn.slots
-		x.hasSlot = false
+	rn := x.rn
+	rn.slotMu.Lock()
+	defer rn.slotMu.Unlock()
+	if !x.hasSlot {
+		return
+	}
+	x.hasSlot = false
+	if len(rn.queue) == 0 {
+		rn.free++
+		return
+	}
+	next := rn.queue[0]
+	rn.queue = rn.queue[1:]
+	next.hasSlot = true
+	close(next.granted)
+	next.granted = nil
+	rn.moved(append([]*run{next}, rn.queue...))
+}
+
+// moved tells the runs whose place in the queue changed (or that left it)
+// to show it. Called with slotMu held; each run reads its place itself,
+// on its own goroutine, so that the latest place wins.
+func (rn *Runner) moved(rs []*run) {
+	for _, y := range rs {
+		go y.post(y.syncQueue)
+	}
+}
+
+// syncQueue, on the run's goroutine, makes the run show its place in the
+// queue: queued with its place while it waits for a slot, running once it
+// has one. A place the run cannot take (it is paused, or nothing of it is
+// in flight) is dropped by the machine.
+func (x *run) syncQueue() {
+	rn := x.rn
+	rn.slotMu.Lock()
+	pos := slices.Index(rn.queue, x) + 1
+	rn.slotMu.Unlock()
+	r := x.m.Run()
+	queued := r.Status == protocol.RunQueued
+	switch {
+	case pos > 0 && (!queued || r.QueuePosition == nil || *r.QueuePosition != pos):
+		x.handle(runs.Event{Type: runs.EvQueued, Position: pos}, x.dropped(runs.EvQueued))
+	case pos == 0 && queued:
+		x.handle(runs.Event{Type: runs.EvDequeued}, x.dropped(runs.EvDequeued))
+	}
+}
+
+func (x *run) dropped(t runs.EventType) func(error) {
+	return func(err error) {
+		if err != nil {
+			x.rn.log.Debug("run result dropped", "run", x.id, "event", t, "err", err)
+		}
 	}
 }
 

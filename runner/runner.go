@@ -41,14 +41,19 @@ type Options struct {
 // effects (git, threads, checks) on goroutines of their own that post
 // their results back as events.
 type Runner struct {
-	opts  Options
-	mgr   *session.Manager
-	tap   *Tap
-	log   *slog.Logger
-	ctx   context.Context
-	stop  context.CancelFunc
-	slots chan struct{} // max_parallel_runs
-	wg    sync.WaitGroup
+	opts Options
+	mgr  *session.Manager
+	tap  *Tap
+	log  *slog.Logger
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	// slotMu guards the slots of max_parallel_runs: free ones, and the
+	// runs waiting for one, in order (each run's hasSlot and granted too).
+	slotMu sync.Mutex
+	free   int
+	queue  []*run
 
 	mu       sync.Mutex
 	active   map[string]*run // runs with a loop
@@ -70,7 +75,7 @@ func New(opts Options) *Runner {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	return &Runner{opts: opts, mgr: opts.Manager, tap: opts.Tap, log: opts.Logger, ctx: ctx, stop: cancel,
-		slots: make(chan struct{}, n), active: map[string]*run{}}
+		free: n, active: map[string]*run{}}
 }
 
 // Close stops every run's goroutines; what they did is stored, and the
@@ -134,6 +139,10 @@ func (rn *Runner) config(ctx context.Context, p protocol.RunStartParams) (runs.C
 		base = *p.BaseBranch
 	} else if base, err = repo.CurrentBranch(ctx); err != nil || base == "" {
 		return runs.Config{}, protocol.Errorf(protocol.ErrInvalidRequest, "cwd %s has no branch checked out: pass baseBranch", abs)
+	}
+	if ok, err := repo.HasCommit(ctx); err == nil && !ok {
+		return runs.Config{}, protocol.Errorf(protocol.ErrInvalidParams,
+			"Invalid params: cwd: the repository %s has no commit yet; a run branches from a commit, so make a first commit (git commit) and start the run again", repo.Root())
 	}
 	if _, err := repo.HeadSHA(ctx, "refs/heads/"+base); err != nil {
 		return runs.Config{}, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: baseBranch %q is not a branch of %s", base, repo.Root())
@@ -242,6 +251,7 @@ func (rn *Runner) Restore() {
 	}
 	rn.restored = true
 	rn.mu.Unlock()
+	rn.Tidy()
 	go func() {
 		db, err := rn.opts.Store()
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
 	"github.com/apserver/apserver/session"
+	"github.com/apserver/apserver/tools"
 )
 
 type nopClient struct{ got []string }
@@ -74,5 +75,18 @@ func TestMarkForbidden(t *testing.T) {
 	x.markForbidden(runs.Config{Worktree: t.TempDir()}, tasks)
 	if tasks[0].Risk != protocol.RiskLow || tasks[1].Risk != protocol.RiskHigh {
 		t.Errorf("risks after markForbidden: %s, %s; want low, high", tasks[0].Risk, tasks[1].Risk)
+	}
+}
+
+// The evidence names a check as the model wrote it, not the shell line
+// that ran it.
+func TestScript(t *testing.T) {
+	for _, cmd := range []string{"go test ./...", "echo 'a b' && make test", "", "it's"} {
+		if got := script(tools.DisplayCommand(cmd)); got != cmd {
+			t.Errorf("script(DisplayCommand(%q)) = %q", cmd, got)
+		}
+	}
+	if got := script("make test"); got != "make test" {
+		t.Errorf("script of a bare command = %q", got)
 	}
 }

@@ -302,7 +302,12 @@ func (x *run) implement(ctx context.Context, cfg runs.Config, e runs.StartTask) 
 	start := fresh
 	if !fresh {
 		// After a restart: the thread's full auto may be running, over, or
-		// never started.
+		// never started. It is brought back first: a server does that for
+		// every thread once its client initialized, apserver run has no
+		// such client (bringing it back twice does nothing).
+		if err := x.rn.mgr.RestoreFullAutoOf(ctx, thread); err != nil {
+			x.rn.log.Warn("bringing back a task thread's full auto", "run", x.id, "thread", thread, "err", err)
+		}
 		st, err := call[protocol.FullAutoStatusParams, protocol.FullAutoStatusResult](ctx, x.rn.mgr.FullAutoStatus, protocol.FullAutoStatusParams{ThreadID: &thread})
 		switch {
 		case err != nil || len(st.Runs) == 0:
@@ -383,7 +388,7 @@ func (x *run) implemented(task string, r protocol.FullAutoRun) {
 
 const validatorInstructions = `You are the validator of an apserver run. You review one task's diff against its acceptance criteria. Answer with JSON only: {"pass": true|false, "findings": "what is wrong, or why it is right"}.`
 
-var reviewSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"required":["pass","findings"],"properties":{"pass":{"type":"boolean"},"findings":{"type":"string"}}}`)
+var reviewSchema = json.RawMessage(runs.ReviewSchema)
 
 // checkTimeout bounds one acceptance check.
 const checkTimeout = 10 * time.Minute
@@ -407,14 +412,28 @@ func (x *run) validate(ctx context.Context, cfg runs.Config, t protocol.RunTask)
 			ok = false
 		}
 	}
+	// A claim of completion is not completion: a check the thread
+	// attempted that was declined, failed or never finished (runs.MissingEvidence).
+	missing, err := x.evidence(ctx, cfg, t)
+	if err != nil && ctx.Err() == nil {
+		return err
+	}
+	for _, m := range missing {
+		ok = false
+		fmt.Fprintf(&rep, "- %s\n", m)
+	}
 	if ctx.Err() != nil {
 		return nil
 	}
 	if ok {
 		pass, findings, err := x.review(ctx, cfg, t)
+		var bad badReview
 		switch {
 		case ctx.Err() != nil:
 			return nil
+		case errors.As(err, &bad):
+			// Not the task's fault: the run fails, naming the answer.
+			return err
 		case err != nil:
 			ok = false
 			fmt.Fprintf(&rep, "- review: failed: %v\n", err)
@@ -470,14 +489,29 @@ func (x *run) review(ctx context.Context, cfg runs.Config, t protocol.RunTask) (
 	if err != nil {
 		return false, "", err
 	}
-	var out struct {
-		Pass     *bool  `json:"pass"`
-		Findings string `json:"findings"`
+	r, perr := runs.ParseReview(text)
+	if perr != nil {
+		// Model output is untrusted: ask once more, saying what was wrong.
+		text, err = x.turn(ctx, thread, fmt.Sprintf("Your answer is not valid: %v. Answer again with JSON only: "+
+			`{"pass": true or false, "findings": "what is wrong, or why it is right"}.`, perr), reviewSchema)
+		if err != nil {
+			return false, "", err
+		}
+		if r, perr = runs.ParseReview(text); perr != nil {
+			return false, "", badReview{task: t.ID, err: perr}
+		}
 	}
-	if err := json.Unmarshal([]byte(jsonObject(text)), &out); err != nil || out.Pass == nil {
-		return false, "", fmt.Errorf("the validator's answer is not the review JSON: %.200q", text)
-	}
-	return *out.Pass, out.Findings, nil
+	return r.Pass, r.Findings, nil
+}
+
+// badReview: the validator's answer was not valid, asked twice.
+type badReview struct {
+	task string
+	err  error
+}
+
+func (b badReview) Error() string {
+	return fmt.Sprintf("the validator's answer about task %s is not valid, twice: %v", b.task, b.err)
 }
 
 func trailers(ts []runs.Trailer) []gitwork.Trailer {
@@ -504,6 +538,10 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 	final.Run.Status = protocol.RunCompleted
 	final.Run.Stage = protocol.StageDone
 	final.Run.WaitingFor, final.Run.Reason, final.Run.CurrentTaskID = nil, nil, nil
+	if !e.Into {
+		// The committed state.md says what the run's end will be.
+		final.LastEvent = runs.Event{Type: runs.EvMerged, AtMs: x.rn.opts.Now()}
+	}
 	if err := writeArtifacts(cfg.Worktree, final); err != nil {
 		return err
 	}
@@ -515,8 +553,7 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 		return err
 	}
 	if !e.Into {
-		x.result(runs.Event{Type: runs.EvMerged})
-		return nil
+		return x.leave(ctx, cfg, final, "")
 	}
 	repo, err := gitwork.Open(ctx, cfg.Cwd)
 	if err != nil {
@@ -532,8 +569,7 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 			var cf checksFailed
 			switch {
 			case errors.Is(err, gitwork.ErrConflict), errors.As(err, &cf):
-				x.result(runs.Event{Type: runs.EvMerged, Reason: err.Error() + "; the branch is left for review"})
-				return nil
+				return x.leave(ctx, cfg, final, err.Error()+"; the branch is left for review")
 			case err != nil:
 				return err
 			}
@@ -541,14 +577,36 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 		}
 		switch {
 		case errors.Is(err, gitwork.ErrBaseDirty), errors.Is(err, gitwork.ErrNotFastForward), errors.Is(err, gitwork.ErrConflict):
-			x.result(runs.Event{Type: runs.EvMerged, Reason: err.Error() + "; the branch is left for review"})
-			return nil
+			return x.leave(ctx, cfg, final, err.Error()+"; the branch is left for review")
 		case err != nil:
 			return err
 		}
 		x.result(runs.Event{Type: runs.EvMerged, Commit: sha})
 		return nil
 	}
+}
+
+// leave ends a run whose branch is left for review (reason: why it was not
+// merged, "" under implementation trust manual). When there is a reason,
+// the artifacts that say so are committed in the branch too (Apserver-Step:
+// review, found by its trailers on a replay): the branch is what stays of
+// the run once its worktree is removed.
+func (x *run) leave(ctx context.Context, cfg runs.Config, final runs.Snapshot, reason string) error {
+	if reason != "" {
+		now := x.rn.opts.Now()
+		final.Run.Reason = &reason
+		final.LastEvent = runs.Event{Type: runs.EvMerged, AtMs: now, Reason: reason}
+		final.Decisions = append(final.Decisions, runs.Decision{AtMs: now, Text: fmt.Sprintf("branch %s not merged: %s", cfg.Branch, reason)})
+		if err := writeArtifacts(cfg.Worktree, final); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("apserver run %s: left for review\n\n%s\n", cfg.ID, reason)
+		if _, err := gitwork.Commit(ctx, cfg.Worktree, msg, []gitwork.Trailer{{Key: "Apserver-Run", Value: cfg.ID}, {Key: "Apserver-Step", Value: "review"}}); err != nil {
+			return err
+		}
+	}
+	x.result(runs.Event{Type: runs.EvMerged, Reason: reason})
+	return nil
 }
 
 // maxCatchUps bounds how many times one merge brings a base that keeps

@@ -56,6 +56,10 @@ func (m *Manager) restoreRuns() {
 
 // restoreRun runs on the thread goroutine after a restart.
 func (t *thread) restoreRun() {
+	if t.auto.restored {
+		return
+	}
+	t.auto.restored = true
 	fsm := t.fsm()
 	if !fsm.Run().Active() || t.turn != nil {
 		return

@@ -85,7 +85,7 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 4 stuck, 5 needs a human, 6 failed, 130 interrupted.
 
 `)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	var f serveFlags
 	f.register(fs)
@@ -123,6 +123,10 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 	if err := cf.apply(&f, set); err != nil {
 		return usage(err)
 	}
+	if cf.version {
+		fmt.Println("apserver", version)
+		return nil
+	}
 	resumeID, objective, err := execArgs(words)
 	if err != nil {
 		return usage(err)
@@ -159,9 +163,21 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 		return err
 	}
 	defer closeLog()
-	cfg, err := config.Load(config.LoadOptions{UserFile: f.configFile, Workspace: cwd, Getenv: execGetenv, Overrides: f.overrides()})
+	if cf.ephemeral {
+		// Nothing outlives this exec: a data dir of its own, removed at the end.
+		tmp, err := os.MkdirTemp("", "apserver-ephemeral-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		f.dataDir = tmp
+	}
+	cfg, err := config.Load(config.LoadOptions{UserFile: f.configFile, NoUserFile: cf.ignoreUser, Workspace: cwd, Getenv: execGetenv, Overrides: f.overrides()})
 	if err != nil {
 		return err
+	}
+	if cf.strictConfig && len(cfg.Warnings) > 0 {
+		return usage(fmt.Errorf("--strict-config: %s", strings.Join(cfg.Warnings, "; ")))
 	}
 	for _, w := range cfg.Warnings {
 		log.Warn(w)

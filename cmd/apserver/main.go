@@ -45,7 +45,7 @@ const exitUnfinished = 3
 func main() {
 	args := os.Args[1:]
 	cmd := ""
-	if len(args) > 0 && (!strings.HasPrefix(args[0], "-") || args[0] == "--version") {
+	if len(args) > 0 && (!strings.HasPrefix(args[0], "-") || topLevel[args[0]]) {
 		cmd, args = args[0], args[1:]
 	}
 	var err error
@@ -86,6 +86,10 @@ func main() {
 	}
 }
 
+// topLevel are the flags that are commands of their own rather than
+// serve's flags: `apserver --help` lists the commands, not serve's flags.
+var topLevel = map[string]bool{"--version": true, "-h": true, "-help": true, "--help": true}
+
 func usage(w io.Writer) {
 	fmt.Fprint(w, `apserver: a Codex-compatible coding-agent app-server (JSON-RPC over stdio)
 
@@ -100,8 +104,17 @@ Usage:
   apserver blueprint ingest FILE | show [--depth N] | next
                              turn a long specification into a plan tree (docs/blueprints.md)
   apserver version           print the version
+  apserver help              this text
 
-Run "apserver serve -h" for the server's flags. Configuration: docs/configuration.md.
+Examples:
+  apserver demo                                  # see it work offline, in under 5 s
+  apserver --model gpt-5.5                       # an editor spawns this and speaks JSON-RPC
+  apserver serve --listen ws://127.0.0.1:4500    # several clients share one session
+  apserver exec --full-auto "Make the tests pass."
+  apserver run "add a shout function"
+
+"apserver COMMAND --help" prints a command's flags; "apserver serve --help" the
+server's. Configuration: docs/configuration.md; the protocol: docs/protocol.md.
 `)
 }
 
@@ -168,6 +181,17 @@ func newLogger(f *serveFlags) (*slog.Logger, func(), error) {
 
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: apserver [serve] [flags]
+
+Serves the Codex app-server protocol (JSON-RPC, one message per line) on
+stdin/stdout, or with --listen to several clients on a WebSocket or unix
+socket. stdout carries only protocol; logs go to stderr or --log-file.
+"apserver help" lists the other commands.
+
+`)
+		printFlags(fs.Output(), fs)
+	}
 	var f serveFlags
 	f.register(fs)
 	var lf listenFlags

@@ -1,23 +1,10 @@
 package protocol
 
-// Blueprint methods and notifications: apserver's extension
-// (docs/blueprints.md). A blueprint is a long specification ingested into a
-// plan tree (phase → epic → feature → story → task spec).
-const (
-	MethodBlueprintIngest     = "blueprint/ingest"
-	MethodBlueprintList       = "blueprint/list"
-	MethodBlueprintRead       = "blueprint/read"
-	MethodBlueprintNodeUpdate = "blueprint/node/update"
-	MethodBlueprintNext       = "blueprint/next"
-	MethodBlueprintCoverage   = "blueprint/coverage"
-	MethodBlueprintDiff       = "blueprint/diff"
-	MethodBlueprintCancel     = "blueprint/cancel"
-	MethodBlueprintNodeTasks  = "blueprint/node/tasks"
-	MethodBlueprintVerify     = "blueprint/verify"
-
-	NotifyBlueprintProgress = "blueprint/progress"
-	NotifyBlueprintUpdated  = "blueprint/updated"
-)
+// Blueprint methods and notifications (apserver's extension,
+// docs/blueprints.md): their constants, MethodBlueprintIngest …
+// NotifyBlueprintUpdated, are generated into methods_gen.go from
+// protocol/apserver/schema. A blueprint is a long specification ingested
+// into a plan tree (phase → epic → feature → story → task spec).
 
 // NodeKind is a plan node's level. Kinds are ordered: a node's parent is
 // always of a smaller kind (a story never sits above a feature).

@@ -716,3 +716,42 @@ func TestVerify(t *testing.T) {
 		t.Fatalf("unknown node: %v", err)
 	}
 }
+
+// TestIngestLargeSpec: the ~500,000-word generated specification, through
+// the model client and the store at the default budget: 1,724 nodes at the
+// generator's headings, coverage ≥ 98%, every normative sentence mapped.
+func TestIngestLargeSpec(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large spec")
+	}
+	sp := specgen.Generate(2, specgen.Large)
+	d, err := blueprint.Parse(sp.Text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := sp.Answers(d, 0, 0)
+	f := newFixture(t, specgen.Script(answers))
+	s, _ := f.service(t, 0, 4, nil)
+	b := ingestWait(t, s, protocol.BlueprintIngestParams{Text: sp.Text})
+	if b.Primary.Status != protocol.JobReady || b.Primary.ChunksTotal != len(answers) || len(answers) < 50 {
+		t.Fatalf("primary %+v (%d chunks answered)", b.Primary, len(answers))
+	}
+	nodes := readAll(t, s, b.ID, "")
+	if len(nodes) != len(sp.Nodes) {
+		t.Fatalf("%d nodes, want %d", len(nodes), len(sp.Nodes))
+	}
+	for i, n := range nodes {
+		w := sp.Nodes[i]
+		if n.Kind != w.Kind || !strings.HasPrefix(sp.Text[n.Start:], strings.Repeat("#", w.Level)+" "+w.Heading+"\n") {
+			t.Fatalf("node %d: %s at %d, want %s at the heading %q", i, n.Kind, n.Start, w.Kind, w.Heading)
+		}
+	}
+	cov, err := s.Coverage(context.Background(), protocol.BlueprintCoverageParams{BlueprintID: b.ID, Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cov.Ratio < 0.98 || cov.NormativeTotal != sp.Normative || cov.NormativeMapped != sp.Normative || len(cov.Uncovered) != 0 {
+		t.Fatalf("coverage %.4f, normative %d/%d mapped (generator wrote %d)", cov.Ratio, cov.NormativeMapped, cov.NormativeTotal, sp.Normative)
+	}
+	t.Logf("%d words, %d chunks, %d nodes, coverage %.4f, %d normative sentences", sp.Words, len(answers), len(nodes), cov.Ratio, cov.NormativeTotal)
+}

@@ -271,9 +271,12 @@ func resolve(d *Doc, c Chunk, lo, hi int, at *Position, heading string) (start, 
 	return 0, 0, false
 }
 
-// norm is a heading's text for comparison: without leading #s, trimmed,
-// spaces collapsed, lower case.
+// norm is a heading's text for comparison: without leading #s and
+// emphasis or code marks (* _ `), trimmed, spaces collapsed, lower case.
 func norm(s string) string {
 	s = strings.TrimSpace(strings.TrimLeft(strings.TrimSpace(s), "#"))
+	s = markup.Replace(s)
 	return strings.ToLower(strings.Join(strings.Fields(s), " "))
 }
+
+var markup = strings.NewReplacer("*", "", "_", "", "`", "")

@@ -122,6 +122,7 @@ func TestParsePage(t *testing.T) {
 		wantStart []int
 	}{
 		{"ok", `{"nodes":[` + node("phase", "Phase 1", "") + `,` + node("epic", "epic a", "") + `,` + node("epic", "## Epic A", "") + `],"next":""}`, 3, "", []int{0, 18, 35}},
+		{"markup ignored", `{"nodes":[` + node("phase", "**Phase** 1", "") + `,` + node("epic", "`Epic`  A", "") + `],"next":""}`, 3, "", []int{0, 18}},
 		{"prose", `Here is the plan: {}`, 3, "not the JSON object", nil},
 		{"cut off", `{"nodes":[` + node("phase", "Phase 1", ""), 3, "not the JSON object", nil},
 		{"trailing", `{"nodes":[],"next":""} more`, 3, "text after", nil},

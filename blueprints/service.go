@@ -272,6 +272,7 @@ func (s *Service) Ingest(ctx context.Context, p protocol.BlueprintIngestParams) 
 	ev, _ := json.Marshal(map[string]any{"bytes": len(text), "chunks": len(chunks), "chunkTokens": budget, "path": p.Path, "parent": v.ParentID})
 	if err := st.CreateBlueprintVersion(ctx, bp, v, ev); err != nil {
 		s.mu.Lock()
+		close(s.jobs[bp.ID].done)
 		delete(s.jobs, bp.ID)
 		s.mu.Unlock()
 		return res, err

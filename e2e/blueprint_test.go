@@ -177,6 +177,43 @@ func TestBlueprintCLI(t *testing.T) {
 		t.Fatalf("next: %v\n%s", err, out)
 	}
 
+	// tasks and verify of a story.
+	out, err = cli("show").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var storyID, storyLine string
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) > 2 && f[0] == "story" {
+			for _, w := range f {
+				if strings.HasPrefix(w, "n_") {
+					storyID, storyLine = w, l
+				}
+			}
+			break
+		}
+	}
+	var storyNode blueprint.Found
+	for _, n := range sp.Nodes {
+		if n.Kind == "story" && strings.Contains(storyLine, n.Heading) {
+			storyNode.Start = n.Start
+			break
+		}
+	}
+	heading := sp.Text[storyNode.Start+5 : storyNode.Start+strings.IndexByte(sp.Text[storyNode.Start:], '\n')]
+	tj, _ := json.Marshal(map[string]any{"title": "Do it", "kind": "docs", "criteria": []string{"done"}, "checks": []string{"true"},
+		"files": []string{}, "dependsOn": []string{"Nowhere"}, "estimate": "S", "risk": "low", "excerpt": heading})
+	model.SetScript(scripted.Script{Rules: append([]scripted.Rule{{Match: "[blueprint tasks " + storyID + " cursor=start]",
+		Steps: []scripted.Step{{Text: `{"tasks":[` + string(tj) + `],"next":""}`, Deltas: 1}}}}, script.Rules...)})
+	out, err = cli("tasks", storyID).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), ": 1 tasks") || !strings.Contains(string(out), "Do it\tplanned\tdepends on -\tunresolved: Nowhere") {
+		t.Fatalf("tasks %s: %v\n%s", storyID, err, out)
+	}
+	out, err = cli("verify", storyID).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "no done task to verify") {
+		t.Fatalf("verify: %v\n%s", err, out)
+	}
+
 	// Bad JSON twice: the command fails naming the chunk and its offsets.
 	c := answers[1].Chunk
 	model.SetScript(scripted.Script{Rules: append([]scripted.Rule{{Match: answers[1].Markers[0], Steps: []scripted.Step{{Text: "not json"}}}}, script.Rules...)})

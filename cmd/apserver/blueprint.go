@@ -39,6 +39,8 @@ func runBlueprint(args []string) error {
 		fmt.Fprint(fs.Output(), `Usage: apserver blueprint ingest [flags] FILE
        apserver blueprint show [flags] [--depth N]
        apserver blueprint next [flags] [--phase P]
+       apserver blueprint tasks [flags] [--regenerate] NODE
+       apserver blueprint verify [flags] NODE
        apserver blueprint list [flags]
 
 ingest turns a Markdown or plain-text specification into a plan tree with the
@@ -46,7 +48,9 @@ planner model (progress on stderr; on a terminal, a bar) and prints the
 blueprint's id. Run again on the same file after an interruption, it takes
 the ingestion up where it stopped. show prints the tree of the latest
 blueprint of this directory (or --blueprint), next the tasks that can start
-now. Exit codes: 0 done, 1 error or failed ingestion, 2 usage, 130
+now, tasks the tasks that implement a node (asked of the planner once), verify
+runs the checks of a node's done tasks again and reopens those that fail.
+Exit codes: 0 done, 1 error or failed ingestion, 2 usage, 130
 interrupted (the ingestion stays stored).
 
 `)
@@ -60,6 +64,7 @@ interrupted (the ingestion stays stored).
 	depth := fs.Int("depth", 0, "show: levels to print (0: all)")
 	phase := fs.String("phase", "", "next: the phase, by id or title (default: the first unfinished)")
 	limit := fs.Int("limit", 20, "next: how many tasks")
+	regenerate := fs.Bool("regenerate", false, "tasks: ask the planner again")
 	words, err := parseInterspersed(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -67,9 +72,10 @@ interrupted (the ingestion stays stored).
 		}
 		return errUsage
 	}
+	withArg := sub == "ingest" || sub == "tasks" || sub == "verify"
 	switch {
-	case sub == "ingest" && len(words) != 1, sub != "ingest" && len(words) != 0,
-		sub != "ingest" && sub != "show" && sub != "next" && sub != "list":
+	case withArg && len(words) != 1, !withArg && len(words) != 0,
+		!withArg && sub != "show" && sub != "next" && sub != "list":
 		fs.Usage()
 		return errUsage
 	}
@@ -127,6 +133,41 @@ interrupted (the ingestion stays stored).
 	}
 	if sub == "show" {
 		return blueprintShow(ctx, svc, id, *depth)
+	}
+	if sub == "tasks" {
+		r, err := svc.NodeTasks(ctx, protocol.BlueprintNodeTasksParams{BlueprintID: id, NodeID: words[0], Regenerate: *regenerate})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("%s %s: %d tasks\n", r.Node.Kind, r.Node.Title, len(r.Tasks))
+		for _, t := range r.Tasks {
+			fmt.Printf("%s\t%s\t%s\tdepends on %s", t.ID, t.Title, t.Status, orDash(strings.Join(t.DependsOn, ",")))
+			if len(t.Unresolved) > 0 {
+				fmt.Printf("\tunresolved: %s", strings.Join(t.Unresolved, "; "))
+			}
+			fmt.Println()
+		}
+		return nil
+	}
+	if sub == "verify" {
+		r, err := svc.Verify(ctx, protocol.BlueprintVerifyParams{BlueprintID: id, NodeID: words[0]})
+		if err != nil {
+			return err
+		}
+		for _, v := range r.Data {
+			verdict := "passed"
+			switch {
+			case v.Reopened:
+				verdict = "failed, reopened"
+			case !v.Passed:
+				verdict = "not run"
+			}
+			fmt.Printf("%s\t%s\t%s\n", v.TaskID, v.Title, verdict)
+		}
+		if len(r.Data) == 0 {
+			fmt.Fprintln(os.Stderr, "no done task to verify")
+		}
+		return nil
 	}
 	nx, err := svc.Next(ctx, protocol.BlueprintNextParams{BlueprintID: id, Phase: *phase, Limit: *limit})
 	if err != nil {

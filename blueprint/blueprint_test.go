@@ -178,7 +178,7 @@ func TestMergeStrictKinds(t *testing.T) {
 	}
 }
 
-func TestMergeDuplicatesAndDeps(t *testing.T) {
+func TestMergeRepeatsAndDeps(t *testing.T) {
 	d := mustParse(t, pageDoc)
 	tr, err := Merge(d, []Found{
 		found(protocol.KindEpic, d, "Epic A", 1, "Epic A", "nowhere"),
@@ -190,7 +190,7 @@ func TestMergeDuplicatesAndDeps(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(tr.Nodes) != 3 {
-		t.Fatalf("%d nodes, want 3 (duplicate merged)", len(tr.Nodes))
+		t.Fatalf("%d nodes, want 3 (the repeat folded)", len(tr.Nodes))
 	}
 	p, a1, a2 := tr.Nodes[0], tr.Nodes[1], tr.Nodes[2]
 	if p.Summary != "from the second chunk" || a1.ParentID != p.ID || a2.ParentID != p.ID {

@@ -11,7 +11,7 @@
 //     stricter instruction, the cursor, the end) that its driver feeds
 //     answers to;
 //   - Merge turns the chunks' outlines into one strict tree (kinds nested
-//     phase → epic → feature → story → task, duplicates across chunk
+//     phase → epic → feature → story → task, nodes repeated across chunk
 //     boundaries merged by the heading they point at, offsets aggregated,
 //     reading order kept);
 //   - Measure gives the share of the document's text that nodes hold and

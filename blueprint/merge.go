@@ -40,7 +40,7 @@ func (e *MergeError) Error() string { return e.Msg }
 func Merge(d *Doc, found []Found) (*Tree, error) {
 	fs := slices.Clone(found)
 	slices.SortStableFunc(fs, func(a, b Found) int { return a.Start - b.Start })
-	// Merge duplicates.
+	// Fold the repeats (one heading, one node).
 	uniq := fs[:0]
 	for _, f := range fs {
 		if len(uniq) > 0 && uniq[len(uniq)-1].Start == f.Start {

@@ -45,7 +45,7 @@ func outline(t testing.TB, sp *specgen.Spec, budget, k int) (*blueprint.Doc, *bl
 
 // TestGeneratedSpecTree: the generated specification, outlined chunk by
 // chunk with pages, makes exactly the tree the generator wrote: same
-// kinds, parents, heading offsets, reading order; duplicates repeated
+// kinds, parents, heading offsets, reading order; nodes repeated
 // across chunk boundaries merged; coverage at least 98% and every
 // normative sentence mapped.
 func TestGeneratedSpecTree(t *testing.T) {
@@ -77,7 +77,7 @@ func TestGeneratedSpecTree(t *testing.T) {
 					dups += len(c.Context)
 				}
 				if dups == 0 || pages <= len(chunks) {
-					t.Fatalf("the test does not exercise duplicates (%d) or pages (%d for %d chunks)", dups, pages, len(chunks))
+					t.Fatalf("the test does not exercise repeated nodes (%d) or pages (%d for %d chunks)", dups, pages, len(chunks))
 				}
 			}
 			if len(tree.Nodes) != len(sp.Nodes) {
@@ -100,7 +100,7 @@ func TestGeneratedSpecTree(t *testing.T) {
 					t.Fatalf("node %d (%s) parent %q, want %q", i, n.Title, n.ParentID, wantParent)
 				}
 				if ids[n.ID] {
-					t.Fatalf("duplicate id %s at node %d (%v)", n.ID, i, n.Anchor)
+					t.Fatalf("id %s twice, at node %d (%v)", n.ID, i, n.Anchor)
 				}
 				ids[n.ID] = true
 				if len(n.Unresolved) > 0 || len(n.DependsOn) != len(w.DependsOn) {

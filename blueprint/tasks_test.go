@@ -35,7 +35,7 @@ func TestParseTasksPage(t *testing.T) {
 	}{
 		{"ok", `{"tasks":[` + taskJSON("Count", "lock an account after five failed") + `],"next":""}`, ""},
 		{"excerpt elsewhere", `{"tasks":[` + taskJSON("Log", "Every lock is logged.") + `],"next":""}`, `task 1 ("Log"): its excerpt is not in the node's text`},
-		{"duplicate", `{"tasks":[` + taskJSON("A", "A notice") + `,` + taskJSON("a", "A notice") + `],"next":""}`, `task 2 ("a"): a second task`},
+		{"same title", `{"tasks":[` + taskJSON("A", "A notice") + `,` + taskJSON("a", "A notice") + `],"next":""}`, `task 2 ("a"): a second task`},
 		{"criteria", `{"tasks":[` + strings.Replace(taskJSON("A", "A notice"), `["it works"]`, `[]`, 1) + `],"next":""}`, "no acceptance criteria"},
 		{"too many", `{"tasks":[` + taskJSON("A", "A notice") + `,` + taskJSON("B", "A notice") + `,` + taskJSON("C", "A notice") + `],"next":"x"}`, "3 tasks in one answer, at most 2"},
 		{"prose", `Here you go`, "not the JSON object"},

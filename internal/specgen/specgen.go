@@ -7,7 +7,7 @@
 // fences), normative sentences (MUST, SHALL, must, required) in the text,
 // and headings that repeat under different parents ("Acceptance"), so that
 // anchors, not titles, tell nodes apart. Answers (Script) repeat, for each
-// chunk, the headings the chunk continues inside: the duplicates across
+// chunk, the headings the chunk continues inside: the nodes repeated across
 // chunk boundaries that blueprint.Merge must fold.
 package specgen
 

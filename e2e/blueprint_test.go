@@ -262,6 +262,22 @@ func TestBlueprintTasksVerifyDiff(t *testing.T) {
 			"files": []string{}, "dependsOn": []string{}, "estimate": "S", "risk": "low", "excerpt": heading})
 		return string(b)
 	}
+	// A node/tasks whose model never answers holds up no other request
+	// (it has a lane of its own); $/cancelRequest ends it.
+	model.SetScript(scripted.Script{Rules: append([]scripted.Rule{{Match: "[blueprint tasks " + storyID + " cursor=start]",
+		Steps: []scripted.Step{{Hang: true}}}}, specgen.Script(answers).Rules...)})
+	hung := c.send("blueprint/node/tasks", map[string]any{"blueprintId": bpID, "nodeId": storyID})
+	c.noReply[hung] = true
+	if l := c.call("blueprint/list", map[string]any{}); l.str("data.0.id") != bpID {
+		t.Fatalf("blueprint/list behind a hung node/tasks: %s", l.Raw)
+	}
+	if th := c.call("thread/start", map[string]any{"cwd": dir}); th.str("thread.id") == "" {
+		t.Fatalf("thread/start behind a hung node/tasks: %s", th.Raw)
+	}
+	c.notify("$/cancelRequest", map[string]any{"id": json.RawMessage(hung)})
+	if m := c.response(hung); m.Error == nil {
+		t.Fatalf("a cancelled node/tasks answered %s", m.Raw)
+	}
 	page := `{"tasks":[` + task("Write alpha", "grep -q alpha a.txt") + `,` + task("Write beta", "grep -q beta b.txt") + `],"next":""}`
 	model.SetScript(scripted.Script{Rules: append([]scripted.Rule{{Match: "[blueprint tasks " + storyID + " cursor=start]",
 		Steps: []scripted.Step{{Text: page, Deltas: 1}}}}, specgen.Script(answers).Rules...)})

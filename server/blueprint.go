@@ -3,6 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"strings"
+
+	"github.com/sourcegraph/jsonrpc2"
 
 	"github.com/apserver/apserver/blueprints"
 	"github.com/apserver/apserver/protocol"
@@ -46,4 +49,20 @@ func handleLater[P, R any](s *Server, method string, fn func(context.Context, P)
 			reply(r, nil)
 		}()
 	})
+}
+
+// blueprintLane is the lane of a blueprint/* request (see laneOf): they
+// are about no thread, and some are long (a model call, the checks of a
+// verification), so they keep out of the lane of requests about no thread.
+// Blueprint requests are answered in order among themselves, except
+// node/tasks and verify, each in a lane of its own so that reads do not
+// wait behind them.
+func blueprintLane(method string, id jsonrpc2.ID) (string, bool) {
+	switch {
+	case method == protocol.MethodBlueprintNodeTasks, method == protocol.MethodBlueprintVerify:
+		return "\x00" + method + " " + idString(id), true
+	case strings.HasPrefix(method, "blueprint/"):
+		return "\x00blueprint/", true
+	}
+	return "", false
 }

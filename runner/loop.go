@@ -139,11 +139,11 @@ func (x *run) apply(effs []runs.Effect) {
 	for _, e := range effs {
 		switch e := e.(type) {
 		case runs.Notify:
-			rn.tap.Client.Notify(e.Method, e.Params)
+			rn.threads.Notify(e.Method, e.Params)
 		case runs.SetAttention:
-			rn.mgr.SetRunAttention(x.id, protocol.AttentionItem{ThreadID: e.ThreadID, Kind: e.Kind, Reason: e.Reason, SinceMs: e.SinceMs})
+			rn.threads.SetRunAttention(x.id, protocol.AttentionItem{ThreadID: e.ThreadID, Kind: e.Kind, Reason: e.Reason, SinceMs: e.SinceMs})
 		case runs.ClearAttention:
-			rn.mgr.ClearRunAttention(x.id)
+			rn.threads.ClearRunAttention(x.id)
 		case runs.WriteArtifacts:
 			if err := writeArtifacts(x.m.Config().Worktree, e.Snapshot); err != nil {
 				rn.log.Warn("writing run artifacts", "run", x.id, "err", err)
@@ -158,7 +158,11 @@ func (x *run) apply(effs []runs.Effect) {
 			}
 		case runs.Interrupt:
 			thread := e.ThreadID
-			go rn.mgr.StopFullAuto(context.Background(), protocol.FullAutoThreadParams{ThreadID: thread}, func(any, error) {})
+			go func() {
+				if _, err := rn.threads.StopFullAuto(context.Background(), thread); err != nil {
+					rn.log.Debug("stopping a task thread's full auto", "run", x.id, "thread", thread, "err", err)
+				}
+			}()
 		case runs.CreateWorktree, runs.StartPlanner, runs.StartTask, runs.Validate, runs.Commit, runs.Merge:
 			cfg := x.m.Config()
 			snap := x.m.Snapshot()

@@ -27,6 +27,9 @@ type run struct {
 	// restored: the run's work in flight was taken up (Restore), or the
 	// run is new. Owned by the run's goroutine.
 	restored bool
+	// panics counts the panics recovered on the run's goroutine
+	// (panics.go); owned by it.
+	panics int
 
 	slotMu  sync.Mutex
 	hasSlot bool // guarded by slotMu
@@ -44,7 +47,7 @@ func (rn *Runner) spawn(id string, m *runs.Machine) *run {
 		for {
 			select {
 			case f := <-x.inbox:
-				f()
+				x.guard(f) // a panic fails the run (panics.go)
 			case <-ctx.Done():
 				return
 			}
@@ -69,6 +72,15 @@ func (x *run) post(f func()) bool {
 // not fit the run is answered with the error and changes nothing.
 func (x *run) do(ev runs.Event, done func(error)) {
 	ok := x.post(func() {
+		answered := false
+		defer func() {
+			if !answered {
+				if r := recover(); r != nil {
+					done(fmt.Errorf("run %s: internal error: %v", x.id, r))
+					panic(r) // for guard, which fails the run
+				}
+			}
+		}()
 		if ev.AtMs == 0 {
 			ev.AtMs = x.rn.opts.Now()
 		}
@@ -80,6 +92,7 @@ func (x *run) do(ev runs.Event, done func(error)) {
 			done(err)
 			return
 		}
+		panicPoint("apply", x.id, ev)
 		effs := x.m.Apply(ev)
 		if err := x.persist(ev); err != nil {
 			// The machine is ahead of the log: stop driving this run; the
@@ -89,6 +102,7 @@ func (x *run) do(ev runs.Event, done func(error)) {
 			x.stop()
 			return
 		}
+		answered = true
 		done(nil)
 		x.apply(effs)
 	})

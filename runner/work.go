@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -22,6 +23,16 @@ import (
 // work carries out one slow effect and posts its result.
 func (x *run) work(cfg runs.Config, snap runs.Snapshot, e runs.Effect) {
 	ctx := x.ctx
+	defer func() {
+		if r := recover(); r != nil {
+			x.rn.log.Error("bug: panic in a run's step; the run fails", "run", x.id, "effect", fmt.Sprintf("%T", e),
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			if ctx.Err() == nil {
+				x.result(runs.Event{Type: runs.EvFailed, Reason: fmt.Sprintf("internal error: %v", r)})
+			}
+		}
+	}()
+	panicPoint("work", x.id, e)
 	var err error
 	switch e := e.(type) {
 	case runs.CreateWorktree:

@@ -144,7 +144,7 @@ a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 	if strings.EqualFold(cfg.Durability, "full") {
 		sync = "FULL"
 	}
-	rc := newRunClient(os.Stdout, os.Stderr, *jsonOut, newExecClient(io.Discard, os.Stderr, execHuman, false, cwd))
+	rc := newRunClient(os.Stdout, os.Stderr, *jsonOut, newExecClient(io.Discard, os.Stderr, execHuman, cwd))
 	mgr := session.NewManager(session.Options{
 		OpenStore: func() (*store.Store, error) {
 			return store.Open(filepath.Join(dataDir, store.FileName), store.Options{Synchronous: sync})

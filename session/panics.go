@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"fmt"
 	"runtime/debug"
 	"sync/atomic"
@@ -8,8 +9,9 @@ import (
 
 // Broken invariants end a turn, not the process (STYLE.md "Errors"): a
 // panic on a thread goroutine, in what it runs there (the agent loop, the
-// full-auto machine, the controller it calls), is recovered by guard. The
-// stack is logged, the active turn ends failed with the panic as its error
+// full-auto machine, the controller it calls), is recovered by guard; one
+// in a turn's model stream or command goroutine by childRecover. The
+// stack is logged, the turn ends failed with the panic as its error
 // (stored and sent as turn/completed like any failed turn), and the thread
 // goes on serving its inbox, as every other thread does meanwhile.
 
@@ -71,4 +73,17 @@ func (q *eventQueue) rearm() {
 		default:
 		}
 	}
+}
+
+// childRecover, deferred by a child goroutine of turn tr (its model
+// stream, a command), reports a panic there and fails the turn on the
+// thread goroutine.
+func (t *thread) childRecover(ctx context.Context, tr *turn) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	t.m.log.Error("bug: panic in a turn's goroutine; the turn fails", "thread", t.id, "turn", tr.id, "panic", fmt.Sprint(r),
+		"stack", string(debug.Stack()))
+	t.postEvent(ctx, func() { t.failTurn(tr, fmt.Errorf("internal error: %v", r)) })
 }

@@ -33,12 +33,13 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// A panic on a thread goroutine (while it handles the model's stream) or
-// in the full-auto machine it drives ends that turn failed, with the panic
+// A panic on a thread goroutine (while it handles the model's stream), in
+// the full-auto machine it drives, or in the turn's model stream goroutine
+// ends that turn failed, with the panic
 // stored as the turn's error and sent in turn/completed, logs the stack,
 // and every thread, that one included, goes on serving.
 func TestPanicFailsTheTurnOnly(t *testing.T) {
-	for _, site := range []string{"modelEvents", "fullauto"} {
+	for _, site := range []string{"modelEvents", "fullauto", "sampling"} {
 		t.Run(site, func(t *testing.T) {
 			// Not parallel: testPanic is the package's.
 			h := newHarness(t, scripted.Script{Rules: []scripted.Rule{
@@ -93,7 +94,7 @@ func TestPanicFailsTheTurnOnly(t *testing.T) {
 			if err != nil || len(turns) != 1 || turns[0].Status != protocol.TurnFailed || turns[0].Error == nil || turns[0].Error.Message != want {
 				t.Errorf("stored turns = %+v, %v; want one failed with %q", turns, err, want)
 			}
-			if l := logs.String(); !strings.Contains(l, "bug: panic on a thread goroutine") || !strings.Contains(l, "goroutine ") ||
+			if l := logs.String(); !strings.Contains(l, "bug: panic ") || !strings.Contains(l, "goroutine ") ||
 				!strings.Contains(l, "injected panic at "+site) {
 				t.Errorf("the log has no panic with its stack:\n%s", l)
 			}

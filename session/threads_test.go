@@ -289,3 +289,37 @@ func TestPortFullAuto(t *testing.T) {
 	}
 	t.Fatal("no FullAutoChanged stopped on the stream")
 }
+
+// A request full auto re-sends after a restart is announced on the port
+// too, and the port's answer carries the run on: the command runs.
+func TestPortAnswersRestoredRequest(t *testing.T) {
+	t.Parallel()
+	h, id, cwd := waitingRun(t, scripted.ToolCall{Command: "touch marker.txt"})
+	h.open(t, false)
+	th := h.m.Threads()
+	w := th.Watch(id)
+	defer w.Close()
+	h.m.RestoreFullAuto()
+	<-h.c.calls // the client got it again too, and does not answer
+	var asked port.RequestAsked
+	for {
+		if o, ok := next(t, w).(port.RequestAsked); ok {
+			asked = o
+			break
+		}
+	}
+	if asked.Method != protocol.RequestCommandApproval || asked.TurnID != "" {
+		t.Fatalf("RequestAsked after the restart = %+v", asked)
+	}
+	if err := th.Answer(context.Background(), id, asked.RequestID, json.RawMessage(`{"decision":"accept"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if fc, ok := next(t, w).(port.FullAutoChanged); ok && fc.Stopped() {
+			break
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "marker.txt")); err != nil {
+		t.Errorf("the command approved through the port did not run: %v", err)
+	}
+}

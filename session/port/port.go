@@ -145,7 +145,8 @@ type FullAutoChanged struct {
 func (f FullAutoChanged) Stopped() bool { return f.Run.State == protocol.FullAutoStopped }
 
 // RequestAsked: the thread asked the clients something (an approval, a
-// question) and waits; Answer answers it.
+// question) and waits; Answer answers it. TurnID is "" for a request of
+// full auto re-sent after a restart (its turn ended with the process).
 type RequestAsked struct {
 	ThreadID, TurnID string
 	RequestID        int64

@@ -31,8 +31,9 @@ import (
 type Reply func(result any, err error)
 
 // Threads is session's port for the layers above it. Every method may be
-// called from any goroutine; the calls that do work on a thread wait for
-// that thread's goroutine to do it (or ctx to end).
+// called from any goroutine of those layers (never from a thread's own:
+// the calls that do work on a thread wait for that thread's goroutine to
+// do it, or for ctx to end).
 type Threads interface {
 	// StartThread starts a thread and returns its id. thread/started goes
 	// to the clients as for thread/start.

@@ -164,7 +164,9 @@ func (p threadPort) Release(threadID string) { p.m.ReleaseEphemeral(threadID) }
 
 func (p threadPort) Watch(threadID string) port.Stream { return p.m.watchers.watch(threadID) }
 
-func (p threadPort) Notify(method string, params any) { p.m.notify(method, params) }
+// Notify sends a notification about no thread: to every client (a
+// routing client is told so, and need not look for a thread in it).
+func (p threadPort) Notify(method string, params any) { p.m.notifyAbout("", method, params) }
 
 func (p threadPort) SetRunAttention(runID string, it protocol.AttentionItem) {
 	p.m.SetRunAttention(runID, it)

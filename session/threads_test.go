@@ -212,7 +212,8 @@ func (c *threadClient) NotifyThread(threadID, method string, params any) {
 
 // A thread driven through the port is routed like any other: its
 // notifications reach a routing client (the socket Hub) named by thread,
-// and the port's own notifications (run/*) go to everyone.
+// and the port's own notifications (run/*) are named as about no thread,
+// for everyone.
 func TestPortThreadsRouteByThread(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, scripted.Script{Rules: []scripted.Rule{{Match: "hi", Steps: []scripted.Step{{Text: "Hello."}}}}}, true)
@@ -238,8 +239,11 @@ func TestPortThreadsRouteByThread(t *testing.T) {
 			t.Errorf("%s did not reach the client named by thread %s: %v", want, id, tc.byThread[id])
 		}
 	}
-	if !slices.Equal(tc.unnamed, []string{protocol.NotifyRunUpdated}) {
-		t.Errorf("notifications sent without a thread: %v, want only run/updated", tc.unnamed)
+	if len(tc.unnamed) != 0 {
+		t.Errorf("notifications sent without naming a thread: %v, want none", tc.unnamed)
+	}
+	if !slices.Equal(tc.byThread[""], []string{protocol.NotifyRunUpdated}) {
+		t.Errorf("notifications about no thread: %v, want the port's run/updated", tc.byThread[""])
 	}
 }
 

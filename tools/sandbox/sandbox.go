@@ -132,7 +132,7 @@ func (s Support) Enforceable(p Policy) error {
 }
 
 // Command returns a Cmd that runs `shell -c script` in dir with env (nil
-// means the current environment) under p. The Cmd leads a process group
+// means apserver's environment without its secrets: Environ) under p. The Cmd leads a process group
 // of its own (Setpgid), and canceling ctx kills that group. The caller
 // sets Stdin, Stdout and Stderr; dir and shell must be absolute.
 //
@@ -157,7 +157,7 @@ func Command(ctx context.Context, p Policy, dir string, env []string, shell, scr
 		cmd := exec.CommandContext(ctx, shell, "-c", script)
 		cmd.Args[0] = filepath.Base(shell)
 		if env == nil {
-			env = os.Environ()
+			env = Environ()
 		}
 		// The mark lets the watchdog find what left the command's process
 		// group (setsid, daemons) once apserver is gone.
@@ -170,18 +170,27 @@ func Command(ctx context.Context, p Policy, dir string, env []string, shell, scr
 		return nil, err
 	}
 	if env == nil {
-		env = os.Environ()
+		env = Environ()
 	}
 	pl, err := newPlan(p, dir, env)
 	if err != nil {
 		return nil, err
 	}
+	pl.EnvFD = true
 	arg, err := json.Marshal(pl)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: encoding policy: %w", err)
 	}
+	// The helper stays as the command's pid 1, in its view: it keeps no
+	// environment, and gets the command's through a memfd rather than its
+	// argv, which every user of the host can read.
+	ef, err := envFile(env)
+	if err != nil {
+		return nil, err
+	}
 	cmd := helperCmd(ctx, arg, []string{shell, "-c", script}, !p.Network)
-	cmd.Dir, cmd.Env = dir, env
+	cmd.Dir = dir
+	cmd.ExtraFiles = []*os.File{ef}
 	return cmd, nil
 }
 
@@ -203,6 +212,7 @@ func helperCmd(ctx context.Context, planJSON []byte, argv []string, noNet bool) 
 	// even if the file on disk has been replaced since it started.
 	cmd := exec.CommandContext(ctx, "/proc/self/exe", args...)
 	cmd.Args[0] = os.Args[0]
+	cmd.Env = []string{} // not nil: nothing of apserver's
 	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID)
 	if noNet {
 		flags |= syscall.CLONE_NEWNET
@@ -263,6 +273,11 @@ type plan struct {
 	// NoUnixSockets makes a seccomp filter refuse socket(AF_UNIX, ...);
 	// socketpair(2) keeps working.
 	NoUnixSockets bool `json:"noUnixSockets,omitempty"`
+	// Hide are directories apserver keeps to itself (Conceal), shown
+	// empty; what Rules and Writable grant beneath them is mounted back.
+	Hide []string `json:"hide,omitempty"`
+	// EnvFD says the command's environment is on fd 3 (envFile).
+	EnvFD bool `json:"envFD,omitempty"`
 }
 
 // pathRule grants Access (Landlock filesystem rights) beneath Path.
@@ -349,6 +364,13 @@ func newPlan(p Policy, dir string, env []string) (plan, error) {
 	grant(fsRead|fsWrite, pl.Writable...)
 
 	pl.Masks = socketDirs(env)
+	for _, h := range concealed() {
+		// A root that is itself the concealed directory is the user's
+		// choice to work there.
+		if !slices.ContainsFunc(pl.Rules, func(r pathRule) bool { return r.Path == h }) && !slices.Contains(pl.Writable, h) {
+			pl.Hide = append(pl.Hide, h)
+		}
+	}
 	for _, f := range keepFiles {
 		if real, err := filepath.EvalSymlinks(f); err == nil && real != f && underAny(real, pl.Masks) {
 			pl.Keep = append(pl.Keep, real)

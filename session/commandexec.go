@@ -143,10 +143,11 @@ func clientProcessID(id string) string {
 	return id
 }
 
-// execEnv is the server's environment with the client's overrides (a nil
-// value unsets).
+// execEnv is the server's environment without its secrets
+// (sandbox.Environ: no API key of apserver's) with the client's overrides
+// (a nil value unsets; the client may set any variable, a key included).
 func execEnv(over map[string]*string) []string {
-	env := os.Environ()
+	env := sandbox.Environ()
 	if len(over) == 0 {
 		return env
 	}

@@ -570,6 +570,54 @@ func TestConcealedDataDirWorktree(t *testing.T) {
 	}
 }
 
+// TestMissingGitDir: in a workspace that is not a repository a command
+// cannot make one whose hooks the user's git would run: git init, a
+// hand-made .git with a hook, and a .git symlink all fail, and the
+// workspace is left without .git. Judged from outside: the user's own
+// git, run afterwards, finds no repository there, and runs no hook. A
+// repository in a subdirectory stays the command's to make.
+func TestMissingGitDir(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	h := newHarness(t, sandbox.Policy{Mode: sandbox.WorkspaceWrite})
+	hook := `printf '#!/bin/sh\ntouch "$OUT/hooked"\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit`
+	for _, script := range []string{
+		`git init -q . ; mkdir -p .git/hooks; ` + hook,
+		`git init -q --template=/nonexistent; ` + hook,
+		`rmdir .git; mv .git gone; mkdir -p .git/hooks && ` + hook,
+		`git init -q "$WS/mine" && mv mine/.git . ; ` + hook,
+		`git init -q "$WS/mine" && rmdir .git; ln -s "$WS/mine/.git" .git; ` + hook,
+		`git init -q --separate-git-dir "$WS/gd" . ; mkdir -p gd/hooks; ` + hook,
+	} {
+		h.seed(t)
+		if err := os.RemoveAll(filepath.Join(h.ws, ".git")); err != nil {
+			t.Fatal(err)
+		}
+		res := h.execute(t, script)
+		if _, err := os.Lstat(filepath.Join(h.ws, ".git")); err == nil {
+			t.Errorf("%q left a .git in the workspace (output %q)", script, res.Output)
+		}
+		// The user's git, outside the sandbox, finds no repository.
+		git := exec.Command("git", "-c", "user.name=u", "-c", "user.email=u@u", "commit", "-q", "--allow-empty", "-m", "user")
+		git.Dir = h.ws
+		git.Env = append(os.Environ(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(h.ws), "OUT="+h.out)
+		if out, err := git.CombinedOutput(); err == nil {
+			t.Errorf("%q made the workspace a repository: the user's commit worked (%s)", script, out)
+		}
+		if _, err := os.Stat(filepath.Join(h.out, "hooked")); err == nil {
+			t.Errorf("%q planted a hook that the user's commit ran", script)
+			os.Remove(filepath.Join(h.out, "hooked"))
+		}
+	}
+	// The positive control: a repository in a subdirectory.
+	h.seed(t)
+	os.RemoveAll(filepath.Join(h.ws, ".git"))
+	if res := h.execute(t, `git init -q sub && test -d sub/.git/hooks && echo made`); !strings.Contains(res.Output, "made") {
+		t.Errorf("git init in a subdirectory failed: %q", res.Output)
+	}
+}
+
 // TestGitdirFile checks a .git file (a worktree or submodule) whose
 // gitdir lies in the writable root: that directory is read-only too.
 func TestGitdirFile(t *testing.T) {

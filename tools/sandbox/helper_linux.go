@@ -322,8 +322,10 @@ func isolateMounts(pl plan, wd string) error {
 // apserver would then read as the workspace's configuration; see
 // HoldConfigDirs) and, with ProtectGit, .git, a directory or a
 // gitdir file, plus the directory a gitdir file names if it lies in a
-// writable root. A missing .git stays missing: a repository the command
-// creates is its own.
+// writable root. A missing .git is held the same way as a missing
+// .apserver (made empty, read-only), so that a command cannot make the
+// workspace a repository whose hooks the user's git would run; git init
+// in a subdirectory still works.
 func protectedPaths(pl plan, wd string) ([]string, error) {
 	var out []string
 	for _, root := range pl.Protect {
@@ -341,6 +343,16 @@ func protectedPaths(pl plan, wd string) ([]string, error) {
 			continue
 		}
 		git := filepath.Join(root, ".git")
+		if underAny(wd, []string{root}) {
+			// A workspace that is not a repository must not become one:
+			// hooks planted in a .git the command made would run the
+			// next time the user commits there. An empty .git is no
+			// repository to git, which looks further up as before.
+			err := os.Mkdir(git, 0o755)
+			if err != nil && !errors.Is(err, os.ErrExist) && !errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("protecting %s: %w", git, err)
+			}
+		}
 		fi, err := os.Stat(git)
 		if err != nil {
 			continue

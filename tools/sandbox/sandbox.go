@@ -514,8 +514,8 @@ func envValue(env []string, key string) string {
 	return ""
 }
 
-// configDirs counts the running commands per .apserver directory that
-// HoldConfigDirs made, so that the last one to end removes it.
+// configDirs counts the running commands per .apserver or .git directory
+// that HoldConfigDirs made, so that the last one to end removes it.
 var configDirs struct {
 	mu sync.Mutex
 	// held maps a writable root's .apserver to the number of commands
@@ -532,15 +532,23 @@ type configDir struct {
 // (a writable root of a workspace-write policy that holds dir, the
 // command's working directory), empty, so that the helper can mount it
 // read-only: a command must not create one that apserver would then read
-// as the workspace's configuration. It returns a function to call once the
-// command has ended (its helper reaped); the last such call removes the
-// directories made here if they are still empty, so the workspace is left
-// as it was. (The helper makes a missing one itself, and leaves it, for
-// callers that skip this.) Other writable roots have their .apserver
-// protected only if it exists.
+// as the workspace's configuration. Unless p.WritableGit, it does the
+// same for a missing .git: a command must not make a workspace that is not
+// a repository into one, with hooks that the user's next commit would run
+// (an empty .git is no repository to git, which looks in the parent
+// directories as if it were missing). It returns a function to call once
+// the command has ended (its helper reaped); the last such call removes
+// the directories made here if they are still empty, so the workspace is
+// left as it was. (The helper makes a missing one itself, and leaves it,
+// for callers that skip this.) Other writable roots have their .apserver
+// and .git protected only if they exist.
 func HoldConfigDirs(p Policy, dir string) (release func()) {
 	if p.Mode != WorkspaceWrite {
 		return func() {}
+	}
+	names := []string{".apserver"}
+	if !p.WritableGit {
+		names = append(names, ".git")
 	}
 	var dirs []string
 	configDirs.mu.Lock()
@@ -553,18 +561,20 @@ func HoldConfigDirs(p Policy, dir string) (release func()) {
 		if err != nil || !underAny(dir, []string{root, real}) {
 			continue
 		}
-		cfg := filepath.Join(real, ".apserver")
-		if slices.Contains(dirs, cfg) {
-			continue
+		for _, name := range names {
+			cfg := filepath.Join(real, name)
+			if slices.Contains(dirs, cfg) {
+				continue
+			}
+			h := configDirs.held[cfg]
+			if h == nil {
+				h = &configDir{}
+				configDirs.held[cfg] = h
+				h.made = os.Mkdir(cfg, 0o755) == nil
+			}
+			h.n++
+			dirs = append(dirs, cfg)
 		}
-		h := configDirs.held[cfg]
-		if h == nil {
-			h = &configDir{}
-			configDirs.held[cfg] = h
-			h.made = os.Mkdir(cfg, 0o755) == nil
-		}
-		h.n++
-		dirs = append(dirs, cfg)
 	}
 	return func() {
 		configDirs.mu.Lock()

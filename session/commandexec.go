@@ -44,6 +44,9 @@ type execTable struct {
 	mu    sync.Mutex
 	procs map[string]*execProc
 	next  int64
+	// closed is set by closeAll: the client's input ended under --on-eof
+	// interrupt, and no process starts any more.
+	closed bool
 }
 
 // execProc is one running command/exec process.
@@ -59,17 +62,35 @@ type execProc struct {
 	termOnce   sync.Once
 }
 
-func (e *execTable) add(id string, p *execProc) bool {
+// errExecsClosed is add's error once closeAll has run.
+var errExecsClosed = errors.New("the client closed its input (apserver --on-eof interrupt): no process starts any more")
+
+func (e *execTable) add(id string, p *execProc) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.closed {
+		return errExecsClosed
+	}
 	if e.procs == nil {
 		e.procs = map[string]*execProc{}
 	}
 	if _, dup := e.procs[id]; dup {
-		return false
+		return fmt.Errorf("processId already in use: %s", clientProcessID(id))
 	}
 	e.procs[id] = p
-	return true
+	return nil
+}
+
+// closeAll terminates every process (as command/exec/terminate does) and
+// refuses new ones; it returns how many it terminated.
+func (e *execTable) closeAll() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	for _, p := range e.procs {
+		p.termOnce.Do(func() { close(p.terminated) })
+	}
+	return len(e.procs)
 }
 
 func (e *execTable) get(id string) *execProc {
@@ -118,8 +139,8 @@ func (m *Manager) CommandExec(ctx context.Context, p protocol.CommandExecParams,
 		id = *p.ProcessID
 	}
 	proc := &execProc{terminated: make(chan struct{})}
-	if !m.execs.add(id, proc) {
-		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "processId already in use: %s", clientProcessID(id)))
+	if err := m.execs.add(id, proc); err != nil {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "%v", err))
 		return
 	}
 	run, err := m.startExecProc(p, s.Cwd, sb, script, proc)

@@ -227,6 +227,8 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 		Trace:        f.trace,
 		ServerInfo:   server.ServerInfo{Name: "apserver", Version: version, Home: dataDir},
 		OnInputEnd:   func(ctx context.Context) error { return mgr.Drain(ctx, f.onEOF) },
+		// With --on-eof interrupt, command/exec processes end at once.
+		OnInputClosed: func() { mgr.InputClosed(f.onEOF) },
 	})
 	tap := runner.NewTap(srv.Client())
 	mgr = newManager(cfg, f, dataDir, tap, log)

@@ -244,7 +244,7 @@ var secretAttacks = []attack{
 	// (The names of the fd entries are listable by a root command, which
 	// has CAP_DAC_READ_SEARCH in the namespace; what they lead to is not.)
 	{name: "init-fd-links", script: `readlink /proc/1/fd/* /proc/1/cwd /proc/1/exe /proc/1/root | grep -q . && echo ` + escapedMarker},
-	{name: "every-fd", script: `ls -l /proc/[0-9]*/fd/ | grep -E 'leak.txt|state.sqlite|socket:' | grep -v "$$" && echo ` + escapedMarker},
+	{name: "every-fd", script: `ls -l /proc/[0-9]*/fd/ | grep -E 'leak.txt|state.sqlite|socket:' && echo ` + escapedMarker},
 	{name: "init-maps", script: `cat /proc/1/maps > /dev/null && echo ` + escapedMarker},
 	{name: "init-open-mem", script: `exec 3< /proc/1/mem && echo ` + escapedMarker},
 	{name: "init-read-mem", needs: []string{"python3"}, script: py(`import re

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/tools"
 	"github.com/apserver/apserver/tools/sandbox"
 	"github.com/apserver/apserver/tools/shell"
 )
@@ -290,11 +291,15 @@ func (m *Manager) startExecProc(p protocol.CommandExecParams, dir string, sb *sa
 		defer unwatch()
 		var wg sync.WaitGroup
 		bufs := make([]strings.Builder, len(streams))
+		var hold chan struct{}
+		if testHookHoldExecReaders {
+			hold = make(chan struct{})
+		}
 		for i, s := range streams {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				m.readExecStream(id, s.name, s.r, streaming, limit, &bufs[i])
+				m.readExecStream(id, s.name, s.r, streaming, limit, &bufs[i], hold)
 			}()
 		}
 		exited := make(chan struct{})
@@ -334,6 +339,9 @@ func (m *Manager) startExecProc(p protocol.CommandExecParams, dir string, sb *sa
 			for _, s := range streams {
 				_ = s.r.SetReadDeadline(time.Now())
 			}
+			if hold != nil {
+				close(hold)
+			}
 			<-done
 		}
 		for _, s := range streams {
@@ -360,32 +368,49 @@ func (m *Manager) startExecProc(p protocol.CommandExecParams, dir string, sb *sa
 // readExecStream reads one output stream to its end: as outputDelta
 // notifications when streaming, else into buf; either way at most limit
 // bytes (limit < 0: no cap).
-func (m *Manager) readExecStream(id, name string, r *os.File, streaming bool, limit int64, buf *strings.Builder) {
-	b := make([]byte, 32<<10)
+func (m *Manager) readExecStream(id, name string, r *os.File, streaming bool, limit int64, buf *strings.Builder, hold <-chan struct{}) {
 	var n64 int64
 	capped := false
+	handle := func(chunk []byte) {
+		if capped || len(chunk) == 0 {
+			return
+		}
+		if limit >= 0 && n64+int64(len(chunk)) > limit {
+			chunk, capped = chunk[:limit-n64], true
+		}
+		n64 += int64(len(chunk))
+		if streaming {
+			if len(chunk) > 0 || capped {
+				m.notify(protocol.NotifyCommandExecOutputDelta, protocol.CommandExecOutputDelta{
+					ProcessID: id, Stream: name, DeltaBase64: base64.StdEncoding.EncodeToString(chunk), CapReached: capped})
+			}
+		} else {
+			buf.Write(chunk)
+		}
+	}
+	if hold != nil {
+		<-hold
+	}
+	b := make([]byte, 32<<10)
 	for {
 		n, err := r.Read(b)
-		if n > 0 && !capped {
-			chunk := b[:n]
-			if limit >= 0 && n64+int64(n) > limit {
-				chunk, capped = chunk[:limit-n64], true
-			}
-			n64 += int64(len(chunk))
-			if streaming {
-				if len(chunk) > 0 || capped {
-					m.notify(protocol.NotifyCommandExecOutputDelta, protocol.CommandExecOutputDelta{
-						ProcessID: id, Stream: name, DeltaBase64: base64.StdEncoding.EncodeToString(chunk), CapReached: capped})
-				}
-			} else {
-				buf.Write(chunk)
-			}
+		handle(b[:n])
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// The grace is over, but what the pipe holds was written
+			// before: a reader the machine was slow to run keeps it.
+			_ = r.SetReadDeadline(time.Time{})
+			tools.DrainPipe(r, handle)
 		}
 		if err != nil {
 			return // EOF; EIO from a PTY whose other end closed; a deadline
 		}
 	}
 }
+
+// testHookHoldExecReaders, set by tests, makes command/exec's output
+// readers wait until the grace after the process's exit is over before
+// their first read: readers a loaded machine did not run in time.
+var testHookHoldExecReaders bool
 
 func exitCodeOf(ps *os.ProcessState) int {
 	if ps == nil {

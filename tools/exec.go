@@ -238,7 +238,7 @@ func Exec(ctx context.Context, req ExecRequest, onOutput func([]byte)) (ExecResu
 	// its shell exited is still there, and is never dropped.
 	if !readEOF {
 		_ = pr.SetReadDeadline(time.Time{})
-		readEOF = drainPipe(pr, emit)
+		readEOF = DrainPipe(pr, emit)
 	}
 	// The shell has exited but is not reaped yet, so the group id is still
 	// ours: kill whatever is left in it.
@@ -305,10 +305,13 @@ func readPipe(r *os.File, out chan<- []byte, eof *bool, hold <-chan struct{}) {
 	}
 }
 
-// drainPipe reads what r (a pipe, non-blocking) holds now, without
-// waiting for more, and passes it to emit; it reports whether it reached
-// EOF. It reads at most maxFinalDrain bytes.
-func drainPipe(r *os.File, emit func([]byte)) (eof bool) {
+// DrainPipe reads what the pipe r holds now, without waiting for more
+// writes, and passes each chunk to emit (the slice is emit's to keep); it
+// reports whether it reached EOF. r is the read end of an os.Pipe whose
+// read deadline, if any, has been cleared: a reader stopped by a deadline
+// leaves in the pipe what was written before, which this reads. It reads
+// at most 2 MiB, in case a writer that escaped keeps writing.
+func DrainPipe(r *os.File, emit func([]byte)) (eof bool) {
 	rc, err := r.SyscallConn()
 	if err != nil {
 		return false

@@ -45,7 +45,8 @@ type ExecRequest struct {
 	// Dir is the working directory. It must be an absolute path to an
 	// existing directory.
 	Dir string
-	// Env is the environment; nil means the current process's environment.
+	// Env is the environment; nil means the current process's environment
+	// without apserver's secrets (sandbox.Environ).
 	Env []string
 	// Timeout bounds the run; zero means DefaultTimeout. On expiry the whole
 	// process group gets SIGTERM and, shortly after, SIGKILL.
@@ -89,9 +90,15 @@ type ExecResult struct {
 // with Canceled set. When the shell exits, Exec returns once the pipe reaches
 // EOF or, if background processes keep it open, after a short grace; either
 // way whatever is left of the process group is then killed, so nothing the
-// command started outlives it. A sandboxed command runs in a pid namespace
+// command started outlives it. Output written before the shell exited is
+// never dropped, however late the reader runs: what the pipe holds is read
+// to its end. When the grace cut processes off, the output ends with a
+// line saying so. A sandboxed command runs in a pid namespace
 // of its own, which dies with it, so that holds even for processes that
 // left the group (setsid); an unsandboxed one's are out of reach.
+//
+// With Env nil the command gets apserver's environment without its
+// secrets (sandbox.Environ), in every mode.
 //
 // Nothing outlives apserver either: the command gets SIGKILL when apserver
 // dies (sandbox.Start), and the sandbox's watchdog kills the group

@@ -43,7 +43,9 @@ func TestCommandsGetNoSecrets(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			script := `env; echo; echo ENV-DONE; env > env.txt; ` +
+			// The shell's descriptors, numbers only, between markers.
+			fds := `echo FDS:; ls /proc/$$/fd; echo :FDS; `
+			script := fds + `env; echo; echo ENV-DONE; env > env.txt; ` +
 				`cat /proc/$PPID/environ /proc/1/environ > environ.txt; cat environ.txt; ` +
 				`for p in /proc/[0-9]*; do cat "$p/environ"; tr '\0' ' ' < "$p/cmdline"; echo; done; ` +
 				`ls -l /proc/[0-9]*/fd/; ` +
@@ -52,7 +54,7 @@ func TestCommandsGetNoSecrets(t *testing.T) {
 			if mode == "danger-full-access" {
 				// apserver's own /proc and data dir are the user's to
 				// read here; the command's environment is still scrubbed.
-				script = `env; echo; echo ENV-DONE; env > env.txt`
+				script = fds + `env; echo; echo ENV-DONE; env > env.txt`
 			}
 			model := startModel(t, scripted.Rule{Match: "look for secrets", Steps: []scripted.Step{
 				{ToolCalls: []scripted.ToolCall{{Command: script}}},
@@ -69,6 +71,13 @@ func TestCommandsGetNoSecrets(t *testing.T) {
 			out := done.str("item.aggregatedOutput")
 			if !strings.Contains(out, "ENV-DONE") || !strings.Contains(out, "PATH=") {
 				t.Fatalf("the command did not run; output:\n%s", out)
+			}
+			// Only stdin, stdout and stderr: none of apserver's files
+			// (the store, a log file, sockets) is inherited.
+			if _, rest, ok := strings.Cut(out, "FDS:\n"); !ok || !strings.Contains(rest, ":FDS") {
+				t.Errorf("no descriptor list in the output:\n%s", out)
+			} else if list, _, _ := strings.Cut(rest, ":FDS"); strings.Fields(list) == nil || strings.Join(strings.Fields(list), " ") != "0 1 2" {
+				t.Errorf("%s: the command's shell has descriptors %q, want only 0 1 2:\n%s", mode, strings.Join(strings.Fields(list), " "), out[:min(len(out), 800)])
 			}
 			for _, s := range []string{key, canary} {
 				if strings.Contains(out, s) {

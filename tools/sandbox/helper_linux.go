@@ -28,6 +28,11 @@ func init() {
 		os.Exit(0)
 	}
 	if len(os.Args) < 2 || os.Args[1] != helperArg {
+		// Descriptors this process inherited without close-on-exec (an
+		// editor's pipes, a shell's redirections) would pass on to every
+		// unsandboxed command; Go marks its own close-on-exec already.
+		// (Linux 5.11+; an older kernel leaves them as they are.)
+		_ = unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
 		return
 	}
 	if err := runHelper(os.Args[2:]); err != nil {

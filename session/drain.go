@@ -18,8 +18,9 @@ const (
 	// EOFDrain lets running turns go on to their end; a request that needs
 	// the client is cancelled (the turn stops interrupted). For scripts.
 	EOFDrain EOFMode = iota
-	// EOFInterrupt interrupts running turns at once. For editors, which
-	// close stdin to shut apserver down.
+	// EOFInterrupt interrupts running turns at once, and kills running
+	// command/exec processes (InputClosed). For editors, which close
+	// stdin to shut apserver down.
 	EOFInterrupt
 )
 

@@ -121,6 +121,12 @@ func NewManager(opts Options) *Manager {
 	if m.log == nil {
 		m.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	// What apserver keeps to itself reaches no command: its data dir
+	// (the store, the ws token) and the variables holding its keys.
+	sandbox.Conceal(opts.DataDir)
+	for _, pc := range opts.Config.Providers {
+		sandbox.HideEnv(pc.APIKeyEnv)
+	}
 	m.fa = newFullAutoManager(m)
 	m.sched = newScheduler(opts.Config.MaxConcurrentModelCalls)
 	m.clock = opts.Clock

@@ -251,6 +251,8 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 		Trace:        f.trace,
 		ServerInfo:   server.ServerInfo{Name: "apserver", Version: version, Home: dataDir},
 		OnInputEnd:   func(ctx context.Context) error { return mgr.Drain(ctx, f.onEOF) },
+		// With --on-eof interrupt, command/exec processes end at once.
+		OnInputClosed: func() { mgr.InputClosed(f.onEOF) },
 	})
 	mgr = newManager(cfg, f, dataDir, srv.Client(), log)
 	rn := newRunner(cfg, dataDir, mgr, log)

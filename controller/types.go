@@ -295,8 +295,12 @@ type ApprovalRequest struct {
 	Sandboxed           bool     `json:"sandboxed,omitempty"`
 	// Escalated: the command asks to run outside the sandbox.
 	Escalated bool `json:"escalated,omitempty"`
-	// Opaque says why the rules cannot read the command fully.
+	// Opaque says why the rules cannot read the command fully; it matters
+	// only outside the sandbox.
 	Opaque string `json:"opaque,omitempty"`
+	// Privileged says why the command runs a command as another user
+	// (sudo, su, doas, pkexec, run0, ...): only a human approves it.
+	Privileged string `json:"privileged,omitempty"`
 }
 
 // Approval outcomes.

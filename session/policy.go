@@ -216,9 +216,9 @@ type commandPlan struct {
 	escalated bool
 }
 
-func (p commandPlan) forbidden() bool      { return p.verdict.Decision == rules.Forbidden }
-func (p commandPlan) opaque() string       { return p.verdict.Opaque }
-func (p commandPlan) privileged() string   { return p.verdict.Privileged }
+func (p commandPlan) forbidden() bool    { return p.verdict.Decision == rules.Forbidden }
+func (p commandPlan) opaque() string     { return p.verdict.Opaque }
+func (p commandPlan) privileged() string { return p.verdict.Privileged }
 
 // sessionApprovable: a human may accept the command for the session. A
 // forbidden, privileged or opaque command is accepted once at a time.

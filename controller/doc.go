@@ -52,15 +52,24 @@
 //     stop/noProgress. Turns that end WaitingOnProcess, and review turns,
 //     neither count nor break the streak; when the current turn is one of
 //     them the rule does not fire.
-//  8. Completion. review.approved: a review turn accepted the work and the
-//     evidence agrees → stop/completed. review.rejected: a review turn did
-//     not accept it, or gave no verdict → continue with the reviewer's
-//     text. When the agent says it is done (ClaimsDone; an empty reply
-//     never does): done.disputed: the evidence disagrees (a plan step not
-//     completed, or the latest check outcome of the run failed) → continue
-//     with a NextInput naming the disagreement; done.review: ReviewOnDone
-//     and no review approved the current workspace state → review, with
-//     review instructions as NextInput; done → stop/completed.
+//  8. Completion. A claim of completion is not completion. review.approved:
+//     a review turn accepted the work and the evidence agrees →
+//     stop/completed. review.rejected: a review turn did not accept it, or
+//     gave no verdict → continue with the reviewer's text. When the agent
+//     says it is done (ClaimsDone; an empty reply never does):
+//     done.disputed: the evidence disagrees (a plan step not completed, or
+//     the latest check outcome of the run failed) → continue with a
+//     NextInput naming the disagreement; done.unverified: nothing
+//     contradicts the claim but no check confirms it where one was due — a
+//     check the agent tried did not run (TurnSummary.ChecksNotRun:
+//     declined, refused, unable to start) and no turn since ran passing
+//     checks without such a miss, or the objective names checks
+//     (NamedChecks: `make test` in backquotes, "make the tests pass") and
+//     none ran in the kept turns → pause/waitingOnHuman, the reason naming
+//     the missing check (also after an approving review); done.review:
+//     ReviewOnDone and no review approved the current workspace state →
+//     review, with review instructions as NextInput; done →
+//     stop/completed.
 //  9. continue: otherwise → continue with a NextInput built from the
 //     objective, the unfinished plan steps, a failed check and the budget
 //     left. The text is deterministic.
@@ -68,7 +77,9 @@
 //     decision of steps 8 and 9 (Source "model"). model.lowConfidence:
 //     confidence below MinConfidence, or an unknown action → pause with
 //     lowConfidence. model.stopDisputed: the model says stop while the
-//     evidence disagrees → pause/waitingOnHuman. model: otherwise its
+//     evidence disagrees → pause/waitingOnHuman. model.stopUnverified: the
+//     model says stop where done.unverified would pause →
+//     pause/waitingOnHuman. model: otherwise its
 //     action and NextInput (an empty NextInput takes the policy's); stop
 //     is stop/completed, pause is pause/waitingOnHuman.
 //

@@ -144,6 +144,10 @@ type TurnSummary struct {
 	// ChecksPassed is the outcome of the last test/build/lint command of the
 	// turn, nil if none ran.
 	ChecksPassed *bool `json:"checksPassed,omitempty"`
+	// ChecksNotRun are the checks (test, build or lint commands) the turn
+	// tried that did not run: declined (by a human, full auto or the
+	// policy), refused, or unable to start, and not run later in the turn.
+	ChecksNotRun []string `json:"checksNotRun,omitempty"`
 	// ReviewApproved is set on review turns: did the reviewer accept the
 	// work. ReviewVerdict derives it from the reviewer's message.
 	ReviewApproved *bool `json:"reviewApproved,omitempty"`

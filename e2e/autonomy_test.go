@@ -149,11 +149,13 @@ func TestExecFullAutoClaimIsNotCompletion(t *testing.T) {
 }
 
 // escalationPath is a directory of fake escalation programs that leave a
-// marker in the workspace (writable inside the sandbox too) and then run
-// their command, as sudo does where it needs no password.
-func escalationPath(t *testing.T, marker string) string {
+// marker in the workspace (writable inside the sandbox too), as sudo would
+// run its command where it needs no password.
+func escalationPath(t *testing.T, ws, marker string) string {
 	t.Helper()
-	bin := t.TempDir()
+	// In the workspace, so that sandboxed commands see the programs too
+	// (the sandbox has a /tmp of its own).
+	bin := filepath.Join(ws, ".fakebin")
 	for _, name := range []string{"sudo", "su", "doas", "pkexec", "run0"} {
 		writeWorkspaceFile(t, filepath.Join(bin, name), "#!/bin/sh\necho "+name+" \"$@\" >> "+marker+"\n", 0o755)
 	}
@@ -181,7 +183,7 @@ func TestExecFullAutoNeverEscalates(t *testing.T) {
 				t.Run(approvals+","+sandbox+","+policy, func(t *testing.T) {
 					ws := t.TempDir()
 					marker := filepath.Join(ws, "escalated")
-					r := runExecIn(t, model, ws, escalationPath(t, marker),
+					r := runExecIn(t, model, ws, escalationPath(t, ws, marker),
 						"--full-auto", "--approvals", approvals, "-s", sandbox, "-c", "approval_policy="+policy, "A-root: install the package")
 					if data, err := os.ReadFile(marker); err == nil {
 						t.Errorf("an escalation program ran without a human: %s\nstderr:\n%s", data, r.stderr)

@@ -174,7 +174,7 @@ var checkPhrases = regexp.MustCompile(`\b(?:` +
 	`(?:unit |integration |e2e |end-to-end |the |all )*tests? (?:pass|passes|passing|succeed|succeeds|are green|is green|green)` +
 	`|(?:run|fix|make|get|keep) (?:the |all |every |our )?(?:failing |broken |unit |integration |e2e )*tests?(?: pass| passing| green)?` +
 	`|test suite|failing tests?|tests? (?:are|is) failing` +
-	`|(?:the |a )?(?:build|lint|linter|type ?check|typecheck|ci|checks) (?:pass|passes|passing|succeeds?|is green|are green|is clean|clean)` +
+	`|(?:the |a )?(?:build|lint|linter|type ?check|typecheck|ci) (?:pass|passes|passing|succeeds?|is green|is clean|clean)` +
 	`|(?:it|the code|code) compiles|make it compile` +
 	`)\b`)
 
@@ -189,9 +189,13 @@ func NamedChecks(objective string) []string {
 	parts := strings.Split(objective, "`")
 	for i := 1; i < len(parts); i += 2 {
 		span := strings.TrimSpace(parts[i])
-		for _, w := range strings.FieldsFunc(strings.ToLower(span), func(r rune) bool {
+		words := strings.FieldsFunc(strings.ToLower(span), func(r rune) bool {
 			return r == ' ' || r == '\t' || r == '/' || r == ':' || r == '.' || r == '='
-		}) {
+		})
+		if len(words) > 0 && (words[0] == "test" || words[0] == "[") {
+			continue // the shell's test, `test -f x`
+		}
+		for _, w := range words {
 			if checkWords[w] {
 				out = append(out, "`"+clip(span, 80)+"`")
 				break

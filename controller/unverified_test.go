@@ -99,6 +99,11 @@ func TestNamedChecks(t *testing.T) {
 		{"Write the latest changelog entry", ""},
 		{"Rename `foo` to `bar`", ""},
 		{"Document how to run tests later", `"run tests"`},
+		// "The checks" says nothing of which: a run's task thread, whose
+		// checks the run validates itself, is told "apserver commits when
+		// the checks pass".
+		{"Do not commit: apserver commits when the checks pass.", ""},
+		{"The check `test -f flag.txt` failed", ""},
 	} {
 		got := strings.Join(NamedChecks(tc.objective), ", ")
 		if got != tc.want {

@@ -121,12 +121,18 @@
 // Approve answers approval requests under full auto, with these rule ids:
 //
 //   - ask: strategy "ask" forwards everything to a human.
-//   - never, never.forbidden: strategy "never" accepts everything but what
-//     the rules forbid, which it declines.
+//   - never, never.forbidden, never.privileged, never.escalated,
+//     never.opaque: strategy "never" accepts everything but what the rules
+//     forbid, what runs a command as another user (Privileged), what asks
+//     to run outside the sandbox, and an opaque command outside the
+//     sandbox, which it declines. Inside the sandbox an opaque command is
+//     accepted like any other.
 //   - policy.ruleAllow, policy.writableRoots, policy.sandboxed: strategy
 //     "policy" accepts what the rules allow, file changes inside the
-//     writable roots, and sandboxed commands the rules only prompt for.
-//   - policy.forbidden, policy.forward: it forwards the rest, forbidden
+//     writable roots, and sandboxed commands the rules only prompt for
+//     (opaque ones included).
+//   - policy.forbidden, policy.privileged, policy.escalated, policy.opaque,
+//     policy.forward: it forwards the rest, forbidden and privileged
 //     commands included: only a human may run those.
 //   - denials.prefixBlocked: under "never" and "policy", a command prefix
 //     (first two words) a human declined 3 times is declined.

@@ -107,6 +107,8 @@ func TestGitAliasOpaque(t *testing.T) {
 		`bash -c 'git p'`,
 		`git lfs push`,
 		`git whatchanged`,
+		`git replay --onto main topic`, // only newer gits have it: an alias elsewhere
+		`git subtree push --prefix x origin main`,
 	}
 	readable := []struct {
 		cmd  string

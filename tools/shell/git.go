@@ -5,30 +5,33 @@ import (
 	"strings"
 )
 
-// gitCommands are git's own commands (git --list-cmds=main, and the newer
-// replay, refs, backfill, repo, last-modified and diff-pairs). An alias
+// gitCommands are git's own commands: its builtins and the programs and
+// scripts of a core install (git --list-cmds=main of git 2.39). An alias
 // never replaces one of them: git ignores an alias that has a command's
 // name, except a deprecated command's (whatchanged, pack-redundant, which
 // are left out here). Any other subcommand may be an alias, from any
-// configuration git reads, or a git-NAME program on PATH.
+// configuration git reads, or a git-NAME program on PATH. Commands that
+// only newer gits have (replay, refs, backfill, ...), and those that
+// distributions package apart (subtree, svn, send-email, p4, cvs*), are
+// left out too: where they are missing, an alias of that name runs.
 var gitCommands = func() map[string]bool {
 	m := map[string]bool{}
-	for _, c := range strings.Fields(`add am annotate apply archive backfill bisect blame branch bugreport
+	for _, c := range strings.Fields(`add am annotate apply archive bisect blame branch bugreport
 		bundle cat-file check-attr check-ignore check-mailmap check-ref-format checkout checkout-index
 		cherry cherry-pick clean clone column commit commit-graph commit-tree config count-objects
 		credential credential-cache credential-store daemon describe diagnose diff diff-files diff-index
-		diff-pairs diff-tree difftool fast-export fast-import fetch fetch-pack filter-branch
+		diff-tree difftool fast-export fast-import fetch fetch-pack filter-branch
 		fmt-merge-msg for-each-ref for-each-repo format-patch fsck fsck-objects fsmonitor--daemon gc
 		get-tar-commit-id grep hash-object help hook http-backend http-fetch http-push imap-send
-		index-pack init init-db instaweb interpret-trailers last-modified log ls-files ls-remote
+		index-pack init init-db instaweb interpret-trailers log ls-files ls-remote
 		ls-tree mailinfo mailsplit maintenance merge merge-base merge-file merge-index merge-octopus
 		merge-one-file merge-ours merge-recursive merge-recursive-ours merge-recursive-theirs
 		merge-resolve merge-subtree merge-tree mergetool mktag mktree multi-pack-index mv name-rev
 		notes pack-objects pack-refs patch-id pickaxe prune prune-packed pull push quiltimport
-		range-diff read-tree rebase receive-pack reflog refs remote remote-ext remote-fd repack
-		replace replay repo request-pull rerere reset restore rev-list rev-parse revert rm send-pack
+		range-diff read-tree rebase receive-pack reflog remote remote-ext remote-fd repack
+		replace request-pull rerere reset restore rev-list rev-parse revert rm send-pack
 		shell shortlog show show-branch show-index show-ref sparse-checkout stage stash status
-		stripspace submodule subtree switch symbolic-ref tag unpack-file unpack-objects update-index
+		stripspace submodule switch symbolic-ref tag unpack-file unpack-objects update-index
 		update-ref update-server-info upload-archive upload-pack var verify-commit verify-pack
 		verify-tag version web--browse worktree write-tree`) {
 		m[c] = true

@@ -162,6 +162,10 @@ func TestGitAliasNeedsAHumanOutsideTheSandbox(t *testing.T) {
 		`GIT_CONFIG_GLOBAL=../evil.cfg git p origin main`,
 		`bash -c 'git p origin main'`,
 		`echo origin | xargs git p`,
+		`git submodule foreach 'git push'`,
+		`git rebase --exec 'git push' HEAD~1`,
+		`git bisect run sh -c 'git push'`,
+		`git fetch --upload-pack='git push' origin`,
 	}
 	for _, cmd := range corpus {
 		for _, approval := range attackApprovals {

@@ -133,7 +133,10 @@
 //     from any configuration git reads, or a git-NAME program (git p);
 //   - writes git configuration with git config (alias.*, include.path,
 //     core.pager, ...: every key but user.name, user.email and a few
-//     others that run nothing), or renames a section or edits the file.
+//     others that run nothing), or renames a section or edits the file;
+//   - runs a git command that runs a command of its arguments (submodule
+//     foreach, rebase --exec, bisect run, filter-branch, for-each-repo,
+//     difftool --extcmd, --upload-pack, --receive-pack).
 //
 // A file-running part is readable when a rule that is not builtin allows it
 // for certain (`allow make test`, `allow ./scripts/check.sh`): builtin rules

@@ -109,6 +109,17 @@ func TestGitAliasOpaque(t *testing.T) {
 		`git whatchanged`,
 		`git replay --onto main topic`, // only newer gits have it: an alias elsewhere
 		`git subtree push --prefix x origin main`,
+		// Git commands that run a command of their arguments.
+		`git submodule foreach 'git push'`,
+		`git rebase --exec 'git push' HEAD~1`,
+		`git rebase -x 'git push' HEAD~1`,
+		`git rebase -ix 'git push' HEAD~1`,
+		`git bisect run sh -c 'git push'`,
+		`git filter-branch --tree-filter 'git push' HEAD`,
+		`git difftool --extcmd 'sh -c id' HEAD`,
+		`git fetch --upload-pack='touch /tmp/x' origin`,
+		`git clone -u 'touch /tmp/x' repo dir`,
+		`git for-each-repo --config=maintenance.repo push`,
 	}
 	readable := []struct {
 		cmd  string
@@ -126,6 +137,10 @@ func TestGitAliasOpaque(t *testing.T) {
 		{`git config --global color.ui auto`, P},
 		{`git commit -m x`, P},
 		{`git push`, F},
+		{`git rebase -i HEAD~2`, P},
+		{`git submodule update --init`, P},
+		{`git fetch origin`, P},
+		{`git bisect start`, P},
 		{`git -C sub push`, F},
 	}
 	s := Builtin()

@@ -41,8 +41,9 @@ var gitCommands = func() map[string]bool {
 
 // gitOpaque says what of git's own doing the rules cannot read in g, git's
 // command without its global options: a subcommand that is not one of
-// git's commands (an alias or a git-NAME program), or a `git config` that
-// writes configuration able to define aliases or run programs.
+// git's commands (an alias or a git-NAME program), a `git config` that
+// writes configuration able to define aliases or run programs, or a
+// subcommand that runs a command given in its arguments.
 func gitOpaque(g []Word) string {
 	if len(g) < 2 || g[1].Kind != Literal || strings.HasPrefix(g[1].Text, "-") {
 		return "" // no subcommand, an option (--version), or an expansion the rules weigh
@@ -53,6 +54,46 @@ func gitOpaque(g []Word) string {
 	}
 	if sub == "config" {
 		return gitConfigWrite(g[2:])
+	}
+	return gitRunsCommand(sub, g[2:])
+}
+
+// gitRunsCommand says why git's sub, given args, runs a command of its
+// arguments that the rules do not read: submodule foreach, rebase --exec,
+// bisect run, filter-branch, for-each-repo, difftool --extcmd, and the
+// --upload-pack or --receive-pack program of a transport.
+func gitRunsCommand(sub string, args []Word) string {
+	why := func(what string) string {
+		return fmt.Sprintf("git %s runs %s, which the rules do not read", sub, what)
+	}
+	switch sub {
+	case "filter-branch":
+		return why("the commands of its filters")
+	case "for-each-repo":
+		return why("a git command in every repository its configuration lists")
+	}
+	for i, a := range args {
+		if a.Kind != Literal {
+			switch sub {
+			case "submodule", "rebase", "bisect", "difftool", "fetch", "pull", "clone", "ls-remote", "archive", "fetch-pack", "send-pack":
+				return fmt.Sprintf("cannot tell whether git %s %s runs a command", sub, a.Src)
+			}
+			continue
+		}
+		t := a.Text
+		switch {
+		case sub == "submodule" && t == "foreach":
+			return why("a shell command in every submodule")
+		case sub == "bisect" && i == 0 && t == "run":
+			return why("a command at every step")
+		case sub == "rebase" && (strings.HasPrefix(t, "--exec") || len(t) > 1 && t[0] == '-' && t[1] != '-' && strings.ContainsRune(t, 'x')):
+			return why("a shell command after each commit (--exec)")
+		case sub == "difftool" && (t == "-x" || strings.HasPrefix(t, "--extcmd")):
+			return why("the command --extcmd gives")
+		case strings.HasPrefix(t, "--upload-pack") || strings.HasPrefix(t, "--receive-pack") || strings.HasPrefix(t, "--exec=") ||
+			(sub == "clone" || sub == "ls-remote") && t == "-u":
+			return why("the program " + t + " names")
+		}
 	}
 	return ""
 }

@@ -239,3 +239,29 @@ func TestExecFullAutoGitAlias(t *testing.T) {
 		})
 	}
 }
+
+// TestExplainPrivilegedAndOpaque: policy/explain, over the wire (checked
+// against the schema), reports a privileged command as asked for with
+// `privileged` saying why, and make test or a git alias as running in the
+// sandbox of a workspace-write thread.
+func TestExplainPrivilegedAndOpaque(t *testing.T) {
+	t.Parallel()
+	c := newClient(t, startModel(t), options{inProcess: true})
+	threadID := c.startThreadIn(t.TempDir(), "on-request")
+	for _, tc := range []struct {
+		command, effective string
+		privileged, opaque bool
+	}{
+		{"sudo -s", "ask", true, false},
+		{"env sudo bash -c 'id'", "ask", true, false},
+		{"make test", "runSandboxed", false, true},
+		{"./gradlew test", "runSandboxed", false, true},
+		{"git p origin main", "runSandboxed", false, true},
+		{"go test ./...", "runSandboxed", false, false},
+	} {
+		r := c.call("policy/explain", map[string]any{"threadId": threadID, "command": tc.command})
+		if r.str("effective") != tc.effective || (r.str("privileged") != "") != tc.privileged || (r.str("opaque") != "") != tc.opaque {
+			t.Errorf("explain %q = %s; want effective %s, privileged %v, opaque %v", tc.command, r.Raw, tc.effective, tc.privileged, tc.opaque)
+		}
+	}
+}

@@ -131,6 +131,10 @@ func TestPrivilegeAlwaysNeedsAHuman(t *testing.T) {
 		if p.Reason == nil || !strings.Contains(*p.Reason, "another user") || req.Privileged == "" {
 			t.Errorf("%q: the approval request does not say it runs as another user: %v", cmd, p.Reason)
 		}
+		// policy/explain says so too.
+		if res := th.judge().explain(protocol.PolicyExplainParams{Command: &cmd}); res.Privileged == nil || res.Effective != "ask" {
+			t.Errorf("%q: policy/explain = %s, privileged %v", cmd, res.Effective, res.Privileged)
+		}
 	}
 	t.Logf("%d attempts", runs)
 }

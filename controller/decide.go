@@ -324,10 +324,11 @@ func (r *run) judge() Decision {
 	return d
 }
 
-// unverifiedDone pauses a completion no check confirms where one was due:
-// a claim is not completion, and a human reviews it.
+// unverifiedDone stops, not completed, a completion no check confirms
+// where one was due: a claim is not completion, and a human reviews it (a
+// run's task thread is then validated and retried by its run).
 func (r *run) unverifiedDone(claim, why string) Decision {
-	return decision(ActPause, StopWaitingOnHuman, ruleDoneUnverified, confHard,
+	return decision(ActStop, StopWaitingOnHuman, ruleDoneUnverified, confHard,
 		claim+", but "+why+": stopping for review")
 }
 
@@ -472,7 +473,7 @@ func (r *run) withModel(policy Decision) Decision {
 			return d
 		}
 		if why := r.unverified(); why != "" {
-			d.Action, d.StopCondition, d.Rule = ActPause, StopWaitingOnHuman, ruleModelStopUnverified
+			d.Action, d.StopCondition, d.Rule = ActStop, StopWaitingOnHuman, ruleModelStopUnverified
 			d.Reason = "decision model says stop but " + why + ": stopping for review: " + m.Reason
 			return d
 		}

@@ -65,8 +65,9 @@
 //     declined, refused, unable to start) and no turn since ran passing
 //     checks without such a miss, or the objective names checks
 //     (NamedChecks: `make test` in backquotes, "make the tests pass") and
-//     none ran in the kept turns → pause/waitingOnHuman, the reason naming
-//     the missing check (also after an approving review); done.review:
+//     none ran in the kept turns → stop/waitingOnHuman (not completed: a
+//     human reviews it), the reason naming the missing check (also after
+//     an approving review); done.review:
 //     ReviewOnDone and no review approved the current workspace state →
 //     review, with review instructions as NextInput; done →
 //     stop/completed.
@@ -78,8 +79,8 @@
 //     confidence below MinConfidence, or an unknown action → pause with
 //     lowConfidence. model.stopDisputed: the model says stop while the
 //     evidence disagrees → pause/waitingOnHuman. model.stopUnverified: the
-//     model says stop where done.unverified would pause →
-//     pause/waitingOnHuman. model: otherwise its
+//     model says stop where done.unverified would fire →
+//     stop/waitingOnHuman. model: otherwise its
 //     action and NextInput (an empty NextInput takes the policy's); stop
 //     is stop/completed, pause is pause/waitingOnHuman.
 //

@@ -7,19 +7,20 @@ import (
 
 // TestClaimIsNotCompletion: a completion claim stops the run "completed"
 // only when no check that was due is missing. A check the agent tried and
-// could not run, or an objective that names checks when none ran, pauses
-// the run for review with a reason naming the check.
+// could not run, or an objective that names checks when none ran, stops
+// the run for review (waitingOnHuman, not completed) with a reason naming
+// the check.
 func TestClaimIsNotCompletion(t *testing.T) {
 	done := func(in *Input) { in.Turn.AgentMessage = "The task is complete." }
 	runDecideCases(t, []decideCase{
 		{"objective names make test, no check ran", func(in *Input) {
 			in.Objective = "Make the tests pass. Check with `make test`."
 			done(in)
-		}, ActPause, StopWaitingOnHuman, ruleDoneUnverified},
+		}, ActStop, StopWaitingOnHuman, ruleDoneUnverified},
 		{"objective asks for passing tests, no check ran", func(in *Input) {
 			in.Objective = "Make the tests pass."
 			done(in)
-		}, ActPause, StopWaitingOnHuman, ruleDoneUnverified},
+		}, ActStop, StopWaitingOnHuman, ruleDoneUnverified},
 		{"objective names checks, a check passed", func(in *Input) {
 			in.Objective = "Make the tests pass."
 			done(in)
@@ -33,15 +34,15 @@ func TestClaimIsNotCompletion(t *testing.T) {
 		{"check declined this turn", func(in *Input) {
 			done(in)
 			in.Turn.ChecksNotRun = []string{"make test"}
-		}, ActPause, StopWaitingOnHuman, ruleDoneUnverified},
+		}, ActStop, StopWaitingOnHuman, ruleDoneUnverified},
 		{"check declined, then another passed in the same turn", func(in *Input) {
 			done(in)
 			in.Turn.ChecksNotRun, in.Turn.ChecksPassed = []string{"make test"}, ptr(true)
-		}, ActPause, StopWaitingOnHuman, ruleDoneUnverified},
+		}, ActStop, StopWaitingOnHuman, ruleDoneUnverified},
 		{"check declined in an earlier turn", func(in *Input) {
 			withHistory(in, TurnSummary{TurnID: "t0", Status: StatusCompleted, ChecksNotRun: []string{"./gradlew test"}, WorkspaceFingerprint: "ws0"})
 			done(in)
-		}, ActPause, StopWaitingOnHuman, ruleDoneUnverified},
+		}, ActStop, StopWaitingOnHuman, ruleDoneUnverified},
 		{"check declined, then passing checks in a later turn", func(in *Input) {
 			withHistory(in, TurnSummary{TurnID: "t0", Status: StatusCompleted, ChecksNotRun: []string{"make test"}, WorkspaceFingerprint: "ws0"})
 			done(in)
@@ -58,12 +59,12 @@ func TestClaimIsNotCompletion(t *testing.T) {
 		{"an approving review does not cover a declined check", func(in *Input) {
 			in.Turn.Kind, in.Turn.ReviewApproved = KindReview, ptr(true)
 			in.Turn.ChecksNotRun = []string{"make check"}
-		}, ActPause, StopWaitingOnHuman, ruleDoneUnverified},
+		}, ActStop, StopWaitingOnHuman, ruleDoneUnverified},
 		{"the decision model's stop does not cover it either", func(in *Input) {
 			in.Objective = "Make the tests pass."
 			done(in)
 			in.Model = &ModelAnswer{Action: ActStop, Confidence: 0.9, Reason: "looks done"}
-		}, ActPause, StopWaitingOnHuman, ruleModelStopUnverified},
+		}, ActStop, StopWaitingOnHuman, ruleModelStopUnverified},
 		{"no wrap-up skip for an unverified claim", func(in *Input) {
 			in.Config.Budgets.Turns = 2
 			in.Objective = "Make the tests pass."

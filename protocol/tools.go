@@ -2,15 +2,8 @@ package protocol
 
 // Methods and shapes of the workspace tools: revert, file watching and the
 // policy/explain extension (docs/protocol.md).
-const (
-	MethodThreadRevert  = "thread/revert"
-	MethodFsWatch       = "fs/watch"
-	MethodFsUnwatch     = "fs/unwatch"
-	MethodPolicyExplain = "policy/explain"
-
-	NotifyThreadReverted = "thread/reverted"
-	NotifyFsChanged      = "fs/changed"
-)
+// Their method names are constants in methods_gen.go, generated from the
+// schema (see internal/protogen).
 
 // ThreadRevertParams are thread/revert's params. Force is apserver's
 // extension: restore files even when some changed outside apserver since.

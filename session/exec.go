@@ -217,6 +217,7 @@ func (t *thread) startExec(tr *turn, run *commandRun) {
 	// tools.Exec refuses a missing or non-directory workdir with an error,
 	// which onCommandDone reports to the model as a failed command.
 	go func() {
+		defer t.childRecover(ctx, tr) // a panic fails the turn (panics.go)
 		res, err := tools.Exec(ctx, req, func(b []byte) {
 			t.postEvent(ctx, func() { t.onCommandOutput(tr, run, b) })
 		})

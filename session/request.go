@@ -1,10 +1,12 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session/port"
 )
 
 // serverRequest is a request the thread is about to send to the client: an
@@ -52,12 +54,25 @@ func (t *thread) sendRequest(tr *turn, req serverRequest, onAnswer func(reqID in
 	tr.requests = append(tr.requests, id)
 	ctx := tr.ctx
 	wait := t.requestWait(tr, req, id)
+	// The thread port may answer instead of the client (threads.go): its
+	// answer ends the wait for the client's.
+	pctx, pcancel := context.WithCancel(ctx)
+	pa := portAnswer{answer: make(chan json.RawMessage, 1), cancel: pcancel, done: pctx.Done()}
+	t.portAnswers[id] = pa
+	t.m.watchers.publish(port.RequestAsked{ThreadID: t.id, TurnID: tr.id, RequestID: id, Method: req.Method, Params: req.Params})
 	go func() {
-		wctx, cancel := wait(ctx)
+		wctx, cancel := wait(pctx)
 		raw, err := call.Wait(wctx)
+		select {
+		case a := <-pa.answer:
+			raw, err = a, nil
+		default:
+		}
 		raw, err = t.settleRequest(ctx, wctx, tr, req, id, raw, err) // full auto: timeouts (fullauto_approve.go)
 		cancel()
+		pcancel()
 		t.postEvent(ctx, func() {
+			delete(t.portAnswers, id)
 			if t.turn != tr {
 				return
 			}

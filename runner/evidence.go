@@ -21,8 +21,7 @@ func (x *run) evidence(ctx context.Context, cfg runs.Config, t protocol.RunTask)
 	if t.ThreadID == nil || *t.ThreadID == "" {
 		return nil, nil
 	}
-	res, err := call[protocol.ThreadItemsListParams, protocol.PageResult[protocol.ThreadItemEntry]](ctx, x.rn.mgr.ListItems,
-		protocol.ThreadItemsListParams{ThreadID: *t.ThreadID})
+	items, err := x.rn.threads.Items(ctx, *t.ThreadID)
 	if err != nil {
 		return nil, fmt.Errorf("reading the checks of task %s's thread: %w", t.ID, err)
 	}
@@ -30,7 +29,7 @@ func (x *run) evidence(ctx context.Context, cfg runs.Config, t protocol.RunTask)
 	home, _ := os.UserHomeDir()
 	rc := rules.Context{Cwd: cfg.Worktree, Home: home}
 	var attempts []runs.CheckAttempt
-	for _, e := range res.Data {
+	for _, e := range items {
 		var c protocol.CommandExecutionItem
 		switch v := e.Item.(type) {
 		case protocol.CommandExecutionItem:

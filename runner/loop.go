@@ -27,6 +27,9 @@ type run struct {
 	// restored: the run's work in flight was taken up (Restore), or the
 	// run is new. Owned by the run's goroutine.
 	restored bool
+	// panics counts the panics recovered on the run's goroutine
+	// (panics.go); owned by it.
+	panics int
 
 	// hasSlot and granted are guarded by the Runner's slotMu: the run
 	// holds a slot of max_parallel_runs, or waits in the queue for one
@@ -47,7 +50,7 @@ func (rn *Runner) spawn(id string, m *runs.Machine) *run {
 		for {
 			select {
 			case f := <-x.inbox:
-				f()
+				x.guard(f) // a panic fails the run (panics.go)
 			case <-ctx.Done():
 				return
 			}
@@ -79,6 +82,15 @@ func (x *run) do(ev runs.Event, done func(error)) {
 
 // handle is do on the run's goroutine.
 func (x *run) handle(ev runs.Event, done func(error)) {
+	answered := false
+	defer func() {
+		if !answered {
+			if r := recover(); r != nil {
+				done(fmt.Errorf("run %s: internal error: %v", x.id, r))
+				panic(r) // for guard, which fails the run
+			}
+		}
+	}()
 	if ev.AtMs == 0 {
 		ev.AtMs = x.rn.opts.Now()
 	}
@@ -90,6 +102,7 @@ func (x *run) handle(ev runs.Event, done func(error)) {
 		done(err)
 		return
 	}
+	panicPoint("apply", x.id, ev)
 	effs := x.m.Apply(ev)
 	if err := x.persist(ev); err != nil {
 		// The machine is ahead of the log: stop driving this run; the
@@ -99,6 +112,7 @@ func (x *run) handle(ev runs.Event, done func(error)) {
 		x.stop()
 		return
 	}
+	answered = true
 	done(nil)
 	x.apply(effs)
 }
@@ -145,11 +159,11 @@ func (x *run) apply(effs []runs.Effect) {
 	for _, e := range effs {
 		switch e := e.(type) {
 		case runs.Notify:
-			rn.tap.Client.Notify(e.Method, e.Params)
+			rn.threads.Notify(e.Method, e.Params)
 		case runs.SetAttention:
-			rn.mgr.SetRunAttention(x.id, protocol.AttentionItem{ThreadID: e.ThreadID, Kind: e.Kind, Reason: e.Reason, SinceMs: e.SinceMs, TaskID: e.TaskID})
+			rn.threads.SetRunAttention(x.id, protocol.AttentionItem{ThreadID: e.ThreadID, Kind: e.Kind, Reason: e.Reason, SinceMs: e.SinceMs, TaskID: e.TaskID})
 		case runs.ClearAttention:
-			rn.mgr.ClearRunAttention(x.id)
+			rn.threads.ClearRunAttention(x.id)
 		case runs.WriteArtifacts:
 			if err := writeArtifacts(x.m.Config().Worktree, e.Snapshot); err != nil {
 				rn.log.Warn("writing run artifacts", "run", x.id, "err", err)
@@ -174,7 +188,11 @@ func (x *run) apply(effs []runs.Effect) {
 			}
 		case runs.Interrupt:
 			thread := e.ThreadID
-			go rn.mgr.StopFullAuto(context.Background(), protocol.FullAutoThreadParams{ThreadID: thread}, func(any, error) {})
+			go func() {
+				if _, err := rn.threads.StopFullAuto(context.Background(), thread); err != nil {
+					rn.log.Debug("stopping a task thread's full auto", "run", x.id, "thread", thread, "err", err)
+				}
+			}()
 		case runs.CreateWorktree, runs.StartPlanner, runs.StartTask, runs.Validate, runs.Commit, runs.Merge:
 			cfg := x.m.Config()
 			snap := x.m.Snapshot()

@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
-	"github.com/apserver/apserver/session"
+	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/tools"
 	"github.com/apserver/apserver/tools/gitwork"
 	"github.com/apserver/apserver/tools/rules"
@@ -22,6 +23,16 @@ import (
 // work carries out one slow effect and posts its result.
 func (x *run) work(cfg runs.Config, snap runs.Snapshot, e runs.Effect) {
 	ctx := x.ctx
+	defer func() {
+		if r := recover(); r != nil {
+			x.rn.log.Error("bug: panic in a run's step; the run fails", "run", x.id, "effect", fmt.Sprintf("%T", e),
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			if ctx.Err() == nil {
+				x.result(runs.Event{Type: runs.EvFailed, Reason: fmt.Sprintf("internal error: %v", r)})
+			}
+		}
+	}()
+	panicPoint("work", x.id, e)
 	var err error
 	switch e := e.(type) {
 	case runs.CreateWorktree:
@@ -63,107 +74,67 @@ func (x *run) createWorktree(ctx context.Context, cfg runs.Config) error {
 	return nil
 }
 
-// call calls a session method as a client would and waits for its reply.
-func call[P, R any](ctx context.Context, fn func(context.Context, P, session.Reply), p P) (R, error) {
-	var zero R
-	type answer struct {
-		v   any
-		err error
-	}
-	ch := make(chan answer, 1)
-	fn(ctx, p, func(v any, err error) { ch <- answer{v, err} })
-	select {
-	case a := <-ch:
-		if a.err != nil {
-			return zero, a.err
-		}
-		if r, ok := a.v.(R); ok {
-			return r, nil
-		}
-		b, err := json.Marshal(a.v)
-		if err != nil {
-			return zero, err
-		}
-		var r R
-		return r, json.Unmarshal(b, &r)
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	}
-}
-
 func str(s string) *string { return &s }
 
 // startThread starts a thread in the run's worktree.
 func (x *run) startThread(ctx context.Context, cfg runs.Config, sandboxMode protocol.SandboxMode, approval protocol.ApprovalPolicy, role string, model *string, dev string, readOnly, ephemeral bool) (string, error) {
-	p := protocol.ThreadStartParams{ThreadSettings: protocol.ThreadSettings{
+	spec := port.ThreadSpec{Settings: protocol.ThreadSettings{
 		Cwd: str(cfg.Worktree), Sandbox: &sandboxMode, ApprovalPolicy: &protocol.AskForApproval{Mode: approval},
 		Model: model, DeveloperInstructions: str(dev),
-	}}
+	}, ReadOnly: readOnly, Ephemeral: ephemeral}
 	// The role's provider ([roles.NAME] provider), kept when the run's
 	// request names another model; a catalog entry's own provider still
 	// wins when the turn resolves the model (config.ResolveThreadModel).
 	if r, ok := x.rn.opts.Config.Roles[role]; ok && r.Provider != "" {
-		p.ModelProvider = &r.Provider
+		spec.Settings.ModelProvider = &r.Provider
 	}
-	if readOnly {
-		p.Config = map[string]any{"default_permissions": ":read-only"}
-	}
-	if ephemeral {
-		p.Ephemeral = &ephemeral
-	}
-	res, err := call[protocol.ThreadStartParams, protocol.ThreadStartResult](ctx, x.rn.mgr.StartThread, p)
+	id, err := x.rn.threads.StartThread(ctx, spec)
 	if err != nil {
 		return "", fmt.Errorf("starting a thread: %w", err)
 	}
-	return res.Thread.ID, nil
+	return id, nil
 }
 
 // turn runs one turn on a thread and returns the text of its last agent
 // message.
 func (x *run) turn(ctx context.Context, thread, input string, schema json.RawMessage) (string, error) {
-	if !x.rn.mgr.Loaded(thread) {
-		// After a restart: load the thread as a client would.
-		if _, err := call[protocol.ThreadResumeParams, protocol.ThreadResumeResult](ctx, x.rn.mgr.ResumeThread,
-			protocol.ThreadResumeParams{ThreadID: thread, ExcludeTurns: true}); err != nil {
-			return "", fmt.Errorf("resuming thread %s: %w", thread, err)
-		}
+	// After a restart the thread is loaded again first.
+	if err := x.rn.threads.Resume(ctx, thread, protocol.ThreadSettings{}); err != nil {
+		return "", fmt.Errorf("resuming thread %s: %w", thread, err)
 	}
-	w, stop := x.rn.tap.watch(thread)
-	defer stop()
-	res, err := call[protocol.TurnStartParams, protocol.TurnResult](ctx, x.rn.mgr.StartTurn, protocol.TurnStartParams{
+	w := x.rn.threads.Watch(thread)
+	defer w.Close()
+	tr, err := x.rn.threads.StartTurn(ctx, protocol.TurnStartParams{
 		ThreadID: thread, Input: []protocol.UserInput{{Type: "text", Text: input}}, OutputSchema: schema,
 	})
 	if err != nil {
 		return "", fmt.Errorf("starting a turn: %w", err)
 	}
-	turnID := res.Turn.ID
 	var last string
 	for {
-		select {
-		case <-w.wake:
-		case <-ctx.Done():
-			return "", ctx.Err()
+		o, err := w.Next(ctx)
+		if err != nil {
+			return "", err
 		}
-		for _, n := range w.take() {
-			switch p := n.params.(type) {
-			case protocol.ItemCompletedNotification:
-				if m, ok := p.Item.(*protocol.AgentMessageItem); ok && p.TurnID == turnID {
-					last = m.Text
-				} else if m, ok := p.Item.(protocol.AgentMessageItem); ok && p.TurnID == turnID {
-					last = m.Text
-				}
-			case protocol.TurnNotification:
-				if n.method == protocol.NotifyTurnCompleted && p.Turn.ID == turnID {
-					if p.Turn.Status != protocol.TurnCompleted {
-						msg := string(p.Turn.Status)
-						if p.Turn.Error != nil {
-							msg += ": " + p.Turn.Error.Message
-						}
-						return "", fmt.Errorf("turn %s ended %s", turnID, msg)
-					}
-					return last, nil
-				}
+		switch o := o.(type) {
+		case port.ItemCompleted:
+			if m, ok := o.Item.(*protocol.AgentMessageItem); ok && o.TurnID == tr.ID {
+				last = m.Text
+			} else if m, ok := o.Item.(protocol.AgentMessageItem); ok && o.TurnID == tr.ID {
+				last = m.Text
 			}
+		case port.TurnEnded:
+			if o.TurnID != tr.ID {
+				continue
+			}
+			if o.Status != protocol.TurnCompleted {
+				msg := string(o.Status)
+				if o.Error != nil {
+					msg += ": " + o.Error.Message
+				}
+				return "", fmt.Errorf("turn %s ended %s", tr.ID, msg)
+			}
+			return last, nil
 		}
 	}
 }
@@ -297,30 +268,30 @@ func (x *run) implement(ctx context.Context, cfg runs.Config, e runs.StartTask) 
 			return nil
 		}
 	}
-	w, stop := x.rn.tap.watch(thread)
-	defer stop()
+	w := x.rn.threads.Watch(thread)
+	defer w.Close()
 	start := fresh
 	if !fresh {
 		// After a restart: the thread's full auto may be running, over, or
 		// never started. It is brought back first: a server does that for
 		// every thread once its client initialized, apserver run has no
 		// such client (bringing it back twice does nothing).
-		if err := x.rn.mgr.RestoreFullAutoOf(ctx, thread); err != nil {
+		if err := x.rn.threads.RestoreFullAuto(ctx, thread); err != nil {
 			x.rn.log.Warn("bringing back a task thread's full auto", "run", x.id, "thread", thread, "err", err)
 		}
-		st, err := call[protocol.FullAutoStatusParams, protocol.FullAutoStatusResult](ctx, x.rn.mgr.FullAutoStatus, protocol.FullAutoStatusParams{ThreadID: &thread})
+		st, err := x.rn.threads.FullAuto(ctx, thread)
 		switch {
-		case err != nil || len(st.Runs) == 0:
+		case err != nil || st.Run == nil:
 			start = true
-		case st.Runs[0].State == protocol.FullAutoStopped:
-			x.implemented(e.Task.ID, st.Runs[0])
+		case st.Run.State == protocol.FullAutoStopped:
+			x.implemented(e.Task.ID, *st.Run)
 			return nil
 		default:
-			x.threadState(ctx, e.Task.ID, thread, st.Runs[0])
+			x.threadState(ctx, e.Task.ID, thread, *st.Run)
 		}
 	}
 	if start {
-		_, err := call[protocol.FullAutoStartParams, protocol.FullAutoRunResult](ctx, x.rn.mgr.StartFullAuto, protocol.FullAutoStartParams{
+		_, err := x.rn.threads.StartFullAuto(ctx, protocol.FullAutoStartParams{
 			ThreadID: thread, Objective: str(e.Objective), Approvals: &fa,
 		})
 		if err != nil {
@@ -328,22 +299,19 @@ func (x *run) implement(ctx context.Context, cfg runs.Config, e runs.StartTask) 
 		}
 	}
 	for {
-		select {
-		case <-w.wake:
-		case <-ctx.Done():
+		o, err := w.Next(ctx)
+		if err != nil {
 			return nil
 		}
-		for _, n := range w.take() {
-			p, ok := n.params.(protocol.FullAutoStatusChangedNotification)
-			if !ok {
-				continue
-			}
-			if p.State == protocol.FullAutoStopped {
-				x.implemented(e.Task.ID, p.Run)
-				return nil
-			}
-			x.threadState(ctx, e.Task.ID, thread, p.Run)
+		p, ok := o.(port.FullAutoChanged)
+		if !ok {
+			continue
 		}
+		if p.Stopped() {
+			x.implemented(e.Task.ID, p.Run)
+			return nil
+		}
+		x.threadState(ctx, e.Task.ID, thread, p.Run)
 	}
 }
 
@@ -358,13 +326,8 @@ func (x *run) threadState(ctx context.Context, task, thread string, r protocol.F
 	kind := protocol.AttentionPaused
 	if r.State == protocol.FullAutoWaiting {
 		kind = protocol.AttentionApproval
-		st, err := call[protocol.FullAutoStatusParams, protocol.FullAutoStatusResult](ctx, x.rn.mgr.FullAutoStatus, protocol.FullAutoStatusParams{ThreadID: &thread})
-		if err == nil {
-			for _, it := range st.Attention.Items {
-				if it.ThreadID == thread && it.RunID == "" {
-					kind = it.Kind
-				}
-			}
+		if st, err := x.rn.threads.FullAuto(ctx, thread); err == nil && st.Waiting != "" {
+			kind = st.Waiting
 		}
 	}
 	reason := string(r.State)
@@ -478,7 +441,7 @@ func (x *run) review(ctx context.Context, cfg runs.Config, t protocol.RunTask) (
 	if err != nil {
 		return false, "", err
 	}
-	defer x.rn.mgr.ReleaseEphemeral(thread)
+	defer x.rn.threads.Release(thread)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Review task %s of run %s: %s\n%s\n\nAcceptance criteria:\n", t.ID, cfg.ID, t.Title, t.Description)
 	for _, c := range t.Acceptance.Criteria {

@@ -66,6 +66,7 @@ type threadAuto struct {
 // fsm returns the thread's full-auto machine, loading the stored run the
 // first time.
 func (t *thread) fsm() *fullauto.Machine {
+	panicPoint("fullauto", t.id) // tests: a panic in the machine (panics.go)
 	a := &t.auto
 	if a.fsm != nil {
 		return a.fsm

@@ -256,13 +256,14 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 		Trace:        f.trace,
 		ServerInfo:   server.ServerInfo{Name: "apserver", Version: version, Home: dataDir},
 		OnInputEnd:   func(ctx context.Context) error { return mgr.Drain(ctx, f.onEOF) },
+		// With --on-eof interrupt, command/exec processes end at once.
+		OnInputClosed: func() { mgr.InputClosed(f.onEOF) },
 	})
-	tap := runner.NewTap(srv.Client())
-	mgr = newManager(cfg, f, dataDir, tap, log)
-	rn := newRunner(cfg, dataDir, mgr, tap, log)
+	mgr = newManager(cfg, f, dataDir, srv.Client(), log)
+	rn := newRunner(cfg, dataDir, mgr, log)
 	server.Register(srv, mgr)
 	server.RegisterRuns(srv, rn)
-	bs := newBlueprints(cfg, mgr, tap, log)
+	bs := newBlueprints(cfg, mgr, srv.Client(), log)
 	server.RegisterBlueprints(srv, bs)
 	err = srv.Run(ctx)
 	bs.Close()
@@ -284,9 +285,9 @@ func resolveDataDir(cfg config.Config) (string, error) {
 	return d, nil
 }
 
-// newRunner makes the runs' driver over mgr, whose client is tap.
-func newRunner(cfg config.Config, dataDir string, mgr *session.Manager, tap *runner.Tap, log *slog.Logger) *runner.Runner {
-	return runner.New(runner.Options{Manager: mgr, Tap: tap, Store: mgr.Store, Config: cfg, DataDir: dataDir, Logger: log})
+// newRunner makes the runs' driver over mgr's thread port.
+func newRunner(cfg config.Config, dataDir string, mgr *session.Manager, log *slog.Logger) *runner.Runner {
+	return runner.New(runner.Options{Threads: mgr.Threads(), Store: mgr.Store, Config: cfg, DataDir: dataDir, Logger: log})
 }
 
 // newManager makes the session for a server whose client is c.

@@ -144,16 +144,15 @@ a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 	if strings.EqualFold(cfg.Durability, "full") {
 		sync = "FULL"
 	}
-	rc := newRunClient(os.Stdout, os.Stderr, *jsonOut, newExecClient(io.Discard, os.Stderr, execHuman, false, cwd))
-	tap := runner.NewTap(rc)
+	rc := newRunClient(os.Stdout, os.Stderr, *jsonOut, newExecClient(io.Discard, os.Stderr, execHuman, cwd))
 	mgr := session.NewManager(session.Options{
 		OpenStore: func() (*store.Store, error) {
 			return store.Open(filepath.Join(dataDir, store.FileName), store.Options{Synchronous: sync})
 		},
-		Config: cfg, Client: tap, Logger: log, Version: version, CoalesceDeltas: true, DataDir: dataDir,
+		Config: cfg, Client: rc, Logger: log, Version: version, CoalesceDeltas: true, DataDir: dataDir,
 	})
 	defer mgr.Close()
-	rn := newRunner(cfg, dataDir, mgr, tap, log)
+	rn := newRunner(cfg, dataDir, mgr, log)
 	defer rn.Close()
 	rn.Tidy() // worktrees that finished runs left behind
 

@@ -4183,7 +4183,7 @@ export type PolicyExplainParams = {
   sandboxPermissions?: "use_default" | "require_escalated" | null;
   threadId?: string | null;
 };
-/** What would happen to a command or a path. resolvedPath (paths only) is the absolute path the file tools would write. opaque says why the rules cannot read the command fully; escalated, that it was judged to run outside the sandbox; refusal, what the model is told when effective is refuse. */
+/** What would happen to a command or a path. resolvedPath (paths only) is the absolute path the file tools would write. opaque says why the rules cannot read the command fully; privileged, why it runs a command as another user (a human approves it every time); escalated, that it was judged to run outside the sandbox; refusal, what the model is told when effective is refuse. */
 export type PolicyExplainResponse = {
   approvalPolicy: "untrusted" | "on-failure" | "on-request" | "never";
   decision: "allow" | "prompt" | "forbidden";
@@ -4191,6 +4191,7 @@ export type PolicyExplainResponse = {
   escalated?: boolean;
   opaque?: string;
   part: string | null;
+  privileged?: string;
   reason: string;
   refusal?: string;
   resolvedPath?: string;

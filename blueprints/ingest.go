@@ -237,9 +237,6 @@ func (s *Service) planner() (*model.Client, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if s.opts.Model != nil {
-		return s.opts.Model, name, nil
-	}
 	return model.NewClient(prov, nil), name, nil
 }
 

@@ -28,7 +28,6 @@ import (
 
 	"github.com/apserver/apserver/blueprint"
 	"github.com/apserver/apserver/config"
-	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 )
@@ -49,9 +48,6 @@ type Options struct {
 	// Client gets blueprint/progress and blueprint/updated; nil: none.
 	Client Notifier
 	Logger *slog.Logger
-	// Model, when set, replaces the client built from the "planner" role's
-	// provider (tests).
-	Model *model.Client
 	// PageNodes is K, the most nodes per answer (blueprint.DefaultPageNodes
 	// when 0).
 	PageNodes int

@@ -697,3 +697,23 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// Start starts a server that has not been started yet (or was stopped by
+// Reload), and, with retryFailed, one that failed and whose backoff is
+// over; it waits for a start in progress. A connected server is left as it
+// is. It returns the server's error, if any.
+func (p *Pool) Start(ctx context.Context, name string, retryFailed bool) error {
+	p.mu.Lock()
+	c, ok := p.conns[name]
+	if !ok {
+		p.mu.Unlock()
+		return fmt.Errorf("%w %q", ErrUnknownServer, name)
+	}
+	st, due := c.state, !p.opts.Now().Before(c.retryAt)
+	p.mu.Unlock()
+	if st == NotStarted || st == Starting || (st == Failed && retryFailed && due) {
+		_, err := p.ensure(ctx, name)
+		return err
+	}
+	return nil
+}

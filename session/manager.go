@@ -99,6 +99,7 @@ type Manager struct {
 	// model name → tokens.
 	learnedWindows sync.Map
 
+	mcp   *mcpState   // MCP servers (mcptools.go); set by NewManager
 	fuzzy fuzzyTokens // fuzzyFileSearch's cancellation tokens (fuzzy.go)
 	execs execTable   // command/exec's processes (commandexec.go)
 }
@@ -121,6 +122,7 @@ func NewManager(opts Options) *Manager {
 		m.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	m.fa = newFullAutoManager(m)
+	m.mcp = newMCPState(m)
 	m.sched = newScheduler(opts.Config.MaxConcurrentModelCalls)
 	m.clock = opts.Clock
 	if m.clock == nil {
@@ -167,6 +169,7 @@ func (m *Manager) Close() error {
 	}
 	m.stop()
 	m.wg.Wait()
+	m.mcp.close() // no MCP server process outlives apserver
 	m.mu.Lock()
 	m.closeWatcher()
 	m.mu.Unlock()

@@ -1,0 +1,226 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/apserver/apserver/internal/mcptest"
+	"github.com/apserver/apserver/model/scripted"
+)
+
+// MCP servers (docs/mcp.md) against internal/mcptest's server, a program
+// written with the same SDK, over stdio and streamable HTTP. Every wire line
+// is checked against Codex's schema by the harness.
+
+var (
+	mcpBinOnce sync.Once
+	mcpBin     string
+	mcpBinErr  error
+)
+
+// mcpTestServer builds mcptestserver once for the package.
+func mcpTestServer(t *testing.T) string {
+	t.Helper()
+	mcpBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mcptestserver")
+		if err != nil {
+			mcpBinErr = err
+			return
+		}
+		mcpBin, mcpBinErr = mcptest.Build(dir)
+	})
+	if mcpBinErr != nil {
+		t.Fatal(mcpBinErr)
+	}
+	return mcpBin
+}
+
+// mcpConfig writes a config file holding body and returns --config's args.
+func mcpConfig(t *testing.T, body string) []string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--config", p}
+}
+
+func mcpCall(tool, args string) scripted.Step {
+	return scripted.Step{ToolCalls: []scripted.ToolCall{{Name: "mcp__t__" + tool, Arguments: args}}}
+}
+
+// mcpItem waits for the item/completed of the turn's next mcpToolCall
+// after from.
+func mcpDone(c *client, turnID, tool string) *message {
+	c.t.Helper()
+	return c.waitFor("item/completed", func(m *message) bool {
+		return m.str("turnId") == turnID && m.str("item.type") == "mcpToolCall" && m.str("item.tool") == tool
+	})
+}
+
+func firstText(m *message) string {
+	s, _ := m.get("item.result.content.0.text").(string)
+	return s
+}
+
+func TestMCPStdioTools(t *testing.T) {
+	t.Parallel()
+	bin := mcpTestServer(t)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	args := mcpConfig(t, fmt.Sprintf(`
+mcp_tool_output_max_bytes = 65536
+[mcp_servers.t]
+command = %q
+env = { %s = %q }
+tool_timeout_sec = 1.5
+`, bin, mcptest.EnvPIDFile, pidFile))
+	model := startModel(t, scripted.Rule{Match: "use the tools", Steps: []scripted.Step{
+		mcpCall("echo", `{"text":"hi"}`),
+		mcpCall("fail", `{}`),
+		mcpCall("big", `{}`),
+		mcpCall("stall", `{}`),
+		mcpCall("ask", `{}`),
+		mcpCall("crash", `{}`),
+		{Text: "All done."},
+	}}, scripted.Rule{Match: "echo again", Steps: []scripted.Step{mcpCall("echo", `{"text":"back"}`), {Text: "Echoed."}}})
+	c := newClient(t, model, options{inProcess: true, args: args})
+	threadID, _ := c.startThread("on-request")
+	_, turnID := c.startTurn(threadID, "use the tools")
+
+	starting := c.waitFor("mcpServer/startupStatus/updated", func(m *message) bool { return m.str("name") == "t" && m.str("status") == "starting" })
+	ready := c.waitFor("mcpServer/startupStatus/updated", func(m *message) bool { return m.str("name") == "t" && m.str("status") == "ready" })
+	if starting.Seq > ready.Seq {
+		t.Errorf("ready before starting")
+	}
+
+	echo := mcpDone(c, turnID, "echo")
+	if echo.str("item.status") != "completed" || firstText(echo) != "echo: hi" || echo.str("item.server") != "t" || echo.get("item.durationMs") == nil {
+		t.Errorf("echo item: %s", echo.Raw)
+	}
+	if started := c.find("item/started", func(m *message) bool { return m.str("item.id") == echo.str("item.id") }); len(started) != 1 || started[0].str("item.status") != "inProgress" {
+		t.Errorf("echo item/started: %d", len(started))
+	}
+	fail := mcpDone(c, turnID, "fail")
+	if fail.str("item.status") != "failed" || firstText(fail) != "the tool failed on purpose" {
+		t.Errorf("fail item: %s", fail.Raw)
+	}
+	big := mcpDone(c, turnID, "big")
+	if big.str("item.status") != "completed" || len(big.Raw) > 100<<10 || !strings.Contains(firstText(big), "output truncated: 65536 of 5242880 bytes shown") {
+		t.Errorf("big item: %d bytes, text ends %q", len(big.Raw), firstText(big)[max(0, len(firstText(big))-80):])
+	}
+
+	progress := c.waitFor("item/mcpToolCall/progress", func(m *message) bool { return m.str("turnId") == turnID })
+	stall := mcpDone(c, turnID, "stall")
+	if progress.str("message") != "stalling" || progress.str("itemId") != stall.str("item.id") {
+		t.Errorf("progress: %s", progress.Raw)
+	}
+	if stall.str("item.status") != "failed" || !strings.Contains(stall.str("item.error.message"), "timed out after 1.5s") {
+		t.Errorf("stall item: %s", stall.Raw)
+	}
+
+	ask := c.waitFor("mcpServer/elicitation/request", nil)
+	if ask.str("serverName") != "t" || ask.str("threadId") != threadID || ask.str("turnId") != turnID || ask.str("mode") != "form" ||
+		ask.str("message") != "What is your name?" || ask.get("requestedSchema.properties.name.type") != "string" || ask.get("_meta.codex_approval_kind") != nil {
+		t.Errorf("elicitation: %s", ask.Raw)
+	}
+	c.answer(ask, map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}})
+	if got := firstText(mcpDone(c, turnID, "ask")); got != "action=accept name=Ada" {
+		t.Errorf("ask answered %q", got)
+	}
+
+	pid1 := readPIDFile(t, pidFile)
+	crash := mcpDone(c, turnID, "crash")
+	if crash.str("item.status") != "failed" || crash.str("item.error.message") == "" {
+		t.Errorf("crash item: %s", crash.Raw)
+	}
+	done := c.turnDone(turnID)
+	if done.str("turn.status") != "completed" {
+		t.Fatalf("turn: %s", done.Raw)
+	}
+
+	// What the model read: the tools, and the big output cut with a marker.
+	reqs := modelRequests(model)
+	if !containsAll(reqs[0].Tools, "mcp__t__echo", "mcp__t__stall", "mcp__t__crash", "exec_command") {
+		t.Errorf("tools offered: %v", reqs[0].Tools)
+	}
+	if b := string(reqs[3].Body); len(b) > 200<<10 || !strings.Contains(b, "output truncated: 65536 of") {
+		t.Errorf("request after big: %d bytes", len(b))
+	}
+	if b := string(reqs[4].Body); !strings.Contains(b, "timed out after 1.5s") {
+		t.Errorf("the model was not told of the timeout")
+	}
+
+	c.waitFor("mcpServer/startupStatus/updated", func(m *message) bool { return m.str("name") == "t" && m.str("status") == "failed" })
+	st := c.call("mcpServerStatus/list", map[string]any{})
+	if st.str("data.0.name") != "t" || st.str("data.0.runtimeStatus") != "failed" || st.str("data.0.toolsError") == "" {
+		t.Errorf("after the crash: %s", st.Raw)
+	}
+
+	// The next use starts it again.
+	_, turn2 := c.startTurn(threadID, "echo again")
+	if e := mcpDone(c, turn2, "echo"); firstText(e) != "echo: back" {
+		t.Errorf("after restart: %s", e.Raw)
+	}
+	c.turnDone(turn2)
+	pid2 := readPIDFile(t, pidFile)
+	if pid2 == pid1 || pid2 == 0 {
+		t.Errorf("pids %d then %d: not restarted", pid1, pid2)
+	}
+	st = c.call("mcpServerStatus/list", map[string]any{})
+	if st.str("data.0.runtimeStatus") != "connected" || st.get("data.0.tools.echo.inputSchema") == nil {
+		t.Errorf("after restart: %s", st.Raw)
+	}
+
+	// Closing apserver stops the server.
+	if err := c.close(); err != nil {
+		t.Fatal(err)
+	}
+	if processAlive(pid2) {
+		t.Errorf("MCP server %d still running after apserver stopped", pid2)
+	}
+}
+
+func readPIDFile(t *testing.T, p string) int {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+func containsAll(have []string, want ...string) bool {
+	for _, w := range want {
+		found := false
+		for _, h := range have {
+			found = found || h == w
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// processAlive: pid runs and is not a zombie.
+func processAlive(pid int) bool {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	return len(f) > 2 && f[2] != "Z"
+}

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/apserver/apserver/internal/mcptest"
 	"github.com/apserver/apserver/model/scripted"
+	"github.com/apserver/apserver/store"
 )
 
 // MCP servers (docs/mcp.md) against internal/mcptest's server, a program
@@ -223,4 +226,154 @@ func processAlive(pid int) bool {
 	}
 	f := strings.Fields(string(b))
 	return len(f) > 2 && f[2] != "Z"
+}
+
+// mcpApprovalConfig: server t (auto by default, echo always asked) and
+// server a (never asks), both writing to file.
+func mcpApprovalConfig(t *testing.T, bin, file string) string {
+	return fmt.Sprintf(`
+[mcp_servers.t]
+command = %[1]q
+env = { %[2]s = %[3]q }
+[mcp_servers.t.tools.echo]
+approval_mode = "prompt"
+[mcp_servers.a]
+command = %[1]q
+env = { %[2]s = %[3]q }
+default_tools_approval_mode = "approve"
+`, bin, mcptest.EnvWriteFile, file)
+}
+
+func mcpStep(server, tool, args string) scripted.Step {
+	return scripted.Step{ToolCalls: []scripted.ToolCall{{Name: "mcp__" + server + "__" + tool, Arguments: args}}}
+}
+
+// TestMCPApprovals: Codex's rules. Under "auto" a destructive tool is
+// asked about (mcpServer/elicitation/request with codex_approval_kind),
+// and "for the session" holds; "prompt" asks even a read-only tool, and a
+// decline reaches the model; "approve" never asks; full access asks for
+// nothing.
+func TestMCPApprovals(t *testing.T) {
+	t.Parallel()
+	bin := mcpTestServer(t)
+	file := filepath.Join(t.TempDir(), "written")
+	args := mcpConfig(t, mcpApprovalConfig(t, bin, file))
+	model := startModel(t, scripted.Rule{Match: "approve things", Steps: []scripted.Step{
+		mcpStep("t", "write", `{"text":"one"}`),
+		mcpStep("t", "write", `{"text":"two"}`),
+		mcpStep("t", "echo", `{"text":"e"}`),
+		mcpStep("a", "write", `{"text":"three"}`),
+		{Text: "Done."},
+	}}, scripted.Rule{Match: "full access", Steps: []scripted.Step{mcpStep("t", "echo", `{"text":"free"}`), {Text: "Done."}}})
+	c := newClient(t, model, options{inProcess: true, args: args})
+	threadID, _ := c.startThread("on-request")
+	_, turnID := c.startTurn(threadID, "approve things")
+
+	req := c.waitFor("mcpServer/elicitation/request", nil)
+	if req.str("serverName") != "t" || req.str("turnId") != turnID || req.str("mode") != "form" || req.get("_meta.codex_approval_kind") != "mcp_tool_call" ||
+		req.get("_meta.persist") != "session" || req.get("_meta.tool_params.text") != "one" || !strings.Contains(req.str("message"), `run tool "write"`) ||
+		req.get("requestedSchema.type") != "object" {
+		t.Errorf("approval request: %s", req.Raw)
+	}
+	if _, err := os.Stat(file); err == nil {
+		t.Error("the tool ran before the answer")
+	}
+	c.answer(req, map[string]any{"action": "accept", "content": map[string]any{}, "_meta": map[string]any{"persist": "session"}})
+	w1 := mcpDone(c, turnID, "write")
+	if w1.str("item.status") != "completed" {
+		t.Errorf("first write: %s", w1.Raw)
+	}
+
+	// The echo approval (prompt mode) is the next request: the second write
+	// was not asked about.
+	req2 := c.waitMsg("second approval", req.Seq+1, func(m *message) bool { return m.Method == "mcpServer/elicitation/request" })
+	if !strings.Contains(req2.str("message"), `run tool "echo"`) || req2.get("_meta.persist") != nil {
+		t.Errorf("second approval request: %s", req2.Raw)
+	}
+	c.answer(req2, map[string]any{"action": "decline"})
+	echo := mcpDone(c, turnID, "echo")
+	if echo.str("item.status") != "failed" || echo.str("item.error.message") != "user rejected MCP tool call" {
+		t.Errorf("declined echo: %s", echo.Raw)
+	}
+	done := c.turnDone(turnID)
+	if done.str("turn.status") != "completed" {
+		t.Errorf("turn: %s", done.Raw)
+	}
+	if n := len(c.find("mcpServer/elicitation/request", nil)); n != 2 {
+		t.Errorf("%d approval requests, want 2 (write once for the session, echo)", n)
+	}
+	if got, _ := os.ReadFile(file); string(got) != "three" {
+		t.Errorf("file = %q, want the approve-mode server's write", got)
+	}
+	if b := string(modelRequests(model)[3].Body); !strings.Contains(b, "user rejected MCP tool call") {
+		t.Error("the model was not told of the decline")
+	}
+
+	// Full access: nothing is asked, even in prompt mode.
+	r := c.call("thread/start", map[string]any{"cwd": t.TempDir(), "approvalPolicy": "never", "sandbox": "danger-full-access"})
+	full := r.str("thread.id")
+	_, turn2 := c.startTurn(full, "full access")
+	if e := mcpDone(c, turn2, "echo"); e.str("item.status") != "completed" {
+		t.Errorf("echo under full access: %s", e.Raw)
+	}
+	c.turnDone(turn2)
+	if n := len(c.find("mcpServer/elicitation/request", nil)); n != 2 {
+		t.Errorf("full access asked: %d requests", n)
+	}
+}
+
+// TestMCPFullAutoPolicy: under full auto with approvals "policy", an
+// approve-mode tool runs without asking, and a prompt-mode one goes to the
+// editor; the receipt of that request says why.
+func TestMCPFullAutoPolicy(t *testing.T) {
+	t.Parallel()
+	bin := mcpTestServer(t)
+	file := filepath.Join(t.TempDir(), "written")
+	dataDir := t.TempDir()
+	model := startModel(t, scripted.Rule{Match: "S-mcp", Steps: []scripted.Step{
+		mcpStep("a", "write", `{"text":"auto"}`),
+		mcpStep("t", "echo", `{"text":"ask me"}`),
+		{Text: "The task is complete."},
+	}})
+	c := newFAClient(t, model, faOptions{config: mcpApprovalConfig(t, bin, file), inProcess: true, dataDir: dataDir})
+	r := c.call("thread/start", map[string]any{"cwd": t.TempDir(), "approvalPolicy": "on-request"})
+	threadID := r.str("thread.id")
+	c.startFullAuto(threadID, map[string]any{"objective": "S-mcp: write and echo", "approvals": "policy"})
+	req := c.waitFor("mcpServer/elicitation/request", nil)
+	if !strings.Contains(req.str("message"), `run tool "echo"`) {
+		t.Errorf("the editor was asked about %s", req.Raw)
+	}
+	if got, _ := os.ReadFile(file); string(got) != "auto" {
+		t.Errorf("approve-mode write: file = %q", got)
+	}
+	c.answer(req, map[string]any{"action": "accept"})
+	c.waitFor("item/completed", func(m *message) bool { return m.str("item.type") == "mcpToolCall" && m.str("item.tool") == "echo" && m.str("item.status") == "completed" })
+	c.runEnded(threadID)
+	if n := len(c.find("mcpServer/elicitation/request", nil)); n != 1 {
+		t.Errorf("%d requests to the editor, want 1", n)
+	}
+	c.close()
+	db, err := store.OpenReadOnly(filepath.Join(dataDir, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rs, err := db.Receipts(context.Background(), threadID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, rc := range rs {
+		var in struct {
+			Request struct{ Kind, Command string } `json:"request"`
+		}
+		var out struct{ Outcome, Rule string }
+		if json.Unmarshal(rc.Input, &in) == nil && in.Request.Kind == "mcpToolCall" {
+			_ = json.Unmarshal(rc.Output, &out)
+			found = in.Request.Command == "mcp__t__echo" && out.Outcome == "forward" && out.Rule == "policy.forward"
+		}
+	}
+	if !found {
+		t.Errorf("no receipt forwards the echo approval to a human; receipts: %d", len(rs))
+	}
 }

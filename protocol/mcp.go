@@ -205,6 +205,8 @@ type McpServerElicitationParams struct {
 	URL             string          `json:"url,omitempty"`
 	ElicitationID   string          `json:"elicitationId,omitempty"`
 	Meta            json.RawMessage `json:"_meta,omitempty"`
+	// ItemID is the mcpToolCall item an approval is about (not sent).
+	ItemID string `json:"-"`
 }
 
 // McpServerElicitationResponse is the client's answer.

@@ -385,7 +385,7 @@ func (t *thread) askMCPApproval(tr *turn, c *mcpCall, mode string) {
 		ThreadID: t.id, TurnID: ptr(tr.id), ServerName: c.ref.server, Mode: "form",
 		Message:         fmt.Sprintf("Allow the %s MCP server to run tool %q?", c.ref.server, c.ref.tool.Name),
 		RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`),
-		Meta:            rawMeta,
+		Meta:            rawMeta, ItemID: c.item.ID,
 	}
 	req := serverRequest{Method: protocol.RequestMcpServerElicitation, Params: params, Kind: "mcpToolCall", Command: c.ref.name}
 	onAnswer := func(id int64, raw json.RawMessage, err error) { t.onMCPApproval(tr, c, mode, id, raw, err) }

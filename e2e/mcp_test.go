@@ -347,7 +347,9 @@ func TestMCPFullAutoPolicy(t *testing.T) {
 		t.Errorf("approve-mode write: file = %q", got)
 	}
 	c.answer(req, map[string]any{"action": "accept"})
-	c.waitFor("item/completed", func(m *message) bool { return m.str("item.type") == "mcpToolCall" && m.str("item.tool") == "echo" && m.str("item.status") == "completed" })
+	c.waitFor("item/completed", func(m *message) bool {
+		return m.str("item.type") == "mcpToolCall" && m.str("item.tool") == "echo" && m.str("item.status") == "completed"
+	})
 	c.runEnded(threadID)
 	if n := len(c.find("mcpServer/elicitation/request", nil)); n != 1 {
 		t.Errorf("%d requests to the editor, want 1", n)

@@ -379,3 +379,85 @@ func TestMCPFullAutoPolicy(t *testing.T) {
 		t.Errorf("no receipt forwards the echo approval to a human; receipts: %d", len(rs))
 	}
 }
+
+// TestMCPHTTPAndMethods: a streamable HTTP server with a bearer token and
+// headers from the environment, and the mcpServer methods: the status
+// list (paginated, a disabled and a broken server), a client's own tool
+// call and resource read, bad params, and a reload.
+func TestMCPHTTPAndMethods(t *testing.T) {
+	t.Parallel()
+	bin := mcpTestServer(t)
+	url := mcptest.StartHTTP(t, bin, "tok3n")
+	cfgPath := filepath.Join(t.TempDir(), "config.toml")
+	cfg := fmt.Sprintf(`
+[mcp_servers.w]
+url = %q
+bearer_token_env_var = "MCPTEST_TOKEN"
+http_headers = { "X-Mcptest-Require" = "X-Extra" }
+env_http_headers = { "X-Extra" = "MCPTEST_EXTRA" }
+[mcp_servers.off]
+url = "http://127.0.0.1:1/mcp"
+enabled = false
+[mcp_servers.broken]
+command = "/nonexistent/mcp-server"
+`, url)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model := startModel(t, scripted.Rule{Match: "web echo", Steps: []scripted.Step{mcpStep("w", "echo", `{"text":"over http"}`), {Text: "Done."}}})
+	c := newClient(t, model, options{args: []string{"--config", cfgPath}, env: []string{"MCPTEST_TOKEN=tok3n", "MCPTEST_EXTRA=yes"}})
+	threadID, _ := c.startThread("on-request")
+	_, turnID := c.startTurn(threadID, "web echo")
+	if e := mcpDone(c, turnID, "echo"); firstText(e) != "echo: over http" {
+		t.Errorf("echo over HTTP: %s", e.Raw)
+	}
+	c.turnDone(turnID)
+	c.waitFor("mcpServer/startupStatus/updated", func(m *message) bool { return m.str("name") == "broken" && m.str("status") == "failed" })
+
+	p1 := c.call("mcpServerStatus/list", map[string]any{"limit": 2})
+	if p1.str("data.0.name") != "broken" || p1.str("data.0.runtimeStatus") != "failed" || p1.str("data.1.name") != "off" ||
+		p1.str("data.1.runtimeStatus") != "disabled" || p1.str("nextCursor") != "2" {
+		t.Errorf("page 1: %s", p1.Raw)
+	}
+	p2 := c.call("mcpServerStatus/list", map[string]any{"limit": 2, "cursor": "2"})
+	if p2.str("data.0.name") != "w" || p2.str("data.0.runtimeStatus") != "connected" || p2.str("data.0.authStatus") != "bearerToken" ||
+		!strings.HasPrefix(url, p2.str("data.0.httpOrigin")) || p2.get("nextCursor") != nil || p2.str("data.0.resources.0.uri") != "mcptest://readme" {
+		t.Errorf("page 2: %s", p2.Raw)
+	}
+	one := c.call("mcpServerStatus/list", map[string]any{"serverName": "w"})
+	if one.str("data.0.name") != "w" || len(one.get("data").([]any)) != 1 {
+		t.Errorf("serverName w: %s", one.Raw)
+	}
+
+	tc := c.call("mcpServer/tool/call", map[string]any{"threadId": threadID, "server": "w", "tool": "echo", "arguments": map[string]any{"text": "direct"}})
+	if tc.str("content.0.text") != "echo: direct" || tc.get("structuredContent.echo") != "direct" {
+		t.Errorf("mcpServer/tool/call: %s", tc.Raw)
+	}
+	if f := c.call("mcpServer/tool/call", map[string]any{"threadId": threadID, "server": "w", "tool": "fail"}); f.get("isError") != true {
+		t.Errorf("failing tool: %s", f.Raw)
+	}
+	rr := c.call("mcpServer/resource/read", map[string]any{"threadId": threadID, "server": "w", "uri": "mcptest://readme"})
+	if rr.str("contents.0.text") != "mcptest readme" {
+		t.Errorf("resource: %s", rr.Raw)
+	}
+	c.callErr("mcpServer/tool/call", map[string]any{"threadId": threadID, "tool": "echo"}, -32602, "server")
+	c.callErr("mcpServer/tool/call", map[string]any{"threadId": threadID, "server": "nope", "tool": "echo"}, -32602, `"nope"`)
+	c.callErr("mcpServer/resource/read", map[string]any{"server": "w"}, -32602, "uri")
+	c.callErr("mcpServerStatus/list", map[string]any{"detail": "everything"}, -32602, "detail")
+	c.callErr("mcpServerStatus/list", map[string]any{"cursor": "x"}, -32602, "cursor")
+	c.callErr("mcpServerStatus/list", map[string]any{"serverName": "nope"}, -32602, "serverName")
+
+	// Reload: w is gone, and a new server appears.
+	if err := os.WriteFile(cfgPath, []byte("[mcp_servers.fresh]\ncommand = "+strconv.Quote(bin)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.call("config/mcpServer/reload", nil)
+	after := c.call("mcpServerStatus/list", map[string]any{})
+	if after.str("data.0.name") != "fresh" || after.str("data.0.runtimeStatus") != "connected" || len(after.get("data").([]any)) != 1 {
+		t.Errorf("after reload: %s", after.Raw)
+	}
+	if err := os.WriteFile(cfgPath, []byte("[mcp_servers.bad]\nurl = \"https://h/mcp\"\nbearer_token = \"literal\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.callErr("config/mcpServer/reload", nil, -32600, "bearer_token")
+}

@@ -8,8 +8,69 @@ import (
 	"time"
 )
 
-// codexDocBlock is the stdio and HTTP examples of Codex's documentation
-// (docs/config.md, "MCP servers"), copied unchanged.
+// codexDocsBlocks are the examples of Codex's docs/config.md
+// ("mcp_servers": STDIO, Streamable HTTP, other configuration options),
+// copied unchanged, comments included.
+const codexDocsBlocks = `
+# The top-level table name must be ` + "`mcp_servers`" + `
+# The sub-table name (` + "`server-name`" + ` in this example) can be anything you would like.
+[mcp_servers.server_name]
+command = "npx"
+# Optional
+args = ["-y", "mcp-server"]
+# Optional: propagate additional env vars to the MCP server.
+# A default whitelist of env vars will be propagated to the MCP server.
+# https://github.com/openai/codex/blob/main/codex-rs/rmcp-client/src/utils.rs#L82
+env = { "API_KEY" = "value" }
+# Optional: Additional list of environment variables that will be whitelisted in the MCP server's environment.
+env_vars = ["API_KEY2"]
+
+# Optional: cwd that the command will be run from
+cwd = "/Users/<user>/code/my-server"
+
+# Optional: override the default 10s startup timeout
+startup_timeout_sec = 20
+# Optional: override the default 60s per-tool timeout
+tool_timeout_sec = 30
+# Optional: disable a server without removing it
+enabled = false
+# Optional: only expose a subset of tools from this server
+enabled_tools = ["search", "summarize"]
+# Optional: hide specific tools (applied after ` + "`enabled_tools`" + `, if set)
+disabled_tools = ["search"]
+
+[mcp_servers.figma]
+url = "https://mcp.figma.com/mcp"
+# Optional environment variable containing a bearer token to use for auth
+bearer_token_env_var = "ENV_VAR"
+# Optional map of headers with hard-coded values.
+http_headers = { "HEADER_NAME" = "HEADER_VALUE" }
+# Optional map of headers whose values will be replaced with the environment variable.
+env_http_headers = { "HEADER_NAME" = "ENV_VAR" }
+`
+
+func TestMCPCodexDocsBlocksLoad(t *testing.T) {
+	user := writeFile(t, filepath.Join(t.TempDir(), "user.toml"), codexDocsBlocks)
+	c, err := Load(LoadOptions{UserFile: user, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 0 {
+		t.Errorf("warnings: %q", c.Warnings)
+	}
+	s := c.MCPServers["server_name"]
+	if s.Command != "npx" || !slices.Equal(s.Args, []string{"-y", "mcp-server"}) || s.Env["API_KEY"] != "value" || !slices.Equal(s.EnvVars, []string{"API_KEY2"}) ||
+		s.Cwd != "/Users/<user>/code/my-server" || s.StartupTimeout != 20*time.Second || s.ToolTimeout != 30*time.Second || s.Enabled ||
+		!s.ToolEnabled("summarize") || s.ToolEnabled("search") || s.ToolEnabled("other") {
+		t.Errorf("server_name = %+v", s)
+	}
+	f := c.MCPServers["figma"]
+	if f.URL != "https://mcp.figma.com/mcp" || f.BearerTokenEnvVar != "ENV_VAR" || f.HTTPHeaders["HEADER_NAME"] != "HEADER_VALUE" || f.EnvHTTPHeaders["HEADER_NAME"] != "ENV_VAR" || !f.Enabled {
+		t.Errorf("figma = %+v", f)
+	}
+}
+
+// codexDocBlock holds every key of Codex's McpServerConfig.
 const codexDocBlock = `
 [mcp_servers.docs]
 command = "docs-server"

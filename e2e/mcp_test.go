@@ -503,3 +503,33 @@ func TestHostileWorkspaceMCPServer(t *testing.T) {
 		}
 	})
 }
+
+// TestMCPPlanMode: a plan-mode turn changes nothing, MCP tools included:
+// a tool the server does not call read-only is refused (and the model
+// told), a read-only one runs.
+func TestMCPPlanMode(t *testing.T) {
+	t.Parallel()
+	bin := mcpTestServer(t)
+	file := filepath.Join(t.TempDir(), "written")
+	args := mcpConfig(t, mcpApprovalConfig(t, bin, file))
+	model := startModel(t, scripted.Rule{Match: "plan it", Steps: []scripted.Step{
+		mcpStep("a", "write", `{"text":"planned"}`),
+		mcpStep("a", "echo", `{"text":"look"}`),
+		{Text: "<proposed_plan>\n1. Write.\n</proposed_plan>"},
+	}})
+	c := newClient(t, model, options{inProcess: true, args: args})
+	tid, _ := c.startThread("never")
+	plan := map[string]any{"mode": "plan", "settings": map[string]any{"model": "scripted-model", "reasoning_effort": nil, "developer_instructions": nil}}
+	r := c.call("turn/start", map[string]any{"threadId": tid, "input": textInput("plan it"), "collaborationMode": plan})
+	id := r.str("turn.id")
+	if e := mcpDone(c, id, "echo"); e.str("item.status") != "completed" {
+		t.Errorf("read-only echo in plan mode: %s", e.Raw)
+	}
+	c.turnDone(id)
+	if _, err := os.Stat(file); err == nil {
+		t.Error("a plan-mode turn ran a destructive MCP tool")
+	}
+	if b := string(modelRequests(model)[1].Body); !strings.Contains(b, "not available in a read-only turn") {
+		t.Error("the model was not told why the tool did not run")
+	}
+}

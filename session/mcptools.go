@@ -317,6 +317,12 @@ func (t *thread) runMCPCall(tr *turn, call model.ToolCall, ref mcpToolRef) {
 		t.toolError(tr, call, fmt.Sprintf("invalid arguments for %s: the arguments must be a JSON object: %v", call.Name, err))
 		return
 	}
+	if t.readOnlyTurn() && (ref.tool.Annotations == nil || !ref.tool.Annotations.ReadOnly) {
+		// Plan mode and reviews change nothing: only tools the server says
+		// are read-only run.
+		t.toolError(tr, call, fmt.Sprintf("%s is not available in a read-only turn (plan mode or review): the server does not say it only reads", call.Name))
+		return
+	}
 	c := &mcpCall{t: t, tr: tr, call: call, ref: ref}
 	c.item = protocol.McpToolCallItem{ID: t.uniqueItemID(call.CallID), Server: ref.server, Tool: ref.tool.Name, Status: protocol.ItemInProgress, Arguments: args}
 	t.notifyItemStarted(tr, c.item)

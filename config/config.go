@@ -95,6 +95,9 @@ type Config struct {
 	// sees.
 	MCPServers            map[string]MCPServer
 	MCPToolOutputMaxBytes int64
+	// DynamicToolTimeout bounds a client's answer to item/tool/call (a
+	// tool the editor declared on thread/start).
+	DynamicToolTimeout time.Duration
 	// Warnings say what Load skipped in a file it could still use, e.g. a
 	// key an untrusted workspace file may not loosen. The caller logs them.
 	Warnings []string
@@ -185,6 +188,7 @@ func defaults(getenv func(string) string) Config {
 		RulesFile:               userRulesFile(getenv),
 		ApplyPatchTool:          "freeform",
 		MCPToolOutputMaxBytes:   DefaultMCPToolOutputMaxBytes,
+		DynamicToolTimeout:      DefaultDynamicToolTimeout,
 	}
 }
 

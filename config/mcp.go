@@ -99,7 +99,13 @@ func (s MCPServer) ToolEnabled(tool string) bool {
 type fileMCP struct {
 	MCPServers            map[string]map[string]any `toml:"mcp_servers"`
 	MCPToolOutputMaxBytes *int64                    `toml:"mcp_tool_output_max_bytes"`
+	// DynamicToolTimeoutSec bounds a client's answer to item/tool/call.
+	DynamicToolTimeoutSec *float64 `toml:"dynamic_tool_timeout_sec"`
 }
+
+// DefaultDynamicToolTimeout is how long the client has to answer
+// item/tool/call.
+const DefaultDynamicToolTimeout = 5 * time.Minute
 
 // mcpStdioKeys and mcpHTTPKeys belong to one transport only.
 var (
@@ -130,6 +136,12 @@ func (c *Config) mergeMCP(f fileMCP, path string, ws *workspaceLayer, bad func(k
 			return bad("mcp_tool_output_max_bytes", "must be positive")
 		}
 		c.MCPToolOutputMaxBytes = *f.MCPToolOutputMaxBytes
+	}
+	if f.DynamicToolTimeoutSec != nil {
+		if *f.DynamicToolTimeoutSec <= 0 {
+			return bad("dynamic_tool_timeout_sec", "must be positive")
+		}
+		c.DynamicToolTimeout = time.Duration(*f.DynamicToolTimeoutSec * float64(time.Second))
 	}
 	untrusted := ws != nil && !ws.trusted
 	warn := func(key, format string, args ...any) {

@@ -305,6 +305,10 @@ func (m *Manager) StartThread(ctx context.Context, p protocol.ThreadStartParams,
 		Ephemeral: p.Ephemeral != nil && *p.Ephemeral,
 	}
 	s.DisabledTools = disabledTools(p.Config)
+	if s.DynamicTools, err = encodeDynamicTools(p.DynamicTools); err != nil { // dynamictools.go
+		reply(nil, err)
+		return
+	}
 	t := m.newThread(meta, s)
 	t.post(func() { t.create(reply) })
 }

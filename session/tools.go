@@ -105,7 +105,8 @@ var requestUserInputSchema = json.RawMessage(`{
 func (t *thread) agentTools() []model.Tool {
 	m := t.m
 	m.toolsOnce.Do(func() { m.tools = buildAgentTools(m.opts.Config.ApplyPatchTool) })
-	return slices.Concat(withoutTools(m.tools, t.disabledTools()), t.mcpModelTools()) // MCP servers' tools (mcptools.go)
+	// The client's tools (dynamictools.go) and MCP servers' (mcptools.go).
+	return slices.Concat(withoutTools(m.tools, t.disabledTools()), t.dynamicModelTools(), t.mcpModelTools())
 }
 
 func buildAgentTools(applyPatchTool string) []model.Tool {
@@ -167,6 +168,7 @@ func (t *thread) dispatch(tr *turn, call model.ToolCall) {
 		t.runPlanCall(tr, call)
 	case call.Name == toolRequestUserInput:
 		t.runQuestionCall(tr, call)
+	case t.runDynamicCall(tr, call): // a tool the client declared (dynamictools.go)
 	case strings.HasPrefix(call.Name, "mcp__"):
 		if ref, ok := t.mcpTool(call.Name); ok {
 			t.runMCPCall(tr, call, ref) // mcptools.go

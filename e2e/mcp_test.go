@@ -79,15 +79,17 @@ func TestMCPStdioTools(t *testing.T) {
 	args := mcpConfig(t, fmt.Sprintf(`
 mcp_tool_output_max_bytes = 65536
 [mcp_servers.t]
-command = %q
-env = { %s = %q }
+command = %[1]q
+env = { %[2]s = %[3]q }
+[mcp_servers.slow]
+command = %[1]q
 tool_timeout_sec = 1.5
 `, bin, mcptest.EnvPIDFile, pidFile))
 	model := startModel(t, scripted.Rule{Match: "use the tools", Steps: []scripted.Step{
 		mcpCall("echo", `{"text":"hi"}`),
 		mcpCall("fail", `{}`),
 		mcpCall("big", `{}`),
-		mcpCall("stall", `{}`),
+		mcpStep("slow", "stall", `{}`),
 		mcpCall("ask", `{}`),
 		mcpCall("crash", `{}`),
 		{Text: "All done."},
@@ -115,7 +117,7 @@ tool_timeout_sec = 1.5
 	}
 	big := mcpDone(c, turnID, "big")
 	if big.str("item.status") != "completed" || len(big.Raw) > 100<<10 || !strings.Contains(firstText(big), "output truncated: 65536 of 5242880 bytes shown") {
-		t.Errorf("big item: %d bytes, text ends %q", len(big.Raw), firstText(big)[max(0, len(firstText(big))-80):])
+		t.Errorf("big item: %d bytes, text ends %q: %.600s", len(big.Raw), firstText(big)[max(0, len(firstText(big))-80):], big.Raw)
 	}
 
 	progress := c.waitFor("item/mcpToolCall/progress", func(m *message) bool { return m.str("turnId") == turnID })
@@ -149,7 +151,7 @@ tool_timeout_sec = 1.5
 
 	// What the model read: the tools, and the big output cut with a marker.
 	reqs := modelRequests(model)
-	if !containsAll(reqs[0].Tools, "mcp__t__echo", "mcp__t__stall", "mcp__t__crash", "exec_command") {
+	if !containsAll(reqs[0].Tools, "mcp__t__echo", "mcp__slow__stall", "mcp__t__crash", "exec_command") {
 		t.Errorf("tools offered: %v", reqs[0].Tools)
 	}
 	if b := string(reqs[3].Body); len(b) > 200<<10 || !strings.Contains(b, "output truncated: 65536 of") {
@@ -160,7 +162,7 @@ tool_timeout_sec = 1.5
 	}
 
 	c.waitFor("mcpServer/startupStatus/updated", func(m *message) bool { return m.str("name") == "t" && m.str("status") == "failed" })
-	st := c.call("mcpServerStatus/list", map[string]any{})
+	st := c.call("mcpServerStatus/list", map[string]any{"serverName": "t"})
 	if st.str("data.0.name") != "t" || st.str("data.0.runtimeStatus") != "failed" || st.str("data.0.toolsError") == "" {
 		t.Errorf("after the crash: %s", st.Raw)
 	}
@@ -175,7 +177,7 @@ tool_timeout_sec = 1.5
 	if pid2 == pid1 || pid2 == 0 {
 		t.Errorf("pids %d then %d: not restarted", pid1, pid2)
 	}
-	st = c.call("mcpServerStatus/list", map[string]any{})
+	st = c.call("mcpServerStatus/list", map[string]any{"serverName": "t"})
 	if st.str("data.0.runtimeStatus") != "connected" || st.get("data.0.tools.echo.inputSchema") == nil {
 		t.Errorf("after restart: %s", st.Raw)
 	}

@@ -187,6 +187,11 @@ func (s *mcpState) tools() []mcpToolRef {
 			refs = append(refs, mcpToolRef{server: name, tool: tl, cfg: c})
 		}
 	}
+	return mcpNames(refs)
+}
+
+// mcpNames gives each tool its model name (see tools).
+func mcpNames(refs []mcpToolRef) []mcpToolRef {
 	seen := map[string]int{}
 	for i := range refs {
 		refs[i].name = sanitizeToolName("mcp__" + refs[i].server + "__" + refs[i].tool.Name)

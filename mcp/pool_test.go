@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/apserver/apserver/internal/mcptest"
+	"github.com/apserver/apserver/internal/proctest"
 	"github.com/apserver/apserver/mcp"
 )
 
@@ -305,5 +306,64 @@ func TestHTTP(t *testing.T) {
 	}
 	if st, _ := p.Status("bad"); st.State != mcp.Failed {
 		t.Errorf("bad: %v", st.State)
+	}
+}
+
+// TestCloseKillsProcessGroup: what a stdio server started itself (npx
+// starting node, say) goes too, judged from outside by its command line.
+func TestCloseKillsProcessGroup(t *testing.T) {
+	mark := fmt.Sprintf("%d", 4_000_000+os.Getpid()%1_000_000)
+	srv := mcp.Server{Name: "g", Command: "sh", Args: []string{"-c", "sleep " + mark + " & exec " + testBin}, Env: os.Environ()}
+	p := mcp.NewPool([]mcp.Server{srv}, mcp.Options{})
+	if _, err := p.Tools(context.Background(), "g"); err != nil {
+		t.Fatal(err)
+	}
+	if len(proctest.Marked(mark)) == 0 {
+		t.Fatal("the grandchild is not running: the test proves nothing")
+	}
+	p.Close()
+	// SIGKILL was sent to the group before Close returned; the kernel
+	// takes a moment to tear the process down.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(proctest.Marked(mark)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pids := proctest.Marked(mark); len(pids) > 0 {
+		t.Errorf("grandchild %v still running after Close", pids)
+	}
+}
+
+// TestReload: a changed server is stopped and the new configuration is
+// used on next use; an unchanged one keeps its process.
+func TestReload(t *testing.T) {
+	a, pidA := stdioServer(t, "a")
+	b, pidB := stdioServer(t, "b")
+	p := mcp.NewPool([]mcp.Server{a, b}, mcp.Options{})
+	defer p.Close()
+	ctx := context.Background()
+	for _, n := range []string{"a", "b"} {
+		if _, err := p.Tools(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a1, b1 := readPID(t, pidA), readPID(t, pidB)
+	b2 := b
+	b2.Env = append(append([]string{}, b.Env...), "X_CHANGED=1")
+	p.Reload([]mcp.Server{a, b2})
+	if alive(b1) {
+		t.Errorf("changed server b (%d) still running after Reload", b1)
+	}
+	if st, _ := p.Status("b"); st.State != mcp.NotStarted {
+		t.Errorf("b after reload: %v", st.State)
+	}
+	if _, err := p.Tools(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if readPID(t, pidB) == b1 || !alive(a1) {
+		t.Errorf("b not restarted or a stopped: b %d→%d, a alive %v", b1, readPID(t, pidB), alive(a1))
+	}
+	p.Reload([]mcp.Server{a})
+	if _, err := p.Tools(ctx, "b"); err == nil || !errors.Is(err, mcp.ErrUnknownServer) {
+		t.Errorf("removed server: %v", err)
 	}
 }

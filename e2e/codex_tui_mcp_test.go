@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apserver/apserver/model/scripted"
+)
+
+// TestCodexTUIMCP: Codex's own TUI (0.169, from npm), over ws, against an
+// apserver with an MCP server configured: a turn calls one of its tools
+// (the TUI shows "Called mcptest.echo" and the result), and /mcp lists the
+// server as connected with its tools; every message is checked against
+// the schemas.
+func TestCodexTUIMCP(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("npm not found: cannot install the Codex TUI")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatal("tmux not found: the Codex TUI test needs it")
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(filepath.Join(root, "scripts", "install-codex.sh")).Output()
+	if err != nil {
+		t.Fatalf("scripts/install-codex.sh: %v", err)
+	}
+	codex := strings.TrimSpace(string(out))
+	if codex == "" {
+		t.Skip("npm not usable: the Codex TUI is not installed")
+	}
+	bin := mcpTestServer(t)
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[mcp_servers.mcptest]\ncommand = %q\n", bin)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	model := startModel(t,
+		scripted.Rule{Match: "single-line task title", Steps: []scripted.Step{{Text: `{"title":"Scripted title"}`}}},
+		scripted.Rule{Match: "use the echo tool", Steps: []scripted.Step{
+			{ToolCalls: []scripted.ToolCall{{Name: "mcp__mcptest__echo", Arguments: `{"text":"from the TUI"}`}}},
+			{Text: "The echo came back."},
+		}},
+	)
+	dir := t.TempDir()
+	tok := tokenFile(t)
+	l := startListener(t, model, dir, "ws://127.0.0.1:0", "--ws-auth", "capability-token", "--ws-token-file", tok, "--config", cfg)
+
+	home := t.TempDir()
+	if err := os.Mkdir(filepath.Join(home, ".codex"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	u := &tui{t: t, sock: filepath.Join(t.TempDir(), "tmux.sock"), captures: os.Getenv("APSERVER_TUI_CAPTURES")}
+	u.tmux("new-session", "-d", "-s", "keep", "sleep 600")
+	u.tmux("new-session", "-d", "-s", "tui", "sleep 600")
+	t.Cleanup(func() { exec.Command("tmux", "-S", u.sock, "kill-server").Run() })
+	env := []string{"HOME=" + home, "CODEX_HOME=" + filepath.Join(home, ".codex"), "TERM=xterm-256color",
+		"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8", "APS_TOKEN=" + testToken}
+	u.start(codex, dir, env, "--remote", l.url, "--remote-auth-token-env", "APS_TOKEN")
+	u.waitText("the prompt", "Ask Codex to do anything")
+
+	u.typeLine("use the echo tool")
+	s := u.waitText("the answer after the tool", "The echo came back.")
+	if !strings.Contains(s, "Called mcptest.echo") || !strings.Contains(s, "echo: from the TUI") {
+		t.Errorf("the MCP call is not on screen:\n%s", s)
+	}
+
+	u.typeLine("/mcp")
+	s = u.waitText("the MCP servers", "mcptest: connected (8 tools)")
+	for _, line := range strings.Split(s, "\n") {
+		if errorLine.MatchString(line) {
+			t.Errorf("the TUI shows an error: %q\nscreen:\n%s", line, s)
+		}
+	}
+	u.typeLine("/quit")
+	u.waitText("the exit", "EXITED 0")
+	checkTranscripts(t, l.log)
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apserver/apserver/internal/mcptest"
 	"github.com/apserver/apserver/model/scripted"
 )
 
@@ -37,7 +38,8 @@ func TestCodexTUIMCP(t *testing.T) {
 	}
 	bin := mcpTestServer(t)
 	cfg := filepath.Join(t.TempDir(), "config.toml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[mcp_servers.mcptest]\ncommand = %q\n", bin)), 0o600); err != nil {
+	written := filepath.Join(t.TempDir(), "written")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[mcp_servers.mcptest]\ncommand = %q\nenv = { %s = %q }\n", bin, mcptest.EnvWriteFile, written)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	model := startModel(t,
@@ -45,6 +47,10 @@ func TestCodexTUIMCP(t *testing.T) {
 		scripted.Rule{Match: "use the echo tool", Steps: []scripted.Step{
 			{ToolCalls: []scripted.ToolCall{{Name: "mcp__mcptest__echo", Arguments: `{"text":"from the TUI"}`}}},
 			{Text: "The echo came back."},
+		}},
+		scripted.Rule{Match: "write it down", Steps: []scripted.Step{
+			{ToolCalls: []scripted.ToolCall{{Name: "mcp__mcptest__write", Arguments: `{"text":"approved in the TUI"}`}}},
+			{Text: "Written."},
 		}},
 	)
 	dir := t.TempDir()
@@ -76,6 +82,37 @@ func TestCodexTUIMCP(t *testing.T) {
 		if errorLine.MatchString(line) {
 			t.Errorf("the TUI shows an error: %q\nscreen:\n%s", line, s)
 		}
+	}
+	// A destructive tool is asked about; the TUI shows Codex's MCP approval.
+	u.typeLine("write it down")
+	s = u.waitText("the MCP approval", "Allow for this session")
+	for _, want := range []string{`Allow the mcptest MCP server to run tool "write"?`, "text: approved in the TUI", "1. Allow", "3. Cancel"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the approval lacks %q:\n%s", want, s)
+		}
+	}
+	if _, err := os.Stat(written); err == nil {
+		t.Error("the tool ran before the answer")
+	}
+	u.tmux("send-keys", "-t", "tui", "Down")
+	u.tmux("send-keys", "-t", "tui", "Enter")
+	u.waitText("the end of the approved turn", "Written.")
+	if b, err := os.ReadFile(written); err != nil || string(b) != "approved in the TUI" {
+		t.Errorf("the approved tool did not run: %q, %v", b, err)
+	}
+	// "Allow for this session" answered accept with _meta.persist = session.
+	logText, _ := os.ReadFile(l.log)
+	answered := false
+	for _, ln := range strings.Split(string(logText), "\n") {
+		if strings.Contains(ln, "msg=recv") && strings.Contains(ln, `\"action\":\"accept\"`) {
+			answered = strings.Contains(ln, `\"persist\":\"session\"`)
+			if !answered {
+				t.Logf("answer: %s", ln)
+			}
+		}
+	}
+	if !answered {
+		t.Error("no accept for the session in the TUI's answer")
 	}
 	u.typeLine("/quit")
 	u.waitText("the exit", "EXITED 0")

@@ -702,7 +702,11 @@ func (m *Manager) ListMcpServerStatus(ctx context.Context, p protocol.McpServerS
 		wg.Wait()
 		res := protocol.McpServerStatusListResult{Data: make([]protocol.McpServerStatus, 0, len(page))}
 		for _, n := range page {
-			res.Data = append(res.Data, s.status(n, cfg[n]))
+			st := s.status(n, cfg[n])
+			if p.Detail != nil && *p.Detail == "toolsAndAuthOnly" {
+				st.Resources, st.ResourceTemplates = []json.RawMessage{}, []json.RawMessage{}
+			}
+			res.Data = append(res.Data, st)
 		}
 		if end < len(names) {
 			res.NextCursor = ptr(strconv.Itoa(end))

@@ -426,6 +426,10 @@ command = "/nonexistent/mcp-server"
 		!strings.HasPrefix(url, p2.str("data.0.httpOrigin")) || p2.get("nextCursor") != nil || p2.str("data.0.resources.0.uri") != "mcptest://readme" {
 		t.Errorf("page 2: %s", p2.Raw)
 	}
+	lean := c.call("mcpServerStatus/list", map[string]any{"serverName": "w", "detail": "toolsAndAuthOnly"})
+	if lean.get("data.0.tools.echo") == nil || len(lean.get("data.0.resources").([]any)) != 0 {
+		t.Errorf("toolsAndAuthOnly: %s", lean.Raw)
+	}
 	one := c.call("mcpServerStatus/list", map[string]any{"serverName": "w"})
 	if one.str("data.0.name") != "w" || len(one.get("data").([]any)) != 1 {
 		t.Errorf("serverName w: %s", one.Raw)

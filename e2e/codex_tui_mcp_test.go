@@ -14,9 +14,10 @@ import (
 
 // TestCodexTUIMCP: Codex's own TUI (0.169, from npm), over ws, against an
 // apserver with an MCP server configured: a turn calls one of its tools
-// (the TUI shows "Called mcptest.echo" and the result), and /mcp lists the
-// server as connected with its tools; every message is checked against
-// the schemas.
+// (the TUI shows "Called mcptest.echo" and the result), /mcp lists the
+// server as connected with its tools, a destructive tool's approval is
+// Codex's own dialog, and the server's question (an elicitation) is a form
+// the user fills in; every message is checked against the schemas.
 func TestCodexTUIMCP(t *testing.T) {
 	if _, err := exec.LookPath("npm"); err != nil {
 		t.Skip("npm not found: cannot install the Codex TUI")
@@ -47,6 +48,10 @@ func TestCodexTUIMCP(t *testing.T) {
 		scripted.Rule{Match: "use the echo tool", Steps: []scripted.Step{
 			{ToolCalls: []scripted.ToolCall{{Name: "mcp__mcptest__echo", Arguments: `{"text":"from the TUI"}`}}},
 			{Text: "The echo came back."},
+		}},
+		scripted.Rule{Match: "ask my name", Steps: []scripted.Step{
+			{ToolCalls: []scripted.ToolCall{{Name: "mcp__mcptest__ask", Arguments: `{}`}}},
+			{Text: "Asked."},
 		}},
 		scripted.Rule{Match: "write it down", Steps: []scripted.Step{
 			{ToolCalls: []scripted.ToolCall{{Name: "mcp__mcptest__write", Arguments: `{"text":"approved in the TUI"}`}}},
@@ -113,6 +118,16 @@ func TestCodexTUIMCP(t *testing.T) {
 	}
 	if !answered {
 		t.Error("no accept for the session in the TUI's answer")
+	}
+	// The server asks the user (elicitation): the TUI shows the form.
+	u.typeLine("ask my name")
+	u.waitText("the server's question", "Type your answer")
+	u.tmux("send-keys", "-t", "tui", "-l", "Ada")
+	u.waitText("the typed name", "Ada")
+	u.tmux("send-keys", "-t", "tui", "Enter")
+	s = u.waitText("the end of the asking turn", "Asked.")
+	if !strings.Contains(s, "action=accept name=Ada") {
+		t.Errorf("the server did not get the answer:\n%s", s)
 	}
 	u.typeLine("/quit")
 	u.waitText("the exit", "EXITED 0")

@@ -61,6 +61,9 @@ type mcpCall struct {
 	started time.Time
 }
 
+// mcpCallKey is the context key of the *mcpCall a pool call is for.
+type mcpCallKey struct{}
+
 // maxToolName is the longest function name providers accept.
 const maxToolName = 64
 
@@ -478,7 +481,7 @@ func (t *thread) startMCPCall(tr *turn, c *mcpCall) {
 	s.mu.Unlock()
 	tctx := tr.ctx
 	go func() {
-		ctx, cancel := context.WithTimeout(tctx, timeout)
+		ctx, cancel := context.WithTimeout(context.WithValue(tctx, mcpCallKey{}, c), timeout)
 		res, err := s.pool.Call(ctx, c.ref.server, c.ref.tool.Name, c.item.Arguments, func(msg string) {
 			t.postEvent(tctx, func() {
 				if t.turn == tr {
@@ -609,10 +612,12 @@ func cutUTF8(s string, n int) string {
 // (mcpServer/elicitation/request), on behalf of the thread whose call to
 // that server is in flight; with none, it is declined.
 func (s *mcpState) elicit(ctx context.Context, server string, req mcp.ElicitRequest) (mcp.ElicitResult, error) {
+	// Under the newer MCP protocol the question comes with the call's
+	// answer, and ctx is the call's; an older server asks on its own, and
+	// the call in flight to it is the one asking.
+	c, _ := ctx.Value(mcpCallKey{}).(*mcpCall)
 	s.mu.Lock()
-	calls := s.active[server]
-	var c *mcpCall
-	if len(calls) > 0 {
+	if calls := s.active[server]; c == nil && len(calls) > 0 {
 		c = calls[len(calls)-1]
 	}
 	s.mu.Unlock()

@@ -539,3 +539,38 @@ func TestMCPPlanMode(t *testing.T) {
 		t.Error("the model was not told why the tool did not run")
 	}
 }
+
+// TestMCPElicitationRouting: two threads call tools of one server at once;
+// the server's question about thread A's call goes to thread A, though
+// thread B's call started after it.
+func TestMCPElicitationRouting(t *testing.T) {
+	t.Parallel()
+	bin := mcpTestServer(t)
+	gate := filepath.Join(t.TempDir(), "gate")
+	args := mcpConfig(t, fmt.Sprintf("[mcp_servers.t]\ncommand = %q\n", bin))
+	model := startModel(t,
+		scripted.Rule{Match: "A asks", Steps: []scripted.Step{mcpCall("ask", fmt.Sprintf(`{"waitFile":%q}`, gate)), {Text: "A done."}}},
+		scripted.Rule{Match: "B waits", Steps: []scripted.Step{mcpCall("stall", `{}`), {Text: "B done."}}},
+	)
+	c := newClient(t, model, options{inProcess: true, args: args})
+	a, _ := c.startThread("on-request")
+	b, _ := c.startThread("on-request")
+	_, turnA := c.startTurn(a, "A asks")
+	c.waitFor("item/started", itemOfType(turnA, "mcpToolCall"))
+	_, turnB := c.startTurn(b, "B waits")
+	c.waitFor("item/mcpToolCall/progress", func(m *message) bool { return m.str("turnId") == turnB })
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req := c.waitFor("mcpServer/elicitation/request", nil)
+	if req.str("threadId") != a || req.str("turnId") != turnA {
+		t.Errorf("A's question went to thread %s turn %s, want %s %s", req.str("threadId"), req.str("turnId"), a, turnA)
+	}
+	c.answer(req, map[string]any{"action": "accept", "content": map[string]any{"name": "A"}})
+	if got := firstText(mcpDone(c, turnA, "ask")); got != "action=accept name=A" {
+		t.Errorf("A's call: %q", got)
+	}
+	c.turnDone(turnA)
+	c.call("turn/interrupt", map[string]any{"threadId": b, "turnId": turnB})
+	c.turnDone(turnB)
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -35,6 +36,10 @@ const (
 	EnvWriteFile = "MCPTEST_WRITE_FILE" // where write writes
 	EnvPIDFile   = "MCPTEST_PID_FILE"   // where the process writes its pid at start
 )
+
+type askArgs struct {
+	WaitFile string `json:"waitFile,omitempty" jsonschema:"ask only once this file exists"`
+}
 
 type textArgs struct {
 	Text string `json:"text" jsonschema:"the text"`
@@ -83,7 +88,17 @@ func NewServer() *mcp.Server {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", BigSize)}}}, nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: ToolAsk, Description: "Asks the user for a name.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
-		func(ctx context.Context, req *mcp.CallToolRequest, in struct{}) (*mcp.CallToolResult, any, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in askArgs) (*mcp.CallToolResult, any, error) {
+			for in.WaitFile != "" && len(req.Params.InputResponses) == 0 {
+				if _, err := os.Stat(in.WaitFile); err == nil {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return nil, nil, ctx.Err()
+				case <-time.After(10 * time.Millisecond):
+				}
+			}
 			ask := &mcp.ElicitParams{Mode: "form", Message: "What is your name?",
 				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}, "required": []string{"name"}}}
 			var res *mcp.ElicitResult

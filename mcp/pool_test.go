@@ -367,3 +367,29 @@ func TestReload(t *testing.T) {
 		t.Errorf("removed server: %v", err)
 	}
 }
+
+// TestStartupTimeout: a server that never answers initialize fails after
+// its startup timeout, and is not left running.
+func TestStartupTimeout(t *testing.T) {
+	mark := fmt.Sprintf("%d", 5_000_000+os.Getpid()%1_000_000)
+	p := mcp.NewPool([]mcp.Server{{Name: "mute", Command: "sleep", Args: []string{mark}, StartupTimeout: 300 * time.Millisecond}}, mcp.Options{})
+	defer p.Close()
+	start := time.Now()
+	_, err := p.Tools(context.Background(), "mute")
+	if err == nil || !strings.Contains(err.Error(), "deadline") {
+		t.Fatalf("err = %v, want the startup deadline", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("failed after %v, want about the 300 ms startup timeout", d)
+	}
+	if st, _ := p.Status("mute"); st.State != mcp.Failed {
+		t.Errorf("state %v, want failed", st.State)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(proctest.Marked(mark)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pids := proctest.Marked(mark); len(pids) > 0 {
+		t.Errorf("the mute server %v is still running", pids)
+	}
+}

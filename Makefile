@@ -5,13 +5,24 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 FUZZTIME ?= 15s
 
-.PHONY: help build test test-go test-vscode e2e lint fuzz bench demo vscode vscode-real nvim sdk vsix check-generated clean
+.PHONY: help build generate install test test-go test-vscode e2e lint fuzz bench demo vscode vscode-real nvim sdk vsix check-generated clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
 build: ## build bin/apserver
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/apserver
+
+generate: ## regenerate from the schemas (protocol/codex/schema, protocol/apserver/schema): Go method constants, the VS Code extension's protocol.ts, the Neovim plugin's methods.lua
+	$(GO) generate ./protocol/
+
+# PREFIX/bin must be on PATH for the docs' examples that call `apserver`.
+PREFIX  ?= $(HOME)/.local
+
+install: build ## install bin/apserver as $(PREFIX)/bin/apserver (PREFIX=~/.local by default)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/apserver
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "note: $(PREFIX)/bin is not on PATH; add it, e.g. export PATH=\"$(PREFIX)/bin:\$$PATH\"";; esac
 
 # `make test` runs its suites in two phases, the suites of a phase in
 # parallel (make -j; each suite's output is printed whole when it ends):

@@ -303,6 +303,7 @@ func (c Config) buildProvider(name string, pc ProviderConfig) (model.Provider, e
 		Name:        name,
 		BaseURL:     pc.BaseURL,
 		APIKey:      pc.APIKey,
+		APIKeyEnv:   pc.APIKeyEnv,
 		Wire:        wire,
 		MaxRetries:  retriesToModel(c.RequestMaxRetries),
 		IdleTimeout: c.StreamIdleTimeout,

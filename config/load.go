@@ -22,6 +22,9 @@ type LoadOptions struct {
 	// UserFile is the user configuration file; "" means DefaultUserFile()
 	// when that file exists. A named file must exist.
 	UserFile string
+	// NoUserFile: with UserFile "", read no user file, not even the
+	// default one (codex exec's --ignore-user-config).
+	NoUserFile bool
 	// Workspace is a directory; <Workspace>/.apserver/config.toml is read
 	// when present. "" = none.
 	Workspace string
@@ -68,7 +71,7 @@ func Load(opts LoadOptions) (Config, error) {
 	c := defaults(getenv)
 
 	userPath := opts.UserFile
-	if userPath == "" {
+	if userPath == "" && !opts.NoUserFile {
 		if p := userFile(getenv); p != "" {
 			if _, err := os.Stat(p); err == nil {
 				userPath = p

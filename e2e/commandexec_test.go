@@ -190,3 +190,33 @@ func waitGone(t *testing.T, mark string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestCommandExecEndsAtStdinEOFInterrupt: under --on-eof interrupt (what
+// editors pass, and then close stdin to shut apserver down), a
+// command/exec still running when stdin ends is killed at once, answered
+// (exit 137), and apserver exits: it does not wait up to the process's
+// timeout. Judged from outside: the process, found by a marker in its
+// command line, is gone.
+func TestCommandExecEndsAtStdinEOFInterrupt(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []string{"workspaceWrite", "dangerFullAccess"} {
+		t.Run(policy, func(t *testing.T) {
+			t.Parallel()
+			c := newClient(t, startModel(t), options{args: []string{"--on-eof", "interrupt"}})
+			mark := markFor(t)
+			id := c.send("command/exec", map[string]any{"command": []string{"bash", "-c", "exec -a " + mark + " sleep 1000"},
+				"cwd": t.TempDir(), "timeoutMs": 600000, "processId": "long-1",
+				"sandboxPolicy": map[string]any{"type": policy}})
+			pid := waitMarked(t, mark)
+			start := time.Now()
+			c.close() // fails the test unless apserver exits within exitTimeout
+			if alive := markedProcesses(mark); len(alive) > 0 {
+				t.Errorf("the command/exec process %d is still alive after apserver exited (%v)", pid, alive)
+			}
+			if m := c.response(id); m.get("exitCode") != float64(137) {
+				t.Errorf("command/exec answered %s, want exit code 137 (killed)", m.Raw)
+			}
+			t.Logf("apserver exited %v after its stdin closed", time.Since(start))
+		})
+	}
+}

@@ -291,6 +291,11 @@ func TestCompactionFullAutoLongRun(t *testing.T) {
 	// the objective and the plan verbatim.
 	compactions, seenCompaction := 0, false
 	for _, r := range reqs {
+		if r.Partial {
+			// Cut short by the kill above while it was being sent: the
+			// restarted process sends the step again, whole.
+			continue
+		}
 		if isCompactRequest(r) {
 			compactions++
 			seenCompaction = true

@@ -1,13 +1,17 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -193,6 +197,9 @@ func TestRunAcceptance(t *testing.T) {
 	if mem := gitOut(t, repo, "show", "main:.apserver/memory.md"); !strings.Contains(mem, "## Run "+id) {
 		t.Errorf("memory.md:\n%s", mem)
 	}
+	// The run's worktree is gone, and git forgot it; its branch stays.
+	waitWorktreeGone(t, repo, wt)
+	gitOut(t, repo, "rev-parse", "--verify", branch)
 	// The user's checkout and index are untouched.
 	if gitOut(t, repo, "status", "--porcelain") != "" || gitOut(t, repo, "branch", "--show-current") != "feature" {
 		t.Errorf("the user's checkout changed: %s", gitOut(t, repo, "status"))
@@ -213,6 +220,11 @@ func TestRunAcceptance(t *testing.T) {
 	c.callErr("run/start", map[string]any{"cwd": repo}, -32602, "missing field `request`")
 	c.callErr("run/start", map[string]any{"cwd": t.TempDir(), "request": "x"}, -32600, "not in a git repository")
 	c.callErr("run/start", map[string]any{"cwd": repo, "request": "x", "baseBranch": "nope"}, -32602, "baseBranch \"nope\" is not a branch")
+	// A repository with no commit yet: say so, not that its branch is not one.
+	empty := t.TempDir()
+	git(t, empty, "init", "-q", "-b", "master")
+	c.callErr("run/start", map[string]any{"cwd": empty, "request": "x"}, -32602, "has no commit yet")
+	c.callErr("run/start", map[string]any{"cwd": empty, "request": "x", "baseBranch": "master"}, -32602, "make a first commit")
 	c.callErr("run/cancel", map[string]any{"runId": id}, -32600, "already completed")
 }
 
@@ -265,6 +277,11 @@ func TestRunRetriesThenRepair(t *testing.T) {
 	if n := len(c.find("run/task/updated", func(m *message) bool { return m.str("task.status") == "running" && m.str("task.threadId") == "" })); n != 3 {
 		t.Errorf("t1 started %d times, want 3", n)
 	}
+	// state.md shows the blocked task with its retries.
+	if st, err := os.ReadFile(filepath.Join(read.str("run.worktree"), ".apserver", "runs", id, "state.md")); err != nil ||
+		!strings.Contains(string(st), "| current task | t1 (blocked) |") || !strings.Contains(string(st), "| retry count | 3 |") {
+		t.Errorf("state.md of the blocked run (%v):\n%s", err, st)
+	}
 	c.callErr("run/resume", map[string]any{"runId": id}, -32600, "approve its repair")
 	c.callErr("run/repair/approve", map[string]any{"runId": id, "taskId": "t9"}, -32600, "repair proposal is for task \"t1\"")
 	c.call("run/repair/approve", map[string]any{"runId": id, "taskId": "t1"})
@@ -297,7 +314,17 @@ func TestRunHighRiskGate(t *testing.T) {
 	if !strings.Contains(w.str("reason"), "high-risk task t2") || !strings.Contains(w.str("reason"), "deletes directories") {
 		t.Errorf("run/updated = %s", w.Raw)
 	}
-	c.waitFor("attention", func(m *message) bool { return m.str("items.0.runId") == id && m.str("items.0.kind") == "approval" })
+	// The gate names its task in the run, run/updated and attention, not
+	// only in the reason's prose.
+	if w.str("currentTaskId") != "t2" {
+		t.Errorf("run/updated at the gate = %s, want currentTaskId t2", w.Raw)
+	}
+	c.waitFor("attention", func(m *message) bool {
+		return m.str("items.0.runId") == id && m.str("items.0.kind") == "approval" && m.str("items.0.taskId") == "t2"
+	})
+	if r := c.call("run/read", map[string]any{"runId": id}); r.str("run.currentTaskId") != "t2" {
+		t.Errorf("run/read at the gate = %s, want currentTaskId t2", r.Raw)
+	}
 	if got := c.find("run/task/updated", func(m *message) bool { return m.str("task.id") == "t2" && m.str("task.status") == "running" }); len(got) != 0 {
 		t.Fatalf("t2 ran before its approval: %v", got)
 	}
@@ -439,9 +466,11 @@ func TestRunsConflict(t *testing.T) {
 	if reason := left[0].str("run.reason"); !strings.Contains(reason, "conflict in README.md") || !strings.Contains(reason, "left for review") {
 		t.Errorf("reason of the run left for review = %q", reason)
 	}
-	state, err := os.ReadFile(filepath.Join(left[0].str("run.worktree"), ".apserver", "runs", left[0].str("run.id"), "state.md"))
-	if err != nil || !strings.Contains(string(state), "conflict in README.md") {
-		t.Errorf("state.md of the run left for review (%v) does not name README.md:\n%s", err, state)
+	// The worktree goes when the run ends: the branch is what stays, and
+	// its state.md says why it was not merged.
+	state := gitOut(t, repo, "show", left[0].str("run.branch")+":.apserver/runs/"+left[0].str("run.id")+"/state.md")
+	if !strings.Contains(state, "conflict in README.md") || !strings.Contains(state, "- reason: not merged") || strings.Contains(state, "- reason: merged") {
+		t.Errorf("state.md in the branch left for review does not say why it was not merged:\n%s", state)
 	}
 	// main has the landed run's README; the other branch still has its own.
 	win := "Q1"
@@ -904,4 +933,327 @@ func TestRunRoleProvider(t *testing.T) {
 		t.Errorf("the default provider got %d plan requests", n)
 	}
 	c.call("run/cancel", map[string]any{"runId": id})
+}
+
+// startRunCmd starts `apserver run args...` in dir against model and
+// returns the process; wait collects its exit code and outputs.
+func startRunCmd(t *testing.T, model *scripted.Server, dir, dataDir string, args ...string) (*exec.Cmd, func() execResult) {
+	t.Helper()
+	home := t.TempDir()
+	cfg := filepath.Join(home, "config.toml")
+	if err := os.WriteFile(cfg, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	full := append([]string{"run", "--config", cfg, "--data-dir", dataDir, "--model", "scripted-model", "--base-url", model.URL()}, args...)
+	cmd := exec.Command(binPath, full...)
+	cmd.Dir = dir
+	cmd.Env = []string{"HOME=" + home, "OPENAI_API_KEY=test", "PATH=" + os.Getenv("PATH")}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	return cmd, func() execResult {
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(2 * waitTimeout):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Fatalf("apserver run did not end\nstdout:\n%s\nstderr:\n%s", out.String(), errb.String())
+		}
+		r := execResult{dataDir: dataDir, cwd: dir, stdout: out.String(), stderr: errb.String()}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			r.code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+}
+
+// waitGlob waits until a file matches pattern and returns it.
+func waitGlob(t *testing.T, pattern string) string {
+	t.Helper()
+	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(20 * time.Millisecond) {
+		if m, _ := filepath.Glob(pattern); len(m) > 0 {
+			return m[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing matches %s", pattern)
+		}
+	}
+}
+
+// apserver run interrupted (SIGINT: exit 130) or killed (kill -9) in the
+// middle of a task: apserver run --resume takes the run up and carries it
+// to its end, with no task committed twice and the committed task not run
+// again.
+func TestRunHeadlessResumeAfterInterrupt(t *testing.T) {
+	t.Parallel()
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			rules := shoutRules(t)
+			for i, r := range rules {
+				if r.Match == "S2 add test_greet.sh" {
+					rules[i] = taskRule(r.Match, `if [ -f .slept ]; then rm .slept; printf '%s\n' 'set -e' 'sh greet.sh --shout bob | grep -q "HELLO, BOB"' > test_greet.sh; else touch .slept; sleep 60; fi`)
+				}
+			}
+			model := startModel(t, rules...)
+			repo := shoutRepo(t)
+			dataDir := t.TempDir()
+			cmd, wait := startRunCmd(t, model, repo, dataDir, "--base", "main", "--trust-planning", "auto", "add a shout option to greet.sh")
+			slept := waitGlob(t, filepath.Join(dataDir, "worktrees", "*", ".slept"))
+			id := filepath.Base(filepath.Dir(slept))
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			r := wait()
+			if sig == syscall.SIGINT && (r.code != 130 || !strings.Contains(r.stderr, "interrupted")) {
+				t.Fatalf("apserver run after SIGINT = exit %d\nstderr:\n%s", r.code, r.stderr)
+			}
+			r = runCmd(t, model, repo, dataDir, "--resume", id)
+			if r.code != 0 || !strings.Contains(r.stdout, "run "+id+" completed") {
+				t.Fatalf("apserver run --resume %s = exit %d\nstdout:\n%s\nstderr:\n%s", id, r.code, r.stdout, r.stderr)
+			}
+			for _, task := range []string{"t1", "t2", "t3"} {
+				if n := len(strings.Fields(gitOut(t, repo, "log", "main", "--format=%H", "--grep", "Apserver-Task: "+task))); n != 1 {
+					t.Errorf("%d commits of %s on main, want 1", n, task)
+				}
+			}
+			if n := stepRequests(t, model, "Task: S1 make greet.sh"); n != 1 {
+				t.Errorf("t1's implementer began %d turns, want 1 (it was committed before the interrupt)", n)
+			}
+		})
+	}
+}
+
+// With max_parallel_runs 1, a run waiting for the slot is queued with its
+// place (run/updated, run/read), moves up when a run ahead of it ends, and
+// runs once it has the slot.
+func TestRunQueuedForASlot(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, shoutRules(t)...)
+	repo := shoutRepo(t)
+	c := newRunsClient(t, model, faOptions{config: "max_parallel_runs = 1\n"})
+	start := func() string {
+		return c.startRun(map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main"})
+	}
+	first := start()
+	c.runWaiting(nil, first, "planApproval") // a run waiting on a human keeps its slot
+	second := start()
+	queued := func(after *message, id string, place float64) *message {
+		t.Helper()
+		return c.waitAfter(after, "run/updated", func(m *message) bool {
+			return m.str("runId") == id && m.str("status") == "queued" && m.get("queuePosition") == place
+		})
+	}
+	q2 := queued(nil, second, 1)
+	if !strings.Contains(q2.str("reason"), "max_parallel_runs") {
+		t.Errorf("run/updated of the queued run = %s", q2.Raw)
+	}
+	third := start()
+	queued(nil, third, 2)
+	if r := c.call("run/read", map[string]any{"runId": third}); r.str("run.status") != "queued" || r.get("run.queuePosition") != 2.0 {
+		t.Errorf("run/read of the third run = %s", r.Raw)
+	}
+	cancel := c.call("run/cancel", map[string]any{"runId": first})
+	// The second run gets the slot and plans; the third moves up.
+	c.waitAfter(cancel, "run/updated", func(m *message) bool {
+		return m.str("runId") == second && m.str("status") == "running" && m.get("queuePosition") == nil
+	})
+	c.runWaiting(cancel, second, "planApproval")
+	queued(cancel, third, 1)
+	c.call("run/cancel", map[string]any{"runId": second})
+	c.runWaiting(nil, third, "planApproval")
+	c.call("run/cancel", map[string]any{"runId": third})
+}
+
+// waitWorktreeGone waits until the worktree wt is removed and no longer in git
+// worktree list (a run removes it once it has ended).
+func waitWorktreeGone(t *testing.T, repo, wt string) {
+	t.Helper()
+	for deadline := time.Now().Add(waitTimeout); ; time.Sleep(20 * time.Millisecond) {
+		_, err := os.Stat(wt)
+		if os.IsNotExist(err) && !strings.Contains(gitOut(t, repo, "worktree", "list", "--porcelain"), wt) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worktree %s of a finished run is still there:\n%s", wt, gitOut(t, repo, "worktree", "list"))
+		}
+	}
+}
+
+// Worktrees that finished runs left behind (a stop between the end and
+// the removal, a directory deleted by hand) are removed or pruned when
+// apserver run starts.
+func TestRunWorktreesTidiedAtStart(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, shoutRules(t)...)
+	repo := shoutRepo(t)
+	dataDir := t.TempDir()
+	r := runCmd(t, model, repo, dataDir, "--base", "main", "--trust-planning", "auto", "add a shout option to greet.sh")
+	if r.code != 0 {
+		t.Fatalf("apserver run = exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	id := strings.Fields(r.stdout)[1]
+	wt := filepath.Join(dataDir, "worktrees", id)
+	waitWorktreeGone(t, repo, wt)
+	// Left behind as a killed process would: registered again with git.
+	branch := strings.TrimPrefix(strings.Split(r.stdout, "\n")[1], "branch ")
+	git(t, repo, "worktree", "add", "-q", wt, branch)
+	stray := filepath.Join(t.TempDir(), "stray")
+	git(t, repo, "worktree", "add", "-q", "-b", "stray", stray, "main")
+	if err := os.RemoveAll(stray); err != nil {
+		t.Fatal(err)
+	}
+	// Any apserver run on the data dir tidies up, here one that is over.
+	if r := runCmd(t, model, repo, dataDir, "--resume", id); r.code != 0 {
+		t.Fatalf("apserver run --resume = exit %d\nstderr:\n%s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(wt); !os.IsNotExist(err) {
+		t.Errorf("the finished run's worktree is still there (%v)", err)
+	}
+	if list := gitOut(t, repo, "worktree", "list", "--porcelain"); strings.Contains(list, wt) || strings.Contains(list, stray) {
+		t.Errorf("git worktree list still has leftovers:\n%s", list)
+	}
+	gitOut(t, repo, "rev-parse", "--verify", branch)
+}
+
+// The validator's answer is untrusted: one that is not {pass: boolean,
+// findings: string} is asked for again once, saying what was wrong; a
+// second bad answer fails the run naming it, and nothing is committed.
+func TestRunValidatorAnswerChecked(t *testing.T) {
+	t.Parallel()
+	tasks := []planTask{{ID: "t1", Title: "V1 write v.txt", Kind: "file_create", Dependencies: []string{}, Risk: "low",
+		Acceptance: accept("test -f v.txt"), Estimate: "1m"}}
+	for _, tc := range []struct {
+		name, again string
+		code        int
+	}{
+		{"fixed", `{"pass":true,"findings":"v.txt is there"}`, 0},
+		{"twice", `{"pass":"yes","findings":"v.txt is there"}`, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			model := startModel(t,
+				scripted.Rule{Match: "Review task", Steps: []scripted.Step{{Text: "Looks good to me!"}}},
+				scripted.Rule{Match: "Your answer is not valid", Steps: []scripted.Step{{Text: tc.again}}},
+				scripted.Rule{Match: "Plan this request", Steps: []scripted.Step{{Text: planJSON(t, tasks...)}}},
+				taskRule("V1 write", "echo v > v.txt"))
+			repo := shoutRepo(t)
+			r := runCmd(t, model, repo, t.TempDir(), "--base", "main", "--trust-planning", "auto", "write v")
+			if r.code != tc.code {
+				t.Fatalf("apserver run = exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tc.code, r.stdout, r.stderr)
+			}
+			var asked string
+			for _, req := range modelRequests(model) {
+				if strings.Contains(req.LastUserText, "Your answer is not valid") {
+					asked = req.LastUserText
+				}
+			}
+			if !strings.Contains(asked, "not a JSON object") {
+				t.Errorf("the validator was asked again with %q, want it told what was wrong", asked)
+			}
+			commits := len(strings.Fields(gitOut(t, repo, "log", "--all", "--format=%H", "--grep", "Apserver-Task: t1")))
+			if tc.code == 0 {
+				if commits != 1 {
+					t.Errorf("%d commits of t1, want 1", commits)
+				}
+				return
+			}
+			if !strings.Contains(r.stdout, "is not valid, twice") || !strings.Contains(r.stdout, "pass must be a boolean") {
+				t.Errorf("the failed run's reason does not name the bad answer:\n%s", r.stdout)
+			}
+			if commits != 0 {
+				t.Errorf("%d commits of t1 after two bad reviews, want 0", commits)
+			}
+		})
+	}
+}
+
+// A task whose implementer says it is done after a check of its own was
+// declined (or failed, or never finished) is not done: the attempt fails
+// naming the check, and after the retries the task is blocked for
+// review; nothing is committed. A check the task names is run by the
+// validator itself, so its own run settles it.
+func TestRunTaskClaimNeedsEvidence(t *testing.T) {
+	t.Parallel()
+	tasks := []planTask{{ID: "t1", Title: "E1 tidy the greeting", Kind: "file_edit", Dependencies: []string{}, Risk: "low",
+		Acceptance: map[string]any{"criteria": []string{"the greeting is tidy"}, "checks": []string{}, "files": []string{}}, Estimate: "1m"}}
+	model := startModel(t, reviewRule,
+		scripted.Rule{Match: "Plan this request", Steps: []scripted.Step{{Text: planJSON(t, tasks...)}}},
+		// The implementer's check is declined (the workspace's rules
+		// forbid it, and apserver run declines what asks a human), and it
+		// says it is done all the same.
+		taskRule("E1 tidy", "go test ./..."))
+	repo := shoutRepo(t)
+	if err := os.MkdirAll(filepath.Join(repo, ".apserver"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, ".apserver", "rules"), []byte("forbidden go test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "rules")
+	git(t, repo, "branch", "-f", "main", "HEAD")
+	r := runCmd(t, model, repo, t.TempDir(), "--base", "main", "--trust-planning", "auto", "tidy the greeting")
+	if r.code != 5 || !strings.Contains(r.stdout, "waiting for repair") {
+		t.Fatalf("apserver run = exit %d, want 5 (blocked)\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	// The reason names the check (full auto itself may refuse the claim
+	// first; either way it is not done).
+	if !strings.Contains(r.stdout, "go test ./...") || !strings.Contains(r.stdout, "declined") {
+		t.Errorf("the blocked task's reason does not name the declined check:\n%s", r.stdout)
+	}
+	if n := len(strings.Fields(gitOut(t, repo, "log", "--all", "--format=%H", "--grep", "Apserver-Task: t1"))); n != 0 {
+		t.Errorf("%d commits of t1, want none: its check failed", n)
+	}
+}
+
+// run/pause while a task works: the run is pausing (not paused) until the
+// task is validated and committed, then paused; run/resume goes on.
+func TestRunPausingUntilTheTaskEnds(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, reviewRule,
+		scripted.Rule{Match: "Plan this request", Steps: []scripted.Step{{Text: planJSON(t,
+			planTask{ID: "t1", Title: "Z1-task write z.txt", Kind: "file_create", Dependencies: []string{}, Risk: "low", Acceptance: accept("test -f z.txt"), Estimate: "1m"},
+			planTask{ID: "t2", Title: "Z2-task write y.txt", Kind: "file_create", Dependencies: []string{"t1"}, Risk: "low", Acceptance: accept("test -f y.txt"), Estimate: "1m"})}}},
+		scripted.Rule{Match: "Z1-task", Steps: []scripted.Step{
+			// Slow enough to pause the run in the task's first turn.
+			{Text: "Working on it.", ToolCalls: []scripted.ToolCall{{Command: "echo z > z.txt"}}, TTFT: 2 * time.Second},
+			{Text: "The task is complete."},
+		}},
+		taskRule("Z2-task", "echo y > y.txt"))
+	repo := shoutRepo(t)
+	c := newRunsClient(t, model, faOptions{})
+	id := c.startRun(map[string]any{"cwd": repo, "request": "write z", "baseBranch": "main", "trust": map[string]any{"planning": "auto"}})
+	started := c.waitFor("run/task/updated", func(m *message) bool { return m.str("task.id") == "t1" && m.str("task.threadId") != "" })
+	p := c.call("run/pause", map[string]any{"runId": id})
+	if p.str("run.status") != "pausing" || !strings.Contains(p.str("run.reason"), "task t1") {
+		t.Fatalf("run/pause while t1 works = %s, want pausing, naming t1", p.Raw)
+	}
+	c.callErr("run/pause", map[string]any{"runId": id}, -32600, "already pausing")
+	paused := c.waitAfter(started, "run/updated", func(m *message) bool { return m.str("runId") == id && m.str("status") == "paused" })
+	done := c.find("run/task/updated", func(m *message) bool { return m.str("task.id") == "t1" && m.str("task.status") == "completed" })
+	if len(done) != 1 || done[0].Seq > paused.Seq {
+		t.Fatalf("paused (%s) before t1 completed (%d updates)", paused.Raw, len(done))
+	}
+	for _, m := range c.find("run/updated", func(m *message) bool { return m.str("runId") == id && m.Seq > p.Seq && m.Seq < paused.Seq }) {
+		if m.str("status") != "pausing" {
+			t.Errorf("between run/pause and the pause, run/updated = %s, want pausing", m.Raw)
+		}
+	}
+	if got := c.find("run/task/updated", func(m *message) bool { return m.str("task.id") == "t2" }); len(got) != 0 {
+		t.Fatalf("t2 started while the run pauses: %s", got[0].Raw)
+	}
+	c.call("run/resume", map[string]any{"runId": id})
+	if end := c.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 2.0 {
+		t.Fatalf("run/completed = %s", end.Raw)
+	}
 }

@@ -118,6 +118,8 @@ var errIdle = errors.New("idle timeout")
 type attemptInfo struct {
 	status     int
 	body       []byte
+	method     string // the request, for a 404's hint
+	url        string
 	retryAfter time.Duration // < 0: no Retry-After header
 }
 
@@ -149,6 +151,7 @@ func (d *doer) Do(req *http.Request) (*http.Response, error) {
 	if info, ok := req.Context().Value(attemptInfoKey{}).(*attemptInfo); ok {
 		info.status = resp.StatusCode
 		info.body = body
+		info.method, info.url = req.Method, redactURL(req.URL)
 		info.retryAfter = parseRetryAfter(resp.Header, time.Now())
 	}
 	return resp, nil
@@ -410,7 +413,7 @@ func (c *Client) openError(actx context.Context, info *attemptInfo, err error) *
 		return c.idleError()
 	}
 	if info.status != 0 {
-		return httpError(info.status, info.body)
+		return c.withHint(httpError(info.status, info.body), info)
 	}
 	var apiErr *openai.APIError
 	if errors.As(err, &apiErr) && apiErr.HTTPStatusCode != 0 {
@@ -427,6 +430,39 @@ func (c *Client) openError(actx context.Context, info *attemptInfo, err error) *
 	// go-openai refused the request before sending it (validation) or could
 	// not encode it.
 	return &Error{Kind: ErrKindBadRequest, Message: err.Error()}
+}
+
+// withHint adds to an HTTP error what a person can do about it: the
+// variable a missing or refused key comes from, the URL a 404 came from.
+// Providers answer these in their own words ("You didn't provide an API
+// key", "404 page not found"), which name neither.
+func (c *Client) withHint(e *Error, info *attemptInfo) *Error {
+	env := c.p.APIKeyEnv
+	switch {
+	case e.Kind == ErrKindUnauthorized && c.p.APIKey == "" && env != "":
+		e.Message += fmt.Sprintf(" — no API key was sent: set %s (provider %q reads its key from it)", env, c.p.Name)
+	case e.Kind == ErrKindUnauthorized && c.p.APIKey == "":
+		e.Message += fmt.Sprintf(" — no API key was sent: give provider %q an api_key_env (docs/configuration.md)", c.p.Name)
+	case e.Kind == ErrKindUnauthorized && env != "":
+		e.Message += fmt.Sprintf(" — the key in %s was refused", env)
+	case e.HTTPStatus == http.StatusNotFound && info.url != "":
+		base := strings.TrimRight(c.p.BaseURL, "/")
+		e.Message += fmt.Sprintf(" — %s %s: is provider %q's base URL (%s) right?", info.method, info.url, c.p.Name, base)
+		if !strings.HasSuffix(base, "/v1") {
+			e.Message += fmt.Sprintf(" OpenAI-compatible servers usually serve under /v1 (%s/v1)", base)
+		}
+	}
+	return e
+}
+
+// redactURL is u without user info or query, which may carry credentials.
+func redactURL(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	r := *u
+	r.User, r.RawQuery, r.ForceQuery = nil, "", false
+	return r.String()
 }
 
 // readError classifies a failure while reading the stream.

@@ -49,8 +49,11 @@ type Provider struct {
 	Name    string
 	BaseURL string // e.g. https://api.openai.com/v1 (include the /v1)
 	APIKey  string // sent as "Authorization: Bearer"; empty = no header
-	Wire    Wire   // empty = WireResponses
-	Headers map[string]string
+	// APIKeyEnv names the environment variable the key is read from, for
+	// the hint an authentication error gives; "" when there is none.
+	APIKeyEnv string
+	Wire      Wire // empty = WireResponses
+	Headers   map[string]string
 
 	// MaxRetries is the number of retries after the first attempt.
 	// 0 means DefaultMaxRetries; a negative value means no retries.

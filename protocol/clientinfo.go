@@ -7,21 +7,8 @@ import (
 
 // Methods a Codex client (the 0.169 TUI among them) calls at start-up and
 // while it runs, besides threads and turns (docs/protocol.md).
-const (
-	MethodAccountRead            = "account/read"
-	MethodConfigRead             = "config/read"
-	MethodConfigRequirementsRead = "configRequirements/read"
-	MethodSkillsList             = "skills/list"
-	MethodHooksList              = "hooks/list"
-	MethodCollaborationModeList  = "collaborationMode/list"
-	MethodThreadLoadedList       = "thread/loaded/list"
-	MethodThreadUnsubscribe      = "thread/unsubscribe"
-	MethodThreadTurnsList        = "thread/turns/list"
-	MethodThreadItemsList        = "thread/items/list"
-	MethodBackgroundTerminalList = "thread/backgroundTerminals/list"
-	MethodBedrockGovCloud        = "account/bedrock/checkGovCloudRequirements"
-	MethodPluginInstalled        = "plugin/installed"
-)
+// Their method names are constants in methods_gen.go, generated from the
+// schema (see internal/protogen).
 
 // AccountReadResult is account/read's result. apserver talks to the
 // configured provider itself: no OpenAI login is ever required.
@@ -221,9 +208,6 @@ type ThreadItemEntry struct {
 	Item   ThreadItem `json:"item"`
 	TurnID string     `json:"turnId"`
 }
-
-// MethodFuzzyFileSearch is the @-mention file picker's search.
-const MethodFuzzyFileSearch = "fuzzyFileSearch"
 
 // FuzzyFileSearchParams are fuzzyFileSearch's params.
 type FuzzyFileSearchParams struct {

@@ -1,14 +1,8 @@
 package protocol
 
 // command/exec: a standalone process (an editor's terminal), no thread.
-const (
-	MethodCommandExec          = "command/exec"
-	MethodCommandExecWrite     = "command/exec/write"
-	MethodCommandExecResize    = "command/exec/resize"
-	MethodCommandExecTerminate = "command/exec/terminate"
-
-	NotifyCommandExecOutputDelta = "command/exec/outputDelta"
-)
+// Their method names are constants in methods_gen.go, generated from the
+// schema (see internal/protogen).
 
 // CommandExecParams are command/exec's params.
 type CommandExecParams struct {

@@ -7,6 +7,11 @@
 // which are the authority; protocol/codex/CORE.md describes the behaviour
 // around them. apserver's own methods have their schema in
 // protocol/apserver/schema.
+// The method name constants (methods_gen.go, and the table Methods) are
+// generated from those two schemas by internal/protogen (`make generate`);
+// the wire types here are written by hand and checked against the schemas
+// on the wire by internal/wirecheck.
+//
 // Optional wire fields are pointers or omitempty; nullable-but-required
 // fields are pointers without omitempty so they serialize as null.
 //

@@ -9,8 +9,7 @@ import (
 // declares them on thread/start; when the model calls one, the client is
 // asked with item/tool/call and its answer is the tool's output.
 
-// RequestDynamicToolCall asks the client to run one of its tools.
-const RequestDynamicToolCall = "item/tool/call"
+// The client is asked with RequestItemToolCall (item/tool/call).
 
 // DynamicToolSpec is one entry of thread/start's dynamicTools: a function
 // tool, or a namespace of them.

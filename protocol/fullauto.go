@@ -3,17 +3,8 @@ package protocol
 import "math"
 
 // Full-auto methods and notifications: apserver's extension (docs/fullauto.md).
-const (
-	MethodFullAutoStart  = "fullAuto/start"
-	MethodFullAutoPause  = "fullAuto/pause"
-	MethodFullAutoResume = "fullAuto/resume"
-	MethodFullAutoStop   = "fullAuto/stop"
-	MethodFullAutoStatus = "fullAuto/status"
-
-	NotifyFullAutoStatusChanged = "fullAuto/statusChanged"
-	NotifyFullAutoDecision      = "fullAuto/decision"
-	NotifyAttention             = "attention"
-)
+// Their method names are constants in methods_gen.go, generated from the
+// schema (see internal/protogen).
 
 // FullAutoState is the state of a full-auto run.
 type FullAutoState string
@@ -212,6 +203,9 @@ type AttentionItem struct {
 	// RunID is set when a run waits (docs/runs.md); ThreadID is then the
 	// run's planner or task thread.
 	RunID string `json:"runId,omitempty"`
+	// TaskID is the run's task the item is about (the task waiting at the
+	// high-risk gate, or whose thread waits), when there is one.
+	TaskID string `json:"taskId,omitempty"`
 }
 
 // AttentionNotification: attention. One summary across every thread,

@@ -6,14 +6,8 @@ import (
 )
 
 // Codex goal methods and notifications (protocol/codex/CORE.md §7).
-const (
-	MethodThreadGoalSet   = "thread/goal/set"
-	MethodThreadGoalGet   = "thread/goal/get"
-	MethodThreadGoalClear = "thread/goal/clear"
-
-	NotifyThreadGoalUpdated = "thread/goal/updated"
-	NotifyThreadGoalCleared = "thread/goal/cleared"
-)
+// Their method names are constants in methods_gen.go, generated from the
+// schema (see internal/protogen).
 
 // ThreadGoalStatus is a goal's status.
 type ThreadGoalStatus string

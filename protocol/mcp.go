@@ -5,18 +5,10 @@ import (
 	"strconv"
 )
 
-// MCP servers (Codex's names and shapes; docs/mcp.md).
-const (
-	MethodMcpServerStatusList = "mcpServerStatus/list"
-	MethodMcpServerToolCall   = "mcpServer/tool/call"
-	MethodMcpResourceRead     = "mcpServer/resource/read"
-	MethodMcpServerReload     = "config/mcpServer/reload"
-
-	NotifyMcpServerStartupStatus = "mcpServer/startupStatus/updated"
-	NotifyMcpToolCallProgress    = "item/mcpToolCall/progress"
-
-	RequestMcpServerElicitation = "mcpServer/elicitation/request"
-)
+// MCP servers (Codex's shapes; docs/mcp.md). The method names are generated
+// (methods_gen.go): MethodMcpServerStatusList, MethodMcpServerToolCall,
+// MethodMcpResourceRead, MethodMcpServerReload, NotifyMcpServerStartupStatus,
+// NotifyMcpToolCallProgress, RequestMcpServerElicitation.
 
 // McpToolCallItem is a call of a tool of an MCP server.
 type McpToolCallItem struct {

@@ -1,53 +1,13 @@
 package protocol
 
-// Client → server requests.
-const (
-	MethodInitialize      = "initialize"
-	MethodThreadStart     = "thread/start"
-	MethodThreadResume    = "thread/resume"
-	MethodThreadFork      = "thread/fork"
-	MethodThreadList      = "thread/list"
-	MethodThreadRead      = "thread/read"
-	MethodThreadArchive   = "thread/archive"
-	MethodThreadUnarchive = "thread/unarchive"
-	MethodThreadNameSet   = "thread/name/set"
-	// MethodThreadCompactStart answers {} and runs a compaction turn.
-	MethodThreadCompactStart = "thread/compact/start"
-	MethodTurnStart          = "turn/start"
-	MethodTurnSteer          = "turn/steer"
-	MethodTurnInterrupt      = "turn/interrupt"
-	MethodModelList          = "model/list"
-	MethodCancelRequest      = "$/cancelRequest"
-	MethodInitialized        = "initialized" // client notification
-)
+//go:generate go run ../internal/protogen -root ..
 
-// Server → client notifications.
-const (
-	NotifyThreadStarted         = "thread/started"
-	NotifyThreadStatusChanged   = "thread/status/changed"
-	NotifyThreadArchived        = "thread/archived"
-	NotifyThreadUnarchived      = "thread/unarchived"
-	NotifyThreadNameUpdated     = "thread/name/updated"
-	NotifyThreadTokenUsage      = "thread/tokenUsage/updated"
-	NotifyTurnStarted           = "turn/started"
-	NotifyTurnCompleted         = "turn/completed"
-	NotifyTurnDiffUpdated       = "turn/diff/updated"
-	NotifyTurnPlanUpdated       = "turn/plan/updated"
-	NotifyItemStarted           = "item/started"
-	NotifyItemCompleted         = "item/completed"
-	NotifyAgentMessageDelta     = "item/agentMessage/delta"
-	NotifyReasoningSummaryDelta = "item/reasoning/summaryTextDelta"
-	NotifyReasoningSummaryPart  = "item/reasoning/summaryPartAdded"
-	NotifyReasoningTextDelta    = "item/reasoning/textDelta"
-	NotifyCommandOutputDelta    = "item/commandExecution/outputDelta"
-	NotifyServerRequestResolved = "serverRequest/resolved"
-	NotifyError                 = "error"
-	NotifyWarning               = "warning"
-)
+// The method names of the protocol are constants in methods_gen.go,
+// generated from the schemas (protocol/codex/schema and
+// protocol/apserver/schema) by internal/protogen: MethodTurnStart,
+// NotifyTurnCompleted, RequestCommandApproval and the rest. To add a
+// method, add it to the schema and run `make generate`.
 
-// Server → client requests.
-const (
-	RequestCommandApproval    = "item/commandExecution/requestApproval"
-	RequestFileChangeApproval = "item/fileChange/requestApproval"
-	RequestUserInput          = "item/tool/requestUserInput"
-)
+// MethodCancelRequest is JSON-RPC's cancellation notification, below the
+// schemas (LSP's "$/cancelRequest", which Codex clients send as well).
+const MethodCancelRequest = "$/cancelRequest"

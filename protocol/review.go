@@ -3,7 +3,8 @@ package protocol
 import "strings"
 
 // review/start and collaboration modes (plan mode).
-const MethodReviewStart = "review/start"
+// Their method names are constants in methods_gen.go, generated from the
+// schema (see internal/protogen).
 
 // ReviewTarget is what review/start reviews.
 type ReviewTarget struct {

@@ -8,27 +8,8 @@ import (
 // Run methods and notifications: apserver's extension (docs/runs.md). A run
 // carries a request through planner → plan approval → implementer →
 // validator on a branch of its own.
-const (
-	MethodRunStart               = "run/start"
-	MethodRunList                = "run/list"
-	MethodRunRead                = "run/read"
-	MethodRunPlanUpdate          = "run/plan/update"
-	MethodRunPlanApprove         = "run/plan/approve"
-	MethodRunPlanReject          = "run/plan/reject"
-	MethodRunTaskApprove         = "run/task/approve"
-	MethodRunClarificationAnswer = "run/clarification/answer"
-	MethodRunRepairApprove       = "run/repair/approve"
-	MethodRunPause               = "run/pause"
-	MethodRunResume              = "run/resume"
-	MethodRunCancel              = "run/cancel"
-
-	NotifyRunStarted                = "run/started"
-	NotifyRunUpdated                = "run/updated"
-	NotifyRunPlanUpdated            = "run/plan/updated"
-	NotifyRunTaskUpdated            = "run/task/updated"
-	NotifyRunClarificationRequested = "run/clarification/requested"
-	NotifyRunCompleted              = "run/completed"
-)
+// Their method names are constants in methods_gen.go, generated from the
+// schema (see internal/protogen).
 
 // RunStatus is where a run is in its life.
 type RunStatus string
@@ -38,6 +19,8 @@ const (
 	RunRunning   RunStatus = "running"   // a stage is working
 	RunWaiting   RunStatus = "waiting"   // a human has to answer (see WaitingFor)
 	RunPaused    RunStatus = "paused"    // paused by run/pause or a blocker; run/resume goes on
+	RunPausing   RunStatus = "pausing"   // run/pause asked while a step works: paused once that step ends
+	RunQueued    RunStatus = "queued"    // waits for a slot of max_parallel_runs (QueuePosition)
 	RunCompleted RunStatus = "completed" // every task done (merged or left for review)
 	RunFailed    RunStatus = "failed"    // gave up; the branch is kept
 	RunCancelled RunStatus = "cancelled" // run/cancel; the branch is kept
@@ -273,6 +256,9 @@ type Run struct {
 	MergeCommit       *string            `json:"mergeCommit"`
 	CreatedAtMs       int64              `json:"createdAtMs"`
 	UpdatedAtMs       int64              `json:"updatedAtMs"`
+	// QueuePosition is the run's place among the runs waiting for a slot
+	// of max_parallel_runs (1: next) while its status is queued, else null.
+	QueuePosition *int `json:"queuePosition"`
 }
 
 // RunStartParams are run/start's params.
@@ -550,6 +536,7 @@ type RunUpdatedNotification struct {
 	WaitingFor    *RunWaitingFor `json:"waitingFor"`
 	Reason        *string        `json:"reason"`
 	CurrentTaskID *string        `json:"currentTaskId"`
+	QueuePosition *int           `json:"queuePosition"`
 	Counts        RunCounts      `json:"counts"`
 }
 

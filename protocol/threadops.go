@@ -4,14 +4,8 @@ import "strings"
 
 // Thread operations beyond start/resume/fork: delete, metadata, the
 // user's own shell command.
-const (
-	MethodThreadDelete         = "thread/delete"
-	MethodThreadMetadataUpdate = "thread/metadata/update"
-	MethodThreadShellCommand   = "thread/shellCommand"
-	MethodThreadSettingsUpdate = "thread/settings/update"
-
-	NotifyThreadDeleted = "thread/deleted"
-)
+// Their method names are constants in methods_gen.go, generated from the
+// schema (see internal/protogen).
 
 // ThreadMetadataUpdateParams are thread/metadata/update's params. Each
 // field of GitInfo is absent (keep), null (clear) or a value (replace).

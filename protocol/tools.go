@@ -2,15 +2,8 @@ package protocol
 
 // Methods and shapes of the workspace tools: revert, file watching and the
 // policy/explain extension (docs/protocol.md).
-const (
-	MethodThreadRevert  = "thread/revert"
-	MethodFsWatch       = "fs/watch"
-	MethodFsUnwatch     = "fs/unwatch"
-	MethodPolicyExplain = "policy/explain"
-
-	NotifyThreadReverted = "thread/reverted"
-	NotifyFsChanged      = "fs/changed"
-)
+// Their method names are constants in methods_gen.go, generated from the
+// schema (see internal/protogen).
 
 // ThreadRevertParams are thread/revert's params. Force is apserver's
 // extension: restore files even when some changed outside apserver since.
@@ -135,6 +128,9 @@ type PolicyExplainResult struct {
 	// Opaque, for a command, says why the rules cannot read it fully; such
 	// a command never runs without a human or the sandbox.
 	Opaque *string `json:"opaque,omitempty"`
+	// Privileged, for a command, says why it runs a command as another user
+	// (sudo, su, doas, ...): a human approves it every time.
+	Privileged *string `json:"privileged,omitempty"`
 	// Escalated echoes a sandboxPermissions of "require_escalated".
 	Escalated bool `json:"escalated,omitempty"`
 	// Refusal, when effective is "refuse", is what the model is told.

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
 
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
@@ -27,9 +27,15 @@ type run struct {
 	// restored: the run's work in flight was taken up (Restore), or the
 	// run is new. Owned by the run's goroutine.
 	restored bool
+	// panics counts the panics recovered on the run's goroutine
+	// (panics.go); owned by it.
+	panics int
 
-	slotMu  sync.Mutex
-	hasSlot bool // guarded by slotMu
+	// hasSlot and granted are guarded by the Runner's slotMu: the run
+	// holds a slot of max_parallel_runs, or waits in the queue for one
+	// (granted is closed when it gets it).
+	hasSlot bool
+	granted chan struct{}
 }
 
 func (rn *Runner) spawn(id string, m *runs.Machine) *run {
@@ -44,7 +50,7 @@ func (rn *Runner) spawn(id string, m *runs.Machine) *run {
 		for {
 			select {
 			case f := <-x.inbox:
-				f()
+				x.guard(f) // a panic fails the run (panics.go)
 			case <-ctx.Done():
 				return
 			}
@@ -68,33 +74,47 @@ func (x *run) post(f func()) bool {
 // done(nil) (the reply) and the effects, in that order. An event that does
 // not fit the run is answered with the error and changes nothing.
 func (x *run) do(ev runs.Event, done func(error)) {
-	ok := x.post(func() {
-		if ev.AtMs == 0 {
-			ev.AtMs = x.rn.opts.Now()
-		}
-		if ev.Type == runs.EvStarted && x.m.Run().ID != "" {
-			done(fmt.Errorf("run %s has already started", x.id))
-			return
-		}
-		if err := x.m.Accepts(ev); err != nil {
-			done(err)
-			return
-		}
-		effs := x.m.Apply(ev)
-		if err := x.persist(ev); err != nil {
-			// The machine is ahead of the log: stop driving this run; the
-			// next process replays what was stored.
-			x.rn.log.Error("storing a run event; the run stops here", "run", x.id, "event", ev.Type, "err", err)
-			done(err)
-			x.stop()
-			return
-		}
-		done(nil)
-		x.apply(effs)
-	})
+	ok := x.post(func() { x.handle(ev, done) })
 	if !ok {
 		done(fmt.Errorf("run %s: apserver is shutting down", x.id))
 	}
+}
+
+// handle is do on the run's goroutine.
+func (x *run) handle(ev runs.Event, done func(error)) {
+	answered := false
+	defer func() {
+		if !answered {
+			if r := recover(); r != nil {
+				done(fmt.Errorf("run %s: internal error: %v", x.id, r))
+				panic(r) // for guard, which fails the run
+			}
+		}
+	}()
+	if ev.AtMs == 0 {
+		ev.AtMs = x.rn.opts.Now()
+	}
+	if ev.Type == runs.EvStarted && x.m.Run().ID != "" {
+		done(fmt.Errorf("run %s has already started", x.id))
+		return
+	}
+	if err := x.m.Accepts(ev); err != nil {
+		done(err)
+		return
+	}
+	panicPoint("apply", x.id, ev)
+	effs := x.m.Apply(ev)
+	if err := x.persist(ev); err != nil {
+		// The machine is ahead of the log: stop driving this run; the
+		// next process replays what was stored.
+		x.rn.log.Error("storing a run event; the run stops here", "run", x.id, "event", ev.Type, "err", err)
+		done(err)
+		x.stop()
+		return
+	}
+	answered = true
+	done(nil)
+	x.apply(effs)
 }
 
 // result posts the result of an effect; a stale one is dropped.
@@ -139,11 +159,11 @@ func (x *run) apply(effs []runs.Effect) {
 	for _, e := range effs {
 		switch e := e.(type) {
 		case runs.Notify:
-			rn.tap.Client.Notify(e.Method, e.Params)
+			rn.threads.Notify(e.Method, e.Params)
 		case runs.SetAttention:
-			rn.mgr.SetRunAttention(x.id, protocol.AttentionItem{ThreadID: e.ThreadID, Kind: e.Kind, Reason: e.Reason, SinceMs: e.SinceMs})
+			rn.threads.SetRunAttention(x.id, protocol.AttentionItem{ThreadID: e.ThreadID, Kind: e.Kind, Reason: e.Reason, SinceMs: e.SinceMs, TaskID: e.TaskID})
 		case runs.ClearAttention:
-			rn.mgr.ClearRunAttention(x.id)
+			rn.threads.ClearRunAttention(x.id)
 		case runs.WriteArtifacts:
 			if err := writeArtifacts(x.m.Config().Worktree, e.Snapshot); err != nil {
 				rn.log.Warn("writing run artifacts", "run", x.id, "err", err)
@@ -155,10 +175,24 @@ func (x *run) apply(effs []runs.Effect) {
 				delete(rn.active, x.id)
 				rn.mu.Unlock()
 				x.stop()
+				if removable(r.Status) {
+					// The branch stays; git forgets the worktree.
+					rn.wg.Add(1)
+					go func() {
+						defer rn.wg.Done()
+						// Not cut short by Close: apserver run exits
+						// right after the run ends.
+						rn.removeWorktree(context.WithoutCancel(rn.ctx), r.ID, r.Cwd, r.Worktree, r.Status)
+					}()
+				}
 			}
 		case runs.Interrupt:
 			thread := e.ThreadID
-			go rn.mgr.StopFullAuto(context.Background(), protocol.FullAutoThreadParams{ThreadID: thread}, func(any, error) {})
+			go func() {
+				if _, err := rn.threads.StopFullAuto(context.Background(), thread); err != nil {
+					rn.log.Debug("stopping a task thread's full auto", "run", x.id, "thread", thread, "err", err)
+				}
+			}()
 		case runs.CreateWorktree, runs.StartPlanner, runs.StartTask, runs.Validate, runs.Commit, runs.Merge:
 			cfg := x.m.Config()
 			snap := x.m.Snapshot()
@@ -174,29 +208,100 @@ func (x *run) apply(effs []runs.Effect) {
 	}
 }
 
-// acquire takes a slot of max_parallel_runs for the run, once; it waits
-// while the other runs hold them all.
+// acquire takes a slot of max_parallel_runs for the run, once; while the
+// other runs hold them all it waits in the queue, first come first
+// served, and the run shows as queued with its place (syncQueue).
 func (x *run) acquire() bool {
-	x.slotMu.Lock()
-	defer x.slotMu.Unlock()
+	rn := x.rn
+	rn.slotMu.Lock()
 	if x.hasSlot {
+		rn.slotMu.Unlock()
 		return true
 	}
+	if x.granted == nil {
+		if rn.free > 0 && len(rn.queue) == 0 {
+			rn.free--
+			x.hasSlot = true
+			rn.slotMu.Unlock()
+			// A run restored as queued gets its slot at once.
+			go x.post(x.syncQueue)
+			return true
+		}
+		x.granted = make(chan struct{})
+		rn.queue = append(rn.queue, x)
+		go x.post(x.syncQueue)
+	}
+	granted := x.granted
+	rn.slotMu.Unlock()
 	select {
-	case x.rn.slots <- struct{}{}:
-		x.hasSlot = true
+	case <-granted:
 		return true
 	case <-x.ctx.Done():
+		rn.slotMu.Lock()
+		if i := slices.Index(rn.queue, x); i >= 0 {
+			rn.queue = slices.Delete(rn.queue, i, i+1)
+			x.granted = nil
+			rn.moved(rn.queue[i:])
+		}
+		rn.slotMu.Unlock()
 		return false
 	}
 }
 
+// release gives the run's slot to the first run of the queue, if any.
 func (x *run) release() {
-	x.slotMu.Lock()
-	defer x.slotMu.Unlock()
-	if x.hasSlot {
-		<-x.rn.slots
-		x.hasSlot = false
+	rn := x.rn
+	rn.slotMu.Lock()
+	defer rn.slotMu.Unlock()
+	if !x.hasSlot {
+		return
+	}
+	x.hasSlot = false
+	if len(rn.queue) == 0 {
+		rn.free++
+		return
+	}
+	next := rn.queue[0]
+	rn.queue = rn.queue[1:]
+	next.hasSlot = true
+	close(next.granted)
+	next.granted = nil
+	rn.moved(append([]*run{next}, rn.queue...))
+}
+
+// moved tells the runs whose place in the queue changed (or that left it)
+// to show it. Called with slotMu held; each run reads its place itself,
+// on its own goroutine, so that the latest place wins.
+func (rn *Runner) moved(rs []*run) {
+	for _, y := range rs {
+		go y.post(y.syncQueue)
+	}
+}
+
+// syncQueue, on the run's goroutine, makes the run show its place in the
+// queue: queued with its place while it waits for a slot, running once it
+// has one. A place the run cannot take (it is paused, or nothing of it is
+// in flight) is dropped by the machine.
+func (x *run) syncQueue() {
+	rn := x.rn
+	rn.slotMu.Lock()
+	pos := slices.Index(rn.queue, x) + 1
+	rn.slotMu.Unlock()
+	r := x.m.Run()
+	queued := r.Status == protocol.RunQueued
+	switch {
+	case pos > 0 && (!queued || r.QueuePosition == nil || *r.QueuePosition != pos):
+		x.handle(runs.Event{Type: runs.EvQueued, Position: pos}, x.dropped(runs.EvQueued))
+	case pos == 0 && queued:
+		x.handle(runs.Event{Type: runs.EvDequeued}, x.dropped(runs.EvDequeued))
+	}
+}
+
+func (x *run) dropped(t runs.EventType) func(error) {
+	return func(err error) {
+		if err != nil {
+			x.rn.log.Debug("run result dropped", "run", x.id, "event", t, "err", err)
+		}
 	}
 }
 

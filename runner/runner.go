@@ -17,18 +17,18 @@ import (
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
-	"github.com/apserver/apserver/session"
+	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/tools/gitwork"
 )
 
 // Options configure a Runner.
 type Options struct {
-	Manager *session.Manager
-	// Tap is the Client the Manager was made with (NewTap of the real one).
-	Tap    *Tap
-	Store  func() (*store.Store, error)
-	Config config.Config
+	// Threads is the session's thread port: the runner drives threads
+	// only through it.
+	Threads port.Threads
+	Store   func() (*store.Store, error)
+	Config  config.Config
 	// DataDir holds the runs' worktrees (DataDir/worktrees/<run id>).
 	DataDir string
 	Logger  *slog.Logger
@@ -41,14 +41,18 @@ type Options struct {
 // effects (git, threads, checks) on goroutines of their own that post
 // their results back as events.
 type Runner struct {
-	opts  Options
-	mgr   *session.Manager
-	tap   *Tap
-	log   *slog.Logger
-	ctx   context.Context
-	stop  context.CancelFunc
-	slots chan struct{} // max_parallel_runs
-	wg    sync.WaitGroup
+	opts    Options
+	threads port.Threads
+	log     *slog.Logger
+	ctx     context.Context
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+
+	// slotMu guards the slots of max_parallel_runs: free ones, and the
+	// runs waiting for one, in order (each run's hasSlot and granted too).
+	slotMu sync.Mutex
+	free   int
+	queue  []*run
 
 	mu       sync.Mutex
 	active   map[string]*run // runs with a loop
@@ -69,8 +73,8 @@ func New(opts Options) *Runner {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	return &Runner{opts: opts, mgr: opts.Manager, tap: opts.Tap, log: opts.Logger, ctx: ctx, stop: cancel,
-		slots: make(chan struct{}, n), active: map[string]*run{}}
+	return &Runner{opts: opts, threads: opts.Threads, log: opts.Logger, ctx: ctx, stop: cancel,
+		free: n, active: map[string]*run{}}
 }
 
 // Close stops every run's goroutines; what they did is stored, and the
@@ -91,7 +95,7 @@ func newID() string {
 }
 
 // Start implements run/start.
-func (rn *Runner) Start(ctx context.Context, p protocol.RunStartParams, reply session.Reply) {
+func (rn *Runner) Start(ctx context.Context, p protocol.RunStartParams, reply port.Reply) {
 	if err := p.Validate(); err != nil {
 		reply(nil, err)
 		return
@@ -134,6 +138,10 @@ func (rn *Runner) config(ctx context.Context, p protocol.RunStartParams) (runs.C
 		base = *p.BaseBranch
 	} else if base, err = repo.CurrentBranch(ctx); err != nil || base == "" {
 		return runs.Config{}, protocol.Errorf(protocol.ErrInvalidRequest, "cwd %s has no branch checked out: pass baseBranch", abs)
+	}
+	if ok, err := repo.HasCommit(ctx); err == nil && !ok {
+		return runs.Config{}, protocol.Errorf(protocol.ErrInvalidParams,
+			"Invalid params: cwd: the repository %s has no commit yet; a run branches from a commit, so make a first commit (git commit) and start the run again", repo.Root())
 	}
 	if _, err := repo.HeadSHA(ctx, "refs/heads/"+base); err != nil {
 		return runs.Config{}, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: baseBranch %q is not a branch of %s", base, repo.Root())
@@ -242,6 +250,7 @@ func (rn *Runner) Restore() {
 	}
 	rn.restored = true
 	rn.mu.Unlock()
+	rn.Tidy()
 	go func() {
 		db, err := rn.opts.Store()
 		if err != nil {
@@ -277,7 +286,7 @@ func (rn *Runner) Restore() {
 // TakeUp takes up one stored run, as Restore does for all: the run is
 // replayed and the work it had in flight asked for again. The reply is the
 // run as it stands; a run that is over is only read.
-func (rn *Runner) TakeUp(ctx context.Context, id string, reply session.Reply) {
+func (rn *Runner) TakeUp(ctx context.Context, id string, reply port.Reply) {
 	go func() {
 		m, err := rn.replay(ctx, id)
 		if err != nil {
@@ -307,7 +316,7 @@ func (rn *Runner) TakeUp(ctx context.Context, id string, reply session.Reply) {
 }
 
 // List implements run/list.
-func (rn *Runner) List(ctx context.Context, p protocol.RunListParams, reply session.Reply) {
+func (rn *Runner) List(ctx context.Context, p protocol.RunListParams, reply port.Reply) {
 	go func() {
 		db, err := rn.opts.Store()
 		if err != nil {
@@ -339,7 +348,7 @@ func (rn *Runner) List(ctx context.Context, p protocol.RunListParams, reply sess
 
 // Read implements run/read: the run rebuilt from its stored events (the
 // live machine of a run being driven is the same state).
-func (rn *Runner) Read(ctx context.Context, p protocol.RunParams, reply session.Reply) {
+func (rn *Runner) Read(ctx context.Context, p protocol.RunParams, reply port.Reply) {
 	if err := p.Validate(); err != nil {
 		reply(nil, err)
 		return
@@ -356,7 +365,7 @@ func (rn *Runner) Read(ctx context.Context, p protocol.RunParams, reply session.
 
 // human applies a human's event (an approval, an answer, pause, resume,
 // cancel) to the run and answers {run}.
-func (rn *Runner) human(ctx context.Context, id string, ev runs.Event, reply session.Reply) {
+func (rn *Runner) human(ctx context.Context, id string, ev runs.Event, reply port.Reply) {
 	go func() {
 		rn.mu.Lock()
 		live := rn.active[id] != nil
@@ -393,7 +402,7 @@ func (rn *Runner) human(ctx context.Context, id string, ev runs.Event, reply ses
 }
 
 // PlanUpdate implements run/plan/update.
-func (rn *Runner) PlanUpdate(ctx context.Context, p protocol.RunPlanUpdateParams, reply session.Reply) {
+func (rn *Runner) PlanUpdate(ctx context.Context, p protocol.RunPlanUpdateParams, reply port.Reply) {
 	if err := p.Validate(); err != nil {
 		reply(nil, err)
 		return
@@ -402,7 +411,7 @@ func (rn *Runner) PlanUpdate(ctx context.Context, p protocol.RunPlanUpdateParams
 }
 
 // PlanApprove implements run/plan/approve.
-func (rn *Runner) PlanApprove(ctx context.Context, p protocol.RunParams, reply session.Reply) {
+func (rn *Runner) PlanApprove(ctx context.Context, p protocol.RunParams, reply port.Reply) {
 	if err := p.Validate(); err != nil {
 		reply(nil, err)
 		return
@@ -411,7 +420,7 @@ func (rn *Runner) PlanApprove(ctx context.Context, p protocol.RunParams, reply s
 }
 
 // PlanReject implements run/plan/reject.
-func (rn *Runner) PlanReject(ctx context.Context, p protocol.RunPlanRejectParams, reply session.Reply) {
+func (rn *Runner) PlanReject(ctx context.Context, p protocol.RunPlanRejectParams, reply port.Reply) {
 	if err := p.Validate(); err != nil {
 		reply(nil, err)
 		return
@@ -420,7 +429,7 @@ func (rn *Runner) PlanReject(ctx context.Context, p protocol.RunPlanRejectParams
 }
 
 // TaskApprove implements run/task/approve.
-func (rn *Runner) TaskApprove(ctx context.Context, p protocol.RunTaskApproveParams, reply session.Reply) {
+func (rn *Runner) TaskApprove(ctx context.Context, p protocol.RunTaskApproveParams, reply port.Reply) {
 	if err := p.Validate(); err != nil {
 		reply(nil, err)
 		return
@@ -433,7 +442,7 @@ func (rn *Runner) TaskApprove(ctx context.Context, p protocol.RunTaskApprovePara
 }
 
 // ClarificationAnswer implements run/clarification/answer.
-func (rn *Runner) ClarificationAnswer(ctx context.Context, p protocol.RunClarificationAnswerParams, reply session.Reply) {
+func (rn *Runner) ClarificationAnswer(ctx context.Context, p protocol.RunClarificationAnswerParams, reply port.Reply) {
 	if err := p.Validate(); err != nil {
 		reply(nil, err)
 		return
@@ -442,7 +451,7 @@ func (rn *Runner) ClarificationAnswer(ctx context.Context, p protocol.RunClarifi
 }
 
 // RepairApprove implements run/repair/approve.
-func (rn *Runner) RepairApprove(ctx context.Context, p protocol.RunRepairApproveParams, reply session.Reply) {
+func (rn *Runner) RepairApprove(ctx context.Context, p protocol.RunRepairApproveParams, reply port.Reply) {
 	if err := p.Validate(); err != nil {
 		reply(nil, err)
 		return
@@ -455,7 +464,7 @@ func (rn *Runner) RepairApprove(ctx context.Context, p protocol.RunRepairApprove
 }
 
 // Pause implements run/pause.
-func (rn *Runner) Pause(ctx context.Context, p protocol.RunParams, reply session.Reply) {
+func (rn *Runner) Pause(ctx context.Context, p protocol.RunParams, reply port.Reply) {
 	if err := p.Validate(); err != nil {
 		reply(nil, err)
 		return
@@ -464,7 +473,7 @@ func (rn *Runner) Pause(ctx context.Context, p protocol.RunParams, reply session
 }
 
 // Resume implements run/resume.
-func (rn *Runner) Resume(ctx context.Context, p protocol.RunParams, reply session.Reply) {
+func (rn *Runner) Resume(ctx context.Context, p protocol.RunParams, reply port.Reply) {
 	if err := p.Validate(); err != nil {
 		reply(nil, err)
 		return
@@ -473,7 +482,7 @@ func (rn *Runner) Resume(ctx context.Context, p protocol.RunParams, reply sessio
 }
 
 // Cancel implements run/cancel.
-func (rn *Runner) Cancel(ctx context.Context, p protocol.RunParams, reply session.Reply) {
+func (rn *Runner) Cancel(ctx context.Context, p protocol.RunParams, reply port.Reply) {
 	if err := p.Validate(); err != nil {
 		reply(nil, err)
 		return

@@ -8,33 +8,8 @@ import (
 
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
-	"github.com/apserver/apserver/session"
+	"github.com/apserver/apserver/tools"
 )
-
-type nopClient struct{ got []string }
-
-func (c *nopClient) Notify(method string, params any)                  { c.got = append(c.got, method) }
-func (c *nopClient) Call(method string, params any) session.ClientCall { return nil }
-
-// The Tap passes everything on and shows a watcher only its thread's
-// turn, item and full-auto notifications.
-func TestTapWatches(t *testing.T) {
-	inner := &nopClient{}
-	tap := NewTap(inner)
-	w, stop := tap.watch("th1")
-	tap.Notify(protocol.NotifyTurnCompleted, protocol.TurnNotification{ThreadID: "th1"})
-	tap.Notify(protocol.NotifyTurnCompleted, protocol.TurnNotification{ThreadID: "th2"})
-	tap.Notify(protocol.NotifyFullAutoStatusChanged, protocol.FullAutoStatusChangedNotification{ThreadID: "th1"})
-	tap.Notify(protocol.NotifyRunUpdated, protocol.RunUpdatedNotification{RunID: "r"})
-	stop()
-	tap.Notify(protocol.NotifyTurnCompleted, protocol.TurnNotification{ThreadID: "th1"})
-	if len(inner.got) != 5 {
-		t.Errorf("the client got %v, want all 5", inner.got)
-	}
-	if got := w.take(); len(got) != 2 || got[0].method != protocol.NotifyTurnCompleted || got[1].method != protocol.NotifyFullAutoStatusChanged {
-		t.Errorf("the watcher got %v, want th1's turn/completed and fullAuto/statusChanged", got)
-	}
-}
 
 // memory.md keeps one section per run: a run finishing again replaces its
 // section, other runs' stay.
@@ -74,5 +49,18 @@ func TestMarkForbidden(t *testing.T) {
 	x.markForbidden(runs.Config{Worktree: t.TempDir()}, tasks)
 	if tasks[0].Risk != protocol.RiskLow || tasks[1].Risk != protocol.RiskHigh {
 		t.Errorf("risks after markForbidden: %s, %s; want low, high", tasks[0].Risk, tasks[1].Risk)
+	}
+}
+
+// The evidence names a check as the model wrote it, not the shell line
+// that ran it.
+func TestScript(t *testing.T) {
+	for _, cmd := range []string{"go test ./...", "echo 'a b' && make test", "", "it's"} {
+		if got := script(tools.DisplayCommand(cmd)); got != cmd {
+			t.Errorf("script(DisplayCommand(%q)) = %q", cmd, got)
+		}
+	}
+	if got := script("make test"); got != "make test" {
+		t.Errorf("script of a bare command = %q", got)
 	}
 }

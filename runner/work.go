@@ -7,12 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
-	"github.com/apserver/apserver/session"
+	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/tools"
 	"github.com/apserver/apserver/tools/gitwork"
 	"github.com/apserver/apserver/tools/rules"
@@ -22,6 +23,16 @@ import (
 // work carries out one slow effect and posts its result.
 func (x *run) work(cfg runs.Config, snap runs.Snapshot, e runs.Effect) {
 	ctx := x.ctx
+	defer func() {
+		if r := recover(); r != nil {
+			x.rn.log.Error("bug: panic in a run's step; the run fails", "run", x.id, "effect", fmt.Sprintf("%T", e),
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			if ctx.Err() == nil {
+				x.result(runs.Event{Type: runs.EvFailed, Reason: fmt.Sprintf("internal error: %v", r)})
+			}
+		}
+	}()
+	panicPoint("work", x.id, e)
 	var err error
 	switch e := e.(type) {
 	case runs.CreateWorktree:
@@ -63,107 +74,67 @@ func (x *run) createWorktree(ctx context.Context, cfg runs.Config) error {
 	return nil
 }
 
-// call calls a session method as a client would and waits for its reply.
-func call[P, R any](ctx context.Context, fn func(context.Context, P, session.Reply), p P) (R, error) {
-	var zero R
-	type answer struct {
-		v   any
-		err error
-	}
-	ch := make(chan answer, 1)
-	fn(ctx, p, func(v any, err error) { ch <- answer{v, err} })
-	select {
-	case a := <-ch:
-		if a.err != nil {
-			return zero, a.err
-		}
-		if r, ok := a.v.(R); ok {
-			return r, nil
-		}
-		b, err := json.Marshal(a.v)
-		if err != nil {
-			return zero, err
-		}
-		var r R
-		return r, json.Unmarshal(b, &r)
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	}
-}
-
 func str(s string) *string { return &s }
 
 // startThread starts a thread in the run's worktree.
 func (x *run) startThread(ctx context.Context, cfg runs.Config, sandboxMode protocol.SandboxMode, approval protocol.ApprovalPolicy, role string, model *string, dev string, readOnly, ephemeral bool) (string, error) {
-	p := protocol.ThreadStartParams{ThreadSettings: protocol.ThreadSettings{
+	spec := port.ThreadSpec{Settings: protocol.ThreadSettings{
 		Cwd: str(cfg.Worktree), Sandbox: &sandboxMode, ApprovalPolicy: &protocol.AskForApproval{Mode: approval},
 		Model: model, DeveloperInstructions: str(dev),
-	}}
+	}, ReadOnly: readOnly, Ephemeral: ephemeral}
 	// The role's provider ([roles.NAME] provider), kept when the run's
 	// request names another model; a catalog entry's own provider still
 	// wins when the turn resolves the model (config.ResolveThreadModel).
 	if r, ok := x.rn.opts.Config.Roles[role]; ok && r.Provider != "" {
-		p.ModelProvider = &r.Provider
+		spec.Settings.ModelProvider = &r.Provider
 	}
-	if readOnly {
-		p.Config = map[string]any{"default_permissions": ":read-only"}
-	}
-	if ephemeral {
-		p.Ephemeral = &ephemeral
-	}
-	res, err := call[protocol.ThreadStartParams, protocol.ThreadStartResult](ctx, x.rn.mgr.StartThread, p)
+	id, err := x.rn.threads.StartThread(ctx, spec)
 	if err != nil {
 		return "", fmt.Errorf("starting a thread: %w", err)
 	}
-	return res.Thread.ID, nil
+	return id, nil
 }
 
 // turn runs one turn on a thread and returns the text of its last agent
 // message.
 func (x *run) turn(ctx context.Context, thread, input string, schema json.RawMessage) (string, error) {
-	if !x.rn.mgr.Loaded(thread) {
-		// After a restart: load the thread as a client would.
-		if _, err := call[protocol.ThreadResumeParams, protocol.ThreadResumeResult](ctx, x.rn.mgr.ResumeThread,
-			protocol.ThreadResumeParams{ThreadID: thread, ExcludeTurns: true}); err != nil {
-			return "", fmt.Errorf("resuming thread %s: %w", thread, err)
-		}
+	// After a restart the thread is loaded again first.
+	if err := x.rn.threads.Resume(ctx, thread, protocol.ThreadSettings{}); err != nil {
+		return "", fmt.Errorf("resuming thread %s: %w", thread, err)
 	}
-	w, stop := x.rn.tap.watch(thread)
-	defer stop()
-	res, err := call[protocol.TurnStartParams, protocol.TurnResult](ctx, x.rn.mgr.StartTurn, protocol.TurnStartParams{
+	w := x.rn.threads.Watch(thread)
+	defer w.Close()
+	tr, err := x.rn.threads.StartTurn(ctx, protocol.TurnStartParams{
 		ThreadID: thread, Input: []protocol.UserInput{{Type: "text", Text: input}}, OutputSchema: schema,
 	})
 	if err != nil {
 		return "", fmt.Errorf("starting a turn: %w", err)
 	}
-	turnID := res.Turn.ID
 	var last string
 	for {
-		select {
-		case <-w.wake:
-		case <-ctx.Done():
-			return "", ctx.Err()
+		o, err := w.Next(ctx)
+		if err != nil {
+			return "", err
 		}
-		for _, n := range w.take() {
-			switch p := n.params.(type) {
-			case protocol.ItemCompletedNotification:
-				if m, ok := p.Item.(*protocol.AgentMessageItem); ok && p.TurnID == turnID {
-					last = m.Text
-				} else if m, ok := p.Item.(protocol.AgentMessageItem); ok && p.TurnID == turnID {
-					last = m.Text
-				}
-			case protocol.TurnNotification:
-				if n.method == protocol.NotifyTurnCompleted && p.Turn.ID == turnID {
-					if p.Turn.Status != protocol.TurnCompleted {
-						msg := string(p.Turn.Status)
-						if p.Turn.Error != nil {
-							msg += ": " + p.Turn.Error.Message
-						}
-						return "", fmt.Errorf("turn %s ended %s", turnID, msg)
-					}
-					return last, nil
-				}
+		switch o := o.(type) {
+		case port.ItemCompleted:
+			if m, ok := o.Item.(*protocol.AgentMessageItem); ok && o.TurnID == tr.ID {
+				last = m.Text
+			} else if m, ok := o.Item.(protocol.AgentMessageItem); ok && o.TurnID == tr.ID {
+				last = m.Text
 			}
+		case port.TurnEnded:
+			if o.TurnID != tr.ID {
+				continue
+			}
+			if o.Status != protocol.TurnCompleted {
+				msg := string(o.Status)
+				if o.Error != nil {
+					msg += ": " + o.Error.Message
+				}
+				return "", fmt.Errorf("turn %s ended %s", tr.ID, msg)
+			}
+			return last, nil
 		}
 	}
 }
@@ -297,25 +268,30 @@ func (x *run) implement(ctx context.Context, cfg runs.Config, e runs.StartTask) 
 			return nil
 		}
 	}
-	w, stop := x.rn.tap.watch(thread)
-	defer stop()
+	w := x.rn.threads.Watch(thread)
+	defer w.Close()
 	start := fresh
 	if !fresh {
 		// After a restart: the thread's full auto may be running, over, or
-		// never started.
-		st, err := call[protocol.FullAutoStatusParams, protocol.FullAutoStatusResult](ctx, x.rn.mgr.FullAutoStatus, protocol.FullAutoStatusParams{ThreadID: &thread})
+		// never started. It is brought back first: a server does that for
+		// every thread once its client initialized, apserver run has no
+		// such client (bringing it back twice does nothing).
+		if err := x.rn.threads.RestoreFullAuto(ctx, thread); err != nil {
+			x.rn.log.Warn("bringing back a task thread's full auto", "run", x.id, "thread", thread, "err", err)
+		}
+		st, err := x.rn.threads.FullAuto(ctx, thread)
 		switch {
-		case err != nil || len(st.Runs) == 0:
+		case err != nil || st.Run == nil:
 			start = true
-		case st.Runs[0].State == protocol.FullAutoStopped:
-			x.implemented(e.Task.ID, st.Runs[0])
+		case st.Run.State == protocol.FullAutoStopped:
+			x.implemented(e.Task.ID, *st.Run)
 			return nil
 		default:
-			x.threadState(ctx, e.Task.ID, thread, st.Runs[0])
+			x.threadState(ctx, e.Task.ID, thread, *st.Run)
 		}
 	}
 	if start {
-		_, err := call[protocol.FullAutoStartParams, protocol.FullAutoRunResult](ctx, x.rn.mgr.StartFullAuto, protocol.FullAutoStartParams{
+		_, err := x.rn.threads.StartFullAuto(ctx, protocol.FullAutoStartParams{
 			ThreadID: thread, Objective: str(e.Objective), Approvals: &fa,
 		})
 		if err != nil {
@@ -323,22 +299,19 @@ func (x *run) implement(ctx context.Context, cfg runs.Config, e runs.StartTask) 
 		}
 	}
 	for {
-		select {
-		case <-w.wake:
-		case <-ctx.Done():
+		o, err := w.Next(ctx)
+		if err != nil {
 			return nil
 		}
-		for _, n := range w.take() {
-			p, ok := n.params.(protocol.FullAutoStatusChangedNotification)
-			if !ok {
-				continue
-			}
-			if p.State == protocol.FullAutoStopped {
-				x.implemented(e.Task.ID, p.Run)
-				return nil
-			}
-			x.threadState(ctx, e.Task.ID, thread, p.Run)
+		p, ok := o.(port.FullAutoChanged)
+		if !ok {
+			continue
 		}
+		if p.Stopped() {
+			x.implemented(e.Task.ID, p.Run)
+			return nil
+		}
+		x.threadState(ctx, e.Task.ID, thread, p.Run)
 	}
 }
 
@@ -353,13 +326,8 @@ func (x *run) threadState(ctx context.Context, task, thread string, r protocol.F
 	kind := protocol.AttentionPaused
 	if r.State == protocol.FullAutoWaiting {
 		kind = protocol.AttentionApproval
-		st, err := call[protocol.FullAutoStatusParams, protocol.FullAutoStatusResult](ctx, x.rn.mgr.FullAutoStatus, protocol.FullAutoStatusParams{ThreadID: &thread})
-		if err == nil {
-			for _, it := range st.Attention.Items {
-				if it.ThreadID == thread && it.RunID == "" {
-					kind = it.Kind
-				}
-			}
+		if st, err := x.rn.threads.FullAuto(ctx, thread); err == nil && st.Waiting != "" {
+			kind = st.Waiting
 		}
 	}
 	reason := string(r.State)
@@ -383,7 +351,7 @@ func (x *run) implemented(task string, r protocol.FullAutoRun) {
 
 const validatorInstructions = `You are the validator of an apserver run. You review one task's diff against its acceptance criteria. Answer with JSON only: {"pass": true|false, "findings": "what is wrong, or why it is right"}.`
 
-var reviewSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"required":["pass","findings"],"properties":{"pass":{"type":"boolean"},"findings":{"type":"string"}}}`)
+var reviewSchema = json.RawMessage(runs.ReviewSchema)
 
 // checkTimeout bounds one acceptance check.
 const checkTimeout = 10 * time.Minute
@@ -407,14 +375,28 @@ func (x *run) validate(ctx context.Context, cfg runs.Config, t protocol.RunTask)
 			ok = false
 		}
 	}
+	// A claim of completion is not completion: a check the thread
+	// attempted that was declined, failed or never finished (runs.MissingEvidence).
+	missing, err := x.evidence(ctx, cfg, t)
+	if err != nil && ctx.Err() == nil {
+		return err
+	}
+	for _, m := range missing {
+		ok = false
+		fmt.Fprintf(&rep, "- %s\n", m)
+	}
 	if ctx.Err() != nil {
 		return nil
 	}
 	if ok {
 		pass, findings, err := x.review(ctx, cfg, t)
+		var bad badReview
 		switch {
 		case ctx.Err() != nil:
 			return nil
+		case errors.As(err, &bad):
+			// Not the task's fault: the run fails, naming the answer.
+			return err
 		case err != nil:
 			ok = false
 			fmt.Fprintf(&rep, "- review: failed: %v\n", err)
@@ -459,7 +441,7 @@ func (x *run) review(ctx context.Context, cfg runs.Config, t protocol.RunTask) (
 	if err != nil {
 		return false, "", err
 	}
-	defer x.rn.mgr.ReleaseEphemeral(thread)
+	defer x.rn.threads.Release(thread)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Review task %s of run %s: %s\n%s\n\nAcceptance criteria:\n", t.ID, cfg.ID, t.Title, t.Description)
 	for _, c := range t.Acceptance.Criteria {
@@ -470,14 +452,29 @@ func (x *run) review(ctx context.Context, cfg runs.Config, t protocol.RunTask) (
 	if err != nil {
 		return false, "", err
 	}
-	var out struct {
-		Pass     *bool  `json:"pass"`
-		Findings string `json:"findings"`
+	r, perr := runs.ParseReview(text)
+	if perr != nil {
+		// Model output is untrusted: ask once more, saying what was wrong.
+		text, err = x.turn(ctx, thread, fmt.Sprintf("Your answer is not valid: %v. Answer again with JSON only: "+
+			`{"pass": true or false, "findings": "what is wrong, or why it is right"}.`, perr), reviewSchema)
+		if err != nil {
+			return false, "", err
+		}
+		if r, perr = runs.ParseReview(text); perr != nil {
+			return false, "", badReview{task: t.ID, err: perr}
+		}
 	}
-	if err := json.Unmarshal([]byte(jsonObject(text)), &out); err != nil || out.Pass == nil {
-		return false, "", fmt.Errorf("the validator's answer is not the review JSON: %.200q", text)
-	}
-	return *out.Pass, out.Findings, nil
+	return r.Pass, r.Findings, nil
+}
+
+// badReview: the validator's answer was not valid, asked twice.
+type badReview struct {
+	task string
+	err  error
+}
+
+func (b badReview) Error() string {
+	return fmt.Sprintf("the validator's answer about task %s is not valid, twice: %v", b.task, b.err)
 }
 
 func trailers(ts []runs.Trailer) []gitwork.Trailer {
@@ -504,6 +501,10 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 	final.Run.Status = protocol.RunCompleted
 	final.Run.Stage = protocol.StageDone
 	final.Run.WaitingFor, final.Run.Reason, final.Run.CurrentTaskID = nil, nil, nil
+	if !e.Into {
+		// The committed state.md says what the run's end will be.
+		final.LastEvent = runs.Event{Type: runs.EvMerged, AtMs: x.rn.opts.Now()}
+	}
 	if err := writeArtifacts(cfg.Worktree, final); err != nil {
 		return err
 	}
@@ -515,8 +516,7 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 		return err
 	}
 	if !e.Into {
-		x.result(runs.Event{Type: runs.EvMerged})
-		return nil
+		return x.leave(ctx, cfg, final, "")
 	}
 	repo, err := gitwork.Open(ctx, cfg.Cwd)
 	if err != nil {
@@ -532,8 +532,7 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 			var cf checksFailed
 			switch {
 			case errors.Is(err, gitwork.ErrConflict), errors.As(err, &cf):
-				x.result(runs.Event{Type: runs.EvMerged, Reason: err.Error() + "; the branch is left for review"})
-				return nil
+				return x.leave(ctx, cfg, final, err.Error()+"; the branch is left for review")
 			case err != nil:
 				return err
 			}
@@ -541,14 +540,36 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 		}
 		switch {
 		case errors.Is(err, gitwork.ErrBaseDirty), errors.Is(err, gitwork.ErrNotFastForward), errors.Is(err, gitwork.ErrConflict):
-			x.result(runs.Event{Type: runs.EvMerged, Reason: err.Error() + "; the branch is left for review"})
-			return nil
+			return x.leave(ctx, cfg, final, err.Error()+"; the branch is left for review")
 		case err != nil:
 			return err
 		}
 		x.result(runs.Event{Type: runs.EvMerged, Commit: sha})
 		return nil
 	}
+}
+
+// leave ends a run whose branch is left for review (reason: why it was not
+// merged, "" under implementation trust manual). When there is a reason,
+// the artifacts that say so are committed in the branch too (Apserver-Step:
+// review, found by its trailers on a replay): the branch is what stays of
+// the run once its worktree is removed.
+func (x *run) leave(ctx context.Context, cfg runs.Config, final runs.Snapshot, reason string) error {
+	if reason != "" {
+		now := x.rn.opts.Now()
+		final.Run.Reason = &reason
+		final.LastEvent = runs.Event{Type: runs.EvMerged, AtMs: now, Reason: reason}
+		final.Decisions = append(final.Decisions, runs.Decision{AtMs: now, Text: fmt.Sprintf("branch %s not merged: %s", cfg.Branch, reason)})
+		if err := writeArtifacts(cfg.Worktree, final); err != nil {
+			return err
+		}
+		msg := fmt.Sprintf("apserver run %s: left for review\n\n%s\n", cfg.ID, reason)
+		if _, err := gitwork.Commit(ctx, cfg.Worktree, msg, []gitwork.Trailer{{Key: "Apserver-Run", Value: cfg.ID}, {Key: "Apserver-Step", Value: "review"}}); err != nil {
+			return err
+		}
+	}
+	x.result(runs.Event{Type: runs.EvMerged, Reason: reason})
+	return nil
 }
 
 // maxCatchUps bounds how many times one merge brings a base that keeps

@@ -84,10 +84,19 @@ func StateMarkdown(s Snapshot) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Run %s\n\nRequest: %s\n\n", r.ID, r.Request)
 	cur, sub, retries := "-", s.Step, 0
-	if r.CurrentTaskID != nil {
-		cur = *r.CurrentTaskID
+	id, note := "", ""
+	switch {
+	case r.CurrentTaskID != nil:
+		id = *r.CurrentTaskID
+	case r.RepairProposal != nil:
+		// A blocked task is no longer in flight, but it is what the run
+		// waits on, with its retries.
+		id, note = r.RepairProposal.TaskID, " (blocked)"
+	}
+	if id != "" {
+		cur = id + note
 		for _, t := range r.Plan.Tasks {
-			if t.ID == cur {
+			if t.ID == id {
 				retries = t.RetryCount
 			}
 		}
@@ -115,7 +124,7 @@ func StateMarkdown(s Snapshot) string {
 	for _, d := range s.Decisions {
 		fmt.Fprintf(&b, "- %s %s\n", when(d.AtMs), d.Text)
 	}
-	fmt.Fprintf(&b, "\n## Last session\n\n- ended at: %s\n- reason: %s\n", when(s.LastEvent.AtMs), s.LastEvent.Type)
+	fmt.Fprintf(&b, "\n## Last session\n\n- ended at: %s\n- reason: %s\n", when(s.LastEvent.AtMs), lastSession(s.LastEvent))
 	if s.LastEvent.Reason != "" {
 		fmt.Fprintf(&b, "- notes: %s\n", cell(s.LastEvent.Reason))
 	}
@@ -130,6 +139,21 @@ func StateMarkdown(s Snapshot) string {
 		fmt.Fprintf(&b, "- %s\n", x)
 	}
 	return b.String()
+}
+
+// lastSession says what the last event of the log was, in words where its
+// type alone would mislead (a run left for review is not "merged").
+func lastSession(ev Event) string {
+	if ev.Type != EvMerged {
+		return string(ev.Type)
+	}
+	switch {
+	case ev.Commit != "":
+		return "merged as " + ev.Commit
+	case ev.Reason != "":
+		return "not merged: the branch is left for review"
+	}
+	return "the branch is left for review (not merged)"
 }
 
 // ValidationReport is validation-report.md: every validation of every

@@ -18,7 +18,10 @@
 // Every rule of a run lives here: the stages and their order, trust per
 // stage, autonomy off, the high-risk gate (ClassifyRisk), dependency order,
 // retries → blocked → repair proposal (RepairTask), the clarification
-// limit, pause, resume, cancel, and the end (merge or leave the branch).
+// limit, pause (pausing until the step in flight ends), resume, cancel,
+// the wait for a slot (queued, with its place), the evidence a task's
+// claim of completion needs (MissingEvidence), the validator's answer
+// (ParseReview), and the end (merge or leave the branch).
 // The artifacts' text (Artifacts, MemoryEntry) is rendered here too.
 //
 // runs has no goroutines, no I/O and no clock reads. It imports only

@@ -87,9 +87,12 @@ type Interrupt struct{ ThreadID string }
 // shown, Kind: protocol.AttentionApproval, Question or Paused).
 type SetAttention struct {
 	ThreadID string
-	Kind     protocol.AttentionKind
-	Reason   string
-	SinceMs  int64
+	// TaskID is the task the wait is about (the gate's, the task thread's,
+	// the blocked one), "" when none.
+	TaskID  string
+	Kind    protocol.AttentionKind
+	Reason  string
+	SinceMs int64
 }
 
 // ClearAttention takes the run out of the attention summary.

@@ -31,6 +31,8 @@ const (
 	EvCancelled             EventType = "cancelled"             // run/cancel
 	EvMerged                EventType = "merged"                // Commit ("" when the branch is left for review)
 	EvFailed                EventType = "failed"                // Reason: a step that cannot go on
+	EvQueued                EventType = "queued"                // Position: the run waits for a slot of max_parallel_runs
+	EvDequeued              EventType = "dequeued"              // the run got its slot
 )
 
 // Event is one entry of a run's log: what happened, when, and its data.
@@ -51,6 +53,7 @@ type Event struct {
 	OK            bool                       `json:"ok,omitempty"`
 	Reason        string                     `json:"reason,omitempty"`
 	Commit        string                     `json:"commit,omitempty"`
+	Position      int                        `json:"position,omitempty"`
 }
 
 // Config is what a run is started with; it never changes.

@@ -81,6 +81,13 @@ type Machine struct {
 	// taskWaitKind is what the task thread waits for (waitingFor
 	// taskThread): the kind of the run's attention item.
 	taskWaitKind protocol.AttentionKind
+	// pauseAsked: run/pause came while a step was in flight; the run is
+	// pausing and pauses when that step ends (settlePause).
+	pauseAsked bool
+	// failedStep and failedTask are the step (and its task) that failed
+	// the run: run/resume tries that step again (retryStep).
+	failedStep step
+	failedTask string
 
 	out []Effect
 }
@@ -179,8 +186,11 @@ func (m *Machine) Check(ev Event) error {
 		if r.Status == protocol.RunPaused {
 			return stateErr("run %s is already paused", r.ID)
 		}
+		if m.pauseAsked {
+			return stateErr("run %s is already pausing: it pauses when its current step ends", r.ID)
+		}
 	case EvResumed:
-		if r.Status != protocol.RunPaused && r.Status != protocol.RunFailed {
+		if r.Status != protocol.RunPaused && r.Status != protocol.RunFailed && r.Status != protocol.RunPausing {
 			return stateErr("run %s is %s, not paused (%s)", r.ID, r.Status, m.describeWait())
 		}
 		if waiting(protocol.WaitRepair) {
@@ -229,6 +239,7 @@ func (m *Machine) Apply(ev Event) []Effect {
 	}
 	before := m.updated()
 	m.apply(ev)
+	m.settlePause(ev.AtMs)
 	m.last = ev
 	m.run.UpdatedAtMs = ev.AtMs
 	m.finish(before, ev.AtMs)
@@ -254,6 +265,11 @@ func (m *Machine) fits(ev Event) bool {
 		return m.step == stepMerge
 	case EvFailed:
 		return !m.run.Status.Final()
+	case EvQueued:
+		st := m.run.Status
+		return m.step != stepNone && (st == protocol.RunRunning || st == protocol.RunQueued) && ev.Position > 0
+	case EvDequeued:
+		return m.run.Status == protocol.RunQueued
 	}
 	return true
 }
@@ -267,6 +283,7 @@ type updatedKey struct {
 	waiting protocol.RunWaitingFor
 	reason  string
 	cur     string
+	queue   int
 	counts  protocol.RunCounts
 }
 
@@ -280,6 +297,9 @@ func (m *Machine) updated() updatedKey {
 	}
 	if m.run.CurrentTaskID != nil {
 		k.cur = *m.run.CurrentTaskID
+	}
+	if m.run.QueuePosition != nil {
+		k.queue = *m.run.QueuePosition
 	}
 	return k
 }
@@ -312,7 +332,7 @@ func (m *Machine) apply(ev Event) {
 		m.step = stepNone
 		m.setPlan(ev.Tasks, ev.Summary)
 		m.decide(ev.AtMs, fmt.Sprintf("plan v%d proposed by the planner: %d tasks", r.Plan.Version, len(ev.Tasks)))
-		if r.Trust.Planning == protocol.TrustAuto && r.Status == protocol.RunRunning {
+		if r.Trust.Planning == protocol.TrustAuto && (r.Status == protocol.RunRunning || r.Status == protocol.RunPausing) {
 			m.approvePlan(ev.AtMs, "approved by auto trust")
 		} else {
 			m.wait(ev.AtMs, protocol.WaitPlanApproval, "the plan waits for approval")
@@ -370,6 +390,7 @@ func (m *Machine) apply(ev Event) {
 		t := m.task(m.gate)
 		m.unwait()
 		if ev.Decision == protocol.TaskDecisionSkip {
+			r.CurrentTaskID = nil
 			t.Status = protocol.TaskSkipped
 			m.decide(ev.AtMs, fmt.Sprintf("task %s skipped by the user", t.ID))
 		} else {
@@ -390,7 +411,7 @@ func (m *Machine) apply(ev Event) {
 		// The run waits with its task thread; a run paused by the user
 		// stays paused.
 		switch {
-		case r.Status == protocol.RunRunning, m.waitingFor(protocol.WaitTaskThread):
+		case r.Status == protocol.RunRunning, r.Status == protocol.RunPausing, m.waitingFor(protocol.WaitTaskThread):
 			since := m.sinceMs
 			again := m.waitingFor(protocol.WaitTaskThread)
 			m.taskWaitKind = protocol.AttentionKind(ev.Text)
@@ -462,16 +483,39 @@ func (m *Machine) apply(ev Event) {
 		m.advance(ev.AtMs)
 	case EvPaused:
 		m.decide(ev.AtMs, "paused by the user")
-		m.pause(ev.AtMs, "paused by the user")
+		if m.step == stepNone {
+			m.pause(ev.AtMs, "paused by the user")
+			return
+		}
+		// A step is in flight (the planner's turn, a task's thread, its
+		// validation or commit): it finishes, then the run pauses.
+		m.pauseAsked = true
+		if r.Status == protocol.RunRunning || r.Status == protocol.RunQueued {
+			r.Status = protocol.RunPausing
+			r.QueuePosition = nil
+			r.Reason = ptr(m.pausingReason())
+		}
 	case EvResumed:
 		m.decide(ev.AtMs, "resumed by the user")
-		if r.Status == protocol.RunFailed {
+		failed := r.Status == protocol.RunFailed
+		if failed {
 			m.blockers = nil
 		}
+		m.pauseAsked = false
 		r.Status = protocol.RunRunning
 		r.WaitingFor, r.Reason = nil, nil
 		m.emit(ClearAttention{})
-		m.advance(ev.AtMs)
+		if !failed || !m.retryStep() {
+			m.advance(ev.AtMs)
+		}
+		m.failedStep, m.failedTask = stepNone, ""
+	case EvQueued:
+		r.Status = protocol.RunQueued
+		r.QueuePosition = ptr(ev.Position)
+		r.Reason = ptr(fmt.Sprintf("queued: waits for a slot (max_parallel_runs); place %d in the queue", ev.Position))
+	case EvDequeued:
+		r.Status = protocol.RunRunning
+		r.QueuePosition, r.Reason = nil, nil
 	case EvCancelled:
 		if m.cur != "" {
 			t := m.task(m.cur)
@@ -500,6 +544,7 @@ func (m *Machine) apply(ev Event) {
 		// A merge refused says why in the run's reason (state.md, run/completed).
 		m.end(ev.AtMs, protocol.RunCompleted, ev.Reason)
 	case EvFailed:
+		m.failedStep, m.failedTask = m.step, m.cur
 		m.step = stepNone
 		m.fail(ev.AtMs, ev.Reason)
 	}
@@ -513,7 +558,7 @@ func (m *Machine) finish(before updatedKey, now int64) {
 	if after != before {
 		m.emit(Notify{protocol.NotifyRunUpdated, protocol.RunUpdatedNotification{RunID: m.run.ID, Status: m.run.Status,
 			Stage: m.run.Stage, WaitingFor: m.run.WaitingFor, Reason: m.run.Reason, CurrentTaskID: m.run.CurrentTaskID,
-			Counts: m.run.Counts}})
+			QueuePosition: m.run.QueuePosition, Counts: m.run.Counts}})
 	}
 	if m.step != stepWorktree && !(m.run.Status == protocol.RunFailed && m.last.Type == EvStarted) {
 		// The artifacts go first in the batch: on disk before a client
@@ -561,6 +606,11 @@ func (m *Machine) wait(now int64, w protocol.RunWaitingFor, reason string) {
 	if w == protocol.WaitPlanApproval {
 		r.Stage = protocol.StagePlanApproval
 	}
+	if w != protocol.WaitTaskThread {
+		// A pausing run whose step ended in a wait on a human waits for
+		// that: nothing runs until it is answered.
+		m.pauseAsked = false
+	}
 	m.sinceMs = now
 	m.emit(m.attention())
 }
@@ -574,11 +624,49 @@ func (m *Machine) waitingFor(w protocol.RunWaitingFor) bool {
 func (m *Machine) unwait() {
 	m.run.Status = protocol.RunRunning
 	m.run.WaitingFor, m.run.Reason = nil, nil
+	if m.pauseAsked && m.step != stepNone {
+		m.run.Status = protocol.RunPausing
+		m.run.Reason = ptr(m.pausingReason())
+	}
 	m.emit(ClearAttention{})
+}
+
+// pausingReason is the reason of a pausing run: what it finishes first.
+func (m *Machine) pausingReason() string {
+	what := "its current step"
+	switch m.step {
+	case stepPlanning:
+		what = "the planner's turn"
+	case stepImplement, stepValidate, stepCommit:
+		what = fmt.Sprintf("task %s (%s)", m.cur, m.step)
+	case stepWorktree:
+		what = "the worktree"
+	case stepMerge:
+		what = "the merge"
+	}
+	return fmt.Sprintf("pausing: %s finishes first (run/pause)", what)
+}
+
+// settlePause pauses a pausing run once the step it waited for ended. A
+// run that went to wait on a human meanwhile (a plan approval, a
+// question, a gate) waits for that instead: nothing runs until it is
+// answered.
+func (m *Machine) settlePause(now int64) {
+	if !m.pauseAsked || m.step != stepNone {
+		return
+	}
+	switch m.run.Status {
+	case protocol.RunRunning, protocol.RunPausing:
+		m.pause(now, "paused by the user")
+	default:
+		m.pauseAsked = false
+	}
 }
 
 func (m *Machine) pause(now int64, reason string) {
 	r := &m.run
+	m.pauseAsked = false
+	r.QueuePosition = nil
 	r.Status = protocol.RunPaused
 	if r.WaitingFor == nil || *r.WaitingFor != protocol.WaitRepair {
 		r.WaitingFor = ptr(protocol.WaitResume)
@@ -618,7 +706,16 @@ func (m *Machine) attention() SetAttention {
 	if r.Reason != nil {
 		reason = *r.Reason
 	}
-	return SetAttention{ThreadID: thread, Kind: kind, Reason: fmt.Sprintf("run %s: %s", r.ID, reason), SinceMs: m.sinceMs}
+	task := ""
+	switch {
+	case m.gate != "":
+		task = m.gate
+	case m.cur != "":
+		task = m.cur
+	case r.RepairProposal != nil:
+		task = r.RepairProposal.TaskID
+	}
+	return SetAttention{ThreadID: thread, Kind: kind, Reason: fmt.Sprintf("run %s: %s", r.ID, reason), SinceMs: m.sinceMs, TaskID: task}
 }
 
 func (m *Machine) fail(now int64, reason string) {
@@ -641,7 +738,9 @@ func (m *Machine) end(now int64, s protocol.RunStatus, reason string) {
 		r.Reason = ptr(reason)
 	}
 	r.CurrentTaskID = nil
+	r.QueuePosition = nil
 	m.step, m.cur, m.gate = stepNone, "", ""
+	m.pauseAsked = false
 	m.sinceMs = now
 	if s != protocol.RunFailed {
 		m.emit(ClearAttention{})
@@ -805,6 +904,9 @@ func (m *Machine) nextTask() *protocol.RunTask {
 
 func (m *Machine) gateTask(now int64, t *protocol.RunTask, fix bool) {
 	m.gate, m.gateFix = t.ID, fix
+	// The task waiting at the gate is the run's current task: a client
+	// knows what run/task/approve is for without reading the reason.
+	m.run.CurrentTaskID = ptr(t.ID)
 	var reason string
 	switch {
 	case fix:
@@ -982,6 +1084,11 @@ func (m *Machine) Restore(now int64) []Effect {
 	case r.Status == protocol.RunCompleted || r.Status == protocol.RunCancelled:
 		m.emit(Released{})
 		return m.takeOut()
+	case r.Status == protocol.RunPausing, r.Status == protocol.RunQueued:
+		// Work in flight goes on (a pausing run pauses when it ends; a
+		// queued one waits for its slot again).
+		m.inflight()
+		return m.takeOut()
 	case r.Status != protocol.RunRunning:
 		m.emit(m.attention())
 		if m.step != stepNone {
@@ -997,6 +1104,32 @@ func (m *Machine) Restore(now int64) []Effect {
 		m.inflight()
 	}
 	return m.takeOut()
+}
+
+// retryStep takes up again the step that failed the run, when it is one
+// that is tried again as it was (the worktree, a task's validation or
+// commit): a task's validation that failed (its validator's answer
+// unreadable, git refusing the diff) is validated again, not implemented
+// again. It reports whether it did; otherwise advance decides.
+func (m *Machine) retryStep() bool {
+	r := &m.run
+	switch m.failedStep {
+	case stepWorktree:
+		r.Stage = protocol.StagePlanning
+	case stepValidate, stepCommit:
+		t := m.task(m.failedTask)
+		if t == nil || t.Status != protocol.TaskRunning {
+			return false
+		}
+		m.cur = t.ID
+		r.CurrentTaskID = ptr(t.ID)
+		r.Stage = protocol.StageValidation
+	default:
+		return false
+	}
+	m.step = m.failedStep
+	m.inflight()
+	return true
 }
 
 // inflight asks again for the work of the current step.

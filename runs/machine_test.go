@@ -342,14 +342,30 @@ func TestPauseFinishesTaskThenStops(t *testing.T) {
 	h.do(Event{Type: EvPlanProposed, Tasks: plan3})
 	h.do(Event{Type: EvTaskStarted, TaskID: "t1", ThreadID: "th1"})
 	h.do(Event{Type: EvPaused})
+	// The task is still working: the run says so (pausing), not paused.
+	h.status(protocol.RunPausing, "")
+	if r := deref(h.m.Run().Reason); !strings.Contains(r, "task t1") {
+		t.Errorf("reason while pausing = %q, want it to name task t1", r)
+	}
+	h.none(SetAttention{})
+	if err := h.m.Check(Event{Type: EvPaused}); err == nil {
+		t.Error("pausing a pausing run was accepted")
+	}
+	h.do(Event{Type: EvTaskImplemented, TaskID: "t1", OK: true})
+	h.status(protocol.RunPausing, "")
+	h.do(Event{Type: EvTaskValidated, TaskID: "t1", OK: true})
+	h.status(protocol.RunPausing, "")
+	// A restart while pausing takes the step in flight up again.
+	if _, ok := find[Commit](Replay(h.log).Restore(h.now)); !ok {
+		t.Error("Restore of a pausing run does not finish its commit")
+	}
+	h.do(Event{Type: EvTaskCommitted, TaskID: "t1", Commit: "c1"})
+	h.none(StartTask{})
 	h.status(protocol.RunPaused, protocol.WaitResume)
+	h.want(SetAttention{})
 	if err := h.m.Check(Event{Type: EvPaused}); err == nil {
 		t.Error("pausing a paused run was accepted")
 	}
-	h.do(Event{Type: EvTaskImplemented, TaskID: "t1", OK: true})
-	h.do(Event{Type: EvTaskValidated, TaskID: "t1", OK: true})
-	h.do(Event{Type: EvTaskCommitted, TaskID: "t1", Commit: "c1"})
-	h.none(StartTask{})
 	h.do(Event{Type: EvResumed})
 	if st := h.want(StartTask{}).(StartTask); st.Task.ID != "t2" {
 		t.Errorf("resume started %s, want t2", st.Task.ID)
@@ -588,4 +604,205 @@ func TestTaskThreadWaits(t *testing.T) {
 	if err := h.m.Accepts(Event{Type: EvTaskWaiting, TaskID: "t2"}); err == nil {
 		t.Errorf("Accepts(taskWaiting of t2) = nil while t1 validates")
 	}
+}
+
+// run/pause while a task works: pausing until its step ends, even when
+// the attempt fails; run/resume while pausing takes the pause back.
+func TestPausingEndsWithTheStep(t *testing.T) {
+	h := start(t, cfg(func(c *Config) { c.Trust.Planning = protocol.TrustAuto }))
+	h.do(Event{Type: EvPlanProposed, Tasks: plan3})
+	h.do(Event{Type: EvTaskStarted, TaskID: "t1", ThreadID: "th1"})
+	h.do(Event{Type: EvPaused})
+	u, ok := find[Notify](h.out)
+	if !ok || u.Params.(protocol.RunUpdatedNotification).Status != protocol.RunPausing {
+		t.Fatalf("run/pause sent %s, want run/updated pausing", kinds(h.out))
+	}
+	// The attempt fails: no fix attempt starts, the run pauses.
+	h.do(Event{Type: EvTaskImplemented, TaskID: "t1", OK: false, Reason: "budget"})
+	h.none(StartTask{})
+	h.status(protocol.RunPaused, protocol.WaitResume)
+	h.do(Event{Type: EvResumed})
+	st := h.want(StartTask{}).(StartTask)
+	if st.Task.ID != "t1" || st.Attempt != 2 {
+		t.Fatalf("resume started %+v, want t1's attempt 2", st)
+	}
+	// Paused and resumed while the step works: it goes on as if never paused.
+	h.do(Event{Type: EvTaskStarted, TaskID: "t1", ThreadID: "th1b"})
+	h.do(Event{Type: EvPaused})
+	h.status(protocol.RunPausing, "")
+	h.do(Event{Type: EvResumed})
+	h.status(protocol.RunRunning, "")
+	h.none(StartTask{})
+	h.runTaskFrom("t1")
+	h.status(protocol.RunRunning, "")
+	h.want(StartTask{})
+	// A task thread that waits on a human while the run is pausing: the
+	// run shows that wait, and is pausing again when the thread goes on.
+	h.do(Event{Type: EvTaskStarted, TaskID: "t2", ThreadID: "th2"})
+	h.do(Event{Type: EvPaused})
+	h.do(Event{Type: EvTaskWaiting, TaskID: "t2", Text: string(protocol.AttentionApproval), Reason: "may I?"})
+	h.status(protocol.RunWaiting, protocol.WaitTaskThread)
+	if err := h.m.Check(Event{Type: EvPaused}); err == nil {
+		t.Error("a second run/pause was accepted while the first is pending")
+	}
+	h.do(Event{Type: EvTaskContinued, TaskID: "t2"})
+	h.status(protocol.RunPausing, "")
+	h.do(Event{Type: EvTaskImplemented, TaskID: "t2", OK: true})
+	h.do(Event{Type: EvTaskValidated, TaskID: "t2", OK: true})
+	h.do(Event{Type: EvTaskCommitted, TaskID: "t2", Commit: "c2"})
+	h.status(protocol.RunPaused, protocol.WaitResume)
+	h.none(StartTask{})
+	// The log replays to the same state.
+	if !reflect.DeepEqual(Replay(h.log).Snapshot(), h.m.Snapshot()) {
+		t.Error("replay differs from the live run")
+	}
+}
+
+// runTaskFrom carries task id, already started, through implement,
+// validate and commit.
+func (h *harness) runTaskFrom(id string) {
+	h.t.Helper()
+	h.do(Event{Type: EvTaskImplemented, TaskID: id, OK: true})
+	h.want(Validate{})
+	h.do(Event{Type: EvTaskValidated, TaskID: id, OK: true})
+	h.want(Commit{})
+	h.do(Event{Type: EvTaskCommitted, TaskID: id, Commit: "sha-" + id})
+}
+
+// The high-risk gate names its task in the run (currentTaskId), in
+// run/updated and in the attention item, not only in the reason.
+func TestGateNamesItsTask(t *testing.T) {
+	h := start(t, cfg(func(c *Config) { c.Trust.Planning = protocol.TrustAuto }))
+	risky := task("t2", "t1")
+	risky.Risk = protocol.RiskHigh
+	h.do(Event{Type: EvPlanProposed, Tasks: []protocol.PlanTask{task("t1"), risky}})
+	h.runTask()
+	h.status(protocol.RunWaiting, protocol.WaitTaskApproval)
+	if got := deref(h.m.Run().CurrentTaskID); got != "t2" {
+		t.Errorf("currentTaskId at the gate = %q, want t2", got)
+	}
+	u, _ := find[Notify](h.out)
+	var upd protocol.RunUpdatedNotification
+	for _, e := range h.out {
+		if n, ok := e.(Notify); ok && n.Method == protocol.NotifyRunUpdated {
+			upd = n.Params.(protocol.RunUpdatedNotification)
+		}
+	}
+	if deref(upd.CurrentTaskID) != "t2" {
+		t.Errorf("run/updated at the gate = %+v (first notify %+v), want currentTaskId t2", upd, u)
+	}
+	if a := h.want(SetAttention{}).(SetAttention); a.TaskID != "t2" {
+		t.Errorf("attention at the gate = %+v, want taskId t2", a)
+	}
+	if !strings.Contains(StateMarkdown(h.m.Snapshot()), "| current task | t2 |") {
+		t.Errorf("state.md at the gate does not name t2:\n%s", StateMarkdown(h.m.Snapshot()))
+	}
+	h.do(Event{Type: EvTaskApproved, TaskID: "t2", Decision: protocol.TaskDecisionSkip})
+	if r := h.m.Run(); r.CurrentTaskID != nil {
+		t.Errorf("currentTaskId after skipping = %q, want null", *r.CurrentTaskID)
+	}
+}
+
+// A run waiting for a slot of max_parallel_runs is queued, with its
+// place; it runs when it gets the slot. A stale place is dropped.
+func TestQueuedForASlot(t *testing.T) {
+	h := &harness{t: t, m: New(), now: 1000}
+	c := cfg()
+	h.do(Event{Type: EvStarted, Config: &c})
+	h.do(Event{Type: EvQueued, Position: 2})
+	h.status(protocol.RunQueued, "")
+	var upd protocol.RunUpdatedNotification
+	for _, e := range h.out {
+		if n, ok := e.(Notify); ok && n.Method == protocol.NotifyRunUpdated {
+			upd = n.Params.(protocol.RunUpdatedNotification)
+		}
+	}
+	if upd.Status != protocol.RunQueued || upd.QueuePosition == nil || *upd.QueuePosition != 2 {
+		t.Fatalf("run/updated = %+v, want queued at place 2", upd)
+	}
+	h.do(Event{Type: EvQueued, Position: 1})
+	if r := h.m.Run(); *r.QueuePosition != 1 || !strings.Contains(deref(r.Reason), "place 1") {
+		t.Errorf("run after moving up: place %v, reason %q", *r.QueuePosition, deref(r.Reason))
+	}
+	// A restart while queued asks for the work again (which queues again).
+	if _, ok := find[CreateWorktree](Replay(h.log).Restore(h.now)); !ok {
+		t.Error("Restore of a queued run does not ask for its worktree")
+	}
+	h.do(Event{Type: EvDequeued})
+	h.status(protocol.RunRunning, "")
+	if r := h.m.Run(); r.QueuePosition != nil || r.Reason != nil {
+		t.Errorf("run with its slot: place %v, reason %v", r.QueuePosition, r.Reason)
+	}
+	if err := h.m.Accepts(Event{Type: EvDequeued}); err == nil {
+		t.Error("a stale dequeued was accepted")
+	}
+	h.do(Event{Type: EvWorktreeReady})
+	h.do(Event{Type: EvPlanProposed, Tasks: plan3})
+	// Waiting on a human, nothing is in flight: no place in a queue.
+	if err := h.m.Accepts(Event{Type: EvQueued, Position: 1}); err == nil {
+		t.Error("a run waiting for its plan approval was queued")
+	}
+}
+
+// state.md tells a run left for review from a merged one, and shows a
+// blocked task with its retries.
+func TestStateMarkdownSaysWhatHappened(t *testing.T) {
+	h := start(t, cfg(func(c *Config) { c.Trust.Planning = protocol.TrustAuto }))
+	h.do(Event{Type: EvPlanProposed, Tasks: []protocol.PlanTask{task("t1")}})
+	for range 3 {
+		h.want(StartTask{})
+		h.do(Event{Type: EvTaskImplemented, TaskID: "t1", OK: true})
+		h.do(Event{Type: EvTaskValidated, TaskID: "t1", OK: false, Reason: "exit 1"})
+	}
+	h.status(protocol.RunPaused, protocol.WaitRepair)
+	s := StateMarkdown(h.m.Snapshot())
+	if !strings.Contains(s, "| current task | t1 (blocked) |") || !strings.Contains(s, "| retry count | 3 |") {
+		t.Errorf("state.md of a blocked task:\n%s", s)
+	}
+	for _, tc := range []struct {
+		ev         Event
+		want, nope string
+	}{
+		{Event{Type: EvMerged, Reason: "conflict in README.md; the branch is left for review"}, "- reason: not merged: the branch is left for review", "- reason: merged"},
+		{Event{Type: EvMerged}, "- reason: the branch is left for review (not merged)", "- reason: merged"},
+		{Event{Type: EvMerged, Commit: "abc"}, "- reason: merged as abc", "left for review"},
+	} {
+		s := StateMarkdown(Snapshot{LastEvent: tc.ev})
+		if !strings.Contains(s, tc.want) || strings.Contains(s, tc.nope) {
+			t.Errorf("state.md after %+v lacks %q or has %q:\n%s", tc.ev, tc.want, tc.nope, s)
+		}
+	}
+}
+
+// run/resume of a run failed in a task's validation validates the task
+// again (its thread's work is there), not a new implementation attempt.
+func TestResumeRetriesTheFailedStep(t *testing.T) {
+	h := start(t, cfg(func(c *Config) { c.Trust.Planning = protocol.TrustAuto }))
+	h.do(Event{Type: EvPlanProposed, Tasks: plan3})
+	h.do(Event{Type: EvTaskStarted, TaskID: "t1", ThreadID: "th1"})
+	h.do(Event{Type: EvTaskImplemented, TaskID: "t1", OK: true})
+	h.want(Validate{})
+	h.do(Event{Type: EvFailed, Reason: "the validator's answer about task t1 is not valid, twice"})
+	h.status(protocol.RunFailed, protocol.WaitResume)
+	h.do(Event{Type: EvResumed})
+	h.none(StartTask{})
+	if v := h.want(Validate{}).(Validate); v.Task.ID != "t1" {
+		t.Fatalf("resume validates %s, want t1", v.Task.ID)
+	}
+	if r := h.m.Run(); r.Status != protocol.RunRunning || deref(r.CurrentTaskID) != "t1" || r.Stage != protocol.StageValidation {
+		t.Errorf("run after resume: %s, task %q, stage %s", r.Status, deref(r.CurrentTaskID), r.Stage)
+	}
+	if !reflect.DeepEqual(Replay(h.log).Snapshot(), h.m.Snapshot()) {
+		t.Error("replay differs from the live run")
+	}
+	h.do(Event{Type: EvTaskValidated, TaskID: "t1", OK: true})
+	h.want(Commit{})
+	// A failed worktree is made again on resume, not skipped to planning.
+	h2 := &harness{t: t, m: New(), now: 1000}
+	c := cfg()
+	h2.do(Event{Type: EvStarted, Config: &c})
+	h2.do(Event{Type: EvFailed, Reason: "git refused"})
+	h2.do(Event{Type: EvResumed})
+	h2.want(CreateWorktree{})
+	h2.none(StartPlanner{})
 }

@@ -54,6 +54,11 @@ type Options struct {
 	// Its error is Run's. nil: Run returns as soon as the requests read are
 	// answered.
 	OnInputEnd func(ctx context.Context) error
+	// OnInputClosed, when set, runs as soon as the input ends, before Run
+	// waits for the requests already read to be answered: what must stop
+	// at once rather than be waited for (--on-eof interrupt ends the
+	// command/exec processes, whose answers come when they exit).
+	OnInputClosed func()
 	// Hub, when set, is the session's client shared by several
 	// connections (hub.go): Run attaches the connection to it, and a
 	// thread/start, thread/resume or thread/fork subscribes it to the
@@ -74,7 +79,9 @@ type Server struct {
 	log        *slog.Logger
 	info       ServerInfo
 	onInputEnd func(ctx context.Context) error
-	hub        *Hub
+	// onInputClosed is Options.OnInputClosed.
+	onInputClosed func()
+	hub           *Hub
 
 	// reqCtx is the parent of every handler's ctx: set by Run before the
 	// read loop starts, canceled when Run is done draining.
@@ -123,6 +130,7 @@ func New(r io.Reader, w io.Writer, opts Options) *Server {
 		log:           log,
 		info:          opts.ServerInfo,
 		onInputEnd:    opts.OnInputEnd,
+		onInputClosed: opts.OnInputClosed,
 		hub:           opts.Hub,
 		handlers:      map[string]requestHandler{},
 		notifHandlers: map[string]func(json.RawMessage){},
@@ -325,6 +333,9 @@ func (s *Server) drain(ctx context.Context) error {
 		// A socket client that went away can no longer feed or stop its
 		// command/exec processes: they end, and their answers drain.
 		s.hub.endProcesses(s)
+	}
+	if s.onInputClosed != nil {
+		s.onInputClosed()
 	}
 	if err := s.waitAnswered(ctx); err != nil {
 		return err

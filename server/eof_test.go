@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apserver/apserver/session"
@@ -113,5 +114,48 @@ func TestLanesKeepOrder(t *testing.T) {
 		if m := c.recv(); string(m.ID) != want {
 			t.Errorf("got %s, want the answer to %s", m.raw, want)
 		}
+	}
+}
+
+// TestInputClosedRunsBeforeAnswers: OnInputClosed runs as soon as the
+// input ends, while a request is still unanswered (so it can end what that
+// request waits for: --on-eof interrupt ends command/exec processes), and
+// OnInputEnd runs only once the request is answered.
+func TestInputClosedRunsBeforeAnswers(t *testing.T) {
+	release := make(chan struct{})
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	step := func(s string) {
+		mu.Lock()
+		order = append(order, s)
+		mu.Unlock()
+	}
+	c := startServer(t, Options{
+		OnInputClosed: func() { step("closed"); close(release) },
+		OnInputEnd:    func(context.Context) error { step("end"); return nil },
+	}, func(s *Server) {
+		Handle(s, "test/wait", func(ctx context.Context, p struct{}, reply session.Reply) {
+			go func() {
+				<-release
+				step("answered")
+				reply("released", nil)
+			}()
+		})
+	})
+	c.initialize(nil)
+	c.send(`{"id":1,"method":"test/wait"}`)
+	c.in.Close()
+	if m := c.recv(); string(m.ID) != "1" {
+		t.Fatalf("got %s, want the answer to 1", m.raw)
+	}
+	if err := c.wait(); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(order, ","); got != "closed,answered,end" {
+		t.Errorf("order %s, want closed,answered,end", got)
 	}
 }

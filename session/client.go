@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+
+	"github.com/apserver/apserver/session/port"
 )
 
 // ErrNoClient is wrapped by ClientCall.Wait once the client's input has
@@ -15,8 +17,10 @@ var ErrNoClient = errors.New("no client to answer: its input has ended")
 // goroutine that owns the state the request touched, so that the response
 // is queued before any notification that must follow it. result is marshalled
 // as the JSON-RPC result; a non-nil err becomes a JSON-RPC error whose code
-// the server picks from the protocol sentinels the error wraps.
-type Reply func(result any, err error)
+// the server picks from the protocol sentinels the error wraps. It is the
+// port's type (port.Reply), so that the layers above session answer their
+// own methods without importing session.
+type Reply = port.Reply
 
 // Client is the editor at the other end of the connection, as the session
 // sees it. The server package implements it.

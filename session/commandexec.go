@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/tools"
 	"github.com/apserver/apserver/tools/sandbox"
 	"github.com/apserver/apserver/tools/shell"
 )
@@ -44,6 +45,9 @@ type execTable struct {
 	mu    sync.Mutex
 	procs map[string]*execProc
 	next  int64
+	// closed is set by closeAll: the client's input ended under --on-eof
+	// interrupt, and no process starts any more.
+	closed bool
 }
 
 // execProc is one running command/exec process.
@@ -59,17 +63,35 @@ type execProc struct {
 	termOnce   sync.Once
 }
 
-func (e *execTable) add(id string, p *execProc) bool {
+// errExecsClosed is add's error once closeAll has run.
+var errExecsClosed = errors.New("the client closed its input (apserver --on-eof interrupt): no process starts any more")
+
+func (e *execTable) add(id string, p *execProc) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if e.closed {
+		return errExecsClosed
+	}
 	if e.procs == nil {
 		e.procs = map[string]*execProc{}
 	}
 	if _, dup := e.procs[id]; dup {
-		return false
+		return fmt.Errorf("processId already in use: %s", clientProcessID(id))
 	}
 	e.procs[id] = p
-	return true
+	return nil
+}
+
+// closeAll terminates every process (as command/exec/terminate does) and
+// refuses new ones; it returns how many it terminated.
+func (e *execTable) closeAll() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	for _, p := range e.procs {
+		p.termOnce.Do(func() { close(p.terminated) })
+	}
+	return len(e.procs)
 }
 
 func (e *execTable) get(id string) *execProc {
@@ -118,8 +140,8 @@ func (m *Manager) CommandExec(ctx context.Context, p protocol.CommandExecParams,
 		id = *p.ProcessID
 	}
 	proc := &execProc{terminated: make(chan struct{})}
-	if !m.execs.add(id, proc) {
-		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "processId already in use: %s", clientProcessID(id)))
+	if err := m.execs.add(id, proc); err != nil {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "%v", err))
 		return
 	}
 	run, err := m.startExecProc(p, s.Cwd, sb, script, proc)
@@ -143,10 +165,11 @@ func clientProcessID(id string) string {
 	return id
 }
 
-// execEnv is the server's environment with the client's overrides (a nil
-// value unsets).
+// execEnv is the server's environment without its secrets
+// (sandbox.Environ: no API key of apserver's) with the client's overrides
+// (a nil value unsets; the client may set any variable, a key included).
 func execEnv(over map[string]*string) []string {
-	env := os.Environ()
+	env := sandbox.Environ()
 	if len(over) == 0 {
 		return env
 	}
@@ -268,11 +291,15 @@ func (m *Manager) startExecProc(p protocol.CommandExecParams, dir string, sb *sa
 		defer unwatch()
 		var wg sync.WaitGroup
 		bufs := make([]strings.Builder, len(streams))
+		var hold chan struct{}
+		if testHookHoldExecReaders {
+			hold = make(chan struct{})
+		}
 		for i, s := range streams {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				m.readExecStream(id, s.name, s.r, streaming, limit, &bufs[i])
+				m.readExecStream(id, s.name, s.r, streaming, limit, &bufs[i], hold)
 			}()
 		}
 		exited := make(chan struct{})
@@ -312,6 +339,9 @@ func (m *Manager) startExecProc(p protocol.CommandExecParams, dir string, sb *sa
 			for _, s := range streams {
 				_ = s.r.SetReadDeadline(time.Now())
 			}
+			if hold != nil {
+				close(hold)
+			}
 			<-done
 		}
 		for _, s := range streams {
@@ -338,32 +368,49 @@ func (m *Manager) startExecProc(p protocol.CommandExecParams, dir string, sb *sa
 // readExecStream reads one output stream to its end: as outputDelta
 // notifications when streaming, else into buf; either way at most limit
 // bytes (limit < 0: no cap).
-func (m *Manager) readExecStream(id, name string, r *os.File, streaming bool, limit int64, buf *strings.Builder) {
-	b := make([]byte, 32<<10)
+func (m *Manager) readExecStream(id, name string, r *os.File, streaming bool, limit int64, buf *strings.Builder, hold <-chan struct{}) {
 	var n64 int64
 	capped := false
+	handle := func(chunk []byte) {
+		if capped || len(chunk) == 0 {
+			return
+		}
+		if limit >= 0 && n64+int64(len(chunk)) > limit {
+			chunk, capped = chunk[:limit-n64], true
+		}
+		n64 += int64(len(chunk))
+		if streaming {
+			if len(chunk) > 0 || capped {
+				m.notify(protocol.NotifyCommandExecOutputDelta, protocol.CommandExecOutputDelta{
+					ProcessID: id, Stream: name, DeltaBase64: base64.StdEncoding.EncodeToString(chunk), CapReached: capped})
+			}
+		} else {
+			buf.Write(chunk)
+		}
+	}
+	if hold != nil {
+		<-hold
+	}
+	b := make([]byte, 32<<10)
 	for {
 		n, err := r.Read(b)
-		if n > 0 && !capped {
-			chunk := b[:n]
-			if limit >= 0 && n64+int64(n) > limit {
-				chunk, capped = chunk[:limit-n64], true
-			}
-			n64 += int64(len(chunk))
-			if streaming {
-				if len(chunk) > 0 || capped {
-					m.notify(protocol.NotifyCommandExecOutputDelta, protocol.CommandExecOutputDelta{
-						ProcessID: id, Stream: name, DeltaBase64: base64.StdEncoding.EncodeToString(chunk), CapReached: capped})
-				}
-			} else {
-				buf.Write(chunk)
-			}
+		handle(b[:n])
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// The grace is over, but what the pipe holds was written
+			// before: a reader the machine was slow to run keeps it.
+			_ = r.SetReadDeadline(time.Time{})
+			tools.DrainPipe(r, handle)
 		}
 		if err != nil {
 			return // EOF; EIO from a PTY whose other end closed; a deadline
 		}
 	}
 }
+
+// testHookHoldExecReaders, set by tests, makes command/exec's output
+// readers wait until the grace after the process's exit is over before
+// their first read: readers a loaded machine did not run in time.
+var testHookHoldExecReaders bool
 
 func exitCodeOf(ps *os.ProcessState) int {
 	if ps == nil {

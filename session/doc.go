@@ -28,6 +28,13 @@
 // review/start and plan mode, read-only turns (review.go, planmode.go);
 // image inputs (images.go).
 //
+// The layers above session (runner; next blueprints, the manager,
+// workers) drive threads through the typed thread port it offers
+// (Manager.Threads, threads.go; the interface is package session/port),
+// never as a wire client. A panic on a thread goroutine, or in a turn's
+// model stream or command goroutine, fails that turn and nothing else
+// (panics.go).
+//
 // session declares what it consumes: the editor (Client), the model
 // (via model.Client, configured from config), the store and the tools. It
 // must not import server or any JSON-RPC package.

@@ -18,8 +18,9 @@ const (
 	// EOFDrain lets running turns go on to their end; a request that needs
 	// the client is cancelled (the turn stops interrupted). For scripts.
 	EOFDrain EOFMode = iota
-	// EOFInterrupt interrupts running turns at once. For editors, which
-	// close stdin to shut apserver down.
+	// EOFInterrupt interrupts running turns at once, and kills running
+	// command/exec processes (InputClosed). For editors, which close
+	// stdin to shut apserver down.
 	EOFInterrupt
 )
 
@@ -86,6 +87,22 @@ func (m *Manager) Drain(ctx context.Context, mode EOFMode) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %d turn(s) interrupted, %d request(s) for the client cancelled", ErrUnfinished, n, cancelled)
+}
+
+// InputClosed runs as soon as the client's input has ended, before the
+// requests in flight are answered (Drain comes after). With EOFInterrupt
+// it ends every command/exec process at once, as command/exec/terminate
+// would (each then answers, exit code 137, which its request was waiting
+// for), and refuses any command/exec still to be handled: the client that
+// closed its input wants apserver gone, not waiting up to a process's
+// timeout. With EOFDrain the processes run on to their end.
+func (m *Manager) InputClosed(mode EOFMode) {
+	if mode != EOFInterrupt {
+		return
+	}
+	if n := m.execs.closeAll(); n > 0 {
+		m.log.Info("input closed; command/exec processes terminated", "processes", n, "mode", mode)
+	}
 }
 
 // busyThreads returns the loaded threads with a turn running, asking each

@@ -117,7 +117,7 @@ func (t *thread) runDynamicCall(tr *turn, call model.ToolCall) bool {
 	item := protocol.DynamicToolCallItem{ID: t.uniqueItemID(call.CallID), Tool: d.tool, Namespace: d.namespace, Arguments: args, Status: protocol.ItemInProgress}
 	t.notifyItemStarted(tr, item)
 	started := t.m.clock.Now()
-	cl := t.m.client.Call(protocol.RequestDynamicToolCall, protocol.DynamicToolCallParams{
+	cl := t.m.client.Call(protocol.RequestItemToolCall, protocol.DynamicToolCallParams{
 		ThreadID: t.id, TurnID: tr.id, CallID: item.ID, Tool: d.tool, Namespace: d.namespace, Arguments: args,
 	})
 	id := cl.ID()

@@ -58,11 +58,15 @@ type threadAuto struct {
 	// resend are the requests stored before a restart, by id, while the
 	// machine has them resent.
 	resend map[int64]store.PendingRequest
+	// restored: restoreRun ran (by RestoreFullAuto or RestoreFullAutoOf);
+	// a run is brought back once.
+	restored bool
 }
 
 // fsm returns the thread's full-auto machine, loading the stored run the
 // first time.
 func (t *thread) fsm() *fullauto.Machine {
+	panicPoint("fullauto", t.id) // tests: a panic in the machine (panics.go)
 	a := &t.auto
 	if a.fsm != nil {
 		return a.fsm

@@ -62,7 +62,7 @@ func approvalRequest(req serverRequest) controller.ApprovalRequest {
 		Kind: req.Kind, Command: req.Command,
 		RuleDecision: req.Rule, Rule: req.RuleName, Paths: append([]string{}, req.Paths...),
 		InsideWritableRoots: req.InsideWorkspace, Sandboxed: req.Sandboxed,
-		Escalated: req.Escalated, Opaque: req.Opaque,
+		Escalated: req.Escalated, Opaque: req.Opaque, Privileged: req.Privileged,
 	}
 }
 

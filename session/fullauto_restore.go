@@ -10,6 +10,7 @@ import (
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/tools"
 )
@@ -56,6 +57,10 @@ func (m *Manager) restoreRuns() {
 
 // restoreRun runs on the thread goroutine after a restart.
 func (t *thread) restoreRun() {
+	if t.auto.restored {
+		return
+	}
+	t.auto.restored = true
 	fsm := t.fsm()
 	if !fsm.Run().Active() || t.turn != nil {
 		return
@@ -118,13 +123,24 @@ func (t *thread) resend(e fullauto.Resend) {
 	t.m.fa.attn.set(key, protocol.AttentionItem{ThreadID: t.id, Kind: key.kind, Reason: "answer the request sent before the restart", SinceMs: t.nowMs()})
 	timeout := time.Duration(e.TimeoutMs) * time.Millisecond
 	ctx := t.ctx
+	// The thread port may answer it too (threads.go).
+	pctx, pcancel := context.WithCancel(ctx)
+	pa := portAnswer{answer: make(chan json.RawMessage, 1), cancel: pcancel, done: pctx.Done()}
+	t.portAnswers[id] = pa
+	t.m.watchers.publish(port.RequestAsked{ThreadID: t.id, RequestID: id, Method: p.Method, Params: p.Params})
 	go func() {
-		wctx, cancel := context.WithCancelCause(ctx)
+		defer pcancel()
+		wctx, cancel := context.WithCancelCause(pctx)
 		if timeout > 0 {
 			timer := t.m.clock.AfterFunc(timeout, func() { cancel(errRequestTimeout) })
 			defer timer.Stop()
 		}
 		raw, err := call.Wait(wctx)
+		select {
+		case a := <-pa.answer:
+			raw, err = a, nil
+		default:
+		}
 		timedOut := err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), errRequestTimeout)
 		cancel(context.Canceled)
 		t.m.fa.attn.clear(key)
@@ -140,6 +156,7 @@ func (t *thread) resend(e fullauto.Resend) {
 // request (the approved command's run, the declined command, the answer to
 // the question).
 func (t *thread) resentAnswered(p store.PendingRequest, rd resumeData, id int64, raw json.RawMessage, err error, timedOut bool) {
+	delete(t.portAnswers, id)
 	t.notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.id, RequestID: id})
 	fsm := t.fsm()
 	carry, kind, effs := fsm.ResentAnswered(t.nowMs(), id, fullauto.Settled{TimedOut: timedOut, Declined: !timedOut && declined(raw, err)})
@@ -216,11 +233,12 @@ func (t *thread) resumeCommand(params protocol.CommandApprovalParams, rd resumeD
 			hist: callHistory(call, "The user declined to run this command. Do not retry it; continue without it or explain what you needed.")}})
 		return
 	}
-	if dec.Kind == protocol.DecisionAcceptForSession {
-		t.approved[cmd] = true
+	plan := t.planCommand(cmd, false)
+	if dec.Kind == protocol.DecisionAcceptForSession && plan.sessionApprovable() {
+		t.approved[approvalKey(cmd, false)] = true
 	}
 	req := tools.ExecRequest{Command: cmd, Dir: dir, Timeout: defaultCommandTimeout}
-	t.planCommand(cmd, false).confine(&req)
+	plan.confine(&req)
 	ctx, token := t.ctx, t.fsm().Token()
 	go func() {
 		res, xerr := tools.Exec(ctx, req, nil)

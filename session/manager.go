@@ -99,9 +99,10 @@ type Manager struct {
 	// model name → tokens.
 	learnedWindows sync.Map
 
-	mcp   *mcpState   // MCP servers (mcptools.go); set by NewManager
-	fuzzy fuzzyTokens // fuzzyFileSearch's cancellation tokens (fuzzy.go)
-	execs execTable   // command/exec's processes (commandexec.go)
+	mcp      *mcpState   // MCP servers (mcptools.go); set by NewManager
+	fuzzy    fuzzyTokens // fuzzyFileSearch's cancellation tokens (fuzzy.go)
+	watchers watchers    // the thread port's outcome streams (threads.go)
+	execs    execTable   // command/exec's processes (commandexec.go)
 }
 
 // NewManager starts opening the store and returns at once.
@@ -120,6 +121,12 @@ func NewManager(opts Options) *Manager {
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	// What apserver keeps to itself reaches no command: its data dir
+	// (the store, the ws token) and the variables holding its keys.
+	sandbox.Conceal(opts.DataDir)
+	for _, pc := range opts.Config.Providers {
+		sandbox.HideEnv(pc.APIKeyEnv)
 	}
 	m.fa = newFullAutoManager(m)
 	m.mcp = newMCPState(m)
@@ -185,12 +192,16 @@ func (m *Manager) notify(method string, params any) {
 }
 
 // notifyAbout sends a notification about thread threadID, naming the
-// thread to a client that routes by it (ThreadClient).
+// thread to a client that routes by it (ThreadClient), then gives the
+// thread port's streams the outcome it is, if it is one (threads.go).
 func (m *Manager) notifyAbout(threadID, method string, params any) {
 	if tc, ok := m.client.(ThreadClient); ok {
 		tc.NotifyThread(threadID, method, params)
 	} else {
 		m.client.Notify(method, params)
+	}
+	if o := outcomeOf(threadID, method, params); o != nil {
+		m.watchers.publish(o)
 	}
 	if method == protocol.NotifyTurnCompleted {
 		m.signalTurnEnded()

@@ -1,10 +1,12 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session/port"
 )
 
 // serverRequest is a request the thread is about to send to the client: an
@@ -24,9 +26,12 @@ type serverRequest struct {
 	// Sandboxed: the command would run confined by the kernel sandbox.
 	Sandboxed bool
 	// Escalated: the command asks to run outside the sandbox. Opaque says
-	// why the rules cannot read it fully. Either makes it a human's call.
-	Escalated bool
-	Opaque    string
+	// why the rules cannot read it fully: a human's call outside the
+	// sandbox. Privileged says why it runs a command as another user:
+	// always a human's call.
+	Escalated  bool
+	Opaque     string
+	Privileged string
 	// InsideWorkspace: every path of a file change is inside the writable
 	// roots.
 	InsideWorkspace bool
@@ -49,12 +54,25 @@ func (t *thread) sendRequest(tr *turn, req serverRequest, onAnswer func(reqID in
 	tr.requests = append(tr.requests, id)
 	ctx := tr.ctx
 	wait := t.requestWait(tr, req, id)
+	// The thread port may answer instead of the client (threads.go): its
+	// answer ends the wait for the client's.
+	pctx, pcancel := context.WithCancel(ctx)
+	pa := portAnswer{answer: make(chan json.RawMessage, 1), cancel: pcancel, done: pctx.Done()}
+	t.portAnswers[id] = pa
+	t.m.watchers.publish(port.RequestAsked{ThreadID: t.id, TurnID: tr.id, RequestID: id, Method: req.Method, Params: req.Params})
 	go func() {
-		wctx, cancel := wait(ctx)
+		wctx, cancel := wait(pctx)
 		raw, err := call.Wait(wctx)
+		select {
+		case a := <-pa.answer:
+			raw, err = a, nil
+		default:
+		}
 		raw, err = t.settleRequest(ctx, wctx, tr, req, id, raw, err) // full auto: timeouts (fullauto_approve.go)
 		cancel()
+		pcancel()
 		t.postEvent(ctx, func() {
+			delete(t.portAnswers, id)
 			if t.turn != tr {
 				return
 			}

@@ -1,6 +1,8 @@
 package session
 
 import (
+	"context"
+
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 )
@@ -27,3 +29,17 @@ func (m *Manager) ClearRunAttention(runID string) {
 // Store waits for the store to be open and returns it: runs keep their
 // event logs in the same database as threads.
 func (m *Manager) Store() (*store.Store, error) { return m.store() }
+
+// RestoreFullAutoOf brings back the full auto of one thread after a
+// restart, as RestoreFullAuto does for every thread once a client has
+// initialized: the runner's headless front end (apserver run --resume)
+// has no such client, and takes up only its run's task thread. Bringing a
+// thread's run back twice does nothing the second time.
+func (m *Manager) RestoreFullAutoOf(ctx context.Context, threadID string) error {
+	t, err := m.load(ctx, threadID)
+	if err != nil {
+		return err
+	}
+	t.post(t.restoreRun)
+	return nil
+}

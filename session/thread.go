@@ -92,6 +92,9 @@ type thread struct {
 	itemIDs       map[string]bool // item ids used in this thread
 	status        protocol.ThreadStatus
 	statusSent    bool
+	// portAnswers are the pending requests sent to the client that the
+	// thread port may answer instead (threads.go), by request id.
+	portAnswers map[int64]portAnswer
 
 	// Compaction state (compact.go): the encoded size of the agent's
 	// tools, the last response's usage, automatic compactions since the
@@ -128,6 +131,7 @@ func (m *Manager) newThread(meta store.Thread, s threadSettings) *thread {
 		ckpts:         map[string]turnCheckpoints{},
 		histMark:      map[string]int{},
 		itemIDs:       map[string]bool{},
+		portAnswers:   map[int64]portAnswer{},
 		status:        protocol.ThreadStatus{Type: protocol.StatusIdle},
 	}
 	t.statusSnap = t.status
@@ -153,13 +157,13 @@ func (t *thread) run() {
 				t.abandonTurn()
 				return
 			}
-			f()
+			t.guard("inbox", f)
 		case <-t.events.wake:
 			if t.ctx.Err() != nil {
 				t.abandonTurn()
 				return
 			}
-			t.drainModelEvents()
+			t.guard("modelEvents", t.drainModelEvents)
 		case <-t.ctx.Done():
 			t.abandonTurn()
 			return

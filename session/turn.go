@@ -467,6 +467,8 @@ func (t *thread) sample(tr *turn) {
 	}
 	client := tr.client
 	go func() {
+		defer t.childRecover(ctx, tr) // a panic fails the turn (panics.go)
+		panicPoint("sampling", t.id)
 		err := t.m.sched.stream(ctx, client, req, func(ev model.Event) { // capped across threads (sched.go)
 			t.events.push(ctx, modelEvent{tr: tr, gen: gen, ev: ev})
 		})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,8 +25,14 @@ const (
 	// termGrace is how long a timed-out group gets between SIGTERM and SIGKILL.
 	termGrace = 200 * time.Millisecond
 	// pipeGrace is how long Exec keeps reading after the shell has exited
-	// while something it started still holds the output pipe open.
+	// while something it started still holds the output pipe open. What
+	// the pipe already holds when it ends is read all the same.
 	pipeGrace = 100 * time.Millisecond
+	// maxFinalDrain bounds the last non-blocking read of the pipe, in case
+	// a process that escaped the group keeps writing into it: the largest
+	// pipe buffer an unprivileged process can ask for (pipe-max-size) and
+	// some.
+	maxFinalDrain = 2 << 20
 
 	shellPath = "/bin/bash"
 	readSize  = 32 << 10
@@ -38,7 +45,8 @@ type ExecRequest struct {
 	// Dir is the working directory. It must be an absolute path to an
 	// existing directory.
 	Dir string
-	// Env is the environment; nil means the current process's environment.
+	// Env is the environment; nil means the current process's environment
+	// without apserver's secrets (sandbox.Environ).
 	Env []string
 	// Timeout bounds the run; zero means DefaultTimeout. On expiry the whole
 	// process group gets SIGTERM and, shortly after, SIGKILL.
@@ -82,9 +90,15 @@ type ExecResult struct {
 // with Canceled set. When the shell exits, Exec returns once the pipe reaches
 // EOF or, if background processes keep it open, after a short grace; either
 // way whatever is left of the process group is then killed, so nothing the
-// command started outlives it. A sandboxed command runs in a pid namespace
+// command started outlives it. Output written before the shell exited is
+// never dropped, however late the reader runs: what the pipe holds is read
+// to its end. When the grace cut processes off, the output ends with a
+// line saying so. A sandboxed command runs in a pid namespace
 // of its own, which dies with it, so that holds even for processes that
 // left the group (setsid); an unsandboxed one's are out of reach.
+//
+// With Env nil the command gets apserver's environment without its
+// secrets (sandbox.Environ), in every mode.
 //
 // Nothing outlives apserver either: the command gets SIGKILL when apserver
 // dies (sandbox.Start), and the sandbox's watchdog kills the group
@@ -151,7 +165,12 @@ func Exec(ctx context.Context, req ExecRequest, onOutput func([]byte)) (ExecResu
 	killGroup := func(sig syscall.Signal) { _ = syscall.Kill(-pgid, sig) }
 
 	chunks := make(chan []byte, 16)
-	go readPipe(pr, chunks)
+	var readEOF bool // set by readPipe before it closes chunks
+	var holdReader chan struct{}
+	if testHookHoldReader != nil && testHookHoldReader(req) {
+		holdReader = make(chan struct{})
+	}
+	go readPipe(pr, chunks, &readEOF, holdReader)
 	exited := make(chan struct{})
 	go func() {
 		_ = waitExited(pgid)
@@ -212,16 +231,30 @@ func Exec(ctx context.Context, req ExecRequest, onOutput func([]byte)) (ExecResu
 			killC = nil
 		}
 	}
+	// Stop the reader even if an escaped process still holds the pipe, and
+	// keep what it had already read.
+	_ = pr.SetReadDeadline(time.Now())
+	if holdReader != nil {
+		close(holdReader)
+	}
+	for b := range chunks {
+		emit(b)
+	}
+	// The deadline may have stopped the reader before it read what the
+	// pipe held (a slow reader under load): what the command wrote before
+	// its shell exited is still there, and is never dropped.
+	if !readEOF {
+		_ = pr.SetReadDeadline(time.Time{})
+		readEOF = DrainPipe(pr, emit)
+	}
 	// The shell has exited but is not reaped yet, so the group id is still
 	// ours: kill whatever is left in it.
 	killGroup(syscall.SIGKILL)
 	unwatch()
-
-	// Stop the reader even if an escaped process still holds the pipe, and
-	// keep what it had already read.
-	_ = pr.SetReadDeadline(time.Now())
-	for b := range chunks {
-		emit(b)
+	if !readEOF {
+		// Only the grace ends the wait short of EOF: processes the
+		// command left behind hold the pipe open, and now are killed.
+		emit([]byte(heldOpenMarker))
 	}
 	pr.Close()
 
@@ -248,10 +281,24 @@ func Exec(ctx context.Context, req ExecRequest, onOutput func([]byte)) (ExecResu
 	return res, nil
 }
 
+// heldOpenMarker ends the output of a command whose shell exited while
+// processes it started still held the output pipe open past pipeGrace:
+// they were killed, and what they would have written later is not there.
+const heldOpenMarker = "\n[apserver: the shell exited but processes it started kept the output open; they were stopped]\n"
+
+// testHookHoldReader, set by tests, makes the reader of req's output wait
+// until Exec stops it before its first read: a reader that a loaded
+// machine did not schedule in time.
+var testHookHoldReader func(req ExecRequest) bool
+
 // readPipe sends copies of what it reads from r until EOF or an error (such
-// as an expired read deadline), then closes out.
-func readPipe(r *os.File, out chan<- []byte) {
+// as an expired read deadline), then closes out; *eof says whether it
+// reached EOF. With hold not nil it first waits until hold is closed.
+func readPipe(r *os.File, out chan<- []byte, eof *bool, hold <-chan struct{}) {
 	defer close(out)
+	if hold != nil {
+		<-hold
+	}
 	buf := make([]byte, readSize)
 	for {
 		n, err := r.Read(buf)
@@ -259,9 +306,42 @@ func readPipe(r *os.File, out chan<- []byte) {
 			out <- bytes.Clone(buf[:n])
 		}
 		if err != nil {
+			*eof = err == io.EOF
 			return
 		}
 	}
+}
+
+// DrainPipe reads what the pipe r holds now, without waiting for more
+// writes, and passes each chunk to emit (the slice is emit's to keep); it
+// reports whether it reached EOF. r is the read end of an os.Pipe whose
+// read deadline, if any, has been cleared: a reader stopped by a deadline
+// leaves in the pipe what was written before, which this reads. It reads
+// at most 2 MiB, in case a writer that escaped keeps writing.
+func DrainPipe(r *os.File, emit func([]byte)) (eof bool) {
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return false
+	}
+	buf := make([]byte, readSize)
+	_ = rc.Read(func(fd uintptr) bool {
+		for total := 0; total < maxFinalDrain; {
+			n, err := syscall.Read(int(fd), buf)
+			switch {
+			case err == syscall.EINTR:
+				continue
+			case n > 0:
+				emit(bytes.Clone(buf[:n]))
+				total += n
+				continue
+			case n == 0 && err == nil:
+				eof = true
+			}
+			return true // empty (EAGAIN), EOF or an error: done, never wait
+		}
+		return true
+	})
+	return eof
 }
 
 // headTail keeps the first and last bytes of a stream up to a limit.

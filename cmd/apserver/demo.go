@@ -19,10 +19,12 @@ func runDemo(args []string) error {
 		fmt.Fprint(fs.Output(), `Usage: apserver demo [--json] [--keep]
 
 Runs an offline demo: a scripted model, a temp workspace, and this binary as
-an app-server child, driven through two turns over the JSON-RPC protocol.
+an app-server child, driven over the JSON-RPC protocol through three turns
+(a streamed answer, a command behind an approval, an edit shown as a diff and
+approved, the tests re-run in the sandbox), then undoes the last turn.
 
 `)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	jsonOut := fs.Bool("json", false, "also print every raw protocol line (→ sent, ← received)")
 	keep := fs.Bool("keep", false, "keep the temp workspace, data dir and server log, and print where they are")

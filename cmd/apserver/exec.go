@@ -19,6 +19,7 @@ import (
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session"
+	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/store"
 )
 
@@ -85,7 +86,7 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 4 stuck, 5 needs a human, 6 failed, 130 interrupted.
 
 `)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	var f serveFlags
 	f.register(fs)
@@ -123,6 +124,10 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 	if err := cf.apply(&f, set); err != nil {
 		return usage(err)
 	}
+	if cf.version {
+		fmt.Println("apserver", version)
+		return nil
+	}
 	resumeID, objective, err := execArgs(words)
 	if err != nil {
 		return usage(err)
@@ -159,9 +164,21 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 		return err
 	}
 	defer closeLog()
-	cfg, err := config.Load(config.LoadOptions{UserFile: f.configFile, Workspace: cwd, Getenv: execGetenv, Overrides: f.overrides()})
+	if cf.ephemeral {
+		// Nothing outlives this exec: a data dir of its own, removed at the end.
+		tmp, err := os.MkdirTemp("", "apserver-ephemeral-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		f.dataDir = tmp
+	}
+	cfg, err := config.Load(config.LoadOptions{UserFile: f.configFile, NoUserFile: cf.ignoreUser, Workspace: cwd, Getenv: execGetenv, Overrides: f.overrides()})
 	if err != nil {
 		return err
+	}
+	if cf.strictConfig && len(cfg.Warnings) > 0 {
+		return usage(fmt.Errorf("--strict-config: %s", strings.Join(cfg.Warnings, "; ")))
 	}
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
@@ -177,7 +194,7 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 	case *apJSON:
 		mode = execApserverJSON
 	}
-	ec := newExecClient(os.Stdout, os.Stderr, mode, !*fullAuto, cwd)
+	ec := newExecClient(os.Stdout, os.Stderr, mode, cwd)
 	mgr := session.NewManager(session.Options{
 		OpenStore: func() (*store.Store, error) {
 			return store.Open(filepath.Join(cfg.DataDir, store.FileName), store.Options{Synchronous: sync})
@@ -212,26 +229,28 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// The session's thread port drives the thread and reports how it
+	// ends; the client (ec) only renders.
+	threads := mgr.Threads()
 	var threadID string
 	if resumeID != "" {
 		if f.model != "" {
 			settings.Model = &f.model
 		}
-		threadID, err = execCall(func(r session.Reply) {
-			mgr.ResumeThread(ctx, protocol.ThreadResumeParams{ThreadID: resumeID, ThreadSettings: settings, ExcludeTurns: true}, r)
-		}, "thread.id")
-		if err != nil {
+		threadID = resumeID
+		if err = threads.Resume(ctx, resumeID, settings); err != nil {
 			err = fmt.Errorf("resuming thread %s: %w", resumeID, err)
 		}
 	} else {
-		threadID, err = execCall(func(r session.Reply) {
-			mgr.StartThread(ctx, protocol.ThreadStartParams{ThreadSettings: settings}, r)
-		}, "thread.id")
+		threadID, err = threads.StartThread(ctx, port.ThreadSpec{Settings: settings})
 	}
 	if err != nil {
 		return err
 	}
 	ec.watch(threadID)
+	outcomes := threads.Watch(threadID)
+	defer outcomes.Close()
+	var turnID string
 	if *fullAuto {
 		p := protocol.FullAutoStartParams{ThreadID: threadID, Objective: &objective, Approvals: (*protocol.FullAutoApprovals)(approvals), Review: review,
 			Budgets: &protocol.FullAutoBudgets{}}
@@ -251,35 +270,29 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 			fmt.Fprintln(os.Stderr, "apserver exec:", err)
 			return errUsage
 		}
-		_, err = execCall(func(r session.Reply) { mgr.StartFullAuto(ctx, p, r) }, "")
+		_, err = threads.StartFullAuto(ctx, p)
 	} else {
 		turn.ThreadID = threadID
-		_, err = execCall(func(r session.Reply) { mgr.StartTurn(ctx, turn, r) }, "")
+		var tr protocol.Turn
+		tr, err = threads.StartTurn(ctx, turn)
+		turnID = tr.ID
 	}
 	if err != nil {
 		return err
 	}
 
-	var code int
-	select {
-	case end := <-ec.ended:
-		code = end.code
-	case <-ctx.Done():
+	code, err := execEndOf(ctx, outcomes, !*fullAuto, turnID)
+	if err != nil {
 		stop() // a second signal kills the process
 		fmt.Fprintln(os.Stderr, "apserver exec: interrupted; stopping")
 		if *fullAuto {
-			_, _ = execCall(func(r session.Reply) {
-				mgr.StopFullAuto(context.Background(), protocol.FullAutoThreadParams{ThreadID: threadID}, r)
-			}, "")
+			_, _ = threads.StopFullAuto(context.Background(), threadID)
 		} else {
-			_, _ = execCall(func(r session.Reply) {
-				mgr.InterruptTurn(context.Background(), protocol.TurnInterruptParams{ThreadID: threadID, TurnID: ec.turnID()}, r)
-			}, "")
+			_ = threads.InterruptTurn(context.Background(), threadID, turnID)
 		}
-		select {
-		case <-ec.ended:
-		case <-time.After(10 * time.Second):
-		}
+		wait, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, _ = execEndOf(wait, outcomes, !*fullAuto, turnID)
+		cancel()
 		code = exitInterrupted
 	}
 	final := ec.finalMessage()
@@ -300,8 +313,9 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 
 func ptrTo[T any](v T) *T { return &v }
 
-// execCall calls a session method and waits for its reply; path, when set,
-// picks a string out of the result.
+// execCall calls a method that answers through a Reply (the runner's, for
+// apserver run) and waits for its answer; path, when set, picks a string
+// out of the result.
 func execCall(call func(session.Reply), path string) (string, error) {
 	type answer struct {
 		v   any
@@ -327,8 +341,34 @@ func execCall(call func(session.Reply), path string) (string, error) {
 	return s, nil
 }
 
-// execEnd is how the work ended.
-type execEnd struct{ code int }
+// execEndOf waits on the thread's outcomes for exec's end: the turn's end
+// (one turn), or full auto stopped or paused; it returns the exit code, or
+// ctx's error.
+func execEndOf(ctx context.Context, outcomes port.Stream, oneTurn bool, turnID string) (int, error) {
+	for {
+		o, err := outcomes.Next(ctx)
+		if err != nil {
+			return 0, err
+		}
+		switch o := o.(type) {
+		case port.TurnEnded:
+			if oneTurn && o.TurnID == turnID {
+				if o.Status != protocol.TurnCompleted {
+					return exitFailed, nil
+				}
+				return exitOK, nil
+			}
+		case port.FullAutoChanged:
+			if st := o.Run.State; !oneTurn && (st == protocol.FullAutoStopped || st == protocol.FullAutoPaused) {
+				cond := ""
+				if o.Run.StopCondition != nil {
+					cond = *o.Run.StopCondition
+				}
+				return exitCodeFor(string(st), cond), nil
+			}
+		}
+	}
+}
 
 // execMode is what exec prints on stdout.
 type execMode int
@@ -346,20 +386,16 @@ type execClient struct {
 	out, errw io.Writer
 	mode      execMode
 	codex     *codexEvents
-	oneTurn   bool // without --full-auto: the first turn's end is the end
-	ended     chan execEnd
 	nextID    atomic.Int64
 
 	mu       sync.Mutex
 	thread   string
-	turn     string
 	turns    int
 	lastText string
-	done     bool
 }
 
-func newExecClient(out, errw io.Writer, mode execMode, oneTurn bool, cwd string) *execClient {
-	c := &execClient{out: out, errw: errw, mode: mode, oneTurn: oneTurn, ended: make(chan execEnd, 1)}
+func newExecClient(out, errw io.Writer, mode execMode, cwd string) *execClient {
+	c := &execClient{out: out, errw: errw, mode: mode}
 	if mode == execCodexJSON {
 		c.codex = newCodexEvents(out, cwd)
 	}
@@ -377,24 +413,10 @@ func (c *execClient) watch(threadID string) {
 	}
 }
 
-func (c *execClient) turnID() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.turn
-}
-
 func (c *execClient) finalMessage() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lastText
-}
-
-func (c *execClient) end(code int) {
-	if c.done {
-		return
-	}
-	c.done = true
-	c.ended <- execEnd{code: code}
 }
 
 // Notify renders one notification.
@@ -429,7 +451,6 @@ func (c *execClient) Notify(method string, params any) {
 	w := c.errw
 	switch method {
 	case protocol.NotifyTurnStarted:
-		c.turn = str("turn.id")
 		c.turns++
 		fmt.Fprintf(w, "── turn %d\n", c.turns)
 	case protocol.NotifyItemStarted:
@@ -444,8 +465,14 @@ func (c *execClient) Notify(method string, params any) {
 				fmt.Fprintf(w, "  │ %s\n", l)
 			}
 		case "commandExecution":
-			code, _ := get("item.exitCode").(float64)
-			fmt.Fprintf(w, "    → %s, exit %d\n", str("item.status"), int(code))
+			// A command that did not run (declined, refused) has no exit
+			// code: say so, not "exit 0".
+			status := str("item.status")
+			if code, ok := get("item.exitCode").(float64); ok && status != "declined" {
+				fmt.Fprintf(w, "    → %s, exit %d\n", status, int(code))
+			} else {
+				fmt.Fprintf(w, "    → %s (not run)\n", status)
+			}
 		case "fileChange":
 			var paths []string
 			chs, _ := get("item.changes").([]any)
@@ -461,13 +488,6 @@ func (c *execClient) Notify(method string, params any) {
 		if status != "completed" {
 			fmt.Fprintf(w, "  turn %s: %s\n", status, str("turn.error.message"))
 		}
-		if c.oneTurn {
-			code := exitOK
-			if status != "completed" {
-				code = exitFailed
-			}
-			c.end(code)
-		}
 	case protocol.NotifyFullAutoDecision:
 		r := str("receipt.action") + " (" + str("receipt.rule") + ")"
 		fmt.Fprintf(w, "◆ %s: %s\n", r, str("receipt.reason"))
@@ -479,7 +499,6 @@ func (c *execClient) Notify(method string, params any) {
 		case string(protocol.FullAutoStopped), string(protocol.FullAutoPaused):
 			spent := fmt.Sprintf("%v turns, %v tokens, %.1fs", get("run.spent.turns"), get("run.spent.tokens"), num(get("run.spent.timeMs"))/1000)
 			fmt.Fprintf(w, "■ %s (%s): %s [%s]\n", state, cond, str("reason"), spent)
-			c.end(exitCodeFor(state, cond))
 		}
 	case protocol.NotifyError:
 		if will, _ := get("willRetry").(bool); will {

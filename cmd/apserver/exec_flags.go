@@ -32,6 +32,21 @@ type codexExecFlags struct {
 	addDirs      []string
 	threadSource string
 	cyberAccess  string
+	features     []string // --enable / --disable: codex feature flags
+	hookTrust    bool     // --dangerously-bypass-hook-trust: apserver runs no hooks
+
+	// Codex 0.171's flags with an apserver meaning.
+	yolo          bool   // --dangerously-bypass-approvals-and-sandbox
+	ephemeral     bool   // a data dir of its own, removed at the end
+	ignoreUser    bool   // --ignore-user-config
+	strictConfig  bool   // config warnings are errors
+	oss           bool   // a local provider (--local-provider)
+	localProvider string // lmstudio or ollama
+	color         string // always, never or auto: the live view is plain text
+	version       bool   // -V, --version
+
+	// Codex flags that cannot apply to apserver: refused with the reason.
+	refused map[string]*string
 
 	// From the overrides.
 	effort   string
@@ -101,7 +116,64 @@ func (cf *codexExecFlags) register(fs *flag.FlagSet, f *serveFlags) {
 	fs.Var(listFlag{&cf.addDirs, false}, "add-dir", "accepted for codex compatibility; ignored")
 	fs.StringVar(&cf.threadSource, "thread-source", "", "accepted for codex compatibility; ignored")
 	fs.StringVar(&cf.cyberAccess, "cyber-access-program", "", "accepted for codex compatibility; ignored")
+	fs.Var(listFlag{&cf.features, false}, "enable", "accepted for codex compatibility (a codex feature flag); ignored")
+	fs.Var(listFlag{&cf.features, false}, "disable", "accepted for codex compatibility (a codex feature flag); ignored")
+	fs.BoolVar(&cf.hookTrust, "dangerously-bypass-hook-trust", false, "accepted for codex compatibility; apserver runs no hooks")
+	fs.BoolVar(&cf.yolo, "dangerously-bypass-approvals-and-sandbox", false, "no sandbox and no approvals (danger-full-access, approval never); forbidden rules still refuse")
+	fs.BoolVar(&cf.ephemeral, "ephemeral", false, "keep nothing: a data dir of its own, removed when exec ends (the thread cannot be resumed)")
+	fs.BoolVar(&cf.ignoreUser, "ignore-user-config", false, "do not read the user config file (the workspace's and the flags still apply)")
+	fs.BoolVar(&cf.strictConfig, "strict-config", false, "fail when a config file has keys apserver does not know")
+	fs.BoolVar(&cf.oss, "oss", false, "use a local provider on this machine: Ollama (default) or LM Studio (--local-provider)")
+	fs.StringVar(&cf.localProvider, "local-provider", "", "with --oss: ollama or lmstudio")
+	fs.StringVar(&cf.color, "color", "auto", "always, never or auto: accepted; apserver's live view is plain text")
+	fs.BoolVar(&cf.version, "version", false, "print the version and exit")
+	fs.BoolVar(&cf.version, "V", false, "same as --version")
+	cf.refused = map[string]*string{}
+	for name, why := range refusedExecFlags {
+		v := new(string)
+		cf.refused[name] = v
+		fs.Var(refusedFlag{v, why.bool}, name, "not supported: "+why.why)
+	}
 }
+
+// refusedExecFlags are codex exec's flags that cannot mean in apserver
+// what they mean in codex; each is an error that says why (docs/exec.md).
+var refusedExecFlags = map[string]struct {
+	why  string
+	bool bool
+}{
+	"remote":                {"apserver exec runs its own session; to share one, run `apserver serve --listen` and connect a client to it", false},
+	"remote-auth-token-env": {"apserver exec runs its own session (see --remote)", false},
+	"profile":               {"apserver has no config profiles; give a config file with --config FILE", false},
+	"p":                     {"apserver has no config profiles; give a config file with --config FILE", false},
+	"worktree":              {"use `apserver run`, which works on a branch and worktree of its own", true},
+	"trust":                 {"a project is trusted in apserver's user config ([projects], docs/configuration.md), never from a flag", true},
+	"approve-for-me":        {"use --full-auto --approvals policy: the rules and the decision model answer what a human would", true},
+	"ignore-rules":          {"apserver always applies its rules: what they forbid stays forbidden in every mode", true},
+}
+
+// refusedFlag records that a refused flag was given (and its value).
+type refusedFlag struct {
+	v      *string
+	isBool bool
+}
+
+func (r refusedFlag) String() string { return "" }
+func (r refusedFlag) Set(v string) error {
+	*r.v = v
+	return nil
+}
+func (r refusedFlag) IsBoolFlag() bool { return r.isBool }
+
+// localProviders are --oss's providers: a base URL on this machine, the
+// Chat Completions wire, and the model codex's --oss uses by default.
+var localProviders = map[string]string{
+	"ollama":   "http://127.0.0.1:11434/v1",
+	"lmstudio": "http://127.0.0.1:1234/v1",
+}
+
+// ossDefaultModel is codex's default model for --oss.
+const ossDefaultModel = "gpt-oss:20b"
 
 // apply reads the --config overrides into f and cf. Flags given by name win
 // over overrides (set holds the names given). Values are TOML, or a bare
@@ -156,6 +228,45 @@ func (cf *codexExecFlags) apply(f *serveFlags, set map[string]bool) error {
 			*dst = s
 		}
 	}
+	for name, why := range refusedExecFlags {
+		if set[name] {
+			return fmt.Errorf("--%s is not supported: %s", name, why.why)
+		}
+	}
+	switch cf.color {
+	case "always", "never", "auto":
+	default:
+		return fmt.Errorf("--color %q: expected always, never or auto", cf.color)
+	}
+	if cf.localProvider != "" && !cf.oss {
+		return errors.New("--local-provider goes with --oss")
+	}
+	if cf.oss {
+		lp := cf.localProvider
+		if lp == "" {
+			lp = "ollama"
+		}
+		url, ok := localProviders[lp]
+		if !ok {
+			return fmt.Errorf("--local-provider %q: expected ollama or lmstudio", cf.localProvider)
+		}
+		if set["base-url"] || set["provider"] {
+			return errors.New("--oss chooses the provider: it goes with neither --base-url nor --provider")
+		}
+		f.baseURL, f.wire = url, "chat"
+		if f.model == "" {
+			f.model = ossDefaultModel
+		}
+	}
+	if cf.yolo {
+		if cf.sandbox != "" && cf.sandbox != string(protocol.SandboxDangerFullAccess) {
+			return fmt.Errorf("--dangerously-bypass-approvals-and-sandbox turns the sandbox off; it goes with no --sandbox %s", cf.sandbox)
+		}
+		if cf.approval != "" && cf.approval != string(protocol.ApprovalNever) {
+			return fmt.Errorf("--dangerously-bypass-approvals-and-sandbox asks for no approval; it goes with no approval_policy %s", cf.approval)
+		}
+		cf.sandbox, cf.approval = string(protocol.SandboxDangerFullAccess), string(protocol.ApprovalNever)
+	}
 	if cf.sandbox != "" && !protocol.SandboxMode(cf.sandbox).Valid() {
 		return fmt.Errorf("unknown sandbox mode %q, expected read-only, workspace-write or danger-full-access", cf.sandbox)
 	}
@@ -183,6 +294,12 @@ func (cf *codexExecFlags) warnIgnored(w io.Writer) {
 	}
 	if cf.cyberAccess != "" {
 		ign = append(ign, "--cyber-access-program")
+	}
+	for _, ft := range cf.features {
+		ign = append(ign, "--enable/--disable "+ft)
+	}
+	if cf.hookTrust {
+		ign = append(ign, "--dangerously-bypass-hook-trust")
 	}
 	if len(ign) > 0 {
 		fmt.Fprintf(w, "apserver exec: ignored (no apserver equivalent): %s\n", strings.Join(ign, ", "))

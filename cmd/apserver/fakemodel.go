@@ -29,7 +29,7 @@ answers with the demo script. Stops on SIGINT/SIGTERM, or when stdin is a
 pipe and it closes.
 
 `)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	scriptFile := fs.String("script", "", "JSON script file (the form model/scripted.LoadScript reads)")
 	if err := fs.Parse(args); err != nil {

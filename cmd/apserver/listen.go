@@ -16,7 +16,6 @@ import (
 
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/protocol"
-	"github.com/apserver/apserver/runner"
 	"github.com/apserver/apserver/server"
 )
 
@@ -95,9 +94,8 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	hub := server.NewHub(log)
-	tap := runner.NewTap(hub.Client())
-	mgr := newManager(cfg, f, dataDir, tap, log)
-	rn := newRunner(cfg, dataDir, mgr, tap, log)
+	mgr := newManager(cfg, f, dataDir, hub.Client(), log)
+	rn := newRunner(cfg, dataDir, mgr, log)
 	hub.OnAbandoned = mgr.ReleaseEphemeral
 	hub.OnWatchGone = func(id string) {
 		mgr.UnwatchFS(context.Background(), protocol.FsUnwatchParams{WatchID: id}, func(any, error) {})

@@ -44,7 +44,7 @@ const exitUnfinished = 3
 func main() {
 	args := os.Args[1:]
 	cmd := ""
-	if len(args) > 0 && (!strings.HasPrefix(args[0], "-") || args[0] == "--version") {
+	if len(args) > 0 && (!strings.HasPrefix(args[0], "-") || topLevel[args[0]]) {
 		cmd, args = args[0], args[1:]
 	}
 	var err error
@@ -83,6 +83,10 @@ func main() {
 	}
 }
 
+// topLevel are the flags that are commands of their own rather than
+// serve's flags: `apserver --help` lists the commands, not serve's flags.
+var topLevel = map[string]bool{"--version": true, "-h": true, "-help": true, "--help": true}
+
 func usage(w io.Writer) {
 	fmt.Fprint(w, `apserver: a Codex-compatible coding-agent app-server (JSON-RPC over stdio)
 
@@ -95,8 +99,17 @@ Usage:
   apserver run "request"     carry a request through a run (plan, tasks, commits) on a branch of its own
   apserver replay THREAD     re-decide a thread's full-auto receipts; exit 1 naming each that differs
   apserver version           print the version
+  apserver help              this text
 
-Run "apserver serve -h" for the server's flags. Configuration: docs/configuration.md.
+Examples:
+  apserver demo                                  # see it work offline, in under 5 s
+  apserver --model gpt-5.5                       # an editor spawns this and speaks JSON-RPC
+  apserver serve --listen ws://127.0.0.1:4500    # several clients share one session
+  apserver exec --full-auto "Make the tests pass."
+  apserver run "add a shout function"
+
+"apserver COMMAND --help" prints a command's flags; "apserver serve --help" the
+server's. Configuration: docs/configuration.md; the protocol: docs/protocol.md.
 `)
 }
 
@@ -163,6 +176,17 @@ func newLogger(f *serveFlags) (*slog.Logger, func(), error) {
 
 func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `Usage: apserver [serve] [flags]
+
+Serves the Codex app-server protocol (JSON-RPC, one message per line) on
+stdin/stdout, or with --listen to several clients on a WebSocket or unix
+socket. stdout carries only protocol; logs go to stderr or --log-file.
+"apserver help" lists the other commands.
+
+`)
+		printFlags(fs.Output(), fs)
+	}
 	var f serveFlags
 	f.register(fs)
 	var lf listenFlags
@@ -227,10 +251,11 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 		Trace:        f.trace,
 		ServerInfo:   server.ServerInfo{Name: "apserver", Version: version, Home: dataDir},
 		OnInputEnd:   func(ctx context.Context) error { return mgr.Drain(ctx, f.onEOF) },
+		// With --on-eof interrupt, command/exec processes end at once.
+		OnInputClosed: func() { mgr.InputClosed(f.onEOF) },
 	})
-	tap := runner.NewTap(srv.Client())
-	mgr = newManager(cfg, f, dataDir, tap, log)
-	rn := newRunner(cfg, dataDir, mgr, tap, log)
+	mgr = newManager(cfg, f, dataDir, srv.Client(), log)
+	rn := newRunner(cfg, dataDir, mgr, log)
 	server.Register(srv, mgr)
 	server.RegisterRuns(srv, rn)
 	err = srv.Run(ctx)
@@ -252,9 +277,9 @@ func resolveDataDir(cfg config.Config) (string, error) {
 	return d, nil
 }
 
-// newRunner makes the runs' driver over mgr, whose client is tap.
-func newRunner(cfg config.Config, dataDir string, mgr *session.Manager, tap *runner.Tap, log *slog.Logger) *runner.Runner {
-	return runner.New(runner.Options{Manager: mgr, Tap: tap, Store: mgr.Store, Config: cfg, DataDir: dataDir, Logger: log})
+// newRunner makes the runs' driver over mgr's thread port.
+func newRunner(cfg config.Config, dataDir string, mgr *session.Manager, log *slog.Logger) *runner.Runner {
+	return runner.New(runner.Options{Threads: mgr.Threads(), Store: mgr.Store, Config: cfg, DataDir: dataDir, Logger: log})
 }
 
 // newManager makes the session for a server whose client is c.

@@ -34,7 +34,7 @@ Re-runs the full-auto controller on the inputs stored with every decision
 then. Exits 0 when all agree, 1 naming each one that differs.
 
 `)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	dataDir := fs.String("data-dir", "", "apserver's data directory (default: from the config)")
 	cfgFile := fs.String("config", "", "user config file (default: $XDG_CONFIG_HOME/apserver/config.toml)")

@@ -50,7 +50,7 @@ tasks are declined. Exit codes: 0 completed, 1 error, 2 usage, 5 waits for
 a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 
 `)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	var f serveFlags
 	f.register(fs)
@@ -144,17 +144,17 @@ a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 	if strings.EqualFold(cfg.Durability, "full") {
 		sync = "FULL"
 	}
-	rc := newRunClient(os.Stdout, os.Stderr, *jsonOut, newExecClient(io.Discard, os.Stderr, execHuman, false, cwd))
-	tap := runner.NewTap(rc)
+	rc := newRunClient(os.Stdout, os.Stderr, *jsonOut, newExecClient(io.Discard, os.Stderr, execHuman, cwd))
 	mgr := session.NewManager(session.Options{
 		OpenStore: func() (*store.Store, error) {
 			return store.Open(filepath.Join(dataDir, store.FileName), store.Options{Synchronous: sync})
 		},
-		Config: cfg, Client: tap, Logger: log, Version: version, CoalesceDeltas: true, DataDir: dataDir,
+		Config: cfg, Client: rc, Logger: log, Version: version, CoalesceDeltas: true, DataDir: dataDir,
 	})
 	defer mgr.Close()
-	rn := newRunner(cfg, dataDir, mgr, tap, log)
+	rn := newRunner(cfg, dataDir, mgr, log)
 	defer rn.Close()
+	rn.Tidy() // worktrees that finished runs left behind
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -182,7 +182,7 @@ a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 	case <-chanIf(over):
 	case end = <-rc.ended:
 	case <-ctx.Done():
-		fmt.Fprintf(os.Stderr, "apserver run: interrupted; run %s stays stored and goes on when apserver serves this data dir\n", res)
+		fmt.Fprintf(os.Stderr, "apserver run: interrupted; run %s stays stored: apserver run --resume %s takes it up (or apserver serving this data dir)\n", res, res)
 		return &exitError{code: exitInterrupted}
 	}
 	if end.Branch == "" { // a wait: read the whole run
@@ -232,7 +232,9 @@ func takeUp(ctx context.Context, rn *runner.Runner, id string) (protocol.Run, bo
 	r := <-ch
 	resumable := r.Status == protocol.RunFailed || (r.Status == protocol.RunPaused && r.WaitingFor != nil && *r.WaitingFor == protocol.WaitResume)
 	switch {
-	case r.Status == protocol.RunRunning:
+	case r.Status == protocol.RunRunning, r.Status == protocol.RunPausing, r.Status == protocol.RunQueued:
+		// In flight: it goes on (a pausing run to its pause, a queued one
+		// to its slot).
 		return r, false, nil
 	case resumable:
 		_, err := execCall(func(reply session.Reply) { rn.Resume(ctx, protocol.RunParams{RunID: id}, reply) }, "")

@@ -28,6 +28,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/protocol/apserver"
 	"github.com/apserver/apserver/protocol/codex"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -50,25 +51,18 @@ const (
 	fileExtBundle          = "apserver.schemas.json"
 )
 
-// responseOverrides names the result type of client requests whose name
-// cannot be derived from their params type: methods without params, and the
-// few whose response type does not mirror the params type's name.
-var responseOverrides = map[string]string{
-	"accountSession/list":                      "AccountSessionsResponse",
-	"memory/reset":                             "MemoryResetResponse",
-	"remoteControl/status/read":                "RemoteControlStatusReadResponse",
-	"rollout/compress":                         "RolloutCompressResponse",
-	"account/gatewayOAuth/cancel":              "GatewayOAuthCancelResponse",
-	"account/logout":                           "LogoutAccountResponse",
-	"account/securitySetup/read":               "GetAccountSecuritySetupResponse",
-	"account/workspaceMessages/read":           "GetWorkspaceMessagesResponse",
-	"config/batchWrite":                        "ConfigWriteResponse",
-	"config/mcpServer/reload":                  "McpServerRefreshResponse",
-	"config/value/write":                       "ConfigWriteResponse",
-	"configRequirements/read":                  "ConfigRequirementsReadResponse",
-	"externalAgentConfig/import/readHistories": "ExternalAgentConfigImportHistoriesReadResponse",
-	"windowsSandbox/readiness":                 "WindowsSandboxReadinessResponse",
-}
+// resultTypes names the result type of each client request, as
+// internal/protogen paired them when it generated protocol.Methods (it
+// knows the methods whose result type does not mirror their params type).
+var resultTypes = func() map[string]string {
+	m := map[string]string{}
+	for _, mi := range protocol.Methods {
+		if mi.Kind == protocol.KindClientRequest && mi.Result != "" {
+			m[mi.Method] = mi.Result
+		}
+	}
+	return m
+}()
 
 // Validator holds the schema index and a cache of compiled schemas. It is
 // safe for concurrent use.
@@ -331,7 +325,7 @@ func (v *Validator) clientResponseRef(method string) (schemaRef, bool) {
 	if !ok {
 		return schemaRef{}, false
 	}
-	name := responseOverrides[method]
+	name := resultTypes[method]
 	if name == "" {
 		if !strings.HasSuffix(b.params, "Params") {
 			return schemaRef{}, false

@@ -5,7 +5,10 @@
 // and docs/protocol.md, in the layout of Codex's schema (tagged unions in
 // ClientRequest.json and ServerNotification.json, every type in
 // apserver.schemas.json), and internal/wirecheck checks every message of
-// the e2e tests against it.
+// the e2e tests against it. It is also the source that internal/protogen
+// (`make generate`) generates the method constants, the VS Code
+// extension's wire types and the Neovim plugin's method names from: to add
+// a method, add it here and regenerate.
 //
 // The package imports only embed.
 package apserver

@@ -72,6 +72,30 @@ func (r *Repo) HeadSHA(ctx context.Context, ref string) (string, error) {
 	return resolve(ctx, r.root, ref)
 }
 
+// HasCommit says whether the repository has any commit at all (on any
+// branch): a repository just made by git init has none.
+func (r *Repo) HasCommit(ctx context.Context) (bool, error) {
+	out, err := git(ctx, r.root, "rev-list", "-n", "1", "--all")
+	if err != nil {
+		return false, fmt.Errorf("listing the commits of %s: %w", r.root, err)
+	}
+	return out != "", nil
+}
+
+// Prune drops the registrations of worktrees whose directories are gone
+// (git worktree prune).
+func (r *Repo) Prune(ctx context.Context) error {
+	unlock, err := r.lock(ctx)
+	if err != nil {
+		return fmt.Errorf("pruning worktrees of %s: %w", r.root, err)
+	}
+	defer unlock()
+	if _, err := git(ctx, r.root, "worktree", "prune"); err != nil {
+		return fmt.Errorf("pruning worktrees of %s: %w", r.root, err)
+	}
+	return nil
+}
+
 func resolve(ctx context.Context, dir, ref string) (string, error) {
 	if ref == "" || strings.HasPrefix(ref, "-") {
 		return "", fmt.Errorf("resolving %q: %w", ref, ErrUnknownRef)

@@ -3,6 +3,7 @@ package gitwork
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -97,4 +98,52 @@ func FuzzBranchName(f *testing.F) {
 			t.Fatalf("BranchName(%q, %q) = %q: git refuses it: %s", id, request, got, out)
 		}
 	})
+}
+
+// A repository just made by git init has no commit; one commit on any
+// branch is enough.
+func TestHasCommit(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	testGit(t, dir, "init", "-q", "-b", "master")
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := r.HasCommit(ctx); ok || err != nil {
+		t.Fatalf("HasCommit of a fresh repository = %v, %v; want false", ok, err)
+	}
+	write(t, dir, "a", "a\n")
+	testGit(t, dir, "add", "a")
+	testGit(t, dir, "commit", "-q", "-m", "a")
+	testGit(t, dir, "checkout", "-q", "--orphan", "empty")
+	if ok, err := r.HasCommit(ctx); !ok || err != nil {
+		t.Fatalf("HasCommit with a commit on master = %v, %v; want true", ok, err)
+	}
+}
+
+// Prune makes git forget a worktree whose directory was deleted.
+func TestPrune(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	testGit(t, dir, "init", "-q", "-b", "main")
+	write(t, dir, "a", "a\n")
+	testGit(t, dir, "add", "a")
+	testGit(t, dir, "commit", "-q", "-m", "a")
+	wt := filepath.Join(t.TempDir(), "wt")
+	testGit(t, dir, "worktree", "add", "-q", "-b", "side", wt)
+	if err := os.RemoveAll(wt); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Prune(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if list := testGit(t, dir, "worktree", "list", "--porcelain"); strings.Contains(list, wt) {
+		t.Errorf("git still lists the deleted worktree:\n%s", list)
+	}
+	testGit(t, dir, "rev-parse", "--verify", "side") // the branch stays
 }

@@ -227,6 +227,43 @@ s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.sendto(b"ping", os.envir
 	{name: "kill-victim", script: `kill -9 "$VICTIM" && echo ` + escapedMarker},
 }
 
+// secretAttacks try to read apserver's secrets (TestApserverSecrets):
+// the API key in its environment, through the command's own environment
+// and every process the command can see (the sandbox helper is its pid 1
+// and its parent), their memory, descriptors and command lines, and the
+// files of apserver's data dir.
+var secretAttacks = []attack{
+	{name: "env", script: `env; printenv OPENAI_API_KEY APSERVER_TEST_PROVIDER_AUTH`},
+	{name: "env-into-workspace", script: `env > "$WS/env.txt"`},
+	{name: "parent-environ", script: `cat /proc/$PPID/environ; tr '\0' '\n' < /proc/$PPID/environ > "$WS/ppid.txt"`},
+	{name: "init-environ", script: `cat /proc/1/environ`},
+	{name: "every-environ", script: `for p in /proc/[0-9]*; do cat "$p/environ"; echo; done`},
+	{name: "every-cmdline", script: `for p in /proc/[0-9]*; do tr '\0' ' ' < "$p/cmdline"; echo; done`},
+	{name: "environ-via-self-dotdot", script: `cat /proc/self/../1/environ /proc/self/root/proc/1/environ /proc/thread-self/../../1/environ`},
+	{name: "environ-of-every-task", script: `cat /proc/1/task/*/environ`},
+	// (The names of the fd entries are listable by a root command, which
+	// has CAP_DAC_READ_SEARCH in the namespace; what they lead to is not.)
+	{name: "init-fd-links", script: `readlink /proc/1/fd/* /proc/1/cwd /proc/1/exe /proc/1/root | grep -q . && echo ` + escapedMarker},
+	{name: "every-fd", script: `ls -l /proc/[0-9]*/fd/ | grep -E 'leak.txt|state.sqlite|socket:' && echo ` + escapedMarker},
+	{name: "init-maps", script: `cat /proc/1/maps > /dev/null && echo ` + escapedMarker},
+	{name: "init-open-mem", script: `exec 3< /proc/1/mem && echo ` + escapedMarker},
+	{name: "init-read-mem", needs: []string{"python3"}, script: py(`import re
+for l in open("/proc/1/maps"):
+    a, b = [int(x, 16) for x in l.split()[0].split("-")]
+    if "[stack]" in l:
+        f = open("/proc/1/mem", "rb"); f.seek(a); print(f.read(b - a))`)},
+	{name: "ptrace-attach-init", needs: []string{"python3"}, script: py(`import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+for req in (16, 0x4206):
+    if libc.ptrace(req, 1, 0, 0) == 0: print("` + escapedMarker + `")`)},
+	{name: "gdb-attach-init", needs: []string{"gdb"}, script: `gdb -q -nx -p 1 -batch -ex detach 2>&1 | grep -q 'Detaching from' && echo ` + escapedMarker},
+	{name: "strace-attach-init", needs: []string{"strace"}, script: `timeout 2 strace -p 1 -o /dev/null 2>&1 | grep -qi 'attached' && echo ` + escapedMarker},
+	{name: "read-data-dir", script: `cat "$DATA/state.sqlite" "$DATA/ws-token"; ls -la "$DATA"`},
+	{name: "grep-data-dir", script: `grep -ra CANARY "$HOME/.local" "$DATA"`},
+	{name: "copy-data-dir", script: `cp -r "$DATA" "$WS/data"`},
+	{name: "data-dir-via-proc-root", script: `cat "/proc/1/root$DATA/state.sqlite" "/proc/self/root$DATA/ws-token"`},
+}
+
 // unixConnect is a script that connects to the unix socket named by the
 // environment variable v and prints what it reads.
 func unixConnect(v string) string {
@@ -425,6 +462,159 @@ func TestMissingApserverDir(t *testing.T) {
 		if len(found) > 0 {
 			t.Errorf("%q made %q (output %q)", script, found, res.Output)
 		}
+	}
+}
+
+// TestApserverSecrets: apserver's secrets reach no command. The test
+// process plays apserver: its environment holds an API key (OPENAI_API_KEY)
+// and a variable HideEnv names, its data dir (Conceal) holds a store and
+// a token, and commands are started with its environment (Env nil). In
+// both sandbox modes no attack finds them; without a sandbox the command's
+// environment is still scrubbed, and the data dir is readable (the
+// detector's positive control).
+func TestApserverSecrets(t *testing.T) {
+	for _, mode := range []sandbox.Mode{sandbox.ReadOnly, sandbox.WorkspaceWrite, sandbox.FullAccess} {
+		t.Run(string(mode), func(t *testing.T) {
+			h := newHarness(t, sandbox.Policy{Mode: mode})
+			h.inheritEnv(t)
+			for _, a := range secretAttacks {
+				t.Run(a.name, func(t *testing.T) {
+					if mode != sandbox.FullAccess {
+						h.mustNotEscape(t, a)
+						return
+					}
+					evidence := h.run(t, a)
+					switch {
+					case strings.HasPrefix(a.name, "env"):
+						if len(evidence) > 0 {
+							t.Errorf("%s without a sandbox: %s", a.name, strings.Join(evidence, "; "))
+						}
+					case a.name == "read-data-dir":
+						if len(evidence) == 0 {
+							t.Errorf("%s: escape not detected without a sandbox", a.name)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// inheritEnv makes the harness's commands start with the test process's
+// environment (Env nil), which then holds the harness's variables plus
+// the secrets of an apserver: an API key in OPENAI_API_KEY, a provider key
+// in a variable HideEnv names, and a data dir (Conceal) with a store and a
+// token, all canaries.
+func (h *harness) inheritEnv(t *testing.T) {
+	t.Helper()
+	id := strings.TrimPrefix(filepath.Base(h.base), "apserver-sandbox-")
+	key, auth, store := "CANARY-APIKEY-"+id, "CANARY-PROVIDER-"+id, "CANARY-STORE-"+id
+	h.secrets = append(h.secrets, key, auth, store)
+	data := filepath.Join(h.home, ".local", "share", "apserver")
+	writeFiles(t, map[string]string{
+		filepath.Join(data, "state.sqlite"): "SQLite format 3\x00" + store,
+		filepath.Join(data, "ws-token"):     store,
+	})
+	sandbox.Conceal(data)
+	sandbox.HideEnv("APSERVER_TEST_PROVIDER_AUTH")
+	h.vars["DATA"] = data
+	for _, kv := range append(h.env, "DATA="+data, "OPENAI_API_KEY="+key, "APSERVER_TEST_PROVIDER_AUTH="+auth) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	h.env = nil
+}
+
+// TestConcealedDataDirWorktree: a workspace beneath the concealed data
+// dir (a run's worktree) is usable, while the rest of the data dir is not
+// there.
+func TestConcealedDataDirWorktree(t *testing.T) {
+	base, err := os.MkdirTemp("/var/tmp", "apserver-sandbox-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	// The default data dir, under a toolchain directory the sandbox
+	// grants: without Conceal it would be readable.
+	home := filepath.Join(base, "home")
+	data := filepath.Join(home, ".local", "share", "apserver")
+	ws := filepath.Join(data, "worktrees", "run1")
+	writeFiles(t, map[string]string{
+		filepath.Join(data, "state.sqlite"): "CANARY-STORE",
+		filepath.Join(ws, "file.txt"):       "hello\n",
+	})
+	sandbox.Conceal(data)
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + home}
+	for _, mode := range []sandbox.Mode{sandbox.ReadOnly, sandbox.WorkspaceWrite} {
+		t.Run(string(mode), func(t *testing.T) {
+			p := sandbox.Policy{Mode: mode, WritableRoots: []string{ws}}
+			if err := sandbox.Probe().Enforceable(p); err != nil {
+				t.Skip(err)
+			}
+			script := `cat file.txt; cat ` + data + `/state.sqlite; ls ` + data + `; ls ` + data + `/worktrees`
+			if mode == sandbox.WorkspaceWrite {
+				script += `; echo new > new.txt && cat new.txt`
+			}
+			res, err := tools.Exec(context.Background(), tools.ExecRequest{Command: script, Dir: ws, Env: env, Sandbox: &p}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(res.Output, "CANARY-STORE") || strings.Contains(res.Output, "state.sqlite\n") {
+				t.Errorf("the data dir is visible: %q", res.Output)
+			}
+			want := "hello\n"
+			if !strings.HasPrefix(res.Output, want) || mode == sandbox.WorkspaceWrite && !strings.HasSuffix(res.Output, "new\n") {
+				t.Errorf("the worktree is not usable: %q", res.Output)
+			}
+		})
+	}
+}
+
+// TestMissingGitDir: in a workspace that is not a repository a command
+// cannot make one whose hooks the user's git would run: git init, a
+// hand-made .git with a hook, and a .git symlink all fail, and the
+// workspace is left without .git. Judged from outside: the user's own
+// git, run afterwards, finds no repository there, and runs no hook. A
+// repository in a subdirectory stays the command's to make.
+func TestMissingGitDir(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	h := newHarness(t, sandbox.Policy{Mode: sandbox.WorkspaceWrite})
+	hook := `printf '#!/bin/sh\ntouch "$OUT/hooked"\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit`
+	for _, script := range []string{
+		`git init -q . ; mkdir -p .git/hooks; ` + hook,
+		`git init -q --template=/nonexistent; ` + hook,
+		`rmdir .git; mv .git gone; mkdir -p .git/hooks && ` + hook,
+		`git init -q "$WS/mine" && mv mine/.git . ; ` + hook,
+		`git init -q "$WS/mine" && rmdir .git; ln -s "$WS/mine/.git" .git; ` + hook,
+		`git init -q --separate-git-dir "$WS/gd" . ; mkdir -p gd/hooks; ` + hook,
+	} {
+		h.seed(t)
+		if err := os.RemoveAll(filepath.Join(h.ws, ".git")); err != nil {
+			t.Fatal(err)
+		}
+		res := h.execute(t, script)
+		if _, err := os.Lstat(filepath.Join(h.ws, ".git")); err == nil {
+			t.Errorf("%q left a .git in the workspace (output %q)", script, res.Output)
+		}
+		// The user's git, outside the sandbox, finds no repository.
+		git := exec.Command("git", "-c", "user.name=u", "-c", "user.email=u@u", "commit", "-q", "--allow-empty", "-m", "user")
+		git.Dir = h.ws
+		git.Env = append(os.Environ(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(h.ws), "OUT="+h.out)
+		if out, err := git.CombinedOutput(); err == nil {
+			t.Errorf("%q made the workspace a repository: the user's commit worked (%s)", script, out)
+		}
+		if _, err := os.Stat(filepath.Join(h.out, "hooked")); err == nil {
+			t.Errorf("%q planted a hook that the user's commit ran", script)
+			os.Remove(filepath.Join(h.out, "hooked"))
+		}
+	}
+	// The positive control: a repository in a subdirectory.
+	h.seed(t)
+	os.RemoveAll(filepath.Join(h.ws, ".git"))
+	if res := h.execute(t, `git init -q sub && test -d sub/.git/hooks && echo made`); !strings.Contains(res.Output, "made") {
+		t.Errorf("git init in a subdirectory failed: %q", res.Output)
 	}
 }
 
@@ -780,13 +970,12 @@ func (h *harness) skipIfMissing(t *testing.T, needs []string, needsVar string) {
 
 func (h *harness) execute(t *testing.T, script string) tools.ExecResult {
 	t.Helper()
-	p := h.policy
 	res, err := tools.Exec(context.Background(), tools.ExecRequest{
 		Command: script,
 		Dir:     h.ws,
 		Env:     h.env,
 		Timeout: time.Minute, // a hang guard, not an expectation
-		Sandbox: &p,
+		Sandbox: sandboxOrNil(h.policy),
 	}, nil)
 	if err != nil {
 		t.Fatalf("Exec(%q): %v", script, err)

@@ -11,7 +11,11 @@
 // new network namespace unless the policy allows the network. The user
 // namespace maps the caller's uid and gid to themselves (root maps every
 // id to itself). This package's init function spots the helper argument
-// before main (or the testing framework) runs and confines the process:
+// before main (or the testing framework) runs and confines the process.
+// The helper starts with an empty environment (the command's comes on fd
+// 3, a memfd) and first makes itself undumpable (PR_SET_DUMPABLE 0): it
+// stays as the command's pid 1 and parent, and nothing of it may be read
+// through /proc (see env.go for what apserver keeps to itself). Then:
 //
 //  1. Build the mount tree: a fresh /proc for the pid namespace; an empty
 //     tmpfs over /run, /tmp, /var/tmp, /dev/shm, $XDG_RUNTIME_DIR and $HOME,
@@ -26,10 +30,13 @@
 //     bind-mount .git (a directory, or a gitdir file and the directory
 //     it names inside a writable root) and .apserver of each writable
 //     root read-only over themselves; where the root holding the working
-//     directory has no .apserver, an empty one is made first
-//     (HoldConfigDirs, which removes it after the command).
+//     directory has no .apserver (or, unless WritableGit, no .git), an
+//     empty one is made first (HoldConfigDirs, which removes it after the
+//     command). The directories Conceal named (apserver's data dir) are
+//     covered by an empty tmpfs, with the roots beneath them mounted back.
 //  3. Drop CAP_SYS_ADMIN from the bounding set, so the command, root in
-//     its user namespace, cannot undo that with mount_setattr(2).
+//     its user namespace, cannot undo that with mount_setattr(2), and
+//     CAP_SYS_PTRACE, which would go past the helper's being undumpable.
 //  4. Apply a Landlock ruleset with Go-Landlock, which also sets
 //     no_new_privs: read and execute only where granted, write only
 //     under the writable roots, no device nodes, no TCP bind or connect
@@ -107,7 +114,8 @@
 //     or in a readable root whose path holds a comma, colon or
 //     backslash (no overlay is made there): connecting is allowed.
 //   - .git and .apserver are protected at the top of each writable root
-//     only, not in nested repositories; a .git that is a symlink is
+//     only, not in nested repositories (a missing one is held only in the
+//     root holding the working directory); a .git that is a symlink is
 //     protected at its target, but the link itself can be replaced.
 //   - Hard links that already exist inside a writable root are writable
 //     whatever other names the file has.
@@ -124,7 +132,9 @@
 // processes, so tools that map ids in a nested user namespace (unshare
 // -r, rootless containers) fail; POSIX shared memory (/dev/shm) is
 // unavailable; sandboxed commands see pids of their own namespace; a
-// workspace without .apserver has an empty one while a command runs; in
+// workspace without .apserver or .git has an empty one while a command
+// runs (git init at its top fails); commands started with apserver's
+// environment get it without secrets (Environ); in
 // workspace-write, mounts beneath a readable root are not seen through
 // its overlay (the directories under them are); and
 // background processes of a sandboxed command die as soon as its shell

@@ -28,6 +28,11 @@ func init() {
 		os.Exit(0)
 	}
 	if len(os.Args) < 2 || os.Args[1] != helperArg {
+		// Descriptors this process inherited without close-on-exec (an
+		// editor's pipes, a shell's redirections) would pass on to every
+		// unsandboxed command; Go marks its own close-on-exec already.
+		// (Linux 5.11+; an older kernel leaves them as they are.)
+		_ = unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
 		return
 	}
 	if err := runHelper(os.Args[2:]); err != nil {
@@ -49,6 +54,19 @@ func runHelper(args []string) error {
 		return fmt.Errorf("decoding policy: %w", err)
 	}
 	argv := args[2:]
+	// The command may see this process (it is the init of the command's
+	// pid namespace): nothing of it may be read through /proc, and it
+	// holds no environment of apserver's (helperCmd gives it none).
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fmt.Errorf("making the helper undumpable: %w", err)
+	}
+	var env []string
+	if pl.EnvFD {
+		var err error
+		if env, err = readEnvFile(); err != nil {
+			return err
+		}
+	}
 
 	// Dropping a capability from the bounding set acts on the calling
 	// thread only, so execve must run on the same one. (init already runs
@@ -73,6 +91,11 @@ func runHelper(args []string) error {
 	if err := unix.Prctl(unix.PR_CAPBSET_DROP, unix.CAP_SYS_ADMIN, 0, 0, 0); err != nil {
 		return fmt.Errorf("dropping CAP_SYS_ADMIN: %w", err)
 	}
+	// A command that is root in the namespace would have CAP_SYS_PTRACE
+	// there, which goes past the helper's being undumpable.
+	if err := unix.Prctl(unix.PR_CAPBSET_DROP, unix.CAP_SYS_PTRACE, 0, 0, 0); err != nil {
+		return fmt.Errorf("dropping CAP_SYS_PTRACE: %w", err)
+	}
 	if len(argv) == 0 {
 		return nil
 	}
@@ -91,12 +114,12 @@ func runHelper(args []string) error {
 	}
 	if os.Getpid() != 1 {
 		args0 := append([]string{filepath.Base(argv[0])}, argv[1:]...)
-		if err := syscall.Exec(argv[0], args0, os.Environ()); err != nil {
+		if err := syscall.Exec(argv[0], args0, env); err != nil {
 			return fmt.Errorf("exec %s: %w", argv[0], err)
 		}
 		return nil
 	}
-	os.Exit(initProcess(argv))
+	os.Exit(initProcess(argv, env))
 	return nil
 }
 
@@ -110,7 +133,7 @@ func runHelper(args []string) error {
 // It does not forward signals: apserver signals the whole process group,
 // the command included. It catches the usual ones so that the command
 // starts with default handlers and the helper does not die of them.
-func initProcess(argv []string) int {
+func initProcess(argv, env []string) int {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGPIPE)
 	go func() {
@@ -119,7 +142,7 @@ func initProcess(argv []string) int {
 	}()
 	args0 := append([]string{filepath.Base(argv[0])}, argv[1:]...)
 	pid, err := syscall.ForkExec(argv[0], args0, &syscall.ProcAttr{
-		Env:   os.Environ(),
+		Env:   env,
 		Files: []uintptr{0, 1, 2},
 	})
 	if err != nil {
@@ -174,9 +197,10 @@ func isolateMounts(pl plan, wd string) error {
 		shown = append(shown, r.Path)
 	}
 	shown = append(shown, pl.Keep...)
+	hidden := func(p string) bool { return underAny(p, pl.Hide) && !slices.Contains(pl.Hide, p) }
 	for _, p := range append(shown, pl.Writable...) {
 		_, seen := keep[p]
-		beneath := underAny(p, pl.Masks) && !slices.Contains(pl.Masks, p)
+		beneath := underAny(p, pl.Masks) && !slices.Contains(pl.Masks, p) || hidden(p)
 		if seen || !beneath && !slices.Contains(pl.Writable, p) {
 			continue
 		}
@@ -223,7 +247,7 @@ func isolateMounts(pl plan, wd string) error {
 	paths := slices.Collect(maps.Keys(keep))
 	slices.SortFunc(paths, func(a, b string) int { return len(a) - len(b) })
 	for _, p := range paths {
-		if slices.Contains(pl.Writable, p) {
+		if slices.Contains(pl.Writable, p) || hidden(p) {
 			continue
 		}
 		if err := bindFD(keep[p], p); err != nil {
@@ -237,6 +261,23 @@ func isolateMounts(pl plan, wd string) error {
 		opts := "ro,lowerdir=" + o + ":" + empty
 		if err := unix.Mount("overlay", o, "overlay", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 			return fmt.Errorf("overlay on %s: %w", o, err)
+		}
+	}
+	// apserver's own directories (Conceal): an empty tmpfs over each that
+	// the command would see, then what is granted beneath mounted back.
+	for _, h := range pl.Hide {
+		if _, err := os.Stat(h); err != nil {
+			continue // already out of view (under a mask)
+		}
+		if err := unix.Mount("tmpfs", h, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64k"); err != nil {
+			return fmt.Errorf("hiding %s: %w", h, err)
+		}
+	}
+	for _, p := range paths {
+		if hidden(p) && !slices.Contains(pl.Writable, p) {
+			if err := bindFD(keep[p], p); err != nil {
+				return err
+			}
 		}
 	}
 	for _, w := range pl.Writable {
@@ -286,8 +327,10 @@ func isolateMounts(pl plan, wd string) error {
 // apserver would then read as the workspace's configuration; see
 // HoldConfigDirs) and, with ProtectGit, .git, a directory or a
 // gitdir file, plus the directory a gitdir file names if it lies in a
-// writable root. A missing .git stays missing: a repository the command
-// creates is its own.
+// writable root. A missing .git is held the same way as a missing
+// .apserver (made empty, read-only), so that a command cannot make the
+// workspace a repository whose hooks the user's git would run; git init
+// in a subdirectory still works.
 func protectedPaths(pl plan, wd string) ([]string, error) {
 	var out []string
 	for _, root := range pl.Protect {
@@ -305,6 +348,16 @@ func protectedPaths(pl plan, wd string) ([]string, error) {
 			continue
 		}
 		git := filepath.Join(root, ".git")
+		if underAny(wd, []string{root}) {
+			// A workspace that is not a repository must not become one:
+			// hooks planted in a .git the command made would run the
+			// next time the user commits there. An empty .git is no
+			// repository to git, which looks further up as before.
+			err := os.Mkdir(git, 0o755)
+			if err != nil && !errors.Is(err, os.ErrExist) && !errors.Is(err, os.ErrNotExist) {
+				return nil, fmt.Errorf("protecting %s: %w", git, err)
+			}
+		}
 		fi, err := os.Stat(git)
 		if err != nil {
 			continue

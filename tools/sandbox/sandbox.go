@@ -132,7 +132,7 @@ func (s Support) Enforceable(p Policy) error {
 }
 
 // Command returns a Cmd that runs `shell -c script` in dir with env (nil
-// means the current environment) under p. The Cmd leads a process group
+// means apserver's environment without its secrets: Environ) under p. The Cmd leads a process group
 // of its own (Setpgid), and canceling ctx kills that group. The caller
 // sets Stdin, Stdout and Stderr; dir and shell must be absolute.
 //
@@ -157,7 +157,7 @@ func Command(ctx context.Context, p Policy, dir string, env []string, shell, scr
 		cmd := exec.CommandContext(ctx, shell, "-c", script)
 		cmd.Args[0] = filepath.Base(shell)
 		if env == nil {
-			env = os.Environ()
+			env = Environ()
 		}
 		// The mark lets the watchdog find what left the command's process
 		// group (setsid, daemons) once apserver is gone.
@@ -170,18 +170,27 @@ func Command(ctx context.Context, p Policy, dir string, env []string, shell, scr
 		return nil, err
 	}
 	if env == nil {
-		env = os.Environ()
+		env = Environ()
 	}
 	pl, err := newPlan(p, dir, env)
 	if err != nil {
 		return nil, err
 	}
+	pl.EnvFD = true
 	arg, err := json.Marshal(pl)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: encoding policy: %w", err)
 	}
+	// The helper stays as the command's pid 1, in its view: it keeps no
+	// environment, and gets the command's through a memfd rather than its
+	// argv, which every user of the host can read.
+	ef, err := envFile(env)
+	if err != nil {
+		return nil, err
+	}
 	cmd := helperCmd(ctx, arg, []string{shell, "-c", script}, !p.Network)
-	cmd.Dir, cmd.Env = dir, env
+	cmd.Dir = dir
+	cmd.ExtraFiles = []*os.File{ef}
 	return cmd, nil
 }
 
@@ -203,6 +212,7 @@ func helperCmd(ctx context.Context, planJSON []byte, argv []string, noNet bool) 
 	// even if the file on disk has been replaced since it started.
 	cmd := exec.CommandContext(ctx, "/proc/self/exe", args...)
 	cmd.Args[0] = os.Args[0]
+	cmd.Env = []string{} // not nil: nothing of apserver's
 	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID)
 	if noNet {
 		flags |= syscall.CLONE_NEWNET
@@ -263,6 +273,11 @@ type plan struct {
 	// NoUnixSockets makes a seccomp filter refuse socket(AF_UNIX, ...);
 	// socketpair(2) keeps working.
 	NoUnixSockets bool `json:"noUnixSockets,omitempty"`
+	// Hide are directories apserver keeps to itself (Conceal), shown
+	// empty; what Rules and Writable grant beneath them is mounted back.
+	Hide []string `json:"hide,omitempty"`
+	// EnvFD says the command's environment is on fd 3 (envFile).
+	EnvFD bool `json:"envFD,omitempty"`
 }
 
 // pathRule grants Access (Landlock filesystem rights) beneath Path.
@@ -349,6 +364,13 @@ func newPlan(p Policy, dir string, env []string) (plan, error) {
 	grant(fsRead|fsWrite, pl.Writable...)
 
 	pl.Masks = socketDirs(env)
+	for _, h := range concealed() {
+		// A root that is itself the concealed directory is the user's
+		// choice to work there.
+		if !slices.ContainsFunc(pl.Rules, func(r pathRule) bool { return r.Path == h }) && !slices.Contains(pl.Writable, h) {
+			pl.Hide = append(pl.Hide, h)
+		}
+	}
 	for _, f := range keepFiles {
 		if real, err := filepath.EvalSymlinks(f); err == nil && real != f && underAny(real, pl.Masks) {
 			pl.Keep = append(pl.Keep, real)
@@ -492,8 +514,8 @@ func envValue(env []string, key string) string {
 	return ""
 }
 
-// configDirs counts the running commands per .apserver directory that
-// HoldConfigDirs made, so that the last one to end removes it.
+// configDirs counts the running commands per .apserver or .git directory
+// that HoldConfigDirs made, so that the last one to end removes it.
 var configDirs struct {
 	mu sync.Mutex
 	// held maps a writable root's .apserver to the number of commands
@@ -510,15 +532,23 @@ type configDir struct {
 // (a writable root of a workspace-write policy that holds dir, the
 // command's working directory), empty, so that the helper can mount it
 // read-only: a command must not create one that apserver would then read
-// as the workspace's configuration. It returns a function to call once the
-// command has ended (its helper reaped); the last such call removes the
-// directories made here if they are still empty, so the workspace is left
-// as it was. (The helper makes a missing one itself, and leaves it, for
-// callers that skip this.) Other writable roots have their .apserver
-// protected only if it exists.
+// as the workspace's configuration. Unless p.WritableGit, it does the
+// same for a missing .git: a command must not make a workspace that is not
+// a repository into one, with hooks that the user's next commit would run
+// (an empty .git is no repository to git, which looks in the parent
+// directories as if it were missing). It returns a function to call once
+// the command has ended (its helper reaped); the last such call removes
+// the directories made here if they are still empty, so the workspace is
+// left as it was. (The helper makes a missing one itself, and leaves it,
+// for callers that skip this.) Other writable roots have their .apserver
+// and .git protected only if they exist.
 func HoldConfigDirs(p Policy, dir string) (release func()) {
 	if p.Mode != WorkspaceWrite {
 		return func() {}
+	}
+	names := []string{".apserver"}
+	if !p.WritableGit {
+		names = append(names, ".git")
 	}
 	var dirs []string
 	configDirs.mu.Lock()
@@ -531,18 +561,20 @@ func HoldConfigDirs(p Policy, dir string) (release func()) {
 		if err != nil || !underAny(dir, []string{root, real}) {
 			continue
 		}
-		cfg := filepath.Join(real, ".apserver")
-		if slices.Contains(dirs, cfg) {
-			continue
+		for _, name := range names {
+			cfg := filepath.Join(real, name)
+			if slices.Contains(dirs, cfg) {
+				continue
+			}
+			h := configDirs.held[cfg]
+			if h == nil {
+				h = &configDir{}
+				configDirs.held[cfg] = h
+				h.made = os.Mkdir(cfg, 0o755) == nil
+			}
+			h.n++
+			dirs = append(dirs, cfg)
 		}
-		h := configDirs.held[cfg]
-		if h == nil {
-			h = &configDir{}
-			configDirs.held[cfg] = h
-			h.made = os.Mkdir(cfg, 0o755) == nil
-		}
-		h.n++
-		dirs = append(dirs, cfg)
 	}
 	return func() {
 		configDirs.mu.Lock()

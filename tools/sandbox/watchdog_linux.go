@@ -94,7 +94,14 @@ func Start(cmd *exec.Cmd) error {
 		go func() {
 			runtime.LockOSThread() // and never unlock: the thread must live
 			for r := range startReqs {
-				r.done <- r.cmd.Start()
+				err := r.cmd.Start()
+				// The helper has its copy of the command's environment.
+				for _, f := range r.cmd.ExtraFiles {
+					if f != nil && f.Name() == envFileName {
+						f.Close()
+					}
+				}
+				r.done <- err
 			}
 		}()
 	})
@@ -143,6 +150,7 @@ func sendWatchdog(line string) {
 	}
 	cmd := exec.Command("/proc/self/exe", watchdogArg, markEnv())
 	cmd.Args[0] = os.Args[0]
+	cmd.Env = []string{} // it needs none of apserver's
 	// Its own process group: signals for apserver's group (a terminal's
 	// ^C) must not take it down first.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

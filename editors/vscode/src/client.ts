@@ -9,7 +9,7 @@ import type {
   ClientRequests,
   InitializeResponse,
   RequestId,
-  RpcError,
+  JSONRPCErrorError as RpcError,
   ServerRequestMethod,
   ServerRequests,
 } from "./protocol";

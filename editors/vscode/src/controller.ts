@@ -12,9 +12,8 @@ import { applyPlanEdit, planTasksOf, runFile, type PlanEdit } from "./runs";
 import { lockKey, ServerLock } from "./serverlock";
 import type { HostMessage, WebviewMessage } from "./messages";
 import type {
-  ApprovalDecision,
-  ApprovalPolicy,
-  Autonomy,
+  AskForApproval as ApprovalPolicy,
+  RunAutonomy as Autonomy,
   ClientRequests,
   Run,
   RunTrust,
@@ -22,10 +21,10 @@ import type {
   FullAutoBudgets,
   FullAutoRun,
   SandboxMode,
-  ThreadSettings,
   ToolRequestUserInputParams,
   FileUpdateChange,
 } from "./protocol";
+import type { ApprovalDecision, ApserverThreadRevert, ThreadSettings } from "./wire";
 import {
   applyEvent,
   approvalSummary,
@@ -692,7 +691,7 @@ export class Controller implements vscode.Disposable {
     );
     if (ok !== "Undo") return;
     const client = await this.rpc();
-    let res;
+    let res: ApserverThreadRevert["result"];
     try {
       res = await client.request("thread/revert", { threadId, beforeTurnId: turnId });
     } catch (e) {
@@ -700,7 +699,8 @@ export class Controller implements vscode.Disposable {
       if (!/changed outside apserver/.test(msg)) throw e;
       const force = await vscode.window.showWarningMessage(msg, { modal: true }, "Undo anyway");
       if (force !== "Undo anyway") return;
-      res = await client.request("thread/revert", { threadId, beforeTurnId: turnId, force: true });
+      const forced: ApserverThreadRevert["params"] = { threadId, beforeTurnId: turnId, force: true };
+      res = await client.request("thread/revert", forced);
     }
     await this.openThread(threadId);
     await this.closeStaleDiffs();

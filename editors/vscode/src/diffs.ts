@@ -4,7 +4,7 @@
 // applyPatch, or with the reversed patch for "before".
 
 import { applyPatch, parsePatch, reversePatch, type StructuredPatch } from "diff";
-import type { FileChangeKind } from "./protocol";
+import type { PatchChangeKind as FileChangeKind } from "./protocol";
 import { isUnifiedDiff } from "./diffstat";
 
 export { isUnifiedDiff };

@@ -1,6 +1,6 @@
 // Diff helpers with no dependencies (the webview uses these too).
 
-import type { FileChangeKind } from "./protocol";
+import type { PatchChangeKind as FileChangeKind } from "./protocol";
 
 /** True if the text looks like a unified diff (has a hunk header). */
 export function isUnifiedDiff(diff: string): boolean {

@@ -1,6 +1,7 @@
 // The typed postMessage protocol between the extension host and the panel.
 
-import type { ApprovalDecision, Autonomy, FullAutoApprovals, FullAutoBudgets, RunTrust, TaskDecision } from "./protocol";
+import type { RunAutonomy as Autonomy, FullAutoApprovals, FullAutoBudgets, RunTrust } from "./protocol";
+import type { ApprovalDecision, TaskDecision } from "./wire";
 import type { PlanEdit } from "./runs";
 import type { StoreEvent, ViewState } from "./store";
 

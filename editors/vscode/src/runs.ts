@@ -5,7 +5,19 @@
 // and no DOM imports: the extension host, the webview and the Node tests all
 // use it.
 
-import type { Autonomy, PlanTask, Run, RunClarification, RunPlan, RunStatus, RunTask, RunTrust, TaskAcceptance, TaskRisk } from "./protocol";
+import type {
+  RunAutonomy as Autonomy,
+  RunPlanTask as PlanTask,
+  Run,
+  RunClarification,
+  RunPlan,
+  RunStatus,
+  RunTask,
+  RunTrust,
+  RunTaskAcceptance as TaskAcceptance,
+  RunTaskRisk as TaskRisk,
+  ServerNotificationMethod,
+} from "./protocol";
 
 /** The part of the view state that runs own. */
 export interface RunsSlice {
@@ -41,7 +53,8 @@ function upsertClarification(run: Run, c: RunClarification): void {
  */
 export function applyRunNotification(s: RunsSlice, method: string, p: any): { changed: boolean; unknownRunId: string | null } {
   const known = (id: unknown): Run | undefined => (typeof id === "string" ? s.runs[id] : undefined);
-  switch (method) {
+  // Typed so that tsc rejects a case that names no notification of the schemas.
+  switch (method as ServerNotificationMethod) {
     case "run/started":
     case "run/completed":
       if (!p?.run || typeof p.run.id !== "string") return { changed: false, unknownRunId: null };

@@ -4,23 +4,24 @@
 // to its own copy. No "vscode" and no DOM imports: it runs in both places.
 
 import type {
-  ApprovalDecision,
-  Attention,
+  AttentionNotification as Attention,
   FullAutoApprovals,
   FullAutoBudgets,
   FullAutoRun,
-  PlanStep,
-  Receipt,
+  TurnPlanStep as PlanStep,
+  FullAutoReceipt as Receipt,
   RequestId,
   Run,
   Thread,
   ThreadItem,
   ThreadStatus,
   ThreadTokenUsage,
+  ServerNotificationMethod,
   Turn,
   TurnError,
   TurnStatus,
 } from "./protocol";
+import type { ApprovalDecision } from "./wire";
 import { applyRunNotification, isRunNotification, type RunsSlice } from "./runs";
 
 /** Command output kept per item (the tail), in characters. */
@@ -424,7 +425,8 @@ function finalizeItems(t: TurnView, turnStatus: TurnStatus, rev: number): void {
 
 function applyNotification(state: ViewState, method: string, p: any): boolean {
   if (isRunNotification(method)) return applyRunNotification(state, method, p).changed;
-  switch (method) {
+  // Typed so that tsc rejects a case that names no notification of the schemas.
+  switch (method as ServerNotificationMethod) {
     case "thread/started":
       if (p.thread) upsertThread(state, p.thread);
       return true;
@@ -622,7 +624,7 @@ function emptyRun(threadId: string): FullAutoRun {
     reason: null,
     objective: null,
     approvals: "policy",
-    budgets: {},
+    budgets: { tokens: null, turns: null, timeMs: null, costUsd: null },
     spent: { tokens: 0, turns: 0, timeMs: 0, costUsd: 0 },
     stopCondition: null,
     lastDecision: null,

@@ -4,7 +4,8 @@
 // and one delegated listener dispatches.
 
 import type { HostMessage, WebviewMessage } from "../src/messages";
-import type { ApprovalDecision, FullAutoApprovals, FullAutoRun, Receipt } from "../src/protocol";
+import type { FullAutoApprovals, FullAutoRun, FullAutoReceipt as Receipt } from "../src/protocol";
+import type { ApprovalDecision } from "../src/wire";
 import {
   applyEvent,
   initialState,

@@ -5,8 +5,8 @@
 // loaded, with this script's nonce, the first time a plan is shown.
 
 import type { WebviewMessage } from "../src/messages";
-import type { Autonomy, Run, RunTask, TaskRisk, Trust } from "../src/protocol";
-import { RUN_STAGES } from "../src/protocol";
+import type { RunAutonomy as Autonomy, Run, RunTask, RunTaskRisk as TaskRisk, RunTrustValue as Trust } from "../src/protocol";
+import { RUN_STAGES } from "../src/wire";
 import { gatedTask, openClarifications, planGraph, runLabel, stageText, waitingText, type PlanEdit } from "../src/runs";
 import type { ViewState } from "../src/store";
 import { escapeHtml as esc, renderInline, renderMarkdown } from "./markdown";

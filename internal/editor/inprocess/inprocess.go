@@ -72,10 +72,11 @@ func Start(ctx context.Context, o Options) *Server {
 	dataDir := o.Config.DataDir
 	var mgr *session.Manager
 	srv := server.New(inR, outW, server.Options{
-		MaxLineBytes: o.Config.MaxLineBytes,
-		Logger:       log,
-		ServerInfo:   server.ServerInfo{Name: "apserver", Version: version, Home: dataDir},
-		OnInputEnd:   func(ctx context.Context) error { return mgr.Drain(ctx, o.OnEOF) },
+		MaxLineBytes:  o.Config.MaxLineBytes,
+		Logger:        log,
+		ServerInfo:    server.ServerInfo{Name: "apserver", Version: version, Home: dataDir},
+		OnInputEnd:    func(ctx context.Context) error { return mgr.Drain(ctx, o.OnEOF) },
+		OnInputClosed: func() { mgr.InputClosed(o.OnEOF) },
 	})
 	mgr = session.NewManager(session.Options{
 		OpenStore: func() (*store.Store, error) {

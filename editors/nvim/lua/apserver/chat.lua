@@ -7,6 +7,7 @@
 local config = require("apserver.config")
 local render = require("apserver.render")
 local nn = require("apserver.client").nn
+local methods = require("apserver.methods")
 
 local M = {}
 local ns = vim.api.nvim_create_namespace("apserver_chat")
@@ -340,62 +341,62 @@ end
 
 -- on_notification applies one notification about this thread.
 function Chat:on_notification(method, p)
-  if method == "turn/started" then
+  if method == methods.NotifyTurnStarted then
     self.turn_id = p.turn.id
     self.turn_status = "inProgress"
     self.changed = {}
-  elseif method == "turn/completed" then
+  elseif method == methods.NotifyTurnCompleted then
     self:flush()
     self.turn_status = p.turn.status
     self.last_turn_id = p.turn.id
     self:_turn_footer(p.turn)
     self.turn_id = nil
-  elseif method == "item/started" or method == "item/completed" then
+  elseif method == methods.NotifyItemStarted or method == methods.NotifyItemCompleted then
     local item = p.item
-    if item.type == "agentMessage" and method == "item/started" then
+    if item.type == "agentMessage" and method == methods.NotifyItemStarted then
       self:set_block(item.id, split(nn(item.text) or ""))
-    elseif item.type == "commandExecution" and method == "item/started" then
+    elseif item.type == "commandExecution" and method == methods.NotifyItemStarted then
       item._output = ""
       self:render_item(item)
     else
-      if method == "item/completed" then
+      if method == methods.NotifyItemCompleted then
         self:_drop_approval(item.id)
         item._done = true
       end
       self:render_item(item)
     end
-  elseif method == "item/agentMessage/delta" then
+  elseif method == methods.NotifyAgentMessageDelta then
     self:append_text(p.itemId, p.delta)
-  elseif method == "item/reasoning/summaryTextDelta" or method == "item/reasoning/textDelta" then
+  elseif method == methods.NotifyReasoningSummaryDelta or method == methods.NotifyReasoningTextDelta then
     local item = self.items and self.items[p.itemId]
     if item then
-      local field = method == "item/reasoning/textDelta" and "content" or "summary"
+      local field = method == methods.NotifyReasoningTextDelta and "content" or "summary"
       item[field] = nn(item[field]) or {}
       local i = (p.summaryIndex or p.contentIndex or 0) + 1
       item[field][i] = (item[field][i] or "") .. p.delta
       self:render_item(item)
     end
-  elseif method == "item/commandExecution/outputDelta" then
+  elseif method == methods.NotifyCommandOutputDelta then
     local item = self.items and self.items[p.itemId]
     if item then
       item._output = (item._output or "") .. p.delta
       self:render_item(item)
     end
-  elseif method == "turn/plan/updated" then
+  elseif method == methods.NotifyTurnPlanUpdated then
     self:set_block("plan:" .. p.turnId, render.plan(p))
-  elseif method == "turn/diff/updated" then
+  elseif method == methods.NotifyTurnDiffUpdated then
     self.diff = p.diff
-  elseif method == "serverRequest/resolved" then
+  elseif method == methods.NotifyServerRequestResolved then
     for _, a in ipairs(self.approvals) do
       if a.id == p.requestId then
         self:_drop_approval(a.item_id)
         break
       end
     end
-  elseif method == "error" then
+  elseif method == methods.NotifyError then
     local e = nn(p.error) or {}
     self:note("⚠ " .. (nn(e.message) or "error") .. (p.willRetry and " (retrying)" or ""))
-  elseif method == "warning" then
+  elseif method == methods.NotifyWarning then
     self:note("⚠ " .. (nn(p.message) or "warning"))
   end
 end

@@ -5,6 +5,7 @@
 -- request exactly once, hands stderr lines to on_stderr, and restarts the
 -- process when it exits without being asked to.
 local jsonl = require("apserver.jsonl")
+local methods = require("apserver.methods")
 
 local M = {}
 
@@ -97,7 +98,7 @@ end
 -- err is {code, message, data}.
 function Client:request(method, params, cb)
   cb = cb or function() end
-  if not self.job or (self.state ~= "ready" and method ~= "initialize") then
+  if not self.job or (self.state ~= "ready" and method ~= methods.MethodInitialize) then
     vim.schedule(function()
       cb({ code = M.CONNECTION_CLOSED, message = "apserver is not running (" .. self.state .. ")" })
     end)
@@ -274,7 +275,7 @@ function Client:start(cb)
   self.job = j
   self.pid = vim.fn.jobpid(j)
   self.bin = bin
-  self:request("initialize", {
+  self:request(methods.MethodInitialize, {
     clientInfo = self.opts.client_info or { name = "apserver.nvim", version = "0.1.0" },
     capabilities = vim.empty_dict(),
   }, function(err, result)
@@ -283,7 +284,7 @@ function Client:start(cb)
       cb(err)
       return
     end
-    self:notify("initialized", vim.empty_dict())
+    self:notify(methods.MethodInitialized, vim.empty_dict())
     self.server_info = result
     local restarted = self.restarting
     self.restarting = false

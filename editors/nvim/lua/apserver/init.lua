@@ -5,6 +5,7 @@
 -- status line component.
 local config = require("apserver.config")
 local client_mod = require("apserver.client")
+local methods = require("apserver.methods")
 local nn = client_mod.nn
 
 local M = {}
@@ -67,17 +68,17 @@ M.changed = redraw_status
 
 local function on_request(method, params, respond, id)
   local chat = S.chats[params.threadId]
-  if method == "item/commandExecution/requestApproval" or method == "item/fileChange/requestApproval" then
+  if method == methods.RequestCommandApproval or method == methods.RequestFileChangeApproval then
     if not chat then
       respond(nil, { code = -32603, message = "no chat is open for this thread" })
       return
     end
-    local kind = method == "item/fileChange/requestApproval" and "fileChange" or "command"
+    local kind = method == methods.RequestFileChangeApproval and "fileChange" or "command"
     chat:add_approval(id, kind, params, respond)
     if not chat:window() then
       notify("a " .. kind .. " waits for approval in thread " .. params.threadId:sub(1, 13), vim.log.levels.WARN)
     end
-  elseif method == "item/tool/requestUserInput" then
+  elseif method == methods.RequestUserInput then
     require("apserver.ask").questions(params.questions or {}, function(answers)
       if answers then
         respond({ answers = answers })
@@ -91,12 +92,12 @@ local function on_request(method, params, respond, id)
 end
 
 local function on_notification(method, params)
-  if method == "fullAuto/statusChanged" then
+  if method == methods.NotifyFullAutoStatusChanged then
     local run = nn(params.run) or {}
     run.state = params.state
     S.runs[params.threadId] = vim.tbl_extend("force", S.runs[params.threadId] or {}, run)
     redraw_status()
-  elseif method == "fullAuto/decision" then
+  elseif method == methods.NotifyFullAutoDecision then
     local r = S.runs[params.threadId] or {}
     r.lastDecision = params.receipt
     S.runs[params.threadId] = r
@@ -106,7 +107,7 @@ local function on_notification(method, params)
       chat:note(("⟳ full auto: %s — %s"):format(tostring(nn(rc.action)), tostring(nn(rc.reason))))
     end
     redraw_status()
-  elseif method == "attention" then
+  elseif method == methods.NotifyAttention then
     S.attention = params.count or 0
     redraw_status()
   end
@@ -114,7 +115,7 @@ local function on_notification(method, params)
   local chat = tid and S.chats[tid]
   if chat then
     chat:on_notification(method, params)
-    if method == "turn/started" or method == "turn/completed" then
+    if method == methods.NotifyTurnStarted or method == methods.NotifyTurnCompleted then
       redraw_status()
     end
   end
@@ -186,7 +187,7 @@ function M._resume_all()
   for tid, chat in pairs(S.chats) do
     -- the requests of the old process died with it
     chat.approvals = {}
-    S.client:request("thread/resume", { threadId = tid }, function(err, res)
+    S.client:request(methods.MethodThreadResume, { threadId = tid }, function(err, res)
       if err then
         chat:note("⚠ could not resume the thread after the restart: " .. (err.message or "?"))
         return
@@ -245,7 +246,7 @@ function M.new(cb)
     if o.approval_policy then
       params.approvalPolicy = o.approval_policy
     end
-    c:request("thread/start", params, function(err, res)
+    c:request(methods.MethodThreadStart, params, function(err, res)
       if err then
         notify("thread/start: " .. (err.message or "?"), vim.log.levels.ERROR)
         return
@@ -261,7 +262,7 @@ end
 
 function M.threads()
   with_client(function(c)
-    c:request("thread/list", { limit = 50 }, function(err, res)
+    c:request(methods.MethodThreadList, { limit = 50 }, function(err, res)
       if err then
         notify("thread/list: " .. (err.message or "?"), vim.log.levels.ERROR)
         return
@@ -288,7 +289,7 @@ end
 
 function M.resume(thread_id, cb)
   with_client(function(c)
-    c:request("thread/resume", { threadId = thread_id }, function(err, res)
+    c:request(methods.MethodThreadResume, { threadId = thread_id }, function(err, res)
       if err then
         notify("thread/resume: " .. (err.message or "?"), vim.log.levels.ERROR)
         return
@@ -320,7 +321,7 @@ end
 
 -- M.send starts a turn (on a busy thread apserver steers the running turn).
 function M.send(chat, text)
-  tell(chat, "turn/start", { threadId = chat.thread_id, input = text_input(text) })
+  tell(chat, methods.MethodTurnStart, { threadId = chat.thread_id, input = text_input(text) })
 end
 
 function M.steer(text)
@@ -332,7 +333,7 @@ function M.steer(text)
     notify("no turn is running; the text is sent as a new turn")
     return M.send(chat, text)
   end
-  tell(chat, "turn/steer", { threadId = chat.thread_id, expectedTurnId = chat.turn_id, input = text_input(text) })
+  tell(chat, methods.MethodTurnSteer, { threadId = chat.thread_id, expectedTurnId = chat.turn_id, input = text_input(text) })
 end
 
 function M.interrupt(chat)
@@ -344,7 +345,7 @@ function M.interrupt(chat)
     notify("no turn is running")
     return
   end
-  tell(chat, "turn/interrupt", { threadId = chat.thread_id, turnId = chat.turn_id })
+  tell(chat, methods.MethodTurnInterrupt, { threadId = chat.thread_id, turnId = chat.turn_id })
 end
 
 -- M.compact asks apserver to compact the thread's context now
@@ -354,7 +355,7 @@ function M.compact(chat)
   if not chat then
     return
   end
-  tell(chat, "thread/compact/start", { threadId = chat.thread_id })
+  tell(chat, methods.MethodThreadCompactStart, { threadId = chat.thread_id })
 end
 
 -- M.undo reverts the thread's last turn (files included), asking before
@@ -365,7 +366,7 @@ function M.undo(force)
     return
   end
   with_client(function(c)
-    c:request("thread/read", { threadId = chat.thread_id, includeTurns = true }, function(err, res)
+    c:request(methods.MethodThreadRead, { threadId = chat.thread_id, includeTurns = true }, function(err, res)
       if err then
         notify("thread/read: " .. (err.message or "?"), vim.log.levels.ERROR)
         return
@@ -376,7 +377,7 @@ function M.undo(force)
         notify("nothing to undo")
         return
       end
-      c:request("thread/revert", { threadId = chat.thread_id, beforeTurnId = last.id, force = force or nil }, function(e2, r2)
+      c:request(methods.MethodThreadRevert, { threadId = chat.thread_id, beforeTurnId = last.id, force = force or nil }, function(e2, r2)
         if e2 then
           if not force and (e2.message or ""):match("outside") then
             vim.ui.select({ "no", "yes" }, { prompt = "apserver: " .. e2.message .. " Overwrite them?" }, function(a)
@@ -451,20 +452,20 @@ function M.auto(objective, budgets)
   end
   if not M.current_chat() then
     return M.new(function()
-      auto_call("fullAuto/start", params)
+      auto_call(methods.MethodFullAutoStart, params)
     end)
   end
-  auto_call("fullAuto/start", params)
+  auto_call(methods.MethodFullAutoStart, params)
 end
 
 function M.auto_pause()
-  auto_call("fullAuto/pause")
+  auto_call(methods.MethodFullAutoPause)
 end
 function M.auto_resume()
-  auto_call("fullAuto/resume")
+  auto_call(methods.MethodFullAutoResume)
 end
 function M.auto_stop()
-  auto_call("fullAuto/stop")
+  auto_call(methods.MethodFullAutoStop)
 end
 
 local function human(n)

@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apserver/apserver/model/scripted"
+)
+
+// TestCommandsGetNoSecrets runs the real binary with an API key in its
+// environment and its data dir where it is by default (under
+// ~/.local/share, which the sandbox lets commands read), and has the model
+// run, in each sandbox mode, a command that looks for them everywhere a
+// command could: its own environment, /proc/<pid>/environ and cmdline of
+// every process it sees (the sandbox helper is its parent and pid 1), the
+// descriptors there, and the data dir's files (the store holds the
+// transcript, and so the canary the prompt carries). Neither the key nor
+// the canary may show up in the command's output or in a file it writes.
+// Without a sandbox the command may read anything apserver can, but its
+// own environment still lacks the key.
+func TestCommandsGetNoSecrets(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"read-only", "workspace-write", "danger-full-access"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			base, err := os.MkdirTemp("/var/tmp", "apserver-e2e-secrets-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(base) })
+			id := filepath.Base(base)
+			key, canary := "marker-secret-key-"+id, "marker-store-canary-"+id
+			home := filepath.Join(base, "home")
+			data := filepath.Join(home, ".local", "share", "apserver")
+			ws := filepath.Join(base, "ws")
+			for _, d := range []string{data, ws} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The shell's descriptors, numbers only, between markers.
+			fds := `echo FDS:; ls /proc/$$/fd; echo :FDS; `
+			script := fds + `env; echo; echo ENV-DONE; env > env.txt; ` +
+				`cat /proc/$PPID/environ /proc/1/environ > environ.txt; cat environ.txt; ` +
+				`for p in /proc/[0-9]*; do cat "$p/environ"; tr '\0' ' ' < "$p/cmdline"; echo; done; ` +
+				`ls -l /proc/[0-9]*/fd/; ` +
+				`ls -la ` + data + `; cat ` + data + `/* ; cp -r ` + data + ` data-copy; ` +
+				`grep -ra "` + canary[:len(canary)-4] + `" ` + home + `/.local`
+			if mode == "danger-full-access" {
+				// apserver's own /proc and data dir are the user's to
+				// read here; the command's environment is still scrubbed.
+				script = fds + `env; echo; echo ENV-DONE; env > env.txt`
+			}
+			model := startModel(t, scripted.Rule{Match: "look for secrets", Steps: []scripted.Step{
+				{ToolCalls: []scripted.ToolCall{{Command: script}}},
+				{Text: "done"},
+			}})
+			c := newClient(t, model, options{dataDir: data, env: []string{
+				"HOME=" + home, "OPENAI_API_KEY=" + key, "GITHUB_TOKEN=" + key, "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
+			}})
+			r := c.call("thread/start", map[string]any{"cwd": ws, "approvalPolicy": "never", "sandbox": mode})
+			threadID := r.str("thread.id")
+			_, turnID := c.startTurn(threadID, "look for secrets; remember "+canary)
+			c.turnDone(turnID)
+			done := c.waitFor("item/completed", itemOfType(turnID, "commandExecution"))
+			out := done.str("item.aggregatedOutput")
+			if !strings.Contains(out, "ENV-DONE") || !strings.Contains(out, "PATH=") {
+				t.Fatalf("the command did not run; output:\n%s", out)
+			}
+			// Only stdin, stdout and stderr: none of apserver's files
+			// (the store, a log file, sockets) is inherited.
+			if _, rest, ok := strings.Cut(out, "FDS:\n"); !ok || !strings.Contains(rest, ":FDS") {
+				t.Errorf("no descriptor list in the output:\n%s", out)
+			} else if list, _, _ := strings.Cut(rest, ":FDS"); strings.Fields(list) == nil || strings.Join(strings.Fields(list), " ") != "0 1 2" {
+				t.Errorf("%s: the command's shell has descriptors %q, want only 0 1 2:\n%s", mode, strings.Join(strings.Fields(list), " "), out[:min(len(out), 800)])
+			}
+			for _, s := range []string{key, canary} {
+				if strings.Contains(out, s) {
+					t.Errorf("%s: the command's output has %q:\n%s", mode, s, out)
+				}
+			}
+			var leaked []string
+			filepath.WalkDir(ws, func(path string, d fs.DirEntry, err error) error {
+				if err != nil || !d.Type().IsRegular() {
+					return nil
+				}
+				b, _ := os.ReadFile(path)
+				for _, s := range []string{key, canary} {
+					if bytes.Contains(b, []byte(s)) {
+						leaked = append(leaked, fmt.Sprintf("%s has %q", path, s))
+					}
+				}
+				return nil
+			})
+			if len(leaked) > 0 {
+				t.Errorf("%s: files the command wrote hold apserver's secrets: %s", mode, strings.Join(leaked, "; "))
+			}
+			if mode == "workspace-write" {
+				if _, err := os.Stat(filepath.Join(ws, "env.txt")); err != nil {
+					t.Errorf("the command wrote no env.txt (the positive control): %v", err)
+				}
+			}
+		})
+	}
+}

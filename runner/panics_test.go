@@ -1,0 +1,208 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/model/scripted"
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/runs"
+	"github.com/apserver/apserver/session"
+	"github.com/apserver/apserver/store"
+)
+
+const testTimeout = time.Minute
+
+// recorder is the session's client in these tests: it keeps the run
+// notifications and declines requests.
+type recorder struct {
+	mu      sync.Mutex
+	runs    []protocol.RunUpdatedNotification
+	changed chan struct{}
+}
+
+func (c *recorder) Notify(method string, params any) {
+	p, ok := params.(protocol.RunUpdatedNotification)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	c.runs = append(c.runs, p)
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+}
+
+func (c *recorder) Call(method string, params any) session.ClientCall { return declined{} }
+
+type declined struct{}
+
+func (declined) ID() int64 { return 0 }
+func (declined) Wait(context.Context) (json.RawMessage, error) {
+	return json.RawMessage(`{"decision":"decline"}`), nil
+}
+
+// waitRun waits for a run/updated of run that pred accepts.
+func (c *recorder) waitRun(t *testing.T, what, run string, pred func(protocol.RunUpdatedNotification) bool) protocol.RunUpdatedNotification {
+	t.Helper()
+	deadline := time.After(testTimeout)
+	for {
+		c.mu.Lock()
+		for _, n := range c.runs {
+			if n.RunID == run && pred(n) {
+				c.mu.Unlock()
+				return n
+			}
+		}
+		ch := c.changed
+		seen := fmt.Sprintf("%+v", c.runs)
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s of run %s; run/updated seen: %s", what, run, seen)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func gitIn(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// planText is a planner's answer: one small task.
+const planText = `{"summary":"the plan","clarification":null,"tasks":[{"id":"t1","title":"write a.txt","description":"Write a.txt.",` +
+	`"kind":"file_create","dependencies":[],"risk":"low","acceptance":{"criteria":["a.txt exists"],"checks":["test -f a.txt"],"files":[]},"estimate":"1m"}]}`
+
+// A panic in the run machine as its goroutine applies an event, or in a
+// run's slow step, fails that run: the reason is stored and sent in
+// run/updated, the stack is logged, and the next run (with its planner
+// thread) goes on as usual.
+func TestPanicFailsTheRunOnly(t *testing.T) {
+	for _, tc := range []struct {
+		site  string
+		match func(what any) bool
+	}{
+		{"apply", func(w any) bool { ev, ok := w.(runs.Event); return ok && ev.Type == runs.EvWorktreeReady }},
+		{"work", func(w any) bool { _, ok := w.(runs.CreateWorktree); return ok }},
+	} {
+		t.Run(tc.site, func(t *testing.T) {
+			// Not parallel: testPanic is the package's.
+			srv, err := scripted.Start(scripted.Script{Rules: []scripted.Rule{{Match: "Plan this request", Steps: []scripted.Step{{Text: planText}}}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(srv.Close)
+			cfg := config.Default()
+			pc := cfg.Providers[cfg.Provider]
+			pc.BaseURL, pc.APIKey, pc.APIKeyEnv, pc.Wire = srv.URL(), "test-key", "", "responses"
+			cfg.Providers[cfg.Provider] = pc
+			cfg.RequestMaxRetries = 0
+
+			repo := t.TempDir()
+			if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("# r\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			gitIn(t, repo, "init", "-q", "-b", "main")
+			gitIn(t, repo, "add", "-A")
+			gitIn(t, repo, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "start")
+
+			rec := &recorder{changed: make(chan struct{})}
+			logs := &syncBuffer{}
+			log := slog.New(slog.NewTextHandler(logs, nil))
+			db := filepath.Join(t.TempDir(), "a.db")
+			mgr := session.NewManager(session.Options{
+				OpenStore: func() (*store.Store, error) { return store.Open(db, store.Options{}) },
+				Config:    cfg, Client: rec, Logger: log, Version: "test", DataDir: t.TempDir(),
+			})
+			t.Cleanup(func() { _ = mgr.Close() })
+			rn := New(Options{Threads: mgr.Threads(), Store: mgr.Store, Config: cfg, DataDir: t.TempDir(), Logger: log})
+			t.Cleanup(rn.Close)
+
+			var once sync.Once
+			hook := func(site, run string, what any) {
+				if site != tc.site || !tc.match(what) {
+					return
+				}
+				fire := false
+				once.Do(func() { fire = true })
+				if fire {
+					panic("injected panic at " + site)
+				}
+			}
+			testPanic.Store(&hook)
+			t.Cleanup(func() { testPanic.Store(nil) })
+
+			start := func() string {
+				ch := make(chan any, 1)
+				rn.Start(context.Background(), protocol.RunStartParams{Cwd: repo, Request: "write a.txt"}, func(v any, err error) {
+					if err != nil {
+						ch <- err
+						return
+					}
+					ch <- v
+				})
+				switch v := (<-ch).(type) {
+				case protocol.RunResult:
+					return v.Run.ID
+				default:
+					t.Fatalf("run/start = %v", v)
+				}
+				return ""
+			}
+			victim := start()
+			want := "internal error: injected panic at " + tc.site
+			failed := rec.waitRun(t, "its failure", victim, func(n protocol.RunUpdatedNotification) bool { return n.Status == protocol.RunFailed })
+			if failed.Reason == nil || !strings.Contains(*failed.Reason, want) {
+				t.Errorf("run/updated failed with reason %v, want %q", failed.Reason, want)
+			}
+			// Stored: run/read rebuilds the run from its log.
+			ch := make(chan any, 1)
+			rn.Read(context.Background(), protocol.RunParams{RunID: victim}, func(v any, err error) { ch <- v })
+			if r, ok := (<-ch).(protocol.RunResult); !ok || r.Run.Status != protocol.RunFailed || r.Run.Reason == nil || !strings.Contains(*r.Run.Reason, want) {
+				t.Errorf("run/read after the panic = %+v", r.Run)
+			}
+			if l := logs.String(); !strings.Contains(l, "bug: panic in a run") || !strings.Contains(l, "goroutine ") {
+				t.Errorf("the log has no panic with its stack:\n%s", l)
+			}
+			// The next run plans as usual: its planner thread works.
+			next := start()
+			rec.waitRun(t, "the plan approval", next, func(n protocol.RunUpdatedNotification) bool {
+				return n.WaitingFor != nil && *n.WaitingFor == protocol.WaitPlanApproval
+			})
+		})
+	}
+}

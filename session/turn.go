@@ -445,6 +445,9 @@ func (t *thread) postEvent(ctx context.Context, f func()) {
 
 // sample starts one model request for the turn.
 func (t *thread) sample(tr *turn) {
+	if t.mcpStartup(tr, func() { t.sample(tr) }) { // MCP servers start first (mcptools.go)
+		return
+	}
 	tr.gen++
 	gen := tr.gen
 	tr.inStep = false

@@ -673,3 +673,67 @@ func TestCompactionOnOverflow(t *testing.T) {
 		t.Errorf("the third question was sent %d times, want at most 2 (once more after one compaction)", n)
 	}
 }
+
+// TestLearnedWindowPerProvider: two providers serve a model of the same
+// name with different windows that no configuration gives. The first
+// refuses a request as too long, and apserver learns its window; a thread
+// on the second provider, whose window is larger, sends a request of the
+// same size without compacting it first: a learned window belongs to the
+// provider that refused, not to every model of that name.
+func TestLearnedWindowPerProvider(t *testing.T) {
+	t.Parallel()
+	long := "First answer. " + strings.Repeat("Long explanation. ", 2400)
+	small := startModel(t, summaries(5),
+		scripted.Rule{Match: "first question", Steps: []scripted.Step{{Text: long}}},
+		scripted.Rule{Match: "second question", Steps: []scripted.Step{{HTTPError: 400, ErrorMessage: "This model's maximum context length is 8192 tokens (context_length_exceeded)", FailTimes: 1, Text: "Second answer."}}},
+	)
+	large := startModel(t, summaries(5),
+		scripted.Rule{Match: "first question", Steps: []scripted.Step{{Text: long}}},
+		scripted.Rule{Match: "second question", Steps: []scripted.Step{{Text: "Second answer from the large window."}}},
+	)
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	text := fmt.Sprintf("[providers.large]\nbase_url = %q\n", large.URL()+"/v1")
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, small, options{args: []string{"--config", cfg}, inProcess: true})
+
+	// The small provider refuses the second question: apserver compacts,
+	// sends it again and learns the window.
+	threadA, _ := c.startThread("never")
+	c.runTurn(threadA, "first question")
+	_, second := c.startTurn(threadA, "second question")
+	if d := c.turnDone(second); d.str("turn.status") != "completed" {
+		t.Fatalf("the refused turn ended %s, want completed after a compaction", d.Raw)
+	}
+	if n := len(c.find("item/completed", itemOfType(second, "contextCompaction"))); n != 1 {
+		t.Fatalf("%d contextCompaction items in the refused turn, want 1", n)
+	}
+
+	// The same model name on the large provider: the same conversation is
+	// sent as it is, and the client is not told the small window.
+	start := c.call("thread/start", map[string]any{"cwd": t.TempDir(), "model": "scripted-model", "modelProvider": "large", "approvalPolicy": "never"})
+	threadB := start.str("thread.id")
+	if start.str("modelProvider") != "large" {
+		t.Fatalf("thread/start modelProvider = %q, want large", start.str("modelProvider"))
+	}
+	c.runTurn(threadB, "first question")
+	_, secondB := c.startTurn(threadB, "second question")
+	if d := c.turnDone(secondB); d.str("turn.status") != "completed" {
+		t.Fatalf("the large provider's turn ended %s", d.Raw)
+	}
+	if n := len(c.find("item/completed", itemOfType(secondB, "contextCompaction"))); n != 0 {
+		t.Errorf("%d contextCompaction items on the large provider, want 0: the small provider's window was applied to it", n)
+	}
+	for _, r := range modelRequests(large) {
+		if isCompactRequest(r) {
+			t.Errorf("the large provider was asked for a summary")
+		}
+	}
+	if u := c.find("thread/tokenUsage/updated", forTurn(secondB)); len(u) == 0 || u[0].get("tokenUsage.modelContextWindow") != nil {
+		t.Errorf("the large provider's thread was told a context window: %v", u)
+	}
+	if u := c.find("thread/tokenUsage/updated", forTurn(second)); len(u) == 0 || u[0].get("tokenUsage.modelContextWindow") == nil {
+		t.Errorf("the small provider's thread was not told its learned window: %v", u)
+	}
+}

@@ -80,29 +80,51 @@ Choices made and why; approaches tried and abandoned.
 
 Reply with the summary only. Do not call tools.`
 
-// compactLimits are the token limits of a turn's model: its context window
-// (0 unknown) and the automatic-compaction trigger (0 never).
-func (t *thread) compactLimits(modelName string) (window, trigger int64) {
+// windowKey keys a learned context window: the same model name served by
+// two providers (a hosted model and a local quantization of it, two
+// gateways) may have two windows, so a refusal by one provider says
+// nothing about the other.
+type windowKey struct{ provider, model string }
+
+// compactLimits are the token limits of model as provider serves it: its
+// context window (0 unknown) and the automatic-compaction trigger (0
+// never).
+func (t *thread) compactLimits(provider, modelName string) (window, trigger int64) {
 	c := t.m.opts.Config
 	window = c.ContextWindow(modelName)
 	if window == 0 {
-		if v, ok := t.m.learnedWindows.Load(modelName); ok {
+		if v, ok := t.m.learnedWindows.Load(windowKey{provider, modelName}); ok {
 			window = v.(int64)
 		}
 	}
 	return window, c.CompactTrigger(window)
 }
 
-// learnWindow notes that the provider refused a request of about tokens
-// as too long for model, whose window no configuration gives: the window
-// is at most that, and later requests compact before they reach 90% of it.
-func (t *thread) learnWindow(modelName string, tokens int64) {
+// turnLimits is compactLimits for the turn's own model and provider.
+func (t *thread) turnLimits(tr *turn) (window, trigger int64) {
+	return t.compactLimits(tr.providerName(), tr.modelName)
+}
+
+// providerName is the name of the provider the turn's requests go to.
+func (tr *turn) providerName() string {
+	if tr.client == nil {
+		return ""
+	}
+	return tr.client.Provider().Name
+}
+
+// learnWindow notes that provider refused a request of about tokens as
+// too long for model, whose window no configuration gives: the window is
+// at most that for that provider, and its later requests compact before
+// they reach 90% of it.
+func (t *thread) learnWindow(provider, modelName string, tokens int64) {
 	if t.m.opts.Config.ContextWindow(modelName) > 0 || tokens <= 0 {
 		return
 	}
+	key := windowKey{provider, modelName}
 	for {
-		old, loaded := t.m.learnedWindows.LoadOrStore(modelName, tokens)
-		if !loaded || old.(int64) <= tokens || t.m.learnedWindows.CompareAndSwap(modelName, old, tokens) {
+		old, loaded := t.m.learnedWindows.LoadOrStore(key, tokens)
+		if !loaded || old.(int64) <= tokens || t.m.learnedWindows.CompareAndSwap(key, old, tokens) {
 			return
 		}
 	}
@@ -170,7 +192,7 @@ type compaction struct {
 // pass the trigger: Codex's pre-turn and mid-turn checks (only follow-up
 // work, tool outputs or steered input, samples mid-turn).
 func (t *thread) sampleNext(tr *turn) {
-	_, trigger := t.compactLimits(tr.modelName)
+	_, trigger := t.turnLimits(tr)
 	if trigger > 0 && t.promptTokens(tr) >= trigger {
 		t.startCompaction(tr, true, func() { t.sampleAfterCompaction(tr) })
 		return
@@ -191,7 +213,7 @@ func (t *thread) compactOnOverflow(tr *turn, err error) bool {
 	}
 	tr.overflowCompacted = true
 	tr.sampling = false
-	t.learnWindow(tr.modelName, t.promptTokens(tr))
+	t.learnWindow(tr.providerName(), tr.modelName, t.promptTokens(tr))
 	t.m.log.Warn("the model refused the request as too long for its window; compacting", "thread", t.id, "turn", tr.id, "err", me.Message)
 	t.startCompaction(tr, true, func() { t.sampleAfterCompaction(tr) })
 	return true
@@ -269,7 +291,7 @@ func (t *thread) startCompaction(tr *turn, auto bool, then func()) {
 		}
 		modelName, client = name, t.m.modelClient(prov)
 	}
-	window, _ := t.compactLimits(modelName)
+	window, _ := t.compactLimits(client.Provider().Name, modelName)
 	entries := summarizable(t.history)
 	go func() {
 		summary, err := t.summarizeContext(ctx, client, modelName, window, entries)
@@ -337,7 +359,7 @@ func (t *thread) finishCompaction(tr *turn, c *compaction, summary string, err e
 	hist, inflight := t.compactedHistory(tr, summary)
 	base := len(tr.prompt) + t.toolsBytes()
 	after := approxTokens(base + entriesBytes(hist))
-	window, trigger := t.compactLimits(tr.modelName)
+	window, trigger := t.turnLimits(tr)
 	if est := approxTokens(base + entriesBytes(t.history)); after >= est {
 		// Roo's rule: a compaction that does not shrink the prompt (both
 		// sides estimated alike) is refused; the history stays as it was.

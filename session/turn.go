@@ -565,7 +565,7 @@ func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 		t.lastUsage = usageMark{valid: true, tokens: last.InputTokens + last.OutputTokens, histLen: len(t.history)}
 		t.notify(protocol.NotifyThreadTokenUsage, protocol.ThreadTokenUsageUpdatedNotification{
 			ThreadID: t.id, TurnID: tr.id,
-			TokenUsage: protocol.ThreadTokenUsage{Total: t.usage, Last: last, ModelContextWindow: t.contextWindow(tr.modelName)},
+			TokenUsage: protocol.ThreadTokenUsage{Total: t.usage, Last: last, ModelContextWindow: t.contextWindow(tr)},
 		})
 		t.responseUsage(tr, last) // full auto: spent tokens, goal progress (fullauto_turn.go)
 		tr.sampling = false
@@ -573,8 +573,8 @@ func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 	}
 }
 
-func (t *thread) contextWindow(name string) *int64 {
-	if w, _ := t.compactLimits(name); w > 0 { // configured, built in, or learned from a refusal
+func (t *thread) contextWindow(tr *turn) *int64 {
+	if w, _ := t.turnLimits(tr); w > 0 { // configured, built in, or learned from a refusal
 		return ptr(w)
 	}
 	return nil

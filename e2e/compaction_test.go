@@ -737,3 +737,46 @@ func TestLearnedWindowPerProvider(t *testing.T) {
 		t.Errorf("the small provider's thread was not told its learned window: %v", u)
 	}
 }
+
+// TestMessageLargerThanWindow: a user message that alone is larger than
+// the model's window fails its turn at once, saying so with the sizes, and
+// nothing is sent to the model (no summary request that could not help,
+// no request the provider would refuse). The thread stays usable: the next
+// message is answered, and the model never sees the oversized one.
+func TestMessageLargerThanWindow(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, summaries(5),
+		scripted.Rule{Match: "small question", Steps: []scripted.Step{{Text: "Small answer."}}},
+	)
+	c := newFAClient(t, model, faOptions{config: "[[models]]\nid = \"scripted-model\"\ncontext_window = 8192\n", inProcess: true})
+	threadID, _ := c.startThread("never")
+	big := "BIG-MESSAGE " + strings.Repeat("All work and no play makes Jack a dull boy. ", 2000) // 88 kB, about 22,000 tokens
+	_, turnID := c.startTurn(threadID, big)
+	done := c.turnDone(turnID)
+	if done.str("turn.status") != "failed" || done.str("turn.error.codexErrorInfo") != "contextWindowExceeded" {
+		t.Fatalf("turn ended %s, want failed with contextWindowExceeded", done.Raw)
+	}
+	msg := done.str("turn.error.message")
+	for _, want := range []string{"the message alone is larger than the model's context window", fmt.Sprintf("(%d bytes)", len(big)), "8192 tokens", "nothing was sent"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("turn error %q does not say %q", msg, want)
+		}
+	}
+	if n := len(modelRequests(model)); n != 0 {
+		t.Errorf("the model got %d requests for a message larger than its window, want 0", n)
+	}
+	// The user's message is still an item of the turn, whole.
+	items := c.find("item/completed", itemOfType(turnID, "userMessage"))
+	if len(items) != 1 || items[0].str("item.content.0.text") != big {
+		t.Errorf("the oversized message is not a whole userMessage item (%d items)", len(items))
+	}
+	_, next := c.runTurn(threadID, "small question")
+	if next.str("turn.status") != "completed" {
+		t.Fatalf("the next turn ended %s", next.Raw)
+	}
+	for _, r := range modelRequests(model) {
+		if strings.Contains(string(r.Body), "BIG-MESSAGE") {
+			t.Errorf("a model request holds the oversized message")
+		}
+	}
+}

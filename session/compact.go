@@ -130,6 +130,28 @@ func (t *thread) learnWindow(provider, modelName string, tokens int64) {
 	}
 }
 
+// messageTooBig is the error of a user message of n bytes that cannot fit
+// the turn's context window even with everything else compacted away:
+// with the instructions and tools it reaches 95% of the window, where a
+// compaction, which keeps the latest message verbatim, would end the turn
+// anyway. Said before anything is sent; nil when it fits or the window is
+// unknown.
+func (t *thread) messageTooBig(tr *turn, n int) error {
+	window, _ := t.turnLimits(tr)
+	if window <= 0 {
+		return nil
+	}
+	msg := approxTokens(n)
+	fixed := approxTokens(len(tr.prompt) + t.toolsBytes())
+	if msg+fixed < window*95/100 {
+		return nil
+	}
+	if msg >= window {
+		return &contextError{msg: fmt.Sprintf("the message alone is larger than the model's context window: about %d tokens (%d bytes), and %s's window is %d tokens; nothing was sent to the model", msg, n, tr.modelName, window)}
+	}
+	return &contextError{msg: fmt.Sprintf("the message does not fit the model's context window: about %d tokens (%d bytes), with %d tokens of instructions and tools, and %s's window is %d tokens; nothing was sent to the model", msg, n, fixed, tr.modelName, window)}
+}
+
 // approxTokens estimates the tokens of n bytes of request (4 bytes a token).
 func approxTokens(n int) int64 { return int64(n+3) / 4 }
 

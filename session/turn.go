@@ -373,10 +373,20 @@ func (t *thread) userMessage(tr *turn, u userInput) error {
 		return err
 	}
 	var hist []model.Entry
-	if text := protocol.InputText(in); text != "" || len(images) > 0 {
+	text := protocol.InputText(in)
+	if text != "" || len(images) > 0 {
 		hist = []model.Entry{{Kind: model.EntryUser, Text: text, Images: images}}
 	}
-	return t.commitItem(tr, item, hist)
+	tooBig := t.messageTooBig(tr, len(text)) // compact.go
+	if tooBig != nil {
+		// The item is the user's and is kept; the model never gets it,
+		// so the thread stays usable for a smaller message.
+		hist = nil
+	}
+	if err := t.commitItem(tr, item, hist); err != nil {
+		return err
+	}
+	return tooBig
 }
 
 // uniqueItemID returns candidate if it is unused in this thread, else a fresh id.

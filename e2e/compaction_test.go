@@ -168,16 +168,21 @@ func TestCompactStartDuringTurn(t *testing.T) {
 
 // TestCompactionStuckLoop: the model keeps reading files too big for any
 // compaction to help (each compaction keeps the step in flight, and that
-// alone passes the trigger). The turn stops after 3 automatic compactions
-// with contextWindowExceeded, not after hours.
+// alone passes the trigger: each output is cut to its share of the window,
+// so the step reads the file five times in parallel). The turn stops after
+// 3 automatic compactions with contextWindowExceeded, not after hours.
 func TestCompactionStuckLoop(t *testing.T) {
 	t.Parallel()
-	read := func(name string) scripted.Step {
-		return scripted.Step{ToolCalls: []scripted.ToolCall{{Command: "cat " + name}}}
+	read := func(name string, times int) scripted.Step {
+		var calls []scripted.ToolCall
+		for range times {
+			calls = append(calls, scripted.ToolCall{Command: "cat " + name})
+		}
+		return scripted.Step{ToolCalls: calls}
 	}
-	loop := scripted.Rule{Match: "read everything", Sequential: true, Steps: []scripted.Step{read("small.txt")}}
+	loop := scripted.Rule{Match: "read everything", Sequential: true, Steps: []scripted.Step{read("small.txt", 1)}}
 	for range 10 {
-		loop.Steps = append(loop.Steps, read("huge.txt"))
+		loop.Steps = append(loop.Steps, read("huge.txt", 5))
 	}
 	model := startModel(t, summaries(10), loop)
 	cfg := "model_auto_compact_token_limit = 4000\n[[models]]\nid = \"scripted-model\"\ncontext_window = 8192\n"
@@ -226,11 +231,15 @@ func TestCompactionFullAutoLongRun(t *testing.T) {
 		Text: "Starting with part 1.",
 		ToolCalls: []scripted.ToolCall{
 			{Name: "update_plan", Arguments: `{"plan":[{"step":"` + planStep + `","status":"in_progress"},{"step":"Report that all parts are read","status":"pending"}]}`},
-			{Command: "cat part-01.txt"},
+			{Command: "cat part-01.txt"}, {Command: "cat part-01.txt"},
 		},
 	}}
+	// Each output is cut to its share of the window (about a quarter of
+	// what the instructions and tools leave), so each step reads its part
+	// twice in parallel to fill the window as a whole part once did.
 	for i := 2; i <= parts; i++ {
-		steps = append(steps, scripted.Step{ToolCalls: []scripted.ToolCall{{Command: fmt.Sprintf("cat part-%02d.txt", i)}}})
+		cat := scripted.ToolCall{Command: fmt.Sprintf("cat part-%02d.txt", i)}
+		steps = append(steps, scripted.Step{ToolCalls: []scripted.ToolCall{cat, cat}})
 	}
 	steps = append(steps, scripted.Step{Text: "The task is complete: all 14 parts are read."})
 	model := startModel(t, summaries(40), scripted.Rule{Match: "C-long", Sequential: true, Steps: steps})
@@ -425,7 +434,8 @@ func TestCompactionRefusedAndOverflow(t *testing.T) {
 
 // TestCompactionHandoff: when compaction keeps leaving the context above
 // 75% of the window (twice in a row: each big read is kept as the step in
-// flight), full auto does not compact again:
+// flight; each output is cut to its share of the window, so a step reads
+// its file three times in parallel), full auto does not compact again:
 // it continues the run in a fresh thread, started with the objective, the
 // plan and the latest summary. The old run stops with stopCondition
 // "handoff", its receipt says so, and replay agrees.
@@ -433,12 +443,12 @@ func TestCompactionHandoff(t *testing.T) {
 	t.Parallel()
 	const objective = "C-handoff: read the three big files"
 	read := func(name string) scripted.Step {
-		return scripted.Step{ToolCalls: []scripted.ToolCall{{Command: "cat " + name}}}
+		return scripted.Step{ToolCalls: []scripted.ToolCall{{Command: "cat " + name}, {Command: "cat " + name}, {Command: "cat " + name}}}
 	}
 	steps := []scripted.Step{
 		{Text: "Planning.", ToolCalls: []scripted.ToolCall{
 			{Name: "update_plan", Arguments: `{"plan":[{"step":"Read the big files","status":"in_progress"}]}`},
-			{Command: "cat big1.txt"},
+			{Command: "cat big1.txt"}, {Command: "cat big1.txt"}, {Command: "cat big1.txt"},
 		}},
 		read("big2.txt"), // compaction, the read kept: above 75%
 		read("big3.txt"), // again: the run hands off after this turn
@@ -778,5 +788,98 @@ func TestMessageLargerThanWindow(t *testing.T) {
 		if strings.Contains(string(r.Body), "BIG-MESSAGE") {
 			t.Errorf("a model request holds the oversized message")
 		}
+	}
+}
+
+// TestCompactionSmallWindowLongToolOutput: a full-auto run on an 8k-token
+// window whose check prints some 2,600 lines, in every turn. A tool output
+// that alone would fill most of the window is cut for the model to a
+// budget of the window (head and tail kept, the middle elided with a
+// marker saying how to read the rest), so the compactions keep making
+// room and the run goes on to the end. The commandExecution item the
+// client gets still holds the whole output, and the model can page
+// through it with read_output.
+func TestCompactionSmallWindowLongToolOutput(t *testing.T) {
+	t.Parallel()
+	const (
+		window    = 8192
+		objective = "C-small: run the test suite in every step and report"
+		check     = "seq -f 'test case %04g of the suite: ok' 1 2600"
+		turns     = 16
+	)
+	rules := []scripted.Rule{summaries(60)}
+	for n := turns; n >= 1; n-- {
+		match := fmt.Sprintf(`turn="%d"`, n)
+		if n == 1 {
+			match = "C-small"
+		}
+		steps := []scripted.Step{{Text: fmt.Sprintf("Running the suite, turn %d.", n), ToolCalls: []scripted.ToolCall{{Command: check, CallID: fmt.Sprintf("check-%d", n)}}}}
+		if n == 2 {
+			// Page through the rest of the output the marker names.
+			steps = append(steps, scripted.Step{ToolCalls: []scripted.ToolCall{{Name: "read_output", Arguments: `{"call_id":"check-2","offset":1300,"limit":3}`}}})
+		}
+		final := fmt.Sprintf("Turn %d: the suite passes; more to check next turn.", n)
+		if n == turns {
+			final = "The task is complete: the suite passed in every turn."
+		}
+		steps = append(steps, scripted.Step{Text: final})
+		rules = append(rules, scripted.Rule{Match: match, Steps: steps})
+	}
+	model := startModel(t, rules...)
+	cfg := fmt.Sprintf("[[models]]\nid = \"scripted-model\"\ncontext_window = %d\n", window)
+	c := newFAClient(t, model, faOptions{config: cfg, inProcess: true})
+	threadID, _ := c.startThread("never")
+	c.startFullAuto(threadID, map[string]any{"objective": objective, "approvals": "never"})
+	end := c.runEnded(threadID)
+	if end.str("run.stopCondition") != "completed" {
+		t.Fatalf("run ended %s, want completed", end.Raw)
+	}
+
+	// Every commandExecution item holds the whole output.
+	cmds := c.find("item/completed", func(m *message) bool {
+		return m.str("threadId") == threadID && m.str("item.type") == "commandExecution"
+	})
+	if len(cmds) < turns {
+		t.Fatalf("%d commandExecution items, want %d", len(cmds), turns)
+	}
+	for _, m := range cmds {
+		out := m.str("item.aggregatedOutput")
+		if n := strings.Count(out, "\n"); n != 2600 || !strings.Contains(out, "test case 1300 of the suite") {
+			t.Errorf("commandExecution item holds %d lines, want the whole 2,600", n)
+		}
+	}
+	// The model saw the head and tail of each output, a marker in place of
+	// the middle, and never a request past the window.
+	var sawMarker bool
+	for _, r := range modelRequests(model) {
+		if n := requestTokens(r); n > window {
+			t.Errorf("a request of %d tokens, past the %d-token window", n, window)
+		}
+		body := string(r.Body)
+		if strings.Contains(body, "test case 0001 of the suite") && strings.Contains(body, "test case 2600 of the suite") &&
+			!strings.Contains(body, "test case 1300 of the suite") && strings.Contains(body, "read_output") {
+			sawMarker = true
+		}
+	}
+	if !sawMarker {
+		t.Errorf("no request shows an output cut to its head and tail with a read_output marker")
+	}
+	// read_output returned the lines asked for, from the whole output.
+	var paged bool
+	for _, r := range modelRequests(model) {
+		if strings.Contains(r.LastUserText, `turn="2"`) || strings.Contains(string(r.Body), "Lines 1300 to 1302 of 2600 of the output of check-2") {
+			body := string(r.Body)
+			if strings.Contains(body, "Lines 1300 to 1302 of 2600 of the output of check-2") && strings.Contains(body, "test case 1302 of the suite: ok") &&
+				!strings.Contains(body, "test case 1303 of the suite") {
+				paged = true
+			}
+		}
+	}
+	if !paged {
+		t.Errorf("no request holds read_output's page of lines 1300 to 1302")
+	}
+	// The run went on through its compactions.
+	if n := len(c.find("item/completed", func(m *message) bool { return m.str("item.type") == "contextCompaction" })); n < 2 {
+		t.Errorf("%d compactions, want at least 2: the window is meant to fill", n)
 	}
 }

@@ -519,6 +519,12 @@ func (t *thread) compactedHistory(tr *turn, summary string) (hist []model.Entry,
 	}
 	var users []model.Entry
 	budget := int64(keptUserTokens)
+	if b := int64(t.outputBudget(tr)) / 4; b > 0 && b < budget {
+		// A small window: the kept messages may take no more of it than
+		// one tool output may (tooloutput.go), or a long run's messages
+		// alone would fill it after a while.
+		budget = b
+	}
 	for i := start - 1; i >= 0; i-- {
 		e := t.history[i]
 		if e.Kind != model.EntryUser || isCompactionEntry(e) {

@@ -417,6 +417,7 @@ func (t *thread) storedItemID(id string) bool {
 // extends the model history and sends item/completed.
 func (t *thread) commitItem(tr *turn, item protocol.ThreadItem, hist []model.Entry) error {
 	now := t.m.clock.Now()
+	hist = t.budgetOutputs(tr, item, hist) // tooloutput.go
 	if t.persistent() {
 		raw, err := json.Marshal(item)
 		if err != nil {

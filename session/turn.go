@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -57,11 +56,15 @@ type turn struct {
 	streamCancel context.CancelFunc
 	msg          *protocol.AgentMessageItem // agent message in flight
 	msgModelID   string
-	msgText      strings.Builder
+	msgText      model.TextBuffer
 	msgStarted   time.Time
 	reasoning    *protocol.ReasoningItem // reasoning in flight
-	reasonModel  string
-	calls        []model.ToolCall // tool calls of the last response, not yet run
+	// reasonParts hold the reasoning's streamed summary and content parts
+	// (by index) until the item completes (reasoningItem): appending each
+	// delta to a string would copy the part so far at every delta.
+	reasonParts [2][]model.TextBuffer
+	reasonModel string
+	calls       []model.ToolCall // tool calls of the last response, not yet run
 
 	// pendingInput is steered input not yet given to the model.
 	pendingInput []userInput
@@ -419,7 +422,7 @@ func (t *thread) commitItem(tr *turn, item protocol.ThreadItem, hist []model.Ent
 	now := t.m.clock.Now()
 	hist = t.budgetOutputs(tr, item, hist) // tooloutput.go
 	if t.persistent() {
-		raw, err := json.Marshal(item)
+		raw, err := encodeItem(item)
 		if err != nil {
 			return fmt.Errorf("encoding item %s: %w", item.ItemID(), err)
 		}
@@ -442,6 +445,17 @@ func (t *thread) commitItem(tr *turn, item protocol.ThreadItem, hist []model.Ent
 	}
 	t.notify(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, CompletedAtMs: now.UnixMilli()})
 	return nil
+}
+
+// encodeItem is the stored JSON of item. Every item type encodes itself
+// (compact, with its "type" tag); calling that directly spares the copy
+// json.Marshal makes of the result, which for an answer cut at a 64 MiB
+// response cap is 64 MiB more at the worst moment.
+func encodeItem(item protocol.ThreadItem) ([]byte, error) {
+	if m, ok := item.(json.Marshaler); ok {
+		return m.MarshalJSON()
+	}
+	return json.Marshal(item)
 }
 
 // postEvent queues an event from a child goroutine; it is dropped if the
@@ -529,25 +543,25 @@ func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 		for len(tr.reasoning.Summary) <= ev.Index {
 			tr.reasoning.Summary = append(tr.reasoning.Summary, "")
 		}
-		tr.reasoning.Summary[ev.Index] += ev.Text
+		tr.reasonPart(0, ev.Index).WriteString(ev.Text)
 		t.notify(protocol.NotifyReasoningSummaryDelta, protocol.ReasoningSummaryDeltaNotification{ThreadID: t.id, TurnID: tr.id, ItemID: tr.reasoning.ID, Delta: ev.Text, SummaryIndex: ev.Index})
 	case model.EvReasoningTextDelta:
 		t.startReasoning(tr, ev.ItemID)
 		for len(tr.reasoning.Content) <= ev.Index {
 			tr.reasoning.Content = append(tr.reasoning.Content, "")
 		}
-		tr.reasoning.Content[ev.Index] += ev.Text
+		tr.reasonPart(1, ev.Index).WriteString(ev.Text)
 		t.notify(protocol.NotifyReasoningTextDelta, protocol.ReasoningTextDeltaNotification{ThreadID: t.id, TurnID: tr.id, ItemID: tr.reasoning.ID, Delta: ev.Text, ContentIndex: ev.Index})
 	case model.EvReasoningDone:
 		if tr.reasoning == nil && len(ev.Summary) == 0 && len(ev.Content) == 0 {
 			return
 		}
 		t.startReasoning(tr, ev.ItemID)
-		if len(ev.Summary) > 0 {
-			tr.reasoning.Summary = ev.Summary
+		if len(ev.Summary) > 0 { // the final event's parts are the whole text
+			tr.reasoning.Summary, tr.reasonParts[0] = ev.Summary, nil
 		}
 		if len(ev.Content) > 0 {
-			tr.reasoning.Content = ev.Content
+			tr.reasoning.Content, tr.reasonParts[1] = ev.Content, nil
 		}
 		t.completeReasoning(tr)
 	case model.EvToolCall:
@@ -633,11 +647,45 @@ func (t *thread) startReasoning(tr *turn, modelID string) {
 	}
 	tr.reasonModel = modelID
 	tr.reasoning = &protocol.ReasoningItem{ID: t.uniqueItemID(modelID), Summary: []string{}, Content: []string{}}
+	tr.reasonParts = [2][]model.TextBuffer{}
 	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: *tr.reasoning, ThreadID: t.id, TurnID: tr.id, StartedAtMs: t.nowMs()})
 }
 
-func (t *thread) completeReasoning(tr *turn) bool {
+// reasonPart is the buffer of the reasoning's summary (kind 0) or content
+// (kind 1) part i.
+func (tr *turn) reasonPart(kind, i int) *model.TextBuffer {
+	for len(tr.reasonParts[kind]) <= i {
+		tr.reasonParts[kind] = append(tr.reasonParts[kind], model.TextBuffer{})
+	}
+	return &tr.reasonParts[kind][i]
+}
+
+// reasoningItem is the reasoning in flight with its streamed parts joined;
+// the buffers are let go.
+func (tr *turn) reasoningItem() protocol.ReasoningItem {
 	item := *tr.reasoning
+	for kind, dst := range [2]*[]string{&item.Summary, &item.Content} {
+		bufs := tr.reasonParts[kind]
+		if len(bufs) == 0 {
+			continue
+		}
+		parts := append([]string(nil), (*dst)...)
+		for len(parts) < len(bufs) {
+			parts = append(parts, "")
+		}
+		for i := range bufs {
+			if bufs[i].Len() > 0 {
+				parts[i] = bufs[i].String()
+			}
+		}
+		*dst = parts
+	}
+	tr.reasonParts = [2][]model.TextBuffer{}
+	return item
+}
+
+func (t *thread) completeReasoning(tr *turn) bool {
+	item := tr.reasoningItem()
 	tr.reasoning = nil
 	if err := t.commitItem(tr, item, nil); err != nil {
 		t.failTurn(tr, err)
@@ -904,7 +952,7 @@ func (t *thread) closeOpenItems(tr *turn) {
 			it = item
 		case protocol.ReasoningItem:
 			if tr.reasoning != nil && tr.reasoning.ID == item.ID {
-				item = *tr.reasoning
+				item = tr.reasoningItem()
 				tr.reasoning = nil
 			}
 			it = item

@@ -883,3 +883,39 @@ func TestCompactionSmallWindowLongToolOutput(t *testing.T) {
 		t.Errorf("%d compactions, want at least 2: the window is meant to fill", n)
 	}
 }
+
+// TestMessageLargerThanLearnedWindow: the same, on a model whose window no
+// configuration gives. The provider refuses the request as too long; the
+// window learned from that refusal (an upper bound) shows that the
+// message with the instructions and tools fills it, so the turn fails
+// saying so, without a summary request that could
+// not help (a compaction keeps the latest message verbatim).
+func TestMessageLargerThanLearnedWindow(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, summaries(5),
+		scripted.Rule{Match: "BIG-MESSAGE", Steps: []scripted.Step{{HTTPError: 400, ErrorMessage: "This model's maximum context length is 8192 tokens (context_length_exceeded)"}}},
+	)
+	c := newClient(t, model, options{inProcess: true})
+	threadID, _ := c.startThread("never")
+	big := "BIG-MESSAGE " + strings.Repeat("All work and no play makes Jack a dull boy. ", 2000)
+	_, turnID := c.startTurn(threadID, big)
+	done := c.turnDone(turnID)
+	if done.str("turn.status") != "failed" || done.str("turn.error.codexErrorInfo") != "contextWindowExceeded" {
+		t.Fatalf("turn ended %s, want failed with contextWindowExceeded", done.Raw)
+	}
+	msg := done.str("turn.error.message")
+	for _, want := range []string{"the message does not fit the model's context window", fmt.Sprintf("(%d bytes)", len(big)), "window is at most", "refused it as too long"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("turn error %q does not say %q", msg, want)
+		}
+	}
+	reqs := modelRequests(model)
+	for _, r := range reqs {
+		if isCompactRequest(r) {
+			t.Errorf("a summary request was sent for a message larger than the window")
+		}
+	}
+	if len(reqs) != 1 {
+		t.Errorf("the model got %d requests, want 1 (the one it refused)", len(reqs))
+	}
+}

@@ -137,6 +137,11 @@ func (t *thread) learnWindow(provider, modelName string, tokens int64) {
 // anyway. Said before anything is sent; nil when it fits or the window is
 // unknown.
 func (t *thread) messageTooBig(tr *turn, n int) error {
+	return t.messageTooBigFor(tr, n, "nothing was sent to the model")
+}
+
+// messageTooBigFor is messageTooBig with what became of the message.
+func (t *thread) messageTooBigFor(tr *turn, n int, fate string) error {
 	window, _ := t.turnLimits(tr)
 	if window <= 0 {
 		return nil
@@ -146,10 +151,14 @@ func (t *thread) messageTooBig(tr *turn, n int) error {
 	if msg+fixed < window*95/100 {
 		return nil
 	}
-	if msg >= window {
-		return &contextError{msg: fmt.Sprintf("the message alone is larger than the model's context window: about %d tokens (%d bytes), and %s's window is %d tokens; nothing was sent to the model", msg, n, tr.modelName, window)}
+	size := fmt.Sprintf("%d tokens", window)
+	if t.m.opts.Config.ContextWindow(tr.modelName) == 0 {
+		size = fmt.Sprintf("at most %d tokens (learned from a refusal)", window)
 	}
-	return &contextError{msg: fmt.Sprintf("the message does not fit the model's context window: about %d tokens (%d bytes), with %d tokens of instructions and tools, and %s's window is %d tokens; nothing was sent to the model", msg, n, fixed, tr.modelName, window)}
+	if msg >= window {
+		return &contextError{msg: fmt.Sprintf("the message alone is larger than the model's context window: about %d tokens (%d bytes), and %s's window is %s; %s", msg, n, tr.modelName, size, fate)}
+	}
+	return &contextError{msg: fmt.Sprintf("the message does not fit the model's context window: about %d tokens (%d bytes), with %d tokens of instructions and tools, and %s's window is %s; %s", msg, n, fixed, tr.modelName, size, fate)}
 }
 
 // approxTokens estimates the tokens of n bytes of request (4 bytes a token).
@@ -236,6 +245,17 @@ func (t *thread) compactOnOverflow(tr *turn, err error) bool {
 	tr.overflowCompacted = true
 	tr.sampling = false
 	t.learnWindow(tr.providerName(), tr.modelName, t.promptTokens(tr))
+	// A window learned just now from a request that was mostly the
+	// latest message: no compaction can help, since it keeps that message.
+	for i := len(t.history) - 1; i >= tr.histStart && i >= 0; i-- {
+		if e := t.history[i]; e.Kind == model.EntryUser && !isCompactionEntry(e) {
+			if err := t.messageTooBigFor(tr, len(e.Text), "the provider refused it as too long"); err != nil {
+				t.failTurn(tr, err)
+				return true
+			}
+			break
+		}
+	}
 	t.m.log.Warn("the model refused the request as too long for its window; compacting", "thread", t.id, "turn", tr.id, "err", me.Message)
 	t.startCompaction(tr, true, func() { t.sampleAfterCompaction(tr) })
 	return true

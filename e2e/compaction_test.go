@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -804,19 +806,32 @@ func TestCompactionSmallWindowLongToolOutput(t *testing.T) {
 	const (
 		window    = 8192
 		objective = "C-small: print the long log in every turn and report"
-		check     = "seq -f 'test case %04g of the suite: ok' 1 2600"
 		turns     = 16
 	)
+	// Each turn's check, its whole output, and the id a cut names the
+	// output by (16 hex digits of its SHA-256). The output differs from
+	// turn to turn, as a log's times do: the same result every time would
+	// be a stuck loop to full auto.
+	check := func(n int) string { return fmt.Sprintf("seq -f 'test case %%04g of the suite, run %d: ok' 1 2600", n) }
+	whole := func(n int) string {
+		var b strings.Builder
+		for i := 1; i <= 2600; i++ {
+			fmt.Fprintf(&b, "test case %04d of the suite, run %d: ok\n", i, n)
+		}
+		return b.String()
+	}
+	sum := sha256.Sum256([]byte(whole(2)))
+	outputID := hex.EncodeToString(sum[:8])
 	rules := []scripted.Rule{summaries(60)}
 	for n := turns; n >= 1; n-- {
 		match := fmt.Sprintf(`turn="%d"`, n)
 		if n == 1 {
 			match = "C-small"
 		}
-		steps := []scripted.Step{{Text: fmt.Sprintf("Printing the log, turn %d.", n), ToolCalls: []scripted.ToolCall{{Command: check, CallID: fmt.Sprintf("check-%d", n)}}}}
+		steps := []scripted.Step{{Text: fmt.Sprintf("Printing the log, turn %d.", n), ToolCalls: []scripted.ToolCall{{Command: check(n)}}}}
 		if n == 2 {
 			// Page through the rest of the output the marker names.
-			steps = append(steps, scripted.Step{ToolCalls: []scripted.ToolCall{{Name: "read_output", Arguments: `{"call_id":"check-2","offset":1300,"limit":3}`}}})
+			steps = append(steps, scripted.Step{ToolCalls: []scripted.ToolCall{{Name: "read_output", Arguments: `{"id":"` + outputID + `","offset":1300,"limit":3}`}}})
 		}
 		final := fmt.Sprintf("Turn %d: the log is printed; more next turn.", n)
 		if n == turns {
@@ -842,10 +857,10 @@ func TestCompactionSmallWindowLongToolOutput(t *testing.T) {
 	if len(cmds) < turns {
 		t.Fatalf("%d commandExecution items, want %d", len(cmds), turns)
 	}
-	for _, m := range cmds {
+	for i, m := range cmds {
 		out := m.str("item.aggregatedOutput")
-		if n := strings.Count(out, "\n"); n != 2600 || !strings.Contains(out, "test case 1300 of the suite") {
-			t.Errorf("commandExecution item holds %d lines, want the whole 2,600", n)
+		if out != whole(i+1) {
+			t.Errorf("commandExecution item holds %d lines, want the whole 2,600", strings.Count(out, "\n"))
 		}
 	}
 	// The model saw the head and tail of each output, a marker in place of
@@ -856,8 +871,8 @@ func TestCompactionSmallWindowLongToolOutput(t *testing.T) {
 			t.Errorf("a request of %d tokens, past the %d-token window", n, window)
 		}
 		body := string(r.Body)
-		if strings.Contains(body, "test case 0001 of the suite") && strings.Contains(body, "test case 2600 of the suite") &&
-			!strings.Contains(body, "test case 1300 of the suite") && strings.Contains(body, "read_output") {
+		if strings.Contains(body, "test case 0001 of the suite, run 2") && strings.Contains(body, "test case 2600 of the suite, run 2") &&
+			!strings.Contains(body, "test case 1300 of the suite") && strings.Contains(body, `read_output {\"id\": \"`+outputID) {
 			sawMarker = true
 		}
 	}
@@ -867,9 +882,8 @@ func TestCompactionSmallWindowLongToolOutput(t *testing.T) {
 	// read_output returned the lines asked for, from the whole output.
 	var paged bool
 	for _, r := range modelRequests(model) {
-		if strings.Contains(r.LastUserText, `turn="2"`) || strings.Contains(string(r.Body), "Lines 1300 to 1302 of 2600 of the output of check-2") {
-			body := string(r.Body)
-			if strings.Contains(body, "Lines 1300 to 1302 of 2600 of the output of check-2") && strings.Contains(body, "test case 1302 of the suite: ok") &&
+		if body := string(r.Body); strings.Contains(body, "Lines 1300 to 1302 of 2600 of output "+outputID) {
+			if strings.Contains(body, "test case 1302 of the suite, run 2: ok") &&
 				!strings.Contains(body, "test case 1303 of the suite") {
 				paged = true
 			}

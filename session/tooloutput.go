@@ -1,6 +1,8 @@
 package session
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,7 +25,9 @@ import (
 // place of the middle a marker naming read_output, which pages through the
 // whole output. The item the client gets keeps the whole output; the
 // whole output is also saved in the data directory, where read_output
-// finds it, across restarts.
+// finds it, across restarts. An output is named by a digest of its text,
+// not by its call: the same output cut twice reads the same to full
+// auto's repetition checks (fullauto_turn.go masks the hex id).
 const (
 	toolReadOutput = "read_output"
 	// outputShare: one tool output may take 1/outputShare of what the
@@ -39,16 +43,16 @@ const (
 	outputsDir = "outputs"
 )
 
-const readOutputDescription = "Read lines of a tool output that was cut to fit the context window. The cut output's marker names its call_id; offset is the first line to read (1-based), limit the number of lines (default 200)."
+const readOutputDescription = "Read lines of a tool output that was cut to fit the context window. The cut output's marker names its id; offset is the first line to read (1-based), limit the number of lines (default 200)."
 
 var readOutputSchema = json.RawMessage(`{
   "type": "object",
   "properties": {
-    "call_id": {"type": "string", "description": "The call_id the marker in the cut output names."},
+    "id": {"type": "string", "description": "The id the marker in the cut output names."},
     "offset": {"type": "integer", "description": "First line to read, 1-based. Default 1."},
     "limit": {"type": "integer", "description": "Number of lines to read. Default 200."}
   },
-  "required": ["call_id"],
+  "required": ["id"],
   "additionalProperties": false
 }`)
 
@@ -90,14 +94,15 @@ func (t *thread) budgetOutputs(tr *turn, item protocol.ThreadItem, hist []model.
 				whole = *c.AggregatedOutput
 			}
 		}
-		if err := t.saveOutput(e.CallID, whole); err != nil {
+		id := outputID(whole)
+		if err := t.saveOutput(id, whole); err != nil {
 			t.m.log.Warn("saving a tool output for read_output", "thread", t.id, "call", e.CallID, "err", err)
 			continue
 		}
 		if !copied { // the caller's slice stays as it was
 			hist, copied = append([]model.Entry(nil), hist...), true
 		}
-		hist[i].Output = head + elideOutput(whole, budget-len(head), e.CallID)
+		hist[i].Output = head + elideOutput(whole, budget-len(head), id)
 	}
 	return hist
 }
@@ -106,7 +111,7 @@ func (t *thread) budgetOutputs(tr *turn, item protocol.ThreadItem, hist []model.
 // ends with its summary) of s within about budget bytes, whole lines
 // where they fit, with a marker in place of the middle that says how to
 // read it.
-func elideOutput(s string, budget int, callID string) string {
+func elideOutput(s string, budget int, id string) string {
 	lines := strings.SplitAfter(s, "\n")
 	if lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1]
@@ -136,8 +141,8 @@ func elideOutput(s string, budget int, callID string) string {
 	for _, l := range lines[h:tl] {
 		elided += len(l)
 	}
-	fmt.Fprintf(&b, "\n[… lines %d to %d of %d (%d bytes) are left out here to fit the model's context window. The whole output is kept: read it with read_output {\"call_id\": %q, \"offset\": %d, \"limit\": %d} …]\n\n",
-		h+1, tl, total, elided, callID, h+1, readOutputLines)
+	fmt.Fprintf(&b, "\n[… lines %d to %d of %d (%d bytes) are left out here to fit the model's context window. The whole output is kept: read it with read_output {\"id\": %q, \"offset\": %d, \"limit\": %d} …]\n\n",
+		h+1, tl, total, elided, id, h+1, readOutputLines)
 	for _, l := range lines[tl:] {
 		b.WriteString(l)
 	}
@@ -155,26 +160,26 @@ func cutBytes(s string, n int) string {
 	return s[:n]
 }
 
-// outputPath is where the whole output of callID is saved.
-func (t *thread) outputPath(callID string) (string, error) {
+// outputID names a saved output: 16 hex digits of its SHA-256.
+func outputID(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
+}
+
+// outputPath is where the output named id is saved.
+func (t *thread) outputPath(id string) (string, error) {
 	dir := t.m.opts.DataDir
 	if dir == "" {
 		return "", errors.New("no data directory to save outputs in")
 	}
-	name := strings.Map(func(r rune) rune {
-		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
-			return r
-		}
-		return '_'
-	}, callID)
-	if name == "" || strings.Trim(name, ".") == "" {
-		return "", fmt.Errorf("call id %q names no file", callID)
+	if len(id) != 16 || strings.Trim(id, "0123456789abcdef") != "" {
+		return "", fmt.Errorf("%q is not the id of an output: the marker of a cut output names it (16 hex digits)", id)
 	}
-	return filepath.Join(dir, outputsDir, t.id, name+".txt"), nil
+	return filepath.Join(dir, outputsDir, t.id, id+".txt"), nil
 }
 
-func (t *thread) saveOutput(callID, s string) error {
-	p, err := t.outputPath(callID)
+func (t *thread) saveOutput(id, s string) error {
+	p, err := t.outputPath(id)
 	if err != nil {
 		return err
 	}
@@ -188,23 +193,23 @@ func (t *thread) saveOutput(callID, s string) error {
 // itself held to the output budget.
 func (t *thread) readOutput(tr *turn, raw []byte) (string, error) {
 	var p struct {
-		CallID string `json:"call_id"`
+		ID     string `json:"id"`
 		Offset int    `json:"offset"`
 		Limit  int    `json:"limit"`
 	}
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return "", fmt.Errorf("arguments: %w", err)
 	}
-	if p.CallID == "" {
-		return "", errors.New("call_id is required: the call_id the marker of the cut output names")
+	if p.ID == "" {
+		return "", errors.New("id is required: the id the marker of the cut output names")
 	}
-	path, err := t.outputPath(p.CallID)
+	path, err := t.outputPath(p.ID)
 	if err != nil {
 		return "", err
 	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("no saved output for call_id %q: only outputs cut to fit the context window are saved", p.CallID)
+		return "", fmt.Errorf("no saved output %q in this thread: only outputs cut to fit the context window are saved", p.ID)
 	}
 	if err != nil {
 		return "", err
@@ -216,7 +221,7 @@ func (t *thread) readOutput(tr *turn, raw []byte) (string, error) {
 	total := len(lines)
 	first := max(p.Offset, 1)
 	if first > total {
-		return fmt.Sprintf("The output of %s has %d lines; offset %d is past its end.", p.CallID, total, first), nil
+		return fmt.Sprintf("Output %s has %d lines; offset %d is past its end.", p.ID, total, first), nil
 	}
 	limit := p.Limit
 	if limit <= 0 {
@@ -242,10 +247,10 @@ func (t *thread) readOutput(tr *turn, raw []byte) (string, error) {
 		last++
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Lines %d to %d of %d of the output of %s:\n", first, last, total, p.CallID)
+	fmt.Fprintf(&b, "Lines %d to %d of %d of output %s:\n", first, last, total, p.ID)
 	b.WriteString(body.String())
 	if last < total {
-		fmt.Fprintf(&b, "\n[… %d more lines: read_output {\"call_id\": %q, \"offset\": %d}]", total-last, p.CallID, last+1)
+		fmt.Fprintf(&b, "\n[… %d more lines: read_output {\"id\": %q, \"offset\": %d}]", total-last, p.ID, last+1)
 	}
 	return b.String(), nil
 }

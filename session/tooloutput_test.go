@@ -23,10 +23,10 @@ func TestElideOutput(t *testing.T) {
 		marker    string // the marker says it
 		maxLength int
 	}{
-		{"log", log.String(), 4096, "test case 0001: ok\n", "test case 2600: ok\n", `read_output {"call_id": "c1", "offset": `, 4096 + 300},
+		{"log", log.String(), 4096, "test case 0001: ok\n", "test case 2600: ok\n", `read_output {"id": "0123456789abcdef", "offset": `, 4096 + 300},
 		{"one long line", strings.Repeat("é", 10000), 2048, "éé", "", "lines 1 to 1 of 1", 2048 + 300},
 	} {
-		got := elideOutput(tc.in, tc.budget, "c1")
+		got := elideOutput(tc.in, tc.budget, "0123456789abcdef")
 		if !strings.HasPrefix(got, tc.head) || !strings.HasSuffix(got, tc.tail) || !strings.Contains(got, tc.marker) || len(got) > tc.maxLength {
 			t.Errorf("%s: elideOutput = %d bytes, head %q…, tail …%q", tc.name, len(got), got[:min(60, len(got))], got[max(0, len(got)-60):])
 		}
@@ -35,7 +35,7 @@ func TestElideOutput(t *testing.T) {
 		}
 	}
 	// The marker's line numbers are those of the lines left out.
-	got := elideOutput(log.String(), 4096, "c1")
+	got := elideOutput(log.String(), 4096, "0123456789abcdef")
 	var first, last, total int
 	if i := strings.Index(got, "[… lines "); i < 0 {
 		t.Fatal("no marker")

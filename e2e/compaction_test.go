@@ -845,7 +845,12 @@ func TestCompactionSmallWindowLongToolOutput(t *testing.T) {
 	model := startModel(t, rules...)
 	cfg := fmt.Sprintf("[[models]]\nid = \"scripted-model\"\ncontext_window = %d\n", window)
 	c := newFAClient(t, model, faOptions{config: cfg, inProcess: true})
-	threadID, _ := c.startThread("never")
+	threadID, cwd := c.startThread("never")
+	// A workspace's instructions take their part of the window too.
+	agents := strings.Repeat("AGENTS-RULE: keep every log line as the suite prints it.\n", 40) // 2.3 kB
+	if err := os.WriteFile(filepath.Join(cwd, "AGENTS.md"), []byte(agents), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	c.startFullAuto(threadID, map[string]any{"objective": objective, "approvals": "never"})
 	end := c.runEnded(threadID)
 	if end.str("run.stopCondition") != "completed" {

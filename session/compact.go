@@ -539,10 +539,11 @@ func (t *thread) compactedHistory(tr *turn, summary string) (hist []model.Entry,
 	}
 	var users []model.Entry
 	budget := int64(keptUserTokens)
-	if b := int64(t.outputBudget(tr)) / 4; b > 0 && b < budget {
-		// A small window: the kept messages may take no more of it than
-		// one tool output may (tooloutput.go), or a long run's messages
-		// alone would fill it after a while.
+	if b := approxTokens(t.outputBudget(tr)) / 2; b > 0 && b < budget {
+		// A small window: the kept messages may take half what one tool
+		// output may (tooloutput.go), or a long run's messages alone
+		// would fill it after a while; the compacted context then stays
+		// well below the 75% at which full auto hands the run off.
 		budget = b
 	}
 	for i := start - 1; i >= 0; i-- {

@@ -90,7 +90,7 @@ function M.ingest(file, cb)
   end
   local path = vim.fn.fnamemodify(vim.fn.expand(file), ":p")
   local o = config.options
-  call(methods.MethodBlueprintIngest, { cwd = o.cwd or vim.loop.cwd(), path = path }, function(res)
+  call(methods.MethodBlueprintIngest, { cwd = o.cwd or (vim.uv or vim.loop).cwd(), path = path }, function(res)
     if not res then
       return
     end
@@ -355,7 +355,7 @@ function M.open(id, cb)
   if id and id ~= "" then
     return show(id)
   end
-  call(methods.MethodBlueprintList, { cwd = config.options.cwd or vim.loop.cwd() }, function(res)
+  call(methods.MethodBlueprintList, { cwd = config.options.cwd or (vim.uv or vim.loop).cwd() }, function(res)
     if not res then
       return
     end

@@ -319,7 +319,7 @@ function M.start(request, cb)
     return
   end
   local o = config.options
-  local params = { cwd = o.cwd or vim.loop.cwd(), request = request }
+  local params = { cwd = o.cwd or (vim.uv or vim.loop).cwd(), request = request }
   local r = o.runs or {}
   if r.base_branch then
     params.baseBranch = r.base_branch

@@ -371,3 +371,32 @@ describe("blueprints", function()
     assert.truthy(buftext(b):find("    ● task  Print hello  1/1", 1, true), buftext(b))
   end)
 end)
+
+describe("plan YAML", function()
+  local yaml = require("apserver.plan_yaml")
+  it("reads back what it writes, whatever the strings hold", function()
+    local tricky = { "yes", "- dash", "a: b", "x #y", "", "  lead", "trail ", '"q"', "it's", "12", "[a]", "{b}", "tab\there", "ü → ✓", "line\nbreak" }
+    local tasks = {}
+    for i, s in ipairs(tricky) do
+      table.insert(tasks, { id = "t" .. i, title = s, kind = "file_edit", risk = "low", estimate = s, dependencies = i > 1 and { "t" .. (i - 1) } or {},
+        description = s, acceptance = { criteria = { s, "c" }, checks = { s }, files = {} } })
+    end
+    local back, err = yaml.decode(yaml.encode(tasks, { "a comment" }))
+    assert.falsy(err)
+    assert.are.equal(#tasks, #back)
+    for i, t in ipairs(tasks) do
+      local b = back[i]
+      assert.are.equal(t.title, b.title, "title " .. i)
+      assert.are.equal(t.description:gsub("\n$", ""), b.description or "", "description " .. i)
+      assert.are.same(t.dependencies, b.dependencies)
+      assert.are.same(t.acceptance.criteria, b.acceptance.criteria)
+      assert.are.same(t.acceptance.checks, b.acceptance.checks)
+    end
+  end)
+  it("names the line it cannot read", function()
+    local _, err = yaml.decode({ "tasks:", "  - id: a", "    title: x", "    dependencies: a, b" })
+    assert.are.equal("line 4: a list must be [a, b] or one '- item' per line: a, b", err)
+    _, err = yaml.decode({ "plan:" })
+    assert.are.equal("line 1: expected 'tasks:', got: plan:", err)
+  end)
+end)

@@ -186,6 +186,8 @@ func (x *run) apply(effs []runs.Effect) {
 					}()
 				}
 			}
+		case runs.BlueprintEvidence:
+			x.recordEvidence(e)
 		case runs.Interrupt:
 			thread := e.ThreadID
 			go func() {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -180,5 +181,65 @@ func TestBlueprintRunEvidence(t *testing.T) {
 	fr = c.call("blueprint/read", map[string]any{"blueprintId": bpID, "nodeId": featureID, "depth": 0})
 	if fr.str("nodes.0.status") != "in_progress" {
 		t.Fatalf("the feature after a task reopened: %s", fr.Raw)
+	}
+}
+
+// TestBlueprintBuildCLI: `apserver blueprint build NODE` starts the run
+// from a feature of a blueprint ingested with `apserver blueprint ingest`;
+// the feature had no tasks, so the planner is asked for them first; the
+// run completes and the tasks are done.
+func TestBlueprintBuildCLI(t *testing.T) {
+	t.Parallel()
+	rules := append([]scripted.Rule{
+		{Match: "[blueprint chunk 1/1 cursor=start]", Steps: []scripted.Step{{Text: shoutOutline(t)}}},
+		{Match: "[blueprint tasks n_", Steps: []scripted.Step{{Text: shoutFeatureTasks(t)}}},
+	}, shoutRules(t)...)
+	model := startModel(t, rules...)
+	repo := shoutRepo(t)
+	if err := os.WriteFile(filepath.Join(repo, "spec.md"), []byte(shoutSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	home, dataDir := t.TempDir(), t.TempDir()
+	cfg := filepath.Join(home, "config.toml")
+	os.WriteFile(cfg, nil, 0o600)
+	cli := func(args ...string) *exec.Cmd {
+		cmd := exec.Command(binPath, append([]string{"blueprint", args[0], "--data-dir", dataDir, "--config", cfg, "--model", "scripted-model"}, args[1:]...)...)
+		cmd.Dir = repo
+		cmd.Env = serverEnv(t, home, model)
+		return cmd
+	}
+	if out, err := cli("ingest", "spec.md").CombinedOutput(); err != nil {
+		t.Fatalf("ingest: %v\n%s", err, out)
+	}
+	out, err := cli("show").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var feature string
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "feature" {
+			for _, w := range f {
+				if strings.HasPrefix(w, "n_") {
+					feature = w
+				}
+			}
+		}
+	}
+	if feature == "" {
+		t.Fatalf("show:\n%s", out)
+	}
+	if out, err := cli("build").CombinedOutput(); err == nil || !strings.Contains(string(out), "Usage: apserver blueprint build NODE") {
+		t.Fatalf("build without a node: %v\n%s", err, out)
+	}
+	out, err = cli("build", feature, "--base", "main", "--trust-planning", "auto").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), " completed\n") {
+		t.Fatalf("build %s: %v\n%s", feature, err, out)
+	}
+	out, err = cli("tasks", feature).CombinedOutput()
+	if err != nil || strings.Count(string(out), "\tdone\t") != 2 {
+		t.Fatalf("tasks after the build: %v\n%s", err, out)
+	}
+	if n := len(strings.Fields(gitOut(t, repo, "log", "main", "--format=%H", "--grep", "Apserver-Task: t_"))); n != 2 {
+		t.Errorf("%d task commits on main, want 2", n)
 	}
 }

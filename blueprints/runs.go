@@ -28,6 +28,11 @@ import (
 // -32602 naming both. Names the planner gave that matched nothing are
 // kept in the task's description.
 func (s *Service) RunTasks(ctx context.Context, p protocol.RunBlueprintParams) (protocol.RunBlueprint, []protocol.PlanTask, string, string, error) {
+	return s.runTasks(ctx, p, false)
+}
+
+// runTasks is RunTasks; asked: the planner was asked for the node's tasks.
+func (s *Service) runTasks(ctx context.Context, p protocol.RunBlueprintParams, asked bool) (protocol.RunBlueprint, []protocol.PlanTask, string, string, error) {
 	var link protocol.RunBlueprint
 	fail := func(err error) (protocol.RunBlueprint, []protocol.PlanTask, string, string, error) {
 		return link, nil, "", "", err
@@ -82,7 +87,7 @@ func (s *Service) RunTasks(ctx context.Context, p protocol.RunBlueprintParams) (
 		n := t.Nodes[i]
 		title = fmt.Sprintf("%s %q", n.Kind, n.Title)
 		picked = under(n.ID)
-		if len(picked) == 0 {
+		if len(picked) == 0 && !asked {
 			// No tasks yet: the planner makes the node's own.
 			res, err := s.NodeTasks(ctx, protocol.BlueprintNodeTasksParams{BlueprintID: b.ID, NodeID: n.ID})
 			if err != nil {
@@ -91,7 +96,7 @@ func (s *Service) RunTasks(ctx context.Context, p protocol.RunBlueprintParams) (
 			if len(res.Tasks) == 0 {
 				return fail(invalid("blueprint.nodeId: the planner made no tasks for %s %s", n.Kind, n.ID))
 			}
-			return s.RunTasks(ctx, p)
+			return s.runTasks(ctx, p, true)
 		}
 	} else {
 		for i, id := range p.TaskIDs {

@@ -282,3 +282,59 @@ func (s *Service) RecordEvidence(ctx context.Context, link protocol.RunBlueprint
 	}
 	return fmt.Errorf("blueprints: evidence for an unknown task %s of blueprint %s", taskID, b.ID)
 }
+
+// RecordProgress shows in the blueprint where a run is with a task:
+// in_progress (an attempt started), blocked, or planned again (the run was
+// cancelled). A done task is never changed (done comes from evidence), and
+// planned only replaces in_progress or blocked. The event task.progress
+// holds the run; the nodes whose status follows the task change with it.
+func (s *Service) RecordProgress(ctx context.Context, link protocol.RunBlueprint, runID, taskID string, status protocol.NodeStatus) error {
+	switch status {
+	case protocol.NodeInProgress, protocol.NodeBlocked, protocol.NodePlanned:
+	default:
+		return fmt.Errorf("blueprints: progress of task %s: status %q is not in_progress, blocked or planned", taskID, status)
+	}
+	st, err := s.store()
+	if err != nil {
+		return err
+	}
+	b, err := s.blueprint(ctx, st, link.BlueprintID)
+	if err != nil {
+		return err
+	}
+	s.edit.Lock()
+	defer s.edit.Unlock()
+	for _, vid := range []string{b.Primary.ID, link.VersionID} {
+		v, err := st.BlueprintVersion(ctx, vid)
+		if err != nil || v.Status != string(protocol.JobReady) {
+			continue
+		}
+		v.Document = ""
+		tasks, err := s.tasks(ctx, st, v.ID)
+		if err != nil {
+			return err
+		}
+		j := slices.IndexFunc(tasks, func(x protocol.BlueprintTask) bool { return x.ID == taskID })
+		if j < 0 {
+			continue
+		}
+		x := &tasks[j]
+		switch {
+		case x.Status == status, x.Status == protocol.NodeDone,
+			status == protocol.NodePlanned && x.Status != protocol.NodeInProgress && x.Status != protocol.NodeBlocked:
+			return nil
+		}
+		t, err := s.tree(ctx, st, v)
+		if err != nil {
+			return err
+		}
+		x.Status = status
+		raw, _ := json.Marshal(map[string]any{"taskId": taskID, "runId": runID, "status": status})
+		if err := s.commitTasks(ctx, st, b.ID, v.ID, t, tasks, []string{taskID}, "task.progress", raw); err != nil {
+			return fmt.Errorf("recording the progress of task %s: %w", taskID, err)
+		}
+		s.writePlan(ctx, st, b.ID)
+		return nil
+	}
+	return fmt.Errorf("blueprints: progress of an unknown task %s of blueprint %s", taskID, b.ID)
+}

@@ -253,3 +253,83 @@ func TestRecordEvidence(t *testing.T) {
 		t.Fatalf("story after every task done: %+v %v", rd.Nodes, err)
 	}
 }
+
+// TestRecordProgress: a run's progress shows on its tasks and the nodes
+// above them; planned only replaces what a run set; a done task is never
+// changed by progress.
+func TestRecordProgress(t *testing.T) {
+	ctx := context.Background()
+	s, b, story, _, tasks := storyWithTasks(t, t.TempDir())
+	link := protocol.RunBlueprint{BlueprintID: b.ID, VersionID: b.Primary.ID, NodeID: story.ID}
+	st := mustStore(t, s)
+	events := func() int {
+		evs, err := st.BlueprintEvents(ctx, b.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range evs {
+			if e.Type == "task.progress" {
+				n++
+			}
+		}
+		return n
+	}
+	status := func(id string) protocol.NodeStatus {
+		tr, err := s.NodeTasks(ctx, protocol.BlueprintNodeTasksParams{BlueprintID: b.ID, NodeID: story.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range tr.Tasks {
+			if x.ID == id {
+				return x.Status
+			}
+		}
+		rd, err := s.Read(ctx, protocol.BlueprintReadParams{BlueprintID: b.ID, NodeID: id, Depth: 1, Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rd.Nodes[0].Status
+	}
+	a, bb := tasks[0].ID, tasks[1].ID
+	for _, step := range []struct {
+		task   string
+		set    protocol.NodeStatus
+		want   protocol.NodeStatus
+		events int
+	}{
+		{a, protocol.NodeInProgress, protocol.NodeInProgress, 1},
+		{a, protocol.NodeInProgress, protocol.NodeInProgress, 1}, // the same again: nothing
+		{a, protocol.NodeBlocked, protocol.NodeBlocked, 2},
+		{a, protocol.NodePlanned, protocol.NodePlanned, 3},
+		{a, protocol.NodePlanned, protocol.NodePlanned, 3},
+	} {
+		if err := s.RecordProgress(ctx, link, "r1", step.task, step.set); err != nil {
+			t.Fatal(err)
+		}
+		if got, n := status(step.task), events(); got != step.want || n != step.events {
+			t.Fatalf("after %s %s: %s with %d events, want %s with %d", step.task, step.set, got, n, step.want, step.events)
+		}
+	}
+	if err := s.RecordProgress(ctx, link, "r1", a, protocol.NodeInProgress); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(story.ID); got != protocol.NodeInProgress {
+		t.Fatalf("story with a task in progress: %s", got)
+	}
+	setStatus(t, s, b.ID, bb, protocol.NodeDone)
+	for _, x := range []protocol.NodeStatus{protocol.NodeInProgress, protocol.NodePlanned, protocol.NodeBlocked} {
+		if err := s.RecordProgress(ctx, link, "r1", bb, x); err != nil {
+			t.Fatal(err)
+		}
+		if got := status(bb); got != protocol.NodeDone {
+			t.Fatalf("a done task after progress %s: %s", x, got)
+		}
+	}
+	if err := s.RecordProgress(ctx, link, "r1", a, protocol.NodeDone); err == nil {
+		t.Fatal("progress made a task done")
+	}
+	if err := s.RecordProgress(ctx, link, "r1", "t_nope", protocol.NodeInProgress); err == nil || !strings.Contains(err.Error(), "unknown task t_nope") {
+		t.Fatalf("an unknown task: %v", err)
+	}
+}

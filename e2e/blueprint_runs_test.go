@@ -140,6 +140,11 @@ func TestBlueprintRunEvidence(t *testing.T) {
 		commits[end.str(p+"id")] = end.str(p + "commit")
 	}
 
+	// While the run worked on S1, S1 and the feature were in progress.
+	inProgress := c.waitFor("blueprint/updated", func(m *message) bool { return m.str("node.id") == s1 && m.str("node.status") == "in_progress" })
+	c.waitAfter(inProgress, "blueprint/updated", func(m *message) bool { return m.str("node.id") == s1 && m.str("node.status") == "done" })
+	c.waitFor("blueprint/updated", func(m *message) bool { return m.str("node.id") == featureID && m.str("node.status") == "in_progress" })
+
 	// Status from evidence: done with the commit, on the run's branch; the
 	// feature and everything above it done.
 	c.waitFor("blueprint/updated", func(m *message) bool { return m.str("node.id") == phaseID && m.str("node.status") == "done" })

@@ -24,6 +24,10 @@ type Blueprints interface {
 	// its commit is on the run's branch: the blueprint's task is done,
 	// with the commit. Recording it twice changes nothing.
 	RecordEvidence(ctx context.Context, link protocol.RunBlueprint, taskID string, ev protocol.TaskEvidence) error
+	// RecordProgress shows where the run is with a task (in_progress,
+	// blocked, planned again); it never makes a task done nor changes a
+	// done one.
+	RecordProgress(ctx context.Context, link protocol.RunBlueprint, runID, taskID string, status protocol.NodeStatus) error
 }
 
 // SetBlueprints links the runner to the blueprints service. Call it before
@@ -64,7 +68,50 @@ func (rn *Runner) fromBlueprint(ctx context.Context, p *protocol.RunStartParams)
 	return &link, tasks, summary, nil
 }
 
-// recordEvidence applies runs.BlueprintEvidence, off the run's goroutine.
+// toBlueprint queues f, a record to the run's blueprint: the records of a
+// run are applied in order, off the run's goroutine, by one goroutine at a
+// time. Close waits for them (not cut short: what they record happened).
+func (x *run) toBlueprint(f func(ctx context.Context)) {
+	x.bpMu.Lock()
+	defer x.bpMu.Unlock()
+	x.bpQueue = append(x.bpQueue, func() { f(context.WithoutCancel(x.rn.ctx)) })
+	if x.bpBusy {
+		return
+	}
+	x.bpBusy = true
+	x.rn.wg.Add(1)
+	go func() {
+		defer x.rn.wg.Done()
+		for {
+			x.bpMu.Lock()
+			if len(x.bpQueue) == 0 {
+				x.bpBusy = false
+				x.bpMu.Unlock()
+				return
+			}
+			f := x.bpQueue[0]
+			x.bpQueue = x.bpQueue[1:]
+			x.bpMu.Unlock()
+			f()
+		}
+	}()
+}
+
+// recordProgress applies runs.BlueprintProgress.
+func (x *run) recordProgress(e runs.BlueprintProgress) {
+	rn := x.rn
+	b := rn.bps()
+	if b == nil {
+		return
+	}
+	x.toBlueprint(func(ctx context.Context) {
+		if err := b.RecordProgress(ctx, e.Blueprint, x.id, e.TaskID, e.Status); err != nil {
+			rn.log.Warn("recording a blueprint task's progress", "run", x.id, "blueprint", e.Blueprint.BlueprintID, "task", e.TaskID, "err", err)
+		}
+	})
+}
+
+// recordEvidence applies runs.BlueprintEvidence.
 func (x *run) recordEvidence(e runs.BlueprintEvidence) {
 	rn := x.rn
 	b := rn.bps()
@@ -73,13 +120,9 @@ func (x *run) recordEvidence(e runs.BlueprintEvidence) {
 		return
 	}
 	ev := protocol.TaskEvidence{RunID: x.id, Branch: e.Branch, Commit: e.Commit, AtMs: e.AtMs}
-	rn.wg.Add(1)
-	go func() {
-		defer rn.wg.Done()
-		// Not cut short by Close: the commit is made, its record is due.
-		ctx := context.WithoutCancel(rn.ctx)
+	x.toBlueprint(func(ctx context.Context) {
 		if err := b.RecordEvidence(ctx, e.Blueprint, e.TaskID, ev); err != nil {
 			rn.log.Error("recording a blueprint task's evidence", "run", x.id, "blueprint", e.Blueprint.BlueprintID, "task", e.TaskID, "err", err)
 		}
-	}()
+	})
 }

@@ -30,6 +30,37 @@ type BlueprintEvidence struct {
 
 func (BlueprintEvidence) effect() {}
 
+// BlueprintProgress asks the driver to show in the blueprint where the
+// run is with one of its tasks: in_progress when an attempt starts,
+// blocked when the task is blocked, planned again when the run is
+// cancelled before its commit. It never makes a task done (evidence does:
+// BlueprintEvidence) nor changes a done one. It has no result event.
+type BlueprintProgress struct {
+	Blueprint protocol.RunBlueprint
+	TaskID    string
+	Status    protocol.NodeStatus
+}
+
+func (BlueprintProgress) effect() {}
+
+// blueprintProgress is the progress of a task of a blueprint run.
+func (m *Machine) blueprintProgress(taskID string, st protocol.NodeStatus) {
+	if m.cfg.Blueprint == nil || !slices.Contains(m.cfg.Blueprint.TaskIDs, taskID) {
+		return
+	}
+	m.emit(BlueprintProgress{Blueprint: *blueprintView(m.cfg), TaskID: taskID, Status: st})
+}
+
+// blueprintCancelled plans again the blueprint's tasks the cancelled run
+// started and did not commit.
+func (m *Machine) blueprintCancelled() {
+	for _, t := range m.run.Plan.Tasks {
+		if t.Status != protocol.TaskCompleted && (t.ThreadID != nil || t.Status == protocol.TaskBlocked || t.ID == m.cur) {
+			m.blueprintProgress(t.ID, protocol.NodePlanned)
+		}
+	}
+}
+
 // blueprintView is the run's view of its blueprint (nil when none).
 func blueprintView(c Config) *protocol.RunBlueprint {
 	if c.Blueprint == nil {

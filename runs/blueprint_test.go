@@ -94,3 +94,44 @@ func TestNoBlueprintNoEvidence(t *testing.T) {
 	h.runTask()
 	h.none(BlueprintEvidence{})
 }
+
+// A blueprint run shows its progress: a task in progress when an attempt
+// starts, blocked when it is blocked, planned again when the run is
+// cancelled before its commit. A repair task, not the blueprint's, shows
+// nothing.
+func TestBlueprintRunProgress(t *testing.T) {
+	h := &harness{t: t, m: New(), now: 1000}
+	c := bpCfg(protocol.TrustAuto)
+	h.do(Event{Type: EvStarted, Config: &c})
+	h.do(Event{Type: EvWorktreeReady})
+	if p := h.want(BlueprintProgress{}).(BlueprintProgress); p.TaskID != "t_a" || p.Status != protocol.NodeInProgress || p.Blueprint.BlueprintID != "bp_1" {
+		t.Fatalf("progress at the start of t_a: %+v", p)
+	}
+	for range c.MaxRetries + 3 {
+		h.do(Event{Type: EvTaskStarted, TaskID: "t_a", ThreadID: "th"})
+		h.do(Event{Type: EvTaskImplemented, TaskID: "t_a", OK: true})
+		h.do(Event{Type: EvTaskValidated, TaskID: "t_a", OK: false, Reason: "check failed"})
+		if h.m.Run().RepairProposal != nil {
+			break
+		}
+		h.want(BlueprintProgress{}) // the next attempt
+	}
+	if p := h.want(BlueprintProgress{}).(BlueprintProgress); p.TaskID != "t_a" || p.Status != protocol.NodeBlocked {
+		t.Fatalf("progress of a blocked task: %+v", p)
+	}
+	h.do(Event{Type: EvRepairApproved, TaskID: "t_a"})
+	if st := h.want(StartTask{}).(StartTask); st.Task.ID != "t_a-fix" {
+		t.Fatalf("started %s, want the fix", st.Task.ID)
+	}
+	h.none(BlueprintProgress{})
+	h.do(Event{Type: EvCancelled})
+	var planned []string
+	for _, e := range h.out {
+		if p, ok := e.(BlueprintProgress); ok && p.Status == protocol.NodePlanned {
+			planned = append(planned, p.TaskID)
+		}
+	}
+	if !reflect.DeepEqual(planned, []string{"t_a"}) {
+		t.Fatalf("planned again after the cancel: %v, want [t_a] (t_b never started)", planned)
+	}
+}

@@ -531,6 +531,7 @@ func (m *Machine) apply(ev Event) {
 			m.emit(Interrupt{ThreadID: *r.PlannerThreadID})
 		}
 		m.decide(ev.AtMs, "cancelled by the user")
+		m.blueprintCancelled()
 		m.end(ev.AtMs, protocol.RunCancelled, "cancelled by the user")
 	case EvMerged:
 		m.step = stepNone
@@ -946,6 +947,7 @@ func (m *Machine) startTask(t *protocol.RunTask) {
 	m.step = stepImplement
 	t.ThreadID = nil
 	m.taskUpdated(t)
+	m.blueprintProgress(t.ID, protocol.NodeInProgress)
 	m.emit(StartTask{Task: *t, Attempt: t.RetryCount + 1, Objective: Objective(m.cfg, *t)})
 }
 
@@ -961,6 +963,7 @@ func (m *Machine) failedAttempt(now int64, t *protocol.RunTask, failure string) 
 	r.Stage = protocol.StageImplementation
 	if t.RetryCount >= m.cfg.MaxRetries {
 		t.Status = protocol.TaskBlocked
+		m.blueprintProgress(t.ID, protocol.NodeBlocked)
 		m.cur = ""
 		r.CurrentTaskID = nil
 		r.RepairProposal = &protocol.RunRepairProposal{TaskID: t.ID, Failure: failure, ProposedTask: RepairTask(*t, m.run.Plan.Tasks)}

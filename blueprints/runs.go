@@ -110,6 +110,9 @@ func (s *Service) runTasks(ctx context.Context, p protocol.RunBlueprintParams, a
 			}
 		}
 		title = fmt.Sprintf("%d tasks of %q", len(picked), b.Title)
+		if len(picked) == 1 {
+			title = fmt.Sprintf("1 task of %q", b.Title)
+		}
 	}
 	in := map[string]bool{}
 	var todo []protocol.BlueprintTask

@@ -64,7 +64,7 @@ func (rn *Runner) fromBlueprint(ctx context.Context, p *protocol.RunStartParams)
 	if strings.TrimSpace(p.Request) == "" {
 		p.Request = "Build " + title
 	}
-	summary := fmt.Sprintf("%s: %d tasks from blueprint %s", title, len(tasks), link.BlueprintID)
+	summary := fmt.Sprintf("%s: the tasks of blueprint %s (%d)", title, link.BlueprintID, len(tasks))
 	return &link, tasks, summary, nil
 }
 

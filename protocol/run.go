@@ -259,6 +259,8 @@ type Run struct {
 	// QueuePosition is the run's place among the runs waiting for a slot
 	// of max_parallel_runs (1: next) while its status is queued, else null.
 	QueuePosition *int `json:"queuePosition"`
+	// Blueprint is the blueprint the run was started from, if any.
+	Blueprint *RunBlueprint `json:"blueprint,omitempty"`
 }
 
 // RunStartParams are run/start's params.
@@ -274,6 +276,9 @@ type RunStartParams struct {
 	Merge             *MergeMode       `json:"merge,omitempty"`
 	Models            *RunModelsParams `json:"models,omitempty"`
 	MaxClarifications *int             `json:"maxClarifications,omitempty"`
+	// Blueprint starts the run from a blueprint's node or tasks
+	// (runblueprint.go): then request and cwd may be left out.
+	Blueprint *RunBlueprintParams `json:"blueprint,omitempty"`
 }
 
 func validTrust(field string, t *Trust) error {
@@ -285,11 +290,17 @@ func validTrust(field string, t *Trust) error {
 
 // Validate checks run/start's params.
 func (p *RunStartParams) Validate() error {
-	if p.Cwd == "" {
-		return MissingField("cwd")
-	}
-	if strings.TrimSpace(p.Request) == "" {
-		return MissingField("request")
+	if p.Blueprint != nil {
+		if err := p.Blueprint.Validate(); err != nil {
+			return err
+		}
+	} else {
+		if p.Cwd == "" {
+			return MissingField("cwd")
+		}
+		if strings.TrimSpace(p.Request) == "" {
+			return MissingField("request")
+		}
 	}
 	if p.BaseBranch != nil && *p.BaseBranch == "" {
 		return Errorf(ErrInvalidParams, "Invalid params: baseBranch must not be empty")

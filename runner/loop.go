@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
@@ -36,6 +37,12 @@ type run struct {
 	// (granted is closed when it gets it).
 	hasSlot bool
 	granted chan struct{}
+
+	// bpMu guards the run's records to its blueprint waiting to be
+	// applied, in order, by one goroutine at a time (bpBusy; blueprint.go).
+	bpMu    sync.Mutex
+	bpQueue []func()
+	bpBusy  bool
 }
 
 func (rn *Runner) spawn(id string, m *runs.Machine) *run {
@@ -186,6 +193,10 @@ func (x *run) apply(effs []runs.Effect) {
 					}()
 				}
 			}
+		case runs.BlueprintEvidence:
+			x.recordEvidence(e)
+		case runs.BlueprintProgress:
+			x.recordProgress(e)
 		case runs.Interrupt:
 			thread := e.ThreadID
 			go func() {

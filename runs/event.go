@@ -71,4 +71,10 @@ type Config struct {
 	MaxClarifications int                `json:"maxClarifications"`
 	// MaxRetries is how many failed validations block a task (3).
 	MaxRetries int `json:"maxRetries"`
+	// Blueprint: the run was started from a blueprint; Tasks (its tasks,
+	// with the run's ids) are then the first plan, Summary its summary
+	// (blueprint.go).
+	Blueprint *protocol.RunBlueprint `json:"blueprint,omitempty"`
+	Tasks     []protocol.PlanTask    `json:"tasks,omitempty"`
+	Summary   string                 `json:"summary,omitempty"`
 }

@@ -264,6 +264,7 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 	server.Register(srv, mgr)
 	server.RegisterRuns(srv, rn)
 	bs := newBlueprints(cfg, mgr, srv.Client(), log)
+	rn.SetBlueprints(bs) // runs from a blueprint, and their evidence
 	server.RegisterBlueprints(srv, bs)
 	err = srv.Run(ctx)
 	bs.Close()

@@ -64,6 +64,8 @@ a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 	maxClar := fs.Int("max-clarifications", -1, "questions a run may ask before it escalates")
 	resume := fs.String("resume", "", "take up the stored run with this id instead of starting one (a paused or failed run is resumed)")
 	jsonOut := fs.Bool("json", false, "print every run notification as a JSON line ({method, params}) on stdout")
+	node := fs.String("node", "", "start from this node of a blueprint instead of a request (apserver blueprint build)")
+	bpID := fs.String("blueprint", "", "with --node: the blueprint (default: the newest of the directory)")
 	words, err := parseInterspersed(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -79,7 +81,7 @@ a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 	if *resume != "" && request != "" {
 		return usage(errors.New("--resume takes no request"))
 	}
-	if request == "" && *resume == "" {
+	if request == "" && *resume == "" && *node == "" {
 		fs.Usage()
 		return errUsage
 	}
@@ -117,7 +119,7 @@ a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 	if *maxClar >= 0 {
 		p.MaxClarifications = maxClar
 	}
-	if err := p.Validate(); err != nil && *resume == "" {
+	if err := p.Validate(); err != nil && *resume == "" && *node == "" {
 		return usage(err)
 	}
 
@@ -158,6 +160,13 @@ a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if *node != "" && *resume == "" {
+		closeBP, err := linkBlueprints(ctx, cfg, mgr, rn, log, &p, cwd, *bpID, *node)
+		if err != nil {
+			return err
+		}
+		defer closeBP()
+	}
 	var (
 		res  string
 		end  protocol.Run

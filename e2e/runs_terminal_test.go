@@ -196,7 +196,7 @@ func TestRunAsksAtEachStep(t *testing.T) {
 		t.Fatalf("apserver run = exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	for _, want := range []string{"The planner asks: which flag name?", "2. --shout", "Approve the plan? [y]es, [e]dit",
-		"S3 document the flag", "task t3 running"} {
+		"S3 document the flag", "task t3 running", "t1 $ printf", "t3   → completed, exit 0"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("the terminal did not show %q:\n%s", want, r.stderr)
 		}

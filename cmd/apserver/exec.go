@@ -455,7 +455,7 @@ func (c *execClient) Notify(method string, params any) {
 		fmt.Fprintf(w, "── turn %d\n", c.turns)
 	case protocol.NotifyItemStarted:
 		if str("item.type") == "commandExecution" {
-			fmt.Fprintf(w, "  $ %s\n", firstLine(str("item.command"), 160))
+			fmt.Fprintf(w, "  $ %s\n", firstLine(displayCommand(str("item.command")), 160))
 		}
 	case protocol.NotifyItemCompleted:
 		switch str("item.type") {

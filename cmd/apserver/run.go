@@ -200,7 +200,7 @@ Examples:
 		if !ask || end.Status.Final() {
 			break
 		}
-		pr := &prompter{in: stdinReader(), out: os.Stderr}
+		pr := &prompter{in: stdinReader(), out: os.Stderr, echo: !stdinIsTerminal()}
 		fn, goesOn, err := pr.step(ctx, env, end)
 		if err != nil {
 			return err
@@ -303,6 +303,46 @@ type runClient struct {
 	id      string
 	pending []protocol.Run // ends seen before setRun
 	done    bool
+	taskOf  map[string]string // thread id → task id
+}
+
+// command prints a command a run's thread runs, as it starts and ends
+// (not with --json, whose lines are the run's notifications only).
+func (c *runClient) command(method string, params any) {
+	if c.json {
+		return
+	}
+	b, err := json.Marshal(params)
+	if err != nil {
+		return
+	}
+	var p struct {
+		ThreadID string `json:"threadId"`
+		Item     struct {
+			Type     string   `json:"type"`
+			Command  string   `json:"command"`
+			Status   string   `json:"status"`
+			ExitCode *float64 `json:"exitCode"`
+		} `json:"item"`
+	}
+	if json.Unmarshal(b, &p) != nil || p.Item.Type != "commandExecution" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	who := c.taskOf[p.ThreadID]
+	if who == "" {
+		who = "  "
+	}
+	if method == protocol.NotifyItemStarted {
+		fmt.Fprintf(c.errw, "    %s $ %s\n", who, firstLine(displayCommand(p.Item.Command), 160))
+		return
+	}
+	code := ""
+	if p.Item.ExitCode != nil {
+		code = fmt.Sprintf(", exit %d", int(*p.Item.ExitCode))
+	}
+	fmt.Fprintf(c.errw, "    %s   → %s%s\n", who, p.Item.Status, code)
 }
 
 func newRunClient(out, errw io.Writer, jsonOut bool, ec *execClient) *runClient {
@@ -327,13 +367,24 @@ func (c *runClient) endLocked(r protocol.Run) {
 	c.ended <- r
 }
 
-// Notify prints run notifications and watches for the end.
+// Notify prints run notifications, and the commands the run's threads
+// run, and watches for the end.
 func (c *runClient) Notify(method string, params any) {
+	if method == protocol.NotifyItemStarted || method == protocol.NotifyItemCompleted {
+		c.command(method, params)
+		return
+	}
 	if !strings.HasPrefix(method, "run/") {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if p, ok := params.(protocol.RunTaskUpdatedNotification); ok && p.Task.ThreadID != nil {
+		if c.taskOf == nil {
+			c.taskOf = map[string]string{}
+		}
+		c.taskOf[*p.Task.ThreadID] = p.Task.ID
+	}
 	if c.json {
 		b, _ := json.Marshal(map[string]any{"method": method, "params": params})
 		fmt.Fprintf(c.out, "%s\n", b)
@@ -489,4 +540,23 @@ func landedFiles(ctx context.Context, root, from, to string) []string {
 		return nil
 	}
 	return strings.Fields(string(out))
+}
+
+// displayCommand is a command as the user would type it: the shell
+// wrapper apserver runs it in (/bin/bash -c '…') taken off.
+func displayCommand(s string) string {
+	for _, pre := range []string{"/bin/bash -c ", "/bin/bash -lc ", "bash -lc ", "/bin/sh -c ", "sh -c "} {
+		rest, ok := strings.CutPrefix(s, pre)
+		if !ok {
+			continue
+		}
+		if len(rest) >= 2 && rest[0] == '\'' && rest[len(rest)-1] == '\'' {
+			inner := strings.ReplaceAll(rest[1:len(rest)-1], `'\''`, `'`)
+			if !strings.Contains(strings.ReplaceAll(rest[1:len(rest)-1], `'\''`, ""), "'") {
+				return inner
+			}
+		}
+		return s
+	}
+	return s
 }

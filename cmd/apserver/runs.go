@@ -886,6 +886,10 @@ func interactive(force, noInput, jsonOut bool) bool {
 	if force {
 		return true
 	}
+	return stdinIsTerminal()
+}
+
+func stdinIsTerminal() bool {
 	fi, err := os.Stdin.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
@@ -894,6 +898,9 @@ func interactive(force, noInput, jsonOut bool) bool {
 type prompter struct {
 	in  *bufio.Reader
 	out io.Writer
+	// echo prints each answer read (stdin not a terminal, which echoes
+	// what is typed by itself).
+	echo bool
 }
 
 func (p *prompter) ask(q string) (string, bool) {
@@ -902,6 +909,9 @@ func (p *prompter) ask(q string) (string, bool) {
 	if err != nil && line == "" {
 		fmt.Fprintln(p.out)
 		return "", false
+	}
+	if p.echo {
+		fmt.Fprintln(p.out, strings.TrimSpace(line))
 	}
 	return strings.TrimSpace(line), true
 }

@@ -147,3 +147,16 @@ func TestRunExitLeftForReview(t *testing.T) {
 		t.Errorf("plan only = %d, want 0", c)
 	}
 }
+
+func TestDisplayCommand(t *testing.T) {
+	for in, want := range map[string]string{
+		`/bin/bash -c 'printf '\''%s\n'\'' hi > a.txt'`: `printf '%s\n' hi > a.txt`,
+		`/bin/bash -lc 'make test'`:                     `make test`,
+		`ls -la`:                                        `ls -la`,
+		`/bin/bash -c 'a' 'b'`:                          `/bin/bash -c 'a' 'b'`,
+	} {
+		if got := displayCommand(in); got != want {
+			t.Errorf("displayCommand(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

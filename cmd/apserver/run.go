@@ -225,7 +225,7 @@ Examples:
 		printOutcome(os.Stdout, end, env.hintFlags())
 		if end.MergeCommit != nil && baseTip != "" {
 			if files := landedFiles(ctx, repoRoot, baseTip, *end.MergeCommit); len(files) > 0 {
-				fmt.Fprintf(os.Stdout, "changed on %s: %s\n", end.BaseBranch, strings.Join(files, " "))
+				fmt.Fprintf(os.Stdout, "changed on %s: %s\n", end.BaseBranch, describeFiles(files))
 			}
 		}
 	}
@@ -304,6 +304,8 @@ type runClient struct {
 	pending []protocol.Run // ends seen before setRun
 	done    bool
 	taskOf  map[string]string // thread id → task id
+	// lastTask is the line last printed for each task.
+	lastTask map[string]string
 }
 
 // command prints a command a run's thread runs, as it starts and ends
@@ -407,7 +409,16 @@ func (c *runClient) Notify(method string, params any) {
 			stop = &protocol.Run{ID: p.RunID, Status: p.Status, Stage: p.Stage, Reason: p.Reason, WaitingFor: p.WaitingFor}
 		}
 	case protocol.RunTaskUpdatedNotification:
-		fmt.Fprintf(c.errw, "  task %s %s: %s\n", p.Task.ID, p.Task.Status, p.Task.Title)
+		// A task's update that changes neither its status nor its title
+		// (its thread's id arriving) says nothing new on a terminal.
+		line := fmt.Sprintf("  task %s %s: %s\n", p.Task.ID, p.Task.Status, p.Task.Title)
+		if c.lastTask == nil {
+			c.lastTask = map[string]string{}
+		}
+		if c.lastTask[p.Task.ID] != line {
+			c.lastTask[p.Task.ID] = line
+			fmt.Fprint(c.errw, line)
+		}
 	case protocol.RunClarificationRequestedNotification:
 		fmt.Fprintf(c.errw, "  question %s: %s\n", p.Clarification.ID, p.Clarification.Question)
 	case protocol.RunCompletedNotification:
@@ -557,6 +568,28 @@ func displayCommand(s string) string {
 			}
 		}
 		return s
+	}
+	return s
+}
+
+// describeFiles lists the files a run landed, the run's own records under
+// .apserver/ counted rather than named.
+func describeFiles(files []string) string {
+	var mine []string
+	ours := 0
+	for _, f := range files {
+		if strings.HasPrefix(f, ".apserver/") {
+			ours++
+			continue
+		}
+		mine = append(mine, f)
+	}
+	s := strings.Join(mine, " ")
+	if ours > 0 {
+		if s != "" {
+			s += " "
+		}
+		s += fmt.Sprintf("(and %d of the run's records under .apserver/)", ours)
 	}
 	return s
 }

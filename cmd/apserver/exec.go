@@ -284,7 +284,9 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 	code, err := execEndOf(ctx, outcomes, !*fullAuto, turnID)
 	if err != nil {
 		stop() // a second signal kills the process
-		fmt.Fprintln(os.Stderr, "apserver exec: interrupted; stopping")
+		why := "interrupted by Ctrl-C (SIGINT) or SIGTERM"
+		ec.interrupted(why)
+		fmt.Fprintf(os.Stderr, "apserver exec: %s: stopping the turn; thread %s is kept (apserver exec resume %s goes on)\n", why, threadID, threadID)
 		if *fullAuto {
 			_, _ = threads.StopFullAuto(context.Background(), threadID)
 		} else {
@@ -392,6 +394,29 @@ type execClient struct {
 	thread   string
 	turns    int
 	lastText string
+	// streamed is the agent message whose text is being streamed on an
+	// open line of the live view ("" when none); shown, the items whose
+	// text was streamed (not printed again when they complete).
+	streamed string
+	shown    map[string]bool
+	// interrupt is why exec interrupted the turn (the turn's own error
+	// is empty then).
+	interrupt string
+}
+
+// closeLine ends the line a streamed message left open.
+func (c *execClient) closeLine() {
+	if c.streamed != "" {
+		fmt.Fprintln(c.errw)
+		c.streamed = ""
+	}
+}
+
+// interrupted records why exec stopped the turn, for the live view.
+func (c *execClient) interrupted(reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.interrupt = reason
 }
 
 func newExecClient(out, errw io.Writer, mode execMode, cwd string) *execClient {
@@ -449,6 +474,35 @@ func (c *execClient) Notify(method string, params any) {
 		return
 	}
 	w := c.errw
+	if method == protocol.NotifyAgentMessageDelta {
+		// The message's text as it arrives, on lines that start "  │ ".
+		id, delta := str("itemId"), str("delta")
+		if delta == "" {
+			return
+		}
+		if c.streamed != id {
+			c.closeLine()
+			fmt.Fprint(w, "  │ ")
+			c.streamed = id
+			if c.shown == nil {
+				c.shown = map[string]bool{}
+			}
+			c.shown[id] = true
+		}
+		fmt.Fprint(w, strings.ReplaceAll(delta, "\n", "\n  │ "))
+		return
+	}
+	if method == protocol.NotifyItemCompleted && str("item.type") == "agentMessage" && c.shown[str("item.id")] {
+		c.lastText = str("item.text")
+		delete(c.shown, str("item.id"))
+		c.closeLine()
+		return
+	}
+	switch method {
+	case protocol.NotifyTurnStarted, protocol.NotifyItemStarted, protocol.NotifyItemCompleted, protocol.NotifyTurnCompleted,
+		protocol.NotifyFullAutoDecision, protocol.NotifyFullAutoStatusChanged, protocol.NotifyError:
+		c.closeLine()
+	}
 	switch method {
 	case protocol.NotifyTurnStarted:
 		c.turns++
@@ -480,7 +534,14 @@ func (c *execClient) Notify(method string, params any) {
 	case protocol.NotifyTurnCompleted:
 		status := str("turn.status")
 		if status != "completed" {
-			fmt.Fprintf(w, "  turn %s: %s\n", status, str("turn.error.message"))
+			why := str("turn.error.message")
+			if why == "" && status == "interrupted" {
+				why = c.interrupt
+			}
+			if why == "" {
+				why = "it ended before the model finished"
+			}
+			fmt.Fprintf(w, "  turn %s: %s\n", status, why)
 		}
 	case protocol.NotifyFullAutoDecision:
 		r := str("receipt.action") + " (" + str("receipt.rule") + ")"

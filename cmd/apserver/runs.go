@@ -516,18 +516,10 @@ Examples:
 
 // runRuns is `apserver runs`.
 func runRuns(args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		w := os.Stdout
-		if len(args) == 0 {
-			w = os.Stderr
-		}
-		fmt.Fprint(w, runsUsage)
-		if len(args) == 0 {
-			return errUsage
-		}
-		return nil
+	verb := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		verb, args = args[0], args[1:]
 	}
-	verb, args := args[0], args[1:]
 	fs := flag.NewFlagSet("runs "+verb, flag.ContinueOnError)
 	var f serveFlags
 	f.register(fs)
@@ -543,6 +535,11 @@ func runRuns(args []string) error {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), runsUsage)
 		printFlags(fs.Output(), fs)
+	}
+	if verb == "help" {
+		fs.SetOutput(os.Stdout)
+		fs.Usage()
+		return nil
 	}
 	words, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -570,6 +567,9 @@ func runRuns(args []string) error {
 		if _, err := needID(); err != nil {
 			return err
 		}
+	case "":
+		fmt.Fprint(os.Stderr, "apserver runs: which command? (list, show, approve, …)\n\n"+runsUsage)
+		return errUsage
 	default:
 		fmt.Fprintf(os.Stderr, "apserver runs: unknown command %q\n\n%s", verb, runsUsage)
 		return errUsage

@@ -41,7 +41,7 @@ func TestRunScriptFromTheDocs(t *testing.T) {
 	if _, err := scripted.LoadScript(strings.NewReader(script)); err != nil {
 		t.Fatalf("the script of docs/runs.md does not load: %v", err)
 	}
-	lines := docBlock(t, "runs.md", "<!-- example: run-script -->")
+	lines := docBlock(t, "runs.md", "<!-- example: tested by TestRunScriptFromTheDocs -->")
 	repo := t.TempDir()
 	gitRepo(t, repo, map[string]string{"greet.sh": "echo \"Hello, $1\"\n", "run.json": script})
 	git(t, repo, "config", "user.name", "Test User")

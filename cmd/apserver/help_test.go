@@ -109,6 +109,8 @@ func TestRunsUsageErrors(t *testing.T) {
 		{[]string{"runs", "answer", "abc"}, "exactly one of --text TEXT, --approve or --reject"},
 		{[]string{"runs", "answer", "abc", "--approve", "--text", "x"}, "exactly one of"},
 		{[]string{"runs", "prune", "--older-than", "soon"}, "not a duration"},
+		{[]string{"runs", "list", "--base-url"}, "flag needs an argument: --base-url (apserver runs --help"},
+		{[]string{"run", "--bogus", "x"}, "flag provided but not defined: --bogus (apserver run --help"},
 	} {
 		_, errOut, code := apserver(t, c.args...)
 		if code != 2 || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "Invalid params") {

@@ -92,11 +92,15 @@ Examples:
 	input := fs.Bool("input", false, "ask on stdin at each human step even when it is not a terminal (answers piped in)")
 	resume := fs.String("resume", "", "take up the stored run with this id instead of starting one (a paused or failed run is resumed)")
 	jsonOut := fs.Bool("json", false, "print every run notification as a JSON line ({method, params}) on stdout")
+	fs.SetOutput(io.Discard) // a bad flag gets one line, not the whole usage
 	words, err := parseInterspersed(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stdout)
+			fs.Usage()
 			return nil
 		}
+		fmt.Fprintf(os.Stderr, "apserver run: %s (apserver run --help lists the flags)\n", flagError(err))
 		return errUsage
 	}
 	usage := func(err error) error {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -541,11 +542,15 @@ func runRuns(args []string) error {
 		fs.Usage()
 		return nil
 	}
+	fs.SetOutput(io.Discard) // a bad flag gets one line, not the whole usage
 	words, err := parseInterspersed(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stdout)
+			fs.Usage()
 			return nil
 		}
+		fmt.Fprintf(os.Stderr, "apserver runs %s: %s (apserver runs --help lists the flags)\n", verb, flagError(err))
 		return errUsage
 	}
 	usage := func(format string, a ...any) error {
@@ -1038,4 +1043,14 @@ func (p *prompter) step(ctx context.Context, e *runEnv, r protocol.Run) (func(se
 		return func(rep session.Reply) { e.rn.Resume(ctx, protocol.RunParams{RunID: id}, rep) }, true, nil
 	}
 	return nil, false, nil
+}
+
+// goFlagName is a long flag as Go's flag package names it in its errors,
+// with one dash.
+var goFlagName = regexp.MustCompile(`(: | flag )-([a-z][a-z0-9-]+)`)
+
+// flagError is a flag parsing error with long flags written as the docs
+// and help write them (--data-dir, not -data-dir).
+func flagError(err error) string {
+	return goFlagName.ReplaceAllString(err.Error(), "$1--$2")
 }

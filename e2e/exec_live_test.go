@@ -89,3 +89,24 @@ func TestExecStreamsAndSaysWhyInterrupted(t *testing.T) {
 		}
 	}
 }
+
+// A failed turn is said once on the terminal, in the live view's words,
+// not again as a log line; a negative budget is a usage error.
+func TestExecFailureSaidOnce(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, scripted.Rule{Match: "fail please", Steps: []scripted.Step{{HTTPError: 400, ErrorMessage: "bad request"}}})
+	r := runExec(t, model, "--skip-git-repo-check", "fail please")
+	if r.code == 0 || !strings.Contains(r.stderr, "turn failed: ") || strings.Contains(r.stderr, `msg="turn failed"`) {
+		t.Errorf("exec of a failing turn = exit %d\nstderr:\n%s", r.code, r.stderr)
+	}
+	for _, flag := range []string{"--budget-turns", "--budget-tokens", "--budget-cost", "--budget-time"} {
+		v := "-5"
+		if flag == "--budget-time" {
+			v = "-5m"
+		}
+		r := runExec(t, model, "--full-auto", flag, v, "x")
+		if r.code != 2 || !strings.Contains(r.stderr, flag+" must be 0 (no limit) or more") {
+			t.Errorf("exec %s %s = exit %d: %s", flag, v, r.code, r.stderr)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -121,6 +122,14 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 	if *codexJSON && *apJSON {
 		return usage(errors.New("--json and --json-apserver are exclusive"))
 	}
+	for _, b := range []struct {
+		name     string
+		negative bool
+	}{{"budget-tokens", *budgetTokens < 0}, {"budget-turns", *budgetTurns < 0}, {"budget-time", *budgetTime < 0}, {"budget-cost", *budgetCost < 0}} {
+		if b.negative {
+			return usage(fmt.Errorf("--%s must be 0 (no limit) or more, got %s", b.name, fs.Lookup(b.name).Value))
+		}
+	}
 	if err := cf.apply(&f, set); err != nil {
 		return usage(err)
 	}
@@ -164,6 +173,9 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 		return err
 	}
 	defer closeLog()
+	if f.logFile == "" {
+		log = slog.New(shownInView{log.Handler()})
+	}
 	if cf.ephemeral {
 		// Nothing outlives this exec: a data dir of its own, removed at the end.
 		tmp, err := os.MkdirTemp("", "apserver-ephemeral-")
@@ -593,3 +605,23 @@ type execCallResult struct {
 func (r execCallResult) ID() int64 { return r.id }
 
 func (r execCallResult) Wait(context.Context) (json.RawMessage, error) { return r.raw, r.err }
+
+// shownInView drops the log records that the live view, on the same
+// stderr, already shows in its own words: a failed turn is its
+// "turn failed: …" line, not that line and a log line too.
+type shownInView struct{ slog.Handler }
+
+func (h shownInView) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "turn failed" {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h shownInView) WithAttrs(as []slog.Attr) slog.Handler {
+	return shownInView{h.Handler.WithAttrs(as)}
+}
+
+func (h shownInView) WithGroup(name string) slog.Handler {
+	return shownInView{h.Handler.WithGroup(name)}
+}

@@ -61,6 +61,9 @@ func openRunEnv(f *serveFlags, cwd string, jsonOut bool) (*runEnv, error) {
 	if err != nil {
 		return nil, err
 	}
+	if f.logFile == "" {
+		log = slog.New(shownInView{log.Handler()})
+	}
 	e.log = log
 	e.closers = append(e.closers, closeLog)
 	cfg, err := config.Load(config.LoadOptions{UserFile: f.configFile, Workspace: cwd, Getenv: execGetenv, Overrides: f.overrides()})

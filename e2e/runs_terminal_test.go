@@ -166,6 +166,12 @@ func TestRunsSteeredFromTheTerminal(t *testing.T) {
 			t.Errorf("apserver %v = exit %d: %s", args, r.code, r.stderr)
 		}
 	}
+	// prune removes the merged branch of a run over (the user is on
+	// another branch: merged means into the run's base).
+	branch := strings.TrimPrefix(strings.Split(ap.stdout, "\n")[1], "branch ")
+	if p := s.run("", "runs", "prune", "--older-than", "0d"); p.code != 0 || !strings.Contains(p.stdout, "run "+id+": removed branch "+branch) {
+		t.Errorf("runs prune --older-than 0d = exit %d\n%s%s", p.code, p.stdout, p.stderr)
+	}
 	if r := s.run("", "runs", "approve", id); r.code != 1 || !strings.Contains(r.stderr, "nothing to approve") {
 		t.Errorf("runs approve of a completed run = exit %d: %s", r.code, r.stderr)
 	}
@@ -240,5 +246,22 @@ func TestRunLeftForReviewExit(t *testing.T) {
 	}
 	if l := s.run("", "runs", "list"); !strings.Contains(l.stdout, "completed (left for review)") {
 		t.Errorf("runs list:\n%s", l.stdout)
+	}
+	// prune: nothing is old enough; then the branch left for review is
+	// kept unless --force, which removes it.
+	id := strings.Fields(r.stdout)[1]
+	branch := strings.TrimPrefix(strings.Split(r.stdout, "\n")[1], "branch ")
+	if p := s.run("", "runs", "prune"); p.code != 0 || !strings.Contains(p.stdout, "nothing to prune") {
+		t.Errorf("runs prune = exit %d\n%s%s", p.code, p.stdout, p.stderr)
+	}
+	if p := s.run("", "runs", "prune", "--older-than", "0d"); p.code != 0 || !strings.Contains(p.stderr, "branch "+branch+" is not merged into main: kept") {
+		t.Errorf("runs prune --older-than 0d = exit %d\n%s%s", p.code, p.stdout, p.stderr)
+	}
+	gitOut(t, repo, "rev-parse", "--verify", branch)
+	if p := s.run("", "runs", "prune", "--older-than", "0d", "--force"); p.code != 0 || !strings.Contains(p.stdout, "run "+id+": removed branch "+branch) {
+		t.Errorf("runs prune --force = exit %d\n%s%s", p.code, p.stdout, p.stderr)
+	}
+	if out, err := exec.Command("git", "-C", repo, "rev-parse", "--verify", "--quiet", branch).Output(); err == nil {
+		t.Errorf("the branch is still there after prune --force: %s", out)
 	}
 }

@@ -863,17 +863,17 @@ func (e *runEnv) prune(ctx context.Context, age time.Duration, force bool) error
 		if _, err := repo.HeadSHA(ctx, "refs/heads/"+r.Branch); err != nil {
 			continue // already gone
 		}
-		flag := "-d"
-		if force {
-			flag = "-D"
+		// Merged means contained in the run's base branch (whatever is
+		// checked out; git branch -d would ask HEAD).
+		merged := exec.CommandContext(ctx, "git", "-C", repo.Root(), "merge-base", "--is-ancestor",
+			"refs/heads/"+r.Branch, "refs/heads/"+r.BaseBranch).Run() == nil
+		if !merged && !force {
+			fmt.Fprintf(os.Stderr, "run %s: branch %s is not merged into %s: kept (--force removes it)\n", r.ID, r.Branch, r.BaseBranch)
+			continue
 		}
-		cmd := exec.CommandContext(ctx, "git", "-C", repo.Root(), "branch", flag, r.Branch)
+		cmd := exec.CommandContext(ctx, "git", "-C", repo.Root(), "branch", "-D", r.Branch)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			if !force {
-				fmt.Fprintf(os.Stderr, "run %s: branch %s is not merged: kept (--force removes it)\n", r.ID, r.Branch)
-			} else {
-				fmt.Fprintf(os.Stderr, "run %s: removing branch %s: %s\n", r.ID, r.Branch, strings.TrimSpace(string(out)))
-			}
+			fmt.Fprintf(os.Stderr, "run %s: removing branch %s: %s\n", r.ID, r.Branch, strings.TrimSpace(string(out)))
 			continue
 		}
 		fmt.Printf("run %s: removed branch %s\n", r.ID, r.Branch)

@@ -65,7 +65,9 @@ func (s *term) run(stdin string, args ...string) execResult {
 	cmd := exec.CommandContext(ctx, binPath, append(args, s.flags()...)...)
 	cmd.Dir = s.repo
 	cmd.Env = s.env
-	cmd.Stdin = strings.NewReader(stdin)
+	if stdin != devNull {
+		cmd.Stdin = strings.NewReader(stdin)
+	} // else /dev/null: a character device, not a terminal
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -78,6 +80,9 @@ func (s *term) run(stdin string, args ...string) execResult {
 	}
 	return r
 }
+
+// devNull as the stdin of term.run leaves the command's stdin /dev/null.
+const devNull = "\x00/dev/null"
 
 // hint is the command after "to continue:" that starts with prefix, as
 // printed.
@@ -108,8 +113,10 @@ func TestRunsSteeredFromTheTerminal(t *testing.T) {
 	s := newTerm(t, model, repo)
 	s.editor(`s/S2 add test_greet.sh/S2 add test_greet.sh, a test script/`)
 
-	r := s.run("", "run", "--no-input", "--base", "main", "add a shout option to greet.sh")
-	if r.code != 5 || !strings.Contains(r.stdout, "waiting for planApproval") {
+	// stdin /dev/null is not a terminal: apserver run asks nothing and
+	// stops at the plan's approval, as with --no-input.
+	r := s.run(devNull, "run", "--base", "main", "add a shout option to greet.sh")
+	if r.code != 5 || !strings.Contains(r.stdout, "waiting for planApproval") || strings.Contains(r.stderr, "Approve the plan?") {
 		t.Fatalf("apserver run = exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 	id := strings.Fields(r.stdout)[1]

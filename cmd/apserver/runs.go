@@ -897,11 +897,6 @@ func interactive(force, noInput, jsonOut bool) bool {
 	return stdinIsTerminal()
 }
 
-func stdinIsTerminal() bool {
-	fi, err := os.Stdin.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
 // prompter asks the user at each human step of a run.
 type prompter struct {
 	in  *bufio.Reader

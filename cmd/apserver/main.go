@@ -6,6 +6,7 @@
 //	apserver exec "objective"   work on an objective headless (exec.go)
 //	apserver run "request"      carry a request through a run headless (run.go)
 //	apserver replay THREAD      re-decide a thread's full-auto receipts (replay.go)
+//	apserver blueprint ...      ingest a specification, show its plan tree (blueprint.go)
 //	apserver version            print the version
 //
 // This file parses flags, sets up logging and wires the packages together;
@@ -63,6 +64,8 @@ func main() {
 		err = runRuns(args)
 	case "replay":
 		err = runReplay(args)
+	case "blueprint":
+		err = runBlueprint(args)
 	case "version", "--version":
 		fmt.Println("apserver", version)
 	case "help", "-h", "--help":
@@ -102,6 +105,8 @@ Usage:
   apserver runs list|show|approve|reject|edit|answer|pause|resume|cancel|prune
                              see and steer the stored runs from a terminal
   apserver replay THREAD     re-decide a thread's full-auto receipts; exit 1 naming each that differs
+  apserver blueprint ingest FILE | show [--depth N] | next
+                             turn a long specification into a plan tree (docs/blueprints.md)
   apserver version           print the version
   apserver help              this text
 
@@ -263,7 +268,10 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 	rn := newRunner(cfg, dataDir, mgr, log)
 	server.Register(srv, mgr)
 	server.RegisterRuns(srv, rn)
+	bs := newBlueprints(cfg, mgr, srv.Client(), log)
+	server.RegisterBlueprints(srv, bs)
 	err = srv.Run(ctx)
+	bs.Close()
 	rn.Close()
 	if cerr := mgr.Close(); cerr != nil && err == nil {
 		err = cerr

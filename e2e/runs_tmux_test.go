@@ -147,6 +147,17 @@ func TestRunsInATerminal(t *testing.T) {
 		t.Errorf("%d commits of the edited task on main, want 1", n)
 	}
 
+	// Ctrl-C at a prompt ends apserver run (130), the run kept, with the
+	// commands that continue it.
+	from = len(sh.screen("one"))
+	sh.typeLine("one", `apserver run $F --base main "add a shout option to greet.sh"; echo RUN=$?`)
+	sh.wait("one", "Your answer (a number picks an option", from)
+	sh.tmux("send-keys", "-t", "one", "C-c")
+	sc = sh.wait("one", "\nRUN=", from)
+	if !strings.Contains(sc[from:], "\nRUN=130") || !strings.Contains(sc[from:], "interrupted; run ") || !strings.Contains(sc[from:], "apserver runs answer ") {
+		t.Errorf("Ctrl-C at the question:\n%s", sc[from:])
+	}
+
 	// Shell two: apserver run --no-input stops at the question; every
 	// next step is the command the last one printed.
 	two := shoutRepo(t)

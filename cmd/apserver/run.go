@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -167,6 +166,7 @@ Examples:
 		end               protocol.Run
 		over              bool // end is known without waiting
 		baseTip, repoRoot string
+		lines             *lineReader // stdin, once a prompt reads it
 	)
 	if *resume != "" {
 		res = *resume
@@ -204,10 +204,18 @@ Examples:
 		if !ask || end.Status.Final() {
 			break
 		}
-		pr := &prompter{in: stdinReader(), out: os.Stderr, echo: !stdinIsTerminal()}
+		if lines == nil {
+			lines = newLineReader(os.Stdin)
+		}
+		pr := &prompter{ctx: ctx, in: lines, out: os.Stderr, echo: !stdinIsTerminal()}
 		fn, goesOn, err := pr.step(ctx, env, end)
 		if err != nil {
 			return err
+		}
+		if ctx.Err() != nil {
+			fmt.Fprintf(os.Stderr, "apserver run: interrupted; run %s stays stored: apserver run --resume %s%s takes it up\n", res, res, env.hintFlags())
+			printNext(os.Stdout, end, env.hintFlags())
+			return &exitError{code: exitInterrupted}
 		}
 		if fn == nil {
 			break // the user left: the run waits, as without a terminal
@@ -451,18 +459,6 @@ func (c *runClient) arm(id string) {
 	case <-c.ended:
 	default:
 	}
-}
-
-var (
-	stdinOnce sync.Once
-	stdinBuf  *bufio.Reader
-)
-
-// stdinReader is the one buffered reader of stdin (answers typed or piped
-// in are read line by line across prompts).
-func stdinReader() *bufio.Reader {
-	stdinOnce.Do(func() { stdinBuf = bufio.NewReader(os.Stdin) })
-	return stdinBuf
 }
 
 // preflight checks, before a run starts, what run/start would refuse, in

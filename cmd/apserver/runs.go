@@ -899,17 +899,64 @@ func interactive(force, noInput, jsonOut bool) bool {
 
 // prompter asks the user at each human step of a run.
 type prompter struct {
-	in  *bufio.Reader
+	ctx context.Context // Ctrl-C ends a wait for an answer
+	in  *lineReader
 	out io.Writer
 	// echo prints each answer read (stdin not a terminal, which echoes
 	// what is typed by itself).
 	echo bool
 }
 
+// lineReader reads stdin a line at a time, on demand, on a goroutine of
+// its own, so that a wait for an answer can end with Ctrl-C; it never
+// reads ahead (an editor started between two prompts has the terminal to
+// itself).
+type lineReader struct {
+	req     chan struct{}
+	out     chan lineResult
+	pending bool // a read was asked for and not yet taken
+}
+
+type lineResult struct {
+	line string
+	err  error
+}
+
+func newLineReader(in io.Reader) *lineReader {
+	l := &lineReader{req: make(chan struct{}), out: make(chan lineResult)}
+	br := bufio.NewReader(in)
+	go func() {
+		for range l.req {
+			line, err := br.ReadString('\n')
+			l.out <- lineResult{line, err}
+		}
+	}()
+	return l
+}
+
+// read is the next line, or ok false at the end of the input or when ctx
+// is done.
+func (l *lineReader) read(ctx context.Context) (string, bool) {
+	if !l.pending {
+		l.req <- struct{}{}
+		l.pending = true
+	}
+	select {
+	case r := <-l.out:
+		l.pending = false
+		if r.err != nil && r.line == "" {
+			return "", false
+		}
+		return r.line, true
+	case <-ctx.Done():
+		return "", false
+	}
+}
+
 func (p *prompter) ask(q string) (string, bool) {
 	fmt.Fprint(p.out, q)
-	line, err := p.in.ReadString('\n')
-	if err != nil && line == "" {
+	line, ok := p.in.read(p.ctx)
+	if !ok {
 		fmt.Fprintln(p.out)
 		return "", false
 	}

@@ -3,15 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"slices"
 	"strings"
 
-	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/blueprints"
 	"github.com/apserver/apserver/protocol"
-	"github.com/apserver/apserver/runner"
-	"github.com/apserver/apserver/session"
 )
 
 // runBlueprintBuild is `apserver blueprint build NODE [flags]`: `apserver
@@ -36,18 +33,14 @@ NODE is a node id (n_…; apserver blueprint show lists them).
 	return runRun(append([]string{"--node", args[i]}, rest...))
 }
 
-// linkBlueprints gives a headless run the blueprints service (for a run
-// started from a node, and its evidence) and fills p.Blueprint: the
-// blueprint bpID, else the newest of cwd. The returned func closes the
-// service.
-func linkBlueprints(ctx context.Context, cfg config.Config, mgr *session.Manager, rn *runner.Runner, log *slog.Logger, p *protocol.RunStartParams, cwd, bpID, node string) (func(), error) {
-	bs := newBlueprints(cfg, mgr, nil, log)
-	rn.SetBlueprints(bs)
+// linkBlueprints fills p.Blueprint for a run started from a node: the
+// blueprint bpID, else the newest of cwd (bs is the headless runner's
+// blueprints service, openRunEnv).
+func linkBlueprints(ctx context.Context, bs *blueprints.Service, p *protocol.RunStartParams, cwd, bpID, node string) error {
 	id, err := pickBlueprint(ctx, bs, cwd, bpID)
 	if err != nil {
-		bs.Close()
-		return nil, err
+		return err
 	}
 	p.Blueprint = &protocol.RunBlueprintParams{BlueprintID: id, NodeID: node}
-	return bs.Close, nil
+	return nil
 }

@@ -825,6 +825,19 @@ func (s *Server) notifyLine(method string, line []byte) {
 	}
 }
 
+// notifyLarge queues a large notification (largeNotification) encoded
+// for several connections: a copy of its head, its params and tail shared.
+func (s *Server) notifyLarge(method string, it outItem) {
+	if st := s.state.Load(); st != nil && st.optOut[method] {
+		return
+	}
+	lb := getLine()
+	lb.b = append(lb.b, it.lb.b...)
+	if err := s.st.enqueueItem(outItem{lb: lb, large: it.large, tail: it.tail}); err != nil && !errors.Is(err, ErrClosed) {
+		s.log.Error("bug: notification not sent", "method", method, "err", err)
+	}
+}
+
 // Call sends a server→client request with the next integer id.
 func (c client) Call(method string, params any) session.ClientCall {
 	return c.s.call(c.s.nextCallID.Add(1)-1, method, params)

@@ -78,15 +78,27 @@ type stream struct {
 // long thread's turns) is lb, then what body writes, then tail (which ends
 // the line). The writer writes all three before it takes the next entry,
 // so nothing is interleaved inside the message, and releases the body.
+//
+// A notification carrying a long string (large non-nil, largeNotification)
+// is lb, then large, then tail, the same way: large holds the long strings
+// by reference, and the writer escapes them into the output as it goes.
 type outItem struct {
 	lb      *lineBuf
 	body    *session.StreamedResult
-	tail    []byte
+	large   *protocol.Large
+	tail    []byte // read-only: may be shared by the connections of a Hub
 	flushed chan struct{}
 }
 
-// size is what the entry holds in memory, for the queue's byte limit.
-func (it outItem) size() int64 { return int64(len(it.lb.b) + len(it.tail)) }
+// size is what the entry holds in memory, for the queue's byte limit (not
+// a large item's long strings: they are the session's, not copies).
+func (it outItem) size() int64 {
+	n := int64(len(it.lb.b) + len(it.tail))
+	if it.large != nil {
+		n += int64(it.large.RawLen())
+	}
+	return n
+}
 
 // drop returns the line to the pool and releases the body.
 func (it outItem) drop() {

@@ -1,0 +1,128 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/apserver/apserver/protocol"
+)
+
+// longText is a string past protocol.LargeMin with what JSON escapes in it.
+func longText(n int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		b.WriteString("line ")
+		b.WriteString(strings.Repeat("x", i%97))
+		b.WriteString(" <a href=\"x\">&</a>\t\\ é 😀 \u2028 \x01 \xff\n")
+	}
+	return b.String()
+}
+
+var emitted = regexp.MustCompile(`"emittedAtMs":\d+`)
+
+// TestLargeNotificationWire: an item notification whose item carries a
+// long string goes out byte for byte as the ordinary encoding writes it
+// (the long string escaped by the writer, not copied into the line),
+// in its place among the other lines, and the text comes back whole; the
+// trace logs it whole too.
+func TestLargeNotificationWire(t *testing.T) {
+	long := longText(3 * protocol.LargeMin)
+	msgs := []struct {
+		method string
+		params any
+	}{
+		{"item/started", protocol.ItemStartedNotification{Item: protocol.UserMessageItem{ID: "u1", Content: []protocol.UserInput{{Type: "text", Text: long}}}, ThreadID: "t1", TurnID: "r1", StartedAtMs: 5}},
+		{"item/agentMessage/delta", map[string]string{"delta": "between"}},
+		{"item/completed", protocol.ItemCompletedNotification{Item: protocol.AgentMessageItem{ID: "a1", Text: long}, ThreadID: "t1", TurnID: "r1", CompletedAtMs: 6}},
+		{"item/completed", protocol.ItemCompletedNotification{Item: protocol.AgentMessageItem{ID: "a2", Text: "short"}, ThreadID: "t1", TurnID: "r1", CompletedAtMs: 7}},
+	}
+	var want bytes.Buffer
+	for _, m := range msgs {
+		lb := getLine()
+		if err := lb.appendNotification(m.method, m.params); err != nil {
+			t.Fatal(err)
+		}
+		want.Write(lb.b)
+	}
+	if _, ok := largeNotification(msgs[0].method, msgs[0].params); !ok {
+		t.Fatal("largeNotification did not take the user message's notification")
+	}
+
+	var out, logs syncBuffer
+	st := newStream(strings.NewReader(""), &out, 0, traceLogger(&logs), true)
+	for _, m := range msgs {
+		if err := st.notify(m.method, m.params); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got := emitted.ReplaceAll([]byte(out.String()), []byte(`"emittedAtMs":0`))
+	if w := emitted.ReplaceAll(want.Bytes(), []byte(`"emittedAtMs":0`)); !bytes.Equal(got, w) {
+		t.Fatalf("output differs from the ordinary encoding at byte %d of %d", firstDiff(got, w), len(w))
+	}
+	lines := bytes.Split(bytes.TrimSuffix(got, []byte("\n")), []byte("\n"))
+	if len(lines) != len(msgs) {
+		t.Fatalf("%d lines, want %d", len(lines), len(msgs))
+	}
+	var completed struct {
+		Params struct {
+			Item struct{ Text string } `json:"item"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(lines[2], &completed); err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.ToValidUTF8(long, "\uFFFD"); completed.Params.Item.Text != want {
+		t.Errorf("item/completed text: %d bytes back, want %d", len(completed.Params.Item.Text), len(want))
+	}
+	if n := strings.Count(logs.String(), "a href"); n < 2*strings.Count(long, "a href") {
+		t.Errorf("the trace holds %d copies of the long text's anchors, want both lines whole", n)
+	}
+}
+
+// TestLargeNotificationHub: behind a Hub, each connection gets the whole
+// line.
+func TestLargeNotificationHub(t *testing.T) {
+	long := longText(protocol.LargeMin + 1)
+	n := protocol.ItemCompletedNotification{Item: protocol.AgentMessageItem{ID: "a1", Text: long}, ThreadID: "t1", TurnID: "r1", CompletedAtMs: 6}
+	lb := getLine()
+	if err := lb.appendNotification("item/completed", n); err != nil {
+		t.Fatal(err)
+	}
+	want := emitted.ReplaceAll(lb.b, []byte(`"emittedAtMs":0`))
+	it, ok := largeNotification("item/completed", n)
+	if !ok {
+		t.Fatal("not large")
+	}
+	var outs [2]syncBuffer
+	for i := range outs {
+		s := New(strings.NewReader(""), &outs[i], Options{Logger: discardLogger()})
+		s.state.Store(&connState{})
+		s.notifyLarge("item/completed", it)
+		if err := s.st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got := emitted.ReplaceAll([]byte(outs[i].String()), []byte(`"emittedAtMs":0`)); !bytes.Equal(got, want) {
+			t.Errorf("connection %d: output differs at byte %d", i, firstDiff(got, want))
+		}
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+func traceLogger(w *syncBuffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}

@@ -384,10 +384,7 @@ type handler struct{ s *Server }
 // Handle ignores jsonrpc2's ctx, which ends with the input: a request read
 // just before the end is still answered (Run drains), on Run's context.
 func (h handler) Handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	var params json.RawMessage
-	if req.Params != nil {
-		params = *req.Params
-	}
+	params := h.s.st.takeParams(req)
 	if req.Notif {
 		h.s.handleNotification(req.Method, params)
 		return

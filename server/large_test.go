@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"log/slog"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session"
 )
 
 // longText is a string past protocol.LargeMin with what JSON escapes in it.
@@ -125,4 +127,41 @@ func firstDiff(a, b []byte) int {
 
 func traceLogger(w *syncBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// TestParamsReachHandlerAsSent: a request's params reach its handler as
+// the client wrote them, not decoded into maps and encoded again on the
+// way (which reordered members, escaped '<' and cost a 10 MiB message
+// several copies), for a small line and for one past the read buffer the
+// stream keeps; a notification's too.
+func TestParamsReachHandlerAsSent(t *testing.T) {
+	got := make(chan string, 4)
+	c := startServer(t, Options{}, func(s *Server) {
+		s.register("test/raw", func(ctx context.Context, raw json.RawMessage, reply session.Reply) {
+			got <- string(raw)
+			reply(struct{}{}, nil)
+		})
+		HandleNotification(s, "test/note", func(raw json.RawMessage) { got <- string(raw) })
+	})
+	c.initialize(nil)
+	for _, params := range []string{
+		`{"z":1, "a":"<b>&amp;", "n":1.50,"a2":[ ]}`,
+		`{"text":"` + strings.Repeat("y", keepReadCap+10) + `","first":true}`,
+	} {
+		c.send(`{"id":5,"method":"test/raw","params":` + params + `}`)
+		if m := c.recv(); m.Error != nil {
+			t.Fatalf("test/raw: %s", m.raw)
+		}
+		if p := <-got; p != params {
+			t.Errorf("handler got params %.80s…, want %.80s…", p, params)
+		}
+	}
+	c.send(`{"method":"test/note","params":{"b":2,"a":"<"}}`)
+	c.call(6, "test/raw", nil) // the notification was handled before this answer
+	if p := <-got; p != `{"b":2,"a":"<"}` {
+		t.Errorf("notification handler got %s", p)
+	}
+	if p := <-got; p != "" {
+		t.Errorf("request without params: handler got %q, want none", p)
+	}
 }

@@ -48,7 +48,9 @@ func (st *stream) next() (message, error) {
 		}
 		m, bad := decodeLine(line)
 		if cap(st.line) > keepReadCap {
-			st.line = nil // decodeLine copied what it kept
+			st.line = nil // a large buffer is not kept: m's values may keep it instead
+		} else {
+			m.detach() // st.line is read into again
 		}
 		if bad != nil {
 			if bad.noReply {

@@ -157,21 +157,48 @@ func (s *Store) AppendItem(ctx context.Context, it Item) (Item, error) {
 		return Item{}, err
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		if err := tx.StmtContext(ctx, s.insItem).QueryRowContext(ctx, it.ThreadID, it.TurnID, it.ID,
-			it.Type, string(it.Item), nullJSON(it.History), it.CompletedAt).Scan(&it.Seq); err != nil {
-			return classify(err)
+		var err error
+		if it.Seq, err = s.insertItem(ctx, tx, it); err != nil {
+			return err
 		}
 		payload := appendJSONString([]byte(`{"type":`), it.Type)
 		payload = append(payload, `,"seq":`...)
 		payload = strconv.AppendInt(payload, int64(it.Seq), 10)
 		payload = append(payload, '}')
-		_, err := s.appendEvent(ctx, tx, it.ThreadID, EventItemCompleted, it.TurnID, it.ID, payload, it.CompletedAt)
+		_, err = s.appendEvent(ctx, tx, it.ThreadID, EventItemCompleted, it.TurnID, it.ID, payload, it.CompletedAt)
 		return err
 	})
 	if err != nil {
 		return Item{}, fmt.Errorf("store: append item %q to thread %q: %w", it.ID, it.ThreadID, err)
 	}
 	return it, nil
+}
+
+const insItemSQL = `INSERT INTO items (thread_id, turn_id, id, seq, type, item, history, completed_at)
+	VALUES (?1, ?2, ?3, COALESCE((SELECT MAX(seq) FROM items WHERE thread_id = +?1), 0) + 1, ?4, ?5, ?6, ?7)
+	RETURNING seq`
+
+// bigItem is the size from which an item is inserted by a statement of
+// its own rather than the prepared one: the SQLite driver keeps a copy of
+// a statement's last arguments as long as the statement lives, which for
+// the prepared one is the life of the process (64 MiB resident after one
+// answer cut at its cap); a statement of its own frees it when done.
+const bigItem = 1 << 20
+
+// insertItem inserts it (its History as given) and returns its seq.
+func (s *Store) insertItem(ctx context.Context, tx *sql.Tx, it Item) (int, error) {
+	args := []any{it.ThreadID, it.TurnID, it.ID, it.Type, textArg(it.Item), nullJSON(it.History), it.CompletedAt}
+	var seq int
+	var err error
+	if len(it.Item)+len(it.History) >= bigItem {
+		err = tx.QueryRowContext(ctx, insItemSQL, args...).Scan(&seq)
+	} else {
+		err = tx.StmtContext(ctx, s.insItem).QueryRowContext(ctx, args...).Scan(&seq)
+	}
+	if err != nil {
+		return 0, classify(err)
+	}
+	return seq, nil
 }
 
 const itemCols = `thread_id, turn_id, id, seq, type, item, history, completed_at`

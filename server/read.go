@@ -94,6 +94,14 @@ func (st *stream) readLine() (line []byte, tooLong bool, err error) {
 				tooLong = true
 				st.line = st.line[:0]
 			} else {
+				if need := len(st.line) + len(frag); need > cap(st.line) {
+					// Doubling: append grows a large slice by a quarter,
+					// and the blocks a 10 MiB line leaves behind on the
+					// way add up to several times its size.
+					grown := make([]byte, len(st.line), max(2*cap(st.line), need, readBufSize))
+					copy(grown, st.line)
+					st.line = grown
+				}
 				st.line = append(st.line, frag...)
 			}
 		}

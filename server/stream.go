@@ -95,12 +95,15 @@ type outItem struct {
 	flushed chan struct{}
 }
 
-// size is what the entry holds in memory, for the queue's byte limit (not
-// a large item's long strings: they are the session's, not copies).
+// size is what the entry counts for the queue's byte limit: what it holds
+// in memory, and a large notification's whole length, as when it was
+// encoded whole (its long strings are the session's, not copies, but the
+// queue is the last to hold them once the turn is over, and a client that
+// reads slowly must not make it hold many).
 func (it outItem) size() int64 {
 	n := int64(len(it.lb.b) + len(it.tail))
 	if it.large != nil {
-		n += int64(it.large.RawLen())
+		n += int64(it.large.Len())
 	}
 	return n
 }

@@ -178,22 +178,31 @@ const insItemSQL = `INSERT INTO items (thread_id, turn_id, id, seq, type, item, 
 	VALUES (?1, ?2, ?3, COALESCE((SELECT MAX(seq) FROM items WHERE thread_id = +?1), 0) + 1, ?4, ?5, ?6, ?7)
 	RETURNING seq`
 
-// bigItem is the size from which an item is inserted by a statement of
-// its own rather than the prepared one: the SQLite driver keeps a copy of
-// a statement's last arguments as long as the statement lives, which for
-// the prepared one is the life of the process (64 MiB resident after one
-// answer cut at its cap); a statement of its own frees it when done.
+// bigItem is the size from which an item is inserted by another
+// statement than the prepared one, with named arguments. The SQLite
+// driver copies a statement's positional text arguments into a buffer the
+// statement keeps, and only grows, for as long as it lives: for the
+// prepared statement, the life of the process (64 MiB resident after one
+// answer cut at its cap). Named arguments are bound by SQLite's own copy,
+// which is freed when the statement is reset after use.
 const bigItem = 1 << 20
+
+const insBigItemSQL = `INSERT INTO items (thread_id, turn_id, id, seq, type, item, history, completed_at)
+	VALUES (@thread, @turn, @id, COALESCE((SELECT MAX(seq) FROM items WHERE thread_id = +@thread), 0) + 1,
+	@type, @item, @history, @at)
+	RETURNING seq`
 
 // insertItem inserts it (its History as given) and returns its seq.
 func (s *Store) insertItem(ctx context.Context, tx *sql.Tx, it Item) (int, error) {
-	args := []any{it.ThreadID, it.TurnID, it.ID, it.Type, textArg(it.Item), nullJSON(it.History), it.CompletedAt}
 	var seq int
 	var err error
 	if len(it.Item)+len(it.History) >= bigItem {
-		err = tx.QueryRowContext(ctx, insItemSQL, args...).Scan(&seq)
+		err = tx.QueryRowContext(ctx, insBigItemSQL, sql.Named("thread", it.ThreadID), sql.Named("turn", it.TurnID),
+			sql.Named("id", it.ID), sql.Named("type", it.Type), sql.Named("item", textArg(it.Item)),
+			sql.Named("history", nullJSON(it.History)), sql.Named("at", it.CompletedAt)).Scan(&seq)
 	} else {
-		err = tx.StmtContext(ctx, s.insItem).QueryRowContext(ctx, args...).Scan(&seq)
+		err = tx.StmtContext(ctx, s.insItem).QueryRowContext(ctx, it.ThreadID, it.TurnID, it.ID, it.Type,
+			textArg(it.Item), nullJSON(it.History), it.CompletedAt).Scan(&seq)
 	}
 	if err != nil {
 		return 0, classify(err)

@@ -168,7 +168,12 @@ func MarshalLarge(v any, escapeHTML bool) (l *Large, ok bool, err error) {
 // escaped for HTML.
 type placeholders struct {
 	texts []string
+	depth int // of strip's recursion, bounded by maxStripDepth
 }
+
+// maxStripDepth bounds how deep strip looks (wire values are shallow; a
+// cycle, which encoding/json refuses anyway, must not recurse forever).
+const maxStripDepth = 16
 
 // placeholderNonce makes placeholders impossible to guess: a string that
 // looks like one could only make the encoding fall back, never change it
@@ -219,9 +224,11 @@ func opaque(t reflect.Type) bool {
 // change; v and what it points to are left alone), and whether it
 // replaced any.
 func (ph *placeholders) strip(v reflect.Value) (reflect.Value, bool) {
-	if !v.IsValid() {
+	if !v.IsValid() || ph.depth >= maxStripDepth {
 		return v, false
 	}
+	ph.depth++
+	defer func() { ph.depth-- }()
 	t := v.Type()
 	if t.Kind() != reflect.Interface && t.Kind() != reflect.Pointer && opaque(t) {
 		return v, false

@@ -180,3 +180,17 @@ func diffAt(a, b []byte) int {
 	}
 	return min(len(a), len(b))
 }
+
+// TestMarshalLargeCycle: a value that points to itself does not make
+// MarshalLarge recurse forever; encoding/json's error comes back.
+func TestMarshalLargeCycle(t *testing.T) {
+	type node struct {
+		Text string
+		Next *node
+	}
+	n := &node{Text: strings.Repeat("c", LargeMin)}
+	n.Next = n
+	if _, _, err := MarshalLarge(n, false); err == nil {
+		t.Error("MarshalLarge of a cycle: no error")
+	}
+}

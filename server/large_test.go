@@ -88,8 +88,8 @@ func TestLargeNotificationWire(t *testing.T) {
 	}
 }
 
-// TestLargeNotificationHub: behind a Hub, each connection gets the whole
-// line.
+// TestLargeNotificationHub: behind a Hub, each connection following the
+// thread gets the whole line, the one that does not follow it nothing.
 func TestLargeNotificationHub(t *testing.T) {
 	long := longText(protocol.LargeMin + 1)
 	n := protocol.ItemCompletedNotification{Item: protocol.AgentMessageItem{ID: "a1", Text: long}, ThreadID: "t1", TurnID: "r1", CompletedAtMs: 6}
@@ -98,20 +98,35 @@ func TestLargeNotificationHub(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := emitted.ReplaceAll(lb.b, []byte(`"emittedAtMs":0`))
-	it, ok := largeNotification("item/completed", n)
-	if !ok {
+	if _, ok := largeNotification("item/completed", n); !ok {
 		t.Fatal("not large")
 	}
-	var outs [2]syncBuffer
+	h := NewHub(discardLogger())
+	var outs [3]syncBuffer
+	var servers [3]*Server
 	for i := range outs {
-		s := New(strings.NewReader(""), &outs[i], Options{Logger: discardLogger()})
+		s := New(strings.NewReader(""), &outs[i], Options{Logger: discardLogger(), Hub: h})
 		s.state.Store(&connState{})
-		s.notifyLarge("item/completed", it)
+		h.attach(s)
+		if i < 2 {
+			h.mark(s, "t1")
+		}
+		servers[i] = s
+	}
+	notifyVia(h.Client(), "t1", "item/completed", n)
+	for i, s := range servers {
 		if err := s.st.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if got := emitted.ReplaceAll([]byte(outs[i].String()), []byte(`"emittedAtMs":0`)); !bytes.Equal(got, want) {
-			t.Errorf("connection %d: output differs at byte %d", i, firstDiff(got, want))
+		got := emitted.ReplaceAll([]byte(outs[i].String()), []byte(`"emittedAtMs":0`))
+		if i == 2 {
+			if len(got) != 0 {
+				t.Errorf("connection not following the thread got %d bytes", len(got))
+			}
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("connection %d: output differs at byte %d of %d", i, firstDiff(got, want), len(want))
 		}
 	}
 }

@@ -41,7 +41,7 @@ func Push(ctx context.Context, dir, remote, branch string) (string, error) {
 	if err != nil {
 		var ge *GitError
 		if errors.As(err, &ge) && (strings.Contains(ge.Stderr, "non-fast-forward") || strings.Contains(ge.Stderr, "fetch first") ||
-			strings.Contains(ge.Stderr, "[rejected]")) {
+			strings.Contains(ge.Stderr, "[rejected]") || strings.Contains(ge.Stderr, "Updates were rejected")) {
 			return "", fmt.Errorf("pushing %s to %s: %w", branch, remote, ErrPushRejected)
 		}
 		return "", fmt.Errorf("pushing %s to %s: %w", branch, remote, err)

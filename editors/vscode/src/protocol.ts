@@ -4643,6 +4643,8 @@ export type Run = {
   models: RunModels;
   plan: RunPlan;
   plannerThreadId: string | null;
+  /** The run's pull request on GitHub (docs/github.md); absent when it has none. */
+  pullRequest?: RunPullRequest | null;
   /** The run's place among the runs waiting for a slot of max_parallel_runs (1: next) while status is queued; null otherwise. */
   queuePosition: number | null;
   reason: string | null;
@@ -4761,6 +4763,18 @@ export type RunPlanUpdatedNotification = {
   plan: RunPlan;
   runId: string;
 };
+export type RunPullRequest = {
+  checks: RunPullRequestChecks;
+  headSha: string;
+  number: number;
+  state: "draft" | "open" | "merged" | "closed";
+  unresolvedComments: number;
+  url: string;
+};
+export type RunPullRequestChecks = {
+  state: "" | "pending" | "passed" | "failed" | "actionRequired";
+  summary: string;
+};
 export type RunReadParams = {
   runId: string;
 };
@@ -4855,6 +4869,8 @@ export type RunTrustValue = "auto" | "manual";
 export type RunUpdatedNotification = {
   counts: RunCounts;
   currentTaskId: string | null;
+  /** The run's pull request on GitHub (docs/github.md); absent when it has none. */
+  pullRequest?: RunPullRequest | null;
   /** The run's place among the runs waiting for a slot of max_parallel_runs (1: next) while status is queued; null otherwise. */
   queuePosition: number | null;
   reason: string | null;
@@ -4863,7 +4879,7 @@ export type RunUpdatedNotification = {
   status: RunStatus;
   waitingFor: RunWaitingFor | null;
 };
-export type RunWaitingFor = "planApproval" | "taskApproval" | "clarification" | "repair" | "resume" | "taskThread";
+export type RunWaitingFor = "planApproval" | "taskApproval" | "clarification" | "repair" | "resume" | "taskThread" | "checks" | "review" | "github";
 export type SandboxMode = "read-only" | "workspace-write" | "danger-full-access";
 export type SandboxPolicy = {
   type: "dangerFullAccess";

@@ -54,6 +54,8 @@ type Event struct {
 	Reason        string                     `json:"reason,omitempty"`
 	Commit        string                     `json:"commit,omitempty"`
 	Position      int                        `json:"position,omitempty"`
+	// GitHub is the data of the GitHub stage's events (github.go).
+	GitHub *GitHubData `json:"github,omitempty"`
 }
 
 // Config is what a run is started with; it never changes.
@@ -71,4 +73,7 @@ type Config struct {
 	MaxClarifications int                `json:"maxClarifications"`
 	// MaxRetries is how many failed validations block a task (3).
 	MaxRetries int `json:"maxRetries"`
+	// GitHub, when set, ends the run on GitHub (github.go); nil ends it
+	// locally.
+	GitHub *GitHubConfig `json:"github,omitempty"`
 }

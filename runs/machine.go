@@ -20,10 +20,17 @@ const (
 	stepValidate              // cur's checks and review are running
 	stepCommit                // cur's commit is being made
 	stepMerge                 // the run's end: final commit and merge
+	stepPush                  // GitHub: the branch is being pushed
+	stepOpenPR                // GitHub: the pull request is being opened
+	stepReady                 // GitHub: the draft is being marked ready
+	stepWatch                 // GitHub: the pull request's checks and reviews are watched
+	stepReply                 // GitHub: review comments are being answered
+	stepMergePR               // GitHub: the pull request is being merged
 )
 
 func (s step) String() string {
-	return [...]string{"none", "worktree", "planning", "implement", "validate", "commit", "merge"}[s]
+	return [...]string{"none", "worktree", "planning", "implement", "validate", "commit", "merge",
+		"push", "openPR", "markReady", "watchPR", "replyReview", "mergePR"}[s]
 }
 
 // Decision is a key decision of the run, for state.md, context.json and
@@ -88,6 +95,8 @@ type Machine struct {
 	// the run: run/resume tries that step again (retryStep).
 	failedStep step
 	failedTask string
+	// ghs is the GitHub stage's state (github.go).
+	ghs ghState
 
 	out []Effect
 }
@@ -101,6 +110,10 @@ func (m *Machine) Run() protocol.Run {
 	r := m.run
 	r.Plan.Tasks = slices.Clone(r.Plan.Tasks)
 	r.Clarifications = slices.Clone(r.Clarifications)
+	if r.PullRequest != nil {
+		pr := *r.PullRequest
+		r.PullRequest = &pr
+	}
 	return r
 }
 
@@ -190,6 +203,9 @@ func (m *Machine) Check(ev Event) error {
 			return stateErr("run %s is already pausing: it pauses when its current step ends", r.ID)
 		}
 	case EvResumed:
+		if waiting(protocol.WaitGitHub) {
+			return nil
+		}
 		if r.Status != protocol.RunPaused && r.Status != protocol.RunFailed && r.Status != protocol.RunPausing {
 			return stateErr("run %s is %s, not paused (%s)", r.ID, r.Status, m.describeWait())
 		}
@@ -263,6 +279,20 @@ func (m *Machine) fits(ev Event) bool {
 		return m.step == stepCommit && ev.TaskID == m.cur
 	case EvMerged:
 		return m.step == stepMerge
+	case EvPushed:
+		return m.step == stepPush
+	case EvPROpened:
+		return m.step == stepOpenPR && ev.GitHub != nil && ev.GitHub.PR != nil
+	case EvPRReady:
+		return m.step == stepReady
+	case EvPRPolled:
+		return m.step == stepWatch && ev.GitHub != nil && ev.GitHub.Poll != nil && m.run.PullRequest != nil
+	case EvReplied:
+		return m.step == stepReply
+	case EvPRMerged:
+		return m.step == stepMergePR
+	case EvGitHubError:
+		return m.isGitHubStep() && !m.run.Status.Final()
 	case EvFailed:
 		return !m.run.Status.Final()
 	case EvQueued:
@@ -285,6 +315,7 @@ type updatedKey struct {
 	cur     string
 	queue   int
 	counts  protocol.RunCounts
+	pr      protocol.RunPullRequest
 }
 
 func (m *Machine) updated() updatedKey {
@@ -301,6 +332,9 @@ func (m *Machine) updated() updatedKey {
 	if m.run.QueuePosition != nil {
 		k.queue = *m.run.QueuePosition
 	}
+	if m.run.PullRequest != nil {
+		k.pr = *m.run.PullRequest
+	}
 	return k
 }
 
@@ -309,6 +343,8 @@ func ptr[T any](v T) *T { return &v }
 func (m *Machine) apply(ev Event) {
 	r := &m.run
 	switch ev.Type {
+	case EvPushed, EvPROpened, EvPRReady, EvPRPolled, EvReplied, EvPRMerged, EvGitHubError:
+		m.applyGitHub(ev)
 	case EvStarted:
 		m.cfg = *ev.Config
 		if m.cfg.MaxRetries <= 0 {
@@ -461,6 +497,10 @@ func (m *Machine) apply(ev Event) {
 		r.CurrentTaskID = nil
 		r.Stage = protocol.StageImplementation
 		m.taskUpdated(t)
+		if r.PullRequest != nil && m.ghOn() {
+			// push after_plan: the open draft says how far the run got.
+			m.emit(UpdatePRBody{Number: r.PullRequest.Number, Snapshot: m.Snapshot()})
+		}
 		m.advance(ev.AtMs)
 	case EvRepairApproved:
 		p := r.RepairProposal
@@ -477,12 +517,17 @@ func (m *Machine) apply(ev Event) {
 		r.Plan.Version++
 		r.RepairProposal = nil
 		m.blockers = nil
+		m.ghs.checkFails = 0
 		m.decide(ev.AtMs, fmt.Sprintf("repair approved: task %s inserted before %s", fix.ID, p.TaskID))
 		m.unwait()
 		m.emit(Notify{protocol.NotifyRunPlanUpdated, protocol.RunPlanUpdatedNotification{RunID: r.ID, Plan: m.Run().Plan}})
 		m.advance(ev.AtMs)
 	case EvPaused:
 		m.decide(ev.AtMs, "paused by the user")
+		if m.step == stepWatch {
+			// Watching a pull request is no work in flight: it stops.
+			m.step = stepNone
+		}
 		if m.step == stepNone {
 			m.pause(ev.AtMs, "paused by the user")
 			return
@@ -497,6 +542,13 @@ func (m *Machine) apply(ev Event) {
 		}
 	case EvResumed:
 		m.decide(ev.AtMs, "resumed by the user")
+		if m.waitingFor(protocol.WaitGitHub) {
+			r.Status = protocol.RunRunning
+			r.WaitingFor, r.Reason = nil, nil
+			m.emit(ClearAttention{})
+			m.ghResume()
+			return
+		}
 		failed := r.Status == protocol.RunFailed
 		if failed {
 			m.blockers = nil
@@ -558,7 +610,7 @@ func (m *Machine) finish(before updatedKey, now int64) {
 	if after != before {
 		m.emit(Notify{protocol.NotifyRunUpdated, protocol.RunUpdatedNotification{RunID: m.run.ID, Status: m.run.Status,
 			Stage: m.run.Stage, WaitingFor: m.run.WaitingFor, Reason: m.run.Reason, CurrentTaskID: m.run.CurrentTaskID,
-			QueuePosition: m.run.QueuePosition, Counts: m.run.Counts}})
+			QueuePosition: m.run.QueuePosition, Counts: m.run.Counts, PullRequest: m.Run().PullRequest}})
 	}
 	if m.step != stepWorktree && !(m.run.Status == protocol.RunFailed && m.last.Type == EvStarted) {
 		// The artifacts go first in the batch: on disk before a client
@@ -853,6 +905,9 @@ func (m *Machine) advance(now int64) {
 		m.emit(Merge{Into: false, Mode: r.Merge})
 		return
 	}
+	if m.ghEarly() {
+		return
+	}
 	t := m.nextTask()
 	if t == nil {
 		for _, t := range r.Plan.Tasks {
@@ -862,9 +917,13 @@ func (m *Machine) advance(now int64) {
 				return
 			}
 		}
+		if m.ghOn() {
+			m.ghFinish()
+			return
+		}
 		m.step = stepMerge
 		r.Stage = protocol.StageMerge
-		m.emit(Merge{Into: r.Trust.Implementation == protocol.TrustAuto, Mode: r.Merge})
+		m.emit(m.mergeEffect())
 		return
 	}
 	if t.Status == protocol.TaskPending {
@@ -1153,7 +1212,13 @@ func (m *Machine) inflight() {
 		t := m.task(m.cur)
 		m.emit(m.commitEffect(t))
 	case stepMerge:
-		m.emit(Merge{Into: r.Trust.Implementation == protocol.TrustAuto && r.Autonomy != protocol.AutonomyOff, Mode: r.Merge})
+		if r.Autonomy == protocol.AutonomyOff {
+			m.emit(Merge{Into: false, Mode: r.Merge})
+		} else {
+			m.emit(m.mergeEffect())
+		}
+	default:
+		m.ghInflight()
 	}
 }
 

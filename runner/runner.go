@@ -34,6 +34,9 @@ type Options struct {
 	Logger  *slog.Logger
 	// Now is the time in unix ms; nil means the real clock.
 	Now func() int64
+	// Getenv reads the environment (the GitHub token); nil means
+	// os.Getenv.
+	Getenv func(string) string
 }
 
 // Runner drives runs: one goroutine per run owns its runs.Machine, stores
@@ -155,6 +158,7 @@ func (rn *Runner) config(ctx context.Context, p protocol.RunStartParams) (runs.C
 			Fixes: protocol.Trust(rc.TrustFixes)},
 		Autonomy: protocol.Autonomy(rc.Autonomy), Merge: protocol.MergeMode(rc.Merge), MaxClarifications: rc.MaxClarifications,
 		MaxRetries: 3,
+		GitHub:     rn.githubConfig(ctx, repo.Root()),
 	}
 	if t := p.Trust; t != nil {
 		for _, o := range []struct {

@@ -1,0 +1,254 @@
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apserver/apserver/internal/githubfake"
+	"github.com/apserver/apserver/model/scripted"
+)
+
+// Runs that end on GitHub (docs/github.md), against githubfake with a
+// local bare repository as origin: the run pushes with the git CLI, the
+// fake reads the branch heads from that repository.
+
+const ghToken = "test-token-not-a-secret"
+
+type ghEnv struct {
+	fake *githubfake.Server
+	repo *githubfake.Repo
+	dir  string // the user's repository
+	bare string // its origin
+}
+
+// ghSetup makes a repository whose origin is a bare repository the fake
+// serves as acme/greet.
+func ghSetup(t *testing.T) *ghEnv {
+	t.Helper()
+	dir := shoutRepo(t)
+	bare := filepath.Join(t.TempDir(), "origin.git")
+	git(t, filepath.Dir(bare), "init", "-q", "--bare", bare)
+	git(t, dir, "remote", "add", "origin", bare)
+	git(t, dir, "push", "-q", "origin", "main")
+	fake := githubfake.New()
+	t.Cleanup(fake.Close)
+	fake.Token = ghToken
+	r := fake.AddRepo("acme", "greet")
+	fake.Do(func() { r.GitDir = bare })
+	return &ghEnv{fake: fake, repo: r, dir: dir, bare: bare}
+}
+
+func (g *ghEnv) config(extra string) string {
+	return fmt.Sprintf(`[github]
+api_url = %q
+repository = "acme/greet"
+poll_interval_ms = 20
+poll_max_ms = 200
+reviewers = ["alice"]
+labels = ["apserver"]
+merge_method = "squash"
+%s`, g.fake.URL, extra)
+}
+
+func (g *ghEnv) pr(t *testing.T) githubfake.PR {
+	t.Helper()
+	var out githubfake.PR
+	g.fake.Do(func() {
+		if len(g.repo.PRs) != 1 {
+			t.Fatalf("the fake has %d pull requests, want 1", len(g.repo.PRs))
+		}
+		out = *g.repo.PRs[0]
+	})
+	return out
+}
+
+func green(string, int) []githubfake.CheckRun {
+	return []githubfake.CheckRun{{Name: "test", Conclusion: "success"}}
+}
+
+var ghTask = planTask{ID: "g1", Title: "G1 create hello.txt", Description: "Create hello.txt.", Kind: "file_create",
+	Dependencies: []string{}, Risk: "low", Acceptance: accept("test -f hello.txt"), Estimate: "1m"}
+
+func ghRules(t *testing.T, more ...scripted.Rule) []scripted.Rule {
+	return append([]scripted.Rule{
+		reviewRule,
+		{Match: "Plan this request", Steps: []scripted.Step{{Text: planJSON(t, ghTask)}}},
+		taskRule("G1 create hello.txt", `echo hello > hello.txt`),
+		taskRule("Address the review", `echo reviewed >> hello.txt`),
+		taskRule("Fix the failing checks", `echo fixed >> hello.txt`),
+	}, more...)
+}
+
+func (g *ghEnv) start(c *client, trust map[string]any) (id, branch string) {
+	c.t.Helper()
+	if trust == nil {
+		trust = map[string]any{"planning": "auto"}
+	}
+	m := c.call("run/start", map[string]any{"cwd": g.dir, "request": "make a hello file", "baseBranch": "main", "trust": trust})
+	return m.str("run.id"), m.str("run.branch")
+}
+
+// A run whose origin is the fake, under auto trust: the branch pushed, a
+// draft PR with the generated body, marked ready after validation, checks
+// polled, merged with the head SHA, the branch deleted.
+func TestRunGitHubAutoMerge(t *testing.T) {
+	t.Parallel()
+	g := ghSetup(t)
+	g.fake.Do(func() { g.repo.AutoChecks = green })
+	model := startModel(t, ghRules(t)...)
+	c := newRunsClient(t, model, faOptions{config: g.config(""), env: []string{"GITHUB_TOKEN=" + ghToken}})
+	id, branch := g.start(c, nil)
+	end := c.runEnd(id)
+	if end.str("run.status") != "completed" || end.str("run.pullRequest.state") != "merged" || end.get("run.pullRequest.number") != 1.0 {
+		t.Fatalf("run/completed = %s", end.Raw)
+	}
+	pr := g.pr(t)
+	if !pr.OpenedDraft || pr.Draft || !pr.Merged || pr.MergeMethod != "squash" || pr.Base != "main" || pr.Head != branch {
+		t.Errorf("PR %+v", pr)
+	}
+	if !strings.Contains(pr.Body, "<!-- apserver-run: "+id+" -->") || !strings.Contains(pr.Body, "G1 create hello.txt") ||
+		!strings.Contains(pr.Body, "> make a hello file") {
+		t.Errorf("PR body:\n%s", pr.Body)
+	}
+	if strings.Contains(pr.Body, ghToken) {
+		t.Error("the token is in the PR body")
+	}
+	if strings.Join(pr.Reviewers, ",") != "alice" || strings.Join(pr.Labels, ",") != "apserver" {
+		t.Errorf("reviewers %v labels %v", pr.Reviewers, pr.Labels)
+	}
+	// What was pushed and validated is what merged; main on the remote has it.
+	if got := gitOut(t, g.bare, "rev-parse", "refs/heads/main"); got != pr.MergedHead || end.str("run.mergeCommit") != pr.MergeSHA {
+		t.Errorf("remote main %s, merged head %s, run's merge commit %s (PR %s)", got, pr.MergedHead, end.str("run.mergeCommit"), pr.MergeSHA)
+	}
+	if gitOut(t, g.bare, "show", "main:hello.txt") != "hello" {
+		t.Error("hello.txt is not on the remote's main")
+	}
+	g.fake.Do(func() {
+		if strings.Join(g.repo.Deleted, ",") != branch {
+			t.Errorf("deleted branches %v, want %s", g.repo.Deleted, branch)
+		}
+	})
+	reqs := strings.Join(g.fake.Requests(), "\n")
+	for _, want := range []string{"POST /api/v3/repos/acme/greet/pulls", "POST /api/graphql", "/check-runs", "PUT /api/v3/repos/acme/greet/pulls/1/merge"} {
+		if !strings.Contains(reqs, want) {
+			t.Errorf("no request %q among:\n%s", want, reqs)
+		}
+	}
+	// The user's local main is untouched: the merge happened on GitHub.
+	if n := len(strings.Fields(gitOut(t, g.dir, "log", "main", "--format=%H", "--grep", "Apserver-Task: g1"))); n != 0 {
+		t.Errorf("the local main has the task's commit: merged locally too")
+	}
+	read := c.call("run/read", map[string]any{"runId": id})
+	if read.str("run.pullRequest.url") == "" || read.str("run.pullRequest.checks.state") != "passed" {
+		t.Errorf("run/read = %s", read.Raw)
+	}
+}
+
+// Under manual trust the PR is left open with reviewers requested. A
+// review with two comments from a collaborator and one from a bot becomes
+// one fix task; both threads get a reply naming the fix commit and are
+// resolved. After kill -9 and a restart nothing is answered twice; a
+// human's merge on GitHub ends the run.
+func TestRunGitHubReview(t *testing.T) {
+	t.Parallel()
+	g := ghSetup(t)
+	g.fake.Do(func() { g.repo.AutoChecks = green })
+	model := startModel(t, ghRules(t)...)
+	dataDir := t.TempDir()
+	opts := faOptions{dataDir: dataDir, config: g.config(""), env: []string{"GITHUB_TOKEN=" + ghToken}}
+	c := newRunsClient(t, model, opts)
+	id, _ := g.start(c, map[string]any{"planning": "auto", "implementation": "manual"})
+	c.runWaiting(nil, id, "taskApproval")
+	c.call("run/task/approve", map[string]any{"runId": id, "taskId": "g1"})
+	w := c.runWaiting(nil, id, "review")
+	if w.get("pullRequest.number") != 1.0 || w.str("pullRequest.state") != "open" {
+		t.Errorf("run/updated = %s", w.Raw)
+	}
+	pr := g.pr(t)
+	if pr.Merged || pr.Draft || strings.Join(pr.Reviewers, ",") != "alice" {
+		t.Fatalf("PR under manual trust %+v", pr)
+	}
+	// A review: two comments by a collaborator, one by a bot.
+	ids := []int64{g.fake.NewID(), g.fake.NewID(), g.fake.NewID()}
+	g.fake.Do(func() {
+		p := g.repo.PR(1)
+		p.AddThread(ids[0], "hello.txt", 1, githubfake.Comment{ID: ids[0], ReviewID: 77, Author: "carol", Association: "COLLABORATOR", Body: "say reviewed too"})
+		p.AddThread(ids[1], "hello.txt", 1, githubfake.Comment{ID: ids[1], ReviewID: 77, Author: "carol", Association: "COLLABORATOR", Body: "and keep hello"})
+		p.AddThread(ids[2], "hello.txt", 1, githubfake.Comment{ID: ids[2], ReviewID: 77, Author: "lint[bot]", Bot: true, Association: "NONE", Body: "style nit"})
+	})
+	fix := c.waitFor("run/task/updated", func(m *message) bool {
+		return m.str("runId") == id && m.str("task.status") == "completed" && strings.HasPrefix(m.str("task.id"), "review-")
+	})
+	commit := fix.str("task.commit")
+	var replies func() []githubfake.Comment
+	replies = func() []githubfake.Comment {
+		var out []githubfake.Comment
+		g.fake.Do(func() {
+			for _, th := range g.repo.PR(1).Threads {
+				for _, cm := range th.Comments {
+					if cm.InReplyTo != 0 {
+						out = append(out, *cm)
+					}
+				}
+			}
+		})
+		return out
+	}
+	c.waitAfter(fix, "run/updated", func(m *message) bool {
+		return m.str("runId") == id && m.str("waitingFor") == "review" && m.get("pullRequest.unresolvedComments") == 1.0
+	})
+	got := replies()
+	if len(got) != 2 {
+		t.Fatalf("replies %+v, want 2", got)
+	}
+	for _, r := range got {
+		if !strings.Contains(r.Body, commit) || (r.InReplyTo != ids[0] && r.InReplyTo != ids[1]) {
+			t.Errorf("reply %+v, want one naming %s to a collaborator's comment", r, commit)
+		}
+	}
+	g.fake.Do(func() {
+		th := g.repo.PR(1).Threads
+		if !th[0].Resolved || !th[1].Resolved || th[2].Resolved {
+			t.Errorf("resolved: %v %v %v, want true true false", th[0].Resolved, th[1].Resolved, th[2].Resolved)
+		}
+	})
+	read := c.call("run/read", map[string]any{"runId": id})
+	if n := len(read.get("run.plan.tasks").([]any)); n != 2 {
+		t.Errorf("%d tasks, want g1 and one fix task for the review", n)
+	}
+	c.kill()
+
+	// Restarted: it watches the PR again, answers nothing twice.
+	before := len(g.fake.Requests())
+	c2 := newRunsClient(t, model, opts)
+	for deadline := time.Now().Add(time.Minute); ; {
+		n := 0
+		for _, r := range g.fake.Requests()[before:] {
+			if strings.Contains(r, "/check-runs") {
+				n++
+			}
+		}
+		if n >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the restarted apserver does not watch the PR")
+		}
+		c2.call("run/read", map[string]any{"runId": id}) // a round trip, not a sleep
+	}
+	if got := replies(); len(got) != 2 {
+		t.Errorf("after the restart %d replies, want still 2", len(got))
+	}
+	// A human merges it on GitHub: the run ends.
+	g.fake.Do(func() {
+		p := g.repo.PR(1)
+		p.Merged, p.MergeSHA = true, g.repo.Head(p.Head)
+	})
+	end := c2.runEnd(id)
+	if end.str("run.status") != "completed" || end.str("run.pullRequest.state") != "merged" {
+		t.Errorf("run/completed = %s", end.Raw)
+	}
+}

@@ -252,3 +252,199 @@ func TestRunGitHubReview(t *testing.T) {
 		t.Errorf("run/completed = %s", end.Raw)
 	}
 }
+
+func red(string, int) []githubfake.CheckRun {
+	return []githubfake.CheckRun{{Name: "test", Conclusion: "failure", Summary: "1 test failed",
+		Annotations: []githubfake.Annotation{{Path: "hello.txt", Line: 1, Level: "failure", Message: "expected the word fixed"}}}}
+}
+
+// A red check makes a fix task with the annotation in its objective, and
+// the run goes on: pushed again, green, merged.
+func TestRunGitHubRedCheck(t *testing.T) {
+	t.Parallel()
+	g := ghSetup(t)
+	g.fake.Do(func() {
+		g.repo.AutoChecks = func(sha string, n int) []githubfake.CheckRun {
+			if n == 1 {
+				return red(sha, n)
+			}
+			return green(sha, n)
+		}
+	})
+	model := startModel(t, ghRules(t)...)
+	c := newRunsClient(t, model, faOptions{config: g.config(""), env: []string{"GITHUB_TOKEN=" + ghToken}})
+	id, _ := g.start(c, nil)
+	end := c.runEnd(id)
+	if end.str("run.status") != "completed" || end.str("run.pullRequest.state") != "merged" || end.get("run.counts.completed") != 2.0 {
+		t.Fatalf("run/completed = %s", end.Raw)
+	}
+	fix := end.get("run.plan.tasks.1").(map[string]any)
+	if fix["id"] != "ci-fix-1" || !strings.Contains(fix["description"].(string), "hello.txt:1 failure: expected the word fixed") {
+		t.Errorf("fix task %v", fix)
+	}
+	if n := stepRequests(t, model, "expected the word fixed"); n == 0 {
+		t.Error("the fix task's thread never saw the annotation")
+	}
+	if got := gitOut(t, g.bare, "show", "main:hello.txt"); got != "hello\nfixed" {
+		t.Errorf("remote main:hello.txt = %q", got)
+	}
+}
+
+// Three red check rounds in a row block the run with a repair proposal.
+func TestRunGitHubThreeRedChecks(t *testing.T) {
+	t.Parallel()
+	g := ghSetup(t)
+	g.fake.Do(func() { g.repo.AutoChecks = red })
+	model := startModel(t, ghRules(t)...)
+	c := newRunsClient(t, model, faOptions{config: g.config(""), env: []string{"GITHUB_TOKEN=" + ghToken}})
+	id, _ := g.start(c, nil)
+	w := c.runWaiting(nil, id, "repair")
+	if w.str("status") != "paused" || !strings.Contains(w.str("reason"), "failed 3 times in a row") {
+		t.Errorf("run/updated = %s", w.Raw)
+	}
+	read := c.call("run/read", map[string]any{"runId": id})
+	if !strings.Contains(read.str("run.repairProposal.failure"), "expected the word fixed") || read.str("run.repairProposal.taskId") != "ci-fix-3" ||
+		read.get("run.counts.completed") != 3.0 || read.get("run.counts.blocked") != 1.0 {
+		t.Errorf("run/read = %s", read.Raw)
+	}
+	if g.pr(t).Merged {
+		t.Error("merged with red checks")
+	}
+}
+
+// Workflows waiting for approval: the run waits and says so in attention;
+// once a human approved them and they passed, it merges.
+func TestRunGitHubActionRequired(t *testing.T) {
+	t.Parallel()
+	g := ghSetup(t)
+	g.fake.Do(func() {
+		g.repo.AutoChecks = func(string, int) []githubfake.CheckRun {
+			return []githubfake.CheckRun{{Name: "ci", Conclusion: "action_required"}}
+		}
+	})
+	model := startModel(t, ghRules(t)...)
+	c := newRunsClient(t, model, faOptions{config: g.config(""), env: []string{"GITHUB_TOKEN=" + ghToken}})
+	id, _ := g.start(c, nil)
+	c.runWaiting(nil, id, "checks")
+	attn := c.waitFor("attention", func(m *message) bool {
+		return m.str("items.0.runId") == id && strings.Contains(m.str("items.0.reason"), "approve")
+	})
+	_ = attn
+	if g.pr(t).Merged {
+		t.Fatal("merged while the workflows wait for approval")
+	}
+	g.fake.Do(func() {
+		for _, cs := range g.repo.Checks {
+			for _, c := range cs {
+				c.Conclusion = "success"
+			}
+		}
+	})
+	if end := c.runEnd(id); end.str("run.pullRequest.state") != "merged" {
+		t.Errorf("run/completed = %s", end.Raw)
+	}
+}
+
+// A primary rate limit whose reset is in the future: the run says so and
+// waits; one whose reset has passed: it tries again at once. Neither
+// fails the run.
+func TestRunGitHubRateLimits(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		reset time.Duration
+	}{{"past", -time.Hour}, {"future", 2 * time.Second}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g := ghSetup(t)
+			g.fake.Do(func() { g.repo.AutoChecks = green })
+			g.fake.Fail(githubfake.Failure{Match: "check-runs", Kind: "primary", Reset: time.Now().Add(tc.reset)})
+			model := startModel(t, ghRules(t)...)
+			c := newRunsClient(t, model, faOptions{config: g.config(""), env: []string{"GITHUB_TOKEN=" + ghToken}})
+			id, _ := g.start(c, nil)
+			limited := c.waitFor("run/updated", func(m *message) bool {
+				return m.str("runId") == id && strings.Contains(m.str("reason"), "GitHub rate limit")
+			})
+			if tc.reset > 0 && !strings.Contains(limited.str("reason"), "tries again in") {
+				t.Errorf("reason %q, want the wait", limited.str("reason"))
+			}
+			if tc.reset < 0 && !strings.Contains(limited.str("reason"), "has reset") {
+				t.Errorf("reason %q, want a retry now", limited.str("reason"))
+			}
+			if limited.str("status") != "running" {
+				t.Errorf("status %s while rate limited, want running", limited.str("status"))
+			}
+			if end := c.runEnd(id); end.str("run.status") != "completed" || end.str("run.pullRequest.state") != "merged" || end.get("run.reason") != nil {
+				t.Errorf("run/completed = %s", end.Raw)
+			}
+		})
+	}
+}
+
+// A PR already open for the branch (GitHub answers 422 to another) is
+// reused, never duplicated.
+func TestRunGitHubExistingPR(t *testing.T) {
+	t.Parallel()
+	g := ghSetup(t)
+	g.fake.Do(func() { g.repo.AutoChecks = green })
+	model := startModel(t, ghRules(t)...)
+	c := newRunsClient(t, model, faOptions{config: g.config(""), env: []string{"GITHUB_TOKEN=" + ghToken}})
+	id, branch := g.start(c, nil)
+	g.fake.Do(func() {
+		g.repo.PRs = append(g.repo.PRs, &githubfake.PR{Number: 1, NodeID: "PR_greet_1", Head: branch, Base: "main", Draft: true, Title: "opened before"})
+	})
+	if end := c.runEnd(id); end.str("run.pullRequest.state") != "merged" || end.get("run.pullRequest.number") != 1.0 {
+		t.Errorf("run/completed = %s", end.Raw)
+	}
+	if pr := g.pr(t); !pr.Merged || pr.Title != "opened before" {
+		t.Errorf("PR %+v", pr)
+	}
+}
+
+// Branch protection refusing the merge: the run waits for a human with
+// GitHub's reason; once the rule is met, run/resume merges.
+func TestRunGitHubProtectedBranch(t *testing.T) {
+	t.Parallel()
+	g := ghSetup(t)
+	g.fake.Do(func() {
+		g.repo.AutoChecks = green
+		g.repo.Protected, g.repo.ProtectedReason = true, "At least 1 approving review is required by reviewers with write access."
+	})
+	model := startModel(t, ghRules(t)...)
+	c := newRunsClient(t, model, faOptions{config: g.config(""), env: []string{"GITHUB_TOKEN=" + ghToken}})
+	id, _ := g.start(c, nil)
+	w := c.runWaiting(nil, id, "github")
+	if w.str("status") != "waiting" || !strings.Contains(w.str("reason"), "approving review is required") {
+		t.Errorf("run/updated = %s", w.Raw)
+	}
+	c.waitFor("attention", func(m *message) bool {
+		return m.str("items.0.runId") == id && strings.Contains(m.str("items.0.reason"), "approving review is required")
+	})
+	g.fake.Do(func() { g.repo.Protected = false })
+	c.call("run/resume", map[string]any{"runId": id})
+	if end := c.runEnd(id); end.str("run.pullRequest.state") != "merged" {
+		t.Errorf("run/completed = %s", end.Raw)
+	}
+}
+
+// No token: the run says so and ends as a local branch, never pushed,
+// never failed; GitHub is not asked anything.
+func TestRunGitHubMissingToken(t *testing.T) {
+	t.Parallel()
+	g := ghSetup(t)
+	model := startModel(t, ghRules(t)...)
+	c := newRunsClient(t, model, faOptions{config: g.config(""), env: []string{"GITHUB_TOKEN=", "GH_TOKEN="}})
+	id, branch := g.start(c, nil)
+	end := c.runEnd(id)
+	if end.str("run.status") != "completed" || !strings.Contains(end.str("run.reason"), "no token") ||
+		!strings.Contains(end.str("run.reason"), "local branch") || end.get("run.pullRequest") != nil {
+		t.Fatalf("run/completed = %s", end.Raw)
+	}
+	gitOut(t, g.dir, "rev-parse", "--verify", branch)
+	if out := gitOut(t, g.bare, "branch", "--list", "apserver/*"); out != "" {
+		t.Errorf("pushed without a token: %s", out)
+	}
+	if reqs := g.fake.Requests(); len(reqs) != 0 {
+		t.Errorf("GitHub was asked %v", reqs)
+	}
+}

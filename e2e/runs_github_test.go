@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -446,5 +450,36 @@ func TestRunGitHubMissingToken(t *testing.T) {
 	}
 	if reqs := g.fake.Requests(); len(reqs) != 0 {
 		t.Errorf("GitHub was asked %v", reqs)
+	}
+}
+
+// `apserver run` prints the pull request's URL.
+func TestRunGitHubHeadless(t *testing.T) {
+	t.Parallel()
+	g := ghSetup(t)
+	g.fake.Do(func() { g.repo.AutoChecks = green })
+	model := startModel(t, ghRules(t)...)
+	home := t.TempDir()
+	cfg := filepath.Join(home, "config.toml")
+	if err := os.WriteFile(cfg, []byte(g.config("")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*waitTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath, "run", "--config", cfg, "--data-dir", t.TempDir(), "--model", "scripted-model",
+		"--base-url", model.URL(), "--base", "main", "--trust-planning", "auto", "make a hello file")
+	cmd.Dir = g.dir
+	cmd.Env = []string{"HOME=" + home, "OPENAI_API_KEY=test", "PATH=" + os.Getenv("PATH"), "GITHUB_TOKEN=" + ghToken}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("apserver run: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	want := fmt.Sprintf("pull request #1 %s/acme/greet/pull/1 (merged)\n", g.fake.URL)
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("stdout:\n%s\nwant a line %q", out.String(), want)
+	}
+	if strings.Contains(out.String()+errb.String(), ghToken) {
+		t.Error("the token is in apserver run's output")
 	}
 }

@@ -198,6 +198,9 @@ a human, 6 failed, 7 cancelled, 130 interrupted (the run stays stored).
 	}
 	if !*jsonOut {
 		fmt.Fprintf(os.Stdout, "run %s %s\nbranch %s\n", end.ID, end.Status, end.Branch)
+		if pr := end.PullRequest; pr != nil {
+			fmt.Fprintf(os.Stdout, "pull request #%d %s (%s)\n", pr.Number, pr.URL, pr.State)
+		}
 		if end.MergeCommit != nil {
 			fmt.Fprintf(os.Stdout, "merged into %s as %s\n", end.BaseBranch, *end.MergeCommit)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/tools/gitwork"
+	"github.com/apserver/apserver/tools/sandbox"
 )
 
 // Options configure a Runner.
@@ -76,6 +77,9 @@ func New(opts Options) *Runner {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	// The GitHub token's variable, whatever its name, never reaches a
+	// command an agent runs.
+	sandbox.HideEnv(opts.Config.GitHub.TokenEnv)
 	return &Runner{opts: opts, threads: opts.Threads, log: opts.Logger, ctx: ctx, stop: cancel,
 		free: n, active: map[string]*run{}}
 }

@@ -2,11 +2,16 @@ package runner
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/internal/githubfake"
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/runs"
 	"github.com/apserver/apserver/tools/sandbox"
 )
 
@@ -70,5 +75,42 @@ func TestGitHubTokenEnvHidden(t *testing.T) {
 	defer rn.Close()
 	if !sandbox.SecretEnv(name) {
 		t.Errorf("token_env %s reaches commands", name)
+	}
+}
+
+// Replies asked again (a restart between the reply and its event) are not
+// written twice: each reply carries a marker naming the comment.
+func TestReplyNotTwice(t *testing.T) {
+	fake := githubfake.New()
+	defer fake.Close()
+	repo := fake.AddRepo("acme", "greet")
+	fake.Do(func() {
+		repo.Heads["b"] = "1111111111111111111111111111111111111111"
+		repo.PRs = append(repo.PRs, &githubfake.PR{Number: 1, NodeID: "PR_1", Head: "b", Base: "main"})
+		p := repo.PR(1)
+		p.AddThread(1, "a.go", 1, githubfake.Comment{ID: 11, ReviewID: 5, Author: "carol", Association: "COLLABORATOR", Body: "one"})
+		p.AddThread(2, "a.go", 2, githubfake.Comment{ID: 12, ReviewID: 5, Author: "carol", Association: "COLLABORATOR", Body: "two"})
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	x := &run{rn: &Runner{opts: Options{Getenv: func(string) string { return "tok" }}, log: slog.New(slog.NewTextHandler(io.Discard, nil))},
+		id: "r1", inbox: make(chan func(), 16), ctx: ctx}
+	cfg := runs.Config{ID: "r1", GitHub: &runs.GitHubConfig{Owner: "acme", Name: "greet", REST: fake.APIURL(), GraphQL: fake.URL + "/api/graphql"}}
+	e := runs.ReplyAndResolve{PR: protocol.RunPullRequest{Number: 1}, Commit: "abc123", TaskID: "review-1",
+		Comments: []runs.ReviewComment{{ID: 11, ThreadID: "PRRT_1"}, {ID: 12, ThreadID: "PRRT_2"}}}
+	for range 2 {
+		if err := x.reply(ctx, cfg, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake.Do(func() {
+		for _, th := range repo.PR(1).Threads {
+			if len(th.Comments) != 2 || !th.Resolved || !strings.Contains(th.Comments[1].Body, "abc123") {
+				t.Errorf("thread %s: resolved %v, %d comments: %+v", th.ID, th.Resolved, len(th.Comments), th.Comments[len(th.Comments)-1])
+			}
+		}
+	})
+	if len(x.inbox) != 2 {
+		t.Errorf("%d results posted, want 2 (one per call)", len(x.inbox))
 	}
 }

@@ -483,3 +483,51 @@ func TestRunGitHubHeadless(t *testing.T) {
 		t.Error("the token is in apserver run's output")
 	}
 }
+
+// Someone else pushes to the run's branch while its checks run: the run
+// stops and asks, and never pushes over that commit.
+func TestRunGitHubHumanMovedHead(t *testing.T) {
+	t.Parallel()
+	g := ghSetup(t)
+	g.fake.Do(func() {
+		g.repo.AutoChecks = func(string, int) []githubfake.CheckRun {
+			return []githubfake.CheckRun{{Name: "test", Status: "in_progress"}}
+		}
+	})
+	model := startModel(t, ghRules(t)...)
+	c := newRunsClient(t, model, faOptions{config: g.config(""), env: []string{"GITHUB_TOKEN=" + ghToken}})
+	id, branch := g.start(c, nil)
+	c.waitFor("run/updated", func(m *message) bool { return m.str("runId") == id && m.str("pullRequest.checks.state") == "pending" })
+	other := filepath.Join(t.TempDir(), "other")
+	git(t, filepath.Dir(other), "clone", "-q", "-b", branch, g.bare, other)
+	git(t, other, "-c", "user.name=h", "-c", "user.email=h@x", "commit", "-q", "--allow-empty", "-m", "a human's commit")
+	git(t, other, "push", "-q", "origin", branch)
+	human := gitOut(t, g.bare, "rev-parse", "refs/heads/"+branch)
+	w := c.runWaiting(nil, id, "github")
+	if !strings.Contains(w.str("reason"), "did not push") {
+		t.Errorf("run/updated = %s", w.Raw)
+	}
+	if got := gitOut(t, g.bare, "rev-parse", "refs/heads/"+branch); got != human || g.pr(t).Merged {
+		t.Errorf("the branch is at %s (the human's commit %s), merged %v", got, human, g.pr(t).Merged)
+	}
+}
+
+// A token GitHub refuses: the run waits with GitHub's answer, and
+// run/resume goes on once the token is good.
+func TestRunGitHubBadToken(t *testing.T) {
+	t.Parallel()
+	g := ghSetup(t)
+	g.fake.Do(func() { g.repo.AutoChecks = green })
+	g.fake.Fail(githubfake.Failure{Match: "pulls$", Kind: "badToken"})
+	model := startModel(t, ghRules(t)...)
+	c := newRunsClient(t, model, faOptions{config: g.config(""), env: []string{"GITHUB_TOKEN=" + ghToken}})
+	id, _ := g.start(c, nil)
+	w := c.runWaiting(nil, id, "github")
+	if !strings.Contains(w.str("reason"), "refused the token") || !strings.Contains(w.str("reason"), "Bad credentials") || strings.Contains(w.Raw, ghToken) {
+		t.Errorf("run/updated = %s", w.Raw)
+	}
+	c.call("run/resume", map[string]any{"runId": id})
+	if end := c.runEnd(id); end.str("run.pullRequest.state") != "merged" {
+		t.Errorf("run/completed = %s", end.Raw)
+	}
+}

@@ -357,15 +357,28 @@ func TestRunGitHubRateLimits(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		reset time.Duration
-	}{{"past", -time.Hour}, {"future", 2 * time.Second}} {
+	}{{"past", -time.Hour}, {"future", 3 * time.Second}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			g := ghSetup(t)
-			g.fake.Do(func() { g.repo.AutoChecks = green })
-			g.fake.Fail(githubfake.Failure{Match: "check-runs", Kind: "primary", Reset: time.Now().Add(tc.reset)})
+			g.fake.Do(func() {
+				g.repo.AutoChecks = func(string, int) []githubfake.CheckRun {
+					return []githubfake.CheckRun{{Name: "test", Status: "in_progress"}}
+				}
+			})
 			model := startModel(t, ghRules(t)...)
 			c := newRunsClient(t, model, faOptions{config: g.config(""), env: []string{"GITHUB_TOKEN=" + ghToken}})
 			id, _ := g.start(c, nil)
+			// While the checks run, the next look at them is refused; then they pass.
+			c.waitFor("run/updated", func(m *message) bool { return m.str("runId") == id && m.str("pullRequest.checks.state") == "pending" })
+			g.fake.Fail(githubfake.Failure{Match: "check-runs", Kind: "primary", Reset: time.Now().Add(tc.reset)})
+			g.fake.Do(func() {
+				for _, cs := range g.repo.Checks {
+					for _, c := range cs {
+						c.Status, c.Conclusion = "completed", "success"
+					}
+				}
+			})
 			limited := c.waitFor("run/updated", func(m *message) bool {
 				return m.str("runId") == id && strings.Contains(m.str("reason"), "GitHub rate limit")
 			})

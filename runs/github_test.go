@@ -76,6 +76,13 @@ func TestGitHubAutoMerge(t *testing.T) {
 	if r.PullRequest == nil || r.PullRequest.State != protocol.PullRequestMerged || deref(r.MergeCommit) != "bbbb2222" || r.PullRequest.Checks.State != "passed" {
 		t.Errorf("run %+v, PR %+v", r, r.PullRequest)
 	}
+	arts := Artifacts(h.m.Snapshot())
+	if st := string(arts[".apserver/runs/r1/state.md"]); !strings.Contains(st, "| pull request | #7 https://gh/pull/7 (merged) |") {
+		t.Errorf("state.md:\n%s", st)
+	}
+	if cj := string(arts[".apserver/runs/r1/context.json"]); !strings.Contains(cj, `"pullRequest"`) || !strings.Contains(cj, `"number": 7`) {
+		t.Errorf("context.json:\n%s", cj)
+	}
 	// The log replays to the same run.
 	if got := Replay(h.log).Run(); !reflect.DeepEqual(got, r) {
 		t.Errorf("Replay = %+v\nwant %+v", got, r)

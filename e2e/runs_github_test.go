@@ -544,3 +544,25 @@ func TestRunGitHubBadToken(t *testing.T) {
 		t.Errorf("run/completed = %s", end.Raw)
 	}
 }
+
+// push = "after_plan": the draft is open before the first task's commit,
+// its body follows the run, and it is marked ready at the end.
+func TestRunGitHubPushAfterPlan(t *testing.T) {
+	t.Parallel()
+	g := ghSetup(t)
+	g.fake.Do(func() { g.repo.AutoChecks = green })
+	model := startModel(t, ghRules(t)...)
+	c := newRunsClient(t, model, faOptions{config: g.config(`push = "after_plan"`), env: []string{"GITHUB_TOKEN=" + ghToken}})
+	id, _ := g.start(c, nil)
+	opened := c.waitFor("run/updated", func(m *message) bool { return m.str("runId") == id && m.str("pullRequest.state") == "draft" })
+	committed := c.waitFor("run/task/updated", func(m *message) bool { return m.str("task.id") == "g1" && m.str("task.status") == "completed" })
+	if opened.Seq > committed.Seq {
+		t.Errorf("the draft opened after the task's commit")
+	}
+	if end := c.runEnd(id); end.str("run.pullRequest.state") != "merged" {
+		t.Fatalf("run/completed = %s", end.Raw)
+	}
+	if pr := g.pr(t); !pr.OpenedDraft || pr.Draft || pr.Edits == 0 || !strings.Contains(pr.Body, "| completed |") {
+		t.Errorf("PR %+v", pr)
+	}
+}

@@ -188,9 +188,10 @@ type ghState struct {
 	reviews    int // fix tasks made from reviews
 	errors     int // GitHub errors in a row
 	retry      step
-	movedHead  string // the head a human pushed, while the run asks
-	autoAsked  bool   // auto-merge was tried after a refused merge
-	early      bool   // pushed after plan approval (push after_plan)
+	movedHead  string          // the head a human pushed, while the run asks
+	autoAsked  bool            // auto-merge was tried after a refused merge
+	early      bool            // pushed after plan approval (push after_plan)
+	fixTasks   map[string]bool // the fix tasks made from checks and reviews
 }
 
 // gh is the run's GitHub configuration, nil when the run does not use
@@ -471,6 +472,10 @@ func (m *Machine) fixTask(now int64, p protocol.PlanTask) *protocol.RunTask {
 		st = protocol.TaskPending
 	}
 	p = normTask(p)
+	if m.ghs.fixTasks == nil {
+		m.ghs.fixTasks = map[string]bool{}
+	}
+	m.ghs.fixTasks[p.ID] = true
 	r.Plan.Tasks = append(r.Plan.Tasks, protocol.RunTask{PlanTask: p, Status: st})
 	r.Plan.Version++
 	m.emit(Notify{protocol.NotifyRunPlanUpdated, protocol.RunPlanUpdatedNotification{RunID: r.ID, Plan: m.Run().Plan}})

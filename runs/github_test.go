@@ -307,3 +307,19 @@ func TestGitHubPushAfterPlan(t *testing.T) {
 	h.do(Event{Type: EvPushed, Commit: "p2"})
 	h.want(MarkReady{})
 }
+
+// Under fixes trust manual a fix task from GitHub waits at the gate,
+// saying so.
+func TestGitHubFixGate(t *testing.T) {
+	h := ghStart(t, func(c *Config) { c.Trust.Fixes = protocol.TrustManual })
+	h.poll(Poll{State: protocol.PullRequestOpen, Checks: protocol.RunPullRequestChecks{State: "failed"}, Failures: []string{"lint failed"}})
+	h.none(StartTask{})
+	h.status(protocol.RunWaiting, protocol.WaitTaskApproval)
+	if r := h.m.Run(); !strings.Contains(deref(r.Reason), "fix task ci-fix-1 from GitHub waits for approval (fixes trust manual)") {
+		t.Errorf("reason %q", deref(r.Reason))
+	}
+	h.do(Event{Type: EvTaskApproved, TaskID: "ci-fix-1", Decision: protocol.TaskDecisionApprove})
+	if st := h.want(StartTask{}).(StartTask); !strings.Contains(st.Objective, "lint failed") {
+		t.Errorf("objective %s", st.Objective)
+	}
+}

@@ -976,6 +976,8 @@ func (m *Machine) gateTask(now int64, t *protocol.RunTask, fix bool) {
 			why = "the planner or the command rules marked it high risk"
 		}
 		reason = fmt.Sprintf("high-risk task %s waits for approval: %s", t.ID, why)
+	case m.ghs.fixTasks[t.ID]:
+		reason = fmt.Sprintf("fix task %s from GitHub waits for approval (fixes trust manual): %s", t.ID, firstLine(t.Description))
 	default:
 		reason = fmt.Sprintf("task %s waits for approval (implementation trust manual)", t.ID)
 	}

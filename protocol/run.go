@@ -265,6 +265,9 @@ type Run struct {
 	// PullRequest is the run's pull request on GitHub (docs/github.md),
 	// absent when the run has none.
 	PullRequest *RunPullRequest `json:"pullRequest,omitempty"`
+	// Reverts are the undos of the run and its tasks (run/revert,
+	// run/task/revert), oldest first; absent when none.
+	Reverts []RunRevert `json:"reverts,omitempty"`
 }
 
 // RunPullRequestState is where a run's pull request stands.

@@ -58,6 +58,9 @@ type Runner struct {
 	free   int
 	queue  []*run
 
+	// revertMu makes run/revert and run/task/revert one at a time.
+	revertMu sync.Mutex
+
 	mu       sync.Mutex
 	active   map[string]*run // runs with a loop
 	restored bool

@@ -33,6 +33,7 @@ const (
 	EvFailed                EventType = "failed"                // Reason: a step that cannot go on
 	EvQueued                EventType = "queued"                // Position: the run waits for a slot of max_parallel_runs
 	EvDequeued              EventType = "dequeued"              // the run got its slot
+	EvReverted              EventType = "reverted"              // Revert: run/revert or run/task/revert undid the run or a task
 )
 
 // Event is one entry of a run's log: what happened, when, and its data.
@@ -56,6 +57,8 @@ type Event struct {
 	Position      int                        `json:"position,omitempty"`
 	// GitHub is the data of the GitHub stage's events (github.go).
 	GitHub *GitHubData `json:"github,omitempty"`
+	// Revert is what run/revert or run/task/revert did.
+	Revert *protocol.RunRevert `json:"revert,omitempty"`
 }
 
 // Config is what a run is started with; it never changes.

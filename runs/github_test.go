@@ -323,3 +323,28 @@ func TestGitHubFixGate(t *testing.T) {
 		t.Errorf("objective %s", st.Objective)
 	}
 }
+
+// run/revert and run/task/revert are recorded in the log of a run that is
+// over; a run still going refuses them.
+func TestReverted(t *testing.T) {
+	h := start(t, cfg())
+	rv := &protocol.RunRevert{Kind: protocol.RevertCommit, Branch: "main", Commit: "abc"}
+	if err := h.m.Check(Event{Type: EvReverted, Revert: rv}); err == nil || !strings.Contains(err.Error(), "run/cancel first") {
+		t.Errorf("Check(reverted) of a running run = %v", err)
+	}
+	h.do(Event{Type: EvCancelled})
+	h.do(Event{Type: EvReverted, Revert: rv})
+	h.want(Notify{})
+	task := "t1"
+	h.do(Event{Type: EvReverted, Revert: &protocol.RunRevert{Kind: protocol.RevertCommit, TaskID: &task, Branch: "main", Commit: "def"}})
+	r := h.m.Run()
+	if len(r.Reverts) != 2 || r.Reverts[0].Commit != "abc" || r.Reverts[0].AtMs == 0 || *r.Reverts[1].TaskID != "t1" || r.Status != protocol.RunCancelled {
+		t.Errorf("reverts %+v, status %s", r.Reverts, r.Status)
+	}
+	if got := Replay(h.log).Run(); !reflect.DeepEqual(got.Reverts, r.Reverts) {
+		t.Errorf("replayed reverts %+v", got.Reverts)
+	}
+	if d := h.m.Snapshot().Decisions; !strings.Contains(d[len(d)-1].Text, "task t1 undone by revert commit def on main") {
+		t.Errorf("decision %q", d[len(d)-1].Text)
+	}
+}

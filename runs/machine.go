@@ -110,6 +110,7 @@ func (m *Machine) Run() protocol.Run {
 	r := m.run
 	r.Plan.Tasks = slices.Clone(r.Plan.Tasks)
 	r.Clarifications = slices.Clone(r.Clarifications)
+	r.Reverts = slices.Clone(r.Reverts)
 	if r.PullRequest != nil {
 		pr := *r.PullRequest
 		r.PullRequest = &pr
@@ -219,6 +220,13 @@ func (m *Machine) Check(ev Event) error {
 		if final {
 			return stateErr("run %s is already %s", r.ID, r.Status)
 		}
+	case EvReverted:
+		if !r.Status.Final() {
+			return stateErr("run %s is %s: a run is undone once it is over (run/cancel first)", r.ID, r.Status)
+		}
+		if ev.Revert == nil {
+			return stateErr("run %s: a revert without its record", r.ID)
+		}
 	}
 	return nil
 }
@@ -316,6 +324,7 @@ type updatedKey struct {
 	queue   int
 	counts  protocol.RunCounts
 	pr      protocol.RunPullRequest
+	reverts int
 }
 
 func (m *Machine) updated() updatedKey {
@@ -335,6 +344,7 @@ func (m *Machine) updated() updatedKey {
 	if m.run.PullRequest != nil {
 		k.pr = *m.run.PullRequest
 	}
+	k.reverts = len(m.run.Reverts)
 	return k
 }
 
@@ -345,6 +355,20 @@ func (m *Machine) apply(ev Event) {
 	switch ev.Type {
 	case EvPushed, EvPROpened, EvPRReady, EvPRPolled, EvReplied, EvPRMerged, EvGitHubError:
 		m.applyGitHub(ev)
+	case EvReverted:
+		rv := *ev.Revert
+		rv.AtMs = ev.AtMs
+		r.Reverts = append(r.Reverts, rv)
+		what := "the run"
+		if rv.TaskID != nil {
+			what = "task " + *rv.TaskID
+		}
+		switch rv.Kind {
+		case protocol.RevertBranchClosed:
+			m.decide(ev.AtMs, fmt.Sprintf("%s undone: branch %s closed (it was at %s) and the worktree removed", what, rv.Branch, rv.Commit))
+		default:
+			m.decide(ev.AtMs, fmt.Sprintf("%s undone by revert commit %s on %s", what, rv.Commit, rv.Branch))
+		}
 	case EvStarted:
 		m.cfg = *ev.Config
 		if m.cfg.MaxRetries <= 0 {

@@ -40,8 +40,11 @@ func RunCommits(ctx context.Context, dir, tip, id string) ([]string, error) {
 // The branch then moves as Merge moves its base: in the checkout that has
 // it when its tracked files are clean (ErrBaseDirty otherwise), else by a
 // compare-and-swap of the ref. A commit with trailers among the FindDepth
-// newest of branch is returned instead of a second one.
-func (r *Repo) Revert(ctx context.Context, branch string, commits []string, message string, trailers []Trailer) (string, error) {
+// newest of branch is returned instead of a second one. Paths under keep
+// (directories, relative to the root) stay as they are on the branch: a
+// run's own records, which later commits rewrite, are not reverted with
+// one of its tasks.
+func (r *Repo) Revert(ctx context.Context, branch string, commits []string, message string, trailers []Trailer, keep ...string) (string, error) {
 	op := "reverting on " + branch
 	if len(commits) == 0 {
 		return "", fmt.Errorf("%s: no commit to revert", op)
@@ -74,7 +77,7 @@ func (r *Repo) Revert(ctx context.Context, branch string, commits []string, mess
 			msg += "\n" + t.String()
 		}
 	}
-	target, err := r.revertInWorktree(ctx, tip, commits, msg+"\n")
+	target, err := r.revertInWorktree(ctx, tip, commits, msg+"\n", keep)
 	if err != nil {
 		var ce *ConflictError
 		if errors.As(err, &ce) {
@@ -89,7 +92,7 @@ func (r *Repo) Revert(ctx context.Context, branch string, commits []string, mess
 	return target, nil
 }
 
-func (r *Repo) revertInWorktree(ctx context.Context, tip string, commits []string, msg string) (sha string, err error) {
+func (r *Repo) revertInWorktree(ctx context.Context, tip string, commits []string, msg string, keep []string) (sha string, err error) {
 	id, err := identity(ctx, r.root)
 	if err != nil {
 		return "", err
@@ -107,16 +110,68 @@ func (r *Repo) revertInWorktree(ctx context.Context, tip string, commits []strin
 			err = rerr
 		}
 	}()
-	for i := len(commits) - 1; i >= 0; i-- {
-		if _, err := run(ctx, call{dir: tmp, config: id, args: []string{"revert", "--no-commit", "--no-edit", commits[i]}}); err != nil {
-			if files, ferr := git(ctx, tmp, "diff", "--name-only", "--diff-filter=U"); ferr == nil && files != "" {
-				return "", &ConflictError{Files: strings.Split(files, "\n")}
+	kept := func(f string) bool {
+		for _, k := range keep {
+			if f == k || strings.HasPrefix(f, strings.TrimSuffix(k, "/")+"/") {
+				return true
 			}
-			return "", err
+		}
+		return false
+	}
+	for i := len(commits) - 1; i >= 0; i-- {
+		_, rerr := run(ctx, call{dir: tmp, config: id, args: []string{"revert", "--no-commit", "--no-edit", commits[i]}})
+		var conflicts []string
+		if rerr != nil {
+			files, ferr := git(ctx, tmp, "diff", "--name-only", "--diff-filter=U")
+			if ferr != nil || files == "" {
+				return "", rerr
+			}
+			for _, f := range strings.Split(files, "\n") {
+				if !kept(f) {
+					conflicts = append(conflicts, f)
+				}
+			}
+			if len(conflicts) > 0 {
+				return "", &ConflictError{Files: conflicts}
+			}
+		}
+		if rerr != nil {
+			// The conflicts were all in kept paths: end the revert's
+			// sequencer state, keep its index.
+			_, _ = git(ctx, tmp, "revert", "--quit")
+		}
+		// What is kept goes back to the branch's version, conflicted or not.
+		for _, k := range keep {
+			if in, _ := git(ctx, tmp, "ls-tree", "--name-only", tip, "--", k); in != "" {
+				if _, err := git(ctx, tmp, "checkout", tip, "--", k); err != nil {
+					return "", err
+				}
+			} else if _, err := git(ctx, tmp, "rm", "-r", "-q", "-f", "--ignore-unmatch", "--", k); err != nil {
+				return "", err
+			}
 		}
 	}
 	if _, err := run(ctx, call{dir: tmp, config: id, stdin: []byte(msg), args: []string{"commit", "--quiet", "--allow-empty", "--no-verify", "--cleanup=whitespace", "--file=-"}}); err != nil {
 		return "", err
 	}
 	return resolve(ctx, tmp, "HEAD")
+}
+
+// DeleteBranch deletes a local branch and returns the tip it had, so that
+// `git branch NAME TIP` brings it back. A branch checked out somewhere is
+// refused by git.
+func (r *Repo) DeleteBranch(ctx context.Context, branch string) (string, error) {
+	unlock, err := r.lock(ctx)
+	if err != nil {
+		return "", fmt.Errorf("deleting branch %s: %w", branch, err)
+	}
+	defer unlock()
+	tip, err := resolve(ctx, r.root, "refs/heads/"+branch)
+	if err != nil {
+		return "", fmt.Errorf("deleting branch %s: %w", branch, err)
+	}
+	if _, err := git(ctx, r.root, "branch", "-D", "--quiet", branch); err != nil {
+		return "", fmt.Errorf("deleting branch %s: %w", branch, err)
+	}
+	return tip, nil
 }

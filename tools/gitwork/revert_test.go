@@ -3,6 +3,8 @@ package gitwork
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -75,5 +77,42 @@ func TestRevertConflict(t *testing.T) {
 	}
 	if got := testGit(t, dir, "rev-parse", "main"); got != head || read(t, dir, "greet.sh") != "#!/bin/sh\necho hi there\n" {
 		t.Errorf("a conflicting revert changed main (%s, want %s)", got, head)
+	}
+}
+
+// Reverting one task keeps the run's records as later commits left them,
+// and reverts the task's own files.
+func TestRevertKeep(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	r := open(t, dir)
+	wt, branch := addWorktree(t, r, "rk")
+	write(t, wt, "a.txt", "a\n")
+	write(t, wt, ".apserver/runs/x/state.md", "after task 1\n")
+	c1, err := Commit(ctx, wt, "task 1", []Trailer{{"Apserver-Task", "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, wt, "b.txt", "b\n")
+	write(t, wt, ".apserver/runs/x/state.md", "after task 2\n")
+	c2, err := Commit(ctx, wt, "task 2", []Trailer{{"Apserver-Task", "2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Revert(ctx, branch, []string{c1}, "revert task 1", nil); !errors.Is(err, ErrConflict) {
+		t.Fatalf("Revert without keep = %v, want a conflict in state.md", err)
+	}
+	sha, err := r.Revert(ctx, branch, []string{c1}, "revert task 1", nil, ".apserver/runs/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testGit(t, dir, "ls-tree", "-r", "--name-only", sha); strings.Contains(got, "a.txt") || !strings.Contains(got, "b.txt") {
+		t.Errorf("files after reverting task 1:\n%s", got)
+	}
+	if got := testGit(t, dir, "show", sha+":.apserver/runs/x/state.md"); got != "after task 2" {
+		t.Errorf("state.md = %q, want it as task 2 left it", got)
+	}
+	if _, err := os.Stat(filepath.Join(wt, "a.txt")); !os.IsNotExist(err) || testGit(t, wt, "rev-parse", "HEAD") != sha {
+		t.Errorf("the run's checkout of %s did not follow (a.txt: %v; HEAD %s, want %s after %s)", branch, err, testGit(t, wt, "rev-parse", "HEAD"), sha, c2)
 	}
 }

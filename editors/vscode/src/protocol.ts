@@ -4650,6 +4650,8 @@ export type Run = {
   reason: string | null;
   repairProposal: RunRepairProposal | null;
   request: string;
+  /** The undos of the run and its tasks (run/revert, run/task/revert), oldest first; absent when none. */
+  reverts?: RunRevert[];
   stage: RunStage;
   status: RunStatus;
   trust: RunTrust;
@@ -4800,6 +4802,20 @@ export type RunResumeParams = {
 export type RunResumeResponse = {
   run: Run;
 };
+export type RunRevert = {
+  atMs: number;
+  branch: string;
+  commit: string;
+  kind: "commit" | "branchClosed";
+  taskId: string | null;
+};
+export type RunRevertParams = {
+  runId: string;
+};
+export type RunRevertResponse = {
+  revert: RunRevert;
+  run: Run;
+};
 export type RunStage = "planning" | "planApproval" | "implementation" | "validation" | "merge" | "done";
 export type RunStartParams = {
   autonomy?: RunAutonomy | null;
@@ -4847,6 +4863,14 @@ export type RunTaskApproveParams = {
   taskId: string;
 };
 export type RunTaskApproveResponse = {
+  run: Run;
+};
+export type RunTaskRevertParams = {
+  runId: string;
+  taskId: string;
+};
+export type RunTaskRevertResponse = {
+  revert: RunRevert;
   run: Run;
 };
 export type RunTaskRisk = "low" | "medium" | "high";
@@ -7517,9 +7541,13 @@ export interface ClientRequests {
   /** apserver extension. */
   "run/resume": { params: RunResumeParams; result: RunResumeResponse };
   /** apserver extension. */
+  "run/revert": { params: RunRevertParams; result: RunRevertResponse };
+  /** apserver extension. */
   "run/start": { params: RunStartParams; result: RunStartResponse };
   /** apserver extension. */
   "run/task/approve": { params: RunTaskApproveParams; result: RunTaskApproveResponse };
+  /** apserver extension. */
+  "run/task/revert": { params: RunTaskRevertParams; result: RunTaskRevertResponse };
   "server/diagnostics": { params: ServerDiagnosticsParams; result: ServerDiagnosticsResponse };
   "skills/config/write": { params: SkillsConfigWriteParams; result: SkillsConfigWriteResponse };
   "skills/extraRoots/set": { params: SkillsExtraRootsSetParams; result: SkillsExtraRootsSetResponse };

@@ -211,6 +211,9 @@ func ContextJSON(s Snapshot) []byte {
 		// What a second machine needs to find the run's pull request again.
 		v["pullRequest"] = r.PullRequest
 	}
+	// The whole run as clients see it: what `apserver runs import`
+	// rebuilds a run from when the data dir is gone.
+	v["run"] = r
 	b, _ := json.MarshalIndent(v, "", "  ")
 	return append(b, '\n')
 }

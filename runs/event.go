@@ -34,6 +34,7 @@ const (
 	EvQueued                EventType = "queued"                // Position: the run waits for a slot of max_parallel_runs
 	EvDequeued              EventType = "dequeued"              // the run got its slot
 	EvReverted              EventType = "reverted"              // Revert: run/revert or run/task/revert undid the run or a task
+	EvImported              EventType = "imported"              // Run, Decisions: a run rebuilt from its branch (apserver runs import); the first event
 )
 
 // Event is one entry of a run's log: what happened, when, and its data.
@@ -59,6 +60,9 @@ type Event struct {
 	GitHub *GitHubData `json:"github,omitempty"`
 	// Revert is what run/revert or run/task/revert did.
 	Revert *protocol.RunRevert `json:"revert,omitempty"`
+	// Run and Decisions are an imported run (EvImported).
+	Run       *protocol.Run `json:"run,omitempty"`
+	Decisions []Decision    `json:"decisions,omitempty"`
 }
 
 // Config is what a run is started with; it never changes.

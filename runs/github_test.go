@@ -348,3 +348,32 @@ func TestReverted(t *testing.T) {
 		t.Errorf("decision %q", d[len(d)-1].Text)
 	}
 }
+
+// An imported run (apserver runs import) is the run its branch recorded;
+// only a run that is over is imported, and only into an empty log.
+func TestImported(t *testing.T) {
+	m := New()
+	running := protocol.Run{ID: "r9", Status: protocol.RunRunning}
+	if err := m.Check(Event{Type: EvImported, Run: &running}); err == nil {
+		t.Error("a running run was imported")
+	}
+	mc := "abc"
+	r := protocol.Run{ID: "r9", Request: "x", Status: protocol.RunCompleted, Stage: protocol.StageDone, BaseBranch: "main", Branch: "b",
+		MergeCommit: &mc, Plan: protocol.RunPlan{Version: 1, Approved: true, Tasks: []protocol.RunTask{{PlanTask: task("t1"), Status: protocol.TaskCompleted}}},
+		Clarifications: []protocol.RunClarification{}, UpdatedAtMs: 500}
+	ev := Event{Type: EvImported, AtMs: 500, Run: &r, Decisions: []Decision{{AtMs: 1, Text: "plan v1 approved"}}}
+	if err := m.Accepts(ev); err != nil {
+		t.Fatal(err)
+	}
+	m.Apply(ev)
+	got := m.Run()
+	if got.ID != "r9" || got.Status != protocol.RunCompleted || deref(got.MergeCommit) != "abc" || got.Counts.Completed != 1 || m.Config().Branch != "b" {
+		t.Errorf("imported run %+v", got)
+	}
+	if err := m.Check(ev); err == nil {
+		t.Error("a run imported twice")
+	}
+	if rp := Replay([]Event{ev}).Run(); !reflect.DeepEqual(rp, got) {
+		t.Errorf("Replay = %+v\nwant %+v", rp, got)
+	}
+}

@@ -139,12 +139,19 @@ func stateErr(format string, args ...any) error {
 // holds only events that applied.
 func (m *Machine) Check(ev Event) error {
 	r := &m.run
-	if ev.Type != EvStarted && r.ID == "" {
+	if ev.Type != EvStarted && ev.Type != EvImported && r.ID == "" {
 		return stateErr("run has not started")
 	}
 	final := r.Status.Final() && r.Status != protocol.RunFailed
 	waiting := func(w protocol.RunWaitingFor) bool { return r.WaitingFor != nil && *r.WaitingFor == w }
 	switch ev.Type {
+	case EvImported:
+		if r.ID != "" {
+			return stateErr("run %s exists already", r.ID)
+		}
+		if ev.Run == nil || ev.Run.ID == "" || !ev.Run.Status.Final() {
+			return stateErr("an imported run must be over")
+		}
 	case EvStarted:
 		if r.ID != "" {
 			return stateErr("run %s has already started", r.ID)
@@ -355,6 +362,12 @@ func (m *Machine) apply(ev Event) {
 	switch ev.Type {
 	case EvPushed, EvPROpened, EvPRReady, EvPRPolled, EvReplied, EvPRMerged, EvGitHubError:
 		m.applyGitHub(ev)
+	case EvImported:
+		*r = *ev.Run
+		r.Plan.Tasks = slices.Clone(r.Plan.Tasks)
+		m.cfg = Config{ID: r.ID, Request: r.Request, Cwd: r.Cwd, BaseBranch: r.BaseBranch, Branch: r.Branch, Worktree: r.Worktree,
+			Trust: r.Trust, Autonomy: r.Autonomy, Merge: r.Merge, Models: r.Models, MaxClarifications: r.MaxClarifications, MaxRetries: 3}
+		m.decisions = slices.Clone(ev.Decisions)
 	case EvReverted:
 		rv := *ev.Revert
 		rv.AtMs = ev.AtMs

@@ -61,6 +61,13 @@ func main() {
 		err = runRun(args)
 	case "replay":
 		err = runReplay(args)
+	case "runs":
+		if len(args) > 0 && args[0] == "import" {
+			err = runRunsImport(args[1:])
+			break
+		}
+		fmt.Fprintf(os.Stderr, "apserver runs: unknown subcommand %q (import)\n", strings.Join(args, " "))
+		os.Exit(2)
 	case "version", "--version":
 		fmt.Println("apserver", version)
 	case "help", "-h", "--help":

@@ -53,7 +53,7 @@ lint: ## go vet, gofmt and staticcheck
 # package:FuzzTarget pairs run by `make fuzz`.
 FUZZ_TARGETS := server:FuzzReadLine model:FuzzFastDecode tools/patch:FuzzParse \
 	tools/patch:FuzzRoundTrip tools/patch:FuzzUnifiedDiff \
-	tools/rules:FuzzEvaluate session:FuzzExplainIsThePlan
+	tools/rules:FuzzEvaluate session:FuzzExplainIsThePlan blueprint:FuzzParsePage
 
 fuzz: ## run each fuzz target briefly (FUZZTIME=15s each)
 	@set -e; for t in $(FUZZ_TARGETS); do \
@@ -63,6 +63,7 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=15s each)
 
 bench: build ## Go benchmarks plus the peerbench comparison against Codex (see docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./server/ ./model/ ./store/ ./tools/ ./tools/checkpoint/
+	$(GO) test -run '^$$' -bench . -benchmem ./blueprint/ ./blueprints/
 	APSERVER_STREAM_MIB=64 $(GO) test -count=1 -run 'TestEndlessStreamLarge' -v ./e2e/ | grep -E 'streamed|^(ok|FAIL|---)'
 	$(GO) build -o bin/benchtool ./bench/benchtool.go && bin/benchtool longthread -bin $(BIN)
 	./bench/peerbench.sh

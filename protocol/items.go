@@ -106,12 +106,15 @@ type DynamicToolCallItem struct {
 	Success      *bool                    `json:"success"`
 	ContentItems []DynamicToolCallContent `json:"contentItems"`
 	DurationMs   *int64                   `json:"durationMs"`
+	// Namespace is the client tool's namespace (dynamictools.go).
+	Namespace *string `json:"namespace,omitempty"`
 }
 
 // DynamicToolCallContent is one part of a dynamic tool call's output.
 type DynamicToolCallContent struct {
-	Type string `json:"type"` // inputText
-	Text string `json:"text"`
+	Type     string `json:"type"` // inputText | inputImage
+	Text     string `json:"text"`
+	ImageURL string `json:"imageUrl,omitempty"` // inputImage
 }
 
 // ContextCompactionItem marks a compaction of the history.

@@ -189,6 +189,16 @@ const (
 
 // Client → server requests: apserver's extensions (protocol/apserver/schema).
 const (
+	MethodBlueprintCancel        = "blueprint/cancel"
+	MethodBlueprintCoverage      = "blueprint/coverage"
+	MethodBlueprintDiff          = "blueprint/diff"
+	MethodBlueprintIngest        = "blueprint/ingest"
+	MethodBlueprintList          = "blueprint/list"
+	MethodBlueprintNext          = "blueprint/next"
+	MethodBlueprintNodeTasks     = "blueprint/node/tasks"
+	MethodBlueprintNodeUpdate    = "blueprint/node/update"
+	MethodBlueprintRead          = "blueprint/read"
+	MethodBlueprintVerify        = "blueprint/verify"
 	MethodFullAutoPause          = "fullAuto/pause"
 	MethodFullAutoResume         = "fullAuto/resume"
 	MethodFullAutoStart          = "fullAuto/start"
@@ -324,6 +334,8 @@ const (
 // Server → client notifications: apserver's extensions (protocol/apserver/schema).
 const (
 	NotifyAttention                 = "attention"
+	NotifyBlueprintProgress         = "blueprint/progress"
+	NotifyBlueprintUpdated          = "blueprint/updated"
 	NotifyFullAutoDecision          = "fullAuto/decision"
 	NotifyFullAutoStatusChanged     = "fullAuto/statusChanged"
 	NotifyRunClarificationRequested = "run/clarification/requested"
@@ -381,6 +393,16 @@ var Methods = []MethodInfo{
 	{MethodAppInstalled, KindClientRequest, "AppsInstalledParams", "AppsInstalledResponse", false},
 	{MethodAppList, KindClientRequest, "AppsListParams", "AppsListResponse", false},
 	{MethodAppRead, KindClientRequest, "AppsReadParams", "AppsReadResponse", false},
+	{MethodBlueprintCancel, KindClientRequest, "BlueprintCancelParams", "BlueprintCancelResponse", true},
+	{MethodBlueprintCoverage, KindClientRequest, "BlueprintCoverageParams", "BlueprintCoverageResponse", true},
+	{MethodBlueprintDiff, KindClientRequest, "BlueprintDiffParams", "BlueprintDiffResponse", true},
+	{MethodBlueprintIngest, KindClientRequest, "BlueprintIngestParams", "BlueprintIngestResponse", true},
+	{MethodBlueprintList, KindClientRequest, "BlueprintListParams", "BlueprintListResponse", true},
+	{MethodBlueprintNext, KindClientRequest, "BlueprintNextParams", "BlueprintNextResponse", true},
+	{MethodBlueprintNodeTasks, KindClientRequest, "BlueprintNodeTasksParams", "BlueprintNodeTasksResponse", true},
+	{MethodBlueprintNodeUpdate, KindClientRequest, "BlueprintNodeUpdateParams", "BlueprintNodeUpdateResponse", true},
+	{MethodBlueprintRead, KindClientRequest, "BlueprintReadParams", "BlueprintReadResponse", true},
+	{MethodBlueprintVerify, KindClientRequest, "BlueprintVerifyParams", "BlueprintVerifyResponse", true},
 	{MethodCollaborationModeList, KindClientRequest, "CollaborationModeListParams", "CollaborationModeListResponse", false},
 	{MethodCommandExec, KindClientRequest, "CommandExecParams", "CommandExecResponse", false},
 	{MethodCommandExecResize, KindClientRequest, "CommandExecResizeParams", "CommandExecResizeResponse", false},
@@ -582,6 +604,8 @@ var Methods = []MethodInfo{
 	{NotifyAppListUpdated, KindServerNotification, "AppListUpdatedNotification", "", false},
 	{NotifyAttention, KindServerNotification, "AttentionNotification", "", true},
 	{NotifyAutoApprovalReviewStrictReviewRequired, KindServerNotification, "StrictReviewRequiredNotification", "", false},
+	{NotifyBlueprintProgress, KindServerNotification, "BlueprintProgressNotification", "", true},
+	{NotifyBlueprintUpdated, KindServerNotification, "BlueprintUpdatedNotification", "", true},
 	{NotifyCommandExecOutputDelta, KindServerNotification, "CommandExecOutputDeltaNotification", "", false},
 	{NotifyConfigWarning, KindServerNotification, "ConfigWarningNotification", "", false},
 	{NotifyDeprecationNotice, KindServerNotification, "DeprecationNoticeNotification", "", false},

@@ -447,6 +447,9 @@ func (s *Server) handleRequest(ctx context.Context, id jsonrpc2.ID, method strin
 		// do not wait behind it.
 		rs.lane = "\x00command/exec " + idString(id)
 	}
+	if lane, ok := blueprintLane(method, id); ok {
+		rs.lane = lane
+	}
 	if s.hub != nil {
 		switch method {
 		case protocol.MethodFsWatch, protocol.MethodFsUnwatch:

@@ -135,6 +135,8 @@ func (t *thread) commandRequest(turnID string, run *commandRun, reason string) s
 	switch {
 	case run.plan.forbidden():
 		why = run.plan.reason()
+	case run.plan.privileged() != "":
+		why = "This command runs something as another user: " + run.plan.privileged()
 	case run.plan.opaque() != "":
 		why = "The rules cannot read this command fully: " + run.plan.opaque()
 	}
@@ -148,7 +150,7 @@ func (t *thread) commandRequest(turnID string, run *commandRun, reason string) s
 	}
 	return serverRequest{Method: protocol.RequestCommandApproval, Params: params, Kind: "command", Command: run.command,
 		Rule: run.plan.ruleDecision(), RuleName: run.plan.ruleName(), Sandboxed: run.plan.sandboxed(),
-		Escalated: run.plan.escalated, Opaque: run.plan.opaque()}
+		Escalated: run.plan.escalated, Opaque: run.plan.opaque(), Privileged: run.plan.privileged()}
 }
 
 func (tr *turn) dropRequest(id int64) {
@@ -173,7 +175,11 @@ func (t *thread) onApproval(tr *turn, run *commandRun, reqID int64, raw json.Raw
 	case protocol.DecisionAccept, protocol.DecisionAcceptWithExecpolicyAmendment, protocol.DecisionApplyNetworkPolicyAmendment:
 		t.startExec(tr, run)
 	case protocol.DecisionAcceptForSession:
-		t.approved[approvalKey(run.command, run.plan.escalated)] = true
+		// Only where the request offered it: a forbidden, privileged or
+		// opaque command is approved once, never for the session.
+		if run.plan.sessionApprovable() {
+			t.approved[approvalKey(run.command, run.plan.escalated)] = true
+		}
 		t.startExec(tr, run)
 	case protocol.DecisionDecline:
 		t.finishCommand(tr, run, protocol.ItemDeclined, "The user declined to run this command. Do not retry it; continue without it or explain what you needed.")

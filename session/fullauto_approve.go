@@ -49,6 +49,8 @@ func requestItemID(req serverRequest) string {
 		return p.ItemID
 	case protocol.ToolRequestUserInputParams:
 		return p.ItemID
+	case protocol.McpServerElicitationParams: // an MCP tool approval (mcptools.go)
+		return p.ItemID
 	}
 	return ""
 }
@@ -60,7 +62,7 @@ func approvalRequest(req serverRequest) controller.ApprovalRequest {
 		Kind: req.Kind, Command: req.Command,
 		RuleDecision: req.Rule, Rule: req.RuleName, Paths: append([]string{}, req.Paths...),
 		InsideWritableRoots: req.InsideWorkspace, Sandboxed: req.Sandboxed,
-		Escalated: req.Escalated, Opaque: req.Opaque,
+		Escalated: req.Escalated, Opaque: req.Opaque, Privileged: req.Privileged,
 	}
 }
 
@@ -169,6 +171,8 @@ func requestReason(req serverRequest) string {
 		if len(p.Questions) > 0 {
 			return "answer: " + truncate(p.Questions[0].Question, 200)
 		}
+	case protocol.McpServerElicitationParams:
+		return truncate(p.Message, 200)
 	}
 	return "answer " + req.Method
 }

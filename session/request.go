@@ -26,9 +26,12 @@ type serverRequest struct {
 	// Sandboxed: the command would run confined by the kernel sandbox.
 	Sandboxed bool
 	// Escalated: the command asks to run outside the sandbox. Opaque says
-	// why the rules cannot read it fully. Either makes it a human's call.
-	Escalated bool
-	Opaque    string
+	// why the rules cannot read it fully: a human's call outside the
+	// sandbox. Privileged says why it runs a command as another user:
+	// always a human's call.
+	Escalated  bool
+	Opaque     string
+	Privileged string
 	// InsideWorkspace: every path of a file change is inside the writable
 	// roots.
 	InsideWorkspace bool

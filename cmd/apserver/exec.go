@@ -465,8 +465,14 @@ func (c *execClient) Notify(method string, params any) {
 				fmt.Fprintf(w, "  │ %s\n", l)
 			}
 		case "commandExecution":
-			code, _ := get("item.exitCode").(float64)
-			fmt.Fprintf(w, "    → %s, exit %d\n", str("item.status"), int(code))
+			// A command that did not run (declined, refused) has no exit
+			// code: say so, not "exit 0".
+			status := str("item.status")
+			if code, ok := get("item.exitCode").(float64); ok && status != "declined" {
+				fmt.Fprintf(w, "    → %s, exit %d\n", status, int(code))
+			} else {
+				fmt.Fprintf(w, "    → %s (not run)\n", status)
+			}
 		case "fileChange":
 			var paths []string
 			chs, _ := get("item.changes").([]any)

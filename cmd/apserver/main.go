@@ -6,6 +6,7 @@
 //	apserver exec "objective"   work on an objective headless (exec.go)
 //	apserver run "request"      carry a request through a run headless (run.go)
 //	apserver replay THREAD      re-decide a thread's full-auto receipts (replay.go)
+//	apserver blueprint ...      ingest a specification, show its plan tree (blueprint.go)
 //	apserver version            print the version
 //
 // This file parses flags, sets up logging and wires the packages together;
@@ -61,6 +62,8 @@ func main() {
 		err = runRun(args)
 	case "replay":
 		err = runReplay(args)
+	case "blueprint":
+		err = runBlueprint(args)
 	case "runs":
 		if len(args) > 0 && args[0] == "import" {
 			err = runRunsImport(args[1:])
@@ -105,6 +108,8 @@ Usage:
   apserver exec "objective"  work on an objective headless in this directory (--full-auto: until done)
   apserver run "request"     carry a request through a run (plan, tasks, commits) on a branch of its own
   apserver replay THREAD     re-decide a thread's full-auto receipts; exit 1 naming each that differs
+  apserver blueprint ingest FILE | show [--depth N] | next
+                             turn a long specification into a plan tree (docs/blueprints.md)
   apserver version           print the version
   apserver help              this text
 
@@ -265,7 +270,10 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 	rn := newRunner(cfg, dataDir, mgr, log)
 	server.Register(srv, mgr)
 	server.RegisterRuns(srv, rn)
+	bs := newBlueprints(cfg, mgr, srv.Client(), log)
+	server.RegisterBlueprints(srv, bs)
 	err = srv.Run(ctx)
+	bs.Close()
 	rn.Close()
 	if cerr := mgr.Close(); cerr != nil && err == nil {
 		err = cerr

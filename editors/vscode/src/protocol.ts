@@ -434,6 +434,226 @@ export type BedrockSetupParams = {
   type: "environment";
 };
 export type BedrockSetupResponse = { [key: string]: unknown };
+export type Blueprint = {
+  cwd: string;
+  id: string;
+  primary: BlueprintVersion;
+  title: string;
+};
+export type BlueprintByteRange = {
+  end: number;
+  start: number;
+};
+export type BlueprintCancelParams = {
+  blueprintId: string;
+};
+export type BlueprintCancelResponse = { [key: string]: never };
+export type BlueprintCheckResult = {
+  command: string;
+  error?: string;
+  exitCode: number;
+  output?: string;
+};
+export type BlueprintCoverageParams = {
+  blueprintId: string;
+  cursor?: string | null;
+  limit?: number | null;
+  versionId?: string | null;
+};
+export type BlueprintCoverageResponse = {
+  coveredBytes: number;
+  gaps: BlueprintByteRange[];
+  nextCursor?: string;
+  normative: BlueprintNormativeSentence[];
+  normativeMapped: number;
+  normativeTotal: number;
+  ratio: number;
+  totalBytes: number;
+  uncovered: BlueprintNormativeSentence[];
+};
+export type BlueprintDiffParams = {
+  blueprintId: string;
+  from?: string | null;
+  to?: string | null;
+};
+export type BlueprintDiffResponse = {
+  added: BlueprintNodeChange[];
+  from: string;
+  modified: BlueprintNodeChange[];
+  moved: BlueprintNodeChange[];
+  removed: BlueprintNodeChange[];
+  review: BlueprintTask[];
+  to: string;
+};
+export type BlueprintIngestParams = {
+  blueprintId?: string | null;
+  chunkTokens?: number | null;
+  cwd?: string | null;
+  path?: string | null;
+  text?: string | null;
+  title?: string | null;
+};
+export type BlueprintIngestResponse = {
+  blueprint: Blueprint;
+  version: BlueprintVersion;
+};
+export type BlueprintJobStatus = "ingesting" | "ready" | "failed" | "cancelled";
+export type BlueprintListParams = {
+  cwd?: string | null;
+};
+export type BlueprintListResponse = {
+  data: Blueprint[];
+};
+export type BlueprintNextParams = {
+  blueprintId: string;
+  cursor?: string | null;
+  limit?: number | null;
+  phase?: string | null;
+};
+export type BlueprintNextResponse = {
+  data: BlueprintNextTask[];
+  nextCursor?: string;
+  phase?: string;
+};
+export type BlueprintNextTask = {
+  chain: number;
+  inProgressNode: boolean;
+  node: BlueprintNode;
+};
+export type BlueprintNode = {
+  anchor: string[];
+  dependsOn?: string[];
+  depth: number;
+  end: number;
+  estimate?: "XS" | "S" | "M" | "L" | "XL";
+  hash: string;
+  id: string;
+  kind: BlueprintNodeKind;
+  order: number;
+  parentId?: string;
+  priority?: BlueprintPriority;
+  risk?: "low" | "medium" | "high";
+  sectionEnd: number;
+  start: number;
+  status: BlueprintNodeStatus;
+  summary?: string;
+  title: string;
+  unresolved?: string[];
+};
+export type BlueprintNodeChange = {
+  anchor: string[];
+  before?: BlueprintNode;
+  id: string;
+  kind: BlueprintNodeKind;
+  title: string;
+};
+export type BlueprintNodeKind = "phase" | "epic" | "feature" | "story" | "task";
+export type BlueprintNodeStatus = "planned" | "in_progress" | "blocked" | "done";
+export type BlueprintNodeTasksParams = {
+  blueprintId: string;
+  nodeId: string;
+  regenerate?: boolean | null;
+};
+export type BlueprintNodeTasksResponse = {
+  node: BlueprintNode;
+  tasks: BlueprintTask[];
+};
+export type BlueprintNodeUpdateParams = {
+  blueprintId: string;
+  dependsOn?: string[] | null;
+  nodeId: string;
+  priority?: BlueprintPriority | null;
+  status?: BlueprintNodeStatus | null;
+  summary?: string | null;
+  title?: string | null;
+};
+export type BlueprintNodeUpdateResponse = {
+  node: BlueprintNode;
+};
+export type BlueprintNormativeSentence = {
+  end: number;
+  nodeId?: string;
+  start: number;
+  text: string;
+};
+export type BlueprintPriority = "critical" | "high" | "medium" | "low";
+export type BlueprintProgressNotification = {
+  blueprintId: string;
+  chunksDone: number;
+  chunksTotal: number;
+  error?: string;
+  nodes: number;
+  status: BlueprintJobStatus;
+  versionId: string;
+};
+export type BlueprintReadParams = {
+  blueprintId: string;
+  cursor?: string | null;
+  depth?: number | null;
+  limit?: number | null;
+  nodeId?: string | null;
+  versionId?: string | null;
+};
+export type BlueprintReadResponse = {
+  blueprint: Blueprint;
+  nextCursor?: string;
+  nodes: BlueprintNode[];
+};
+export type BlueprintTask = {
+  acceptance: BlueprintTaskAcceptance;
+  dependsOn?: string[];
+  estimate?: "XS" | "S" | "M" | "L" | "XL";
+  excerpt: BlueprintByteRange;
+  excerptText: string;
+  id: string;
+  kind: string;
+  nodeId: string;
+  order: number;
+  review?: boolean;
+  risk?: "low" | "medium" | "high";
+  status: BlueprintNodeStatus;
+  title: string;
+  unresolved?: string[];
+};
+export type BlueprintTaskAcceptance = {
+  checks: string[];
+  criteria: string[];
+  files: string[];
+};
+export type BlueprintTaskVerification = {
+  checks: BlueprintCheckResult[];
+  missingFiles?: string[];
+  passed: boolean;
+  reopened: boolean;
+  taskId: string;
+  title: string;
+};
+export type BlueprintUpdatedNotification = {
+  blueprintId: string;
+  node: BlueprintNode;
+  versionId: string;
+};
+export type BlueprintVerifyParams = {
+  blueprintId: string;
+  nodeId: string;
+};
+export type BlueprintVerifyResponse = {
+  data: BlueprintTaskVerification[];
+};
+export type BlueprintVersion = {
+  blueprintId: string;
+  bytes: number;
+  chunksDone: number;
+  chunksTotal: number;
+  createdAt: number;
+  error?: string;
+  id: string;
+  nodes: number;
+  number: number;
+  parentId?: string;
+  replacedBy?: string;
+  status: BlueprintJobStatus;
+};
 export type BrowserUseAccessApprovalLifetime = "turn" | "thread";
 export type BrowserUseConfig = {
   allow_history_access?: boolean | null;
@@ -3963,7 +4183,7 @@ export type PolicyExplainParams = {
   sandboxPermissions?: "use_default" | "require_escalated" | null;
   threadId?: string | null;
 };
-/** What would happen to a command or a path. resolvedPath (paths only) is the absolute path the file tools would write. opaque says why the rules cannot read the command fully; escalated, that it was judged to run outside the sandbox; refusal, what the model is told when effective is refuse. */
+/** What would happen to a command or a path. resolvedPath (paths only) is the absolute path the file tools would write. opaque says why the rules cannot read the command fully; privileged, why it runs a command as another user (a human approves it every time); escalated, that it was judged to run outside the sandbox; refusal, what the model is told when effective is refuse. */
 export type PolicyExplainResponse = {
   approvalPolicy: "untrusted" | "on-failure" | "on-request" | "never";
   decision: "allow" | "prompt" | "forbidden";
@@ -3971,6 +4191,7 @@ export type PolicyExplainResponse = {
   escalated?: boolean;
   opaque?: string;
   part: string | null;
+  privileged?: string;
   reason: string;
   refusal?: string;
   resolvedPath?: string;
@@ -7422,6 +7643,26 @@ export interface ClientRequests {
   "app/installed": { params: AppsInstalledParams; result: AppsInstalledResponse };
   "app/list": { params: AppsListParams; result: AppsListResponse };
   "app/read": { params: AppsReadParams; result: AppsReadResponse };
+  /** apserver extension. */
+  "blueprint/cancel": { params: BlueprintCancelParams; result: BlueprintCancelResponse };
+  /** apserver extension. */
+  "blueprint/coverage": { params: BlueprintCoverageParams; result: BlueprintCoverageResponse };
+  /** apserver extension. */
+  "blueprint/diff": { params: BlueprintDiffParams; result: BlueprintDiffResponse };
+  /** apserver extension. */
+  "blueprint/ingest": { params: BlueprintIngestParams; result: BlueprintIngestResponse };
+  /** apserver extension. */
+  "blueprint/list": { params: BlueprintListParams; result: BlueprintListResponse };
+  /** apserver extension. */
+  "blueprint/next": { params: BlueprintNextParams; result: BlueprintNextResponse };
+  /** apserver extension. */
+  "blueprint/node/tasks": { params: BlueprintNodeTasksParams; result: BlueprintNodeTasksResponse };
+  /** apserver extension. */
+  "blueprint/node/update": { params: BlueprintNodeUpdateParams; result: BlueprintNodeUpdateResponse };
+  /** apserver extension. */
+  "blueprint/read": { params: BlueprintReadParams; result: BlueprintReadResponse };
+  /** apserver extension. */
+  "blueprint/verify": { params: BlueprintVerifyParams; result: BlueprintVerifyResponse };
   "collaborationMode/list": { params: CollaborationModeListParams; result: CollaborationModeListResponse };
   "command/exec": { params: CommandExecParams; result: CommandExecResponse };
   "command/exec/resize": { params: CommandExecResizeParams; result: CommandExecResizeResponse };
@@ -7656,6 +7897,10 @@ export interface ServerNotifications {
   /** apserver extension. */
   "attention": AttentionNotification;
   "autoApprovalReview/strictReviewRequired": StrictReviewRequiredNotification;
+  /** apserver extension. */
+  "blueprint/progress": BlueprintProgressNotification;
+  /** apserver extension. */
+  "blueprint/updated": BlueprintUpdatedNotification;
   "command/exec/outputDelta": CommandExecOutputDeltaNotification;
   "configWarning": ConfigWarningNotification;
   "deprecationNotice": DeprecationNoticeNotification;

@@ -566,3 +566,35 @@ func TestRunGitHubPushAfterPlan(t *testing.T) {
 		t.Errorf("PR %+v", pr)
 	}
 }
+
+// A run merged on GitHub is undone by a revert pull request: a branch off
+// the remote base whose files are what the base had before the run.
+func TestRunGitHubRevert(t *testing.T) {
+	t.Parallel()
+	g := ghSetup(t)
+	g.fake.Do(func() { g.repo.AutoChecks = green })
+	before := gitOut(t, g.bare, "rev-parse", "main^{tree}")
+	model := startModel(t, ghRules(t)...)
+	c := newRunsClient(t, model, faOptions{config: g.config(""), env: []string{"GITHUB_TOKEN=" + ghToken}})
+	id, _ := g.start(c, nil)
+	if end := c.runEnd(id); end.str("run.pullRequest.state") != "merged" {
+		t.Fatalf("run/completed = %s", end.Raw)
+	}
+	rv := c.call("run/revert", map[string]any{"runId": id})
+	branch := "apserver/revert-" + id
+	if rv.str("revert.kind") != "pullRequest" || rv.str("revert.branch") != branch || rv.get("revert.pullRequest.number") != 2.0 {
+		t.Fatalf("run/revert = %s", rv.Raw)
+	}
+	if got := gitOut(t, g.bare, "rev-parse", branch+"^{tree}"); got != before {
+		t.Errorf("the revert branch's files differ from main's before the run:\n%s", gitOut(t, g.bare, "diff", "--stat", before, branch))
+	}
+	g.fake.Do(func() {
+		p := g.repo.PR(2)
+		if p == nil || p.Head != branch || p.Base != "main" || !strings.Contains(p.Body, "Reverts #1") {
+			t.Errorf("revert PR %+v", p)
+		}
+	})
+	if r := c.call("run/read", map[string]any{"runId": id}); r.str("run.reverts.0.pullRequest.url") == "" {
+		t.Errorf("run/read = %s", r.Raw)
+	}
+}

@@ -30,6 +30,10 @@ const (
 	// RevertBranchClosed: an unmerged run's branch deleted and its worktree
 	// removed; Commit is the branch's tip, to restore it with git branch.
 	RevertBranchClosed RunRevertKind = "branchClosed"
+	// RevertPullRequest: a run merged on GitHub; the revert commit is on
+	// Branch, a branch of its own off the base, in the pull request
+	// PullRequest for a human to merge.
+	RevertPullRequest RunRevertKind = "pullRequest"
 )
 
 // RunRevert records one undo of a run or of one of its tasks.
@@ -40,6 +44,8 @@ type RunRevert struct {
 	Branch string  `json:"branch"`
 	Commit string  `json:"commit"`
 	AtMs   int64   `json:"atMs"`
+	// PullRequest is the revert pull request (kind pullRequest).
+	PullRequest *RunPullRequest `json:"pullRequest,omitempty"`
 }
 
 // RunRevertResult is the result of run/revert and run/task/revert.

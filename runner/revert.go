@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/apserver/apserver/github"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
 	"github.com/apserver/apserver/session/port"
@@ -132,9 +133,12 @@ func (rn *Runner) undo(ctx context.Context, cfg runs.Config, r protocol.Run, tas
 		return protocol.RunRevert{}, err
 	}
 	onGitHub := r.PullRequest != nil && r.PullRequest.State == protocol.PullRequestMerged
+	if onGitHub && taskID == "" {
+		return rn.undoOnGitHub(ctx, cfg, repo, r)
+	}
 	if onGitHub {
 		return protocol.RunRevert{}, protocol.Errorf(protocol.ErrInvalidRequest,
-			"run %s was merged on GitHub (pull request #%d): revert it there (GitHub's Revert button opens a revert pull request)", r.ID, r.PullRequest.Number)
+			"run %s was merged on GitHub (pull request #%d): revert the whole run (run/revert opens a revert pull request)", r.ID, r.PullRequest.Number)
 	}
 	merged := r.MergeCommit != nil
 	if taskID != "" {
@@ -216,4 +220,54 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// undoOnGitHub undoes a run merged on GitHub: a revert commit on a branch
+// of its own off the remote base (the run's commits on it, or the merge
+// commit against its first parent), pushed, in a revert pull request
+// for a human (or the repository's rules) to merge.
+func (rn *Runner) undoOnGitHub(ctx context.Context, cfg runs.Config, repo *gitwork.Repo, r protocol.Run) (protocol.RunRevert, error) {
+	g := cfg.GitHub
+	if g == nil || g.Unavailable != "" || r.MergeCommit == nil {
+		return protocol.RunRevert{}, protocol.Errorf(protocol.ErrInvalidRequest, "run %s was merged on GitHub, but GitHub cannot be used now", r.ID)
+	}
+	tip, err := gitwork.Fetch(ctx, repo.Root(), g.Remote, r.BaseBranch)
+	if err != nil {
+		return protocol.RunRevert{}, err
+	}
+	commits, err := gitwork.RunCommits(ctx, repo.Root(), *r.MergeCommit, r.ID)
+	if err != nil {
+		return protocol.RunRevert{}, err
+	}
+	if len(commits) == 0 {
+		commits = []string{*r.MergeCommit} // GitHub's merge commit
+	}
+	branch := "apserver/revert-" + r.ID
+	if err := repo.EnsureBranch(ctx, branch, tip); err != nil {
+		return protocol.RunRevert{}, err
+	}
+	msg := fmt.Sprintf("Revert apserver run %s: %s\n\nThis undoes pull request #%d, merged into %s as %s.\n",
+		r.ID, firstLine(r.Request), r.PullRequest.Number, r.BaseBranch, *r.MergeCommit)
+	sha, err := repo.Revert(ctx, branch, commits, msg, []gitwork.Trailer{{Key: RevertTrailer, Value: r.ID}})
+	if err != nil {
+		return protocol.RunRevert{}, revertErr(r.ID, err)
+	}
+	if _, err := gitwork.Push(ctx, repo.Root(), g.Remote, branch); err != nil {
+		return protocol.RunRevert{}, err
+	}
+	x := &run{rn: rn, id: r.ID, ctx: ctx}
+	c, err := x.client(cfg)
+	if err != nil {
+		return protocol.RunRevert{}, err
+	}
+	pr, _, err := c.EnsurePR(ctx, github.NewPR{Head: branch, Base: r.BaseBranch,
+		Title: github.Title("Revert: " + r.Request),
+		Body:  fmt.Sprintf("Reverts #%d: undoes apserver run `%s` (%s).\n", r.PullRequest.Number, r.ID, firstLine(r.Request))})
+	if err != nil {
+		return protocol.RunRevert{}, err
+	}
+	if err := c.RequestReviewers(ctx, pr.Number, g.Reviewers, g.TeamReviewers); err != nil {
+		rn.log.Warn("run/revert: requesting reviewers", "run", r.ID, "err", err)
+	}
+	return protocol.RunRevert{Kind: protocol.RevertPullRequest, Branch: branch, Commit: sha, PullRequest: prOut(pr)}, nil
 }

@@ -377,6 +377,12 @@ func (m *Machine) apply(ev Event) {
 			what = "task " + *rv.TaskID
 		}
 		switch rv.Kind {
+		case protocol.RevertPullRequest:
+			n := 0
+			if rv.PullRequest != nil {
+				n = rv.PullRequest.Number
+			}
+			m.decide(ev.AtMs, fmt.Sprintf("%s undone by revert pull request #%d (commit %s on %s)", what, n, rv.Commit, rv.Branch))
 		case protocol.RevertBranchClosed:
 			m.decide(ev.AtMs, fmt.Sprintf("%s undone: branch %s closed (it was at %s) and the worktree removed", what, rv.Branch, rv.Commit))
 		default:

@@ -48,3 +48,25 @@ func Push(ctx context.Context, dir, remote, branch string) (string, error) {
 	}
 	return sha, nil
 }
+
+// Fetch brings remote's branch into refs/remotes/<remote>/<branch> and
+// returns its tip.
+func Fetch(ctx context.Context, dir, remote, branch string) (string, error) {
+	ref := "refs/remotes/" + remote + "/" + branch
+	if _, err := git(ctx, dir, "fetch", "--quiet", "--no-tags", remote, "+refs/heads/"+branch+":"+ref); err != nil {
+		return "", fmt.Errorf("fetching %s from %s: %w", branch, remote, err)
+	}
+	return resolve(ctx, dir, ref)
+}
+
+// EnsureBranch creates branch at commit at, unless it exists already.
+func (r *Repo) EnsureBranch(ctx context.Context, branch, at string) error {
+	if _, err := resolve(ctx, r.root, "refs/heads/"+branch); err == nil {
+		return nil
+	}
+	if err := checkRefFormat(ctx, r.root, branch); err != nil {
+		return err
+	}
+	_, err := git(ctx, r.root, "branch", "--no-track", branch, at)
+	return err
+}

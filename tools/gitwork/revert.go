@@ -119,7 +119,11 @@ func (r *Repo) revertInWorktree(ctx context.Context, tip string, commits []strin
 		return false
 	}
 	for i := len(commits) - 1; i >= 0; i-- {
-		_, rerr := run(ctx, call{dir: tmp, config: id, args: []string{"revert", "--no-commit", "--no-edit", commits[i]}})
+		args := []string{"revert", "--no-commit", "--no-edit"}
+		if parents, _ := git(ctx, tmp, "rev-list", "--parents", "-n", "1", commits[i]); len(strings.Fields(parents)) > 2 {
+			args = append(args, "-m", "1") // a merge commit: undo what it brought into its first parent
+		}
+		_, rerr := run(ctx, call{dir: tmp, config: id, args: append(args, commits[i])})
 		var conflicts []string
 		if rerr != nil {
 			files, ferr := git(ctx, tmp, "diff", "--name-only", "--diff-filter=U")

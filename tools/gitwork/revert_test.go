@@ -116,3 +116,26 @@ func TestRevertKeep(t *testing.T) {
 		t.Errorf("the run's checkout of %s did not follow (a.txt: %v; HEAD %s, want %s after %s)", branch, err, testGit(t, wt, "rev-parse", "HEAD"), sha, c2)
 	}
 }
+
+// A merge commit (GitHub's merge of a pull request) is reverted against
+// its first parent.
+func TestRevertMergeCommit(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	r := open(t, dir)
+	before := testGit(t, dir, "rev-parse", "main^{tree}")
+	wt, branch := addWorktree(t, r, "mc")
+	write(t, wt, "a.txt", "a\n")
+	if _, err := Commit(ctx, wt, "task", nil); err != nil {
+		t.Fatal(err)
+	}
+	testGit(t, dir, "merge", "-q", "--no-ff", "-m", "Merge pull request #1", branch)
+	merge := testGit(t, dir, "rev-parse", "main")
+	sha, err := r.Revert(ctx, "main", []string{merge}, "Revert the run", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testGit(t, dir, "rev-parse", sha+"^{tree}"); got != before {
+		t.Errorf("after reverting the merge commit the tree is %s, want %s", got, before)
+	}
+}

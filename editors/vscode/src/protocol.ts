@@ -5027,7 +5027,8 @@ export type RunRevert = {
   atMs: number;
   branch: string;
   commit: string;
-  kind: "commit" | "branchClosed";
+  kind: "commit" | "branchClosed" | "pullRequest";
+  pullRequest?: RunPullRequest;
   taskId: string | null;
 };
 export type RunRevertParams = {

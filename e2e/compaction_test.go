@@ -265,7 +265,7 @@ func TestCompactionFullAutoLongRun(t *testing.T) {
 	before := len(modelRequests(model))
 
 	c2 := newFAClient(t, model, faOptions{dataDir: dataDir, config: cfg})
-	end := c2.runEnded(threadID)
+	end := c2.runEndedStepwise(threadID)
 	if end.str("run.stopCondition") != "completed" {
 		t.Fatalf("run ended %s, want completed", end.Raw)
 	}
@@ -855,7 +855,7 @@ func TestCompactionSmallWindowLongToolOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.startFullAuto(threadID, map[string]any{"objective": objective, "approvals": "never"})
-	end := c.runEnded(threadID)
+	end := c.runEndedStepwise(threadID)
 	if end.str("run.stopCondition") != "completed" {
 		t.Fatalf("run ended %s, want completed", end.Raw)
 	}

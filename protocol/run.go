@@ -268,6 +268,8 @@ type Run struct {
 	// Reverts are the undos of the run and its tasks (run/revert,
 	// run/task/revert), oldest first; absent when none.
 	Reverts []RunRevert `json:"reverts,omitempty"`
+	// Blueprint is the blueprint the run was started from, if any.
+	Blueprint *RunBlueprint `json:"blueprint,omitempty"`
 }
 
 // RunPullRequestState is where a run's pull request stands.
@@ -313,6 +315,9 @@ type RunStartParams struct {
 	Merge             *MergeMode       `json:"merge,omitempty"`
 	Models            *RunModelsParams `json:"models,omitempty"`
 	MaxClarifications *int             `json:"maxClarifications,omitempty"`
+	// Blueprint starts the run from a blueprint's node or tasks
+	// (runblueprint.go): then request and cwd may be left out.
+	Blueprint *RunBlueprintParams `json:"blueprint,omitempty"`
 }
 
 func validTrust(field string, t *Trust) error {
@@ -324,11 +329,17 @@ func validTrust(field string, t *Trust) error {
 
 // Validate checks run/start's params.
 func (p *RunStartParams) Validate() error {
-	if p.Cwd == "" {
-		return MissingField("cwd")
-	}
-	if strings.TrimSpace(p.Request) == "" {
-		return MissingField("request")
+	if p.Blueprint != nil {
+		if err := p.Blueprint.Validate(); err != nil {
+			return err
+		}
+	} else {
+		if p.Cwd == "" {
+			return MissingField("cwd")
+		}
+		if strings.TrimSpace(p.Request) == "" {
+			return MissingField("request")
+		}
 	}
 	if p.BaseBranch != nil && *p.BaseBranch == "" {
 		return Errorf(ErrInvalidParams, "Invalid params: baseBranch must not be empty")

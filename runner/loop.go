@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apserver/apserver/protocol"
@@ -37,6 +38,12 @@ type run struct {
 	// (granted is closed when it gets it).
 	hasSlot bool
 	granted chan struct{}
+
+	// bpMu guards the run's records to its blueprint waiting to be
+	// applied, in order, by one goroutine at a time (bpBusy; blueprint.go).
+	bpMu    sync.Mutex
+	bpQueue []func()
+	bpBusy  bool
 }
 
 func (rn *Runner) spawn(id string, m *runs.Machine) *run {
@@ -187,6 +194,10 @@ func (x *run) apply(effs []runs.Effect) {
 					}()
 				}
 			}
+		case runs.BlueprintEvidence:
+			x.recordEvidence(e)
+		case runs.BlueprintProgress:
+			x.recordProgress(e)
 		case runs.Interrupt:
 			thread := e.ThreadID
 			go func() {

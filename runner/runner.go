@@ -64,6 +64,8 @@ type Runner struct {
 	mu       sync.Mutex
 	active   map[string]*run // runs with a loop
 	restored bool
+	// blueprints is the blueprints service (SetBlueprints; blueprint.go).
+	blueprints Blueprints
 }
 
 // New makes a Runner. Call Restore once the client is ready to take up the
@@ -111,10 +113,26 @@ func (rn *Runner) Start(ctx context.Context, p protocol.RunStartParams, reply po
 		return
 	}
 	go func() {
+		var (
+			link    *protocol.RunBlueprint
+			tasks   []protocol.PlanTask
+			summary string
+		)
+		if p.Blueprint != nil {
+			var err error
+			if link, tasks, summary, err = rn.fromBlueprint(ctx, &p); err != nil {
+				reply(nil, err)
+				return
+			}
+		}
 		c, err := rn.config(ctx, p)
 		if err != nil {
 			reply(nil, err)
 			return
+		}
+		if link != nil {
+			c.Blueprint, c.Tasks, c.Summary = link, tasks, summary
+			(&run{rn: rn}).markForbidden(c, c.Tasks)
 		}
 		x := rn.spawn(c.ID, runs.New())
 		x.restored = true // a new run has nothing to take up

@@ -83,4 +83,10 @@ type Config struct {
 	// GitHub, when set, ends the run on GitHub (github.go); nil ends it
 	// locally.
 	GitHub *GitHubConfig `json:"github,omitempty"`
+	// Blueprint: the run was started from a blueprint; Tasks (its tasks,
+	// with the run's ids) are then the first plan, Summary its summary
+	// (blueprint.go).
+	Blueprint *protocol.RunBlueprint `json:"blueprint,omitempty"`
+	Tasks     []protocol.PlanTask    `json:"tasks,omitempty"`
+	Summary   string                 `json:"summary,omitempty"`
 }

@@ -398,7 +398,7 @@ func (m *Machine) apply(ev Event) {
 			Cwd: c.Cwd, BaseBranch: c.BaseBranch, Branch: c.Branch, Worktree: c.Worktree, Trust: c.Trust,
 			Autonomy: c.Autonomy, Merge: c.Merge, Models: c.Models, MaxClarifications: c.MaxClarifications,
 			Clarifications: []protocol.RunClarification{}, Plan: protocol.RunPlan{Tasks: []protocol.RunTask{}},
-			CreatedAtMs: ev.AtMs}
+			CreatedAtMs: ev.AtMs, Blueprint: blueprintView(c)}
 		m.emit(Notify{protocol.NotifyRunStarted, protocol.RunStartedNotification{Run: m.Run()}})
 		m.step = stepWorktree
 		m.emit(CreateWorktree{})
@@ -544,6 +544,7 @@ func (m *Machine) apply(ev Event) {
 			// push after_plan: the open draft says how far the run got.
 			m.emit(UpdatePRBody{Number: r.PullRequest.Number, Snapshot: m.Snapshot()})
 		}
+		m.blueprintCommitted(t, ev.AtMs)
 		m.advance(ev.AtMs)
 	case EvRepairApproved:
 		p := r.RepairProposal
@@ -625,6 +626,7 @@ func (m *Machine) apply(ev Event) {
 			m.emit(Interrupt{ThreadID: *r.PlannerThreadID})
 		}
 		m.decide(ev.AtMs, "cancelled by the user")
+		m.blueprintCancelled()
 		m.end(ev.AtMs, protocol.RunCancelled, "cancelled by the user")
 	case EvMerged:
 		m.step = stepNone
@@ -936,6 +938,9 @@ func (m *Machine) advance(now int64) {
 		return
 	}
 	if !r.Plan.Approved {
+		if m.startFromBlueprint(now) {
+			return
+		}
 		m.step = stepPlanning
 		r.Stage = protocol.StagePlanning
 		m.emit(m.plannerEffect())
@@ -1046,6 +1051,7 @@ func (m *Machine) startTask(t *protocol.RunTask) {
 	m.step = stepImplement
 	t.ThreadID = nil
 	m.taskUpdated(t)
+	m.blueprintProgress(t.ID, protocol.NodeInProgress)
 	m.emit(StartTask{Task: *t, Attempt: t.RetryCount + 1, Objective: Objective(m.cfg, *t)})
 }
 
@@ -1061,6 +1067,7 @@ func (m *Machine) failedAttempt(now int64, t *protocol.RunTask, failure string) 
 	r.Stage = protocol.StageImplementation
 	if t.RetryCount >= m.cfg.MaxRetries {
 		t.Status = protocol.TaskBlocked
+		m.blueprintProgress(t.ID, protocol.NodeBlocked)
 		m.cur = ""
 		r.CurrentTaskID = nil
 		r.RepairProposal = &protocol.RunRepairProposal{TaskID: t.ID, Failure: failure, ProposedTask: RepairTask(*t, m.run.Plan.Tasks)}
@@ -1152,6 +1159,7 @@ func (m *Machine) plannerEffect() StartPlanner {
 			fmt.Fprintf(&b, "- %s: %s (depends on %s)\n", t.ID, t.Title, strings.Join(t.Dependencies, ", "))
 		}
 	}
+	b.WriteString(m.blueprintPlannerNote())
 	if m.feedback != "" {
 		fmt.Fprintf(&b, "\nThe user sent the plan back with this feedback: %s\n", m.feedback)
 	}
@@ -1184,6 +1192,7 @@ func (m *Machine) Restore(now int64) []Effect {
 	if r.ID == "" {
 		return nil
 	}
+	m.resendEvidence(now)
 	switch {
 	case r.Status == protocol.RunCompleted || r.Status == protocol.RunCancelled:
 		m.emit(Released{})

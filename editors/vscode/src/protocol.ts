@@ -603,6 +603,7 @@ export type BlueprintTask = {
   acceptance: BlueprintTaskAcceptance;
   dependsOn?: string[];
   estimate?: "XS" | "S" | "M" | "L" | "XL";
+  evidence?: BlueprintTaskEvidence;
   excerpt: BlueprintByteRange;
   excerptText: string;
   id: string;
@@ -619,6 +620,13 @@ export type BlueprintTaskAcceptance = {
   checks: string[];
   criteria: string[];
   files: string[];
+};
+/** The run whose validator passed the task and its commit on the run's branch. */
+export type BlueprintTaskEvidence = {
+  atMs: number;
+  branch: string;
+  commit: string;
+  runId: string;
 };
 export type BlueprintTaskVerification = {
   checks: BlueprintCheckResult[];
@@ -4851,6 +4859,7 @@ export type RolloutCompressResponse = { [key: string]: unknown };
 export type Run = {
   autonomy: RunAutonomy;
   baseBranch: string;
+  blueprint?: RunBlueprint;
   branch: string;
   clarifications: RunClarification[];
   counts: RunCounts;
@@ -4881,6 +4890,19 @@ export type Run = {
   worktree: string;
 };
 export type RunAutonomy = "off" | "suggest" | "semi_auto" | "full_auto";
+/** The blueprint a run was started from; its task ids are the run's task ids. */
+export type RunBlueprint = {
+  blueprintId: string;
+  nodeId?: string;
+  taskIds: string[];
+  versionId: string;
+};
+/** A blueprint's node (its tasks and those of the nodes under it) or some of its tasks, of the primary version; nodeId or taskIds, not both. */
+export type RunBlueprintParams = {
+  blueprintId: string;
+  nodeId?: string;
+  taskIds?: string[];
+};
 export type RunCancelParams = {
   runId: string;
 };
@@ -5039,14 +5061,16 @@ export type RunRevertResponse = {
   run: Run;
 };
 export type RunStage = "planning" | "planApproval" | "implementation" | "validation" | "merge" | "done";
+/** cwd and request are required unless blueprint is given (then they default to the blueprint's cwd and a request naming its node or tasks). */
 export type RunStartParams = {
   autonomy?: RunAutonomy | null;
   baseBranch?: string | null;
-  cwd: string;
+  blueprint?: RunBlueprintParams | null;
+  cwd?: string;
   maxClarifications?: number | null;
   merge?: RunMergeMode | null;
   models?: RunModelsParams | null;
-  request: string;
+  request?: string;
   trust?: RunTrustParams | null;
 };
 export type RunStartResponse = {

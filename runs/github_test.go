@@ -377,3 +377,31 @@ func TestImported(t *testing.T) {
 		t.Errorf("Replay = %+v\nwant %+v", rp, got)
 	}
 }
+
+// Network errors and GraphQL errors inside a 200 are tried again with
+// backoff, five times; then the run waits for a human, and run/resume
+// tries again.
+func TestGitHubTransientErrors(t *testing.T) {
+	h := ghStart(t)
+	h.want(PollPR{})
+	var delays []int64
+	for i := 0; i < 5; i++ {
+		kind := "network"
+		if i%2 == 1 {
+			kind = "graphql"
+		}
+		h.do(Event{Type: EvGitHubError, Reason: "boom", GitHub: &GitHubData{Kind: kind}})
+		rt := h.want(Retry{}).(Retry)
+		delays = append(delays, rt.DelayMs)
+		h.status(protocol.RunRunning, "")
+	}
+	if !reflect.DeepEqual(delays, []int64{1000, 2000, 4000, 8000, 16000}) {
+		t.Errorf("backoff %v", delays)
+	}
+	h.do(Event{Type: EvGitHubError, Reason: "boom", GitHub: &GitHubData{Kind: "network"}})
+	h.none(Retry{})
+	h.status(protocol.RunWaiting, protocol.WaitGitHub)
+	h.do(Event{Type: EvResumed})
+	h.want(PollPR{})
+	h.status(protocol.RunRunning, "")
+}

@@ -242,6 +242,9 @@ func printNext(w io.Writer, r protocol.Run, flags string) {
 // commands that continue it.
 func printOutcome(w io.Writer, r protocol.Run, flags string) {
 	fmt.Fprintf(w, "run %s %s\nbranch %s\n", r.ID, r.Status, r.Branch)
+	if pr := r.PullRequest; pr != nil {
+		fmt.Fprintf(w, "pull request #%d %s (%s)\n", pr.Number, pr.URL, pr.State)
+	}
 	if r.MergeCommit != nil {
 		fmt.Fprintf(w, "merged into %s as %s\n", r.BaseBranch, *r.MergeCommit)
 	} else if r.Status == protocol.RunCompleted && r.Autonomy != protocol.AutonomyOff {
@@ -508,6 +511,8 @@ Commands:
   prune [--older-than 30d] [--force]
                                 remove the worktrees and merged branches of runs
                                 over for longer than that (--force: unmerged too)
+  import [--repo DIR]           rebuild the runs recorded in a repository's branches
+                                into this data dir (a lost data dir, a second machine)
 
 approve, reject, edit, answer and resume carry the run on to its next stop,
 as "apserver run --resume ID" does, with the same output and exit codes
@@ -545,6 +550,9 @@ func runRuns(args []string) error {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), runsUsage)
 		printFlags(fs.Output(), fs)
+	}
+	if verb == "import" {
+		return runRunsImport(args) // runs_import.go: its own flags
 	}
 	if verb == "help" {
 		fs.SetOutput(os.Stdout)

@@ -4873,11 +4873,15 @@ export type Run = {
   models: RunModels;
   plan: RunPlan;
   plannerThreadId: string | null;
+  /** The run's pull request on GitHub (docs/github.md); absent when it has none. */
+  pullRequest?: RunPullRequest | null;
   /** The run's place among the runs waiting for a slot of max_parallel_runs (1: next) while status is queued; null otherwise. */
   queuePosition: number | null;
   reason: string | null;
   repairProposal: RunRepairProposal | null;
   request: string;
+  /** The undos of the run and its tasks (run/revert, run/task/revert), oldest first; absent when none. */
+  reverts?: RunRevert[];
   stage: RunStage;
   status: RunStatus;
   trust: RunTrust;
@@ -5004,6 +5008,18 @@ export type RunPlanUpdatedNotification = {
   plan: RunPlan;
   runId: string;
 };
+export type RunPullRequest = {
+  checks: RunPullRequestChecks;
+  headSha: string;
+  number: number;
+  state: "draft" | "open" | "merged" | "closed";
+  unresolvedComments: number;
+  url: string;
+};
+export type RunPullRequestChecks = {
+  state: "" | "pending" | "passed" | "failed" | "actionRequired";
+  summary: string;
+};
 export type RunReadParams = {
   runId: string;
 };
@@ -5027,6 +5043,21 @@ export type RunResumeParams = {
   runId: string;
 };
 export type RunResumeResponse = {
+  run: Run;
+};
+export type RunRevert = {
+  atMs: number;
+  branch: string;
+  commit: string;
+  kind: "commit" | "branchClosed" | "pullRequest";
+  pullRequest?: RunPullRequest;
+  taskId: string | null;
+};
+export type RunRevertParams = {
+  runId: string;
+};
+export type RunRevertResponse = {
+  revert: RunRevert;
   run: Run;
 };
 export type RunStage = "planning" | "planApproval" | "implementation" | "validation" | "merge" | "done";
@@ -5080,6 +5111,14 @@ export type RunTaskApproveParams = {
 export type RunTaskApproveResponse = {
   run: Run;
 };
+export type RunTaskRevertParams = {
+  runId: string;
+  taskId: string;
+};
+export type RunTaskRevertResponse = {
+  revert: RunRevert;
+  run: Run;
+};
 export type RunTaskRisk = "low" | "medium" | "high";
 export type RunTaskStatus = "pending" | "approved" | "running" | "completed" | "failed" | "blocked" | "skipped";
 export type RunTaskUpdatedNotification = {
@@ -5100,6 +5139,8 @@ export type RunTrustValue = "auto" | "manual";
 export type RunUpdatedNotification = {
   counts: RunCounts;
   currentTaskId: string | null;
+  /** The run's pull request on GitHub (docs/github.md); absent when it has none. */
+  pullRequest?: RunPullRequest | null;
   /** The run's place among the runs waiting for a slot of max_parallel_runs (1: next) while status is queued; null otherwise. */
   queuePosition: number | null;
   reason: string | null;
@@ -5108,7 +5149,7 @@ export type RunUpdatedNotification = {
   status: RunStatus;
   waitingFor: RunWaitingFor | null;
 };
-export type RunWaitingFor = "planApproval" | "taskApproval" | "clarification" | "repair" | "resume" | "taskThread";
+export type RunWaitingFor = "planApproval" | "taskApproval" | "clarification" | "repair" | "resume" | "taskThread" | "checks" | "review" | "github";
 export type SandboxMode = "read-only" | "workspace-write" | "danger-full-access";
 export type SandboxPolicy = {
   type: "dangerFullAccess";
@@ -7766,9 +7807,13 @@ export interface ClientRequests {
   /** apserver extension. */
   "run/resume": { params: RunResumeParams; result: RunResumeResponse };
   /** apserver extension. */
+  "run/revert": { params: RunRevertParams; result: RunRevertResponse };
+  /** apserver extension. */
   "run/start": { params: RunStartParams; result: RunStartResponse };
   /** apserver extension. */
   "run/task/approve": { params: RunTaskApproveParams; result: RunTaskApproveResponse };
+  /** apserver extension. */
+  "run/task/revert": { params: RunTaskRevertParams; result: RunTaskRevertResponse };
   "server/diagnostics": { params: ServerDiagnosticsParams; result: ServerDiagnosticsResponse };
   "skills/config/write": { params: SkillsConfigWriteParams; result: SkillsConfigWriteResponse };
   "skills/extraRoots/set": { params: SkillsExtraRootsSetParams; result: SkillsExtraRootsSetResponse };

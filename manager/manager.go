@@ -45,6 +45,8 @@ type Settings struct {
 	Paused          bool   `json:"paused"`
 	MaxParallelRuns int    `json:"maxParallelRuns"`
 	Budget          Budget `json:"budget"`
+	// DonePhases are the phases the manager marked done.
+	DonePhases []string `json:"donePhases,omitempty"`
 }
 
 // Validate names the first bad field.
@@ -69,6 +71,25 @@ type Spend struct {
 	Tokens int64   `json:"tokens"`
 	Cost   float64 `json:"cost"`
 	Runs   int     `json:"runs"`
+}
+
+// PhaseWork is the active phase as the blueprint has it: its id, its
+// ready tasks best first (blueprint.Next) and its tasks counted by status.
+type PhaseWork struct {
+	Phase  string                      `json:"phase"`
+	Ready  []string                    `json:"ready"`
+	Counts map[protocol.NodeStatus]int `json:"counts"`
+}
+
+// Open is the number of the phase's tasks that are not done.
+func (w PhaseWork) Open() int {
+	n := 0
+	for s, c := range w.Counts {
+		if s != protocol.NodeDone {
+			n += c
+		}
+	}
+	return n
 }
 
 // Run is a run the manager started: its tasks and where it stands.

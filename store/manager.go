@@ -159,3 +159,14 @@ func (s *Store) ManagerClaims(ctx context.Context, cwd string) ([]ManagerClaim, 
 	}
 	return out, rows.Err()
 }
+
+// ReleaseClaim forgets a claim whose run could not start.
+func (s *Store) ReleaseClaim(ctx context.Context, blueprintID, taskID string) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM manager_claims WHERE blueprint_id = ? AND task_id = ?`, blueprintID, taskID)
+		if err != nil {
+			return fmt.Errorf("store: releasing the claim of task %s: %w", taskID, err)
+		}
+		return nil
+	})
+}

@@ -180,7 +180,7 @@ func (s *Service) save(ctx context.Context, ws string, st manager.Settings) erro
 
 func (s *Service) notify(ws string) {
 	if s.opts.Notify != nil {
-		s.opts.Notify(protocol.MethodProjectUpdated, protocol.ProjectUpdatedNotification{Cwd: ws})
+		s.opts.Notify(protocol.NotifyProjectUpdated, protocol.ProjectUpdatedNotification{Cwd: ws})
 	}
 }
 

@@ -204,7 +204,12 @@ const (
 	MethodFullAutoStart          = "fullAuto/start"
 	MethodFullAutoStatus         = "fullAuto/status"
 	MethodFullAutoStop           = "fullAuto/stop"
+	MethodManagerExplain         = "manager/explain"
+	MethodManagerTick            = "manager/tick"
 	MethodPolicyExplain          = "policy/explain"
+	MethodProjectSettingsRead    = "project/settings/read"
+	MethodProjectSettingsUpdate  = "project/settings/update"
+	MethodProjectStatus          = "project/status"
 	MethodRunCancel              = "run/cancel"
 	MethodRunClarificationAnswer = "run/clarification/answer"
 	MethodRunList                = "run/list"
@@ -338,6 +343,7 @@ const (
 	NotifyBlueprintUpdated          = "blueprint/updated"
 	NotifyFullAutoDecision          = "fullAuto/decision"
 	NotifyFullAutoStatusChanged     = "fullAuto/statusChanged"
+	NotifyProjectUpdated            = "project/updated"
 	NotifyRunClarificationRequested = "run/clarification/requested"
 	NotifyRunCompleted              = "run/completed"
 	NotifyRunPlanUpdated            = "run/plan/updated"
@@ -444,6 +450,8 @@ var Methods = []MethodInfo{
 	{"fuzzyFileSearch/sessionUpdate", KindClientRequest, "FuzzyFileSearchSessionUpdateParams", "", false},
 	{MethodHooksList, KindClientRequest, "HooksListParams", "HooksListResponse", false},
 	{MethodInitialize, KindClientRequest, "InitializeParams", "InitializeResponse", false},
+	{MethodManagerExplain, KindClientRequest, "ManagerExplainParams", "ManagerExplainResponse", true},
+	{MethodManagerTick, KindClientRequest, "ManagerTickParams", "ManagerTickResponse", true},
 	{MethodMarketplaceAdd, KindClientRequest, "MarketplaceAddParams", "MarketplaceAddResponse", false},
 	{MethodMarketplaceRemove, KindClientRequest, "MarketplaceRemoveParams", "MarketplaceRemoveResponse", false},
 	{MethodMarketplaceUpgrade, KindClientRequest, "MarketplaceUpgradeParams", "MarketplaceUpgradeResponse", false},
@@ -485,6 +493,9 @@ var Methods = []MethodInfo{
 	{MethodProjectList, KindClientRequest, "ProjectListParams", "ProjectListResponse", false},
 	{MethodProjectMove, KindClientRequest, "ProjectMoveParams", "ProjectMoveResponse", false},
 	{MethodProjectRead, KindClientRequest, "ProjectReadParams", "ProjectReadResponse", false},
+	{MethodProjectSettingsRead, KindClientRequest, "ProjectSettingsReadParams", "ProjectSettingsReadResponse", true},
+	{MethodProjectSettingsUpdate, KindClientRequest, "ProjectSettingsUpdateParams", "ProjectSettingsUpdateResponse", true},
+	{MethodProjectStatus, KindClientRequest, "ProjectStatusParams", "ProjectStatusResponse", true},
 	{MethodProjectUpdate, KindClientRequest, "ProjectUpdateParams", "ProjectUpdateResponse", false},
 	{MethodRemoteControlClientList, KindClientRequest, "RemoteControlClientsListParams", "RemoteControlClientsListResponse", false},
 	{MethodRemoteControlClientRevoke, KindClientRequest, "RemoteControlClientsRevokeParams", "RemoteControlClientsRevokeResponse", false},
@@ -645,6 +656,7 @@ var Methods = []MethodInfo{
 	{NotifyProcessExited, KindServerNotification, "ProcessExitedNotification", "", false},
 	{NotifyProcessOutputDelta, KindServerNotification, "ProcessOutputDeltaNotification", "", false},
 	{NotifyProjectChanged, KindServerNotification, "ProjectChangedNotification", "", false},
+	{NotifyProjectUpdated, KindServerNotification, "ProjectUpdatedNotification", "", true},
 	{NotifyRemoteControlStatusChanged, KindServerNotification, "RemoteControlStatusChangedNotification", "", false},
 	{NotifyRunClarificationRequested, KindServerNotification, "RunClarificationRequestedNotification", "", true},
 	{NotifyRunCompleted, KindServerNotification, "RunCompletedNotification", "", true},

@@ -271,6 +271,7 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 	bs := newBlueprints(cfg, mgr, srv.Client(), log)
 	rn.SetBlueprints(bs) // runs from a blueprint, and their evidence
 	server.RegisterBlueprints(srv, bs)
+	server.RegisterManager(srv, newProjects(mgr, rn, bs, srv.Client(), log))
 	err = srv.Run(ctx)
 	bs.Close()
 	rn.Close()

@@ -66,6 +66,13 @@ func main() {
 		err = runReplay(args)
 	case "blueprint":
 		err = runBlueprint(args)
+	case "project":
+		if ok, perr := runProjectManager(args); ok { // the manager's verbs (manager.go)
+			err = perr
+		} else {
+			fmt.Fprintln(os.Stderr, "apserver project: status, tick or autopilot")
+			err = errUsage
+		}
 	case "version", "--version":
 		fmt.Println("apserver", version)
 	case "help", "-h", "--help":

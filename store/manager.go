@@ -170,3 +170,21 @@ func (s *Store) ReleaseClaim(ctx context.Context, blueprintID, taskID string) er
 		return nil
 	})
 }
+
+// AllProjectSettings returns every workspace's settings, by workspace.
+func (s *Store) AllProjectSettings(ctx context.Context) (map[string]json.RawMessage, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT cwd, settings FROM project_settings ORDER BY cwd`)
+	if err != nil {
+		return nil, fmt.Errorf("store: project settings: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]json.RawMessage{}
+	for rows.Next() {
+		var cwd, b string
+		if err := rows.Scan(&cwd, &b); err != nil {
+			return nil, fmt.Errorf("store: project settings: %w", err)
+		}
+		out[cwd] = json.RawMessage(b)
+	}
+	return out, rows.Err()
+}

@@ -105,6 +105,7 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 	}
 	hub.OnProcessGone = mgr.TerminateProcess
 	fmt.Fprintln(os.Stderr, "apserver: listening on", server.URL(l))
+	stopBeat := heartbeat(ctx, ps)
 	err = server.Serve(ctx, l, server.ListenOptions{
 		TokenSHA256:  token,
 		AllowOrigins: lf.origins,
@@ -122,6 +123,7 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 			server.RegisterManager(s, ps) // one driver for every connection: one lock per workspace
 		},
 	})
+	stopBeat()
 	bs.Close()
 	rn.Close()
 	if cerr := mgr.Close(); cerr != nil && err == nil {

@@ -278,8 +278,11 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 	bs := newBlueprints(cfg, mgr, srv.Client(), log)
 	rn.SetBlueprints(bs) // runs from a blueprint, and their evidence
 	server.RegisterBlueprints(srv, bs)
-	server.RegisterManager(srv, newProjects(mgr, rn, bs, srv.Client(), log))
+	ps := newProjects(mgr, rn, bs, srv.Client(), log)
+	server.RegisterManager(srv, ps)
+	stopBeat := heartbeat(ctx, ps)
 	err = srv.Run(ctx)
+	stopBeat()
 	bs.Close()
 	rn.Close()
 	if cerr := mgr.Close(); cerr != nil && err == nil {

@@ -205,3 +205,15 @@ func autopilot(ctx context.Context, ps *projects.Service, cwd string, every time
 		}
 	}
 }
+
+// heartbeat runs the manager's heartbeat (projects.Service.Heartbeat) until
+// the returned stop is called; stop waits for it.
+func heartbeat(ctx context.Context, ps *projects.Service) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ps.Heartbeat(ctx, projects.DefaultHeartbeat, projects.DefaultHeartbeatMax)
+	}()
+	return func() { cancel(); <-done }
+}

@@ -40,8 +40,12 @@ func (s *Service) PhaseWork(ctx context.Context, bpID, phase string) (manager.Ph
 		return w, err
 	}
 	w.Phase = page.Phase
+	w.Deps = map[string][]string{}
 	for _, x := range page.Tasks {
 		w.Ready = append(w.Ready, x.Node.ID)
+		if len(x.Node.DependsOn) > 0 {
+			w.Deps[x.Node.ID] = x.Node.DependsOn
+		}
 	}
 	// The phase's work: its task leaves (its leaves when there are no tasks).
 	nodes := wt.Nodes

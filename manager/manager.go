@@ -79,6 +79,8 @@ type PhaseWork struct {
 	Phase  string                      `json:"phase"`
 	Ready  []string                    `json:"ready"`
 	Counts map[protocol.NodeStatus]int `json:"counts"`
+	// Deps are the ready tasks' dependencies (all done in the blueprint).
+	Deps map[string][]string `json:"deps,omitempty"`
 }
 
 // Open is the number of the phase's tasks that are not done.
@@ -120,6 +122,9 @@ type State struct {
 	Phase string `json:"phase"`
 	// Ready are the tasks that can start now, best first (blueprint.Next).
 	Ready []string `json:"ready"`
+	// Deps are the ready tasks' dependencies: a task waits while a run
+	// that carried one of them is still active (its work is not merged).
+	Deps map[string][]string `json:"deps,omitempty"`
 	// Open is the number of the phase's tasks that are not done.
 	Open int `json:"open"`
 	// PhaseDone: the phase was already marked done.
@@ -217,8 +222,17 @@ func Tick(s State) Decision {
 			waiting = append(waiting, r.ID)
 		}
 	}
+	inFlight := map[string]bool{}
+	for _, r := range active {
+		for _, id := range r.TaskIDs {
+			inFlight[id] = true
+		}
+	}
 	var candidates []string
 	for _, id := range s.Ready {
+		if slices.ContainsFunc(s.Deps[id], func(d string) bool { return inFlight[d] }) {
+			continue // its dependency's run has not ended (merged) yet
+		}
 		if !carried[id] && !slices.Contains(candidates, id) {
 			candidates = append(candidates, id)
 		}

@@ -51,6 +51,8 @@ func TestTick(t *testing.T) {
 		{"runs per day", State{Settings: with(func(s *Settings) { s.Budget.RunsPerDay = 3 }), Phase: "p1", Ready: []string{"a"}, Open: 1, Spend: Spend{Runs: 3}}, ResultBudgetExhausted, nil, nil},
 		{"tokens per day", State{Settings: with(func(s *Settings) { s.Budget.TokensPerDay = 100 }), Phase: "p1", Ready: []string{"a"}, Open: 1, Spend: Spend{Tokens: 100}}, ResultBudgetExhausted, nil, nil},
 		{"cost per day", State{Settings: with(func(s *Settings) { s.Budget.CostPerDay = 1.5 }), Phase: "p1", Ready: []string{"a"}, Open: 1, Spend: Spend{Cost: 2}}, ResultBudgetExhausted, nil, nil},
+		{"a dependency's run still active", State{Settings: full, Phase: "p1", Ready: []string{"b"}, Deps: map[string][]string{"b": {"a"}}, Open: 2,
+			Runs: []Run{running("r1", "a")}}, ResultNothingToDo, nil, nil},
 		{"under budget starts", State{Settings: with(func(s *Settings) { s.Budget.RunsPerDay = 3 }), Phase: "p1", Ready: []string{"a"}, Open: 1, Spend: Spend{Runs: 2}}, ResultStartedRun, []string{"a"},
 			[]Effect{{Kind: EffStartRun, BlueprintID: "bp", Phase: "p1", TaskIDs: []string{"a"}}}},
 	}

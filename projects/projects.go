@@ -200,7 +200,7 @@ func (s *Service) state(ctx context.Context, ws string, st manager.Settings) (ma
 	if err != nil {
 		return in, fmt.Errorf("reading blueprint %s: %w", st.BlueprintID, err)
 	}
-	in.Phase, in.Ready, in.Open = w.Phase, w.Ready, w.Open()
+	in.Phase, in.Ready, in.Deps, in.Open = w.Phase, w.Ready, w.Deps, w.Open()
 	in.PhaseDone = slices.Contains(st.DonePhases, w.Phase)
 	runs, err := s.opts.Runs.List(ctx, ws)
 	if err != nil {

@@ -153,3 +153,39 @@ func TestManagerAutopilot(t *testing.T) {
 		t.Errorf("status: %v\n%s", err, st)
 	}
 }
+
+// TestManagerProtocol: the manager's methods over stdio, every message
+// checked against the schema: bad params are -32602 naming the field and
+// the server goes on; settings round-trip and send project/updated; in
+// off the tick is idle; explain and status answer for a project without a
+// blueprint.
+func TestManagerProtocol(t *testing.T) {
+	t.Parallel()
+	model := startModel(t)
+	repo := shoutRepo(t)
+	c := newRunsClient(t, model, faOptions{})
+	c.callErr("manager/tick", map[string]any{}, -32602, "cwd")
+	c.callErr("project/settings/update", map[string]any{"cwd": repo, "mode": "fast"}, -32602, "mode")
+	c.callErr("project/settings/update", map[string]any{"cwd": repo, "maxParallelRuns": -1}, -32602, "maxParallelRuns")
+	if m := c.call("manager/tick", map[string]any{"cwd": repo}); m.str("result") != "idle" {
+		t.Fatalf("manager/tick while off = %s", m.Raw)
+	}
+	up := c.call("project/settings/update", map[string]any{"cwd": repo, "mode": "semi_auto", "maxParallelRuns": 3, "budget": map[string]any{"runsPerDay": 4}})
+	if up.str("settings.mode") != "semi_auto" || up.get("settings.maxParallelRuns") != 3.0 || up.get("settings.budget.runsPerDay") != 4.0 {
+		t.Fatalf("project/settings/update = %s", up.Raw)
+	}
+	c.waitFor("project/updated", func(m *message) bool { return m.str("cwd") == repo })
+	if rd := c.call("project/settings/read", map[string]any{"cwd": repo}); rd.str("settings.mode") != "semi_auto" {
+		t.Fatalf("project/settings/read = %s", rd.Raw)
+	}
+	if m := c.call("manager/tick", map[string]any{"cwd": repo}); m.str("result") != "nothing_to_do" || !strings.Contains(m.str("reason"), "no active blueprint") {
+		t.Fatalf("manager/tick without a blueprint = %s", m.Raw)
+	}
+	if m := c.call("manager/explain", map[string]any{"cwd": repo}); !strings.Contains(m.str("summary"), "no active blueprint") {
+		t.Fatalf("manager/explain = %s", m.Raw)
+	}
+	st := c.call("project/status", map[string]any{"cwd": repo})
+	if st.str("mode") != "semi_auto" || st.str("lastTick.result") != "nothing_to_do" || st.get("spend.budget.runsPerDay") != 4.0 {
+		t.Fatalf("project/status = %s", st.Raw)
+	}
+}

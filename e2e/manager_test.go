@@ -148,6 +148,9 @@ func TestManagerAutopilot(t *testing.T) {
 	if strings.Contains(string(out), "\tdone\t") || strings.Contains(string(out), "in_progress") {
 		t.Errorf("phase 2 was touched: %v\n%s", err, out)
 	}
+	if out, err := cli("project", "replay").CombinedOutput(); err != nil || !strings.Contains(string(out), " ticks replayed, 0 differ") {
+		t.Errorf("replay: %v\n%s", err, out)
+	}
 	st, err := cli("project", "status", "--json").Output()
 	if err != nil || !strings.Contains(string(st), `"phaseDone":true`) || !strings.Contains(string(st), `"completed":3`) {
 		t.Errorf("status: %v\n%s", err, st)

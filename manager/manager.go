@@ -233,7 +233,8 @@ func Tick(s State) Decision {
 		if slices.ContainsFunc(s.Deps[id], func(d string) bool { return inFlight[d] }) {
 			continue // its dependency's run has not ended (merged) yet
 		}
-		if !carried[id] && !slices.Contains(candidates, id) {
+		if !carried[id] {
+			carried[id] = true // once
 			candidates = append(candidates, id)
 		}
 	}

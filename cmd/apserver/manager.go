@@ -39,7 +39,7 @@ func runProjectManager(args []string) (handled bool, err error) {
 	}
 	verb := args[0]
 	switch verb {
-	case "status", "tick", "autopilot":
+	case "status", "tick", "autopilot", "replay":
 	default:
 		return false, nil
 	}
@@ -60,6 +60,8 @@ func runProjectManager(args []string) (handled bool, err error) {
 
 status     the project's mode, phase, last tick, tasks and runs by status, spend
 tick       one tick of the manager (manager/tick)
+replay     decide again on every stored tick's input: exit 0 when every
+           decision is the one stored, 1 listing those that differ
 autopilot  [--mode full_auto] [--phase ID] [--blueprint ID] [--max-parallel-runs N]:
            ticks until the phase is done (exit 0) or needs a human (exit 5:
            a run waits, a budget is exhausted, the mode is off or paused) or
@@ -106,6 +108,19 @@ autopilot  [--mode full_auto] [--phase ID] [--blueprint ID] [--max-parallel-runs
 		print(s, fmt.Sprintf("mode %s%s, blueprint %s, phase %s (done: %v)\nlast tick: %s\ntasks: %v\nruns: %v\nspend today: %d runs (budget %d), %d tokens (budget %d)",
 			s.Mode, map[bool]string{true: " (paused)"}[s.Paused], s.BlueprintID, s.Phase, s.PhaseDone, last, s.Tasks, s.Runs,
 			s.Spend.Runs, s.Spend.Budget.RunsPerDay, s.Spend.Tokens, s.Spend.Budget.TokensPerDay))
+		return true, nil
+	case "replay":
+		n, diffs, err := ps.Replay(ctx, cwd)
+		if err != nil {
+			return true, err
+		}
+		fmt.Printf("%d ticks replayed, %d differ\n", n, len(diffs))
+		for _, d := range diffs {
+			fmt.Println(d)
+		}
+		if len(diffs) > 0 {
+			return true, &exitError{code: 1}
+		}
 		return true, nil
 	case "tick":
 		d, err := ps.TickWire(ctx, protocol.ProjectCwdParams{Cwd: cwd})

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,26 +62,24 @@ func managerTasks(t *testing.T) string {
 	return string(b)
 }
 
-// TestManagerAutopilot: in off the tick is idle; `apserver project
-// autopilot --mode full_auto --max-parallel-runs 2` builds phase 1 (each
-// task once, in dependency order: S1's commit under S2's and S3's),
-// approving the plans of its runs, and stops with phase 1 done and phase 2
-// untouched; a budget of one run a day then answers budget_exhausted.
-func TestManagerAutopilot(t *testing.T) {
-	t.Parallel()
+// managerProject is a repository with managerSpec ingested and the
+// tasks of its first feature made: a cli of the real binary on it, and
+// the two features' ids.
+func managerProject(t *testing.T) (repo string, cli func(args ...string) *exec.Cmd, features []string) {
+	t.Helper()
 	rules := append([]scripted.Rule{
 		{Match: "[blueprint chunk 1/1 cursor=start]", Steps: []scripted.Step{{Text: managerOutline(t)}}},
 		{Match: "[blueprint tasks n_", Steps: []scripted.Step{{Text: managerTasks(t)}}},
 	}, shoutRules(t)...)
 	model := startModel(t, rules...)
-	repo := shoutRepo(t)
+	repo = shoutRepo(t)
 	if err := os.WriteFile(filepath.Join(repo, "spec.md"), []byte(managerSpec), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	home, dataDir := t.TempDir(), t.TempDir()
 	cfg := filepath.Join(home, "config.toml")
 	os.WriteFile(cfg, nil, 0o600)
-	cli := func(args ...string) *exec.Cmd {
+	cli = func(args ...string) *exec.Cmd {
 		cmd := exec.Command(binPath, append(append([]string{}, args[:2]...), append([]string{"--data-dir", dataDir, "--config", cfg, "--model", "scripted-model"}, args[2:]...)...)...)
 		cmd.Dir = repo
 		cmd.Env = serverEnv(t, home, model)
@@ -93,7 +92,6 @@ func TestManagerAutopilot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var features []string
 	for _, l := range strings.Split(string(out), "\n") {
 		if f := strings.Fields(l); len(f) > 0 && f[0] == "feature" {
 			for _, w := range f {
@@ -109,10 +107,21 @@ func TestManagerAutopilot(t *testing.T) {
 	if out, err := cli("blueprint", "tasks", features[0]).CombinedOutput(); err != nil || strings.Count(string(out), "\tplanned\t") != 3 {
 		t.Fatalf("tasks of %s: %v\n%s", features[0], err, out)
 	}
+	return repo, cli, features
+}
+
+// TestManagerAutopilot: in off the tick is idle; `apserver project
+// autopilot --mode full_auto --max-parallel-runs 2` builds phase 1 (each
+// task once, in dependency order: S1's commit under S2's and S3's),
+// approving the plans of its runs, and stops with phase 1 done and phase 2
+// untouched; a budget of one run a day then answers budget_exhausted.
+func TestManagerAutopilot(t *testing.T) {
+	t.Parallel()
+	repo, cli, features := managerProject(t)
 	if out, err := cli("project", "tick").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "idle:") {
 		t.Fatalf("tick while off: %v\n%s", err, out)
 	}
-	out, err = cli("project", "autopilot", "--mode", "full_auto", "--max-parallel-runs", "2", "--interval", "100ms").CombinedOutput()
+	out, err := cli("project", "autopilot", "--mode", "full_auto", "--max-parallel-runs", "2", "--interval", "100ms").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "done") {
 		t.Fatalf("autopilot: %v\n%s", err, out)
 	}
@@ -190,5 +199,28 @@ func TestManagerProtocol(t *testing.T) {
 	st := c.call("project/status", map[string]any{"cwd": repo})
 	if st.str("mode") != "semi_auto" || st.str("lastTick.result") != "nothing_to_do" || st.get("spend.budget.runsPerDay") != 4.0 {
 		t.Fatalf("project/status = %s", st.Raw)
+	}
+}
+
+// TestManagerBudget: with a budget of one run a day, the autopilot starts
+// S1, and once it is done stops with budget_exhausted (exit 5) instead of
+// starting S2 and S3; the status says so.
+func TestManagerBudget(t *testing.T) {
+	t.Parallel()
+	_, cli, features := managerProject(t)
+	out, err := cli("project", "autopilot", "--mode", "full_auto", "--max-parallel-runs", "2", "--runs-per-day", "1", "--interval", "100ms").CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 5 || !strings.Contains(string(out), "budget_exhausted: runs today: 1 of 1") {
+		t.Fatalf("autopilot with a budget of 1 run: %v\n%s", err, out)
+	}
+	if n := strings.Count(string(out), "started_run:"); n != 1 {
+		t.Errorf("%d runs started, want 1:\n%s", n, out)
+	}
+	if out, err := cli("blueprint", "tasks", features[0]).CombinedOutput(); err != nil || strings.Count(string(out), "\tdone\t") != 1 {
+		t.Errorf("tasks: %v\n%s", err, out)
+	}
+	st, err := cli("project", "status", "--json").Output()
+	if err != nil || !strings.Contains(string(st), `"result":"budget_exhausted"`) {
+		t.Errorf("status: %v\n%s", err, st)
 	}
 }

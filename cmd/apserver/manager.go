@@ -51,6 +51,7 @@ func runProjectManager(args []string) (handled bool, err error) {
 	phase := fs.String("phase", "", "autopilot: build this phase (a phase's id or title)")
 	bpID := fs.String("blueprint", "", "autopilot: the blueprint (default: the project's, else the newest of the directory)")
 	maxPar := fs.Int("max-parallel-runs", 0, "autopilot: set max_parallel_runs first")
+	runsPerDay := fs.Int("runs-per-day", -1, "autopilot: set the budget of runs a day first (0: no limit)")
 	every := fs.Duration("interval", 500*time.Millisecond, "autopilot: how often to look at the runs while they work")
 	jsonOut := fs.Bool("json", false, "status and tick: print the answer as JSON")
 	fs.SetOutput(io.Discard)
@@ -62,7 +63,7 @@ status     the project's mode, phase, last tick, tasks and runs by status, spend
 tick       one tick of the manager (manager/tick)
 replay     decide again on every stored tick's input: exit 0 when every
            decision is the one stored, 1 listing those that differ
-autopilot  [--mode full_auto] [--phase ID] [--blueprint ID] [--max-parallel-runs N]:
+autopilot  [--mode full_auto] [--phase ID] [--blueprint ID] [--max-parallel-runs N] [--runs-per-day N]:
            ticks until the phase is done (exit 0) or needs a human (exit 5:
            a run waits, a budget is exhausted, the mode is off or paused) or
            cannot go on (exit 6: a run failed, tasks are blocked)
@@ -143,6 +144,9 @@ autopilot  [--mode full_auto] [--phase ID] [--blueprint ID] [--max-parallel-runs
 		}
 		if *bpID != "" {
 			st.BlueprintID = *bpID
+		}
+		if *runsPerDay >= 0 {
+			st.Budget.RunsPerDay = *runsPerDay
 		}
 	}); err != nil {
 		return true, &exitError{code: 1, msg: plainError(err)}

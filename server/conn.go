@@ -447,6 +447,9 @@ func (s *Server) handleRequest(ctx context.Context, id jsonrpc2.ID, method strin
 	if lane, ok := blueprintLane(method, id); ok {
 		rs.lane = lane
 	}
+	if lane, ok := managerLane(method); ok {
+		rs.lane = lane
+	}
 	if s.hub != nil {
 		switch method {
 		case protocol.MethodFsWatch, protocol.MethodFsUnwatch:

@@ -62,3 +62,16 @@ func (r RunnerRuns) ApprovePlan(ctx context.Context, runID string) error {
 	_, err := wait(ctx, func(reply func(any, error)) { r.Runner.PlanApprove(ctx, protocol.RunParams{RunID: runID}, reply) })
 	return err
 }
+
+// managerLane is the lane of the manager's requests: a tick may start a
+// run (the blueprint read, the worktree made), so they keep out of the
+// lane of requests about no thread; among themselves they are answered in
+// order.
+func managerLane(method string) (string, bool) {
+	switch method {
+	case protocol.MethodProjectSettingsRead, protocol.MethodProjectSettingsUpdate, protocol.MethodProjectStatus,
+		protocol.MethodManagerTick, protocol.MethodManagerExplain:
+		return "\x00manager", true
+	}
+	return "", false
+}

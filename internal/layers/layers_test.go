@@ -28,7 +28,7 @@ var layers = []struct {
 	{"runner", 2}, {"blueprints", 2},
 	{"session", 3},
 	{"session/port", 4},
-	{"fullauto", 4}, {"runs", 4}, {"blueprint", 4}, {"controller", 4}, {"tools", 4}, {"store", 4}, {"model", 4}, {"config", 4},
+	{"fullauto", 4}, {"runs", 4}, {"blueprint", 4}, {"brain", 4}, {"controller", 4}, {"tools", 4}, {"store", 4}, {"model", 4}, {"config", 4},
 	{"github", 4}, {"internal/", 4},
 	{"protocol", 5},
 }
@@ -66,6 +66,8 @@ var pure = []struct {
 	{"session/port", []string{"protocol"},
 		[]string{"time", "math/rand", "math/rand/v2", "os", "os/exec", "net", "net/http", "io/fs", "path/filepath", "log", "log/slog"}},
 	{"blueprint", []string{"protocol"},
+		[]string{"time", "math/rand", "math/rand/v2", "os", "os/exec", "net", "net/http", "sync", "io/fs", "path/filepath", "log", "log/slog"}},
+	{"brain", []string{"protocol"},
 		[]string{"time", "math/rand", "math/rand/v2", "os", "os/exec", "net", "net/http", "sync", "io/fs", "path/filepath", "log", "log/slog"}},
 	{"protocol", nil, nil},
 }

@@ -3,6 +3,7 @@ package brain
 import (
 	"encoding/json"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -15,7 +16,8 @@ import (
 // for the actions the rules cannot settle, the validator's scripted
 // answer.
 type Suite struct {
-	Tasks map[string]struct {
+	Decisions []protocol.ProjectDecision `json:"decisions"`
+	Tasks     map[string]struct {
 		ID    string   `json:"id"`
 		Title string   `json:"title"`
 		Text  string   `json:"text"`
@@ -58,7 +60,10 @@ func (s Suite) task(name string) Task {
 // validator is asked only for those).
 func TestSuiteFirstPass(t *testing.T) {
 	s := loadSuite(t)
-	ds := projectDecisions()
+	ds := s.Decisions
+	if !reflect.DeepEqual(ds, projectDecisions()) {
+		t.Fatal("the suite's decisions are not the fixture's")
+	}
 	if len(s.Cases) < 60 {
 		t.Fatalf("suite has %d actions, want at least 60", len(s.Cases))
 	}
@@ -105,7 +110,7 @@ func (m Metrics) FalseStops() float64 { return float64(m.WronglyStopped) / float
 // validator.
 func Measure(s Suite, ask func(SuiteCase) func(string) (string, error)) Metrics {
 	var m Metrics
-	ds := projectDecisions()
+	ds := s.Decisions
 	for _, c := range s.Cases {
 		m.Actions++
 		asked := false

@@ -25,7 +25,7 @@ var layers = []struct {
 }{
 	{"cmd/", 0}, {"bench", 0}, {"e2e", 0}, {"internal/editor/inprocess", 0}, {"internal/layers", 0},
 	{"server", 1},
-	{"runner", 2}, {"blueprints", 2},
+	{"runner", 2}, {"blueprints", 2}, {"brains", 2},
 	{"session", 3},
 	{"session/port", 4},
 	{"fullauto", 4}, {"runs", 4}, {"blueprint", 4}, {"brain", 4}, {"controller", 4}, {"tools", 4}, {"store", 4}, {"model", 4}, {"config", 4},

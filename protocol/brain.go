@@ -273,9 +273,11 @@ type AlignmentVerdict struct {
 }
 
 // AlignmentExplainParams judges an action as the thread's alignment check
-// would.
+// would: in the thread's project (a run's task thread: the run's
+// repository and its task), or in Cwd when given.
 type AlignmentExplainParams struct {
 	ThreadID string          `json:"threadId"`
+	Cwd      string          `json:"cwd,omitempty"`
 	Action   AlignmentAction `json:"action"`
 }
 

@@ -89,14 +89,19 @@ func Snapshot(s State) string {
 		title  string
 		status protocol.NodeStatus
 	}{{"In progress", protocol.NodeInProgress}, {"Blocked", protocol.NodeBlocked}, {"Open", protocol.NodePlanned}} {
+		// Only the first listCap lines are written: the rest are counted.
 		var lines []string
+		n := 0
 		for _, t := range tasks {
 			if t.Status == sec.status {
-				lines = append(lines, fmt.Sprintf("- %s %s (node %s)", t.ID, oneLine(t.Title), t.NodeID))
+				if n < listCap {
+					lines = append(lines, fmt.Sprintf("- %s %s (node %s)", t.ID, oneLine(t.Title), t.NodeID))
+				}
+				n++
 			}
 		}
-		fmt.Fprintf(&b, "\n## Tasks: %s (%d)\n\n", strings.ToLower(sec.title), len(lines))
-		writeCapped(&b, lines)
+		fmt.Fprintf(&b, "\n## Tasks: %s (%d)\n\n", strings.ToLower(sec.title), n)
+		writeCappedN(&b, lines, n)
 	}
 
 	runs := append([]RunState(nil), s.Runs...)
@@ -158,18 +163,23 @@ func Snapshot(s State) string {
 	return b.String()
 }
 
-func writeCapped(b *strings.Builder, lines []string) {
-	if len(lines) == 0 {
+func writeCapped(b *strings.Builder, lines []string) { writeCappedN(b, lines, len(lines)) }
+
+// writeCappedN writes lines (at most listCap of them) of n in all.
+func writeCappedN(b *strings.Builder, lines []string, n int) {
+	if n == 0 {
 		b.WriteString("(none)\n")
 		return
 	}
 	for i, l := range lines {
 		if i == listCap {
-			fmt.Fprintf(b, "- … and %d more\n", len(lines)-listCap)
 			break
 		}
 		b.WriteString(l)
 		b.WriteByte('\n')
+	}
+	if n > listCap {
+		fmt.Fprintf(b, "- … and %d more\n", n-listCap)
 	}
 }
 

@@ -41,6 +41,7 @@ func TestCommandDeps(t *testing.T) {
 		{"cd app && sudo pip install -U 'mysql-connector-python==8.3' requests", []string{"mysql-connector-python", "requests"}, nil},
 		{"npm i --save-dev @prisma/client@5 ; yarn remove mongoose", []string{"@prisma/client"}, []string{"mongoose"}},
 		{"go get github.com/mattn/go-sqlite3@v1.14.22", []string{"github.com/mattn/go-sqlite3"}, nil},
+		{".venv/bin/pip install pymongo", []string{"pymongo"}, nil},
 		{"pytest -q", nil, nil},
 	}
 	for _, c := range cases {

@@ -280,6 +280,8 @@ func Segments(cmd string) [][]string {
 func CommandDeps(cmd string) DepChange {
 	var ch DepChange
 	for _, seg := range Segments(cmd) {
+		// .venv/bin/pip is pip.
+		seg = append([]string{path.Base(seg[0])}, seg[1:]...)
 		for _, in := range installers {
 			if len(seg) < len(in.prefix) {
 				continue

@@ -265,6 +265,7 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 	})
 	mgr = newManager(cfg, f, dataDir, srv.Client(), log)
 	br := newBrain(cfg, mgr.Store, log)
+	mgr.SetAligner(br)
 	rn := newRunnerWithBrain(cfg, dataDir, mgr, log, br)
 	server.Register(srv, mgr)
 	server.RegisterRuns(srv, rn)

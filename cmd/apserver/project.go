@@ -20,6 +20,9 @@ import (
 	"github.com/apserver/apserver/store"
 )
 
+// The brain is the session's alignment check.
+var _ session.Aligner = (*brains.Service)(nil)
+
 // newBrain makes the project brain's service over the session's store.
 func newBrain(cfg config.Config, st func() (*store.Store, error), log *slog.Logger) *brains.Service {
 	return brains.New(brains.Options{Store: st, Config: cfg, Logger: log})

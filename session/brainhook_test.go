@@ -1,0 +1,84 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apserver/apserver/brains"
+	"github.com/apserver/apserver/model/scripted"
+	"github.com/apserver/apserver/protocol"
+)
+
+// TestAlignmentStopsFullAuto: under full auto, on a thread whose approval
+// policy never asks, a command installing a dependency that contradicts a
+// recorded decision waits for a human, the decision named in the
+// request's reason; approving it runs the command and records a decision
+// superseding the one it went against. Without the brain the same command
+// runs unasked.
+func TestAlignmentStopsFullAuto(t *testing.T) {
+	for _, withBrain := range []bool{true, false} {
+		h := newHarness(t, scripted.Script{Rules: []scripted.Rule{{Match: "S-driver", Steps: []scripted.Step{
+			{Text: "Installing the driver.", ToolCalls: []scripted.ToolCall{{Command: "bin/pip install mysql-connector-python"}}},
+			{Text: "The task is complete."},
+		}}}}, false)
+		cwd := t.TempDir()
+		os.MkdirAll(filepath.Join(cwd, "bin"), 0o755)
+		os.WriteFile(filepath.Join(cwd, "bin", "pip"), []byte("#!/bin/sh\necho \"$@\" > installed.txt\n"), 0o755)
+		br := brains.New(brains.Options{Store: h.m.Store, Debounce: -1})
+		t.Cleanup(br.Close)
+		pg, err := br.AddDecision(context.Background(), protocol.ProjectDecisionAddParams{Cwd: cwd, Title: "Use PostgreSQL", Text: "All data lives in PostgreSQL.", Alternatives: []string{"MySQL"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if withBrain {
+			h.m.SetAligner(br)
+		}
+		id := h.startThread(t, threadParams(&cwd, protocol.ApprovalNever)).Thread.ID
+		mustCall[protocol.FullAutoRunResult](t, h, "start", func(r Reply) {
+			h.m.StartFullAuto(context.Background(), protocol.FullAutoStartParams{ThreadID: id, Objective: ptr("S-driver: install the database driver")}, r)
+		})
+		if !withBrain {
+			waitNote(t, h, protocol.NotifyFullAutoStatusChanged, id, 0, hasState(protocol.FullAutoStopped))
+			if _, err := os.Stat(filepath.Join(cwd, "installed.txt")); err != nil {
+				t.Fatalf("without the brain the command did not run: %v", err)
+			}
+			if n := len(filter(h.c.snapshot(), protocol.RequestCommandApproval, "")); n != 0 {
+				t.Fatalf("without the brain, %d approval requests", n)
+			}
+			continue
+		}
+		var fc *fakeCall
+		select {
+		case fc = <-h.c.calls:
+		case <-time.After(testTimeout):
+			t.Fatalf("no approval request; log:\n%s", dump(h.c.snapshot()))
+		}
+		var p protocol.CommandApprovalParams
+		if err := json.Unmarshal(fc.params, &p); err != nil || fc.method != protocol.RequestCommandApproval || p.Reason == nil ||
+			!strings.Contains(*p.Reason, pg.Decision.ID) || !strings.Contains(*p.Reason, `"Use PostgreSQL"`) || !strings.Contains(*p.Reason, "conflicting") {
+			t.Fatalf("request %s %s, want a command approval naming %s", fc.method, fc.params, pg.Decision.ID)
+		}
+		if _, err := os.Stat(filepath.Join(cwd, "installed.txt")); err == nil {
+			t.Fatal("the command ran before the approval")
+		}
+		fc.answer <- callAnswer{raw: json.RawMessage(`{"decision":"accept"}`)}
+		waitNote(t, h, protocol.NotifyFullAutoStatusChanged, id, 0, hasState(protocol.FullAutoStopped))
+		if _, err := os.Stat(filepath.Join(cwd, "installed.txt")); err != nil {
+			t.Fatalf("after the approval the command did not run: %v", err)
+		}
+		l, err := br.ListDecisions(context.Background(), protocol.ProjectDecisionListParams{Cwd: cwd, All: true})
+		if err != nil || len(l.Decisions) != 2 {
+			t.Fatalf("decisions after the approval: %+v %v", l, err)
+		}
+		old, neu := l.Decisions[0], l.Decisions[1]
+		if old.Status != protocol.DecisionSuperseded || old.SupersededBy != neu.ID || neu.Source != "alignment" || neu.Status != protocol.DecisionActive ||
+			!strings.Contains(neu.Text, "mysql-connector-python") {
+			t.Fatalf("after the approval: %+v / %+v", old, neu)
+		}
+	}
+}

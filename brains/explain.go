@@ -123,3 +123,15 @@ func clipText(s string, n int) string {
 	}
 	return s
 }
+
+// RecordDecision records a decision in the thread's project
+// (session.Aligner: the model's record_decision tool, as proposed).
+func (s *Service) RecordDecision(ctx context.Context, threadID string, p protocol.ProjectDecisionAddParams) (protocol.ProjectDecision, error) {
+	cwd, _, err := s.ThreadScope(ctx, threadID)
+	if err != nil {
+		return protocol.ProjectDecision{}, err
+	}
+	p.Cwd = cwd
+	r, err := s.AddDecision(ctx, p)
+	return r.Decision, err
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/apserver/apserver/brain"
+	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 )
 
@@ -21,6 +22,9 @@ type Aligner interface {
 	// AlignmentApproved records that a human approved an action the check
 	// stopped: a decision superseding the one it went against.
 	AlignmentApproved(ctx context.Context, threadID string, a protocol.AlignmentAction, v protocol.AlignmentVerdict)
+	// RecordDecision records a decision in the thread's project (the
+	// model's record_decision tool; p.Cwd is filled in).
+	RecordDecision(ctx context.Context, threadID string, p protocol.ProjectDecisionAddParams) (protocol.ProjectDecision, error)
 }
 
 // The alignment hook (docs/brain.md). Under full auto, a command the
@@ -137,6 +141,55 @@ func (t *thread) alignmentApproved(tr *turn, a protocol.AlignmentAction, v proto
 		t.postEvent(ctx, func() {
 			if t.turn == tr {
 				then()
+			}
+		})
+	}()
+}
+
+// toolRecordDecision is the model's way to record a decision: a proposed
+// one, which a human (project/decision/update) confirms.
+const toolRecordDecision = "record_decision"
+
+var recordDecisionTool = model.Tool{Name: toolRecordDecision,
+	Description: "Record a decision about this project (a technology, a convention, a design choice) so that later work follows it. It is recorded as proposed; a human confirms it. Name the alternatives you rejected.",
+	Parameters: json.RawMessage(`{"type":"object","properties":{
+  "title":{"type":"string","description":"The decision in a few words, e.g. Use PostgreSQL."},
+  "text":{"type":"string","description":"What was decided."},
+  "why":{"type":"string"},
+  "alternatives":{"type":"array","items":{"type":"string"},"description":"Options rejected."},
+  "files":{"type":"array","items":{"type":"string"},"description":"Globs of the files it concerns."},
+  "tags":{"type":"array","items":{"type":"string"}}},
+ "required":["title","text"],"additionalProperties":false}`)}
+
+// runDecisionCall records the model's decision as proposed (on a child
+// goroutine: the store), then gives the model the decision's id.
+func (t *thread) runDecisionCall(tr *turn, call model.ToolCall) {
+	var a struct {
+		Title, Text, Why    string
+		Alternatives, Files []string
+		Tags                []string
+	}
+	if err := json.Unmarshal([]byte(call.Arguments), &a); err != nil {
+		t.toolError(tr, call, "record_decision: invalid arguments: "+err.Error())
+		return
+	}
+	if strings.TrimSpace(a.Title) == "" || strings.TrimSpace(a.Text) == "" {
+		t.toolError(tr, call, "record_decision: title and text are required")
+		return
+	}
+	proposed := protocol.DecisionProposed
+	p := protocol.ProjectDecisionAddParams{Title: a.Title, Text: a.Text, Why: a.Why, Alternatives: a.Alternatives, Source: "model", Status: &proposed,
+		Scope: &protocol.DecisionScope{Files: a.Files, Tags: a.Tags}}
+	ctx, al := tr.ctx, t.m.opts.Align
+	go func() {
+		d, err := al.RecordDecision(context.WithoutCancel(ctx), t.id, p)
+		out := fmt.Sprintf("Recorded decision %s %q as proposed; a human confirms it.", d.ID, d.Title)
+		if err != nil {
+			out = "record_decision: not recorded: " + err.Error()
+		}
+		t.postEvent(ctx, func() {
+			if t.turn == tr {
+				t.toolError(tr, call, out) // a tool output, then the next call
 			}
 		})
 	}()

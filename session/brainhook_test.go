@@ -82,3 +82,36 @@ func TestAlignmentStopsFullAuto(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordDecisionTool: the model's record_decision call records a
+// proposed decision (source "model") in the thread's project and tells
+// the model its id; a call without text is refused.
+func TestRecordDecisionTool(t *testing.T) {
+	h := newHarness(t, scripted.Script{Rules: []scripted.Rule{{Match: "S-decide", Steps: []scripted.Step{
+		{Text: "Recording it.", ToolCalls: []scripted.ToolCall{
+			{Name: "record_decision", Arguments: `{"title":"Use Redis for caching","text":"The cache is Redis.","alternatives":["Memcached"],"files":["app/cache/**"]}`},
+			{Name: "record_decision", Arguments: `{"title":"Half a decision"}`},
+		}},
+		{Text: "Done."},
+	}}}}, false)
+	cwd := t.TempDir()
+	br := brains.New(brains.Options{Store: h.m.Store, Debounce: -1})
+	t.Cleanup(br.Close)
+	h.m.SetAligner(br)
+	id := h.startThread(t, threadParams(&cwd, protocol.ApprovalNever)).Thread.ID
+	h.startTurn(t, id, "S-decide")
+	h.turnCompleted(t, id)
+	l, err := br.ListDecisions(context.Background(), protocol.ProjectDecisionListParams{Cwd: cwd, All: true})
+	if err != nil || len(l.Decisions) != 1 {
+		t.Fatalf("decisions: %+v %v", l, err)
+	}
+	d := l.Decisions[0]
+	if d.Status != protocol.DecisionProposed || d.Source != "model" || d.Title != "Use Redis for caching" || len(d.Scope.Files) != 1 || d.Alternatives[0] != "Memcached" {
+		t.Fatalf("decision = %+v", d)
+	}
+	reqs := h.srv.Requests()
+	last := string(reqs[len(reqs)-1].Body)
+	if !strings.Contains(last, "Recorded decision "+d.ID) || !strings.Contains(last, "title and text are required") {
+		t.Errorf("the model was not told the outcomes: %s", last)
+	}
+}

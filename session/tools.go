@@ -103,7 +103,12 @@ var requestUserInputSchema = json.RawMessage(`{
 // request.
 func (t *thread) agentTools() []model.Tool {
 	m := t.m
-	m.toolsOnce.Do(func() { m.tools = buildAgentTools(m.opts.Config.ApplyPatchTool) })
+	m.toolsOnce.Do(func() {
+		m.tools = buildAgentTools(m.opts.Config.ApplyPatchTool)
+		if m.opts.Align != nil { // the project brain (brainhook.go)
+			m.tools = append(m.tools, recordDecisionTool)
+		}
+	})
 	return withoutTools(m.tools, t.disabledTools())
 }
 
@@ -166,6 +171,8 @@ func (t *thread) dispatch(tr *turn, call model.ToolCall) {
 		t.runPlanCall(tr, call)
 	case call.Name == toolRequestUserInput:
 		t.runQuestionCall(tr, call)
+	case call.Name == toolRecordDecision && t.m.opts.Align != nil:
+		t.runDecisionCall(tr, call)
 	default:
 		t.toolError(tr, call, fmt.Sprintf("unknown tool %q; the available tools are %s", call.Name, t.toolNames()))
 	}

@@ -66,6 +66,11 @@ func TestAlignmentStopsFullAuto(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(cwd, "installed.txt")); err == nil {
 			t.Fatal("the command ran before the approval")
 		}
+		// The run waits, its attention item naming the decision.
+		waitNote(t, h, protocol.NotifyFullAutoStatusChanged, id, 0, hasState(protocol.FullAutoWaiting))
+		if att, _ := json.Marshal(h.m.fa.attn.snapshot()); !strings.Contains(string(att), pg.Decision.ID) {
+			t.Errorf("attention = %s, want the decision named", att)
+		}
 		fc.answer <- callAnswer{raw: json.RawMessage(`{"decision":"accept"}`)}
 		waitNote(t, h, protocol.NotifyFullAutoStatusChanged, id, 0, hasState(protocol.FullAutoStopped))
 		if _, err := os.Stat(filepath.Join(cwd, "installed.txt")); err != nil {

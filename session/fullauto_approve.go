@@ -163,6 +163,9 @@ func attentionKind(kind string) protocol.AttentionKind {
 
 // requestReason says in a line what a request waits for.
 func requestReason(req serverRequest) string {
+	if req.Alignment != nil { // stopped by the project brain: say which decision
+		return alignmentReason(*req.Alignment)
+	}
 	switch p := req.Params.(type) {
 	case protocol.CommandApprovalParams:
 		return "approve command: " + truncate(req.Command, 200)

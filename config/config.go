@@ -85,11 +85,21 @@ type Config struct {
 	FullAuto                FullAutoConfig
 	// Runs are run/start's defaults and worktree setup (runs.go).
 	Runs RunsConfig
+	// GitHub is how runs end on GitHub (github.go).
+	GitHub GitHubConfig
 
 	// Projects maps a project directory (cleaned, symbolic links resolved)
 	// to its trust_level, from the user file's [projects."PATH"] tables;
 	// see ProjectTrusted.
 	Projects map[string]string
+	// MCPServers are the [mcp_servers.NAME] tables (mcp.go), by name;
+	// MCPToolOutputMaxBytes caps the text of one MCP tool result the model
+	// sees.
+	MCPServers            map[string]MCPServer
+	MCPToolOutputMaxBytes int64
+	// DynamicToolTimeout bounds a client's answer to item/tool/call (a
+	// tool the editor declared on thread/start).
+	DynamicToolTimeout time.Duration
 	// Warnings say what Load skipped in a file it could still use, e.g. a
 	// key an untrusted workspace file may not loosen. The caller logs them.
 	Warnings []string
@@ -177,8 +187,11 @@ func defaults(getenv func(string) string) Config {
 		MaxConcurrentModelCalls: DefaultMaxConcurrentModelCalls,
 		FullAuto:                defaultFullAuto(),
 		Runs:                    defaultRuns(),
+		GitHub:                  defaultGitHub(),
 		RulesFile:               userRulesFile(getenv),
 		ApplyPatchTool:          "freeform",
+		MCPToolOutputMaxBytes:   DefaultMCPToolOutputMaxBytes,
+		DynamicToolTimeout:      DefaultDynamicToolTimeout,
 	}
 }
 

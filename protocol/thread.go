@@ -142,9 +142,17 @@ type ThreadStartParams struct {
 	Ephemeral    *bool   `json:"ephemeral,omitempty"`
 	ServiceName  *string `json:"serviceName,omitempty"`
 	ThreadSource *string `json:"threadSource,omitempty"`
+	// DynamicTools are the client's own tools (experimental API;
+	// dynamictools.go).
+	DynamicTools []DynamicToolSpec `json:"dynamicTools,omitempty"`
 }
 
-func (p *ThreadStartParams) Validate() error { return p.ThreadSettings.validate() }
+func (p *ThreadStartParams) Validate() error {
+	if err := p.ThreadSettings.validate(); err != nil {
+		return err
+	}
+	return ValidateDynamicTools(p.DynamicTools)
+}
 
 // ThreadSessionResult is the shared shape of thread/start, resume and fork results.
 type ThreadSessionResult struct {

@@ -49,6 +49,8 @@ func requestItemID(req serverRequest) string {
 		return p.ItemID
 	case protocol.ToolRequestUserInputParams:
 		return p.ItemID
+	case protocol.McpServerElicitationParams: // an MCP tool approval (mcptools.go)
+		return p.ItemID
 	}
 	return ""
 }
@@ -175,6 +177,8 @@ func requestReason(req serverRequest) string {
 		if len(p.Questions) > 0 {
 			return "answer: " + truncate(p.Questions[0].Question, 200)
 		}
+	case protocol.McpServerElicitationParams:
+		return truncate(p.Message, 200)
 	}
 	return "answer " + req.Method
 }

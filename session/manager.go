@@ -99,9 +99,10 @@ type Manager struct {
 
 	// learnedWindows are context windows learned from requests a provider
 	// refused as too long, for models no configuration sizes (compact.go):
-	// model name → tokens.
+	// windowKey (provider and model name) → tokens.
 	learnedWindows sync.Map
 
+	mcp      *mcpState   // MCP servers (mcptools.go); set by NewManager
 	fuzzy    fuzzyTokens // fuzzyFileSearch's cancellation tokens (fuzzy.go)
 	watchers watchers    // the thread port's outcome streams (threads.go)
 	execs    execTable   // command/exec's processes (commandexec.go)
@@ -131,6 +132,7 @@ func NewManager(opts Options) *Manager {
 		sandbox.HideEnv(pc.APIKeyEnv)
 	}
 	m.fa = newFullAutoManager(m)
+	m.mcp = newMCPState(m)
 	m.sched = newScheduler(opts.Config.MaxConcurrentModelCalls)
 	m.clock = opts.Clock
 	if m.clock == nil {
@@ -177,6 +179,7 @@ func (m *Manager) Close() error {
 	}
 	m.stop()
 	m.wg.Wait()
+	m.mcp.close() // no MCP server process outlives apserver
 	m.mu.Lock()
 	m.closeWatcher()
 	m.mu.Unlock()
@@ -316,6 +319,10 @@ func (m *Manager) StartThread(ctx context.Context, p protocol.ThreadStartParams,
 		Ephemeral: p.Ephemeral != nil && *p.Ephemeral,
 	}
 	s.DisabledTools = disabledTools(p.Config)
+	if s.DynamicTools, err = encodeDynamicTools(p.DynamicTools); err != nil { // dynamictools.go
+		reply(nil, err)
+		return
+	}
 	t := m.newThread(meta, s)
 	t.post(func() { t.create(reply) })
 }

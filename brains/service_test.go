@@ -2,6 +2,7 @@ package brains
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -119,3 +120,29 @@ func TestRestoreAfterCrash(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestTouchAfterARun: a run stored for the project, then Touch (what the
+// runner calls when a run ends) rewrites snapshot.md with it.
+func TestTouchAfterARun(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	proj := filepath.Join(dir, "p")
+	os.MkdirAll(proj, 0o755)
+	st := openStore(t, filepath.Join(dir, "a.db"))
+	defer st.Close()
+	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Debounce: -1})
+	defer s.Close()
+	waiting := protocol.RunWaitingFor("approval")
+	run, _ := json.Marshal(protocol.Run{ID: "run-7", Request: "add orders", Cwd: proj, Status: protocol.RunStatus("running"), WaitingFor: &waiting})
+	if _, err := st.AppendRunEvent(ctx, store.RunRow{ID: "run-7", Cwd: proj, Status: "running", Run: run}, "started", json.RawMessage(`{}`), 1); err != nil {
+		t.Fatal(err)
+	}
+	s.Touch(proj)
+	snap, err := os.ReadFile(filepath.Join(proj, ".apserver", "snapshot.md"))
+	if err != nil || !strings.Contains(string(snap), `- run-7 "add orders" waits for approval`) {
+		t.Fatalf("snapshot.md after Touch: %v\n%s", err, snap)
+	}
+	if dirty, _ := st.BrainDirty(ctx); len(dirty) != 0 {
+		t.Fatalf("still dirty: %v", dirty)
+	}
+}

@@ -189,6 +189,7 @@ const (
 
 // Client → server requests: apserver's extensions (protocol/apserver/schema).
 const (
+	MethodAlignmentExplain       = "alignment/explain"
 	MethodBlueprintCancel        = "blueprint/cancel"
 	MethodBlueprintCoverage      = "blueprint/coverage"
 	MethodBlueprintDiff          = "blueprint/diff"
@@ -205,6 +206,12 @@ const (
 	MethodFullAutoStatus         = "fullAuto/status"
 	MethodFullAutoStop           = "fullAuto/stop"
 	MethodPolicyExplain          = "policy/explain"
+	MethodProjectContextPreview  = "project/context/preview"
+	MethodProjectDecisionAdd     = "project/decision/add"
+	MethodProjectDecisionList    = "project/decision/list"
+	MethodProjectDecisionRevoke  = "project/decision/revoke"
+	MethodProjectDecisionUpdate  = "project/decision/update"
+	MethodProjectSnapshotRead    = "project/snapshot/read"
 	MethodRunCancel              = "run/cancel"
 	MethodRunClarificationAnswer = "run/clarification/answer"
 	MethodRunList                = "run/list"
@@ -390,6 +397,7 @@ var Methods = []MethodInfo{
 	{MethodAccountWorkspaceMessagesRead, KindClientRequest, "", "GetWorkspaceMessagesResponse", false},
 	{MethodAccountSessionList, KindClientRequest, "AccountSessionsListParams", "AccountSessionsResponse", false},
 	{MethodAccountSessionSwitch, KindClientRequest, "AccountSessionsSwitchParams", "AccountSessionsSwitchResponse", false},
+	{MethodAlignmentExplain, KindClientRequest, "AlignmentExplainParams", "AlignmentExplainResponse", true},
 	{MethodAppInstalled, KindClientRequest, "AppsInstalledParams", "AppsInstalledResponse", false},
 	{MethodAppList, KindClientRequest, "AppsListParams", "AppsListResponse", false},
 	{MethodAppRead, KindClientRequest, "AppsReadParams", "AppsReadResponse", false},
@@ -479,12 +487,18 @@ var Methods = []MethodInfo{
 	{MethodProcessResizePty, KindClientRequest, "ProcessResizePtyParams", "ProcessResizePtyResponse", false},
 	{MethodProcessSpawn, KindClientRequest, "ProcessSpawnParams", "ProcessSpawnResponse", false},
 	{MethodProcessWriteStdin, KindClientRequest, "ProcessWriteStdinParams", "ProcessWriteStdinResponse", false},
+	{MethodProjectContextPreview, KindClientRequest, "ProjectContextPreviewParams", "ProjectContextPreviewResponse", true},
 	{MethodProjectCreate, KindClientRequest, "ProjectCreateParams", "ProjectCreateResponse", false},
+	{MethodProjectDecisionAdd, KindClientRequest, "ProjectDecisionAddParams", "ProjectDecisionAddResponse", true},
+	{MethodProjectDecisionList, KindClientRequest, "ProjectDecisionListParams", "ProjectDecisionListResponse", true},
+	{MethodProjectDecisionRevoke, KindClientRequest, "ProjectDecisionRevokeParams", "ProjectDecisionRevokeResponse", true},
+	{MethodProjectDecisionUpdate, KindClientRequest, "ProjectDecisionUpdateParams", "ProjectDecisionUpdateResponse", true},
 	{MethodProjectDelete, KindClientRequest, "ProjectDeleteParams", "ProjectDeleteResponse", false},
 	{MethodProjectImport, KindClientRequest, "ProjectImportParams", "ProjectImportResponse", false},
 	{MethodProjectList, KindClientRequest, "ProjectListParams", "ProjectListResponse", false},
 	{MethodProjectMove, KindClientRequest, "ProjectMoveParams", "ProjectMoveResponse", false},
 	{MethodProjectRead, KindClientRequest, "ProjectReadParams", "ProjectReadResponse", false},
+	{MethodProjectSnapshotRead, KindClientRequest, "ProjectSnapshotReadParams", "ProjectSnapshotReadResponse", true},
 	{MethodProjectUpdate, KindClientRequest, "ProjectUpdateParams", "ProjectUpdateResponse", false},
 	{MethodRemoteControlClientList, KindClientRequest, "RemoteControlClientsListParams", "RemoteControlClientsListResponse", false},
 	{MethodRemoteControlClientRevoke, KindClientRequest, "RemoteControlClientsRevokeParams", "RemoteControlClientsRevokeResponse", false},

@@ -55,6 +55,9 @@ type Options struct {
 	// Cwd is the working directory of a thread started without one; empty
 	// means the process's. (A server in a test process gets its own.)
 	Cwd string
+	// Align, when set, is the project brain's alignment check of file
+	// writes and commands under full auto (brainhook.go).
+	Align Aligner
 }
 
 // Manager owns the set of loaded threads. Its own fields are small leaf

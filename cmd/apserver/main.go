@@ -66,6 +66,8 @@ func main() {
 		err = runReplay(args)
 	case "blueprint":
 		err = runBlueprint(args)
+	case "project":
+		err = runProjectBrain(args)
 	case "version", "--version":
 		fmt.Println("apserver", version)
 	case "help", "-h", "--help":
@@ -107,6 +109,8 @@ Usage:
   apserver replay THREAD     re-decide a thread's full-auto receipts; exit 1 naming each that differs
   apserver blueprint ingest FILE | show [--depth N] | next
                              turn a long specification into a plan tree (docs/blueprints.md)
+  apserver project decisions [--all] | snapshot
+                             the project brain of this directory (docs/brain.md)
   apserver version           print the version
   apserver help              this text
 
@@ -265,15 +269,19 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 		OnInputClosed: func() { mgr.InputClosed(f.onEOF) },
 	})
 	mgr = newManager(cfg, f, dataDir, srv.Client(), log)
-	rn := newRunner(cfg, dataDir, mgr, log)
+	br := newBrain(cfg, mgr.Store, log)
+	mgr.SetAligner(br)
+	rn := newRunnerWithBrain(cfg, dataDir, mgr, log, br)
 	server.Register(srv, mgr)
 	server.RegisterRuns(srv, rn)
 	bs := newBlueprints(cfg, mgr, srv.Client(), log)
 	rn.SetBlueprints(bs) // runs from a blueprint, and their evidence
 	server.RegisterBlueprints(srv, bs)
+	server.RegisterBrain(srv, br)
 	err = srv.Run(ctx)
 	bs.Close()
 	rn.Close()
+	br.Close()
 	if cerr := mgr.Close(); cerr != nil && err == nil {
 		err = cerr
 	}

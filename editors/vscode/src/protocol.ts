@@ -167,6 +167,30 @@ export type AgentMessageModeration = {
   moderated: boolean;
 };
 export type AgentPath = string;
+export type AlignmentAction = {
+  after?: string;
+  before?: string;
+  command?: string;
+  kind: "write" | "delete" | "command";
+  path?: string;
+};
+export type AlignmentExplainParams = {
+  action: AlignmentAction;
+  cwd?: string;
+  threadId: string;
+};
+export type AlignmentExplainResponse = {
+  verdict: AlignmentVerdict;
+};
+export type AlignmentStatus = "aligned" | "risky" | "conflicting" | "undecided";
+export type AlignmentVerdict = {
+  decisions: DecisionRef[];
+  nodes?: string[];
+  pass: string;
+  reasons: string[];
+  score: number;
+  status: AlignmentStatus;
+};
 export type AllowDenyRequirement = "allow" | "deny";
 export type AnalyticsConfig = {
   enabled?: boolean | null;
@@ -2045,6 +2069,16 @@ export type CurrentTimeReadParams = {
 };
 /** Requested cyber treatment for an OpenAI model turn. Authorization and model-tier restrictions remain server-owned. */
 export type CyberAccessProgram = "standard" | "daybreakBlue" | "daybreakRed";
+export type DecisionRef = {
+  id: string;
+  title: string;
+};
+export type DecisionScope = {
+  files?: string[];
+  nodes?: string[];
+  tags?: string[];
+};
+export type DecisionStatus = "active" | "proposed" | "superseded" | "revoked";
 export type DeprecationNoticeNotification = {
   /** Optional extra guidance, such as migration steps or rationale. */
   details?: string | null;
@@ -4356,6 +4390,19 @@ export type ProjectChangedNotification = {
   changeType: ProjectChangeType;
   projectId: string;
 };
+export type ProjectContextPreviewParams = {
+  blueprintId?: string;
+  budget?: number;
+  cwd: string;
+  role: string;
+  taskId?: string;
+  threadId?: string;
+};
+export type ProjectContextPreviewResponse = {
+  budget: number;
+  context: string;
+  tokens: number;
+};
 export type ProjectCreateParams = {
   idempotencyKey: string;
   metadata?: { [key: string]: string } | null;
@@ -4364,6 +4411,60 @@ export type ProjectCreateParams = {
 };
 export type ProjectCreateResponse = {
   project: Project;
+};
+export type ProjectDecision = {
+  alternatives?: string[];
+  createdAtMs: number;
+  cwd: string;
+  id: string;
+  scope: DecisionScope;
+  source: string;
+  status: DecisionStatus;
+  supersededBy?: string;
+  text: string;
+  title: string;
+  updatedAtMs: number;
+  why?: string;
+};
+export type ProjectDecisionAddParams = {
+  alternatives?: string[];
+  cwd: string;
+  scope?: DecisionScope;
+  source?: string;
+  status?: DecisionStatus;
+  supersedes?: string;
+  text?: string;
+  title: string;
+  why?: string;
+};
+export type ProjectDecisionAddResponse = {
+  decision: ProjectDecision;
+};
+export type ProjectDecisionListParams = {
+  all?: boolean;
+  cwd: string;
+};
+export type ProjectDecisionListResponse = {
+  decisions: ProjectDecision[];
+};
+export type ProjectDecisionRevokeParams = {
+  id: string;
+  reason?: string;
+};
+export type ProjectDecisionRevokeResponse = {
+  decision: ProjectDecision;
+};
+export type ProjectDecisionUpdateParams = {
+  alternatives?: string[];
+  id: string;
+  scope?: DecisionScope;
+  status?: DecisionStatus;
+  text?: string;
+  title?: string;
+  why?: string;
+};
+export type ProjectDecisionUpdateResponse = {
+  decision: ProjectDecision;
 };
 export type ProjectDeleteParams = {
   projectId: string;
@@ -4404,6 +4505,12 @@ export type ProjectReadResponse = {
 };
 export type ProjectRoot = {
   path: AbsolutePathBuf;
+};
+export type ProjectSnapshotReadParams = {
+  cwd: string;
+};
+export type ProjectSnapshotReadResponse = {
+  markdown: string;
 };
 export type ProjectSortKey = "position" | "recencyAt";
 export type ProjectUpdateParams = {
@@ -7665,6 +7772,8 @@ export interface ClientRequests {
   "account/workspaceMessages/read": { params: undefined; result: GetWorkspaceMessagesResponse };
   "accountSession/list": { params: AccountSessionsListParams; result: AccountSessionsResponse };
   "accountSession/switch": { params: AccountSessionsSwitchParams; result: AccountSessionsSwitchResponse };
+  /** apserver extension. */
+  "alignment/explain": { params: AlignmentExplainParams; result: AlignmentExplainResponse };
   "app/installed": { params: AppsInstalledParams; result: AppsInstalledResponse };
   "app/list": { params: AppsListParams; result: AppsListResponse };
   "app/read": { params: AppsReadParams; result: AppsReadResponse };
@@ -7770,12 +7879,24 @@ export interface ClientRequests {
   "process/resizePty": { params: ProcessResizePtyParams; result: ProcessResizePtyResponse };
   "process/spawn": { params: ProcessSpawnParams; result: ProcessSpawnResponse };
   "process/writeStdin": { params: ProcessWriteStdinParams; result: ProcessWriteStdinResponse };
+  /** apserver extension. */
+  "project/context/preview": { params: ProjectContextPreviewParams; result: ProjectContextPreviewResponse };
   "project/create": { params: ProjectCreateParams; result: ProjectCreateResponse };
+  /** apserver extension. */
+  "project/decision/add": { params: ProjectDecisionAddParams; result: ProjectDecisionAddResponse };
+  /** apserver extension. */
+  "project/decision/list": { params: ProjectDecisionListParams; result: ProjectDecisionListResponse };
+  /** apserver extension. */
+  "project/decision/revoke": { params: ProjectDecisionRevokeParams; result: ProjectDecisionRevokeResponse };
+  /** apserver extension. */
+  "project/decision/update": { params: ProjectDecisionUpdateParams; result: ProjectDecisionUpdateResponse };
   "project/delete": { params: ProjectDeleteParams; result: ProjectDeleteResponse };
   "project/import": { params: ProjectImportParams; result: ProjectImportResponse };
   "project/list": { params: ProjectListParams; result: ProjectListResponse };
   "project/move": { params: ProjectMoveParams; result: ProjectMoveResponse };
   "project/read": { params: ProjectReadParams; result: ProjectReadResponse };
+  /** apserver extension. */
+  "project/snapshot/read": { params: ProjectSnapshotReadParams; result: ProjectSnapshotReadResponse };
   "project/update": { params: ProjectUpdateParams; result: ProjectUpdateResponse };
   "remoteControl/client/list": { params: RemoteControlClientsListParams; result: RemoteControlClientsListResponse };
   "remoteControl/client/revoke": { params: RemoteControlClientsRevokeParams; result: RemoteControlClientsRevokeResponse };

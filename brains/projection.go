@@ -103,8 +103,11 @@ func (s *Service) Flush(ctx context.Context, cwd string) error {
 	if err != nil {
 		return err
 	}
-	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() {
-		// The project is gone: nothing to write, nothing to keep marked.
+	if fi, err := os.Stat(cwd); err != nil || !fi.IsDir() || len(state.Decisions) == 0 {
+		// The project is gone, or keeps no decisions (the brain is not in
+		// use there: its projections would only be files in the user's
+		// checkout that runs' merges trip over): nothing to write, nothing
+		// to keep marked. project/snapshot/read still answers from the store.
 		if mark > 0 {
 			return st.ClearBrainDirty(ctx, cwd, mark)
 		}
@@ -140,6 +143,9 @@ func MemoryText(old, project string, ds []protocol.ProjectDecision) string {
 }
 
 func writeAtomic(path, text string) error {
+	if old, err := os.ReadFile(path); err == nil && string(old) == text {
+		return nil // unchanged: leave the file (and the checkout) alone
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
@@ -137,6 +138,19 @@ func TestTouchAfterARun(t *testing.T) {
 	if _, err := st.AppendRunEvent(ctx, store.RunRow{ID: "run-7", Cwd: proj, Status: "running", Run: run}, "started", json.RawMessage(`{}`), 1); err != nil {
 		t.Fatal(err)
 	}
+	// A project that keeps no decisions gets no files in its checkout:
+	// runs' merges would trip over them.
+	s.Touch(proj)
+	if _, err := os.Stat(filepath.Join(proj, ".apserver")); !os.IsNotExist(err) {
+		t.Fatalf("a project without decisions got .apserver/ projections (%v)", err)
+	}
+	if dirty, _ := st.BrainDirty(ctx); len(dirty) != 0 {
+		t.Fatalf("still dirty: %v", dirty)
+	}
+	// One that does gets them after a run.
+	if _, err := s.AddDecision(ctx, protocol.ProjectDecisionAddParams{Cwd: proj, Title: "Use PostgreSQL"}); err != nil {
+		t.Fatal(err)
+	}
 	s.Touch(proj)
 	snap, err := os.ReadFile(filepath.Join(proj, ".apserver", "snapshot.md"))
 	if err != nil || !strings.Contains(string(snap), `- run-7 "add orders" waits for approval`) {
@@ -144,5 +158,15 @@ func TestTouchAfterARun(t *testing.T) {
 	}
 	if dirty, _ := st.BrainDirty(ctx); len(dirty) != 0 {
 		t.Fatalf("still dirty: %v", dirty)
+	}
+	// Rewritten unchanged, a projection is left alone (its mtime stays).
+	fi, _ := os.Stat(filepath.Join(proj, ".apserver", "snapshot.md"))
+	old := time.Unix(1, 0)
+	if err := os.Chtimes(filepath.Join(proj, ".apserver", "snapshot.md"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	s.Touch(proj)
+	if fi2, _ := os.Stat(filepath.Join(proj, ".apserver", "snapshot.md")); fi2.ModTime() != old {
+		t.Errorf("an unchanged snapshot.md was rewritten (%v, was %v)", fi2.ModTime(), fi.ModTime())
 	}
 }

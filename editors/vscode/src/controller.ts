@@ -1069,10 +1069,7 @@ export function vscodeEditorHost(): EditorHost {
     async openFile(path: string, line?: number): Promise<void> {
       const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(path));
       const options: vscode.TextDocumentShowOptions = { preview: false };
-      if (line) {
-        const pos = new vscode.Position(line - 1, 0);
-        options.selection = new vscode.Range(pos, pos);
-      }
+      if (line) options.selection = new vscode.Range(line - 1, 0, line - 1, 0);
       await vscode.window.showTextDocument(doc, options);
     },
     root(): string | undefined {

@@ -132,3 +132,36 @@ func TestModelProviderDefaultSet(t *testing.T) {
 	c.callErr("thread/realtime/list", map[string]any{"threadId": "no-such-thread"}, -32600, "thread not found")
 	c.callErr("thread/realtime/list", map[string]any{}, -32602, "threadId")
 }
+
+// TestThreadListIncludedThreadIDs: Codex 0.171's thread/list
+// includedThreadIds restricts the list to those threads (an empty list
+// matches nothing, null none at all); more than 100 ids is -32602.
+func TestThreadListIncludedThreadIDs(t *testing.T) {
+	t.Parallel()
+	c := newClient(t, startModel(t), options{inProcess: true})
+	a, _ := c.startThread("never")
+	b, _ := c.startThread("never")
+	g, _ := c.startThread("never")
+	list := func(ids any) string {
+		m := c.call("thread/list", map[string]any{"includedThreadIds": ids})
+		var got []string
+		for i := 0; m.str(fmt.Sprintf("data.%d.id", i)) != ""; i++ {
+			got = append(got, m.str(fmt.Sprintf("data.%d.id", i)))
+		}
+		return strings.Join(got, ",")
+	}
+	if got := list([]string{a, g, "no-such-thread"}); got != g+","+a {
+		t.Errorf("thread/list includedThreadIds [a g x] = %s, want %s,%s", got, g, a)
+	}
+	if got := list([]string{}); got != "" {
+		t.Errorf("thread/list includedThreadIds [] = %s, want nothing", got)
+	}
+	if got := list(nil); got != g+","+b+","+a {
+		t.Errorf("thread/list includedThreadIds null = %s, want every thread", got)
+	}
+	many := make([]string, 101)
+	for i := range many {
+		many[i] = fmt.Sprint(i)
+	}
+	c.callErr("thread/list", map[string]any{"includedThreadIds": many}, -32602, "includedThreadIds")
+}

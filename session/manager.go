@@ -437,6 +437,9 @@ func (m *Manager) ListThreads(ctx context.Context, p protocol.ThreadListParams, 
 			o.SearchTerm = *p.SearchTerm
 		}
 		o.ModelProviders = p.ModelProviders
+		if p.IncludedThreadIDs != nil {
+			o.OnlyIDs, o.IDs = true, *p.IncludedThreadIDs
+		}
 		rows, next, err := db.ListThreads(ctx, o)
 		if err != nil {
 			if errors.Is(err, store.ErrBadCursor) {

@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 FUZZTIME ?= 15s
 
-.PHONY: help build generate install test test-go test-vscode e2e lint fuzz bench demo vscode vscode-real nvim sdk vsix check-generated clean
+.PHONY: help build generate install test test-go test-vscode e2e lint fuzz bench demo demo-run vscode vscode-real nvim sdk vsix check-generated clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -70,6 +70,9 @@ bench: build ## Go benchmarks plus the peerbench comparison against Codex (see d
 
 demo: build ## the offline demo: scripted model, temp workspace, live view
 	./$(BIN) demo
+
+demo-run: build ## the offline run demo: plan, approve, implement, validate, merge in a temp repository
+	./$(BIN) demo run
 
 vscode: ## build, type-check and test the VS Code extension with a stubbed vscode module (installs npm packages and chromium if missing)
 	./editors/vscode/test.sh

@@ -53,6 +53,9 @@ func RenderPlan(info PlanInfo, t *Tree, tasks []protocol.BlueprintTask, c *Cover
 			if len(x.Unresolved) > 0 {
 				fmt.Fprintf(&b, "%s  unresolved dependencies: %s\n", strings.Repeat("  ", n.Depth+1), strings.Join(x.Unresolved, "; "))
 			}
+			if e := x.Evidence; e != nil {
+				fmt.Fprintf(&b, "%s  evidence: commit %s on %s (run %s)\n", strings.Repeat("  ", n.Depth+1), e.Commit, e.Branch, e.RunID)
+			}
 		}
 		if len(n.Unresolved) > 0 {
 			fmt.Fprintf(&b, "%s  unresolved dependencies: %s\n", strings.Repeat("  ", n.Depth), strings.Join(n.Unresolved, "; "))

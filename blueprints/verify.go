@@ -131,7 +131,8 @@ func (s *Service) reopen(ctx context.Context, st *store.Store, bpID, versionID s
 	}
 	for i := range tasks {
 		if slices.Contains(ids, tasks[i].ID) {
-			tasks[i].Status = protocol.NodePlanned
+			// Its evidence no longer holds: the event log keeps it.
+			tasks[i].Status, tasks[i].Evidence = protocol.NodePlanned, nil
 		}
 	}
 	ev, _ := json.Marshal(map[string]any{"reopened": ids, "verification": report})

@@ -85,6 +85,8 @@ type Config struct {
 	FullAuto                FullAutoConfig
 	// Runs are run/start's defaults and worktree setup (runs.go).
 	Runs RunsConfig
+	// GitHub is how runs end on GitHub (github.go).
+	GitHub GitHubConfig
 
 	// Projects maps a project directory (cleaned, symbolic links resolved)
 	// to its trust_level, from the user file's [projects."PATH"] tables;
@@ -185,6 +187,7 @@ func defaults(getenv func(string) string) Config {
 		MaxConcurrentModelCalls: DefaultMaxConcurrentModelCalls,
 		FullAuto:                defaultFullAuto(),
 		Runs:                    defaultRuns(),
+		GitHub:                  defaultGitHub(),
 		RulesFile:               userRulesFile(getenv),
 		ApplyPatchTool:          "freeform",
 		MCPToolOutputMaxBytes:   DefaultMCPToolOutputMaxBytes,

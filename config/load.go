@@ -161,6 +161,8 @@ type fileConfig struct {
 	// Runs (runs.go).
 	MaxParallelRuns *int      `toml:"max_parallel_runs"`
 	Runs            *fileRuns `toml:"runs"`
+	// GitHub (github.go).
+	GitHub *fileGitHub `toml:"github"`
 	// Trust (trust.go); user file only.
 	Projects map[string]fileProject `toml:"projects"`
 
@@ -335,6 +337,9 @@ func (c *Config) mergeFile(path string, ws *workspaceLayer) error {
 		return err
 	}
 	if err := c.mergeRuns(f.MaxParallelRuns, f.Runs, bad, may); err != nil {
+		return err
+	}
+	if err := c.mergeGitHub(f.GitHub, bad, may); err != nil {
 		return err
 	}
 	if err := c.mergeMCP(f.fileMCP, path, ws, bad); err != nil {

@@ -19,12 +19,17 @@ type PR struct {
 	Head    string `json:"head"` // the branch
 	Base    string `json:"base"`
 	HeadSHA string `json:"headSha"`
+	// MergeCommit is the merge commit's SHA once merged.
+	MergeCommit string `json:"mergeCommit,omitempty"`
 }
 
 func prFrom(p *gh.PullRequest) PR {
 	out := PR{Number: p.GetNumber(), URL: p.GetHTMLURL(), NodeID: p.GetNodeID(), State: p.GetState(),
 		Draft: p.GetDraft(), Merged: p.GetMerged(), HeadSHA: p.GetHead().GetSHA(),
 		Head: p.GetHead().GetRef(), Base: p.GetBase().GetRef()}
+	if out.Merged {
+		out.MergeCommit = p.GetMergeCommitSHA()
+	}
 	return out
 }
 

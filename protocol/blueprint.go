@@ -400,6 +400,9 @@ type BlueprintTask struct {
 	// Review: carried into a new version whose text of the node changed
 	// (or where the excerpt is no longer found): to be looked at again.
 	Review bool `json:"review,omitempty"`
+	// Evidence: the run and commit that made the task done (set only by a
+	// run's validated commit; runblueprint.go).
+	Evidence *TaskEvidence `json:"evidence,omitempty"`
 }
 
 // BlueprintNodeTasksResult is the node and its tasks, in order.

@@ -220,8 +220,10 @@ const (
 	MethodRunRead                = "run/read"
 	MethodRunRepairApprove       = "run/repair/approve"
 	MethodRunResume              = "run/resume"
+	MethodRunRevert              = "run/revert"
 	MethodRunStart               = "run/start"
 	MethodRunTaskApprove         = "run/task/approve"
+	MethodRunTaskRevert          = "run/task/revert"
 )
 
 // Client → server notifications: Codex (protocol/codex/schema).
@@ -509,8 +511,10 @@ var Methods = []MethodInfo{
 	{MethodRunRead, KindClientRequest, "RunReadParams", "RunReadResponse", true},
 	{MethodRunRepairApprove, KindClientRequest, "RunRepairApproveParams", "RunRepairApproveResponse", true},
 	{MethodRunResume, KindClientRequest, "RunResumeParams", "RunResumeResponse", true},
+	{MethodRunRevert, KindClientRequest, "RunRevertParams", "RunRevertResponse", true},
 	{MethodRunStart, KindClientRequest, "RunStartParams", "RunStartResponse", true},
 	{MethodRunTaskApprove, KindClientRequest, "RunTaskApproveParams", "RunTaskApproveResponse", true},
+	{MethodRunTaskRevert, KindClientRequest, "RunTaskRevertParams", "RunTaskRevertResponse", true},
 	{MethodServerDiagnostics, KindClientRequest, "ServerDiagnosticsParams", "ServerDiagnosticsResponse", false},
 	{MethodSkillsConfigWrite, KindClientRequest, "SkillsConfigWriteParams", "SkillsConfigWriteResponse", false},
 	{MethodSkillsExtraRootsSet, KindClientRequest, "SkillsExtraRootsSetParams", "SkillsExtraRootsSetResponse", false},

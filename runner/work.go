@@ -47,6 +47,8 @@ func (x *run) work(cfg runs.Config, snap runs.Snapshot, e runs.Effect) {
 		err = x.commit(ctx, cfg, e)
 	case runs.Merge:
 		err = x.merge(ctx, cfg, snap, e)
+	default:
+		x.ghWork(ctx, cfg, e)
 	}
 	if err != nil && ctx.Err() == nil {
 		x.rn.log.Error("run step failed", "run", x.id, "effect", fmt.Sprintf("%T", e), "err", err)
@@ -516,7 +518,7 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 		return err
 	}
 	if !e.Into {
-		return x.leave(ctx, cfg, final, "")
+		return x.leave(ctx, cfg, final, e.Reason)
 	}
 	repo, err := gitwork.Open(ctx, cfg.Cwd)
 	if err != nil {

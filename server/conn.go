@@ -384,10 +384,7 @@ type handler struct{ s *Server }
 // Handle ignores jsonrpc2's ctx, which ends with the input: a request read
 // just before the end is still answered (Run drains), on Run's context.
 func (h handler) Handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	var params json.RawMessage
-	if req.Params != nil {
-		params = *req.Params
-	}
+	params := h.s.st.takeParams(req)
 	if req.Notif {
 		h.s.handleNotification(req.Method, params)
 		return
@@ -825,6 +822,19 @@ func (s *Server) notifyLine(method string, line []byte) {
 	lb := getLine()
 	lb.b = append(lb.b, line...)
 	if err := s.st.enqueue(lb); err != nil && !errors.Is(err, ErrClosed) {
+		s.log.Error("bug: notification not sent", "method", method, "err", err)
+	}
+}
+
+// notifyLarge queues a large notification (largeNotification) encoded
+// for several connections: a copy of its head, its params and tail shared.
+func (s *Server) notifyLarge(method string, it outItem) {
+	if st := s.state.Load(); st != nil && st.optOut[method] {
+		return
+	}
+	lb := getLine()
+	lb.b = append(lb.b, it.lb.b...)
+	if err := s.st.enqueueItem(outItem{lb: lb, large: it.large, tail: it.tail}); err != nil && !errors.Is(err, ErrClosed) {
 		s.log.Error("bug: notification not sent", "method", method, "err", err)
 	}
 }

@@ -27,7 +27,7 @@ import (
 // the tokens and cost, and a goal reports its progress.
 func (t *thread) responseUsage(tr *turn, last protocol.TokenUsageBreakdown) {
 	u := fullauto.Response{Input: last.InputTokens, Cached: last.CachedInputTokens, Output: last.OutputTokens}
-	if w := t.contextWindow(tr.modelName); w != nil {
+	if w := t.contextWindow(tr); w != nil {
 		u.ContextWindow = *w
 	}
 	if p, ok := t.m.opts.Config.Prices[tr.modelName]; ok {

@@ -96,7 +96,7 @@ type Manager struct {
 
 	// learnedWindows are context windows learned from requests a provider
 	// refused as too long, for models no configuration sizes (compact.go):
-	// model name → tokens.
+	// windowKey (provider and model name) → tokens.
 	learnedWindows sync.Map
 
 	mcp      *mcpState   // MCP servers (mcptools.go); set by NewManager

@@ -126,6 +126,7 @@ func buildAgentTools(applyPatchTool string) []model.Tool {
 	return append(out,
 		model.Tool{Name: toolUpdatePlan, Description: updatePlanDescription, Parameters: updatePlanSchema},
 		model.Tool{Name: toolRequestUserInput, Description: requestUserInputDescription, Parameters: requestUserInputSchema},
+		model.Tool{Name: toolReadOutput, Description: readOutputDescription, Parameters: readOutputSchema},
 	)
 }
 
@@ -162,7 +163,7 @@ func (t *thread) dispatch(tr *turn, call model.ToolCall) {
 		t.runPatchCall(tr, call)
 	case call.Name == "edit_file", call.Name == "write_file":
 		t.runEditCall(tr, call)
-	case call.Name == "read_file", call.Name == "list_dir", call.Name == "search":
+	case call.Name == "read_file", call.Name == "list_dir", call.Name == "search", call.Name == toolReadOutput:
 		t.runReadCall(tr, call)
 	case call.Name == toolUpdatePlan:
 		t.runPlanCall(tr, call)

@@ -34,6 +34,9 @@ func runBlueprint(args []string) error {
 	if len(args) > 0 {
 		sub, args = args[0], args[1:]
 	}
+	if sub == "build" {
+		return runBlueprintBuild(args)
+	}
 	fs := flag.NewFlagSet("blueprint "+sub, flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: apserver blueprint ingest [flags] FILE
@@ -42,6 +45,7 @@ func runBlueprint(args []string) error {
        apserver blueprint tasks [flags] [--regenerate] NODE
        apserver blueprint verify [flags] NODE
        apserver blueprint list [flags]
+       apserver blueprint build NODE [run flags]
 
 ingest turns a Markdown or plain-text specification into a plan tree with the
 planner model (progress on stderr; on a terminal, a bar) and prints the
@@ -49,7 +53,8 @@ blueprint's id. Run again on the same file after an interruption, it takes
 the ingestion up where it stopped. show prints the tree of the latest
 blueprint of this directory (or --blueprint), next the tasks that can start
 now, tasks the tasks that implement a node (asked of the planner once), verify
-runs the checks of a node's done tasks again and reopens those that fail.
+runs the checks of a node's done tasks again and reopens those that fail,
+build starts a run from a node (apserver run's flags; its tasks are the plan).
 Exit codes: 0 done, 1 error or failed ingestion, 2 usage, 130
 interrupted (the ingestion stays stored).
 

@@ -60,6 +60,8 @@ func main() {
 		err = runExec(args)
 	case "run":
 		err = runRun(args)
+	case "runs":
+		err = runRuns(args)
 	case "replay":
 		err = runReplay(args)
 	case "blueprint":
@@ -100,6 +102,8 @@ Usage:
   apserver fake-model        serve the scripted test model on 127.0.0.1; print its URL
   apserver exec "objective"  work on an objective headless in this directory (--full-auto: until done)
   apserver run "request"     carry a request through a run (plan, tasks, commits) on a branch of its own
+  apserver runs list|show|approve|reject|edit|answer|pause|resume|cancel|prune
+                             see and steer the stored runs from a terminal
   apserver replay THREAD     re-decide a thread's full-auto receipts; exit 1 naming each that differs
   apserver blueprint ingest FILE | show [--depth N] | next
                              turn a long specification into a plan tree (docs/blueprints.md)
@@ -112,6 +116,7 @@ Examples:
   apserver serve --listen ws://127.0.0.1:4500    # several clients share one session
   apserver exec --full-auto "Make the tests pass."
   apserver run "add a shout function"
+  apserver runs show RUN_ID                      # the plan as a table; approve with runs approve
 
 "apserver COMMAND --help" prints a command's flags; "apserver serve --help" the
 server's. Configuration: docs/configuration.md; the protocol: docs/protocol.md.
@@ -264,6 +269,7 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 	server.Register(srv, mgr)
 	server.RegisterRuns(srv, rn)
 	bs := newBlueprints(cfg, mgr, srv.Client(), log)
+	rn.SetBlueprints(bs) // runs from a blueprint, and their evidence
 	server.RegisterBlueprints(srv, bs)
 	err = srv.Run(ctx)
 	bs.Close()

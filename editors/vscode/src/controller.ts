@@ -2,11 +2,13 @@
 // view state, answers the panel's messages, and keeps the webviews, the
 // status bar and the notification fallback in step.
 
-import { callDynamicTool, dynamicToolSpecs, type EditorHost, type Problem } from "./dynamictools";
+import { execFile } from "node:child_process";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { findApserver } from "./binary";
+import { callDynamicTool, dynamicToolSpecs, type EditorHost, type Problem } from "./dynamictools";
 import { AppServerClient, errorText, METHOD_NOT_FOUND, RequestError, textInput } from "./client";
 import { rebuildSides, type Sides } from "./diffs";
 import { applyPlanEdit, planTasksOf, runFile, type PlanEdit } from "./runs";
@@ -999,12 +1001,29 @@ export class Controller implements vscode.Disposable {
     await this.runRequest(`run/${action}`, { runId });
   }
 
-  /** Opens a run's state.md or plan.md (in its worktree). */
+  /**
+   * Opens a run's state.md or plan.md: from its worktree while it has one;
+   * once the run is over its worktree is removed, and the file is read
+   * from the repository's checkout (a merged run's commits carry it) or,
+   * failing that, from the run's branch (git show) into a read-only copy.
+   */
   async openRunFile(runId: string, file: "state.md" | "plan.md"): Promise<void> {
     const run = this.state.runs[runId];
     if (!run) throw new Error(`run ${runId} is not loaded`);
-    const abs = path.join(run.worktree, ...runFile(run.id, file).split("/"));
-    if (!fs.existsSync(abs)) throw new Error(`${file} of run ${run.id} is not written yet (${abs}).`);
+    const rel = runFile(run.id, file);
+    let abs = path.join(run.worktree, ...rel.split("/"));
+    if (!fs.existsSync(abs)) {
+      const inCheckout = path.join(run.cwd, ...rel.split("/"));
+      if (fs.existsSync(inCheckout)) {
+        abs = inCheckout;
+      } else {
+        const text = await gitShow(run.cwd, `${run.branch}:${rel}`);
+        if (text === undefined) throw new Error(`${file} of run ${run.id} is not written yet (${abs}).`);
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), `apserver-run-${run.id.slice(0, 8)}-`));
+        abs = path.join(dir, file);
+        fs.writeFileSync(abs, text, { mode: 0o444 });
+      }
+    }
     const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(abs));
     await vscode.window.showTextDocument(doc, { preview: true });
   }
@@ -1076,4 +1095,13 @@ export function vscodeEditorHost(): EditorHost {
       return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     },
   };
+}
+
+/** The content of rev:path in the repository at cwd (git show), or undefined. */
+function gitShow(cwd: string, spec: string): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    execFile("git", ["show", spec], { cwd, maxBuffer: 16 << 20, windowsHide: true }, (err, stdout) => {
+      resolve(err ? undefined : stdout);
+    });
+  });
 }

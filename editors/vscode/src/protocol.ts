@@ -628,6 +628,7 @@ export type BlueprintTask = {
   acceptance: BlueprintTaskAcceptance;
   dependsOn?: string[];
   estimate?: "XS" | "S" | "M" | "L" | "XL";
+  evidence?: BlueprintTaskEvidence;
   excerpt: BlueprintByteRange;
   excerptText: string;
   id: string;
@@ -644,6 +645,13 @@ export type BlueprintTaskAcceptance = {
   checks: string[];
   criteria: string[];
   files: string[];
+};
+/** The run whose validator passed the task and its commit on the run's branch. */
+export type BlueprintTaskEvidence = {
+  atMs: number;
+  branch: string;
+  commit: string;
+  runId: string;
 };
 export type BlueprintTaskVerification = {
   checks: BlueprintCheckResult[];
@@ -4914,6 +4922,7 @@ export type RolloutCompressResponse = { [key: string]: unknown };
 export type Run = {
   autonomy: RunAutonomy;
   baseBranch: string;
+  blueprint?: RunBlueprint;
   branch: string;
   clarifications: RunClarification[];
   counts: RunCounts;
@@ -4927,11 +4936,15 @@ export type Run = {
   models: RunModels;
   plan: RunPlan;
   plannerThreadId: string | null;
+  /** The run's pull request on GitHub (docs/github.md); absent when it has none. */
+  pullRequest?: RunPullRequest | null;
   /** The run's place among the runs waiting for a slot of max_parallel_runs (1: next) while status is queued; null otherwise. */
   queuePosition: number | null;
   reason: string | null;
   repairProposal: RunRepairProposal | null;
   request: string;
+  /** The undos of the run and its tasks (run/revert, run/task/revert), oldest first; absent when none. */
+  reverts?: RunRevert[];
   stage: RunStage;
   status: RunStatus;
   trust: RunTrust;
@@ -4940,6 +4953,19 @@ export type Run = {
   worktree: string;
 };
 export type RunAutonomy = "off" | "suggest" | "semi_auto" | "full_auto";
+/** The blueprint a run was started from; its task ids are the run's task ids. */
+export type RunBlueprint = {
+  blueprintId: string;
+  nodeId?: string;
+  taskIds: string[];
+  versionId: string;
+};
+/** A blueprint's node (its tasks and those of the nodes under it) or some of its tasks, of the primary version; nodeId or taskIds, not both. */
+export type RunBlueprintParams = {
+  blueprintId: string;
+  nodeId?: string;
+  taskIds?: string[];
+};
 export type RunCancelParams = {
   runId: string;
 };
@@ -5045,6 +5071,18 @@ export type RunPlanUpdatedNotification = {
   plan: RunPlan;
   runId: string;
 };
+export type RunPullRequest = {
+  checks: RunPullRequestChecks;
+  headSha: string;
+  number: number;
+  state: "draft" | "open" | "merged" | "closed";
+  unresolvedComments: number;
+  url: string;
+};
+export type RunPullRequestChecks = {
+  state: "" | "pending" | "passed" | "failed" | "actionRequired";
+  summary: string;
+};
 export type RunReadParams = {
   runId: string;
 };
@@ -5070,15 +5108,32 @@ export type RunResumeParams = {
 export type RunResumeResponse = {
   run: Run;
 };
+export type RunRevert = {
+  atMs: number;
+  branch: string;
+  commit: string;
+  kind: "commit" | "branchClosed" | "pullRequest";
+  pullRequest?: RunPullRequest;
+  taskId: string | null;
+};
+export type RunRevertParams = {
+  runId: string;
+};
+export type RunRevertResponse = {
+  revert: RunRevert;
+  run: Run;
+};
 export type RunStage = "planning" | "planApproval" | "implementation" | "validation" | "merge" | "done";
+/** cwd and request are required unless blueprint is given (then they default to the blueprint's cwd and a request naming its node or tasks). */
 export type RunStartParams = {
   autonomy?: RunAutonomy | null;
   baseBranch?: string | null;
-  cwd: string;
+  blueprint?: RunBlueprintParams | null;
+  cwd?: string;
   maxClarifications?: number | null;
   merge?: RunMergeMode | null;
   models?: RunModelsParams | null;
-  request: string;
+  request?: string;
   trust?: RunTrustParams | null;
 };
 export type RunStartResponse = {
@@ -5119,6 +5174,14 @@ export type RunTaskApproveParams = {
 export type RunTaskApproveResponse = {
   run: Run;
 };
+export type RunTaskRevertParams = {
+  runId: string;
+  taskId: string;
+};
+export type RunTaskRevertResponse = {
+  revert: RunRevert;
+  run: Run;
+};
 export type RunTaskRisk = "low" | "medium" | "high";
 export type RunTaskStatus = "pending" | "approved" | "running" | "completed" | "failed" | "blocked" | "skipped";
 export type RunTaskUpdatedNotification = {
@@ -5139,6 +5202,8 @@ export type RunTrustValue = "auto" | "manual";
 export type RunUpdatedNotification = {
   counts: RunCounts;
   currentTaskId: string | null;
+  /** The run's pull request on GitHub (docs/github.md); absent when it has none. */
+  pullRequest?: RunPullRequest | null;
   /** The run's place among the runs waiting for a slot of max_parallel_runs (1: next) while status is queued; null otherwise. */
   queuePosition: number | null;
   reason: string | null;
@@ -5147,7 +5212,7 @@ export type RunUpdatedNotification = {
   status: RunStatus;
   waitingFor: RunWaitingFor | null;
 };
-export type RunWaitingFor = "planApproval" | "taskApproval" | "clarification" | "repair" | "resume" | "taskThread";
+export type RunWaitingFor = "planApproval" | "taskApproval" | "clarification" | "repair" | "resume" | "taskThread" | "checks" | "review" | "github";
 export type SandboxMode = "read-only" | "workspace-write" | "danger-full-access";
 export type SandboxPolicy = {
   type: "dangerFullAccess";
@@ -7887,9 +7952,13 @@ export interface ClientRequests {
   /** apserver extension. */
   "run/resume": { params: RunResumeParams; result: RunResumeResponse };
   /** apserver extension. */
+  "run/revert": { params: RunRevertParams; result: RunRevertResponse };
+  /** apserver extension. */
   "run/start": { params: RunStartParams; result: RunStartResponse };
   /** apserver extension. */
   "run/task/approve": { params: RunTaskApproveParams; result: RunTaskApproveResponse };
+  /** apserver extension. */
+  "run/task/revert": { params: RunTaskRevertParams; result: RunTaskRevertResponse };
   "server/diagnostics": { params: ServerDiagnosticsParams; result: ServerDiagnosticsResponse };
   "skills/config/write": { params: SkillsConfigWriteParams; result: SkillsConfigWriteResponse };
   "skills/extraRoots/set": { params: SkillsExtraRootsSetParams; result: SkillsExtraRootsSetResponse };

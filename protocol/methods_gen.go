@@ -74,6 +74,7 @@ const (
 	MethodModelList                              = "model/list"
 	MethodModelProviderCapabilitiesRead          = "modelProvider/capabilities/read"
 	MethodModelProviderConfigWrite               = "modelProvider/config/write"
+	MethodModelProviderDefaultSet                = "modelProvider/default/set"
 	MethodModelProviderList                      = "modelProvider/list"
 	MethodPermissionProfileList                  = "permissionProfile/list"
 	MethodPluginInstall                          = "plugin/install"
@@ -153,6 +154,7 @@ const (
 	MethodThreadRealtimeAppendAudio              = "thread/realtime/appendAudio"
 	MethodThreadRealtimeAppendSpeech             = "thread/realtime/appendSpeech"
 	MethodThreadRealtimeAppendText               = "thread/realtime/appendText"
+	MethodThreadRealtimeList                     = "thread/realtime/list"
 	MethodThreadRealtimeListVoices               = "thread/realtime/listVoices"
 	MethodThreadRealtimeStart                    = "thread/realtime/start"
 	MethodThreadRealtimeStop                     = "thread/realtime/stop"
@@ -161,6 +163,9 @@ const (
 	MethodThreadSample                           = "thread/sample"
 	MethodThreadSampleCancel                     = "thread/sample/cancel"
 	MethodThreadSearch                           = "thread/search"
+	MethodThreadSearchCancel                     = "thread/search/cancel"
+	MethodThreadSearchStream                     = "thread/search/stream"
+	MethodThreadSearchStreamCancel               = "thread/search/stream/cancel"
 	MethodThreadSearchOccurrences                = "thread/searchOccurrences"
 	MethodThreadSectionMove                      = "thread/section/move"
 	MethodThreadSettingsUpdate                   = "thread/settings/update"
@@ -238,7 +243,6 @@ const (
 	RequestAccountChatgptAuthTokensRefresh = "account/chatgptAuthTokens/refresh"
 	RequestApplyPatchApproval              = "applyPatchApproval"
 	RequestAttestationGenerate             = "attestation/generate"
-	RequestCurrentTimeRead                 = "currentTime/read"
 	RequestExecCommandApproval             = "execCommandApproval"
 	RequestCommandApproval                 = "item/commandExecution/requestApproval"
 	RequestFileChangeApproval              = "item/fileChange/requestApproval"
@@ -322,6 +326,7 @@ const (
 	NotifyThreadRealtimeTranscriptDelta           = "thread/realtime/transcript/delta"
 	NotifyThreadRealtimeTranscriptDone            = "thread/realtime/transcript/done"
 	NotifyThreadReverted                          = "thread/reverted"
+	NotifyThreadSearchPartial                     = "thread/search/partial"
 	NotifyThreadSectionChanged                    = "thread/section/changed"
 	NotifyThreadSettingsUpdated                   = "thread/settings/updated"
 	NotifyThreadStarted                           = "thread/started"
@@ -467,6 +472,7 @@ var Methods = []MethodInfo{
 	{MethodModelList, KindClientRequest, "ModelListParams", "ModelListResponse", false},
 	{MethodModelProviderCapabilitiesRead, KindClientRequest, "ModelProviderCapabilitiesReadParams", "ModelProviderCapabilitiesReadResponse", false},
 	{MethodModelProviderConfigWrite, KindClientRequest, "ModelProviderConfigWriteParams", "ModelProviderConfigWriteResponse", false},
+	{MethodModelProviderDefaultSet, KindClientRequest, "ModelProviderDefaultSetParams", "ConfigWriteResponse", false},
 	{MethodModelProviderList, KindClientRequest, "ModelProviderListParams", "ModelProviderListResponse", false},
 	{MethodPermissionProfileList, KindClientRequest, "PermissionProfileListParams", "PermissionProfileListResponse", false},
 	{MethodPluginInstall, KindClientRequest, "PluginInstallParams", "PluginInstallResponse", false},
@@ -567,6 +573,7 @@ var Methods = []MethodInfo{
 	{MethodThreadRealtimeAppendAudio, KindClientRequest, "ThreadRealtimeAppendAudioParams", "ThreadRealtimeAppendAudioResponse", false},
 	{MethodThreadRealtimeAppendSpeech, KindClientRequest, "ThreadRealtimeAppendSpeechParams", "ThreadRealtimeAppendSpeechResponse", false},
 	{MethodThreadRealtimeAppendText, KindClientRequest, "ThreadRealtimeAppendTextParams", "ThreadRealtimeAppendTextResponse", false},
+	{MethodThreadRealtimeList, KindClientRequest, "ThreadRealtimeListParams", "ThreadRealtimeListResponse", false},
 	{MethodThreadRealtimeListVoices, KindClientRequest, "ThreadRealtimeListVoicesParams", "ThreadRealtimeListVoicesResponse", false},
 	{MethodThreadRealtimeStart, KindClientRequest, "ThreadRealtimeStartParams", "ThreadRealtimeStartResponse", false},
 	{MethodThreadRealtimeStop, KindClientRequest, "ThreadRealtimeStopParams", "ThreadRealtimeStopResponse", false},
@@ -575,6 +582,9 @@ var Methods = []MethodInfo{
 	{MethodThreadSample, KindClientRequest, "ThreadSampleParams", "ThreadSampleResponse", false},
 	{MethodThreadSampleCancel, KindClientRequest, "ThreadSampleCancelParams", "ThreadSampleCancelResponse", false},
 	{MethodThreadSearch, KindClientRequest, "ThreadSearchParams", "ThreadSearchResponse", false},
+	{MethodThreadSearchCancel, KindClientRequest, "ThreadSearchCancelParams", "ThreadSearchCancelResponse", false},
+	{MethodThreadSearchStream, KindClientRequest, "ThreadSearchParams", "ThreadSearchResponse", false},
+	{MethodThreadSearchStreamCancel, KindClientRequest, "ThreadSearchCancelParams", "ThreadSearchCancelResponse", false},
 	{MethodThreadSearchOccurrences, KindClientRequest, "ThreadSearchOccurrencesParams", "ThreadSearchOccurrencesResponse", false},
 	{MethodThreadSectionMove, KindClientRequest, "ThreadSectionMoveParams", "ThreadSectionMoveResponse", false},
 	{MethodThreadSettingsUpdate, KindClientRequest, "ThreadSettingsUpdateParams", "ThreadSettingsUpdateResponse", false},
@@ -603,7 +613,6 @@ var Methods = []MethodInfo{
 	{RequestAccountChatgptAuthTokensRefresh, KindServerRequest, "ChatgptAuthTokensRefreshParams", "", false},
 	{RequestApplyPatchApproval, KindServerRequest, "ApplyPatchApprovalParams", "", false},
 	{RequestAttestationGenerate, KindServerRequest, "AttestationGenerateParams", "", false},
-	{RequestCurrentTimeRead, KindServerRequest, "CurrentTimeReadParams", "", false},
 	{RequestExecCommandApproval, KindServerRequest, "ExecCommandApprovalParams", "", false},
 	{RequestCommandApproval, KindServerRequest, "CommandExecutionRequestApprovalParams", "CommandExecutionRequestApprovalResponse", false},
 	{RequestFileChangeApproval, KindServerRequest, "FileChangeRequestApprovalParams", "FileChangeRequestApprovalResponse", false},
@@ -694,6 +703,7 @@ var Methods = []MethodInfo{
 	{NotifyThreadRealtimeTranscriptDelta, KindServerNotification, "ThreadRealtimeTranscriptDeltaNotification", "", false},
 	{NotifyThreadRealtimeTranscriptDone, KindServerNotification, "ThreadRealtimeTranscriptDoneNotification", "", false},
 	{NotifyThreadReverted, KindServerNotification, "ThreadRevertedNotification", "", false},
+	{NotifyThreadSearchPartial, KindServerNotification, "ThreadSearchPartialNotification", "", false},
 	{NotifyThreadSectionChanged, KindServerNotification, "ThreadSectionChangedNotification", "", false},
 	{NotifyThreadSettingsUpdated, KindServerNotification, "ThreadSettingsUpdatedNotification", "", false},
 	{NotifyThreadStarted, KindServerNotification, "ThreadStartedNotification", "", false},

@@ -105,9 +105,12 @@ export type AccountTokenUsageSummary = {
   longestStreakDays?: number | null;
   peakDailyTokens?: number | null;
 };
+export type AccountUpdateReason = "workspaceRoutingReady" | "unknown";
 export type AccountUpdatedNotification = {
   authMode?: AuthMode | null;
   planType?: PlanType | null;
+  /** Set when initial routing discovery completes for the same authenticated owner. */
+  reason?: AccountUpdateReason | null;
 };
 export type ActivePermissionProfile = {
   /** Parent profile identifier from the selected permissions profile's `extends` setting, when present. */
@@ -147,13 +150,20 @@ export type AgentMessageDeltaNotification = {
   threadId: string;
   turnId: string;
 };
-/** A presentation instruction for Chat to apply to this answer when recovering history. */
+/** How Chat should present a recovered answer. */
 export type AgentMessageDisplay = {
-  /** Unknown actions must be left for the producing client to handle. */
-  action: string;
-  blockType?: string | null;
-  checkTrustedContacts?: boolean | null;
-  cyberTrustedAccess?: boolean | null;
+  annotation?: AnswerAnnotation | null;
+  mode: "show";
+  trustedContacts: TrustedContacts;
+  version: 1;
+} | {
+  mode: "hide";
+  replacement: AnswerReplacement;
+  version: 1;
+} | {
+  mode: "block";
+  reason: BlockReason;
+  version: 1;
 };
 export type AgentMessageInputContent = {
   text: string;
@@ -194,6 +204,13 @@ export type AlignmentVerdict = {
 export type AllowDenyRequirement = "allow" | "deny";
 export type AnalyticsConfig = {
   enabled?: boolean | null;
+};
+export type AnswerAnnotation = {
+  kind: "wellbeingHelpline";
+  subject: HelplineSubject;
+};
+export type AnswerReplacement = {
+  kind: "wellbeingPromptHelpline";
 };
 /** EXPERIMENTAL - app metadata returned by app-list APIs. */
 export type AppBranding = {
@@ -458,6 +475,14 @@ export type BedrockSetupParams = {
   type: "environment";
 };
 export type BedrockSetupResponse = { [key: string]: unknown };
+export type BlockReason = {
+  kind: "protection";
+  /** Identifies the same moderation row that Chat writes on the live path. */
+  protectionType: string;
+} | {
+  kind: "cyber";
+  trustedAccess?: boolean | null;
+};
 export type Blueprint = {
   cwd: string;
   id: string;
@@ -1002,6 +1027,18 @@ export type ClientRequest = {
   params: ThreadSearchParams;
 } | {
   id: RequestId;
+  method: "thread/search/stream";
+  params: ThreadSearchParams;
+} | {
+  id: RequestId;
+  method: "thread/search/cancel";
+  params: ThreadSearchCancelParams;
+} | {
+  id: RequestId;
+  method: "thread/search/stream/cancel";
+  params: ThreadSearchCancelParams;
+} | {
+  id: RequestId;
   method: "thread/searchOccurrences";
   params: ThreadSearchOccurrencesParams;
 } | {
@@ -1210,6 +1247,10 @@ export type ClientRequest = {
   params: ThreadTimelineListParams;
 } | {
   id: RequestId;
+  method: "thread/realtime/list";
+  params: ThreadRealtimeListParams;
+} | {
+  id: RequestId;
   method: "thread/realtime/listVoices";
   params: ThreadRealtimeListVoicesParams;
 } | {
@@ -1240,6 +1281,10 @@ export type ClientRequest = {
   id: RequestId;
   method: "modelProvider/config/write";
   params: ModelProviderConfigWriteParams;
+} | {
+  id: RequestId;
+  method: "modelProvider/default/set";
+  params: ModelProviderDefaultSetParams;
 } | {
   id: RequestId;
   method: "modelProvider/capabilities/read";
@@ -1499,7 +1544,7 @@ export type CodexAppServerProtocolV2 = { [key: string]: unknown };
  *
  * When an upstream HTTP status is available (for example, from the Responses API or a provider), it is forwarded in `httpStatusCode` on the relevant `codexErrorInfo` variant.
  */
-export type CodexErrorInfo = "contextWindowExceeded" | "sessionBudgetExceeded" | "usageLimitExceeded" | "rateLimitExceeded" | "flexUnavailable" | "serverOverloaded" | "modelNotFound" | "policyCapacityUnavailable" | "cyberPolicy" | "misalignmentPolicyViolation" | "tooManyDenials" | "internalServerError" | "unauthorized" | "badRequest" | "threadRollbackFailed" | "sandboxError" | "other" | "inferenceHookDenied" | {
+export type CodexErrorInfo = "contextWindowExceeded" | "sessionBudgetExceeded" | "usageLimitExceeded" | "rateLimitExceeded" | "flexUnavailable" | "serverOverloaded" | "modelNotFound" | "policyCapacityUnavailable" | "cyberPolicy" | "bioPolicy" | "misalignmentPolicyViolation" | "tooManyDenials" | "internalServerError" | "unauthorized" | "badRequest" | "threadRollbackFailed" | "sandboxError" | "other" | "inferenceHookDenied" | {
   httpConnectionFailed: {
     httpStatusCode?: number | null;
   };
@@ -2063,9 +2108,6 @@ export type CreditsSnapshot = {
   balance?: string | null;
   hasCredits: boolean;
   unlimited: boolean;
-};
-export type CurrentTimeReadParams = {
-  threadId: string;
 };
 /** Requested cyber treatment for an OpenAI model turn. Authorization and model-tier restrictions remain server-owned. */
 export type CyberAccessProgram = "standard" | "daybreakBlue" | "daybreakRed";
@@ -2917,6 +2959,7 @@ export type GuardianWarningNotification = {
   /** Thread target for the guardian warning. */
   threadId: string;
 };
+export type HelplineSubject = "answer" | "prompt";
 export type HookCompletedNotification = {
   run: HookRunSummary;
   threadId: string;
@@ -3174,6 +3217,8 @@ export type ListMcpServerStatusParams = {
   cursor?: string | null;
   /** Controls how much MCP inventory data to fetch for each server. Defaults to `Full` when omitted. */
   detail?: McpServerStatusDetail | null;
+  /** Select this environment's registration. Requires `serverName` and `threadId`. When omitted, a named request uses the same server as older clients. */
+  environmentId?: string | null;
   /** Optional page size; defaults to a server-defined value. */
   limit?: number | null;
   /** Limit discovery to one server. With a thread ID, reuse that thread's MCP connection. */
@@ -3408,6 +3453,8 @@ export type McpResourceReadParams = {
   /** Additional MCP request metadata. Account and turn routing keys are reserved. */
   _meta?: { [key: string]: unknown } | null;
   connectorId?: string | null;
+  /** Exact registration scope; omission preserves legacy name-only selection. */
+  environmentId?: string | null;
   /** Originating MCP tool call used to select the resource's app. */
   originCallId?: string | null;
   server: string;
@@ -3428,6 +3475,8 @@ export type McpResourceReadTarget = {
 };
 export type McpServerConnectionStatus = "notStarted" | "starting" | "connected" | "authenticationRequired" | "failed" | "cancelled" | "disabled";
 export type McpServerElicitationRequestParams = {
+  /** Registration scope, not necessarily the server's execution environment. */
+  environmentId?: string | null;
   serverName: string;
   threadId: string;
   /**
@@ -3509,6 +3558,8 @@ export type McpServerOauthLoginCompletedNotification = {
 export type McpServerOauthLoginParams = {
   /** Registration strategy for this login only; omission selects automatic discovery. */
   clientRegistration?: McpServerOauthClientRegistration | null;
+  /** Exact registration scope; omission preserves legacy name-only selection. */
+  environmentId?: string | null;
   name: string;
   scopes?: string[] | null;
   threadId?: string | null;
@@ -3524,6 +3575,8 @@ export type McpServerStartupFailureReason = "reauthenticationRequired";
 export type McpServerStartupState = "starting" | "ready" | "failed" | "cancelled";
 export type McpServerStatus = {
   authStatus: McpAuthStatus;
+  /** Environment that contributed this registration; null for a thread-wide server. Older servers omit this field. */
+  environmentId?: string | null;
   /** HTTP origin of the effective configured endpoint, including plugin servers. Excludes credentials, path, query, and fragment; null for non-HTTP transports. */
   httpOrigin?: string | null;
   name: string;
@@ -3543,6 +3596,8 @@ export type McpServerStatus = {
 };
 export type McpServerStatusDetail = "full" | "toolsAndAuthOnly";
 export type McpServerStatusUpdatedNotification = {
+  /** Registration scope, not necessarily the server's execution environment. */
+  environmentId?: string | null;
   error?: string | null;
   failureReason?: McpServerStartupFailureReason | null;
   name: string;
@@ -3552,6 +3607,8 @@ export type McpServerStatusUpdatedNotification = {
 export type McpServerToolCallParams = {
   _meta?: unknown;
   arguments?: unknown;
+  /** Exact registration scope; omission preserves legacy name-only selection. */
+  environmentId?: string | null;
   server: string;
   threadId: string;
   tool: string;
@@ -3703,6 +3760,10 @@ export type ModelProviderConfigWriteParams = {
 export type ModelProviderConfigWriteResponse = {
   provider: ModelProviderSummary;
 };
+export type ModelProviderDefaultSetParams = {
+  /** Configured provider to use by default for new threads and unscoped model lists. */
+  providerId: string;
+};
 /** Structured JSON-RPC error data. Unknown errors must retain the client's normal fallback. */
 export type ModelProviderError = {
   currentModelProvider: string;
@@ -3844,6 +3905,8 @@ export type OtelHttpProtocol = "binary" | "json";
 export type OtelRequirements = {
   environment?: string | null;
   exporter?: OtelExporter | null;
+  headers_helper?: string | null;
+  headers_helper_refresh_interval_ms?: number | null;
   log_agent_responses?: boolean | null;
   log_guardian_assessments?: boolean | null;
   log_sse_deltas?: boolean | null;
@@ -4379,7 +4442,6 @@ export type Project = {
   id: string;
   metadata: { [key: string]: string };
   name: string;
-  position: number;
   /** Newest non-archived member thread's recency, in Unix seconds; null when none exist. */
   recencyAt?: number | null;
   roots: ProjectRoot[];
@@ -4485,7 +4547,7 @@ export type ProjectListParams = {
   limit?: number | null;
   /** Requires sortKey. Defaults to asc for position and desc for recencyAt. */
   sortDirection?: SortDirection | null;
-  /** Defaults to position. Recency sorting always places empty projects last. */
+  /** Defaults to position. Recency sorting always places empty projects last. Use the returned order; numeric positions are not exposed in project responses. */
   sortKey?: ProjectSortKey | null;
 };
 export type ProjectListResponse = {
@@ -4493,6 +4555,7 @@ export type ProjectListResponse = {
   nextCursor?: string | null;
 };
 export type ProjectMoveParams = {
+  /** Place the project before this ID, or append it when omitted or null. */
   beforeProjectId?: string | null;
   projectId: string;
 };
@@ -5447,6 +5510,9 @@ export type ServerNotification = {
   method: "process/outputDelta";
   params: ProcessOutputDeltaNotification;
 } | {
+  method: "thread/search/partial";
+  params: ThreadSearchPartialNotification;
+} | {
   method: "process/exited";
   params: ProcessExitedNotification;
 } | {
@@ -6091,7 +6157,7 @@ export type ThreadGuardianAssessment = {
   riskLevel: GuardianRiskLevel;
   userAuthorization: GuardianUserAuthorization;
 };
-/** Calling `thread/guardianReview` subscribes the connection to the thread. The subscription remains after the review completes, keeping the thread loaded until the client calls `thread/unsubscribe` or disconnects. */
+/** Calling `thread/guardianReview` subscribes the connection to the thread. The subscription remains after the review completes, keeping the thread loaded until the client calls `thread/unsubscribe` or disconnects. Sequential calls on the same loaded thread can reuse Guardian history across direct reviews and live approvals. The reviewer keeps a separate conversation from the actor and follows the parent thread's normal persistence settings. A retry evaluates the final call again under the current policy. */
 export type ThreadGuardianReviewParams = {
   threadId: string;
 };
@@ -6192,6 +6258,8 @@ export type ThreadItem = {
   arguments: unknown;
   /** The duration of the MCP tool call in milliseconds. */
   durationMs?: number | null;
+  /** Registration scope, not necessarily the server's execution environment. */
+  environmentId?: string | null;
   error?: McpToolCallError | null;
   id: string;
   /** Legacy compatibility field; prefer `mcpAppUi.resourceUri` when available. */
@@ -6366,6 +6434,8 @@ export type ThreadListParams = {
   excludedThreadIds?: string[] | null;
   /** Include persistent threads attached to a parent when searching by title. */
   includeAttachedThreads?: boolean;
+  /** Restrict results to up to 100 thread IDs before pagination. Omit or send null for unrestricted results. An empty list matches nothing. Exclusions still apply. Repeat the same IDs on each page. The local store uses indexed metadata for this filter. */
+  includedThreadIds?: string[] | null;
   /** Optional page size; defaults to a reasonable server-side value. */
   limit?: number | null;
   /** Optional provider filter; when set, only sessions recorded under these providers are returned. When present but empty, includes all providers. */
@@ -6386,7 +6456,7 @@ export type ThreadListParams = {
   sortKey?: ThreadSortKey | null;
   /** Optional source filter; when set, only sessions from these source kinds are returned. When omitted or empty, defaults to interactive sources. */
   sourceKinds?: ThreadSourceKind[] | null;
-  /** If true, return from the state DB without scanning JSONL rollouts to repair thread metadata. Omitted or false preserves scan-and-repair behavior. */
+  /** If true, the local store returns indexed metadata without scanning JSONL rollouts for repairs. Requests with `includedThreadIds` always use indexed metadata. */
   useStateDbOnly?: boolean;
 };
 export type ThreadListResponse = {
@@ -6610,11 +6680,21 @@ export type ThreadRealtimeClosedNotification = {
   reason?: string | null;
   threadId: string;
 };
+export type ThreadRealtimeCoverage = "unsupported" | "pending" | "ready";
+export type ThreadRealtimeEntry = {
+  item: ThreadRealtimeItem;
+  position: number;
+};
 /** EXPERIMENTAL - emitted when thread realtime encounters an error. */
 export type ThreadRealtimeErrorNotification = {
   message: string;
   threadId: string;
 };
+/** A frame holds one or more payloads, at most one per channel. They share one ID, observation time, and seal. V1 requires its only channel, `voice_transcript`. */
+export type ThreadRealtimeFrameChannels = {
+  voice_transcript: ThreadRealtimeVoiceTranscript;
+};
+export type ThreadRealtimeHandoffMode = "start" | "steer";
 /** EXPERIMENTAL - role-bearing text item included when a realtime V3 session starts. */
 export type ThreadRealtimeInitialItem = {
   role: ConversationTextRole;
@@ -6623,9 +6703,14 @@ export type ThreadRealtimeInitialItem = {
 /** EXPERIMENTAL - a thread-scoped realtime item in the canonical timeline. */
 export type ThreadRealtimeItem = {
   id: string;
+  /** Canonical observation time in Unix milliseconds for eligible voice calls. */
+  observedAtMs?: number | null;
   realtimeSessionId: string;
 } & ({
   type: "realtimeSessionStarted";
+} | {
+  channels: ThreadRealtimeFrameChannels;
+  type: "frame";
 } | {
   role: ThreadRealtimeTranscriptRole;
   text: string;
@@ -6638,6 +6723,19 @@ export type ThreadRealtimeItem = {
 } | {
   outcome: ThreadRealtimeSessionOutcome;
   type: "realtimeSessionClosed";
+} | {
+  handoff_id: string;
+  input: string;
+  input_item_id: string;
+  mode: ThreadRealtimeHandoffMode;
+  source_event_ids: string[];
+  turn_id: string;
+  type: "turnInputAccepted";
+} | {
+  input: string;
+  input_item_id: string;
+  source_event_ids: string[];
+  type: "sessionEndInputSaved";
 });
 /** EXPERIMENTAL - raw non-audio thread realtime item emitted by the backend. */
 export type ThreadRealtimeItemAddedNotification = {
@@ -6660,12 +6758,40 @@ export type ThreadRealtimeItemTranscriptDeltaNotification = {
   itemId: string;
   threadId: string;
 };
+export type ThreadRealtimeListParams = {
+  afterPosition?: number | null;
+  cursor?: string | null;
+  /** A required exact event ID, such as a completed item's acknowledgement. Returns pending until projected. Explicit filters can exclude a known event. */
+  eventId?: string | null;
+  /** Inclusive canonical observation time lower bound. */
+  fromObservedAtMs?: number | null;
+  limit?: number | null;
+  /** Defaults to canonical observation time. */
+  order?: ThreadRealtimeOrder | null;
+  /** Return pending until the projection includes this committed position. */
+  requiredThroughPosition?: number | null;
+  sessionId?: string | null;
+  /** Exclusive committed position delimiting an immutable snapshot. */
+  snapshotEnd?: number | null;
+  threadId: string;
+  /** Exclusive canonical observation time upper bound. */
+  toObservedAtMs?: number | null;
+};
+export type ThreadRealtimeListResponse = {
+  coverage: ThreadRealtimeCoverage;
+  data: ThreadRealtimeEntry[];
+  nextCursor?: string | null;
+  /** Exclusive position through which the projection has processed canonical history. */
+  projectedThroughItemIndex: number;
+  snapshotEnd: number;
+};
 /** EXPERIMENTAL - list voices supported by thread realtime. */
 export type ThreadRealtimeListVoicesParams = { [key: string]: unknown };
 /** EXPERIMENTAL - response for listing supported realtime voices. */
 export type ThreadRealtimeListVoicesResponse = {
   voices: RealtimeVoicesList;
 };
+export type ThreadRealtimeOrder = "observedAt" | "position";
 /** EXPERIMENTAL - streamed output audio emitted by thread realtime. */
 export type ThreadRealtimeOutputAudioDeltaNotification = {
   audio: ThreadRealtimeAudioChunk;
@@ -6758,6 +6884,10 @@ export type ThreadRealtimeTranscriptDoneNotification = {
   threadId: string;
 };
 export type ThreadRealtimeTranscriptRole = "user" | "assistant";
+export type ThreadRealtimeVoiceTranscript = {
+  role: ThreadRealtimeTranscriptRole;
+  text: string;
+};
 export type ThreadResumeInitialTurnsPageParams = {
   /** How much item detail to include for each returned turn; defaults to summary. */
   itemsView?: TurnItemsView | null;
@@ -6903,6 +7033,11 @@ export type ThreadSampleResponse = {
   /** Assistant text from the response, or null if it attempted a tool call or completed without text. */
   text?: string | null;
 };
+/** Request cancellation on the same connection. `thread/search/cancel` targets only `thread/search`; `thread/search/stream/cancel` targets only `thread/search/stream`. Cancellation is idempotent: the cancel response acknowledges the request, and an interrupted search completes with an error after its subprocess is stopped and reaped. If completion races cancellation, the original search may still succeed. An already-completed search is unaffected. */
+export type ThreadSearchCancelParams = {
+  requestId: RequestId;
+};
+export type ThreadSearchCancelResponse = { [key: string]: unknown };
 /** One visible message occurrence returned by [`ThreadSearchOccurrencesResponse`]. */
 export type ThreadSearchOccurrence = {
   itemId: string;
@@ -6940,7 +7075,7 @@ export type ThreadSearchParams = {
   includeAttachedThreads?: boolean;
   /** Optional page size; defaults to a reasonable server-side value. */
   limit?: number | null;
-  /** Required substring/full-text query for thread search. */
+  /** Required substring/full-text query. `thread/search/stream` limits this to 65,536 UTF-8 bytes after trimming surrounding whitespace. */
   searchTerm: string;
   /** Optional sort direction; defaults to descending (newest first). */
   sortDirection?: SortDirection | null;
@@ -6948,6 +7083,11 @@ export type ThreadSearchParams = {
   sortKey?: ThreadSearchSortKey | null;
   /** Optional source filter; when set, only sessions from these source kinds are returned. When omitted or empty, defaults to interactive sources. */
   sourceKinds?: ThreadSourceKind[] | null;
+};
+/** A best-effort incremental batch for `thread/search/stream`. Match `requestId` to the request on this connection. Only a small subset of verified matches may be emitted; rows are unique and arrive in discovery order, but may be dropped under load or fall outside the final sorted page. Thread fields use stored metadata and the current watched status; live thread settings are enriched in the final response. Replace provisional rows with the authoritative final response. No partials follow it or an error. */
+export type ThreadSearchPartialNotification = {
+  data: ThreadSearchResult[];
+  requestId: RequestId;
 };
 export type ThreadSearchResponse = {
   /** Opaque cursor to pass as `cursor` when reversing `sortDirection`. This is only populated when the page contains at least one thread. Use it with the opposite `sortDirection`; for timestamp sorts it anchors at the start of the page timestamp so same-second updates are not skipped. */
@@ -7368,6 +7508,7 @@ export type ToolRequestUserInputResponse = {
 export type ToolsV2 = {
   web_search?: WebSearchToolConfig | null;
 };
+export type TrustedContacts = "check" | "skip";
 export type Turn = {
   /** Unix timestamp (in seconds) when the turn completed. */
   completedAt?: number | null;
@@ -7605,6 +7746,7 @@ export type UserInput = {
   path: string;
   type: "mention";
 };
+export type UserVerificationBiometricType = "fingerprint";
 /** Cancels a native verification RPC issued on this connection, not an elicitation. Use a fresh request ID for each operation and a distinct ID for this cancellation RPC. */
 export type UserVerificationCancelParams = {
   requestId: RequestId;
@@ -7668,6 +7810,8 @@ export type UserVerificationVerifyParams = {
   title: string;
 };
 export type UserVerificationVerifyResponse = {
+  /** Native-reported authentication method for this signature. Older servers omit it. This is approval context, not part of the signed proof. */
+  biometricType?: UserVerificationBiometricType | null;
   proof: UserVerificationProof;
 };
 /** Controls output length/detail on GPT-5 models via the Responses API. Serialized with lowercase values to match the OpenAI API. */
@@ -7858,6 +8002,7 @@ export interface ClientRequests {
   "model/list": { params: ModelListParams; result: ModelListResponse };
   "modelProvider/capabilities/read": { params: ModelProviderCapabilitiesReadParams; result: ModelProviderCapabilitiesReadResponse };
   "modelProvider/config/write": { params: ModelProviderConfigWriteParams; result: ModelProviderConfigWriteResponse };
+  "modelProvider/default/set": { params: ModelProviderDefaultSetParams; result: ConfigWriteResponse };
   "modelProvider/list": { params: ModelProviderListParams; result: ModelProviderListResponse };
   "permissionProfile/list": { params: PermissionProfileListParams; result: PermissionProfileListResponse };
   "plugin/install": { params: PluginInstallParams; result: PluginInstallResponse };
@@ -7979,6 +8124,7 @@ export interface ClientRequests {
   "thread/realtime/appendAudio": { params: ThreadRealtimeAppendAudioParams; result: ThreadRealtimeAppendAudioResponse };
   "thread/realtime/appendSpeech": { params: ThreadRealtimeAppendSpeechParams; result: ThreadRealtimeAppendSpeechResponse };
   "thread/realtime/appendText": { params: ThreadRealtimeAppendTextParams; result: ThreadRealtimeAppendTextResponse };
+  "thread/realtime/list": { params: ThreadRealtimeListParams; result: ThreadRealtimeListResponse };
   "thread/realtime/listVoices": { params: ThreadRealtimeListVoicesParams; result: ThreadRealtimeListVoicesResponse };
   "thread/realtime/start": { params: ThreadRealtimeStartParams; result: ThreadRealtimeStartResponse };
   "thread/realtime/stop": { params: ThreadRealtimeStopParams; result: ThreadRealtimeStopResponse };
@@ -7987,6 +8133,9 @@ export interface ClientRequests {
   "thread/sample": { params: ThreadSampleParams; result: ThreadSampleResponse };
   "thread/sample/cancel": { params: ThreadSampleCancelParams; result: ThreadSampleCancelResponse };
   "thread/search": { params: ThreadSearchParams; result: ThreadSearchResponse };
+  "thread/search/cancel": { params: ThreadSearchCancelParams; result: ThreadSearchCancelResponse };
+  "thread/search/stream": { params: ThreadSearchParams; result: ThreadSearchResponse };
+  "thread/search/stream/cancel": { params: ThreadSearchCancelParams; result: ThreadSearchCancelResponse };
   "thread/searchOccurrences": { params: ThreadSearchOccurrencesParams; result: ThreadSearchOccurrencesResponse };
   "thread/section/move": { params: ThreadSectionMoveParams; result: ThreadSectionMoveResponse };
   "thread/settings/update": { params: ThreadSettingsUpdateParams; result: ThreadSettingsUpdateResponse };
@@ -8023,7 +8172,6 @@ export interface ServerRequests {
   "account/chatgptAuthTokens/refresh": { params: ChatgptAuthTokensRefreshParams; result: unknown };
   "applyPatchApproval": { params: ApplyPatchApprovalParams; result: unknown };
   "attestation/generate": { params: AttestationGenerateParams; result: unknown };
-  "currentTime/read": { params: CurrentTimeReadParams; result: unknown };
   "execCommandApproval": { params: ExecCommandApprovalParams; result: unknown };
   "item/commandExecution/requestApproval": { params: CommandExecutionRequestApprovalParams; result: CommandExecutionRequestApprovalResponse };
   "item/fileChange/requestApproval": { params: FileChangeRequestApprovalParams; result: FileChangeRequestApprovalResponse };
@@ -8129,6 +8277,7 @@ export interface ServerNotifications {
   "thread/realtime/transcript/delta": ThreadRealtimeTranscriptDeltaNotification;
   "thread/realtime/transcript/done": ThreadRealtimeTranscriptDoneNotification;
   "thread/reverted": ThreadRevertedNotification;
+  "thread/search/partial": ThreadSearchPartialNotification;
   "thread/section/changed": ThreadSectionChangedNotification;
   "thread/settings/updated": ThreadSettingsUpdatedNotification;
   "thread/started": ThreadStartedNotification;

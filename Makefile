@@ -38,7 +38,7 @@ test: ## run every test: Go (race detector, e2e over the real binary) beside Neo
 	echo "make test: $$( [ $$rc -eq 0 ] && echo passed || echo FAILED) in $$(( $$(date +%s) - start )) s"; exit $$rc
 
 test-go: ## the Go tests only: vet, then every package with the race detector
-	./scripts/install-codex.sh >/dev/null # the Codex TUI that e2e/codex_tui_test.go drives (cached)
+	for v in 0.169.0 0.171.0; do CODEX_VERSION=$$v ./scripts/install-codex.sh >/dev/null || exit 1; done # the Codex TUIs that e2e/codex_tui_test.go drives (cached per version)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 

@@ -12,7 +12,7 @@ import (
 	"github.com/apserver/apserver/model/scripted"
 )
 
-// TestCodexTUIMCP: Codex's own TUI (0.169, from npm), over ws, against an
+// TestCodexTUIMCP: Codex's own TUI (each of codexTUIVersions, from npm), over ws, against an
 // apserver with an MCP server configured: a turn calls one of its tools
 // (the TUI shows "Called mcptest.echo" and the result), /mcp lists the
 // server as connected with its tools, a destructive tool's approval is
@@ -25,18 +25,12 @@ func TestCodexTUIMCP(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatal("tmux not found: the Codex TUI test needs it")
 	}
-	root, err := moduleRoot()
-	if err != nil {
-		t.Fatal(err)
+	for _, version := range codexTUIVersions() {
+		t.Run(version, func(t *testing.T) { runTUIMCP(t, installCodex(t, version)) })
 	}
-	out, err := exec.Command(filepath.Join(root, "scripts", "install-codex.sh")).Output()
-	if err != nil {
-		t.Fatalf("scripts/install-codex.sh: %v", err)
-	}
-	codex := strings.TrimSpace(string(out))
-	if codex == "" {
-		t.Skip("npm not usable: the Codex TUI is not installed")
-	}
+}
+
+func runTUIMCP(t *testing.T, codex string) {
 	bin := mcpTestServer(t)
 	cfg := filepath.Join(t.TempDir(), "config.toml")
 	written := filepath.Join(t.TempDir(), "written")

@@ -84,6 +84,26 @@ func (c *Client) FindPR(ctx context.Context, branch string) (PR, bool, error) {
 	return PR{}, false, nil
 }
 
+// FindRunPR finds the pull request, open or not, whose head was branch and
+// whose body names runID (Body's link-back line): how a run's history is
+// rebuilt after its branch was deleted on GitHub. ok is false when there
+// is none.
+func (c *Client) FindRunPR(ctx context.Context, branch, runID string) (PR, bool, error) {
+	ps, _, err := c.gh.PullRequests.List(ctx, c.repo.Owner, c.repo.Name, &gh.PullRequestListOptions{
+		State: "all", Head: c.repo.Owner + ":" + branch, ListOptions: gh.ListOptions{PerPage: 30},
+	})
+	if err != nil {
+		return PR{}, false, classify("find the pull request of run "+runID, err)
+	}
+	for _, p := range ps {
+		if p.GetHead().GetRef() == branch && RunIDFromBody(p.GetBody()) == runID {
+			full, err := c.GetPR(ctx, p.GetNumber())
+			return full, err == nil, err
+		}
+	}
+	return PR{}, false, nil
+}
+
 // GetPR reads pull request number.
 func (c *Client) GetPR(ctx context.Context, number int) (PR, error) {
 	p, _, err := c.gh.PullRequests.Get(ctx, c.repo.Owner, c.repo.Name, number)

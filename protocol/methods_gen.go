@@ -74,6 +74,7 @@ const (
 	MethodModelList                              = "model/list"
 	MethodModelProviderCapabilitiesRead          = "modelProvider/capabilities/read"
 	MethodModelProviderConfigWrite               = "modelProvider/config/write"
+	MethodModelProviderDefaultSet                = "modelProvider/default/set"
 	MethodModelProviderList                      = "modelProvider/list"
 	MethodPermissionProfileList                  = "permissionProfile/list"
 	MethodPluginInstall                          = "plugin/install"
@@ -153,6 +154,7 @@ const (
 	MethodThreadRealtimeAppendAudio              = "thread/realtime/appendAudio"
 	MethodThreadRealtimeAppendSpeech             = "thread/realtime/appendSpeech"
 	MethodThreadRealtimeAppendText               = "thread/realtime/appendText"
+	MethodThreadRealtimeList                     = "thread/realtime/list"
 	MethodThreadRealtimeListVoices               = "thread/realtime/listVoices"
 	MethodThreadRealtimeStart                    = "thread/realtime/start"
 	MethodThreadRealtimeStop                     = "thread/realtime/stop"
@@ -161,6 +163,9 @@ const (
 	MethodThreadSample                           = "thread/sample"
 	MethodThreadSampleCancel                     = "thread/sample/cancel"
 	MethodThreadSearch                           = "thread/search"
+	MethodThreadSearchCancel                     = "thread/search/cancel"
+	MethodThreadSearchStream                     = "thread/search/stream"
+	MethodThreadSearchStreamCancel               = "thread/search/stream/cancel"
 	MethodThreadSearchOccurrences                = "thread/searchOccurrences"
 	MethodThreadSectionMove                      = "thread/section/move"
 	MethodThreadSettingsUpdate                   = "thread/settings/update"
@@ -189,6 +194,7 @@ const (
 
 // Client → server requests: apserver's extensions (protocol/apserver/schema).
 const (
+	MethodAlignmentExplain       = "alignment/explain"
 	MethodBlueprintCancel        = "blueprint/cancel"
 	MethodBlueprintCoverage      = "blueprint/coverage"
 	MethodBlueprintDiff          = "blueprint/diff"
@@ -207,8 +213,14 @@ const (
 	MethodManagerExplain         = "manager/explain"
 	MethodManagerTick            = "manager/tick"
 	MethodPolicyExplain          = "policy/explain"
+	MethodProjectContextPreview  = "project/context/preview"
+	MethodProjectDecisionAdd     = "project/decision/add"
+	MethodProjectDecisionList    = "project/decision/list"
+	MethodProjectDecisionRevoke  = "project/decision/revoke"
+	MethodProjectDecisionUpdate  = "project/decision/update"
 	MethodProjectSettingsRead    = "project/settings/read"
 	MethodProjectSettingsUpdate  = "project/settings/update"
+	MethodProjectSnapshotRead    = "project/snapshot/read"
 	MethodProjectStatus          = "project/status"
 	MethodRunCancel              = "run/cancel"
 	MethodRunClarificationAnswer = "run/clarification/answer"
@@ -236,7 +248,6 @@ const (
 	RequestAccountChatgptAuthTokensRefresh = "account/chatgptAuthTokens/refresh"
 	RequestApplyPatchApproval              = "applyPatchApproval"
 	RequestAttestationGenerate             = "attestation/generate"
-	RequestCurrentTimeRead                 = "currentTime/read"
 	RequestExecCommandApproval             = "execCommandApproval"
 	RequestCommandApproval                 = "item/commandExecution/requestApproval"
 	RequestFileChangeApproval              = "item/fileChange/requestApproval"
@@ -320,6 +331,7 @@ const (
 	NotifyThreadRealtimeTranscriptDelta           = "thread/realtime/transcript/delta"
 	NotifyThreadRealtimeTranscriptDone            = "thread/realtime/transcript/done"
 	NotifyThreadReverted                          = "thread/reverted"
+	NotifyThreadSearchPartial                     = "thread/search/partial"
 	NotifyThreadSectionChanged                    = "thread/section/changed"
 	NotifyThreadSettingsUpdated                   = "thread/settings/updated"
 	NotifyThreadStarted                           = "thread/started"
@@ -396,6 +408,7 @@ var Methods = []MethodInfo{
 	{MethodAccountWorkspaceMessagesRead, KindClientRequest, "", "GetWorkspaceMessagesResponse", false},
 	{MethodAccountSessionList, KindClientRequest, "AccountSessionsListParams", "AccountSessionsResponse", false},
 	{MethodAccountSessionSwitch, KindClientRequest, "AccountSessionsSwitchParams", "AccountSessionsSwitchResponse", false},
+	{MethodAlignmentExplain, KindClientRequest, "AlignmentExplainParams", "AlignmentExplainResponse", true},
 	{MethodAppInstalled, KindClientRequest, "AppsInstalledParams", "AppsInstalledResponse", false},
 	{MethodAppList, KindClientRequest, "AppsListParams", "AppsListResponse", false},
 	{MethodAppRead, KindClientRequest, "AppsReadParams", "AppsReadResponse", false},
@@ -467,6 +480,7 @@ var Methods = []MethodInfo{
 	{MethodModelList, KindClientRequest, "ModelListParams", "ModelListResponse", false},
 	{MethodModelProviderCapabilitiesRead, KindClientRequest, "ModelProviderCapabilitiesReadParams", "ModelProviderCapabilitiesReadResponse", false},
 	{MethodModelProviderConfigWrite, KindClientRequest, "ModelProviderConfigWriteParams", "ModelProviderConfigWriteResponse", false},
+	{MethodModelProviderDefaultSet, KindClientRequest, "ModelProviderDefaultSetParams", "ConfigWriteResponse", false},
 	{MethodModelProviderList, KindClientRequest, "ModelProviderListParams", "ModelProviderListResponse", false},
 	{MethodPermissionProfileList, KindClientRequest, "PermissionProfileListParams", "PermissionProfileListResponse", false},
 	{MethodPluginInstall, KindClientRequest, "PluginInstallParams", "PluginInstallResponse", false},
@@ -487,7 +501,12 @@ var Methods = []MethodInfo{
 	{MethodProcessResizePty, KindClientRequest, "ProcessResizePtyParams", "ProcessResizePtyResponse", false},
 	{MethodProcessSpawn, KindClientRequest, "ProcessSpawnParams", "ProcessSpawnResponse", false},
 	{MethodProcessWriteStdin, KindClientRequest, "ProcessWriteStdinParams", "ProcessWriteStdinResponse", false},
+	{MethodProjectContextPreview, KindClientRequest, "ProjectContextPreviewParams", "ProjectContextPreviewResponse", true},
 	{MethodProjectCreate, KindClientRequest, "ProjectCreateParams", "ProjectCreateResponse", false},
+	{MethodProjectDecisionAdd, KindClientRequest, "ProjectDecisionAddParams", "ProjectDecisionAddResponse", true},
+	{MethodProjectDecisionList, KindClientRequest, "ProjectDecisionListParams", "ProjectDecisionListResponse", true},
+	{MethodProjectDecisionRevoke, KindClientRequest, "ProjectDecisionRevokeParams", "ProjectDecisionRevokeResponse", true},
+	{MethodProjectDecisionUpdate, KindClientRequest, "ProjectDecisionUpdateParams", "ProjectDecisionUpdateResponse", true},
 	{MethodProjectDelete, KindClientRequest, "ProjectDeleteParams", "ProjectDeleteResponse", false},
 	{MethodProjectImport, KindClientRequest, "ProjectImportParams", "ProjectImportResponse", false},
 	{MethodProjectList, KindClientRequest, "ProjectListParams", "ProjectListResponse", false},
@@ -495,6 +514,7 @@ var Methods = []MethodInfo{
 	{MethodProjectRead, KindClientRequest, "ProjectReadParams", "ProjectReadResponse", false},
 	{MethodProjectSettingsRead, KindClientRequest, "ProjectSettingsReadParams", "ProjectSettingsReadResponse", true},
 	{MethodProjectSettingsUpdate, KindClientRequest, "ProjectSettingsUpdateParams", "ProjectSettingsUpdateResponse", true},
+	{MethodProjectSnapshotRead, KindClientRequest, "ProjectSnapshotReadParams", "ProjectSnapshotReadResponse", true},
 	{MethodProjectStatus, KindClientRequest, "ProjectStatusParams", "ProjectStatusResponse", true},
 	{MethodProjectUpdate, KindClientRequest, "ProjectUpdateParams", "ProjectUpdateResponse", false},
 	{MethodRemoteControlClientList, KindClientRequest, "RemoteControlClientsListParams", "RemoteControlClientsListResponse", false},
@@ -564,6 +584,7 @@ var Methods = []MethodInfo{
 	{MethodThreadRealtimeAppendAudio, KindClientRequest, "ThreadRealtimeAppendAudioParams", "ThreadRealtimeAppendAudioResponse", false},
 	{MethodThreadRealtimeAppendSpeech, KindClientRequest, "ThreadRealtimeAppendSpeechParams", "ThreadRealtimeAppendSpeechResponse", false},
 	{MethodThreadRealtimeAppendText, KindClientRequest, "ThreadRealtimeAppendTextParams", "ThreadRealtimeAppendTextResponse", false},
+	{MethodThreadRealtimeList, KindClientRequest, "ThreadRealtimeListParams", "ThreadRealtimeListResponse", false},
 	{MethodThreadRealtimeListVoices, KindClientRequest, "ThreadRealtimeListVoicesParams", "ThreadRealtimeListVoicesResponse", false},
 	{MethodThreadRealtimeStart, KindClientRequest, "ThreadRealtimeStartParams", "ThreadRealtimeStartResponse", false},
 	{MethodThreadRealtimeStop, KindClientRequest, "ThreadRealtimeStopParams", "ThreadRealtimeStopResponse", false},
@@ -572,6 +593,9 @@ var Methods = []MethodInfo{
 	{MethodThreadSample, KindClientRequest, "ThreadSampleParams", "ThreadSampleResponse", false},
 	{MethodThreadSampleCancel, KindClientRequest, "ThreadSampleCancelParams", "ThreadSampleCancelResponse", false},
 	{MethodThreadSearch, KindClientRequest, "ThreadSearchParams", "ThreadSearchResponse", false},
+	{MethodThreadSearchCancel, KindClientRequest, "ThreadSearchCancelParams", "ThreadSearchCancelResponse", false},
+	{MethodThreadSearchStream, KindClientRequest, "ThreadSearchParams", "ThreadSearchResponse", false},
+	{MethodThreadSearchStreamCancel, KindClientRequest, "ThreadSearchCancelParams", "ThreadSearchCancelResponse", false},
 	{MethodThreadSearchOccurrences, KindClientRequest, "ThreadSearchOccurrencesParams", "ThreadSearchOccurrencesResponse", false},
 	{MethodThreadSectionMove, KindClientRequest, "ThreadSectionMoveParams", "ThreadSectionMoveResponse", false},
 	{MethodThreadSettingsUpdate, KindClientRequest, "ThreadSettingsUpdateParams", "ThreadSettingsUpdateResponse", false},
@@ -600,7 +624,6 @@ var Methods = []MethodInfo{
 	{RequestAccountChatgptAuthTokensRefresh, KindServerRequest, "ChatgptAuthTokensRefreshParams", "", false},
 	{RequestApplyPatchApproval, KindServerRequest, "ApplyPatchApprovalParams", "", false},
 	{RequestAttestationGenerate, KindServerRequest, "AttestationGenerateParams", "", false},
-	{RequestCurrentTimeRead, KindServerRequest, "CurrentTimeReadParams", "", false},
 	{RequestExecCommandApproval, KindServerRequest, "ExecCommandApprovalParams", "", false},
 	{RequestCommandApproval, KindServerRequest, "CommandExecutionRequestApprovalParams", "CommandExecutionRequestApprovalResponse", false},
 	{RequestFileChangeApproval, KindServerRequest, "FileChangeRequestApprovalParams", "FileChangeRequestApprovalResponse", false},
@@ -692,6 +715,7 @@ var Methods = []MethodInfo{
 	{NotifyThreadRealtimeTranscriptDelta, KindServerNotification, "ThreadRealtimeTranscriptDeltaNotification", "", false},
 	{NotifyThreadRealtimeTranscriptDone, KindServerNotification, "ThreadRealtimeTranscriptDoneNotification", "", false},
 	{NotifyThreadReverted, KindServerNotification, "ThreadRevertedNotification", "", false},
+	{NotifyThreadSearchPartial, KindServerNotification, "ThreadSearchPartialNotification", "", false},
 	{NotifyThreadSectionChanged, KindServerNotification, "ThreadSectionChangedNotification", "", false},
 	{NotifyThreadSettingsUpdated, KindServerNotification, "ThreadSettingsUpdatedNotification", "", false},
 	{NotifyThreadStarted, KindServerNotification, "ThreadStartedNotification", "", false},

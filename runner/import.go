@@ -8,6 +8,7 @@ import (
 	"path"
 	"sort"
 
+	"github.com/apserver/apserver/github"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
 	"github.com/apserver/apserver/store"
@@ -83,6 +84,16 @@ func (rn *Runner) Import(ctx context.Context, dir string) ([]Imported, error) {
 		r := f.run
 		r.Cwd, r.Worktree = repo.Root(), ""
 		if !r.Status.Final() {
+			// A run that ended on GitHub (its pull request merged or
+			// closed there) committed no end to its branch: ask GitHub.
+			ended, why := rn.endOnGitHub(ctx, repo.Root(), r)
+			if why != "" {
+				out = append(out, Imported{Run: r, Skipped: why})
+				continue
+			}
+			r = ended
+		}
+		if !r.Status.Final() {
 			out = append(out, Imported{Run: r, Skipped: fmt.Sprintf("its branch records it %s: it ended (cancelled or failed) without committing its end", r.Status)})
 			continue
 		}
@@ -130,4 +141,56 @@ func mergedAs(ctx context.Context, repo *gitwork.Repo, r protocol.Run) string {
 		return tip
 	}
 	return ""
+}
+
+// endOnGitHub is a run whose branch records its pull request but not its
+// end, as GitHub tells it: merged (completed, with the merge commit),
+// closed without merging (cancelled), or still open ("": the run goes on
+// elsewhere, or waits). why says why it cannot be told.
+func (rn *Runner) endOnGitHub(ctx context.Context, root string, r protocol.Run) (protocol.Run, string) {
+	noEnd := fmt.Sprintf("its branch records it %s: it ended (cancelled or failed) without committing its end", r.Status)
+	gc := rn.githubConfig(ctx, root)
+	switch {
+	case gc == nil:
+		return r, noEnd
+	case gc.Unavailable != "":
+		return r, noEnd + ", and GitHub, where it may have ended, cannot be asked: " + gc.Unavailable
+	}
+	tok, _ := github.Token(rn.getenv, gc.TokenEnv)
+	c, err := github.New(github.Repo{Owner: gc.Owner, Name: gc.Name, REST: gc.REST, GraphQL: gc.GraphQL}, tok, nil)
+	if err != nil {
+		return r, noEnd + ": " + err.Error()
+	}
+	pr, ok, err := c.FindRunPR(ctx, r.Branch, r.ID)
+	switch {
+	case err != nil:
+		return r, noEnd + ": " + err.Error()
+	case !ok:
+		return r, noEnd + " (and it has no pull request on GitHub)"
+	}
+	n := pr.Number
+	pull := protocol.RunPullRequest{Number: n, URL: pr.URL, State: protocol.PullRequestOpen, HeadSHA: pr.HeadSHA}
+	if r.PullRequest != nil {
+		pull.Checks, pull.UnresolvedComments = r.PullRequest.Checks, r.PullRequest.UnresolvedComments
+	}
+	r.PullRequest = &pull
+	switch {
+	case pr.Merged:
+		r.Status, r.Stage, r.WaitingFor = protocol.RunCompleted, protocol.StageDone, nil
+		pull.State = protocol.PullRequestMerged
+		if pr.MergeCommit != "" {
+			sha := pr.MergeCommit
+			r.MergeCommit = &sha
+		}
+		why := fmt.Sprintf("merged on GitHub as pull request #%d", n)
+		r.Reason = &why
+	case pr.State == "closed":
+		r.Status, r.Stage, r.WaitingFor = protocol.RunCancelled, protocol.StageDone, nil
+		pull.State = protocol.PullRequestClosed
+		why := fmt.Sprintf("pull request #%d was closed on GitHub without merging", n)
+		r.Reason = &why
+	default:
+		return r, fmt.Sprintf("its pull request #%d is still open on GitHub: the run is not over", n)
+	}
+	return r, ""
 }

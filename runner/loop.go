@@ -183,6 +183,7 @@ func (x *run) apply(effs []runs.Effect) {
 				delete(rn.active, x.id)
 				rn.mu.Unlock()
 				x.stop()
+				rn.runEnded(r.Cwd)
 				if removable(r.Status) {
 					// The branch stays; git forgets the worktree.
 					rn.wg.Add(1)

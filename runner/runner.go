@@ -35,6 +35,9 @@ type Options struct {
 	Logger  *slog.Logger
 	// Now is the time in unix ms; nil means the real clock.
 	Now func() int64
+	// Brain, when set, gives each stage the project's context block and
+	// hears of runs that end (brain.go).
+	Brain Brain
 	// Getenv reads the environment (the GitHub token); nil means
 	// os.Getenv.
 	Getenv func(string) string

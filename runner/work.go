@@ -180,7 +180,7 @@ func (x *run) plan(ctx context.Context, cfg runs.Config, e runs.StartPlanner) er
 	thread := e.ThreadID
 	if thread == "" {
 		var err error
-		thread, err = x.startThread(ctx, cfg, protocol.SandboxReadOnly, protocol.ApprovalNever, "planner", cfg.Models.Planner, plannerInstructions, true, false)
+		thread, err = x.startThread(ctx, cfg, protocol.SandboxReadOnly, protocol.ApprovalNever, "planner", cfg.Models.Planner, x.withContext(ctx, cfg, "planner", nil, plannerInstructions), true, false)
 		if err != nil {
 			return err
 		}
@@ -262,7 +262,7 @@ func (x *run) implement(ctx context.Context, cfg runs.Config, e runs.StartTask) 
 	fresh := thread == ""
 	if fresh {
 		var err error
-		thread, err = x.startThread(ctx, cfg, protocol.SandboxWorkspaceWrite, policy, "implementer", cfg.Models.Implementer, implementerInstructions, false, false)
+		thread, err = x.startThread(ctx, cfg, protocol.SandboxWorkspaceWrite, policy, "implementer", cfg.Models.Implementer, x.withContext(ctx, cfg, "implementer", &e.Task.PlanTask, implementerInstructions), false, false)
 		if err != nil {
 			return err
 		}
@@ -439,7 +439,7 @@ func (x *run) review(ctx context.Context, cfg runs.Config, t protocol.RunTask) (
 	if len(diff) > 60<<10 {
 		diff = diff[:60<<10] + "\n… (diff cut at 60 KiB)\n"
 	}
-	thread, err := x.startThread(ctx, cfg, protocol.SandboxReadOnly, protocol.ApprovalNever, "validator", cfg.Models.Validator, validatorInstructions, true, true)
+	thread, err := x.startThread(ctx, cfg, protocol.SandboxReadOnly, protocol.ApprovalNever, "validator", cfg.Models.Validator, x.withContext(ctx, cfg, "reviewer", &t.PlanTask, validatorInstructions), true, true)
 	if err != nil {
 		return false, "", err
 	}

@@ -447,6 +447,10 @@ func (s *Server) handleRequest(ctx context.Context, id jsonrpc2.ID, method strin
 	if lane, ok := blueprintLane(method, id); ok {
 		rs.lane = lane
 	}
+	if lane, ok := searchLane(method, id); ok { // codex171.go
+		rs.lane = lane
+		rctx = context.WithValue(rctx, requestIDKey{}, id)
+	}
 	if lane, ok := managerLane(method); ok {
 		rs.lane = lane
 	}

@@ -24,4 +24,5 @@ func Register(s *Server, m *session.Manager) {
 	registerFullAuto(s, m)
 	registerClientInfo(s, m)
 	registerMCP(s, m)
+	registerCodex171(s, m)
 }

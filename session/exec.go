@@ -22,6 +22,8 @@ type commandRun struct {
 	item    protocol.CommandExecutionItem
 	started time.Time
 	plan    commandPlan
+	// verdict is the project brain's, when it stopped the command.
+	verdict *protocol.AlignmentVerdict
 }
 
 // runCommandCall runs an exec_command call: parse, judge (rules, sandbox,
@@ -63,12 +65,20 @@ func (t *thread) runCommandCall(tr *turn, call model.ToolCall) {
 		CommandActions: commandActions(cmd),
 	}
 	run.plan = t.planCommand(cmd, args.SandboxPermissions == "require_escalated")
+	if run.plan.refuse == "" && t.alignCommand(tr, run, args.Justification) {
+		return // judged first; proceedCommand goes on (brainhook.go)
+	}
+	t.proceedCommand(tr, run, args.Justification)
+}
+
+// proceedCommand refuses, asks about or runs a planned command.
+func (t *thread) proceedCommand(tr *turn, run *commandRun, justification string) {
 	switch {
 	case run.plan.refuse != "":
 		t.notifyItemStarted(tr, run.item)
 		t.finishCommand(tr, run, protocol.ItemDeclined, "Not run: "+run.plan.refuse)
 	case run.plan.ask:
-		t.askApproval(tr, run, args.Justification)
+		t.askApproval(tr, run, justification)
 	default:
 		t.notifyItemStarted(tr, run.item)
 		t.startExec(tr, run)
@@ -169,6 +179,12 @@ func (t *thread) onApproval(tr *turn, run *commandRun, reqID int64, raw json.Raw
 	if err != nil {
 		t.m.log.Warn("approval answer unusable; command not run", "thread", t.id, "item", run.item.ID, "err", err)
 		t.finishCommand(tr, run, protocol.ItemFailed, "The approval request failed, so the command was not run: "+err.Error())
+		return
+	}
+	if v := run.verdict; v != nil && dec.Kind != protocol.DecisionDecline && dec.Kind != protocol.DecisionCancel {
+		run.verdict = nil // recorded first, then on as approved (brainhook.go)
+		t.alignmentApproved(tr, protocol.AlignmentAction{Kind: protocol.ActionCommand, Command: run.command}, *v,
+			func() { t.onApproval(tr, run, -1, raw, nil) })
 		return
 	}
 	switch dec.Kind {

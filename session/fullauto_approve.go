@@ -75,6 +75,9 @@ func decisionJSON(d protocol.Decision) json.RawMessage {
 // (rung 1). When it returns ok, raw is taken as the client's answer and
 // the client never sees the request.
 func (t *thread) autoAnswer(tr *turn, req serverRequest) (raw json.RawMessage, ok bool) {
+	if req.Alignment != nil { // the project brain stopped it: a human's call
+		return nil, false
+	}
 	outcome, effs := t.fsm().RequestAsked(t.nowMs(), tr.id, requestKey(req), approvalRequest(req))
 	t.apply(effs)
 	switch outcome {
@@ -93,7 +96,7 @@ func (t *thread) autoAnswer(tr *turn, req serverRequest) (raw json.RawMessage, o
 func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID int64, raw json.RawMessage, err error)) bool {
 	ok, objective, in := t.fsm().ModelMayAnswer(requestKey(req), approvalRequest(req))
 	dm := t.m.decisionModel()
-	if !ok || dm == nil {
+	if !ok || dm == nil || req.Alignment != nil {
 		return false
 	}
 	ctx := tr.ctx
@@ -162,6 +165,9 @@ func attentionKind(kind string) protocol.AttentionKind {
 
 // requestReason says in a line what a request waits for.
 func requestReason(req serverRequest) string {
+	if req.Alignment != nil { // stopped by the project brain: say which decision
+		return alignmentReason(*req.Alignment)
+	}
 	switch p := req.Params.(type) {
 	case protocol.CommandApprovalParams:
 		return "approve command: " + truncate(req.Command, 200)

@@ -55,6 +55,9 @@ type Options struct {
 	// Cwd is the working directory of a thread started without one; empty
 	// means the process's. (A server in a test process gets its own.)
 	Cwd string
+	// Align, when set, is the project brain's alignment check of file
+	// writes and commands under full auto (brainhook.go).
+	Align Aligner
 }
 
 // Manager owns the set of loaded threads. Its own fields are small leaf
@@ -103,6 +106,10 @@ type Manager struct {
 	fuzzy    fuzzyTokens // fuzzyFileSearch's cancellation tokens (fuzzy.go)
 	watchers watchers    // the thread port's outcome streams (threads.go)
 	execs    execTable   // command/exec's processes (commandexec.go)
+
+	// defaultProvider is modelProvider/default/set's choice (codex171.go);
+	// nil: the configured provider.
+	defaultProvider atomic.Pointer[string]
 }
 
 // NewManager starts opening the store and returns at once.
@@ -282,8 +289,8 @@ func (m *Manager) defaultSettings() threadSettings {
 	}
 	s := threadSettings{
 		Cwd:            cwd,
-		Model:          c.Model,
-		Provider:       c.Provider,
+		Model:          m.modelDefault(),
+		Provider:       m.providerDefault(),
 		ApprovalPolicy: protocol.ApprovalPolicy(c.ApprovalPolicy),
 		Sandbox:        protocol.SandboxMode(c.Sandbox),
 	}
@@ -433,6 +440,9 @@ func (m *Manager) ListThreads(ctx context.Context, p protocol.ThreadListParams, 
 			o.SearchTerm = *p.SearchTerm
 		}
 		o.ModelProviders = p.ModelProviders
+		if p.IncludedThreadIDs != nil {
+			o.OnlyIDs, o.IDs = true, *p.IncludedThreadIDs
+		}
 		rows, next, err := db.ListThreads(ctx, o)
 		if err != nil {
 			if errors.Is(err, store.ErrBadCursor) {
@@ -602,6 +612,9 @@ func (m *Manager) ListModels(ctx context.Context, p protocol.ModelListParams, re
 		}
 		if p.ModelProvider != nil && *p.ModelProvider != "" && mi.Provider != "" && mi.Provider != *p.ModelProvider {
 			return
+		}
+		if dp := m.defaultProvider.Load(); p.ModelProvider == nil && dp != nil && mi.Provider != "" && mi.Provider != *dp {
+			return // unscoped: modelProvider/default/set's provider
 		}
 		seen[mi.ID] = true
 		efforts := mi.ReasoningEfforts

@@ -35,6 +35,9 @@ type serverRequest struct {
 	// InsideWorkspace: every path of a file change is inside the writable
 	// roots.
 	InsideWorkspace bool
+	// Alignment, when set, stopped the action (brainhook.go): the request
+	// goes to a human, never to full auto's rules or decision model.
+	Alignment *protocol.AlignmentVerdict
 }
 
 // sendRequest asks the client and calls onAnswer on the thread goroutine

@@ -104,7 +104,12 @@ var requestUserInputSchema = json.RawMessage(`{
 // request.
 func (t *thread) agentTools() []model.Tool {
 	m := t.m
-	m.toolsOnce.Do(func() { m.tools = buildAgentTools(m.opts.Config.ApplyPatchTool) })
+	m.toolsOnce.Do(func() {
+		m.tools = buildAgentTools(m.opts.Config.ApplyPatchTool)
+		if m.opts.Align != nil { // the project brain (brainhook.go)
+			m.tools = append(m.tools, recordDecisionTool)
+		}
+	})
 	// The client's tools (dynamictools.go) and MCP servers' (mcptools.go).
 	return slices.Concat(withoutTools(m.tools, t.disabledTools()), t.dynamicModelTools(), t.mcpModelTools())
 }
@@ -169,6 +174,8 @@ func (t *thread) dispatch(tr *turn, call model.ToolCall) {
 		t.runPlanCall(tr, call)
 	case call.Name == toolRequestUserInput:
 		t.runQuestionCall(tr, call)
+	case call.Name == toolRecordDecision && t.m.opts.Align != nil:
+		t.runDecisionCall(tr, call)
 	case t.runDynamicCall(tr, call): // a tool the client declared (dynamictools.go)
 	case strings.HasPrefix(call.Name, "mcp__"):
 		if ref, ok := t.mcpTool(call.Name); ok {

@@ -70,8 +70,7 @@ func main() {
 		if ok, perr := runProjectManager(args); ok { // the manager's verbs (manager.go)
 			err = perr
 		} else {
-			fmt.Fprintln(os.Stderr, "apserver project: status, tick or autopilot")
-			err = errUsage
+			err = runProjectBrain(args)
 		}
 	case "version", "--version":
 		fmt.Println("apserver", version)
@@ -114,6 +113,8 @@ Usage:
   apserver replay THREAD     re-decide a thread's full-auto receipts; exit 1 naming each that differs
   apserver blueprint ingest FILE | show [--depth N] | next
                              turn a long specification into a plan tree (docs/blueprints.md)
+  apserver project decisions [--all] | snapshot
+                             the project brain of this directory (docs/brain.md)
   apserver version           print the version
   apserver help              this text
 
@@ -272,12 +273,15 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 		OnInputClosed: func() { mgr.InputClosed(f.onEOF) },
 	})
 	mgr = newManager(cfg, f, dataDir, srv.Client(), log)
-	rn := newRunner(cfg, dataDir, mgr, log)
+	br := newBrain(cfg, mgr.Store, log)
+	mgr.SetAligner(br)
+	rn := newRunnerWithBrain(cfg, dataDir, mgr, log, br)
 	server.Register(srv, mgr)
 	server.RegisterRuns(srv, rn)
 	bs := newBlueprints(cfg, mgr, srv.Client(), log)
 	rn.SetBlueprints(bs) // runs from a blueprint, and their evidence
 	server.RegisterBlueprints(srv, bs)
+	server.RegisterBrain(srv, br)
 	ps := newProjects(mgr, rn, bs, srv.Client(), log)
 	server.RegisterManager(srv, ps)
 	stopBeat := heartbeat(ctx, ps)
@@ -285,6 +289,7 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 	stopBeat()
 	bs.Close()
 	rn.Close()
+	br.Close()
 	if cerr := mgr.Close(); cerr != nil && err == nil {
 		err = cerr
 	}

@@ -8,6 +8,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { findApserver } from "./binary";
+import { callDynamicTool, dynamicToolSpecs, type EditorHost, type Problem } from "./dynamictools";
 import { AppServerClient, errorText, METHOD_NOT_FOUND, RequestError, textInput } from "./client";
 import { rebuildSides, type Sides } from "./diffs";
 import { applyPlanEdit, planTasksOf, runFile, type PlanEdit } from "./runs";
@@ -402,6 +403,8 @@ export class Controller implements vscode.Disposable {
       env: { ...process.env, ...this.config.env },
       cwd: this.workspaceCwd(),
       clientInfo: { name: "apserver-vscode", title: "apserver for VS Code", version: "0.1.0" },
+      // The experimental API, for the editor's own tools (dynamictools.ts).
+      capabilities: { experimentalApi: true },
       log: (l) => this.log(l),
     });
     this.client?.stop().catch(() => undefined);
@@ -487,6 +490,7 @@ export class Controller implements vscode.Disposable {
       }).then((decision) => ({ decision })),
     );
     client.handle("item/tool/requestUserInput", (params) => this.askQuestions(params));
+    client.handle("item/tool/call", (params) => callDynamicTool(vscodeEditorHost(), params));
     this.listeners.push(...offs);
   }
 
@@ -613,7 +617,7 @@ export class Controller implements vscode.Disposable {
   async newThread(): Promise<string> {
     this.config = readConfig();
     const client = await this.rpc();
-    const res = await client.request("thread/start", this.threadSettings());
+    const res = await client.request("thread/start", { ...this.threadSettings(), dynamicTools: dynamicToolSpecs });
     this.dispatch({ kind: "threadOpened", thread: res.thread });
     this.broadcast({ type: "focusComposer" });
     return res.thread.id;
@@ -1058,6 +1062,39 @@ export class Controller implements vscode.Disposable {
     if (c) await c.stop().catch(() => undefined);
     this.lock?.release();
   }
+}
+
+const SEVERITIES: Problem["severity"][] = ["error", "warning", "information", "hint"];
+
+/** The EditorHost of the dynamic tools: VS Code's Problems and editors. */
+export function vscodeEditorHost(): EditorHost {
+  const toProblems = (uri: vscode.Uri, ds: readonly vscode.Diagnostic[]): Problem[] =>
+    ds.map((d) => ({
+      path: uri.fsPath,
+      line: d.range.start.line,
+      character: d.range.start.character,
+      severity: SEVERITIES[d.severity] ?? "error",
+      message: d.message,
+      source: d.source,
+    }));
+  return {
+    problems(path?: string): Problem[] {
+      if (path !== undefined) {
+        const uri = vscode.Uri.file(path);
+        return toProblems(uri, vscode.languages.getDiagnostics(uri));
+      }
+      return vscode.languages.getDiagnostics().flatMap(([uri, ds]) => toProblems(uri, ds));
+    },
+    async openFile(path: string, line?: number): Promise<void> {
+      const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(path));
+      const options: vscode.TextDocumentShowOptions = { preview: false };
+      if (line) options.selection = new vscode.Range(line - 1, 0, line - 1, 0);
+      await vscode.window.showTextDocument(doc, options);
+    },
+    root(): string | undefined {
+      return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    },
+  };
 }
 
 /** The content of rev:path in the repository at cwd (git show), or undefined. */

@@ -105,9 +105,12 @@ export type AccountTokenUsageSummary = {
   longestStreakDays?: number | null;
   peakDailyTokens?: number | null;
 };
+export type AccountUpdateReason = "workspaceRoutingReady" | "unknown";
 export type AccountUpdatedNotification = {
   authMode?: AuthMode | null;
   planType?: PlanType | null;
+  /** Set when initial routing discovery completes for the same authenticated owner. */
+  reason?: AccountUpdateReason | null;
 };
 export type ActivePermissionProfile = {
   /** Parent profile identifier from the selected permissions profile's `extends` setting, when present. */
@@ -147,13 +150,20 @@ export type AgentMessageDeltaNotification = {
   threadId: string;
   turnId: string;
 };
-/** A presentation instruction for Chat to apply to this answer when recovering history. */
+/** How Chat should present a recovered answer. */
 export type AgentMessageDisplay = {
-  /** Unknown actions must be left for the producing client to handle. */
-  action: string;
-  blockType?: string | null;
-  checkTrustedContacts?: boolean | null;
-  cyberTrustedAccess?: boolean | null;
+  annotation?: AnswerAnnotation | null;
+  mode: "show";
+  trustedContacts: TrustedContacts;
+  version: 1;
+} | {
+  mode: "hide";
+  replacement: AnswerReplacement;
+  version: 1;
+} | {
+  mode: "block";
+  reason: BlockReason;
+  version: 1;
 };
 export type AgentMessageInputContent = {
   text: string;
@@ -167,9 +177,40 @@ export type AgentMessageModeration = {
   moderated: boolean;
 };
 export type AgentPath = string;
+export type AlignmentAction = {
+  after?: string;
+  before?: string;
+  command?: string;
+  kind: "write" | "delete" | "command";
+  path?: string;
+};
+export type AlignmentExplainParams = {
+  action: AlignmentAction;
+  cwd?: string;
+  threadId: string;
+};
+export type AlignmentExplainResponse = {
+  verdict: AlignmentVerdict;
+};
+export type AlignmentStatus = "aligned" | "risky" | "conflicting" | "undecided";
+export type AlignmentVerdict = {
+  decisions: DecisionRef[];
+  nodes?: string[];
+  pass: string;
+  reasons: string[];
+  score: number;
+  status: AlignmentStatus;
+};
 export type AllowDenyRequirement = "allow" | "deny";
 export type AnalyticsConfig = {
   enabled?: boolean | null;
+};
+export type AnswerAnnotation = {
+  kind: "wellbeingHelpline";
+  subject: HelplineSubject;
+};
+export type AnswerReplacement = {
+  kind: "wellbeingPromptHelpline";
 };
 /** EXPERIMENTAL - app metadata returned by app-list APIs. */
 export type AppBranding = {
@@ -434,6 +475,14 @@ export type BedrockSetupParams = {
   type: "environment";
 };
 export type BedrockSetupResponse = { [key: string]: unknown };
+export type BlockReason = {
+  kind: "protection";
+  /** Identifies the same moderation row that Chat writes on the live path. */
+  protectionType: string;
+} | {
+  kind: "cyber";
+  trustedAccess?: boolean | null;
+};
 export type Blueprint = {
   cwd: string;
   id: string;
@@ -978,6 +1027,18 @@ export type ClientRequest = {
   params: ThreadSearchParams;
 } | {
   id: RequestId;
+  method: "thread/search/stream";
+  params: ThreadSearchParams;
+} | {
+  id: RequestId;
+  method: "thread/search/cancel";
+  params: ThreadSearchCancelParams;
+} | {
+  id: RequestId;
+  method: "thread/search/stream/cancel";
+  params: ThreadSearchCancelParams;
+} | {
+  id: RequestId;
   method: "thread/searchOccurrences";
   params: ThreadSearchOccurrencesParams;
 } | {
@@ -1186,6 +1247,10 @@ export type ClientRequest = {
   params: ThreadTimelineListParams;
 } | {
   id: RequestId;
+  method: "thread/realtime/list";
+  params: ThreadRealtimeListParams;
+} | {
+  id: RequestId;
   method: "thread/realtime/listVoices";
   params: ThreadRealtimeListVoicesParams;
 } | {
@@ -1216,6 +1281,10 @@ export type ClientRequest = {
   id: RequestId;
   method: "modelProvider/config/write";
   params: ModelProviderConfigWriteParams;
+} | {
+  id: RequestId;
+  method: "modelProvider/default/set";
+  params: ModelProviderDefaultSetParams;
 } | {
   id: RequestId;
   method: "modelProvider/capabilities/read";
@@ -1475,7 +1544,7 @@ export type CodexAppServerProtocolV2 = { [key: string]: unknown };
  *
  * When an upstream HTTP status is available (for example, from the Responses API or a provider), it is forwarded in `httpStatusCode` on the relevant `codexErrorInfo` variant.
  */
-export type CodexErrorInfo = "contextWindowExceeded" | "sessionBudgetExceeded" | "usageLimitExceeded" | "rateLimitExceeded" | "flexUnavailable" | "serverOverloaded" | "modelNotFound" | "policyCapacityUnavailable" | "cyberPolicy" | "misalignmentPolicyViolation" | "tooManyDenials" | "internalServerError" | "unauthorized" | "badRequest" | "threadRollbackFailed" | "sandboxError" | "other" | "inferenceHookDenied" | {
+export type CodexErrorInfo = "contextWindowExceeded" | "sessionBudgetExceeded" | "usageLimitExceeded" | "rateLimitExceeded" | "flexUnavailable" | "serverOverloaded" | "modelNotFound" | "policyCapacityUnavailable" | "cyberPolicy" | "bioPolicy" | "misalignmentPolicyViolation" | "tooManyDenials" | "internalServerError" | "unauthorized" | "badRequest" | "threadRollbackFailed" | "sandboxError" | "other" | "inferenceHookDenied" | {
   httpConnectionFailed: {
     httpStatusCode?: number | null;
   };
@@ -2040,11 +2109,18 @@ export type CreditsSnapshot = {
   hasCredits: boolean;
   unlimited: boolean;
 };
-export type CurrentTimeReadParams = {
-  threadId: string;
-};
 /** Requested cyber treatment for an OpenAI model turn. Authorization and model-tier restrictions remain server-owned. */
 export type CyberAccessProgram = "standard" | "daybreakBlue" | "daybreakRed";
+export type DecisionRef = {
+  id: string;
+  title: string;
+};
+export type DecisionScope = {
+  files?: string[];
+  nodes?: string[];
+  tags?: string[];
+};
+export type DecisionStatus = "active" | "proposed" | "superseded" | "revoked";
 export type DeprecationNoticeNotification = {
   /** Optional extra guidance, such as migration steps or rationale. */
   details?: string | null;
@@ -2883,6 +2959,7 @@ export type GuardianWarningNotification = {
   /** Thread target for the guardian warning. */
   threadId: string;
 };
+export type HelplineSubject = "answer" | "prompt";
 export type HookCompletedNotification = {
   run: HookRunSummary;
   threadId: string;
@@ -3140,6 +3217,8 @@ export type ListMcpServerStatusParams = {
   cursor?: string | null;
   /** Controls how much MCP inventory data to fetch for each server. Defaults to `Full` when omitted. */
   detail?: McpServerStatusDetail | null;
+  /** Select this environment's registration. Requires `serverName` and `threadId`. When omitted, a named request uses the same server as older clients. */
+  environmentId?: string | null;
   /** Optional page size; defaults to a server-defined value. */
   limit?: number | null;
   /** Limit discovery to one server. With a thread ID, reuse that thread's MCP connection. */
@@ -3394,6 +3473,8 @@ export type McpResourceReadParams = {
   /** Additional MCP request metadata. Account and turn routing keys are reserved. */
   _meta?: { [key: string]: unknown } | null;
   connectorId?: string | null;
+  /** Exact registration scope; omission preserves legacy name-only selection. */
+  environmentId?: string | null;
   /** Originating MCP tool call used to select the resource's app. */
   originCallId?: string | null;
   server: string;
@@ -3414,6 +3495,8 @@ export type McpResourceReadTarget = {
 };
 export type McpServerConnectionStatus = "notStarted" | "starting" | "connected" | "authenticationRequired" | "failed" | "cancelled" | "disabled";
 export type McpServerElicitationRequestParams = {
+  /** Registration scope, not necessarily the server's execution environment. */
+  environmentId?: string | null;
   serverName: string;
   threadId: string;
   /**
@@ -3495,6 +3578,8 @@ export type McpServerOauthLoginCompletedNotification = {
 export type McpServerOauthLoginParams = {
   /** Registration strategy for this login only; omission selects automatic discovery. */
   clientRegistration?: McpServerOauthClientRegistration | null;
+  /** Exact registration scope; omission preserves legacy name-only selection. */
+  environmentId?: string | null;
   name: string;
   scopes?: string[] | null;
   threadId?: string | null;
@@ -3510,6 +3595,8 @@ export type McpServerStartupFailureReason = "reauthenticationRequired";
 export type McpServerStartupState = "starting" | "ready" | "failed" | "cancelled";
 export type McpServerStatus = {
   authStatus: McpAuthStatus;
+  /** Environment that contributed this registration; null for a thread-wide server. Older servers omit this field. */
+  environmentId?: string | null;
   /** HTTP origin of the effective configured endpoint, including plugin servers. Excludes credentials, path, query, and fragment; null for non-HTTP transports. */
   httpOrigin?: string | null;
   name: string;
@@ -3529,6 +3616,8 @@ export type McpServerStatus = {
 };
 export type McpServerStatusDetail = "full" | "toolsAndAuthOnly";
 export type McpServerStatusUpdatedNotification = {
+  /** Registration scope, not necessarily the server's execution environment. */
+  environmentId?: string | null;
   error?: string | null;
   failureReason?: McpServerStartupFailureReason | null;
   name: string;
@@ -3538,6 +3627,8 @@ export type McpServerStatusUpdatedNotification = {
 export type McpServerToolCallParams = {
   _meta?: unknown;
   arguments?: unknown;
+  /** Exact registration scope; omission preserves legacy name-only selection. */
+  environmentId?: string | null;
   server: string;
   threadId: string;
   tool: string;
@@ -3689,6 +3780,10 @@ export type ModelProviderConfigWriteParams = {
 export type ModelProviderConfigWriteResponse = {
   provider: ModelProviderSummary;
 };
+export type ModelProviderDefaultSetParams = {
+  /** Configured provider to use by default for new threads and unscoped model lists. */
+  providerId: string;
+};
 /** Structured JSON-RPC error data. Unknown errors must retain the client's normal fallback. */
 export type ModelProviderError = {
   currentModelProvider: string;
@@ -3830,6 +3925,8 @@ export type OtelHttpProtocol = "binary" | "json";
 export type OtelRequirements = {
   environment?: string | null;
   exporter?: OtelExporter | null;
+  headers_helper?: string | null;
+  headers_helper_refresh_interval_ms?: number | null;
   log_agent_responses?: boolean | null;
   log_guardian_assessments?: boolean | null;
   log_sse_deltas?: boolean | null;
@@ -4365,7 +4462,6 @@ export type Project = {
   id: string;
   metadata: { [key: string]: string };
   name: string;
-  position: number;
   /** Newest non-archived member thread's recency, in Unix seconds; null when none exist. */
   recencyAt?: number | null;
   roots: ProjectRoot[];
@@ -4381,6 +4477,19 @@ export type ProjectChangedNotification = {
   changeType: ProjectChangeType;
   projectId: string;
 };
+export type ProjectContextPreviewParams = {
+  blueprintId?: string;
+  budget?: number;
+  cwd: string;
+  role: string;
+  taskId?: string;
+  threadId?: string;
+};
+export type ProjectContextPreviewResponse = {
+  budget: number;
+  context: string;
+  tokens: number;
+};
 export type ProjectCreateParams = {
   idempotencyKey: string;
   metadata?: { [key: string]: string } | null;
@@ -4389,6 +4498,60 @@ export type ProjectCreateParams = {
 };
 export type ProjectCreateResponse = {
   project: Project;
+};
+export type ProjectDecision = {
+  alternatives?: string[];
+  createdAtMs: number;
+  cwd: string;
+  id: string;
+  scope: DecisionScope;
+  source: string;
+  status: DecisionStatus;
+  supersededBy?: string;
+  text: string;
+  title: string;
+  updatedAtMs: number;
+  why?: string;
+};
+export type ProjectDecisionAddParams = {
+  alternatives?: string[];
+  cwd: string;
+  scope?: DecisionScope;
+  source?: string;
+  status?: DecisionStatus;
+  supersedes?: string;
+  text?: string;
+  title: string;
+  why?: string;
+};
+export type ProjectDecisionAddResponse = {
+  decision: ProjectDecision;
+};
+export type ProjectDecisionListParams = {
+  all?: boolean;
+  cwd: string;
+};
+export type ProjectDecisionListResponse = {
+  decisions: ProjectDecision[];
+};
+export type ProjectDecisionRevokeParams = {
+  id: string;
+  reason?: string;
+};
+export type ProjectDecisionRevokeResponse = {
+  decision: ProjectDecision;
+};
+export type ProjectDecisionUpdateParams = {
+  alternatives?: string[];
+  id: string;
+  scope?: DecisionScope;
+  status?: DecisionStatus;
+  text?: string;
+  title?: string;
+  why?: string;
+};
+export type ProjectDecisionUpdateResponse = {
+  decision: ProjectDecision;
 };
 export type ProjectDeleteParams = {
   projectId: string;
@@ -4409,7 +4572,7 @@ export type ProjectListParams = {
   limit?: number | null;
   /** Requires sortKey. Defaults to asc for position and desc for recencyAt. */
   sortDirection?: SortDirection | null;
-  /** Defaults to position. Recency sorting always places empty projects last. */
+  /** Defaults to position. Recency sorting always places empty projects last. Use the returned order; numeric positions are not exposed in project responses. */
   sortKey?: ProjectSortKey | null;
 };
 export type ProjectListResponse = {
@@ -4417,6 +4580,7 @@ export type ProjectListResponse = {
   nextCursor?: string | null;
 };
 export type ProjectMoveParams = {
+  /** Place the project before this ID, or append it when omitted or null. */
   beforeProjectId?: string | null;
   projectId: string;
 };
@@ -4464,6 +4628,12 @@ export type ProjectSettingsUpdateParams = {
 export type ProjectSettingsUpdateResponse = {
   cwd: string;
   settings: ProjectSettings;
+};
+export type ProjectSnapshotReadParams = {
+  cwd: string;
+};
+export type ProjectSnapshotReadResponse = {
+  markdown: string;
 };
 export type ProjectSortKey = "position" | "recencyAt";
 export type ProjectSpend = {
@@ -5425,6 +5595,9 @@ export type ServerNotification = {
   method: "process/outputDelta";
   params: ProcessOutputDeltaNotification;
 } | {
+  method: "thread/search/partial";
+  params: ThreadSearchPartialNotification;
+} | {
   method: "process/exited";
   params: ProcessExitedNotification;
 } | {
@@ -6069,7 +6242,7 @@ export type ThreadGuardianAssessment = {
   riskLevel: GuardianRiskLevel;
   userAuthorization: GuardianUserAuthorization;
 };
-/** Calling `thread/guardianReview` subscribes the connection to the thread. The subscription remains after the review completes, keeping the thread loaded until the client calls `thread/unsubscribe` or disconnects. */
+/** Calling `thread/guardianReview` subscribes the connection to the thread. The subscription remains after the review completes, keeping the thread loaded until the client calls `thread/unsubscribe` or disconnects. Sequential calls on the same loaded thread can reuse Guardian history across direct reviews and live approvals. The reviewer keeps a separate conversation from the actor and follows the parent thread's normal persistence settings. A retry evaluates the final call again under the current policy. */
 export type ThreadGuardianReviewParams = {
   threadId: string;
 };
@@ -6170,6 +6343,8 @@ export type ThreadItem = {
   arguments: unknown;
   /** The duration of the MCP tool call in milliseconds. */
   durationMs?: number | null;
+  /** Registration scope, not necessarily the server's execution environment. */
+  environmentId?: string | null;
   error?: McpToolCallError | null;
   id: string;
   /** Legacy compatibility field; prefer `mcpAppUi.resourceUri` when available. */
@@ -6344,6 +6519,8 @@ export type ThreadListParams = {
   excludedThreadIds?: string[] | null;
   /** Include persistent threads attached to a parent when searching by title. */
   includeAttachedThreads?: boolean;
+  /** Restrict results to up to 100 thread IDs before pagination. Omit or send null for unrestricted results. An empty list matches nothing. Exclusions still apply. Repeat the same IDs on each page. The local store uses indexed metadata for this filter. */
+  includedThreadIds?: string[] | null;
   /** Optional page size; defaults to a reasonable server-side value. */
   limit?: number | null;
   /** Optional provider filter; when set, only sessions recorded under these providers are returned. When present but empty, includes all providers. */
@@ -6364,7 +6541,7 @@ export type ThreadListParams = {
   sortKey?: ThreadSortKey | null;
   /** Optional source filter; when set, only sessions from these source kinds are returned. When omitted or empty, defaults to interactive sources. */
   sourceKinds?: ThreadSourceKind[] | null;
-  /** If true, return from the state DB without scanning JSONL rollouts to repair thread metadata. Omitted or false preserves scan-and-repair behavior. */
+  /** If true, the local store returns indexed metadata without scanning JSONL rollouts for repairs. Requests with `includedThreadIds` always use indexed metadata. */
   useStateDbOnly?: boolean;
 };
 export type ThreadListResponse = {
@@ -6588,11 +6765,21 @@ export type ThreadRealtimeClosedNotification = {
   reason?: string | null;
   threadId: string;
 };
+export type ThreadRealtimeCoverage = "unsupported" | "pending" | "ready";
+export type ThreadRealtimeEntry = {
+  item: ThreadRealtimeItem;
+  position: number;
+};
 /** EXPERIMENTAL - emitted when thread realtime encounters an error. */
 export type ThreadRealtimeErrorNotification = {
   message: string;
   threadId: string;
 };
+/** A frame holds one or more payloads, at most one per channel. They share one ID, observation time, and seal. V1 requires its only channel, `voice_transcript`. */
+export type ThreadRealtimeFrameChannels = {
+  voice_transcript: ThreadRealtimeVoiceTranscript;
+};
+export type ThreadRealtimeHandoffMode = "start" | "steer";
 /** EXPERIMENTAL - role-bearing text item included when a realtime V3 session starts. */
 export type ThreadRealtimeInitialItem = {
   role: ConversationTextRole;
@@ -6601,9 +6788,14 @@ export type ThreadRealtimeInitialItem = {
 /** EXPERIMENTAL - a thread-scoped realtime item in the canonical timeline. */
 export type ThreadRealtimeItem = {
   id: string;
+  /** Canonical observation time in Unix milliseconds for eligible voice calls. */
+  observedAtMs?: number | null;
   realtimeSessionId: string;
 } & ({
   type: "realtimeSessionStarted";
+} | {
+  channels: ThreadRealtimeFrameChannels;
+  type: "frame";
 } | {
   role: ThreadRealtimeTranscriptRole;
   text: string;
@@ -6616,6 +6808,19 @@ export type ThreadRealtimeItem = {
 } | {
   outcome: ThreadRealtimeSessionOutcome;
   type: "realtimeSessionClosed";
+} | {
+  handoff_id: string;
+  input: string;
+  input_item_id: string;
+  mode: ThreadRealtimeHandoffMode;
+  source_event_ids: string[];
+  turn_id: string;
+  type: "turnInputAccepted";
+} | {
+  input: string;
+  input_item_id: string;
+  source_event_ids: string[];
+  type: "sessionEndInputSaved";
 });
 /** EXPERIMENTAL - raw non-audio thread realtime item emitted by the backend. */
 export type ThreadRealtimeItemAddedNotification = {
@@ -6638,12 +6843,40 @@ export type ThreadRealtimeItemTranscriptDeltaNotification = {
   itemId: string;
   threadId: string;
 };
+export type ThreadRealtimeListParams = {
+  afterPosition?: number | null;
+  cursor?: string | null;
+  /** A required exact event ID, such as a completed item's acknowledgement. Returns pending until projected. Explicit filters can exclude a known event. */
+  eventId?: string | null;
+  /** Inclusive canonical observation time lower bound. */
+  fromObservedAtMs?: number | null;
+  limit?: number | null;
+  /** Defaults to canonical observation time. */
+  order?: ThreadRealtimeOrder | null;
+  /** Return pending until the projection includes this committed position. */
+  requiredThroughPosition?: number | null;
+  sessionId?: string | null;
+  /** Exclusive committed position delimiting an immutable snapshot. */
+  snapshotEnd?: number | null;
+  threadId: string;
+  /** Exclusive canonical observation time upper bound. */
+  toObservedAtMs?: number | null;
+};
+export type ThreadRealtimeListResponse = {
+  coverage: ThreadRealtimeCoverage;
+  data: ThreadRealtimeEntry[];
+  nextCursor?: string | null;
+  /** Exclusive position through which the projection has processed canonical history. */
+  projectedThroughItemIndex: number;
+  snapshotEnd: number;
+};
 /** EXPERIMENTAL - list voices supported by thread realtime. */
 export type ThreadRealtimeListVoicesParams = { [key: string]: unknown };
 /** EXPERIMENTAL - response for listing supported realtime voices. */
 export type ThreadRealtimeListVoicesResponse = {
   voices: RealtimeVoicesList;
 };
+export type ThreadRealtimeOrder = "observedAt" | "position";
 /** EXPERIMENTAL - streamed output audio emitted by thread realtime. */
 export type ThreadRealtimeOutputAudioDeltaNotification = {
   audio: ThreadRealtimeAudioChunk;
@@ -6736,6 +6969,10 @@ export type ThreadRealtimeTranscriptDoneNotification = {
   threadId: string;
 };
 export type ThreadRealtimeTranscriptRole = "user" | "assistant";
+export type ThreadRealtimeVoiceTranscript = {
+  role: ThreadRealtimeTranscriptRole;
+  text: string;
+};
 export type ThreadResumeInitialTurnsPageParams = {
   /** How much item detail to include for each returned turn; defaults to summary. */
   itemsView?: TurnItemsView | null;
@@ -6881,6 +7118,11 @@ export type ThreadSampleResponse = {
   /** Assistant text from the response, or null if it attempted a tool call or completed without text. */
   text?: string | null;
 };
+/** Request cancellation on the same connection. `thread/search/cancel` targets only `thread/search`; `thread/search/stream/cancel` targets only `thread/search/stream`. Cancellation is idempotent: the cancel response acknowledges the request, and an interrupted search completes with an error after its subprocess is stopped and reaped. If completion races cancellation, the original search may still succeed. An already-completed search is unaffected. */
+export type ThreadSearchCancelParams = {
+  requestId: RequestId;
+};
+export type ThreadSearchCancelResponse = { [key: string]: unknown };
 /** One visible message occurrence returned by [`ThreadSearchOccurrencesResponse`]. */
 export type ThreadSearchOccurrence = {
   itemId: string;
@@ -6918,7 +7160,7 @@ export type ThreadSearchParams = {
   includeAttachedThreads?: boolean;
   /** Optional page size; defaults to a reasonable server-side value. */
   limit?: number | null;
-  /** Required substring/full-text query for thread search. */
+  /** Required substring/full-text query. `thread/search/stream` limits this to 65,536 UTF-8 bytes after trimming surrounding whitespace. */
   searchTerm: string;
   /** Optional sort direction; defaults to descending (newest first). */
   sortDirection?: SortDirection | null;
@@ -6926,6 +7168,11 @@ export type ThreadSearchParams = {
   sortKey?: ThreadSearchSortKey | null;
   /** Optional source filter; when set, only sessions from these source kinds are returned. When omitted or empty, defaults to interactive sources. */
   sourceKinds?: ThreadSourceKind[] | null;
+};
+/** A best-effort incremental batch for `thread/search/stream`. Match `requestId` to the request on this connection. Only a small subset of verified matches may be emitted; rows are unique and arrive in discovery order, but may be dropped under load or fall outside the final sorted page. Thread fields use stored metadata and the current watched status; live thread settings are enriched in the final response. Replace provisional rows with the authoritative final response. No partials follow it or an error. */
+export type ThreadSearchPartialNotification = {
+  data: ThreadSearchResult[];
+  requestId: RequestId;
 };
 export type ThreadSearchResponse = {
   /** Opaque cursor to pass as `cursor` when reversing `sortDirection`. This is only populated when the page contains at least one thread. Use it with the opposite `sortDirection`; for timestamp sorts it anchors at the start of the page timestamp so same-second updates are not skipped. */
@@ -7346,6 +7593,7 @@ export type ToolRequestUserInputResponse = {
 export type ToolsV2 = {
   web_search?: WebSearchToolConfig | null;
 };
+export type TrustedContacts = "check" | "skip";
 export type Turn = {
   /** Unix timestamp (in seconds) when the turn completed. */
   completedAt?: number | null;
@@ -7583,6 +7831,7 @@ export type UserInput = {
   path: string;
   type: "mention";
 };
+export type UserVerificationBiometricType = "fingerprint";
 /** Cancels a native verification RPC issued on this connection, not an elicitation. Use a fresh request ID for each operation and a distinct ID for this cancellation RPC. */
 export type UserVerificationCancelParams = {
   requestId: RequestId;
@@ -7646,6 +7895,8 @@ export type UserVerificationVerifyParams = {
   title: string;
 };
 export type UserVerificationVerifyResponse = {
+  /** Native-reported authentication method for this signature. Older servers omit it. This is approval context, not part of the signed proof. */
+  biometricType?: UserVerificationBiometricType | null;
   proof: UserVerificationProof;
 };
 /** Controls output length/detail on GPT-5 models via the Responses API. Serialized with lowercase values to match the OpenAI API. */
@@ -7750,6 +8001,8 @@ export interface ClientRequests {
   "account/workspaceMessages/read": { params: undefined; result: GetWorkspaceMessagesResponse };
   "accountSession/list": { params: AccountSessionsListParams; result: AccountSessionsResponse };
   "accountSession/switch": { params: AccountSessionsSwitchParams; result: AccountSessionsSwitchResponse };
+  /** apserver extension. */
+  "alignment/explain": { params: AlignmentExplainParams; result: AlignmentExplainResponse };
   "app/installed": { params: AppsInstalledParams; result: AppsInstalledResponse };
   "app/list": { params: AppsListParams; result: AppsListResponse };
   "app/read": { params: AppsReadParams; result: AppsReadResponse };
@@ -7838,6 +8091,7 @@ export interface ClientRequests {
   "model/list": { params: ModelListParams; result: ModelListResponse };
   "modelProvider/capabilities/read": { params: ModelProviderCapabilitiesReadParams; result: ModelProviderCapabilitiesReadResponse };
   "modelProvider/config/write": { params: ModelProviderConfigWriteParams; result: ModelProviderConfigWriteResponse };
+  "modelProvider/default/set": { params: ModelProviderDefaultSetParams; result: ConfigWriteResponse };
   "modelProvider/list": { params: ModelProviderListParams; result: ModelProviderListResponse };
   "permissionProfile/list": { params: PermissionProfileListParams; result: PermissionProfileListResponse };
   "plugin/install": { params: PluginInstallParams; result: PluginInstallResponse };
@@ -7859,7 +8113,17 @@ export interface ClientRequests {
   "process/resizePty": { params: ProcessResizePtyParams; result: ProcessResizePtyResponse };
   "process/spawn": { params: ProcessSpawnParams; result: ProcessSpawnResponse };
   "process/writeStdin": { params: ProcessWriteStdinParams; result: ProcessWriteStdinResponse };
+  /** apserver extension. */
+  "project/context/preview": { params: ProjectContextPreviewParams; result: ProjectContextPreviewResponse };
   "project/create": { params: ProjectCreateParams; result: ProjectCreateResponse };
+  /** apserver extension. */
+  "project/decision/add": { params: ProjectDecisionAddParams; result: ProjectDecisionAddResponse };
+  /** apserver extension. */
+  "project/decision/list": { params: ProjectDecisionListParams; result: ProjectDecisionListResponse };
+  /** apserver extension. */
+  "project/decision/revoke": { params: ProjectDecisionRevokeParams; result: ProjectDecisionRevokeResponse };
+  /** apserver extension. */
+  "project/decision/update": { params: ProjectDecisionUpdateParams; result: ProjectDecisionUpdateResponse };
   "project/delete": { params: ProjectDeleteParams; result: ProjectDeleteResponse };
   "project/import": { params: ProjectImportParams; result: ProjectImportResponse };
   "project/list": { params: ProjectListParams; result: ProjectListResponse };
@@ -7869,6 +8133,8 @@ export interface ClientRequests {
   "project/settings/read": { params: ProjectSettingsReadParams; result: ProjectSettingsReadResponse };
   /** apserver extension. */
   "project/settings/update": { params: ProjectSettingsUpdateParams; result: ProjectSettingsUpdateResponse };
+  /** apserver extension. */
+  "project/snapshot/read": { params: ProjectSnapshotReadParams; result: ProjectSnapshotReadResponse };
   /** apserver extension. */
   "project/status": { params: ProjectStatusParams; result: ProjectStatusResponse };
   "project/update": { params: ProjectUpdateParams; result: ProjectUpdateResponse };
@@ -7953,6 +8219,7 @@ export interface ClientRequests {
   "thread/realtime/appendAudio": { params: ThreadRealtimeAppendAudioParams; result: ThreadRealtimeAppendAudioResponse };
   "thread/realtime/appendSpeech": { params: ThreadRealtimeAppendSpeechParams; result: ThreadRealtimeAppendSpeechResponse };
   "thread/realtime/appendText": { params: ThreadRealtimeAppendTextParams; result: ThreadRealtimeAppendTextResponse };
+  "thread/realtime/list": { params: ThreadRealtimeListParams; result: ThreadRealtimeListResponse };
   "thread/realtime/listVoices": { params: ThreadRealtimeListVoicesParams; result: ThreadRealtimeListVoicesResponse };
   "thread/realtime/start": { params: ThreadRealtimeStartParams; result: ThreadRealtimeStartResponse };
   "thread/realtime/stop": { params: ThreadRealtimeStopParams; result: ThreadRealtimeStopResponse };
@@ -7961,6 +8228,9 @@ export interface ClientRequests {
   "thread/sample": { params: ThreadSampleParams; result: ThreadSampleResponse };
   "thread/sample/cancel": { params: ThreadSampleCancelParams; result: ThreadSampleCancelResponse };
   "thread/search": { params: ThreadSearchParams; result: ThreadSearchResponse };
+  "thread/search/cancel": { params: ThreadSearchCancelParams; result: ThreadSearchCancelResponse };
+  "thread/search/stream": { params: ThreadSearchParams; result: ThreadSearchResponse };
+  "thread/search/stream/cancel": { params: ThreadSearchCancelParams; result: ThreadSearchCancelResponse };
   "thread/searchOccurrences": { params: ThreadSearchOccurrencesParams; result: ThreadSearchOccurrencesResponse };
   "thread/section/move": { params: ThreadSectionMoveParams; result: ThreadSectionMoveResponse };
   "thread/settings/update": { params: ThreadSettingsUpdateParams; result: ThreadSettingsUpdateResponse };
@@ -7997,7 +8267,6 @@ export interface ServerRequests {
   "account/chatgptAuthTokens/refresh": { params: ChatgptAuthTokensRefreshParams; result: unknown };
   "applyPatchApproval": { params: ApplyPatchApprovalParams; result: unknown };
   "attestation/generate": { params: AttestationGenerateParams; result: unknown };
-  "currentTime/read": { params: CurrentTimeReadParams; result: unknown };
   "execCommandApproval": { params: ExecCommandApprovalParams; result: unknown };
   "item/commandExecution/requestApproval": { params: CommandExecutionRequestApprovalParams; result: CommandExecutionRequestApprovalResponse };
   "item/fileChange/requestApproval": { params: FileChangeRequestApprovalParams; result: FileChangeRequestApprovalResponse };
@@ -8105,6 +8374,7 @@ export interface ServerNotifications {
   "thread/realtime/transcript/delta": ThreadRealtimeTranscriptDeltaNotification;
   "thread/realtime/transcript/done": ThreadRealtimeTranscriptDoneNotification;
   "thread/reverted": ThreadRevertedNotification;
+  "thread/search/partial": ThreadSearchPartialNotification;
   "thread/section/changed": ThreadSectionChangedNotification;
   "thread/settings/updated": ThreadSettingsUpdatedNotification;
   "thread/started": ThreadStartedNotification;

@@ -86,6 +86,8 @@ local function on_request(method, params, respond, id)
         respond(nil, { code = -32800, message = "the user dismissed the question" })
       end
     end)
+  elseif method == methods.RequestItemToolCall then
+    respond(require("apserver.tools").call(params)) -- the editor's dynamic tools
   else
     respond(nil, { code = -32601, message = "Method not found: " .. method })
   end
@@ -145,6 +147,7 @@ function M.client(cb)
       restart = o.restart,
       restart_delay_ms = o.restart_delay_ms,
       client_info = { name = "apserver.nvim", version = M.version },
+      capabilities = { experimentalApi = true }, -- for the editor's dynamic tools (tools.lua)
       on_notification = on_notification,
       on_request = on_request,
       on_stderr = log,
@@ -249,7 +252,7 @@ end
 function M.new(cb)
   with_client(function(c)
     local o = config.options
-    local params = { cwd = o.cwd or vim.loop.cwd() }
+    local params = { cwd = o.cwd or vim.loop.cwd(), dynamicTools = require("apserver.tools").specs }
     if o.approval_policy then
       params.approvalPolicy = o.approval_policy
     end

@@ -1,2 +1,0 @@
--- 0006: reserved (another change of this release lands here).
-SELECT 1;

@@ -258,3 +258,28 @@ func TestTickModesAndBudget(t *testing.T) {
 		t.Errorf("%d runs started, want 2", f.starts)
 	}
 }
+
+// TestTickAfterACrash: a task claimed by a process that died before its
+// run started (a claim with no run) is never started again; the next
+// ready task is.
+func TestTickAfterACrash(t *testing.T) {
+	f := newFake(map[string][]string{}, []string{"a", "b"})
+	s, db := newService(t, f, time.Now)
+	ctx := context.Background()
+	ws := t.TempDir()
+	if _, err := s.UpdateSettings(ctx, ws, fullAuto(2)); err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(ws)
+	if err := db.ClaimTask(ctx, store.ManagerClaim{BlueprintID: "bp", TaskID: "a", Cwd: abs}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := s.Tick(ctx, ws); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(f.runs) != 1 || !slices.Equal(f.runs[0].Blueprint.TaskIDs, []string{"b"}) {
+		t.Errorf("runs after a crash: %+v, want one for b", f.runs)
+	}
+}

@@ -210,13 +210,18 @@ const (
 	MethodFullAutoStart          = "fullAuto/start"
 	MethodFullAutoStatus         = "fullAuto/status"
 	MethodFullAutoStop           = "fullAuto/stop"
+	MethodManagerExplain         = "manager/explain"
+	MethodManagerTick            = "manager/tick"
 	MethodPolicyExplain          = "policy/explain"
 	MethodProjectContextPreview  = "project/context/preview"
 	MethodProjectDecisionAdd     = "project/decision/add"
 	MethodProjectDecisionList    = "project/decision/list"
 	MethodProjectDecisionRevoke  = "project/decision/revoke"
 	MethodProjectDecisionUpdate  = "project/decision/update"
+	MethodProjectSettingsRead    = "project/settings/read"
+	MethodProjectSettingsUpdate  = "project/settings/update"
 	MethodProjectSnapshotRead    = "project/snapshot/read"
+	MethodProjectStatus          = "project/status"
 	MethodRunCancel              = "run/cancel"
 	MethodRunClarificationAnswer = "run/clarification/answer"
 	MethodRunList                = "run/list"
@@ -350,6 +355,7 @@ const (
 	NotifyBlueprintUpdated          = "blueprint/updated"
 	NotifyFullAutoDecision          = "fullAuto/decision"
 	NotifyFullAutoStatusChanged     = "fullAuto/statusChanged"
+	NotifyProjectUpdated            = "project/updated"
 	NotifyRunClarificationRequested = "run/clarification/requested"
 	NotifyRunCompleted              = "run/completed"
 	NotifyRunPlanUpdated            = "run/plan/updated"
@@ -457,6 +463,8 @@ var Methods = []MethodInfo{
 	{"fuzzyFileSearch/sessionUpdate", KindClientRequest, "FuzzyFileSearchSessionUpdateParams", "", false},
 	{MethodHooksList, KindClientRequest, "HooksListParams", "HooksListResponse", false},
 	{MethodInitialize, KindClientRequest, "InitializeParams", "InitializeResponse", false},
+	{MethodManagerExplain, KindClientRequest, "ManagerExplainParams", "ManagerExplainResponse", true},
+	{MethodManagerTick, KindClientRequest, "ManagerTickParams", "ManagerTickResponse", true},
 	{MethodMarketplaceAdd, KindClientRequest, "MarketplaceAddParams", "MarketplaceAddResponse", false},
 	{MethodMarketplaceRemove, KindClientRequest, "MarketplaceRemoveParams", "MarketplaceRemoveResponse", false},
 	{MethodMarketplaceUpgrade, KindClientRequest, "MarketplaceUpgradeParams", "MarketplaceUpgradeResponse", false},
@@ -504,7 +512,10 @@ var Methods = []MethodInfo{
 	{MethodProjectList, KindClientRequest, "ProjectListParams", "ProjectListResponse", false},
 	{MethodProjectMove, KindClientRequest, "ProjectMoveParams", "ProjectMoveResponse", false},
 	{MethodProjectRead, KindClientRequest, "ProjectReadParams", "ProjectReadResponse", false},
+	{MethodProjectSettingsRead, KindClientRequest, "ProjectSettingsReadParams", "ProjectSettingsReadResponse", true},
+	{MethodProjectSettingsUpdate, KindClientRequest, "ProjectSettingsUpdateParams", "ProjectSettingsUpdateResponse", true},
 	{MethodProjectSnapshotRead, KindClientRequest, "ProjectSnapshotReadParams", "ProjectSnapshotReadResponse", true},
+	{MethodProjectStatus, KindClientRequest, "ProjectStatusParams", "ProjectStatusResponse", true},
 	{MethodProjectUpdate, KindClientRequest, "ProjectUpdateParams", "ProjectUpdateResponse", false},
 	{MethodRemoteControlClientList, KindClientRequest, "RemoteControlClientsListParams", "RemoteControlClientsListResponse", false},
 	{MethodRemoteControlClientRevoke, KindClientRequest, "RemoteControlClientsRevokeParams", "RemoteControlClientsRevokeResponse", false},
@@ -668,6 +679,7 @@ var Methods = []MethodInfo{
 	{NotifyProcessExited, KindServerNotification, "ProcessExitedNotification", "", false},
 	{NotifyProcessOutputDelta, KindServerNotification, "ProcessOutputDeltaNotification", "", false},
 	{NotifyProjectChanged, KindServerNotification, "ProjectChangedNotification", "", false},
+	{NotifyProjectUpdated, KindServerNotification, "ProjectUpdatedNotification", "", true},
 	{NotifyRemoteControlStatusChanged, KindServerNotification, "RemoteControlStatusChangedNotification", "", false},
 	{NotifyRunClarificationRequested, KindServerNotification, "RunClarificationRequestedNotification", "", true},
 	{NotifyRunCompleted, KindServerNotification, "RunCompletedNotification", "", true},

@@ -451,6 +451,9 @@ func (s *Server) handleRequest(ctx context.Context, id jsonrpc2.ID, method strin
 		rs.lane = lane
 		rctx = context.WithValue(rctx, requestIDKey{}, id)
 	}
+	if lane, ok := managerLane(method); ok {
+		rs.lane = lane
+	}
 	if s.hub != nil {
 		switch method {
 		case protocol.MethodFsWatch, protocol.MethodFsUnwatch:

@@ -67,7 +67,11 @@ func main() {
 	case "blueprint":
 		err = runBlueprint(args)
 	case "project":
-		err = runProjectBrain(args)
+		if ok, perr := runProjectManager(args); ok { // the manager's verbs (manager.go)
+			err = perr
+		} else {
+			err = runProjectBrain(args)
+		}
 	case "version", "--version":
 		fmt.Println("apserver", version)
 	case "help", "-h", "--help":
@@ -278,7 +282,11 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 	rn.SetBlueprints(bs) // runs from a blueprint, and their evidence
 	server.RegisterBlueprints(srv, bs)
 	server.RegisterBrain(srv, br)
+	ps := newProjects(mgr, rn, bs, srv.Client(), log)
+	server.RegisterManager(srv, ps)
+	stopBeat := heartbeat(ctx, ps)
 	err = srv.Run(ctx)
+	stopBeat()
 	bs.Close()
 	rn.Close()
 	br.Close()

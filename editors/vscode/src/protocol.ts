@@ -3311,6 +3311,26 @@ export type ManagedHooksRequirements = {
   managedDir?: string | null;
   windowsManagedDir?: string | null;
 };
+export type ManagerExplainParams = {
+  cwd: string;
+};
+export type ManagerExplainResponse = {
+  next?: string[] | null;
+  phase: string;
+  runs?: ProjectRunRef[] | null;
+  summary: string;
+  waiting?: ProjectRunRef[] | null;
+};
+export type ManagerTickParams = {
+  cwd: string;
+};
+export type ManagerTickResponse = {
+  error?: string;
+  reason: string;
+  result: "idle" | "waiting_for_approval" | "advanced_run" | "started_run" | "nothing_to_do" | "budget_exhausted";
+  runId?: string;
+  taskIds?: string[];
+};
 export type MarketplaceAddParams = {
   refName?: string | null;
   source: string;
@@ -4447,6 +4467,11 @@ export type Project = {
   roots: ProjectRoot[];
   updatedAt: number;
 };
+export type ProjectBudget = {
+  costPerDay?: number;
+  runsPerDay?: number;
+  tokensPerDay?: number;
+};
 export type ProjectChangeType = "created" | "updated" | "deleted";
 export type ProjectChangedNotification = {
   changeType: ProjectChangeType;
@@ -4569,6 +4594,41 @@ export type ProjectReadResponse = {
 export type ProjectRoot = {
   path: AbsolutePathBuf;
 };
+export type ProjectRunRef = {
+  runId: string;
+  status: string;
+  taskIds?: string[] | null;
+  waitingFor?: string | null;
+};
+export type ProjectSettings = {
+  blueprintId: string;
+  budget: ProjectBudget;
+  donePhases?: string[] | null;
+  maxParallelRuns: number;
+  mode: "off" | "suggest" | "semi_auto" | "full_auto";
+  paused: boolean;
+  phase: string;
+};
+export type ProjectSettingsReadParams = {
+  cwd: string;
+};
+export type ProjectSettingsReadResponse = {
+  cwd: string;
+  settings: ProjectSettings;
+};
+export type ProjectSettingsUpdateParams = {
+  blueprintId?: string | null;
+  budget?: ProjectBudget | null;
+  cwd: string;
+  maxParallelRuns?: number | null;
+  mode?: "off" | "suggest" | "semi_auto" | "full_auto" | null;
+  paused?: boolean | null;
+  phase?: string | null;
+};
+export type ProjectSettingsUpdateResponse = {
+  cwd: string;
+  settings: ProjectSettings;
+};
 export type ProjectSnapshotReadParams = {
   cwd: string;
 };
@@ -4576,6 +4636,28 @@ export type ProjectSnapshotReadResponse = {
   markdown: string;
 };
 export type ProjectSortKey = "position" | "recencyAt";
+export type ProjectSpend = {
+  budget: ProjectBudget;
+  cost: number;
+  runs: number;
+  tokens: number;
+};
+export type ProjectStatusParams = {
+  cwd: string;
+};
+export type ProjectStatusResponse = {
+  blueprintId: string;
+  cwd: string;
+  lastTick: ManagerTickResponse | null;
+  lastTickAtMs: number;
+  mode: "off" | "suggest" | "semi_auto" | "full_auto";
+  paused: boolean;
+  phase: string;
+  phaseDone: boolean;
+  runs: { [key: string]: number };
+  spend: ProjectSpend;
+  tasks: { [key: string]: number };
+};
 export type ProjectUpdateParams = {
   metadata?: { [key: string]: string } | null;
   name?: string | null;
@@ -4584,6 +4666,9 @@ export type ProjectUpdateParams = {
 };
 export type ProjectUpdateResponse = {
   project: Project;
+};
+export type ProjectUpdatedNotification = {
+  cwd: string;
 };
 export type ProviderSettings = {
   type: "openai";
@@ -7987,6 +8072,10 @@ export interface ClientRequests {
   "fuzzyFileSearch/sessionUpdate": { params: FuzzyFileSearchSessionUpdateParams; result: unknown };
   "hooks/list": { params: HooksListParams; result: HooksListResponse };
   "initialize": { params: InitializeParams; result: InitializeResponse };
+  /** apserver extension. */
+  "manager/explain": { params: ManagerExplainParams; result: ManagerExplainResponse };
+  /** apserver extension. */
+  "manager/tick": { params: ManagerTickParams; result: ManagerTickResponse };
   "marketplace/add": { params: MarketplaceAddParams; result: MarketplaceAddResponse };
   "marketplace/remove": { params: MarketplaceRemoveParams; result: MarketplaceRemoveResponse };
   "marketplace/upgrade": { params: MarketplaceUpgradeParams; result: MarketplaceUpgradeResponse };
@@ -8041,7 +8130,13 @@ export interface ClientRequests {
   "project/move": { params: ProjectMoveParams; result: ProjectMoveResponse };
   "project/read": { params: ProjectReadParams; result: ProjectReadResponse };
   /** apserver extension. */
+  "project/settings/read": { params: ProjectSettingsReadParams; result: ProjectSettingsReadResponse };
+  /** apserver extension. */
+  "project/settings/update": { params: ProjectSettingsUpdateParams; result: ProjectSettingsUpdateResponse };
+  /** apserver extension. */
   "project/snapshot/read": { params: ProjectSnapshotReadParams; result: ProjectSnapshotReadResponse };
+  /** apserver extension. */
+  "project/status": { params: ProjectStatusParams; result: ProjectStatusResponse };
   "project/update": { params: ProjectUpdateParams; result: ProjectUpdateResponse };
   "remoteControl/client/list": { params: RemoteControlClientsListParams; result: RemoteControlClientsListResponse };
   "remoteControl/client/revoke": { params: RemoteControlClientsRevokeParams; result: RemoteControlClientsRevokeResponse };
@@ -8236,6 +8331,8 @@ export interface ServerNotifications {
   "process/exited": ProcessExitedNotification;
   "process/outputDelta": ProcessOutputDeltaNotification;
   "project/changed": ProjectChangedNotification;
+  /** apserver extension. */
+  "project/updated": ProjectUpdatedNotification;
   "remoteControl/status/changed": RemoteControlStatusChangedNotification;
   /** apserver extension. */
   "run/clarification/requested": RunClarificationRequestedNotification;

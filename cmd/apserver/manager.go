@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/apserver/apserver/manager"
+	"github.com/apserver/apserver/protocol"
+
+	"github.com/apserver/apserver/blueprints"
+	"github.com/apserver/apserver/projects"
+	"github.com/apserver/apserver/runner"
+	"github.com/apserver/apserver/server"
+	"github.com/apserver/apserver/session"
+)
+
+// newProjects makes the manager's driver (docs/manager.md) over the
+// runner and the blueprints service; its notifications go to c.
+func newProjects(mgr *session.Manager, rn *runner.Runner, bs *blueprints.Service, c interface{ Notify(string, any) }, log *slog.Logger) *projects.Service {
+	return projects.New(projects.Options{Store: mgr.Store, Runs: server.RunnerRuns{Runner: rn}, Blueprints: bs, Notify: c.Notify, Log: log})
+}
+
+// runProjectManager is `apserver project status|tick|autopilot` (the
+// manager's verbs; docs/manager.md). It returns handled false for other
+// verbs, so that the project command's other verbs can live elsewhere.
+func runProjectManager(args []string) (handled bool, err error) {
+	if len(args) == 0 {
+		return false, nil
+	}
+	verb := args[0]
+	switch verb {
+	case "status", "tick", "autopilot", "replay":
+	default:
+		return false, nil
+	}
+	fs := flag.NewFlagSet("project "+verb, flag.ContinueOnError)
+	var f serveFlags
+	f.register(fs)
+	cd := fs.String("cd", "", "the project's directory (default: the current directory)")
+	mode := fs.String("mode", "", "autopilot: set the project's mode first (off, suggest, semi_auto, full_auto)")
+	phase := fs.String("phase", "", "autopilot: build this phase (a phase's id or title)")
+	bpID := fs.String("blueprint", "", "autopilot: the blueprint (default: the project's, else the newest of the directory)")
+	maxPar := fs.Int("max-parallel-runs", 0, "autopilot: set max_parallel_runs first")
+	runsPerDay := fs.Int("runs-per-day", -1, "autopilot: set the budget of runs a day first (0: no limit)")
+	every := fs.Duration("interval", 500*time.Millisecond, "autopilot: how often to look at the runs while they work")
+	jsonOut := fs.Bool("json", false, "status and tick: print the answer as JSON")
+	fs.SetOutput(io.Discard)
+	if _, err := parseInterspersed(fs, args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Print(`Usage: apserver project status|tick|autopilot [flags]
+
+status     the project's mode, phase, last tick, tasks and runs by status, spend
+tick       one tick of the manager (manager/tick)
+replay     decide again on every stored tick's input: exit 0 when every
+           decision is the one stored, 1 listing those that differ
+autopilot  [--mode full_auto] [--phase ID] [--blueprint ID] [--max-parallel-runs N] [--runs-per-day N]:
+           ticks until the phase is done (exit 0) or needs a human (exit 5:
+           a run waits, a budget is exhausted, the mode is off or paused) or
+           cannot go on (exit 6: a run failed, tasks are blocked)
+`)
+			return true, nil
+		}
+		fmt.Fprintf(os.Stderr, "apserver project %s: %s\n", verb, flagError(err))
+		return true, errUsage
+	}
+	cwd := *cd
+	if cwd == "" {
+		if cwd, err = os.Getwd(); err != nil {
+			return true, err
+		}
+	}
+	cwd, _ = filepath.Abs(cwd)
+	env, err := openRunEnv(&f, cwd, false)
+	if err != nil {
+		return true, err
+	}
+	defer env.Close()
+	ps := projects.New(projects.Options{Store: env.mgr.Store, Runs: server.RunnerRuns{Runner: env.rn}, Blueprints: env.bs, Log: env.log})
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	print := func(v any, text string) {
+		if *jsonOut {
+			b, _ := json.Marshal(v)
+			fmt.Println(string(b))
+			return
+		}
+		fmt.Println(text)
+	}
+	switch verb {
+	case "status":
+		s, err := ps.Status(ctx, protocol.ProjectCwdParams{Cwd: cwd})
+		if err != nil {
+			return true, err
+		}
+		last := "none"
+		if s.LastTick != nil {
+			last = s.LastTick.Result + ": " + s.LastTick.Reason
+		}
+		print(s, fmt.Sprintf("mode %s%s, blueprint %s, phase %s (done: %v)\nlast tick: %s\ntasks: %v\nruns: %v\nspend today: %d runs (budget %d), %d tokens (budget %d)",
+			s.Mode, map[bool]string{true: " (paused)"}[s.Paused], s.BlueprintID, s.Phase, s.PhaseDone, last, s.Tasks, s.Runs,
+			s.Spend.Runs, s.Spend.Budget.RunsPerDay, s.Spend.Tokens, s.Spend.Budget.TokensPerDay))
+		return true, nil
+	case "replay":
+		n, diffs, err := ps.Replay(ctx, cwd)
+		if err != nil {
+			return true, err
+		}
+		fmt.Printf("%d ticks replayed, %d differ\n", n, len(diffs))
+		for _, d := range diffs {
+			fmt.Println(d)
+		}
+		if len(diffs) > 0 {
+			return true, &exitError{code: 1}
+		}
+		return true, nil
+	case "tick":
+		d, err := ps.TickWire(ctx, protocol.ProjectCwdParams{Cwd: cwd})
+		if err != nil {
+			return true, err
+		}
+		print(d, tickLine(d))
+		return true, nil
+	}
+	// autopilot
+	if _, err := ps.UpdateSettings(ctx, cwd, func(st *manager.Settings) {
+		if *mode != "" {
+			st.Mode = manager.Mode(*mode)
+		}
+		if *phase != "" {
+			st.Phase = *phase
+		}
+		if *maxPar > 0 {
+			st.MaxParallelRuns = *maxPar
+		}
+		if *bpID != "" {
+			st.BlueprintID = *bpID
+		}
+		if *runsPerDay >= 0 {
+			st.Budget.RunsPerDay = *runsPerDay
+		}
+	}); err != nil {
+		return true, &exitError{code: 1, msg: plainError(err)}
+	}
+	st, err := ps.Settings(ctx, cwd)
+	if err != nil {
+		return true, err
+	}
+	if st.BlueprintID == "" {
+		id, err := pickBlueprint(ctx, env.bs, cwd, "")
+		if err != nil {
+			return true, err
+		}
+		if _, err := ps.UpdateSettings(ctx, cwd, func(st *manager.Settings) { st.BlueprintID = id }); err != nil {
+			return true, err
+		}
+	}
+	env.rn.Restore() // runs of an earlier process go on
+	return true, autopilot(ctx, ps, cwd, *every)
+}
+
+func tickLine(d protocol.ManagerTickResult) string {
+	s := d.Result + ": " + d.Reason
+	if d.RunID != "" {
+		s += " (run " + d.RunID + ")"
+	}
+	return s
+}
+
+// autopilot ticks the manager of cwd until its phase is done or a human
+// must act; progress goes to stderr.
+func autopilot(ctx context.Context, ps *projects.Service, cwd string, every time.Duration) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last := ""
+	for {
+		d, err := ps.Tick(ctx, cwd)
+		if err != nil {
+			return &exitError{code: 1, msg: plainError(err)}
+		}
+		line := tickLine(protocol.ManagerTickResult{Result: string(d.Result), Reason: d.Reason, RunID: d.RunID})
+		if line != last {
+			fmt.Fprintln(os.Stderr, "apserver project autopilot:", line)
+			last = line
+		}
+		switch d.Result {
+		case manager.ResultStartedRun, manager.ResultAdvancedRun:
+			continue
+		case manager.ResultIdle, manager.ResultWaitingForApproval, manager.ResultBudgetExhausted:
+			fmt.Println(line)
+			return &exitError{code: exitRunWaiting}
+		}
+		s, err := ps.Status(ctx, protocol.ProjectCwdParams{Cwd: cwd})
+		if err != nil {
+			return err
+		}
+		if s.PhaseDone {
+			fmt.Printf("phase %s done: %v\n", s.Phase, s.Tasks)
+			return nil
+		}
+		active := 0
+		for status, n := range s.Runs {
+			if !protocol.RunStatus(status).Final() {
+				active += n
+			}
+		}
+		if active == 0 {
+			fmt.Println(line)
+			return &exitError{code: exitRunFailed, msg: fmt.Sprintf("phase %s cannot go on: %v; runs %v", s.Phase, s.Tasks, s.Runs)}
+		}
+		select {
+		case <-ctx.Done():
+			return &exitError{code: exitInterrupted}
+		case <-t.C:
+		}
+	}
+}
+
+// heartbeat runs the manager's heartbeat (projects.Service.Heartbeat) until
+// the returned stop is called; stop waits for it.
+func heartbeat(ctx context.Context, ps *projects.Service) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ps.Heartbeat(ctx, projects.DefaultHeartbeat, projects.DefaultHeartbeatMax)
+	}()
+	return func() { cancel(); <-done }
+}

@@ -1,0 +1,395 @@
+package projects
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/apserver/apserver/manager"
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/store"
+)
+
+// Runs is what the manager needs of the runner.
+type Runs interface {
+	// Start starts a run (run/start) and returns it.
+	Start(ctx context.Context, p protocol.RunStartParams) (protocol.Run, error)
+	// List returns the runs of a workspace (run/list).
+	List(ctx context.Context, cwd string) ([]protocol.Run, error)
+	// ApprovePlan approves a run's plan (run/plan/approve).
+	ApprovePlan(ctx context.Context, runID string) error
+}
+
+// Blueprints is what the manager needs of the blueprints service.
+type Blueprints interface {
+	// PhaseWork returns a phase (the first unfinished one when phase is
+	// empty) with its ready tasks and its tasks counted by status.
+	PhaseWork(ctx context.Context, blueprintID, phase string) (manager.PhaseWork, error)
+}
+
+// Options configure a Service.
+type Options struct {
+	Store      func() (*store.Store, error)
+	Runs       Runs
+	Blueprints Blueprints
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Notify sends a notification to the clients (project/updated).
+	Notify func(method string, params any)
+	Log    *slog.Logger
+}
+
+// Service is the manager's driver. Its methods may be called from any
+// goroutine.
+type Service struct {
+	opts Options
+
+	mu    sync.Mutex
+	locks map[string]chan struct{} // per workspace (1-buffered): ticks and settings updates
+	// onWait, when set (tests), is called when a tick is about to wait
+	// for the workspace's lock.
+	onWait func()
+}
+
+// New returns a Service.
+func New(opts Options) *Service {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{opts: opts, locks: map[string]chan struct{}{}}
+}
+
+// lock takes the workspace's lock and returns its unlock, or ctx's error.
+func (s *Service) lock(ctx context.Context, cwd string) (func(), error) {
+	s.mu.Lock()
+	l := s.locks[cwd]
+	if l == nil {
+		l = make(chan struct{}, 1)
+		s.locks[cwd] = l
+	}
+	onWait := s.onWait
+	s.mu.Unlock()
+	select {
+	case l <- struct{}{}:
+		return func() { <-l }, nil
+	default:
+	}
+	if onWait != nil {
+		onWait()
+	}
+	select {
+	case l <- struct{}{}:
+		return func() { <-l }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func invalid(format string, a ...any) error {
+	return protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: "+format, a...)
+}
+
+// workspace is cwd made absolute and clean (the key of a project).
+func workspace(cwd string) (string, error) {
+	if cwd == "" {
+		return "", invalid("cwd: missing")
+	}
+	abs, err := filepath.Abs(cwd)
+	if err != nil {
+		return "", invalid("cwd: %v", err)
+	}
+	return abs, nil
+}
+
+// Settings returns a workspace's settings (mode off when none were saved).
+func (s *Service) Settings(ctx context.Context, cwd string) (manager.Settings, error) {
+	ws, err := workspace(cwd)
+	if err != nil {
+		return manager.Settings{}, err
+	}
+	return s.settings(ctx, ws)
+}
+
+func (s *Service) settings(ctx context.Context, ws string) (manager.Settings, error) {
+	st := manager.Settings{Mode: manager.ModeOff, MaxParallelRuns: manager.DefaultMaxParallelRuns}
+	db, err := s.opts.Store()
+	if err != nil {
+		return st, err
+	}
+	b, ok, err := db.ProjectSettings(ctx, ws)
+	if err != nil || !ok {
+		return st, err
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("project settings of %s: %w", ws, err)
+	}
+	return st, nil
+}
+
+// UpdateSettings applies update to a workspace's settings, validates and
+// stores them, and returns them.
+func (s *Service) UpdateSettings(ctx context.Context, cwd string, update func(*manager.Settings)) (manager.Settings, error) {
+	ws, err := workspace(cwd)
+	if err != nil {
+		return manager.Settings{}, err
+	}
+	unlock, err := s.lock(ctx, ws)
+	if err != nil {
+		return manager.Settings{}, err
+	}
+	defer unlock()
+	st, err := s.settings(ctx, ws)
+	if err != nil {
+		return st, err
+	}
+	old := st
+	update(&st)
+	if err := st.Validate(); err != nil {
+		return old, invalid("%v", err)
+	}
+	if st.BlueprintID != old.BlueprintID || st.Phase != old.Phase {
+		st.DonePhases = slices.DeleteFunc(st.DonePhases, func(p string) bool { return p == st.Phase && st.Phase != old.Phase })
+	}
+	if err := s.save(ctx, ws, st); err != nil {
+		return old, err
+	}
+	s.notify(ws)
+	return st, nil
+}
+
+func (s *Service) save(ctx context.Context, ws string, st manager.Settings) error {
+	db, err := s.opts.Store()
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	return db.SaveProjectSettings(ctx, ws, b)
+}
+
+func (s *Service) notify(ws string) {
+	if s.opts.Notify != nil {
+		s.opts.Notify(protocol.NotifyProjectUpdated, protocol.ProjectUpdatedNotification{Cwd: ws})
+	}
+}
+
+// dayStart is the start of now's day (UTC), in unix ms.
+func dayStart(now time.Time) int64 {
+	y, m, d := now.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC).UnixMilli()
+}
+
+// state gathers a tick's input for a workspace.
+func (s *Service) state(ctx context.Context, ws string, st manager.Settings) (manager.State, error) {
+	in := manager.State{Settings: st}
+	if st.BlueprintID == "" || st.Mode == manager.ModeOff {
+		return in, nil
+	}
+	w, err := s.opts.Blueprints.PhaseWork(ctx, st.BlueprintID, st.Phase)
+	if err != nil {
+		return in, fmt.Errorf("reading blueprint %s: %w", st.BlueprintID, err)
+	}
+	in.Phase, in.Ready, in.Deps, in.Open = w.Phase, w.Ready, w.Deps, w.Open()
+	in.PhaseDone = slices.Contains(st.DonePhases, w.Phase)
+	runs, err := s.opts.Runs.List(ctx, ws)
+	if err != nil {
+		return in, fmt.Errorf("listing runs: %w", err)
+	}
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if r.Blueprint == nil || r.Blueprint.BlueprintID != st.BlueprintID {
+			continue
+		}
+		seen[r.ID] = true
+		in.Runs = append(in.Runs, manager.Run{ID: r.ID, TaskIDs: r.Blueprint.TaskIDs, Status: r.Status, WaitingFor: r.WaitingFor})
+	}
+	db, err := s.opts.Store()
+	if err != nil {
+		return in, err
+	}
+	claims, err := db.ManagerClaims(ctx, ws)
+	if err != nil {
+		return in, err
+	}
+	today := dayStart(s.opts.Now())
+	for _, c := range claims {
+		if c.At >= today {
+			in.Spend.Runs++
+		}
+		if c.BlueprintID == st.BlueprintID && (c.RunID == "" || !seen[c.RunID]) {
+			// A task claimed whose run is not listed (a crash between
+			// the claim and the run): carried, never started again.
+			in.Runs = append(in.Runs, manager.Run{ID: c.RunID, TaskIDs: []string{c.TaskID}, Status: protocol.RunFailed})
+		}
+	}
+	return in, nil
+}
+
+// Tick runs one tick of a workspace's manager (manager/tick): it decides
+// on the workspace's state, applies the decision's effects and stores the
+// tick. Ticks of a workspace run one at a time.
+func (s *Service) Tick(ctx context.Context, cwd string) (manager.Decision, error) {
+	ws, err := workspace(cwd)
+	if err != nil {
+		return manager.Decision{}, err
+	}
+	unlock, err := s.lock(ctx, ws)
+	if err != nil {
+		return manager.Decision{}, err
+	}
+	defer unlock()
+	st, err := s.settings(ctx, ws)
+	if err != nil {
+		return manager.Decision{}, err
+	}
+	in, err := s.state(ctx, ws, st)
+	if err != nil {
+		return manager.Decision{}, err
+	}
+	if st.Phase == "" && in.Phase != "" && st.Mode != manager.ModeOff {
+		// Pin the phase: once it is done the manager stops there rather
+		// than going on to the next phase by itself.
+		st.Phase = in.Phase
+		in.Settings = st
+		if err := s.save(ctx, ws, st); err != nil {
+			return manager.Decision{}, err
+		}
+	}
+	core := manager.Tick(in)
+	d, err := s.apply(ctx, ws, st, core)
+	if rerr := s.record(ctx, ws, in, core, d, err); rerr != nil && err == nil {
+		err = rerr
+	}
+	s.notify(ws)
+	return d, err
+}
+
+// apply carries out a decision's effects.
+func (s *Service) apply(ctx context.Context, ws string, st manager.Settings, d manager.Decision) (manager.Decision, error) {
+	db, err := s.opts.Store()
+	if err != nil {
+		return d, err
+	}
+	for _, e := range d.Effects {
+		switch e.Kind {
+		case manager.EffStartRun:
+			for _, id := range e.TaskIDs {
+				if err := db.ClaimTask(ctx, store.ManagerClaim{BlueprintID: e.BlueprintID, TaskID: id, Cwd: ws, At: s.opts.Now().UnixMilli()}); err != nil {
+					if errors.Is(err, store.ErrClaimed) {
+						return manager.Decision{Result: manager.ResultNothingToDo, Reason: fmt.Sprintf("task %s was started by an earlier tick", id)}, nil
+					}
+					return d, err
+				}
+			}
+			r, err := s.opts.Runs.Start(ctx, protocol.RunStartParams{Cwd: ws,
+				Blueprint: &protocol.RunBlueprintParams{BlueprintID: e.BlueprintID, TaskIDs: e.TaskIDs}})
+			if err != nil {
+				for _, id := range e.TaskIDs {
+					if rerr := db.ReleaseClaim(ctx, e.BlueprintID, id); rerr != nil {
+						s.opts.Log.Warn("releasing a task's claim", "task", id, "err", rerr)
+					}
+				}
+				return d, fmt.Errorf("starting a run for tasks %v: %w", e.TaskIDs, err)
+			}
+			d.RunID = r.ID
+			for _, id := range e.TaskIDs {
+				if err := db.SetClaimRun(ctx, e.BlueprintID, id, r.ID); err != nil {
+					return d, err
+				}
+			}
+		case manager.EffApprovePlan:
+			if err := s.opts.Runs.ApprovePlan(ctx, e.RunID); err != nil {
+				return d, fmt.Errorf("approving the plan of run %s: %w", e.RunID, err)
+			}
+		case manager.EffMarkPhaseDone:
+			if !slices.Contains(st.DonePhases, e.Phase) {
+				st.DonePhases = append(st.DonePhases, e.Phase)
+				if err := s.save(ctx, ws, st); err != nil {
+					return d, err
+				}
+			}
+		}
+	}
+	return d, nil
+}
+
+// tickReceipt is a tick's decision as stored (its input is stored
+// beside it): the core's decision, the decision as applied (a run's id
+// filled, a claim lost to an earlier tick) and the error applying it.
+type tickReceipt struct {
+	Core     manager.Decision `json:"core"`
+	Decision manager.Decision `json:"decision"`
+	Error    string           `json:"error,omitempty"`
+}
+
+func (s *Service) record(ctx context.Context, ws string, in manager.State, core, d manager.Decision, applyErr error) error {
+	db, err := s.opts.Store()
+	if err != nil {
+		return err
+	}
+	ib, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	r := tickReceipt{Core: core, Decision: d}
+	if applyErr != nil {
+		r.Error = applyErr.Error()
+	}
+	db2, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = db.AppendManagerTick(ctx, store.ManagerTick{Cwd: ws, Input: ib, Decision: db2, Result: string(d.Result), At: s.opts.Now().UnixMilli()})
+	return err
+}
+
+// Replay decides again on every stored tick of a workspace and reports
+// the ticks whose decision differs from the one stored (none: the
+// manager's choices reproduce).
+func (s *Service) Replay(ctx context.Context, cwd string) (ticks int, diffs []string, err error) {
+	ws, err := workspace(cwd)
+	if err != nil {
+		return 0, nil, err
+	}
+	db, err := s.opts.Store()
+	if err != nil {
+		return 0, nil, err
+	}
+	all, err := db.ManagerTicks(ctx, ws, 0)
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, t := range all {
+		var in manager.State
+		var r tickReceipt
+		if err := json.Unmarshal(t.Input, &in); err != nil {
+			return 0, nil, fmt.Errorf("tick %d: %w", t.Seq, err)
+		}
+		if err := json.Unmarshal(t.Decision, &r); err != nil {
+			return 0, nil, fmt.Errorf("tick %d: %w", t.Seq, err)
+		}
+		again, err := json.Marshal(manager.Tick(in))
+		if err != nil {
+			return 0, nil, err
+		}
+		stored, err := json.Marshal(r.Core)
+		if err != nil {
+			return 0, nil, err
+		}
+		if string(again) != string(stored) {
+			diffs = append(diffs, fmt.Sprintf("tick %d: stored %s, decided %s", t.Seq, stored, again))
+		}
+	}
+	return len(all), diffs, nil
+}

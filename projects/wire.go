@@ -1,0 +1,190 @@
+package projects
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/apserver/apserver/manager"
+	"github.com/apserver/apserver/protocol"
+)
+
+// The wire side of the manager (docs/manager.md): project/settings/*,
+// manager/tick, manager/explain and project/status.
+
+func wireSettings(st manager.Settings) protocol.ProjectSettings {
+	return protocol.ProjectSettings{Mode: string(st.Mode), BlueprintID: st.BlueprintID, Phase: st.Phase, Paused: st.Paused,
+		MaxParallelRuns: st.MaxParallelRuns, DonePhases: st.DonePhases,
+		Budget: protocol.ProjectBudget{TokensPerDay: st.Budget.TokensPerDay, CostPerDay: st.Budget.CostPerDay, RunsPerDay: st.Budget.RunsPerDay}}
+}
+
+func wireDecision(d manager.Decision) protocol.ManagerTickResult {
+	return protocol.ManagerTickResult{Result: string(d.Result), Reason: d.Reason, RunID: d.RunID, TaskIDs: d.TaskIDs}
+}
+
+// SettingsRead implements project/settings/read.
+func (s *Service) SettingsRead(ctx context.Context, p protocol.ProjectCwdParams) (protocol.ProjectSettingsResult, error) {
+	if err := p.Validate(); err != nil {
+		return protocol.ProjectSettingsResult{}, err
+	}
+	ws, _ := workspace(p.Cwd)
+	st, err := s.settings(ctx, ws)
+	return protocol.ProjectSettingsResult{Cwd: ws, Settings: wireSettings(st)}, err
+}
+
+// SettingsUpdate implements project/settings/update.
+func (s *Service) SettingsUpdate(ctx context.Context, p protocol.ProjectSettingsUpdateParams) (protocol.ProjectSettingsResult, error) {
+	if p.Cwd == "" {
+		return protocol.ProjectSettingsResult{}, invalid("cwd: missing")
+	}
+	st, err := s.UpdateSettings(ctx, p.Cwd, func(st *manager.Settings) {
+		if p.Mode != nil {
+			st.Mode = manager.Mode(*p.Mode)
+		}
+		if p.BlueprintID != nil {
+			st.BlueprintID = *p.BlueprintID
+		}
+		if p.Phase != nil {
+			st.Phase = *p.Phase
+		}
+		if p.Paused != nil {
+			st.Paused = *p.Paused
+		}
+		if p.MaxParallelRuns != nil {
+			st.MaxParallelRuns = *p.MaxParallelRuns
+		}
+		if p.Budget != nil {
+			st.Budget = manager.Budget{TokensPerDay: p.Budget.TokensPerDay, CostPerDay: p.Budget.CostPerDay, RunsPerDay: p.Budget.RunsPerDay}
+		}
+	})
+	ws, _ := workspace(p.Cwd)
+	return protocol.ProjectSettingsResult{Cwd: ws, Settings: wireSettings(st)}, err
+}
+
+// TickWire implements manager/tick.
+func (s *Service) TickWire(ctx context.Context, p protocol.ProjectCwdParams) (protocol.ManagerTickResult, error) {
+	if err := p.Validate(); err != nil {
+		return protocol.ManagerTickResult{}, err
+	}
+	d, err := s.Tick(ctx, p.Cwd)
+	if err != nil {
+		return protocol.ManagerTickResult{}, err
+	}
+	return wireDecision(d), nil
+}
+
+// Status implements project/status.
+func (s *Service) Status(ctx context.Context, p protocol.ProjectCwdParams) (protocol.ProjectStatusResult, error) {
+	var out protocol.ProjectStatusResult
+	if err := p.Validate(); err != nil {
+		return out, err
+	}
+	ws, _ := workspace(p.Cwd)
+	st, err := s.settings(ctx, ws)
+	if err != nil {
+		return out, err
+	}
+	out = protocol.ProjectStatusResult{Cwd: ws, Mode: string(st.Mode), Paused: st.Paused, BlueprintID: st.BlueprintID, Phase: st.Phase,
+		Tasks: map[string]int{}, Runs: map[string]int{},
+		Spend: protocol.ProjectSpend{Budget: wireSettings(st).Budget}}
+	db, err := s.opts.Store()
+	if err != nil {
+		return out, err
+	}
+	ticks, err := db.ManagerTicks(ctx, ws, 1)
+	if err != nil {
+		return out, err
+	}
+	if len(ticks) == 1 {
+		var r tickReceipt
+		if err := json.Unmarshal(ticks[0].Decision, &r); err == nil {
+			w := wireDecision(r.Decision)
+			w.Error = r.Error
+			out.LastTick, out.LastTickMs = &w, ticks[0].At
+		}
+	}
+	if st.BlueprintID != "" {
+		in, err := s.state(ctx, ws, manager.Settings{Mode: manager.ModeSuggest, BlueprintID: st.BlueprintID, Phase: st.Phase})
+		if err != nil {
+			return out, err
+		}
+		w, err := s.opts.Blueprints.PhaseWork(ctx, st.BlueprintID, st.Phase)
+		if err != nil {
+			return out, err
+		}
+		for k, n := range w.Counts {
+			out.Tasks[string(k)] = n
+		}
+		out.Phase = w.Phase
+		out.PhaseDone = in.Open == 0 && containsStr(st.DonePhases, w.Phase)
+		for _, r := range in.Runs {
+			if r.ID != "" {
+				out.Runs[string(r.Status)]++
+			}
+		}
+		out.Spend.Runs, out.Spend.Tokens, out.Spend.Cost = in.Spend.Runs, in.Spend.Tokens, in.Spend.Cost
+	}
+	return out, nil
+}
+
+func containsStr(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Explain implements manager/explain.
+func (s *Service) Explain(ctx context.Context, p protocol.ProjectCwdParams) (protocol.ManagerExplainResult, error) {
+	var out protocol.ManagerExplainResult
+	if err := p.Validate(); err != nil {
+		return out, err
+	}
+	ws, _ := workspace(p.Cwd)
+	st, err := s.settings(ctx, ws)
+	if err != nil {
+		return out, err
+	}
+	if st.BlueprintID == "" {
+		out.Summary = "The project has no active blueprint: set one with project/settings/update."
+		return out, nil
+	}
+	mode := st.Mode
+	st.Mode = manager.ModeSuggest // read the state even when off
+	in, err := s.state(ctx, ws, st)
+	if err != nil {
+		return out, err
+	}
+	st.Mode = mode
+	in.Settings = st
+	out.Phase = in.Phase
+	carried := map[string]bool{}
+	for _, r := range in.Runs {
+		for _, id := range r.TaskIDs {
+			carried[id] = true
+		}
+		if r.ID == "" || !r.Active() {
+			continue
+		}
+		ref := protocol.ProjectRunRef{RunID: r.ID, TaskIDs: r.TaskIDs, Status: r.Status, WaitingFor: r.WaitingFor}
+		out.Runs = append(out.Runs, ref)
+		if r.Status == protocol.RunWaiting || r.Status == protocol.RunPaused {
+			out.Waiting = append(out.Waiting, ref)
+		}
+	}
+	for _, id := range in.Ready {
+		if !carried[id] {
+			out.Next = append(out.Next, id)
+		}
+	}
+	d := manager.Tick(in)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Mode %s, phase %s: %d tasks not done, %d ready (in the order blueprint/next gives: in-progress nodes, longest chain, priority, estimate), %d runs in progress, %d waiting for a human. ",
+		mode, in.Phase, in.Open, len(out.Next), len(out.Runs), len(out.Waiting))
+	fmt.Fprintf(&b, "A tick now would answer %s: %s.", d.Result, d.Reason)
+	out.Summary = b.String()
+	return out, nil
+}

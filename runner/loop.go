@@ -104,7 +104,8 @@ func (x *run) handle(ev runs.Event, done func(error)) {
 	}
 	panicPoint("apply", x.id, ev)
 	effs := x.m.Apply(ev)
-	if err := x.persist(ev); err != nil {
+	work, effs := x.queued(effs)
+	if err := x.persist(ev, work); err != nil {
 		// The machine is ahead of the log: stop driving this run; the
 		// next process replays what was stored.
 		x.rn.log.Error("storing a run event; the run stops here", "run", x.id, "event", ev.Type, "err", err)
@@ -133,11 +134,23 @@ func (x *run) resultWait(ev runs.Event) error {
 	return <-ch
 }
 
-func (x *run) persist(ev runs.Event) error {
-	db, err := x.rn.opts.Store()
-	if err != nil {
-		return err
+// queued splits effects into the work the run's queue takes (enqueued
+// with the event) and the effects left to this process.
+func (x *run) queued(effs []runs.Effect) ([]Work, []runs.Effect) {
+	q := x.rn.opts.Queue
+	var work []Work
+	var here []runs.Effect
+	for _, e := range effs {
+		if w, ok := WorkOf(x.id, e); ok && q.Takes(e) {
+			work = append(work, w)
+			continue
+		}
+		here = append(here, e)
 	}
+	return work, here
+}
+
+func (x *run) persist(ev runs.Event, work []Work) error {
 	b, err := json.Marshal(ev)
 	if err != nil {
 		return err
@@ -147,8 +160,8 @@ func (x *run) persist(ev runs.Event) error {
 	if err != nil {
 		return err
 	}
-	_, err = db.AppendRunEvent(x.ctx, store.RunRow{ID: r.ID, Cwd: r.Cwd, Status: string(r.Status), Run: view, CreatedAt: r.CreatedAtMs},
-		string(ev.Type), b, ev.AtMs)
+	_, err = x.rn.opts.Runs.AppendRunEvent(x.ctx, store.RunRow{ID: r.ID, Cwd: r.Cwd, Status: string(r.Status), Run: view, CreatedAt: r.CreatedAtMs},
+		string(ev.Type), b, ev.AtMs, work)
 	return err
 }
 

@@ -34,6 +34,11 @@ type Options struct {
 	Logger  *slog.Logger
 	// Now is the time in unix ms; nil means the real clock.
 	Now func() int64
+	// Runs is the run event log; nil means the SQLite store (Store).
+	Runs RunStore
+	// Queue says where slow effects are carried out; nil means here
+	// (InProcess).
+	Queue WorkQueue
 }
 
 // Runner drives runs: one goroutine per run owns its runs.Machine, stores
@@ -72,6 +77,12 @@ func New(opts Options) *Runner {
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if opts.Runs == nil {
+		opts.Runs = SQLiteRuns{Open: opts.Store}
+	}
+	if opts.Queue == nil {
+		opts.Queue = InProcess{}
 	}
 	return &Runner{opts: opts, threads: opts.Threads, log: opts.Logger, ctx: ctx, stop: cancel,
 		free: n, active: map[string]*run{}}
@@ -217,11 +228,7 @@ func (rn *Runner) find(ctx context.Context, id string) (*run, error) {
 
 // replay rebuilds a stored run from its events.
 func (rn *Runner) replay(ctx context.Context, id string) (*runs.Machine, error) {
-	db, err := rn.opts.Store()
-	if err != nil {
-		return nil, err
-	}
-	evs, err := db.RunEvents(ctx, id)
+	evs, err := rn.opts.Runs.RunEvents(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFound(id)
 	}
@@ -252,12 +259,7 @@ func (rn *Runner) Restore() {
 	rn.mu.Unlock()
 	rn.Tidy()
 	go func() {
-		db, err := rn.opts.Store()
-		if err != nil {
-			rn.log.Error("restoring runs", "err", err)
-			return
-		}
-		rows, err := db.RunRows(rn.ctx)
+		rows, err := rn.opts.Runs.RunRows(rn.ctx)
 		if err != nil {
 			rn.log.Error("restoring runs", "err", err)
 			return
@@ -318,12 +320,7 @@ func (rn *Runner) TakeUp(ctx context.Context, id string, reply port.Reply) {
 // List implements run/list.
 func (rn *Runner) List(ctx context.Context, p protocol.RunListParams, reply port.Reply) {
 	go func() {
-		db, err := rn.opts.Store()
-		if err != nil {
-			reply(nil, err)
-			return
-		}
-		rows, err := db.RunRows(ctx)
+		rows, err := rn.opts.Runs.RunRows(ctx)
 		if err != nil {
 			reply(nil, err)
 			return

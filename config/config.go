@@ -85,6 +85,8 @@ type Config struct {
 	FullAuto                FullAutoConfig
 	// Runs are run/start's defaults and worktree setup (runs.go).
 	Runs RunsConfig
+	// Cluster keeps runs in PostgreSQL (cluster.go).
+	Cluster ClusterConfig
 
 	// Projects maps a project directory (cleaned, symbolic links resolved)
 	// to its trust_level, from the user file's [projects."PATH"] tables;
@@ -177,6 +179,7 @@ func defaults(getenv func(string) string) Config {
 		MaxConcurrentModelCalls: DefaultMaxConcurrentModelCalls,
 		FullAuto:                defaultFullAuto(),
 		Runs:                    defaultRuns(),
+		Cluster:                 ClusterConfig{DatabaseURL: getenv("APSERVER_DATABASE_URL"), Execute: "here"},
 		RulesFile:               userRulesFile(getenv),
 		ApplyPatchTool:          "freeform",
 	}

@@ -161,6 +161,8 @@ type fileConfig struct {
 	// Runs (runs.go).
 	MaxParallelRuns *int      `toml:"max_parallel_runs"`
 	Runs            *fileRuns `toml:"runs"`
+	// Cluster (cluster.go).
+	Cluster *fileCluster `toml:"cluster"`
 	// Trust (trust.go); user file only.
 	Projects map[string]fileProject `toml:"projects"`
 
@@ -329,6 +331,9 @@ func (c *Config) mergeFile(path string, ws *workspaceLayer) error {
 		return err
 	}
 	if err := c.mergeRuns(f.MaxParallelRuns, f.Runs, bad, may); err != nil {
+		return err
+	}
+	if err := c.mergeCluster(f.Cluster, bad, may); err != nil {
 		return err
 	}
 

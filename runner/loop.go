@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,6 +31,9 @@ type run struct {
 	// panics counts the panics recovered on the run's goroutine
 	// (panics.go); owned by it.
 	panics int
+	// seq is the sequence number of the last stored event the machine
+	// applied (shared.go); owned by the run's goroutine.
+	seq int64
 
 	// hasSlot and granted are guarded by the Runner's slotMu: the run
 	// holds a slot of max_parallel_runs, or waits in the queue for one
@@ -38,9 +42,9 @@ type run struct {
 	granted chan struct{}
 }
 
-func (rn *Runner) spawn(id string, m *runs.Machine) *run {
+func (rn *Runner) spawn(id string, m *runs.Machine, seq int64) *run {
 	ctx, cancel := context.WithCancel(rn.ctx)
-	x := &run{rn: rn, id: id, m: m, inbox: make(chan func(), 16), ctx: ctx, stop: cancel}
+	x := &run{rn: rn, id: id, m: m, inbox: make(chan func(), 16), ctx: ctx, stop: cancel, seq: seq}
 	rn.mu.Lock()
 	rn.active[id] = x
 	rn.mu.Unlock()
@@ -98,6 +102,10 @@ func (x *run) handle(ev runs.Event, done func(error)) {
 		done(fmt.Errorf("run %s has already started", x.id))
 		return
 	}
+	if err := x.catchUpLog(x.ctx); err != nil {
+		done(fmt.Errorf("run %s: reading what others appended: %w", x.id, err))
+		return
+	}
 	if err := x.m.Accepts(ev); err != nil {
 		done(err)
 		return
@@ -105,7 +113,15 @@ func (x *run) handle(ev runs.Event, done func(error)) {
 	panicPoint("apply", x.id, ev)
 	effs := x.m.Apply(ev)
 	work, effs := x.queued(effs)
-	if err := x.persist(ev, work); err != nil {
+	err := x.persist(ev, work)
+	if errors.Is(err, ErrLogMoved) && x.rebuild() == nil {
+		// Another process appended between the catch-up and this append:
+		// the machine, rebuilt from the log, judges the event again.
+		answered = true
+		x.handle(ev, done)
+		return
+	}
+	if err != nil {
 		// The machine is ahead of the log: stop driving this run; the
 		// next process replays what was stored.
 		x.rn.log.Error("storing a run event; the run stops here", "run", x.id, "event", ev.Type, "err", err)
@@ -160,8 +176,16 @@ func (x *run) persist(ev runs.Event, work []Work) error {
 	if err != nil {
 		return err
 	}
-	_, err = x.rn.opts.Runs.AppendRunEvent(x.ctx, store.RunRow{ID: r.ID, Cwd: r.Cwd, Status: string(r.Status), Run: view, CreatedAt: r.CreatedAtMs},
-		string(ev.Type), b, ev.AtMs, work)
+	row := store.RunRow{ID: r.ID, Cwd: r.Cwd, Status: string(r.Status), Run: view, CreatedAt: r.CreatedAtMs}
+	var seq int64
+	if s, ok := x.rn.shared(); ok {
+		seq, err = s.AppendRunEventAfter(x.ctx, x.seq, row, string(ev.Type), b, ev.AtMs, work)
+	} else {
+		seq, err = x.rn.opts.Runs.AppendRunEvent(x.ctx, row, string(ev.Type), b, ev.AtMs, work)
+	}
+	if err == nil {
+		x.seq = seq
+	}
 	return err
 }
 

@@ -117,7 +117,7 @@ func (rn *Runner) Start(ctx context.Context, p protocol.RunStartParams, reply po
 			reply(nil, err)
 			return
 		}
-		x := rn.spawn(c.ID, runs.New())
+		x := rn.spawn(c.ID, runs.New(), 0)
 		x.restored = true // a new run has nothing to take up
 		ev := runs.Event{Type: runs.EvStarted, Config: &c}
 		x.do(ev, func(err error) {
@@ -213,7 +213,7 @@ func (rn *Runner) find(ctx context.Context, id string) (*run, error) {
 	if x != nil {
 		return x, nil
 	}
-	m, err := rn.replay(ctx, id)
+	m, seq, err := rn.replayLog(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -223,27 +223,33 @@ func (rn *Runner) find(ctx context.Context, id string) (*run, error) {
 		return y, nil
 	}
 	rn.mu.Unlock()
-	return rn.spawn(id, m), nil
+	return rn.spawn(id, m, seq), nil
 }
 
 // replay rebuilds a stored run from its events.
 func (rn *Runner) replay(ctx context.Context, id string) (*runs.Machine, error) {
+	m, _, err := rn.replayLog(ctx, id)
+	return m, err
+}
+
+// replayLog is replay, and the sequence number of the run's last event.
+func (rn *Runner) replayLog(ctx context.Context, id string) (*runs.Machine, int64, error) {
 	evs, err := rn.opts.Runs.RunEvents(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, notFound(id)
+		return nil, 0, notFound(id)
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	log := make([]runs.Event, 0, len(evs))
-	for _, e := range evs {
-		var ev runs.Event
-		if err := json.Unmarshal(e.Event, &ev); err != nil {
-			return nil, fmt.Errorf("run %s: event %d does not decode: %w", id, e.Seq, err)
-		}
-		log = append(log, ev)
+	log, err := decode(id, evs)
+	if err != nil {
+		return nil, 0, err
 	}
-	return runs.Replay(log), nil
+	var seq int64
+	if len(evs) > 0 {
+		seq = evs[len(evs)-1].Seq
+	}
+	return runs.Replay(log), seq, nil
 }
 
 // Restore takes up the runs of an earlier process: each run not over is
@@ -257,6 +263,12 @@ func (rn *Runner) Restore() {
 	}
 	rn.restored = true
 	rn.mu.Unlock()
+	if _, ok := rn.shared(); ok {
+		// Other processes drive runs of a shared log: taking up every
+		// run not over would do their work twice. A run whose process
+		// died is taken up by asking for it (TakeUp, run/resume).
+		return
+	}
 	rn.Tidy()
 	go func() {
 		rows, err := rn.opts.Runs.RunRows(rn.ctx)

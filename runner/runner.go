@@ -39,6 +39,9 @@ type Options struct {
 	// Queue says where slow effects are carried out; nil means here
 	// (InProcess).
 	Queue WorkQueue
+	// OnClose, if set, runs at the end of Close (it closes what the
+	// RunStore holds open).
+	OnClose func()
 }
 
 // Runner drives runs: one goroutine per run owns its runs.Machine, stores
@@ -93,6 +96,9 @@ func New(opts Options) *Runner {
 func (rn *Runner) Close() {
 	rn.stop()
 	rn.wg.Wait()
+	if rn.opts.OnClose != nil {
+		rn.opts.OnClose()
+	}
 }
 
 func notFound(id string) error {

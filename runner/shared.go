@@ -57,6 +57,9 @@ func (x *run) catchUpLog(ctx context.Context) error {
 		return nil
 	}
 	evs, err := s.RunEventsAfter(ctx, x.id, x.seq)
+	if errors.Is(err, store.ErrNotFound) && x.seq == 0 {
+		return nil // a new run: nothing stored yet
+	}
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,8 @@ func main() {
 		err = runRun(args)
 	case "replay":
 		err = runReplay(args)
+	case "cluster":
+		err = runCluster(args)
 	case "version", "--version":
 		fmt.Println("apserver", version)
 	case "help", "-h", "--help":
@@ -98,6 +100,7 @@ Usage:
   apserver exec "objective"  work on an objective headless in this directory (--full-auto: until done)
   apserver run "request"     carry a request through a run (plan, tasks, commits) on a branch of its own
   apserver replay THREAD     re-decide a thread's full-auto receipts; exit 1 naming each that differs
+  apserver cluster migrate   create the cluster's tables in PostgreSQL (status: workers, jobs, runs)
   apserver version           print the version
   apserver help              this text
 
@@ -278,8 +281,24 @@ func resolveDataDir(cfg config.Config) (string, error) {
 }
 
 // newRunner makes the runs' driver over mgr's thread port.
+// With [cluster] database_url the runs are in PostgreSQL (cluster.go).
 func newRunner(cfg config.Config, dataDir string, mgr *session.Manager, log *slog.Logger) *runner.Runner {
-	return runner.New(runner.Options{Threads: mgr.Threads(), Store: mgr.Store, Config: cfg, DataDir: dataDir, Logger: log})
+	opts := runner.Options{Threads: mgr.Threads(), Store: mgr.Store, Config: cfg, DataDir: dataDir, Logger: log}
+	rs, q, follow, err := clusterRuns(cfg, log)
+	if err != nil {
+		log.Error("the cluster's database: run/* requests will fail", "err", err)
+		opts.Runs = brokenRuns{err}
+		return runner.New(opts)
+	}
+	if rs == nil {
+		return runner.New(opts)
+	}
+	opts.Runs, opts.Queue = rs, q
+	var stop func()
+	opts.OnClose = func() { stop() }
+	rn := runner.New(opts)
+	stop = follow(rn)
+	return rn
 }
 
 // newManager makes the session for a server whose client is c.

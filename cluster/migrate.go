@@ -19,6 +19,7 @@ var migrations = []string{
 	`CREATE TABLE apserver_runs (
 		id text PRIMARY KEY,
 		cwd text NOT NULL,
+		remote text NOT NULL DEFAULT '',
 		status text NOT NULL,
 		run json NOT NULL,
 		created_at bigint NOT NULL,

@@ -22,7 +22,7 @@ const (
 // Status is the cluster as an operator sees it (apserver cluster status).
 type Status struct {
 	// Workers are those whose heartbeat is recent.
-	Workers []Worker `json:"workers"`
+	Workers []WorkerRow `json:"workers"`
 	// Jobs counts apserver's jobs by River state: available (queued),
 	// running, retryable (waiting to retry after a failure), scheduled.
 	Queued    int `json:"queued"`
@@ -36,8 +36,8 @@ type Status struct {
 	Runs map[string]int `json:"runs"`
 }
 
-// Worker is one live worker.
-type Worker struct {
+// WorkerRow is one live worker.
+type WorkerRow struct {
 	ID          string    `json:"id"`
 	Host        string    `json:"host"`
 	Concurrency int       `json:"concurrency"`
@@ -53,7 +53,7 @@ func ReadStatus(ctx context.Context, pool *pgxpool.Pool) (Status, error) {
 	if err != nil {
 		return st, fmt.Errorf("cluster: status: workers: %w", err)
 	}
-	st.Workers, err = pgx.CollectRows(rows, pgx.RowToStructByPos[Worker])
+	st.Workers, err = pgx.CollectRows(rows, pgx.RowToStructByPos[WorkerRow])
 	if err != nil {
 		return st, fmt.Errorf("cluster: status: workers: %w", err)
 	}

@@ -49,6 +49,11 @@ type Store struct {
 	pool  *pgxpool.Pool
 	river *river.Client[pgx.Tx]
 	now   func() time.Time
+
+	// RemoteOf, if set, is the URL of the remote of the repository at
+	// cwd, recorded with a run's first event: where workers fetch the
+	// project from and push its branches to. Set before use.
+	RemoteOf func(cwd string) string
 }
 
 // NewStore makes the store over a pool of a migrated database (Migrate).
@@ -111,6 +116,13 @@ func (s *Store) append(ctx context.Context, after int64, row store.RunRow, typ s
 		if _, err := tx.Exec(ctx, `INSERT INTO apserver_run_events (run_id, seq, type, event, at) VALUES ($1, $2, $3, $4, $5)`,
 			row.ID, seq, typ, string(event), at); err != nil {
 			return err
+		}
+		if seq == 1 && s.RemoteOf != nil {
+			if r := s.RemoteOf(row.Cwd); r != "" {
+				if _, err := tx.Exec(ctx, `UPDATE apserver_runs SET remote = $2 WHERE id = $1`, row.ID, r); err != nil {
+					return err
+				}
+			}
 		}
 		if len(work) > 0 {
 			params := make([]river.InsertManyParams, len(work))
@@ -182,6 +194,15 @@ func (s *Store) RunRows(ctx context.Context) ([]store.RunRow, error) {
 		return nil, fmt.Errorf("cluster: runs: %w", err)
 	}
 	return out, nil
+}
+
+// Remote is the remote URL recorded for the run ("" when none was).
+func (s *Store) Remote(ctx context.Context, runID string) (string, error) {
+	var r string
+	if err := s.pool.QueryRow(ctx, `SELECT remote FROM apserver_runs WHERE id = $1`, runID).Scan(&r); err != nil {
+		return "", fmt.Errorf("cluster: the remote of run %q: %w", runID, err)
+	}
+	return r, nil
 }
 
 // ParseNotice reads the payload of a NOTIFY on Channel.

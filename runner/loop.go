@@ -202,7 +202,7 @@ func (x *run) apply(effs []runs.Effect) {
 		case runs.ClearAttention:
 			rn.threads.ClearRunAttention(x.id)
 		case runs.WriteArtifacts:
-			if err := writeArtifacts(x.m.Config().Worktree, e.Snapshot); err != nil {
+			if err := writeArtifacts(rn.local(x.m.Config()).Worktree, e.Snapshot); err != nil {
 				rn.log.Warn("writing run artifacts", "run", x.id, "err", err)
 			}
 		case runs.Released:
@@ -219,7 +219,8 @@ func (x *run) apply(effs []runs.Effect) {
 						defer rn.wg.Done()
 						// Not cut short by Close: apserver run exits
 						// right after the run ends.
-						rn.removeWorktree(context.WithoutCancel(rn.ctx), r.ID, r.Cwd, r.Worktree, r.Status)
+						c := rn.local(x.m.Config())
+						rn.removeWorktree(context.WithoutCancel(rn.ctx), r.ID, c.Cwd, c.Worktree, r.Status)
 					}()
 				}
 			}
@@ -231,7 +232,7 @@ func (x *run) apply(effs []runs.Effect) {
 				}
 			}()
 		case runs.CreateWorktree, runs.StartPlanner, runs.StartTask, runs.Validate, runs.Commit, runs.Merge:
-			cfg := x.m.Config()
+			cfg := rn.local(x.m.Config())
 			snap := x.m.Snapshot()
 			rn.wg.Add(1)
 			go func() {

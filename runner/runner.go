@@ -39,6 +39,13 @@ type Options struct {
 	// Queue says where slow effects are carried out; nil means here
 	// (InProcess).
 	Queue WorkQueue
+	// Local, if set, maps a run's configuration to this process's
+	// repository and worktree (a cluster worker's cache, remote.go).
+	Local func(runs.Config) runs.Config
+	// Push, if set, publishes a run's branch after each of its commits
+	// (and the base after a merge): a cluster worker pushes to the
+	// project's remote (remote.go).
+	Push func(ctx context.Context, cfg runs.Config, merged bool) error
 	// OnClose, if set, runs at the end of Close (it closes what the
 	// RunStore holds open).
 	OnClose func()

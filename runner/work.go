@@ -490,6 +490,9 @@ func (x *run) commit(ctx context.Context, cfg runs.Config, e runs.Commit) error 
 	if err != nil {
 		return err
 	}
+	if err := x.rn.push(ctx, cfg, false); err != nil {
+		return err
+	}
 	x.result(runs.Event{Type: runs.EvTaskCommitted, TaskID: e.Task.ID, Commit: sha})
 	return nil
 }
@@ -544,6 +547,9 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 		case err != nil:
 			return err
 		}
+		if err := x.rn.push(ctx, cfg, true); err != nil {
+			return err
+		}
 		x.result(runs.Event{Type: runs.EvMerged, Commit: sha})
 		return nil
 	}
@@ -567,6 +573,9 @@ func (x *run) leave(ctx context.Context, cfg runs.Config, final runs.Snapshot, r
 		if _, err := gitwork.Commit(ctx, cfg.Worktree, msg, []gitwork.Trailer{{Key: "Apserver-Run", Value: cfg.ID}, {Key: "Apserver-Step", Value: "review"}}); err != nil {
 			return err
 		}
+	}
+	if err := x.rn.push(ctx, cfg, false); err != nil {
+		return err
 	}
 	x.result(runs.Event{Type: runs.EvMerged, Reason: reason})
 	return nil

@@ -121,7 +121,10 @@ func clusterRuns(cfg config.Config, log *slog.Logger) (runner.RunStore, runner.W
 	}
 	var q runner.WorkQueue = runner.InProcess{}
 	if cfg.Cluster.Execute == "workers" {
-		q = cluster.NewQueue("task")
+		// Every slow effect: the run is driven by whichever worker claims
+		// its job; this process only appends what its clients answer.
+		q = cluster.NewQueue("worktree", "plan", "task", "validate", "commit", "merge")
+		s.RemoteOf = gitRemote
 	}
 	follow := func(rn *runner.Runner) func() {
 		ctx, cancel := context.WithCancel(context.Background())

@@ -63,6 +63,8 @@ func main() {
 		err = runReplay(args)
 	case "cluster":
 		err = runCluster(args)
+	case "worker":
+		err = runWorker(args)
 	case "version", "--version":
 		fmt.Println("apserver", version)
 	case "help", "-h", "--help":
@@ -101,6 +103,7 @@ Usage:
   apserver run "request"     carry a request through a run (plan, tasks, commits) on a branch of its own
   apserver replay THREAD     re-decide a thread's full-auto receipts; exit 1 naming each that differs
   apserver cluster migrate   create the cluster's tables in PostgreSQL (status: workers, jobs, runs)
+  apserver worker            drive the runs queued in PostgreSQL (--database-url, --concurrency)
   apserver version           print the version
   apserver help              this text
 

@@ -1,0 +1,311 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/runs"
+	"github.com/apserver/apserver/session/port"
+)
+
+// Driver is what a worker drives runs with (runner.Runner): take a run up
+// from its log, read how it stands, and drop it when the job ends.
+type Driver interface {
+	TakeUp(ctx context.Context, id string, reply port.Reply)
+	Status(ctx context.Context, id string) (string, bool)
+	Forget(id string)
+}
+
+// WorkerOptions configure a worker.
+type WorkerOptions struct {
+	// ID names the worker in apserver_workers (cluster status).
+	ID string
+	// Concurrency is how many jobs it works at once.
+	Concurrency int
+	// CacheDir holds the clones of projects' remotes (CacheDir/repos) and
+	// the runs' worktrees (CacheDir/worktrees).
+	CacheDir string
+	// JobTimeout bounds one job (a run driven until it waits on a human
+	// or ends); RescueAfter is when River hands a job whose worker
+	// vanished to another (longer than JobTimeout).
+	JobTimeout, RescueAfter time.Duration
+	Logger                  *slog.Logger
+}
+
+// Worker claims apserver's jobs from River and drives their runs.
+type Worker struct {
+	store *Store
+	opts  WorkerOptions
+	drv   Driver
+	log   *slog.Logger
+
+	// repoMu serializes git on each cached clone (by its directory).
+	repoMu sync.Mutex
+	repos  map[string]*sync.Mutex
+
+	// mu guards remotes: each run's remote, known once a job of it ran here.
+	mu      sync.Mutex
+	remotes map[string]string
+}
+
+// NewWorker makes a worker over the store; drv is set with SetDriver
+// before Run (the runner needs the worker's Local and Push).
+func NewWorker(s *Store, opts WorkerOptions) *Worker {
+	if opts.Concurrency <= 0 {
+		opts.Concurrency = 1
+	}
+	if opts.JobTimeout <= 0 {
+		opts.JobTimeout = 2 * time.Hour
+	}
+	if opts.RescueAfter <= opts.JobTimeout {
+		opts.RescueAfter = opts.JobTimeout + 5*time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	return &Worker{store: s, opts: opts, log: opts.Logger, repos: map[string]*sync.Mutex{}, remotes: map[string]string{}}
+}
+
+// SetDriver sets the runs' driver.
+func (w *Worker) SetDriver(d Driver) { w.drv = d }
+
+func hash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:6])
+}
+
+// Local maps a run's configuration to the worker's clone and worktree
+// (runner.Options.Local).
+func (w *Worker) Local(c runs.Config) runs.Config {
+	w.mu.Lock()
+	remote := w.remotes[c.ID]
+	w.mu.Unlock()
+	c.Cwd = filepath.Join(w.opts.CacheDir, "repos", hash(remote))
+	c.Worktree = filepath.Join(w.opts.CacheDir, "worktrees", c.ID)
+	return c
+}
+
+// Push publishes the run's branch to the remote, and the base too when
+// the run merged into it (runner.Options.Push).
+func (w *Worker) Push(ctx context.Context, c runs.Config, merged bool) error {
+	if merged {
+		return gitRun(ctx, c.Cwd, "push", "-q", "origin", "refs/heads/"+c.BaseBranch, "refs/heads/"+c.Branch)
+	}
+	return gitRun(ctx, c.Worktree, "push", "-q", "origin", "HEAD:refs/heads/"+c.Branch)
+}
+
+func gitRun(ctx context.Context, dir string, args ...string) error {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+func (w *Worker) repoLock(dir string) func() {
+	w.repoMu.Lock()
+	m := w.repos[dir]
+	if m == nil {
+		m = &sync.Mutex{}
+		w.repos[dir] = m
+	}
+	w.repoMu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// Run works jobs until ctx ends, beating its heartbeat, then stops
+// (jobs in flight are cancelled: River hands them to another worker).
+func (w *Worker) Run(ctx context.Context) error {
+	if w.drv == nil {
+		return errors.New("cluster: a worker without a driver")
+	}
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &jobWorker{w: w}); err != nil {
+		return err
+	}
+	rc, err := river.NewClient(riverpgxv5.New(w.store.pool), &river.Config{
+		Queues:               map[string]river.QueueConfig{QueueName: {MaxWorkers: w.opts.Concurrency}},
+		Workers:              workers,
+		JobTimeout:           w.opts.JobTimeout,
+		RescueStuckJobsAfter: w.opts.RescueAfter,
+		Logger:               w.log,
+		FetchPollInterval:    200 * time.Millisecond,
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: River's client: %w", err)
+	}
+	if err := Heartbeat(ctx, w.store.pool, w.opts.ID, w.opts.Concurrency); err != nil {
+		return err
+	}
+	if err := rc.Start(ctx); err != nil {
+		return fmt.Errorf("cluster: starting River's client: %w", err)
+	}
+	t := time.NewTicker(HeartbeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			stop, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = rc.StopAndCancel(stop)
+			_, _ = w.store.pool.Exec(stop, `DELETE FROM apserver_workers WHERE id = $1`, w.opts.ID)
+			return nil
+		case <-t.C:
+			if err := Heartbeat(ctx, w.store.pool, w.opts.ID, w.opts.Concurrency); err != nil && ctx.Err() == nil {
+				w.log.Warn("worker heartbeat", "err", err)
+			}
+		}
+	}
+}
+
+type jobWorker struct {
+	river.WorkerDefaults[WorkArgs]
+	w *Worker
+}
+
+// Work drives the job's run: one driver per run at a time (an advisory
+// lock; a job of a run driven elsewhere waits), the project fetched from
+// its remote, the run taken up from its log until it waits on a human or
+// ends.
+func (j *jobWorker) Work(ctx context.Context, job *river.Job[WorkArgs]) error {
+	w := j.w
+	id := job.Args.Work.RunID
+	conn, err := w.store.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	var locked bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext($1))`, "apserver-run:"+id).Scan(&locked); err != nil {
+		return err
+	}
+	if !locked {
+		return river.JobSnooze(time.Second)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext($1))`, "apserver-run:"+id)
+	cfg, ready, err := w.runConfig(ctx, id)
+	if err != nil {
+		return err
+	}
+	remote, err := w.store.Remote(ctx, id)
+	if err != nil {
+		return err
+	}
+	if remote == "" {
+		return river.JobCancel(fmt.Errorf("run %s has no remote: start it in a repository whose origin the workers can reach", id))
+	}
+	w.mu.Lock()
+	w.remotes[id] = remote
+	w.mu.Unlock()
+	if err := w.prepare(ctx, remote, w.Local(cfg), ready); err != nil {
+		return err
+	}
+	defer w.drv.Forget(id)
+	ch := make(chan error, 1)
+	w.drv.TakeUp(ctx, id, func(_ any, err error) { ch <- err })
+	if err := <-ch; err != nil {
+		return err
+	}
+	w.log.Info("worker: driving run", "run", id, "job", job.ID)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		st, ok := w.drv.Status(ctx, id)
+		if !ok {
+			return nil // over: the loop left
+		}
+		switch protocol.RunStatus(st) {
+		case protocol.RunWaiting, protocol.RunPaused, protocol.RunCompleted, protocol.RunFailed, protocol.RunCancelled:
+			return nil
+		}
+	}
+}
+
+// runConfig is the run's configuration (its first event) and whether its
+// worktree was made.
+func (w *Worker) runConfig(ctx context.Context, id string) (runs.Config, bool, error) {
+	evs, err := w.store.RunEvents(ctx, id)
+	if err != nil {
+		return runs.Config{}, false, err
+	}
+	var cfg runs.Config
+	ready := false
+	for i, e := range evs {
+		var ev runs.Event
+		if err := json.Unmarshal(e.Event, &ev); err != nil {
+			return cfg, false, fmt.Errorf("run %s: event %d: %w", id, e.Seq, err)
+		}
+		if i == 0 && ev.Config != nil {
+			cfg = *ev.Config
+		}
+		if ev.Type == runs.EvWorktreeReady {
+			ready = true
+		}
+	}
+	if cfg.ID == "" {
+		return cfg, false, river.JobCancel(fmt.Errorf("run %s: its log does not start with its configuration", id))
+	}
+	return cfg, ready, nil
+}
+
+// prepare brings the clone of the remote up to date with the run's base
+// and branch, and makes the run's worktree afresh from what the remote
+// has: the commits pushed are what a run resumed on another worker
+// builds on.
+func (w *Worker) prepare(ctx context.Context, remote string, c runs.Config, ready bool) error {
+	defer w.repoLock(c.Cwd)()
+	if _, err := os.Stat(filepath.Join(c.Cwd, ".git")); err != nil {
+		if err := os.MkdirAll(filepath.Dir(c.Cwd), 0o755); err != nil {
+			return err
+		}
+		if err := gitRun(ctx, "", "clone", "-q", remote, c.Cwd); err != nil {
+			return err
+		}
+		if err := gitRun(ctx, c.Cwd, "checkout", "-q", "--detach"); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(c.Worktree); err == nil {
+		if err := gitRun(ctx, c.Cwd, "worktree", "remove", "--force", c.Worktree); err != nil {
+			_ = os.RemoveAll(c.Worktree)
+		}
+	}
+	_ = gitRun(ctx, c.Cwd, "worktree", "prune")
+	if err := gitRun(ctx, c.Cwd, "fetch", "-q", "origin", "+refs/heads/"+c.BaseBranch+":refs/heads/"+c.BaseBranch); err != nil {
+		return err
+	}
+	hasBranch := gitRun(ctx, c.Cwd, "fetch", "-q", "origin", "+refs/heads/"+c.Branch+":refs/heads/"+c.Branch) == nil
+	if err := os.MkdirAll(filepath.Dir(c.Worktree), 0o755); err != nil {
+		return err
+	}
+	switch {
+	case hasBranch:
+		return gitRun(ctx, c.Cwd, "worktree", "add", "-q", c.Worktree, c.Branch)
+	case ready:
+		return gitRun(ctx, c.Cwd, "worktree", "add", "-q", "-B", c.Branch, c.Worktree, c.BaseBranch)
+	}
+	return nil // the run's CreateWorktree makes it
+}

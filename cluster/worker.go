@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
@@ -41,10 +42,17 @@ type WorkerOptions struct {
 	// the runs' worktrees (CacheDir/worktrees).
 	CacheDir string
 	// JobTimeout bounds one job (a run driven until it waits on a human
-	// or ends); RescueAfter is when River hands a job whose worker
-	// vanished to another (longer than JobTimeout).
+	// or ends); RescueAfter is when River hands a job still running to
+	// another worker (the job's worker may have died). A job rescued
+	// from a worker still alive waits: one driver per run (the run's
+	// advisory lock, held by the first worker's connection).
 	JobTimeout, RescueAfter time.Duration
-	Logger                  *slog.Logger
+	// Heartbeat is how often the worker beats (HeartbeatEvery when 0). A
+	// worker that missed three beats is dead: its running jobs are made
+	// available again by the live workers at once, without waiting for
+	// RescueAfter.
+	Heartbeat time.Duration
+	Logger    *slog.Logger
 }
 
 // Worker claims apserver's jobs from River and drives their runs.
@@ -72,11 +80,14 @@ func NewWorker(s *Store, opts WorkerOptions) *Worker {
 	if opts.JobTimeout <= 0 {
 		opts.JobTimeout = 2 * time.Hour
 	}
-	if opts.RescueAfter <= opts.JobTimeout {
+	if opts.RescueAfter <= 0 {
 		opts.RescueAfter = opts.JobTimeout + 5*time.Minute
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = HeartbeatEvery
 	}
 	return &Worker{store: s, opts: opts, log: opts.Logger, repos: map[string]*sync.Mutex{}, remotes: map[string]string{}}
 }
@@ -107,6 +118,37 @@ func (w *Worker) Push(ctx context.Context, c runs.Config, merged bool) error {
 		return gitRun(ctx, c.Cwd, "push", "-q", "origin", "refs/heads/"+c.BaseBranch, "refs/heads/"+c.Branch)
 	}
 	return gitRun(ctx, c.Worktree, "push", "-q", "origin", "HEAD:refs/heads/"+c.Branch)
+}
+
+// Merging takes the project's merge lock (one merge into a remote's
+// base at a time, across the cluster) and fetches the base, so that the
+// run merges into what the remote has and its push goes through
+// (runner.Options.Merging). The returned function lets go of the lock.
+func (w *Worker) Merging(ctx context.Context, c runs.Config) (func(), error) {
+	w.mu.Lock()
+	remote := w.remotes[c.ID]
+	w.mu.Unlock()
+	conn, err := w.store.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	key := "apserver-merge:" + remote
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtext($1))`, key); err != nil {
+		conn.Release()
+		return nil, err
+	}
+	unlock := func() {
+		_, _ = conn.Exec(context.Background(), `SELECT pg_advisory_unlock(hashtext($1))`, key)
+		conn.Release()
+	}
+	release := w.repoLock(c.Cwd)
+	err = gitRun(ctx, c.Cwd, "fetch", "-q", "origin", "+refs/heads/"+c.BaseBranch+":refs/heads/"+c.BaseBranch)
+	release()
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
 }
 
 func gitRun(ctx context.Context, dir string, args ...string) error {
@@ -142,6 +184,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	rc, err := river.NewClient(riverpgxv5.New(w.store.pool), &river.Config{
+		ID:                   w.opts.ID, // River records it in each job's attempted_by
 		Queues:               map[string]river.QueueConfig{QueueName: {MaxWorkers: w.opts.Concurrency}},
 		Workers:              workers,
 		JobTimeout:           w.opts.JobTimeout,
@@ -158,7 +201,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := rc.Start(ctx); err != nil {
 		return fmt.Errorf("cluster: starting River's client: %w", err)
 	}
-	t := time.NewTicker(HeartbeatEvery)
+	t := time.NewTicker(w.opts.Heartbeat)
 	defer t.Stop()
 	for {
 		select {
@@ -171,9 +214,33 @@ func (w *Worker) Run(ctx context.Context) error {
 		case <-t.C:
 			if err := Heartbeat(ctx, w.store.pool, w.opts.ID, w.opts.Concurrency); err != nil && ctx.Err() == nil {
 				w.log.Warn("worker heartbeat", "err", err)
+				continue
+			}
+			if n, err := RescueDead(ctx, w.store.pool, 3*w.opts.Heartbeat); err != nil && ctx.Err() == nil {
+				w.log.Warn("rescuing the jobs of dead workers", "err", err)
+			} else if n > 0 {
+				w.log.Info("rescued the jobs of dead workers", "jobs", n)
 			}
 		}
 	}
+}
+
+// RescueDead makes the running jobs of workers whose last heartbeat is
+// older than deadAfter available again (River's own rescuer does the same
+// for any job running longer than RescueAfter, once every 30 s). The
+// run's advisory lock died with the worker's connection, so the next
+// worker to claim the job drives the run. It returns how many it made
+// available.
+func RescueDead(ctx context.Context, pool *pgxpool.Pool, deadAfter time.Duration) (int64, error) {
+	tag, err := pool.Exec(ctx, `UPDATE river_job SET state = 'available', scheduled_at = now()
+		WHERE queue = $1 AND state = 'running'
+		AND attempted_by[array_length(attempted_by, 1)] IN (
+			SELECT id FROM apserver_workers WHERE heartbeat_at < now() - make_interval(secs => $2))`,
+		QueueName, deadAfter.Seconds())
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
 }
 
 type jobWorker struct {
@@ -221,8 +288,13 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[WorkArgs]) error {
 	defer w.drv.Forget(id)
 	ch := make(chan error, 1)
 	w.drv.TakeUp(ctx, id, func(_ any, err error) { ch <- err })
-	if err := <-ch; err != nil {
-		return err
+	select {
+	case err := <-ch:
+		if err != nil {
+			return err
+		}
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 	w.log.Info("worker: driving run", "run", id, "job", job.ID)
 	t := time.NewTicker(100 * time.Millisecond)

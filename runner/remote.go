@@ -2,7 +2,9 @@ package runner
 
 import (
 	"context"
+	"strings"
 
+	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
 )
 
@@ -33,8 +35,8 @@ func (rn *Runner) Forget(id string) {
 	delete(rn.active, id)
 	rn.mu.Unlock()
 	if x != nil {
-		x.post(x.release)
 		x.stop()
+		x.release() // slotMu guards what it touches
 	}
 }
 
@@ -54,7 +56,24 @@ func (rn *Runner) Status(ctx context.Context, id string) (string, bool) {
 	select {
 	case s := <-ch:
 		return s, true
+	case <-x.ctx.Done(): // the loop stopped before it read the run
+		return "", false
 	case <-ctx.Done():
 		return "", false
 	}
+}
+
+// merging is Options.Merging, or nothing.
+func (rn *Runner) merging(ctx context.Context, cfg runs.Config) (func(), error) {
+	if rn.opts.Merging == nil {
+		return func() {}, nil
+	}
+	return rn.opts.Merging(ctx, cfg)
+}
+
+// unknownThread reports whether this process has no such thread (it was
+// started by another process of a cluster).
+func (rn *Runner) unknownThread(ctx context.Context, thread string) bool {
+	err := rn.threads.Resume(ctx, thread, protocol.ThreadSettings{})
+	return err != nil && strings.Contains(err.Error(), "thread not found")
 }

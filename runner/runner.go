@@ -46,6 +46,10 @@ type Options struct {
 	// (and the base after a merge): a cluster worker pushes to the
 	// project's remote (remote.go).
 	Push func(ctx context.Context, cfg runs.Config, merged bool) error
+	// Merging, if set, is called before a run merges into its base and
+	// the function it returns once the merge is over: a cluster worker
+	// takes the project's merge lock and fetches the base (remote.go).
+	Merging func(ctx context.Context, cfg runs.Config) (func(), error)
 	// OnClose, if set, runs at the end of Close (it closes what the
 	// RunStore holds open).
 	OnClose func()

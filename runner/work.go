@@ -257,6 +257,11 @@ const implementerInstructions = `You are the implementer of one task of an apser
 func (x *run) implement(ctx context.Context, cfg runs.Config, e runs.StartTask) error {
 	policy, fa := approvals(cfg.Autonomy)
 	thread := e.ThreadID
+	if thread != "" && x.rn.unknownThread(ctx, thread) {
+		// Started by another process (a cluster worker that died): the
+		// attempt starts again here in a thread of this process's own.
+		thread = ""
+	}
 	fresh := thread == ""
 	if fresh {
 		var err error
@@ -521,6 +526,11 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 	if !e.Into {
 		return x.leave(ctx, cfg, final, "")
 	}
+	unlock, err := x.rn.merging(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	repo, err := gitwork.Open(ctx, cfg.Cwd)
 	if err != nil {
 		return err

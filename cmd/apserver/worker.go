@@ -44,7 +44,8 @@ docs/cluster.md.
 	conc := fs.Int("concurrency", 2, "jobs worked at once")
 	id := fs.String("id", "", "the worker's name in cluster status (default: host-pid)")
 	jobTimeout := fs.Duration("job-timeout", 2*time.Hour, "longest a job (a run driven until it waits or ends) may take")
-	rescue := fs.Duration("rescue-after", 0, "when a job whose worker vanished goes to another worker (default: job-timeout + 5m)")
+	rescue := fs.Duration("rescue-after", 0, "when River hands a job still running to another worker (default: job-timeout + 5m)")
+	beat := fs.Duration("heartbeat", cluster.HeartbeatEvery, "how often the worker beats; one that misses three is dead and its jobs go to the others")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -94,7 +95,7 @@ docs/cluster.md.
 		return err
 	}
 	w := cluster.NewWorker(s, cluster.WorkerOptions{ID: *id, Concurrency: *conc, CacheDir: *cache,
-		JobTimeout: *jobTimeout, RescueAfter: *rescue, Logger: log})
+		JobTimeout: *jobTimeout, RescueAfter: *rescue, Heartbeat: *beat, Logger: log})
 	mgr := session.NewManager(session.Options{
 		OpenStore: func() (*store.Store, error) {
 			return store.Open(filepath.Join(dataDir, store.FileName), store.Options{})
@@ -103,9 +104,11 @@ docs/cluster.md.
 		CoalesceDeltas: true, DataDir: dataDir,
 	})
 	defer mgr.Close()
-	// The worker carries out every effect of the runs it drives itself.
+	// The worker carries out every effect of the runs it drives itself;
+	// River bounds how many at once.
+	cfg.Runs.MaxParallel = max(*conc, 1)
 	rn := runner.New(runner.Options{Threads: mgr.Threads(), Store: mgr.Store, Config: cfg, DataDir: dataDir, Logger: log,
-		Runs: s, Queue: runner.InProcess{}, Local: w.Local, Push: w.Push})
+		Runs: s, Queue: runner.InProcess{}, Local: w.Local, Push: w.Push, Merging: w.Merging})
 	defer rn.Close()
 	w.SetDriver(rn)
 	go cluster.Follow(ctx, pool, rn, log)

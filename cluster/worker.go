@@ -307,7 +307,11 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[WorkArgs]) error {
 		}
 		st, ok := w.drv.Status(ctx, id)
 		if !ok {
-			return nil // over: the loop left
+			// The loop left: the run is over, or its driving stopped (an
+			// append failed: the database may be down). The log says
+			// which; a run left in the middle is retried (River's
+			// backoff), taken up from its log again.
+			return w.settled(ctx, id)
 		}
 		switch protocol.RunStatus(st) {
 		case protocol.RunWaiting, protocol.RunPaused, protocol.RunCompleted, protocol.RunFailed, protocol.RunCancelled:
@@ -380,4 +384,27 @@ func (w *Worker) prepare(ctx context.Context, remote string, c runs.Config, read
 		return gitRun(ctx, c.Cwd, "worktree", "add", "-q", "-B", c.Branch, c.Worktree, c.BaseBranch)
 	}
 	return nil // the run's CreateWorktree makes it
+}
+
+// settled reads the run from its log: nil when it is over or waits on a
+// human, an error (the job is retried) otherwise.
+func (w *Worker) settled(ctx context.Context, id string) error {
+	evs, err := w.store.RunEvents(ctx, id)
+	if err != nil {
+		return fmt.Errorf("run %s: reading its log: %w", id, err)
+	}
+	log := make([]runs.Event, 0, len(evs))
+	for _, e := range evs {
+		var ev runs.Event
+		if err := json.Unmarshal(e.Event, &ev); err != nil {
+			return river.JobCancel(fmt.Errorf("run %s: event %d: %w", id, e.Seq, err))
+		}
+		log = append(log, ev)
+	}
+	switch st := runs.Replay(log).Run().Status; st {
+	case protocol.RunWaiting, protocol.RunPaused, protocol.RunCompleted, protocol.RunFailed, protocol.RunCancelled:
+		return nil
+	default:
+		return fmt.Errorf("run %s stopped being driven while %s; taking it up again", id, st)
+	}
 }

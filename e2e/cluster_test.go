@@ -40,6 +40,13 @@ func TestClusterTwoEditorsOneRun(t *testing.T) {
 	if list.str("runs.0.id") != id || list.str("runs.0.waitingFor") != "planApproval" {
 		t.Fatalf("run/list on the second apserver = %s; want the first's run, waiting for its plan's approval", list.Raw)
 	}
+
+	// PostgreSQL goes down for a while: requests that need it fail with
+	// the reason, and both apservers carry on once it is back (the first
+	// one listens again to follow the run).
+	pg.Stop()
+	b.callErr("run/list", map[string]any{}, -32603, "")
+	pg.Start()
 	b.call("run/plan/approve", map[string]any{"runId": id})
 	if end := b.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 3.0 {
 		t.Fatalf("run end on the approving apserver = %s", end.Raw)

@@ -127,6 +127,7 @@ func (x *run) handle(ev runs.Event, done func(error)) {
 		x.rn.log.Error("storing a run event; the run stops here", "run", x.id, "event", ev.Type, "err", err)
 		done(err)
 		x.stop()
+		x.dropShared()
 		return
 	}
 	answered = true

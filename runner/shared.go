@@ -139,3 +139,18 @@ func (x *run) rebuild() error {
 	x.m, x.seq = m, seq
 	return nil
 }
+
+// dropShared, for a run of a shared log whose loop stopped (an append
+// failed: the database may be down), forgets the loop, so that the next
+// request replays the run from the log instead of finding a dead loop.
+func (x *run) dropShared() {
+	if _, ok := x.rn.shared(); !ok {
+		return
+	}
+	x.rn.mu.Lock()
+	if x.rn.active[x.id] == x {
+		delete(x.rn.active, x.id)
+	}
+	x.rn.mu.Unlock()
+	x.release()
+}

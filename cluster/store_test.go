@@ -140,6 +140,23 @@ func TestStore(t *testing.T) {
 	if len(jobs(t, pool)) != 1 {
 		t.Fatalf("jobs after the refused append = %+v", jobs(t, pool))
 	}
+	// An append whose transaction fails at commit, after its work was
+	// enqueued (a deferred trigger refuses events of type "boom"): the
+	// job goes with the event (no job without its event).
+	if _, err := pool.Exec(ctx, `CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.type = 'boom' THEN RAISE EXCEPTION 'boom at commit'; END IF; RETURN NULL; END $$;
+		CREATE CONSTRAINT TRIGGER boom AFTER INSERT ON apserver_run_events DEFERRABLE INITIALLY DEFERRED
+		FOR EACH ROW EXECUTE FUNCTION boom()`); err != nil {
+		t.Fatal(err)
+	}
+	boom := runner.Work{RunID: "r1", Kind: "task", TaskID: "t3", Effect: json.RawMessage(`{}`)}
+	if _, err := s.AppendRunEvent(ctx, row("r1", "running"), "boom", json.RawMessage(`{"type":"boom"}`), 5000, []runner.Work{boom}); err == nil ||
+		!strings.Contains(err.Error(), "boom at commit") {
+		t.Fatalf("an append refused at commit: %v", err)
+	}
+	if js := jobs(t, pool); len(js) != 1 {
+		t.Fatalf("jobs after an append refused at commit = %+v; want only the first", js)
+	}
 	if _, err := s.RunEvents(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("events of an unknown run: %v, want ErrNotFound", err)
 	}

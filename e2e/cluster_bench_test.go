@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"testing"
 	"time"
 
+	"github.com/apserver/apserver/cluster"
 	"github.com/apserver/apserver/internal/pgtest"
 	"github.com/apserver/apserver/model/scripted"
 	"github.com/apserver/apserver/protocol"
@@ -79,4 +81,20 @@ func benchCluster(b *testing.T, workers int, turn time.Duration) {
 	}
 	wall := time.Since(start)
 	b.Logf("%d workers, %v per model turn: %d tasks in %.1f s, %.1f tasks/min", workers, turn, 3*runs, wall.Seconds(), float64(3*runs)/wall.Minutes())
+	// The queue's own part: from a job's insert to its claim by a worker.
+	pool, err := cluster.Connect(context.Background(), pg.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	var jobs int
+	var minMs, claimMs, maxMs float64
+	if err := pool.QueryRow(context.Background(), `SELECT COUNT(*), COALESCE(MIN(EXTRACT(EPOCH FROM attempted_at - created_at)) * 1000, 0),
+		COALESCE(AVG(EXTRACT(EPOCH FROM attempted_at - created_at)) * 1000, 0),
+		COALESCE(MAX(EXTRACT(EPOCH FROM attempted_at - created_at)) * 1000, 0) FROM river_job WHERE state = 'completed'`).Scan(&jobs, &minMs, &claimMs, &maxMs); err != nil {
+		b.Fatal(err)
+	}
+	// The least is the queue's own latency; the rest is waiting for a
+	// free worker.
+	b.Logf("%d jobs; from insert to claim: %.0f ms at least, %.0f ms on average, %.0f ms at most", jobs, minMs, claimMs, maxMs)
 }

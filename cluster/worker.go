@@ -25,10 +25,11 @@ import (
 )
 
 // Driver is what a worker drives runs with (runner.Runner): take a run up
-// from its log, read how it stands, and drop it when the job ends.
+// from its log, see whether it has steps in flight, and drop it when the
+// job ends.
 type Driver interface {
 	TakeUp(ctx context.Context, id string, reply port.Reply)
-	Status(ctx context.Context, id string) (string, bool)
+	Busy(ctx context.Context, id string) (busy bool, status string, ok bool)
 	Forget(id string)
 }
 
@@ -305,7 +306,7 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[WorkArgs]) error {
 			return ctx.Err()
 		case <-t.C:
 		}
-		st, ok := w.drv.Status(ctx, id)
+		busy, _, ok := w.drv.Busy(ctx, id)
 		if !ok {
 			// The loop left: the run is over, or its driving stopped (an
 			// append failed: the database may be down). The log says
@@ -313,8 +314,10 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[WorkArgs]) error {
 			// backoff), taken up from its log again.
 			return w.settled(ctx, id)
 		}
-		switch protocol.RunStatus(st) {
-		case protocol.RunWaiting, protocol.RunPaused, protocol.RunCompleted, protocol.RunFailed, protocol.RunCancelled:
+		if !busy {
+			// Nothing in flight here: the run waits on a human, or what
+			// comes next was enqueued by whoever answered it (a job of
+			// its own, which this one's lock must not hold up).
 			return nil
 		}
 	}

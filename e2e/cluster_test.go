@@ -108,6 +108,10 @@ func startWorker(t *testing.T, model *scripted.Server, url, name, config string)
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
+		// With APSERVER_E2E_RACE the binary reports data races on stderr.
+		if strings.Contains(w.stderr.String(), "DATA RACE") {
+			t.Errorf("worker %s reported a data race", name)
+		}
 		if t.Failed() {
 			t.Logf("worker %s stderr:\n%s", name, w.stderr.String())
 		}

@@ -34,6 +34,10 @@ type run struct {
 	// seq is the sequence number of the last stored event the machine
 	// applied (shared.go); owned by the run's goroutine.
 	seq int64
+	// busy counts the run's slow steps in flight in this process (a
+	// cluster worker's job ends when none is left); owned by the run's
+	// goroutine.
+	busy int
 
 	// hasSlot and granted are guarded by the Runner's slotMu: the run
 	// holds a slot of max_parallel_runs, or waits in the queue for one
@@ -236,8 +240,12 @@ func (x *run) apply(effs []runs.Effect) {
 			cfg := rn.local(x.m.Config())
 			snap := x.m.Snapshot()
 			rn.wg.Add(1)
+			x.busy++
 			go func() {
 				defer rn.wg.Done()
+				// Posted after the step's result: the effects that result
+				// starts are counted before this one is not.
+				defer x.post(func() { x.busy-- })
 				if !x.acquire() {
 					return
 				}

@@ -40,26 +40,31 @@ func (rn *Runner) Forget(id string) {
 	}
 }
 
-// Status is the run's status as this process's machine has it, and
-// whether the run has work in flight here; "" when it has no loop here.
-func (rn *Runner) Status(ctx context.Context, id string) (string, bool) {
+// Busy reports whether the run has slow steps in flight in this process,
+// and its status as this process's machine has it; ok is false when the
+// run has no loop here (it is over, or its driving stopped).
+func (rn *Runner) Busy(ctx context.Context, id string) (busy bool, status string, ok bool) {
 	rn.mu.Lock()
 	x := rn.active[id]
 	rn.mu.Unlock()
 	if x == nil {
-		return "", false
+		return false, "", false
 	}
-	ch := make(chan string, 1)
-	if !x.post(func() { ch <- string(x.m.Run().Status) }) {
-		return "", false
+	type state struct {
+		busy   bool
+		status string
+	}
+	ch := make(chan state, 1)
+	if !x.post(func() { ch <- state{x.busy > 0, string(x.m.Run().Status)} }) {
+		return false, "", false
 	}
 	select {
 	case s := <-ch:
-		return s, true
+		return s.busy, s.status, true
 	case <-x.ctx.Done(): // the loop stopped before it read the run
-		return "", false
+		return false, "", false
 	case <-ctx.Done():
-		return "", false
+		return false, "", false
 	}
 }
 

@@ -5,7 +5,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 FUZZTIME ?= 15s
 
-.PHONY: help build generate install test test-go test-vscode e2e lint fuzz bench demo vscode vscode-real nvim sdk vsix check-generated clean
+.PHONY: help build generate install test test-go test-vscode e2e lint fuzz bench demo demo-run vscode vscode-real nvim sdk vsix check-generated clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -38,7 +38,7 @@ test: ## run every test: Go (race detector, e2e over the real binary) beside Neo
 	echo "make test: $$( [ $$rc -eq 0 ] && echo passed || echo FAILED) in $$(( $$(date +%s) - start )) s"; exit $$rc
 
 test-go: ## the Go tests only: vet, then every package with the race detector
-	./scripts/install-codex.sh >/dev/null # the Codex TUI that e2e/codex_tui_test.go drives (cached)
+	for v in 0.169.0 0.171.0; do CODEX_VERSION=$$v ./scripts/install-codex.sh >/dev/null || exit 1; done # the Codex TUIs that e2e/codex_tui_test.go drives (cached per version)
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
@@ -53,7 +53,7 @@ lint: ## go vet, gofmt and staticcheck
 # package:FuzzTarget pairs run by `make fuzz`.
 FUZZ_TARGETS := server:FuzzReadLine model:FuzzFastDecode tools/patch:FuzzParse \
 	tools/patch:FuzzRoundTrip tools/patch:FuzzUnifiedDiff \
-	tools/rules:FuzzEvaluate session:FuzzExplainIsThePlan
+	tools/rules:FuzzEvaluate session:FuzzExplainIsThePlan blueprint:FuzzParsePage
 
 fuzz: ## run each fuzz target briefly (FUZZTIME=15s each)
 	@set -e; for t in $(FUZZ_TARGETS); do \
@@ -63,12 +63,16 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=15s each)
 
 bench: build ## Go benchmarks plus the peerbench comparison against Codex (see docs/benchmarks.md)
 	$(GO) test -run '^$$' -bench . -benchmem ./server/ ./model/ ./store/ ./tools/ ./tools/checkpoint/
+	$(GO) test -run '^$$' -bench . -benchmem ./blueprint/ ./blueprints/
 	APSERVER_STREAM_MIB=64 $(GO) test -count=1 -run 'TestEndlessStreamLarge' -v ./e2e/ | grep -E 'streamed|^(ok|FAIL|---)'
 	$(GO) build -o bin/benchtool ./bench/benchtool.go && bin/benchtool longthread -bin $(BIN)
 	./bench/peerbench.sh
 
 demo: build ## the offline demo: scripted model, temp workspace, live view
 	./$(BIN) demo
+
+demo-run: build ## the offline run demo: plan, approve, implement, validate, merge in a temp repository
+	./$(BIN) demo run
 
 vscode: ## build, type-check and test the VS Code extension with a stubbed vscode module (installs npm packages and chromium if missing)
 	./editors/vscode/test.sh

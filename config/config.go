@@ -87,11 +87,21 @@ type Config struct {
 	Runs RunsConfig
 	// Cluster keeps runs in PostgreSQL (cluster.go).
 	Cluster ClusterConfig
+	// GitHub is how runs end on GitHub (github.go).
+	GitHub GitHubConfig
 
 	// Projects maps a project directory (cleaned, symbolic links resolved)
 	// to its trust_level, from the user file's [projects."PATH"] tables;
 	// see ProjectTrusted.
 	Projects map[string]string
+	// MCPServers are the [mcp_servers.NAME] tables (mcp.go), by name;
+	// MCPToolOutputMaxBytes caps the text of one MCP tool result the model
+	// sees.
+	MCPServers            map[string]MCPServer
+	MCPToolOutputMaxBytes int64
+	// DynamicToolTimeout bounds a client's answer to item/tool/call (a
+	// tool the editor declared on thread/start).
+	DynamicToolTimeout time.Duration
 	// Warnings say what Load skipped in a file it could still use, e.g. a
 	// key an untrusted workspace file may not loosen. The caller logs them.
 	Warnings []string
@@ -180,8 +190,11 @@ func defaults(getenv func(string) string) Config {
 		FullAuto:                defaultFullAuto(),
 		Runs:                    defaultRuns(),
 		Cluster:                 ClusterConfig{DatabaseURL: getenv("APSERVER_DATABASE_URL"), Execute: "here"},
+		GitHub:                  defaultGitHub(),
 		RulesFile:               userRulesFile(getenv),
 		ApplyPatchTool:          "freeform",
+		MCPToolOutputMaxBytes:   DefaultMCPToolOutputMaxBytes,
+		DynamicToolTimeout:      DefaultDynamicToolTimeout,
 	}
 }
 

@@ -163,11 +163,14 @@ type fileConfig struct {
 	Runs            *fileRuns `toml:"runs"`
 	// Cluster (cluster.go).
 	Cluster *fileCluster `toml:"cluster"`
+	// GitHub (github.go).
+	GitHub *fileGitHub `toml:"github"`
 	// Trust (trust.go); user file only.
 	Projects map[string]fileProject `toml:"projects"`
 
 	fileCaps       // caps.go
 	fileCompaction // compaction.go
+	fileMCP        // mcp.go
 }
 
 type fileProvider struct {
@@ -218,14 +221,19 @@ func (c *Config) mergeFile(path string, ws *workspaceLayer) error {
 		return fmt.Errorf("config: %s: %w", path, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
+		keys := make([]string, 0, len(und))
+		for _, k := range und {
+			if len(k) > 0 && k[0] == "mcp_servers" {
+				continue // read by hand, unknown keys warn (mcp.go)
+			}
+			keys = append(keys, k.String())
 		}
 		if len(keys) == 1 {
 			return fmt.Errorf("config: %s: unknown key %q", path, keys[0])
 		}
-		return fmt.Errorf("config: %s: unknown keys %s", path, quoteAll(keys))
+		if len(keys) > 1 {
+			return fmt.Errorf("config: %s: unknown keys %s", path, quoteAll(keys))
+		}
 	}
 	bad := func(key, format string, args ...any) error {
 		return fmt.Errorf("config: %s: %s: %s", path, key, fmt.Sprintf(format, args...))
@@ -334,6 +342,12 @@ func (c *Config) mergeFile(path string, ws *workspaceLayer) error {
 		return err
 	}
 	if err := c.mergeCluster(f.Cluster, bad, may); err != nil {
+		return err
+	}
+	if err := c.mergeGitHub(f.GitHub, bad, may); err != nil {
+		return err
+	}
+	if err := c.mergeMCP(f.fileMCP, path, ws, bad); err != nil {
 		return err
 	}
 

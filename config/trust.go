@@ -42,6 +42,11 @@ var SafetyKeys = []string{
 	"response_max_time_ms",              // only lower, never 0
 	"turn_max_output_bytes",             // only lower, never 0
 	"turn_max_time_ms",                  // only lower, never 0
+	// MCP servers (mcp.go): no new stdio server, no command, args, env,
+	// env_vars, cwd, bearer_token_env_var or env_http_headers, no new url
+	// for a known server, no enabled = true over false, approval modes
+	// only stricter, enabled_tools only narrower, disabled_tools only added.
+	"mcp_servers.*",
 }
 
 // fileProject is one [projects."PATH"] table.

@@ -13,11 +13,15 @@ const blockedPrefixDenials = 3
 //
 //   - ApproveAsk forwards everything to a human.
 //   - ApproveNever accepts everything except what the rules forbid, what
-//     asks to run outside the sandbox (escalated) and what the rules cannot
-//     read (opaque), which it declines: no human is there to decide.
+//     runs a command as another user (privileged: sudo, su, doas, pkexec,
+//     run0, ...), what asks to run outside the sandbox (escalated) and
+//     what the rules cannot read (opaque) and would run outside the
+//     sandbox, which it declines: no human is there to decide.
 //   - ApprovePolicy accepts what the rules allow, file changes inside the
-//     writable roots, and sandboxed commands the rules only prompt for. It
-//     never accepts a forbidden, escalated or opaque command: a human
+//     writable roots, and sandboxed commands the rules only prompt for,
+//     opaque ones included (running the workspace's code is what the
+//     sandbox is for). It never accepts a forbidden, privileged or
+//     escalated command, nor an opaque one outside the sandbox: a human
 //     decides.
 //
 // Under never and policy a prefix a human declined 3 times is declined
@@ -43,24 +47,29 @@ func Approve(strategy ApprovalStrategy, req ApprovalRequest, denials map[string]
 	if n := denials[prefix]; prefix != "" && n >= blockedPrefixDenials {
 		return verdict(OutcomeDecline, "denials.prefixBlocked", "%q was declined %d times in this run", prefix, n)
 	}
+	opaqueOutside := req.Opaque != "" && !req.Sandboxed
 	if strategy == ApproveNever {
 		switch {
 		case req.RuleDecision == "forbidden":
 			return verdict(OutcomeDecline, "never.forbidden", "forbidden by rule %s", req.Rule)
+		case req.Privileged != "":
+			return verdict(OutcomeDecline, "never.privileged", "%s: only a human approves that, and under approval strategy never nobody is asked", req.Privileged)
 		case req.Escalated:
 			return verdict(OutcomeDecline, "never.escalated", "running outside the sandbox is a human's call, and under approval strategy never nobody is asked")
-		case req.Opaque != "":
-			return verdict(OutcomeDecline, "never.opaque", "the rules cannot read the command (%s), and under approval strategy never nobody is asked", req.Opaque)
+		case opaqueOutside:
+			return verdict(OutcomeDecline, "never.opaque", "the rules cannot read the command (%s) and it would run outside the sandbox, and under approval strategy never nobody is asked", req.Opaque)
 		}
-		return verdict(OutcomeAccept, "never", "approval strategy never: accept what is not forbidden, escalated or opaque")
+		return verdict(OutcomeAccept, "never", "approval strategy never: accept what is not forbidden, privileged, escalated or opaque outside the sandbox")
 	}
 	switch {
 	case req.RuleDecision == "forbidden":
 		return verdict(OutcomeForward, "policy.forbidden", "forbidden by rule %s: a human decides", req.Rule)
+	case req.Privileged != "":
+		return verdict(OutcomeForward, "policy.privileged", "%s: a human decides", req.Privileged)
 	case req.Escalated:
 		return verdict(OutcomeForward, "policy.escalated", "the command asks to run outside the sandbox: a human decides")
-	case req.Opaque != "":
-		return verdict(OutcomeForward, "policy.opaque", "the rules cannot read the command (%s): a human decides", req.Opaque)
+	case opaqueOutside:
+		return verdict(OutcomeForward, "policy.opaque", "the rules cannot read the command (%s) and it would run outside the sandbox: a human decides", req.Opaque)
 	case req.RuleDecision == "allow":
 		return verdict(OutcomeAccept, "policy.ruleAllow", "allowed by rule %s", req.Rule)
 	case req.Kind == "fileChange" && req.InsideWritableRoots:

@@ -17,6 +17,13 @@ func TestApprove(t *testing.T) {
 	}
 	opaque := cmd("$(echo git) push", "prompt", true)
 	opaque.Opaque = "cannot tell which program $(echo git) runs"
+	opaqueOutside := opaque
+	opaqueOutside.Sandboxed = false
+	privileged := func(rule string, sandboxed bool) ApprovalRequest {
+		r := cmd("sudo -s", rule, sandboxed)
+		r.Privileged = "sudo runs commands as another user"
+		return r
+	}
 	blocked := map[string]int{"git push": 3}
 	for _, c := range []struct {
 		name     string
@@ -46,12 +53,24 @@ func TestApprove(t *testing.T) {
 		{"policy: forbidden goes to a human", ApprovePolicy, cmd("rm -rf /", "forbidden", true), nil, OutcomeForward, "policy.forbidden"},
 		{"policy: question", ApprovePolicy, question, nil, OutcomeForward, "policy.question"},
 
-		// Escalation and opaque commands are a human's call in every strategy.
+		// Escalation, and opaque commands outside the sandbox, are a human's
+		// call in every strategy.
 		{"never: escalated, allowed by a rule", ApproveNever, escalated("allow"), nil, OutcomeDecline, "never.escalated"},
-		{"never: opaque", ApproveNever, opaque, nil, OutcomeDecline, "never.opaque"},
+		{"never: opaque, unsandboxed", ApproveNever, opaqueOutside, nil, OutcomeDecline, "never.opaque"},
 		{"policy: escalated, allowed by a rule", ApprovePolicy, escalated("allow"), nil, OutcomeForward, "policy.escalated"},
 		{"policy: escalated, prompt", ApprovePolicy, escalated("prompt"), nil, OutcomeForward, "policy.escalated"},
-		{"policy: opaque, sandboxed", ApprovePolicy, opaque, nil, OutcomeForward, "policy.opaque"},
+		{"policy: opaque, unsandboxed", ApprovePolicy, opaqueOutside, nil, OutcomeForward, "policy.opaque"},
+		// Inside the sandbox, an opaque command (make test, a script) runs
+		// like any other prompted command: that is what the sandbox is for.
+		{"never: opaque, sandboxed", ApproveNever, opaque, nil, OutcomeAccept, "never"},
+		{"policy: opaque, sandboxed", ApprovePolicy, opaque, nil, OutcomeAccept, "policy.sandboxed"},
+		// Running as another user is a human's call, sandboxed or not,
+		// whatever rule allows it.
+		{"never: privileged, sandboxed", ApproveNever, privileged("prompt", true), nil, OutcomeDecline, "never.privileged"},
+		{"never: privileged, allowed", ApproveNever, privileged("allow", false), nil, OutcomeDecline, "never.privileged"},
+		{"policy: privileged, sandboxed", ApprovePolicy, privileged("prompt", true), nil, OutcomeForward, "policy.privileged"},
+		{"policy: privileged, allowed", ApprovePolicy, privileged("allow", true), nil, OutcomeForward, "policy.privileged"},
+		{"ask: privileged", ApproveAsk, privileged("prompt", true), nil, OutcomeForward, "ask"},
 		{"ask: escalated", ApproveAsk, escalated("allow"), nil, OutcomeForward, "ask"},
 		{"policy: blocked prefix", ApprovePolicy, cmd("git  push --force", "allow", true), blocked, OutcomeDecline, "denials.prefixBlocked"},
 		{"policy: explicit prefix", ApprovePolicy, ApprovalRequest{Kind: "command", Command: "x", Prefix: "git push", RuleDecision: "allow"}, blocked, OutcomeDecline, "denials.prefixBlocked"},

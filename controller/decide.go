@@ -36,11 +36,13 @@ const (
 	ruleReviewRejected       = "review.rejected"
 	ruleDoneDisputed         = "done.disputed"
 	ruleDoneReview           = "done.review"
+	ruleDoneUnverified       = "done.unverified"
 	ruleDone                 = "done"
 	ruleContinue             = "continue"
 	ruleModel                = "model"
 	ruleModelLowConfidence   = "model.lowConfidence"
 	ruleModelStopDisputed    = "model.stopDisputed"
+	ruleModelStopUnverified  = "model.stopUnverified"
 )
 
 // Confidence of policy decisions. Hard rules are certain; detectors and
@@ -287,6 +289,9 @@ func (r *run) judge() Decision {
 			if dis := r.disagreements(); len(dis) > 0 {
 				return r.disputed(dis)
 			}
+			if why := r.unverified(); why != "" {
+				return r.unverifiedDone("the reviewer accepted the work", why)
+			}
 			return decision(ActStop, StopCompleted, ruleReviewApproved, confVerified, "the reviewer accepted the work")
 		}
 		reason := "the reviewer did not accept the work"
@@ -301,6 +306,9 @@ func (r *run) judge() Decision {
 		if dis := r.disagreements(); len(dis) > 0 {
 			return r.disputed(dis)
 		}
+		if why := r.unverified(); why != "" {
+			return r.unverifiedDone("the agent says it is done", why)
+		}
 		if r.cfg.ReviewOnDone && !r.approvedReviewOfCurrentState() {
 			d := decision(ActReview, StopNone, ruleDoneReview, confDone, "the agent says it is done; review before accepting")
 			d.NextInput = reviewInput(r.in.Objective)
@@ -314,6 +322,42 @@ func (r *run) judge() Decision {
 	d := decision(ActContinue, StopNone, ruleContinue, confHeuristic, r.continueReason())
 	d.NextInput = r.continueInput()
 	return d
+}
+
+// unverifiedDone stops, not completed, a completion no check confirms
+// where one was due: a claim is not completion, and a human reviews it (a
+// run's task thread is then validated and retried by its run).
+func (r *run) unverifiedDone(claim, why string) Decision {
+	return decision(ActStop, StopWaitingOnHuman, ruleDoneUnverified, confHard,
+		claim+", but "+why+": stopping for review")
+}
+
+// unverified says why a completion cannot be accepted without a human
+// although nothing contradicts it, or "": a check the agent tried did not
+// run (declined, refused or unable to start) and no clean passing check
+// came after it, or the objective names checks (NamedChecks) and none ran
+// in the turns kept.
+func (r *run) unverified() string {
+	for _, t := range slices.Backward(r.turns) {
+		if len(t.ChecksNotRun) > 0 {
+			return fmt.Sprintf("the check %s did not run (declined, refused or unable to start)", quoteCommands(t.ChecksNotRun))
+		}
+		if t.ChecksPassed != nil && *t.ChecksPassed {
+			break
+		}
+	}
+	if named := NamedChecks(r.in.Objective); len(named) > 0 && r.lastChecks() == nil {
+		return fmt.Sprintf("the objective names %s and no check ran to confirm it", strings.Join(named, ", "))
+	}
+	return ""
+}
+
+func quoteCommands(cmds []string) string {
+	q := make([]string, len(cmds))
+	for i, c := range cmds {
+		q[i] = "`" + clip(c, 120) + "`"
+	}
+	return strings.Join(q, ", ")
 }
 
 func (r *run) disputed(dis []string) Decision {
@@ -338,7 +382,7 @@ func (r *run) verifiedDone() bool {
 	if t.Kind == KindReview {
 		done = t.ReviewApproved != nil && *t.ReviewApproved
 	}
-	return done && len(r.disagreements()) == 0
+	return done && len(r.disagreements()) == 0 && r.unverified() == ""
 }
 
 // disagreements lists the evidence against a completion claim.
@@ -426,6 +470,11 @@ func (r *run) withModel(policy Decision) Decision {
 		if dis := r.disagreements(); len(dis) > 0 {
 			d.Action, d.StopCondition, d.Rule = ActPause, StopWaitingOnHuman, ruleModelStopDisputed
 			d.Reason = "decision model says stop but " + strings.Join(dis, "; ") + ": " + m.Reason
+			return d
+		}
+		if why := r.unverified(); why != "" {
+			d.Action, d.StopCondition, d.Rule = ActStop, StopWaitingOnHuman, ruleModelStopUnverified
+			d.Reason = "decision model says stop but " + why + ": stopping for review: " + m.Reason
 			return d
 		}
 		d.StopCondition = StopCompleted

@@ -52,15 +52,25 @@
 //     stop/noProgress. Turns that end WaitingOnProcess, and review turns,
 //     neither count nor break the streak; when the current turn is one of
 //     them the rule does not fire.
-//  8. Completion. review.approved: a review turn accepted the work and the
-//     evidence agrees → stop/completed. review.rejected: a review turn did
-//     not accept it, or gave no verdict → continue with the reviewer's
-//     text. When the agent says it is done (ClaimsDone; an empty reply
-//     never does): done.disputed: the evidence disagrees (a plan step not
-//     completed, or the latest check outcome of the run failed) → continue
-//     with a NextInput naming the disagreement; done.review: ReviewOnDone
-//     and no review approved the current workspace state → review, with
-//     review instructions as NextInput; done → stop/completed.
+//  8. Completion. A claim of completion is not completion. review.approved:
+//     a review turn accepted the work and the evidence agrees →
+//     stop/completed. review.rejected: a review turn did not accept it, or
+//     gave no verdict → continue with the reviewer's text. When the agent
+//     says it is done (ClaimsDone; an empty reply never does):
+//     done.disputed: the evidence disagrees (a plan step not completed, or
+//     the latest check outcome of the run failed) → continue with a
+//     NextInput naming the disagreement; done.unverified: nothing
+//     contradicts the claim but no check confirms it where one was due — a
+//     check the agent tried did not run (TurnSummary.ChecksNotRun:
+//     declined, refused, unable to start) and no turn since ran passing
+//     checks without such a miss, or the objective names checks
+//     (NamedChecks: `make test` in backquotes, "make the tests pass") and
+//     none ran in the kept turns → stop/waitingOnHuman (not completed: a
+//     human reviews it), the reason naming the missing check (also after
+//     an approving review); done.review:
+//     ReviewOnDone and no review approved the current workspace state →
+//     review, with review instructions as NextInput; done →
+//     stop/completed.
 //  9. continue: otherwise → continue with a NextInput built from the
 //     objective, the unfinished plan steps, a failed check and the budget
 //     left. The text is deterministic.
@@ -68,7 +78,9 @@
 //     decision of steps 8 and 9 (Source "model"). model.lowConfidence:
 //     confidence below MinConfidence, or an unknown action → pause with
 //     lowConfidence. model.stopDisputed: the model says stop while the
-//     evidence disagrees → pause/waitingOnHuman. model: otherwise its
+//     evidence disagrees → pause/waitingOnHuman. model.stopUnverified: the
+//     model says stop where done.unverified would fire →
+//     stop/waitingOnHuman. model: otherwise its
 //     action and NextInput (an empty NextInput takes the policy's); stop
 //     is stop/completed, pause is pause/waitingOnHuman.
 //
@@ -110,12 +122,18 @@
 // Approve answers approval requests under full auto, with these rule ids:
 //
 //   - ask: strategy "ask" forwards everything to a human.
-//   - never, never.forbidden: strategy "never" accepts everything but what
-//     the rules forbid, which it declines.
+//   - never, never.forbidden, never.privileged, never.escalated,
+//     never.opaque: strategy "never" accepts everything but what the rules
+//     forbid, what runs a command as another user (Privileged), what asks
+//     to run outside the sandbox, and an opaque command outside the
+//     sandbox, which it declines. Inside the sandbox an opaque command is
+//     accepted like any other.
 //   - policy.ruleAllow, policy.writableRoots, policy.sandboxed: strategy
 //     "policy" accepts what the rules allow, file changes inside the
-//     writable roots, and sandboxed commands the rules only prompt for.
-//   - policy.forbidden, policy.forward: it forwards the rest, forbidden
+//     writable roots, and sandboxed commands the rules only prompt for
+//     (opaque ones included).
+//   - policy.forbidden, policy.privileged, policy.escalated, policy.opaque,
+//     policy.forward: it forwards the rest, forbidden and privileged
 //     commands included: only a human may run those.
 //   - denials.prefixBlocked: under "never" and "policy", a command prefix
 //     (first two words) a human declined 3 times is declined.

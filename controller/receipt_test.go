@@ -20,7 +20,7 @@ func fullInput() Input {
 		DiffFingerprint: "d1", WorkspaceFingerprint: "w1",
 		Usage:       Usage{Input: 1200, Cached: 300, Output: 99},
 		Compactions: 1, ContextRatio: 0.8, PendingApprovals: 2, PendingQuestions: 3, ApprovalTimeouts: 4, WaitingOnProcess: true,
-		ChecksPassed: ptr(false), ReviewApproved: ptr(true), ElapsedMs: 12_345,
+		ChecksPassed: ptr(false), ChecksNotRun: []string{"make test"}, ReviewApproved: ptr(true), ElapsedMs: 12_345,
 	}
 	return Input{
 		Objective: "obj",

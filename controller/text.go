@@ -2,6 +2,8 @@ package controller
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -158,4 +160,53 @@ func (r *run) continueInput() string {
 	b.WriteString("\nWhen the objective is fully achieved and verified (tests pass), say \"The task is complete.\" " +
 		"If you are blocked, say exactly what blocks you.")
 	return b.String()
+}
+
+// checkWords are words that make a command in backquotes a check.
+var checkWords = map[string]bool{
+	"test": true, "tests": true, "check": true, "lint": true, "build": true, "vet": true, "verify": true,
+	"pytest": true, "tox": true, "mypy": true, "ruff": true, "eslint": true, "tsc": true, "clippy": true,
+	"ctest": true, "staticcheck": true, "golangci-lint": true, "shellcheck": true, "typecheck": true,
+}
+
+// checkPhrases are ways an objective asks for checks to pass.
+var checkPhrases = regexp.MustCompile(`\b(?:` +
+	`(?:unit |integration |e2e |end-to-end |the |all )*tests? (?:pass|passes|passing|succeed|succeeds|are green|is green|green)` +
+	`|(?:run|fix|make|get|keep) (?:the |all |every |our )?(?:failing |broken |unit |integration |e2e )*tests?(?: pass| passing| green)?` +
+	`|test suite|failing tests?|tests? (?:are|is) failing` +
+	`|(?:the |a )?(?:build|lint|linter|type ?check|typecheck|ci) (?:pass|passes|passing|succeeds?|is green|is clean|clean)` +
+	`|(?:it|the code|code) compiles|make it compile` +
+	`)\b`)
+
+// NamedChecks lists the checks an objective names: the commands it gives
+// in backquotes that run a test, build or linter (`make test`, `go test
+// ./...`, `./gradlew check`), or else the phrase with which it asks for
+// checks to pass ("make the tests pass", "the build passes", "fix the
+// failing tests"). A completion with no check run in the run is then not
+// accepted without a human (step 8, done.unverified).
+func NamedChecks(objective string) []string {
+	var out []string
+	parts := strings.Split(objective, "`")
+	for i := 1; i < len(parts); i += 2 {
+		span := strings.TrimSpace(parts[i])
+		words := strings.FieldsFunc(strings.ToLower(span), func(r rune) bool {
+			return r == ' ' || r == '\t' || r == '/' || r == ':' || r == '.' || r == '='
+		})
+		if len(words) > 0 && (words[0] == "test" || words[0] == "[") {
+			continue // the shell's test, `test -f x`
+		}
+		for _, w := range words {
+			if checkWords[w] {
+				out = append(out, "`"+clip(span, 80)+"`")
+				break
+			}
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	if m := checkPhrases.FindString(normalizeText(objective)); m != "" {
+		out = append(out, strconv.Quote(m))
+	}
+	return out
 }

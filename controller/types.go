@@ -144,6 +144,10 @@ type TurnSummary struct {
 	// ChecksPassed is the outcome of the last test/build/lint command of the
 	// turn, nil if none ran.
 	ChecksPassed *bool `json:"checksPassed,omitempty"`
+	// ChecksNotRun are the checks (test, build or lint commands) the turn
+	// tried that did not run: declined (by a human, full auto or the
+	// policy), refused, or unable to start, and not run later in the turn.
+	ChecksNotRun []string `json:"checksNotRun,omitempty"`
 	// ReviewApproved is set on review turns: did the reviewer accept the
 	// work. ReviewVerdict derives it from the reviewer's message.
 	ReviewApproved *bool `json:"reviewApproved,omitempty"`
@@ -295,8 +299,12 @@ type ApprovalRequest struct {
 	Sandboxed           bool     `json:"sandboxed,omitempty"`
 	// Escalated: the command asks to run outside the sandbox.
 	Escalated bool `json:"escalated,omitempty"`
-	// Opaque says why the rules cannot read the command fully.
+	// Opaque says why the rules cannot read the command fully; it matters
+	// only outside the sandbox.
 	Opaque string `json:"opaque,omitempty"`
+	// Privileged says why the command runs a command as another user
+	// (sudo, su, doas, pkexec, run0, ...): only a human approves it.
+	Privileged string `json:"privileged,omitempty"`
 }
 
 // Approval outcomes.

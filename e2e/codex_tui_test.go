@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/apserver/apserver/model/scripted"
+	"github.com/apserver/apserver/protocol"
 )
 
-// TestCodexTUI drives OpenAI's Codex 0.169 TUI (installed from npm by
-// scripts/install-codex.sh) in tmux against `apserver serve --listen`, over
+// TestCodexTUI drives OpenAI's Codex TUI, each version of
+// codexTUIVersions (0.169 and 0.171, installed from npm by
+// scripts/install-codex.sh), in tmux against `apserver serve --listen`, over
 // ws:// with a capability token and over unix://, as a user would: it
 // starts without an error on screen, a prompt streams an answer, an
 // approval offers Codex's choices and y runs the command, Esc interrupts,
@@ -34,32 +36,60 @@ func TestCodexTUI(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatal("tmux not found: the Codex TUI test needs it")
 	}
+	for _, version := range codexTUIVersions() {
+		t.Run(version, func(t *testing.T) {
+			codex := installCodex(t, version)
+			t.Run("ws", func(t *testing.T) {
+				tok := tokenFile(t)
+				dir, _ := reviewRepo(t) // a repository with a change, for /review
+				model := tuiModel(t)
+				l := startListener(t, model, dir, "ws://127.0.0.1:0", "--ws-auth", "capability-token", "--ws-token-file", tok)
+				runTUI(t, codex, model, l, dir, true)
+			})
+			t.Run("unix", func(t *testing.T) {
+				dir, _ := reviewRepo(t)
+				sock := filepath.Join(t.TempDir(), "aps.sock")
+				model := tuiModel(t)
+				l := startListener(t, model, dir, "unix://"+sock)
+				runTUI(t, codex, model, l, dir, false)
+			})
+		})
+	}
+}
+
+// codexTUIVersions are the Codex releases whose TUI the tests drive: the
+// one whose protocol apserver speaks (protocol.CodexVersion) and the one
+// before it. APSERVER_CODEX_VERSIONS (comma-separated) overrides the list.
+func codexTUIVersions() []string {
+	if v := os.Getenv("APSERVER_CODEX_VERSIONS"); v != "" {
+		return strings.Split(v, ",")
+	}
+	return []string{"0.169.0", protocol.CodexVersion}
+}
+
+// installCodex installs (once, cached per version) the Codex CLI of that
+// version with scripts/install-codex.sh and returns its executable; it
+// skips the test when npm cannot install it.
+func installCodex(t *testing.T, version string) string {
+	t.Helper()
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(filepath.Join(root, "scripts", "install-codex.sh")).Output()
+	cmd := exec.Command(filepath.Join(root, "scripts", "install-codex.sh"))
+	cmd.Env = append(os.Environ(), "CODEX_VERSION="+version)
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("scripts/install-codex.sh: %v", err)
+		t.Fatalf("scripts/install-codex.sh (Codex %s): %v", version, err)
 	}
 	codex := strings.TrimSpace(string(out))
 	if codex == "" {
-		t.Skip("npm not usable: the Codex TUI is not installed")
+		t.Skipf("npm not usable: the Codex %s TUI is not installed", version)
 	}
-	t.Run("ws", func(t *testing.T) {
-		tok := tokenFile(t)
-		dir, _ := reviewRepo(t) // a repository with a change, for /review
-		model := tuiModel(t)
-		l := startListener(t, model, dir, "ws://127.0.0.1:0", "--ws-auth", "capability-token", "--ws-token-file", tok)
-		runTUI(t, codex, model, l, dir, true)
-	})
-	t.Run("unix", func(t *testing.T) {
-		dir, _ := reviewRepo(t)
-		sock := filepath.Join(t.TempDir(), "aps.sock")
-		model := tuiModel(t)
-		l := startListener(t, model, dir, "unix://"+sock)
-		runTUI(t, codex, model, l, dir, false)
-	})
+	if v, err := exec.Command(codex, "--version").Output(); err != nil || !strings.Contains(string(v), version) {
+		t.Fatalf("%s --version = %q (%v), want %s", codex, v, err, version)
+	}
+	return codex
 }
 
 // tuiModel answers the TUI's title request with a title (the first rule:
@@ -171,6 +201,38 @@ func (u *tui) start(codex, dir string, env []string, args ...string) {
 	u.tmux("new-session", "-d", "-s", "tui", "-x", "160", "-y", "50", script)
 }
 
+// warningCount is the footer of a TUI (0.171) that holds startup warnings.
+var warningCount = regexp.MustCompile(`⚠ (\d+) warnings? · f2 to view`)
+
+// noVersionWarning opens the TUI's startup warnings, if it shows any, and
+// fails on one about the server's version (a TUI warns about a server that
+// reports an older Codex version in its userAgent). Other warnings (no
+// bubblewrap on this machine's PATH) are the TUI's own business.
+func (u *tui) noVersionWarning(screen string) {
+	u.t.Helper()
+	m := warningCount.FindStringSubmatch(screen)
+	if m == nil {
+		return
+	}
+	n, _ := strconv.Atoi(m[1])
+	u.tmux("send-keys", "-t", "tui", "F2")
+	for i := 1; i <= n; i++ {
+		s := u.waitText("a startup warning", fmt.Sprintf("Warnings · %d of %d", i, n))
+		for _, line := range strings.Split(s, "\n") {
+			if versionWarning.MatchString(line) {
+				u.t.Errorf("the TUI warns about the server's version: %q\nscreen:\n%s", line, s)
+			}
+		}
+		if i < n {
+			u.tmux("send-keys", "-t", "tui", "Right")
+		}
+	}
+	u.tmux("send-keys", "-t", "tui", "Escape")
+	u.waitScreen("the warnings closed", func(s string) bool { return !strings.Contains(s, "Warnings ·") })
+}
+
+var versionWarning = regexp.MustCompile(`(?i)older than|different from|version`)
+
 var errorLine = regexp.MustCompile(`(?i)error|method not found|failed|older than`)
 
 func runTUI(t *testing.T, codex string, model *scripted.Server, l *listener, dir string, token bool) {
@@ -205,6 +267,7 @@ func runTUI(t *testing.T, codex string, model *scripted.Server, l *listener, dir
 
 	u.typeLine("say hello")
 	noErrors("after the first answer", u.waitText("the answer", "Hello from the scripted model."))
+	u.noVersionWarning(u.screen())
 
 	u.typeLine("please make the marker")
 	s := u.waitText("the approval", "Would you like to run the following command?")
@@ -304,6 +367,8 @@ var traceLine = regexp.MustCompile(`msg=(recv|send) conn=(\d+) line=(".*")$`)
 
 // checkTranscripts validates every message of apserver's --trace log,
 // connection by connection, against the schemas.
+var methodNotFound = regexp.MustCompile(`"code":-32601,"message":"Method not found: ([^"]+)"`)
+
 func checkTranscripts(t *testing.T, logFile string) {
 	t.Helper()
 	f, err := os.Open(logFile)
@@ -320,6 +385,7 @@ func checkTranscripts(t *testing.T, logFile string) {
 		}
 	}
 	convs := map[string]*conv{}
+	notFound := map[string]bool{}
 	n := 0
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 64<<20)
@@ -341,6 +407,10 @@ func checkTranscripts(t *testing.T, logFile string) {
 			convs[m[2]] = c
 		}
 		n++
+		if nf := methodNotFound.FindStringSubmatch(line); m[1] == "send" && nf != nil && !notFound[nf[1]] {
+			notFound[nf[1]] = true
+			t.Logf("the TUI called %s: -32601 (docs/protocol.md, Codex 0.171)", nf[1])
+		}
 		switch {
 		case m[1] == "send":
 			if err := c.tr.Server([]byte(line)); err != nil {

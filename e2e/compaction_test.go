@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -168,16 +170,21 @@ func TestCompactStartDuringTurn(t *testing.T) {
 
 // TestCompactionStuckLoop: the model keeps reading files too big for any
 // compaction to help (each compaction keeps the step in flight, and that
-// alone passes the trigger). The turn stops after 3 automatic compactions
-// with contextWindowExceeded, not after hours.
+// alone passes the trigger: each output is cut to its share of the window,
+// so the step reads the file five times in parallel). The turn stops after
+// 3 automatic compactions with contextWindowExceeded, not after hours.
 func TestCompactionStuckLoop(t *testing.T) {
 	t.Parallel()
-	read := func(name string) scripted.Step {
-		return scripted.Step{ToolCalls: []scripted.ToolCall{{Command: "cat " + name}}}
+	read := func(name string, times int) scripted.Step {
+		var calls []scripted.ToolCall
+		for range times {
+			calls = append(calls, scripted.ToolCall{Command: "cat " + name})
+		}
+		return scripted.Step{ToolCalls: calls}
 	}
-	loop := scripted.Rule{Match: "read everything", Sequential: true, Steps: []scripted.Step{read("small.txt")}}
+	loop := scripted.Rule{Match: "read everything", Sequential: true, Steps: []scripted.Step{read("small.txt", 1)}}
 	for range 10 {
-		loop.Steps = append(loop.Steps, read("huge.txt"))
+		loop.Steps = append(loop.Steps, read("huge.txt", 5))
 	}
 	model := startModel(t, summaries(10), loop)
 	cfg := "model_auto_compact_token_limit = 4000\n[[models]]\nid = \"scripted-model\"\ncontext_window = 8192\n"
@@ -226,11 +233,15 @@ func TestCompactionFullAutoLongRun(t *testing.T) {
 		Text: "Starting with part 1.",
 		ToolCalls: []scripted.ToolCall{
 			{Name: "update_plan", Arguments: `{"plan":[{"step":"` + planStep + `","status":"in_progress"},{"step":"Report that all parts are read","status":"pending"}]}`},
-			{Command: "cat part-01.txt"},
+			{Command: "cat part-01.txt"}, {Command: "cat part-01.txt"},
 		},
 	}}
+	// Each output is cut to its share of the window (about a quarter of
+	// what the instructions and tools leave), so each step reads its part
+	// twice in parallel to fill the window as a whole part once did.
 	for i := 2; i <= parts; i++ {
-		steps = append(steps, scripted.Step{ToolCalls: []scripted.ToolCall{{Command: fmt.Sprintf("cat part-%02d.txt", i)}}})
+		cat := scripted.ToolCall{Command: fmt.Sprintf("cat part-%02d.txt", i)}
+		steps = append(steps, scripted.Step{ToolCalls: []scripted.ToolCall{cat, cat}})
 	}
 	steps = append(steps, scripted.Step{Text: "The task is complete: all 14 parts are read."})
 	model := startModel(t, summaries(40), scripted.Rule{Match: "C-long", Sequential: true, Steps: steps})
@@ -254,7 +265,7 @@ func TestCompactionFullAutoLongRun(t *testing.T) {
 	before := len(modelRequests(model))
 
 	c2 := newFAClient(t, model, faOptions{dataDir: dataDir, config: cfg})
-	end := c2.runEnded(threadID)
+	end := c2.runEndedStepwise(threadID)
 	if end.str("run.stopCondition") != "completed" {
 		t.Fatalf("run ended %s, want completed", end.Raw)
 	}
@@ -265,7 +276,7 @@ func TestCompactionFullAutoLongRun(t *testing.T) {
 	reqs := modelRequests(model)
 	var firstAfter *scripted.Request
 	for i := before; i < len(reqs); i++ {
-		if !isCompactRequest(reqs[i]) {
+		if !isCompactRequest(reqs[i]) && !reqs[i].Partial { // not one cut by the kill
 			firstAfter = &reqs[i]
 			break
 		}
@@ -291,6 +302,11 @@ func TestCompactionFullAutoLongRun(t *testing.T) {
 	// the objective and the plan verbatim.
 	compactions, seenCompaction := 0, false
 	for _, r := range reqs {
+		if r.Partial {
+			// Cut short by the kill above while it was being sent: the
+			// restarted process sends the step again, whole.
+			continue
+		}
 		if isCompactRequest(r) {
 			compactions++
 			seenCompaction = true
@@ -425,7 +441,8 @@ func TestCompactionRefusedAndOverflow(t *testing.T) {
 
 // TestCompactionHandoff: when compaction keeps leaving the context above
 // 75% of the window (twice in a row: each big read is kept as the step in
-// flight), full auto does not compact again:
+// flight; each output is cut to its share of the window, so a step reads
+// its file three times in parallel), full auto does not compact again:
 // it continues the run in a fresh thread, started with the objective, the
 // plan and the latest summary. The old run stops with stopCondition
 // "handoff", its receipt says so, and replay agrees.
@@ -433,12 +450,12 @@ func TestCompactionHandoff(t *testing.T) {
 	t.Parallel()
 	const objective = "C-handoff: read the three big files"
 	read := func(name string) scripted.Step {
-		return scripted.Step{ToolCalls: []scripted.ToolCall{{Command: "cat " + name}}}
+		return scripted.Step{ToolCalls: []scripted.ToolCall{{Command: "cat " + name}, {Command: "cat " + name}, {Command: "cat " + name}}}
 	}
 	steps := []scripted.Step{
 		{Text: "Planning.", ToolCalls: []scripted.ToolCall{
 			{Name: "update_plan", Arguments: `{"plan":[{"step":"Read the big files","status":"in_progress"}]}`},
-			{Command: "cat big1.txt"},
+			{Command: "cat big1.txt"}, {Command: "cat big1.txt"}, {Command: "cat big1.txt"},
 		}},
 		read("big2.txt"), // compaction, the read kept: above 75%
 		read("big3.txt"), // again: the run hands off after this turn
@@ -671,5 +688,258 @@ func TestCompactionOnOverflow(t *testing.T) {
 	}
 	if n > 2 {
 		t.Errorf("the third question was sent %d times, want at most 2 (once more after one compaction)", n)
+	}
+}
+
+// TestLearnedWindowPerProvider: two providers serve a model of the same
+// name with different windows that no configuration gives. The first
+// refuses a request as too long, and apserver learns its window; a thread
+// on the second provider, whose window is larger, sends a request of the
+// same size without compacting it first: a learned window belongs to the
+// provider that refused, not to every model of that name.
+func TestLearnedWindowPerProvider(t *testing.T) {
+	t.Parallel()
+	long := "First answer. " + strings.Repeat("Long explanation. ", 2400)
+	small := startModel(t, summaries(5),
+		scripted.Rule{Match: "first question", Steps: []scripted.Step{{Text: long}}},
+		scripted.Rule{Match: "second question", Steps: []scripted.Step{{HTTPError: 400, ErrorMessage: "This model's maximum context length is 8192 tokens (context_length_exceeded)", FailTimes: 1, Text: "Second answer."}}},
+	)
+	large := startModel(t, summaries(5),
+		scripted.Rule{Match: "first question", Steps: []scripted.Step{{Text: long}}},
+		scripted.Rule{Match: "second question", Steps: []scripted.Step{{Text: "Second answer from the large window."}}},
+	)
+	cfg := filepath.Join(t.TempDir(), "config.toml")
+	text := fmt.Sprintf("[providers.large]\nbase_url = %q\n", large.URL()+"/v1")
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, small, options{args: []string{"--config", cfg}, inProcess: true})
+
+	// The small provider refuses the second question: apserver compacts,
+	// sends it again and learns the window.
+	threadA, _ := c.startThread("never")
+	c.runTurn(threadA, "first question")
+	_, second := c.startTurn(threadA, "second question")
+	if d := c.turnDone(second); d.str("turn.status") != "completed" {
+		t.Fatalf("the refused turn ended %s, want completed after a compaction", d.Raw)
+	}
+	if n := len(c.find("item/completed", itemOfType(second, "contextCompaction"))); n != 1 {
+		t.Fatalf("%d contextCompaction items in the refused turn, want 1", n)
+	}
+
+	// The same model name on the large provider: the same conversation is
+	// sent as it is, and the client is not told the small window.
+	start := c.call("thread/start", map[string]any{"cwd": t.TempDir(), "model": "scripted-model", "modelProvider": "large", "approvalPolicy": "never"})
+	threadB := start.str("thread.id")
+	if start.str("modelProvider") != "large" {
+		t.Fatalf("thread/start modelProvider = %q, want large", start.str("modelProvider"))
+	}
+	c.runTurn(threadB, "first question")
+	_, secondB := c.startTurn(threadB, "second question")
+	if d := c.turnDone(secondB); d.str("turn.status") != "completed" {
+		t.Fatalf("the large provider's turn ended %s", d.Raw)
+	}
+	if n := len(c.find("item/completed", itemOfType(secondB, "contextCompaction"))); n != 0 {
+		t.Errorf("%d contextCompaction items on the large provider, want 0: the small provider's window was applied to it", n)
+	}
+	for _, r := range modelRequests(large) {
+		if isCompactRequest(r) {
+			t.Errorf("the large provider was asked for a summary")
+		}
+	}
+	if u := c.find("thread/tokenUsage/updated", forTurn(secondB)); len(u) == 0 || u[0].get("tokenUsage.modelContextWindow") != nil {
+		t.Errorf("the large provider's thread was told a context window: %v", u)
+	}
+	if u := c.find("thread/tokenUsage/updated", forTurn(second)); len(u) == 0 || u[0].get("tokenUsage.modelContextWindow") == nil {
+		t.Errorf("the small provider's thread was not told its learned window: %v", u)
+	}
+}
+
+// TestMessageLargerThanWindow: a user message that alone is larger than
+// the model's window fails its turn at once, saying so with the sizes, and
+// nothing is sent to the model (no summary request that could not help,
+// no request the provider would refuse). The thread stays usable: the next
+// message is answered, and the model never sees the oversized one.
+func TestMessageLargerThanWindow(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, summaries(5),
+		scripted.Rule{Match: "small question", Steps: []scripted.Step{{Text: "Small answer."}}},
+	)
+	c := newFAClient(t, model, faOptions{config: "[[models]]\nid = \"scripted-model\"\ncontext_window = 8192\n", inProcess: true})
+	threadID, _ := c.startThread("never")
+	big := "BIG-MESSAGE " + strings.Repeat("All work and no play makes Jack a dull boy. ", 2000) // 88 kB, about 22,000 tokens
+	_, turnID := c.startTurn(threadID, big)
+	done := c.turnDone(turnID)
+	if done.str("turn.status") != "failed" || done.str("turn.error.codexErrorInfo") != "contextWindowExceeded" {
+		t.Fatalf("turn ended %s, want failed with contextWindowExceeded", done.Raw)
+	}
+	msg := done.str("turn.error.message")
+	for _, want := range []string{"the message alone is larger than the model's context window", fmt.Sprintf("(%d bytes)", len(big)), "8192 tokens", "nothing was sent"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("turn error %q does not say %q", msg, want)
+		}
+	}
+	if n := len(modelRequests(model)); n != 0 {
+		t.Errorf("the model got %d requests for a message larger than its window, want 0", n)
+	}
+	// The user's message is still an item of the turn, whole.
+	items := c.find("item/completed", itemOfType(turnID, "userMessage"))
+	if len(items) != 1 || items[0].str("item.content.0.text") != big {
+		t.Errorf("the oversized message is not a whole userMessage item (%d items)", len(items))
+	}
+	_, next := c.runTurn(threadID, "small question")
+	if next.str("turn.status") != "completed" {
+		t.Fatalf("the next turn ended %s", next.Raw)
+	}
+	for _, r := range modelRequests(model) {
+		if strings.Contains(string(r.Body), "BIG-MESSAGE") {
+			t.Errorf("a model request holds the oversized message")
+		}
+	}
+}
+
+// TestCompactionSmallWindowLongToolOutput: a full-auto run on an 8k-token
+// window whose check prints some 2,600 lines, in every turn. A tool output
+// that alone would fill most of the window is cut for the model to a
+// budget of the window (head and tail kept, the middle elided with a
+// marker saying how to read the rest), so the compactions keep making
+// room and the run goes on to the end. The commandExecution item the
+// client gets still holds the whole output, and the model can page
+// through it with read_output.
+func TestCompactionSmallWindowLongToolOutput(t *testing.T) {
+	t.Parallel()
+	const (
+		window    = 8192
+		objective = "C-small: print the long log in every turn and report"
+		turns     = 16
+	)
+	// Each turn's check, its whole output, and the id a cut names the
+	// output by (16 hex digits of its SHA-256). The output differs from
+	// turn to turn, as a log's times do: the same result every time would
+	// be a stuck loop to full auto.
+	check := func(n int) string { return fmt.Sprintf("seq -f 'test case %%04g of the suite, run %d: ok' 1 2600", n) }
+	whole := func(n int) string {
+		var b strings.Builder
+		for i := 1; i <= 2600; i++ {
+			fmt.Fprintf(&b, "test case %04d of the suite, run %d: ok\n", i, n)
+		}
+		return b.String()
+	}
+	sum := sha256.Sum256([]byte(whole(2)))
+	outputID := hex.EncodeToString(sum[:8])
+	rules := []scripted.Rule{summaries(60)}
+	for n := turns; n >= 1; n-- {
+		match := fmt.Sprintf(`turn="%d"`, n)
+		if n == 1 {
+			match = "C-small"
+		}
+		steps := []scripted.Step{{Text: fmt.Sprintf("Printing the log, turn %d.", n), ToolCalls: []scripted.ToolCall{{Command: check(n)}}}}
+		if n == 2 {
+			// Page through the rest of the output the marker names.
+			steps = append(steps, scripted.Step{ToolCalls: []scripted.ToolCall{{Name: "read_output", Arguments: `{"id":"` + outputID + `","offset":1300,"limit":3}`}}})
+		}
+		final := fmt.Sprintf("Turn %d: the log is printed; more next turn.", n)
+		if n == turns {
+			final = "The task is complete: the log was printed in every turn."
+		}
+		steps = append(steps, scripted.Step{Text: final})
+		rules = append(rules, scripted.Rule{Match: match, Steps: steps})
+	}
+	model := startModel(t, rules...)
+	cfg := fmt.Sprintf("[[models]]\nid = \"scripted-model\"\ncontext_window = %d\n", window)
+	c := newFAClient(t, model, faOptions{config: cfg, inProcess: true})
+	threadID, cwd := c.startThread("never")
+	// A workspace's instructions take their part of the window too.
+	agents := strings.Repeat("AGENTS-RULE: keep every log line as the suite prints it.\n", 40) // 2.3 kB
+	if err := os.WriteFile(filepath.Join(cwd, "AGENTS.md"), []byte(agents), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.startFullAuto(threadID, map[string]any{"objective": objective, "approvals": "never"})
+	end := c.runEndedStepwise(threadID)
+	if end.str("run.stopCondition") != "completed" {
+		t.Fatalf("run ended %s, want completed", end.Raw)
+	}
+
+	// Every commandExecution item holds the whole output.
+	cmds := c.find("item/completed", func(m *message) bool {
+		return m.str("threadId") == threadID && m.str("item.type") == "commandExecution"
+	})
+	if len(cmds) < turns {
+		t.Fatalf("%d commandExecution items, want %d", len(cmds), turns)
+	}
+	for i, m := range cmds {
+		out := m.str("item.aggregatedOutput")
+		if out != whole(i+1) {
+			t.Errorf("commandExecution item holds %d lines, want the whole 2,600", strings.Count(out, "\n"))
+		}
+	}
+	// The model saw the head and tail of each output, a marker in place of
+	// the middle, and never a request past the window.
+	var sawMarker bool
+	for _, r := range modelRequests(model) {
+		if n := requestTokens(r); n > window {
+			t.Errorf("a request of %d tokens, past the %d-token window", n, window)
+		}
+		body := string(r.Body)
+		if strings.Contains(body, "test case 0001 of the suite, run 2") && strings.Contains(body, "test case 2600 of the suite, run 2") &&
+			!strings.Contains(body, "test case 1300 of the suite") && strings.Contains(body, `read_output {\"id\": \"`+outputID) {
+			sawMarker = true
+		}
+	}
+	if !sawMarker {
+		t.Errorf("no request shows an output cut to its head and tail with a read_output marker")
+	}
+	// read_output returned the lines asked for, from the whole output.
+	var paged bool
+	for _, r := range modelRequests(model) {
+		if body := string(r.Body); strings.Contains(body, "Lines 1300 to 1302 of 2600 of output "+outputID) {
+			if strings.Contains(body, "test case 1302 of the suite, run 2: ok") &&
+				!strings.Contains(body, "test case 1303 of the suite") {
+				paged = true
+			}
+		}
+	}
+	if !paged {
+		t.Errorf("no request holds read_output's page of lines 1300 to 1302")
+	}
+	// The run went on through its compactions.
+	if n := len(c.find("item/completed", func(m *message) bool { return m.str("item.type") == "contextCompaction" })); n < 2 {
+		t.Errorf("%d compactions, want at least 2: the window is meant to fill", n)
+	}
+}
+
+// TestMessageLargerThanLearnedWindow: the same, on a model whose window no
+// configuration gives. The provider refuses the request as too long; the
+// window learned from that refusal (an upper bound) shows that the
+// message with the instructions and tools fills it, so the turn fails
+// saying so, without a summary request that could
+// not help (a compaction keeps the latest message verbatim).
+func TestMessageLargerThanLearnedWindow(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, summaries(5),
+		scripted.Rule{Match: "BIG-MESSAGE", Steps: []scripted.Step{{HTTPError: 400, ErrorMessage: "This model's maximum context length is 8192 tokens (context_length_exceeded)"}}},
+	)
+	c := newClient(t, model, options{inProcess: true})
+	threadID, _ := c.startThread("never")
+	big := "BIG-MESSAGE " + strings.Repeat("All work and no play makes Jack a dull boy. ", 2000)
+	_, turnID := c.startTurn(threadID, big)
+	done := c.turnDone(turnID)
+	if done.str("turn.status") != "failed" || done.str("turn.error.codexErrorInfo") != "contextWindowExceeded" {
+		t.Fatalf("turn ended %s, want failed with contextWindowExceeded", done.Raw)
+	}
+	msg := done.str("turn.error.message")
+	for _, want := range []string{"the message does not fit the model's context window", fmt.Sprintf("(%d bytes)", len(big)), "window is at most", "refused it as too long"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("turn error %q does not say %q", msg, want)
+		}
+	}
+	reqs := modelRequests(model)
+	for _, r := range reqs {
+		if isCompactRequest(r) {
+			t.Errorf("a summary request was sent for a message larger than the window")
+		}
+	}
+	if len(reqs) != 1 {
+		t.Errorf("the model got %d requests, want 1 (the one it refused)", len(reqs))
 	}
 }

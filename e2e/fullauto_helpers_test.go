@@ -58,6 +58,26 @@ func (c *client) runEnded(threadID string) *message {
 	})
 }
 
+// runEndedStepwise is runEnded for a long run: each turn gets the usual
+// wait, not the whole run, so a run that is slow but moving (many turns
+// under the race detector beside other suites) is told from one that hangs.
+func (c *client) runEndedStepwise(threadID string) *message {
+	c.t.Helper()
+	from := 0
+	for {
+		m := c.waitMsg("the next turn's end or the run's stop", from, func(m *message) bool {
+			if m.str("threadId") != threadID {
+				return false
+			}
+			return m.Method == "turn/completed" || (m.Method == "fullAuto/statusChanged" && m.str("state") == "stopped")
+		})
+		if m.Method == "fullAuto/statusChanged" {
+			return m
+		}
+		from = m.Seq + 1
+	}
+}
+
 // runState waits for the fullAuto/statusChanged of threadID into state.
 func (c *client) runState(after *message, threadID, state string) *message {
 	c.t.Helper()

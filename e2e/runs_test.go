@@ -865,7 +865,7 @@ func TestRunTaskThreadPaused(t *testing.T) {
 
 // apserver run --resume takes up a stored run: one that waits on a human
 // is reported again (exit 5), a failed one is resumed and goes to its end
-// (exit 0); an unknown id is a usage error.
+// (exit 0); an unknown id exits 1, as an unknown thread id does in exec.
 func TestRunHeadlessResume(t *testing.T) {
 	t.Parallel()
 	rules := shoutRules(t)
@@ -896,7 +896,7 @@ func TestRunHeadlessResume(t *testing.T) {
 	if r = runCmd(t, model, repo, dataDir, "--resume", wait); r.code != 5 || !strings.Contains(r.stdout, "waiting for planApproval") {
 		t.Errorf("apserver run --resume (waiting) = exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
-	if r = runCmd(t, model, repo, dataDir, "--resume", "nosuchrun"); r.code != 2 || !strings.Contains(r.stderr, "nosuchrun") {
+	if r = runCmd(t, model, repo, dataDir, "--resume", "nosuchrun"); r.code != 1 || !strings.Contains(r.stderr, "nosuchrun") {
 		t.Errorf("apserver run --resume of an unknown run = exit %d: %s", r.code, r.stderr)
 	}
 	if r = runCmd(t, model, repo, dataDir, "--resume", id, "a request"); r.code != 2 {

@@ -288,3 +288,32 @@ func TestThreadModelProvider(t *testing.T) {
 	}
 	c.callErr("thread/start", map[string]any{"cwd": t.TempDir(), "model": "x", "modelProvider": "nowhere"}, -32602, "nowhere")
 }
+
+// TestSandboxedTurnToldAboutTmp: a sandboxed thread's instructions say
+// that its /tmp is not the user's, so the model does not tell the user to
+// open a file there (issue 28); a thread without the sandbox is not told.
+func TestSandboxedTurnToldAboutTmp(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, scripted.Rule{Match: "where-tmp", Steps: []scripted.Step{{Text: "ok"}}})
+	c := newClient(t, model, options{inProcess: true})
+	for _, tc := range []struct {
+		sandbox string
+		told    bool
+	}{{"workspace-write", true}, {"read-only", true}, {"danger-full-access", false}} {
+		id := c.call("thread/start", map[string]any{"cwd": t.TempDir(), "sandbox": tc.sandbox}).str("thread.id")
+		_, turn := c.startTurn(id, "where-tmp "+tc.sandbox)
+		c.turnDone(turn)
+		var body string
+		for _, r := range modelRequests(model) {
+			if strings.Contains(r.LastUserText, "where-tmp "+tc.sandbox) {
+				body = string(r.Body)
+			}
+		}
+		if body == "" {
+			t.Fatalf("%s: no model request", tc.sandbox)
+		}
+		if told := strings.Contains(body, "not in the user's /tmp"); told != tc.told {
+			t.Errorf("%s: instructions mention the private /tmp: %v, want %v", tc.sandbox, told, tc.told)
+		}
+	}
+}

@@ -913,10 +913,12 @@ func (m *Machine) ModelMayAnswer(key string, req controller.ApprovalRequest) (ok
 }
 
 // ModelMayAnswerRequest: under strategy, the decision model may answer req
-// (rung 2): never under "ask", and never for a forbidden, escalated or
-// opaque command, which is a human's call.
+// (rung 2): never under "ask", and never for a forbidden, privileged or
+// escalated command, nor an opaque one outside the sandbox, which are a
+// human's call.
 func ModelMayAnswerRequest(strategy controller.ApprovalStrategy, req controller.ApprovalRequest) bool {
-	return strategy != controller.ApproveAsk && req.RuleDecision != "forbidden" && !req.Escalated && req.Opaque == ""
+	return strategy != controller.ApproveAsk && req.RuleDecision != "forbidden" && req.Privileged == "" &&
+		!req.Escalated && (req.Opaque == "" || req.Sandboxed)
 }
 
 // RequestAnswer is the decision model's answer to an approval or question.

@@ -364,6 +364,8 @@ func TestApprovalLadder(t *testing.T) {
 		{Kind: "command", RuleDecision: "forbidden"},
 		{Kind: "command", RuleDecision: "allow", Escalated: true},
 		{Kind: "command", Opaque: "a variable names the program"},
+		{Kind: "command", RuleDecision: "prompt", Sandboxed: true, Privileged: "sudo runs commands as another user"},
+		{Kind: "command", RuleDecision: "allow", Privileged: "su runs commands as another user"},
 	} {
 		if ok, _, _ := m.ModelMayAnswer("k2", r); ok {
 			t.Errorf("the model may answer %+v: a human's call", r)

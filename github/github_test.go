@@ -149,6 +149,9 @@ func TestDraftPRLifecycle(t *testing.T) {
 	if err != nil || sha == "" {
 		t.Fatalf("Merge = %q, %v", sha, err)
 	}
+	if got, err := c.GetPR(ctx, pr.Number); err != nil || !got.Merged || got.MergeCommit != sha {
+		t.Errorf("GetPR after the merge = %+v, %v; want merged as %s", got, err, sha)
+	}
 	if err := c.DeleteBranch(ctx, "run/1"); err != nil {
 		t.Fatal(err)
 	}

@@ -19,12 +19,17 @@ type PR struct {
 	Head    string `json:"head"` // the branch
 	Base    string `json:"base"`
 	HeadSHA string `json:"headSha"`
+	// MergeCommit is the merge commit's SHA once merged.
+	MergeCommit string `json:"mergeCommit,omitempty"`
 }
 
 func prFrom(p *gh.PullRequest) PR {
 	out := PR{Number: p.GetNumber(), URL: p.GetHTMLURL(), NodeID: p.GetNodeID(), State: p.GetState(),
 		Draft: p.GetDraft(), Merged: p.GetMerged(), HeadSHA: p.GetHead().GetSHA(),
 		Head: p.GetHead().GetRef(), Base: p.GetBase().GetRef()}
+	if out.Merged {
+		out.MergeCommit = p.GetMergeCommitSHA()
+	}
 	return out
 }
 
@@ -74,6 +79,26 @@ func (c *Client) FindPR(ctx context.Context, branch string) (PR, bool, error) {
 	for _, p := range ps {
 		if p.GetHead().GetRef() == branch {
 			return prFrom(p), true, nil
+		}
+	}
+	return PR{}, false, nil
+}
+
+// FindRunPR finds the pull request, open or not, whose head was branch and
+// whose body names runID (Body's link-back line): how a run's history is
+// rebuilt after its branch was deleted on GitHub. ok is false when there
+// is none.
+func (c *Client) FindRunPR(ctx context.Context, branch, runID string) (PR, bool, error) {
+	ps, _, err := c.gh.PullRequests.List(ctx, c.repo.Owner, c.repo.Name, &gh.PullRequestListOptions{
+		State: "all", Head: c.repo.Owner + ":" + branch, ListOptions: gh.ListOptions{PerPage: 30},
+	})
+	if err != nil {
+		return PR{}, false, classify("find the pull request of run "+runID, err)
+	}
+	for _, p := range ps {
+		if p.GetHead().GetRef() == branch && RunIDFromBody(p.GetBody()) == runID {
+			full, err := c.GetPR(ctx, p.GetNumber())
+			return full, err == nil, err
 		}
 	}
 	return PR{}, false, nil

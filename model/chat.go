@@ -180,7 +180,7 @@ type chatParser struct {
 	base          string // id stem for generated item ids
 	msgID, rsID   string
 	sawText       bool
-	reasoning     []byte
+	reasoning     TextBuffer
 	reasoningOpen bool
 	calls         []ccCall
 	finished      bool // finish_reason seen and items finalized
@@ -249,7 +249,7 @@ func (p *chatParser) line(b []byte) (bool, *Error) {
 			}
 			p.reasoningOpen = true
 			p.em.count(len(r))
-			p.reasoning = append(p.reasoning, r...)
+			p.reasoning.WriteString(r)
 			p.em.send(Event{Kind: EvReasoningTextDelta, ItemID: p.rsID, Text: r})
 		}
 		if d.Content != "" {
@@ -435,7 +435,7 @@ func (p *chatParser) closeReasoning() {
 		return
 	}
 	p.reasoningOpen = false
-	p.em.send(Event{Kind: EvReasoningDone, ItemID: p.rsID, Content: []string{string(p.reasoning)}})
+	p.em.send(Event{Kind: EvReasoningDone, ItemID: p.rsID, Content: []string{p.reasoning.String()}})
 }
 
 // finish emits the completed items once finish_reason arrives; usage and

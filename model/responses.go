@@ -221,9 +221,9 @@ type rsItemState struct {
 	kind    itemKind
 	callID  string
 	name    string
-	text    []byte   // function arguments or custom tool input
-	summary [][]byte // reasoning summary parts by summary_index
-	content [][]byte // reasoning content parts by content_index
+	text    []byte       // function arguments or custom tool input
+	summary []TextBuffer // reasoning summary parts by summary_index
+	content []TextBuffer // reasoning content parts by content_index
 }
 
 type responsesParser struct {
@@ -262,9 +262,9 @@ func (p *responsesParser) remove(it *rsItemState) {
 // maxParts bounds summary/content indexes taken from the stream.
 const maxParts = 1024
 
-func growParts(parts [][]byte, i int) [][]byte {
+func growParts(parts []TextBuffer, i int) []TextBuffer {
 	for len(parts) <= i {
-		parts = append(parts, nil)
+		parts = append(parts, TextBuffer{})
 	}
 	return parts
 }
@@ -401,14 +401,14 @@ func (p *responsesParser) handle() (bool, *Error) {
 		p.em.count(len(ev.Delta))
 		it := p.find(ev.ItemID, itemReasoning)
 		it.summary = growParts(it.summary, ev.SummaryIndex)
-		it.summary[ev.SummaryIndex] = append(it.summary[ev.SummaryIndex], ev.Delta...)
+		it.summary[ev.SummaryIndex].WriteString(ev.Delta)
 		p.em.send(Event{Kind: EvReasoningSummaryDelta, ItemID: it.id, Index: ev.SummaryIndex, Text: ev.Delta})
 
 	case "response.reasoning_text.delta":
 		p.em.count(len(ev.Delta))
 		it := p.find(ev.ItemID, itemReasoning)
 		it.content = growParts(it.content, ev.ContentIndex)
-		it.content[ev.ContentIndex] = append(it.content[ev.ContentIndex], ev.Delta...)
+		it.content[ev.ContentIndex].WriteString(ev.Delta)
 		p.em.send(Event{Kind: EvReasoningTextDelta, ItemID: it.id, Index: ev.ContentIndex, Text: ev.Delta})
 
 	case "response.function_call_arguments.delta":
@@ -551,13 +551,13 @@ func partsText(parts []rsContent, typ string) []string {
 	return out
 }
 
-func bytesToStrings(parts [][]byte) []string {
+func bytesToStrings(parts []TextBuffer) []string {
 	if len(parts) == 0 {
 		return nil
 	}
 	out := make([]string, len(parts))
-	for i, b := range parts {
-		out[i] = string(b)
+	for i := range parts {
+		out[i] = parts[i].String()
 	}
 	return out
 }

@@ -162,7 +162,7 @@ type PageParams struct {
 // CodexVersion is the Codex release whose app-server protocol apserver
 // speaks (the vendored schema in protocol/codex). It is the version in the
 // initialize result's userAgent.
-const CodexVersion = "0.169.0"
+const CodexVersion = "0.171.0"
 
 // ThreadItemsListParams are thread/items/list's params. Cursor is a string
 // (an item id from nextCursor) or an anchor {"type":"item","itemId":…};

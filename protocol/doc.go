@@ -15,5 +15,10 @@
 // Optional wire fields are pointers or omitempty; nullable-but-required
 // fields are pointers without omitempty so they serialize as null.
 //
+// Long strings (largejson.go): MarshalLarge encodes a value keeping its
+// strings of LargeMin bytes or more by reference, escaped only when the
+// encoding is written; items' MarshalJSON allocates its result once that
+// way. The output is encoding/json's, byte for byte.
+//
 // protocol imports only the standard library. Everything else may import it.
 package protocol

@@ -106,12 +106,15 @@ type DynamicToolCallItem struct {
 	Success      *bool                    `json:"success"`
 	ContentItems []DynamicToolCallContent `json:"contentItems"`
 	DurationMs   *int64                   `json:"durationMs"`
+	// Namespace is the client tool's namespace (dynamictools.go).
+	Namespace *string `json:"namespace,omitempty"`
 }
 
 // DynamicToolCallContent is one part of a dynamic tool call's output.
 type DynamicToolCallContent struct {
-	Type string `json:"type"` // inputText
-	Text string `json:"text"`
+	Type     string `json:"type"` // inputText | inputImage
+	Text     string `json:"text"`
+	ImageURL string `json:"imageUrl,omitempty"` // inputImage
 }
 
 // ContextCompactionItem marks a compaction of the history.
@@ -156,8 +159,24 @@ func (ContextCompactionItem) ItemType() string { return "contextCompaction" }
 func (DynamicToolCallItem) ItemType() string   { return "dynamicToolCall" }
 func (i RawItem) ItemType() string             { return i.Type }
 
-// tagged marshals v with a leading "type" field.
+// tagged marshals v with a leading "type" field. A long string in v (see
+// MarshalLarge) is escaped straight into the result, which is allocated
+// once at its size: the stored item and the notification of an answer cut
+// at a 64 MiB cap each cost 64 MiB, not several times that.
 func tagged(typ string, v any) ([]byte, error) {
+	if l, ok, err := MarshalLarge(v, true); err != nil {
+		return nil, err
+	} else if ok {
+		out := make([]byte, 0, l.Len()+len(typ)+12)
+		out = append(out, `{"type":"`...)
+		out = append(out, typ...)
+		out = append(out, '"')
+		if l.Len() > 2 {
+			out = append(out, ',')
+			return l.appendFrom(out, 1), nil
+		}
+		return append(out, '}'), nil
+	}
 	body, err := json.Marshal(v)
 	if err != nil {
 		return nil, err

@@ -74,6 +74,7 @@ const (
 	MethodModelList                              = "model/list"
 	MethodModelProviderCapabilitiesRead          = "modelProvider/capabilities/read"
 	MethodModelProviderConfigWrite               = "modelProvider/config/write"
+	MethodModelProviderDefaultSet                = "modelProvider/default/set"
 	MethodModelProviderList                      = "modelProvider/list"
 	MethodPermissionProfileList                  = "permissionProfile/list"
 	MethodPluginInstall                          = "plugin/install"
@@ -153,6 +154,7 @@ const (
 	MethodThreadRealtimeAppendAudio              = "thread/realtime/appendAudio"
 	MethodThreadRealtimeAppendSpeech             = "thread/realtime/appendSpeech"
 	MethodThreadRealtimeAppendText               = "thread/realtime/appendText"
+	MethodThreadRealtimeList                     = "thread/realtime/list"
 	MethodThreadRealtimeListVoices               = "thread/realtime/listVoices"
 	MethodThreadRealtimeStart                    = "thread/realtime/start"
 	MethodThreadRealtimeStop                     = "thread/realtime/stop"
@@ -161,6 +163,9 @@ const (
 	MethodThreadSample                           = "thread/sample"
 	MethodThreadSampleCancel                     = "thread/sample/cancel"
 	MethodThreadSearch                           = "thread/search"
+	MethodThreadSearchCancel                     = "thread/search/cancel"
+	MethodThreadSearchStream                     = "thread/search/stream"
+	MethodThreadSearchStreamCancel               = "thread/search/stream/cancel"
 	MethodThreadSearchOccurrences                = "thread/searchOccurrences"
 	MethodThreadSectionMove                      = "thread/section/move"
 	MethodThreadSettingsUpdate                   = "thread/settings/update"
@@ -189,12 +194,29 @@ const (
 
 // Client → server requests: apserver's extensions (protocol/apserver/schema).
 const (
+	MethodAlignmentExplain       = "alignment/explain"
+	MethodBlueprintCancel        = "blueprint/cancel"
+	MethodBlueprintCoverage      = "blueprint/coverage"
+	MethodBlueprintDiff          = "blueprint/diff"
+	MethodBlueprintIngest        = "blueprint/ingest"
+	MethodBlueprintList          = "blueprint/list"
+	MethodBlueprintNext          = "blueprint/next"
+	MethodBlueprintNodeTasks     = "blueprint/node/tasks"
+	MethodBlueprintNodeUpdate    = "blueprint/node/update"
+	MethodBlueprintRead          = "blueprint/read"
+	MethodBlueprintVerify        = "blueprint/verify"
 	MethodFullAutoPause          = "fullAuto/pause"
 	MethodFullAutoResume         = "fullAuto/resume"
 	MethodFullAutoStart          = "fullAuto/start"
 	MethodFullAutoStatus         = "fullAuto/status"
 	MethodFullAutoStop           = "fullAuto/stop"
 	MethodPolicyExplain          = "policy/explain"
+	MethodProjectContextPreview  = "project/context/preview"
+	MethodProjectDecisionAdd     = "project/decision/add"
+	MethodProjectDecisionList    = "project/decision/list"
+	MethodProjectDecisionRevoke  = "project/decision/revoke"
+	MethodProjectDecisionUpdate  = "project/decision/update"
+	MethodProjectSnapshotRead    = "project/snapshot/read"
 	MethodRunCancel              = "run/cancel"
 	MethodRunClarificationAnswer = "run/clarification/answer"
 	MethodRunList                = "run/list"
@@ -205,8 +227,10 @@ const (
 	MethodRunRead                = "run/read"
 	MethodRunRepairApprove       = "run/repair/approve"
 	MethodRunResume              = "run/resume"
+	MethodRunRevert              = "run/revert"
 	MethodRunStart               = "run/start"
 	MethodRunTaskApprove         = "run/task/approve"
+	MethodRunTaskRevert          = "run/task/revert"
 )
 
 // Client → server notifications: Codex (protocol/codex/schema).
@@ -219,7 +243,6 @@ const (
 	RequestAccountChatgptAuthTokensRefresh = "account/chatgptAuthTokens/refresh"
 	RequestApplyPatchApproval              = "applyPatchApproval"
 	RequestAttestationGenerate             = "attestation/generate"
-	RequestCurrentTimeRead                 = "currentTime/read"
 	RequestExecCommandApproval             = "execCommandApproval"
 	RequestCommandApproval                 = "item/commandExecution/requestApproval"
 	RequestFileChangeApproval              = "item/fileChange/requestApproval"
@@ -303,6 +326,7 @@ const (
 	NotifyThreadRealtimeTranscriptDelta           = "thread/realtime/transcript/delta"
 	NotifyThreadRealtimeTranscriptDone            = "thread/realtime/transcript/done"
 	NotifyThreadReverted                          = "thread/reverted"
+	NotifyThreadSearchPartial                     = "thread/search/partial"
 	NotifyThreadSectionChanged                    = "thread/section/changed"
 	NotifyThreadSettingsUpdated                   = "thread/settings/updated"
 	NotifyThreadStarted                           = "thread/started"
@@ -322,6 +346,8 @@ const (
 // Server → client notifications: apserver's extensions (protocol/apserver/schema).
 const (
 	NotifyAttention                 = "attention"
+	NotifyBlueprintProgress         = "blueprint/progress"
+	NotifyBlueprintUpdated          = "blueprint/updated"
 	NotifyFullAutoDecision          = "fullAuto/decision"
 	NotifyFullAutoStatusChanged     = "fullAuto/statusChanged"
 	NotifyRunClarificationRequested = "run/clarification/requested"
@@ -376,9 +402,20 @@ var Methods = []MethodInfo{
 	{MethodAccountWorkspaceMessagesRead, KindClientRequest, "", "GetWorkspaceMessagesResponse", false},
 	{MethodAccountSessionList, KindClientRequest, "AccountSessionsListParams", "AccountSessionsResponse", false},
 	{MethodAccountSessionSwitch, KindClientRequest, "AccountSessionsSwitchParams", "AccountSessionsSwitchResponse", false},
+	{MethodAlignmentExplain, KindClientRequest, "AlignmentExplainParams", "AlignmentExplainResponse", true},
 	{MethodAppInstalled, KindClientRequest, "AppsInstalledParams", "AppsInstalledResponse", false},
 	{MethodAppList, KindClientRequest, "AppsListParams", "AppsListResponse", false},
 	{MethodAppRead, KindClientRequest, "AppsReadParams", "AppsReadResponse", false},
+	{MethodBlueprintCancel, KindClientRequest, "BlueprintCancelParams", "BlueprintCancelResponse", true},
+	{MethodBlueprintCoverage, KindClientRequest, "BlueprintCoverageParams", "BlueprintCoverageResponse", true},
+	{MethodBlueprintDiff, KindClientRequest, "BlueprintDiffParams", "BlueprintDiffResponse", true},
+	{MethodBlueprintIngest, KindClientRequest, "BlueprintIngestParams", "BlueprintIngestResponse", true},
+	{MethodBlueprintList, KindClientRequest, "BlueprintListParams", "BlueprintListResponse", true},
+	{MethodBlueprintNext, KindClientRequest, "BlueprintNextParams", "BlueprintNextResponse", true},
+	{MethodBlueprintNodeTasks, KindClientRequest, "BlueprintNodeTasksParams", "BlueprintNodeTasksResponse", true},
+	{MethodBlueprintNodeUpdate, KindClientRequest, "BlueprintNodeUpdateParams", "BlueprintNodeUpdateResponse", true},
+	{MethodBlueprintRead, KindClientRequest, "BlueprintReadParams", "BlueprintReadResponse", true},
+	{MethodBlueprintVerify, KindClientRequest, "BlueprintVerifyParams", "BlueprintVerifyResponse", true},
 	{MethodCollaborationModeList, KindClientRequest, "CollaborationModeListParams", "CollaborationModeListResponse", false},
 	{MethodCommandExec, KindClientRequest, "CommandExecParams", "CommandExecResponse", false},
 	{MethodCommandExecResize, KindClientRequest, "CommandExecResizeParams", "CommandExecResizeResponse", false},
@@ -435,6 +472,7 @@ var Methods = []MethodInfo{
 	{MethodModelList, KindClientRequest, "ModelListParams", "ModelListResponse", false},
 	{MethodModelProviderCapabilitiesRead, KindClientRequest, "ModelProviderCapabilitiesReadParams", "ModelProviderCapabilitiesReadResponse", false},
 	{MethodModelProviderConfigWrite, KindClientRequest, "ModelProviderConfigWriteParams", "ModelProviderConfigWriteResponse", false},
+	{MethodModelProviderDefaultSet, KindClientRequest, "ModelProviderDefaultSetParams", "ConfigWriteResponse", false},
 	{MethodModelProviderList, KindClientRequest, "ModelProviderListParams", "ModelProviderListResponse", false},
 	{MethodPermissionProfileList, KindClientRequest, "PermissionProfileListParams", "PermissionProfileListResponse", false},
 	{MethodPluginInstall, KindClientRequest, "PluginInstallParams", "PluginInstallResponse", false},
@@ -455,12 +493,18 @@ var Methods = []MethodInfo{
 	{MethodProcessResizePty, KindClientRequest, "ProcessResizePtyParams", "ProcessResizePtyResponse", false},
 	{MethodProcessSpawn, KindClientRequest, "ProcessSpawnParams", "ProcessSpawnResponse", false},
 	{MethodProcessWriteStdin, KindClientRequest, "ProcessWriteStdinParams", "ProcessWriteStdinResponse", false},
+	{MethodProjectContextPreview, KindClientRequest, "ProjectContextPreviewParams", "ProjectContextPreviewResponse", true},
 	{MethodProjectCreate, KindClientRequest, "ProjectCreateParams", "ProjectCreateResponse", false},
+	{MethodProjectDecisionAdd, KindClientRequest, "ProjectDecisionAddParams", "ProjectDecisionAddResponse", true},
+	{MethodProjectDecisionList, KindClientRequest, "ProjectDecisionListParams", "ProjectDecisionListResponse", true},
+	{MethodProjectDecisionRevoke, KindClientRequest, "ProjectDecisionRevokeParams", "ProjectDecisionRevokeResponse", true},
+	{MethodProjectDecisionUpdate, KindClientRequest, "ProjectDecisionUpdateParams", "ProjectDecisionUpdateResponse", true},
 	{MethodProjectDelete, KindClientRequest, "ProjectDeleteParams", "ProjectDeleteResponse", false},
 	{MethodProjectImport, KindClientRequest, "ProjectImportParams", "ProjectImportResponse", false},
 	{MethodProjectList, KindClientRequest, "ProjectListParams", "ProjectListResponse", false},
 	{MethodProjectMove, KindClientRequest, "ProjectMoveParams", "ProjectMoveResponse", false},
 	{MethodProjectRead, KindClientRequest, "ProjectReadParams", "ProjectReadResponse", false},
+	{MethodProjectSnapshotRead, KindClientRequest, "ProjectSnapshotReadParams", "ProjectSnapshotReadResponse", true},
 	{MethodProjectUpdate, KindClientRequest, "ProjectUpdateParams", "ProjectUpdateResponse", false},
 	{MethodRemoteControlClientList, KindClientRequest, "RemoteControlClientsListParams", "RemoteControlClientsListResponse", false},
 	{MethodRemoteControlClientRevoke, KindClientRequest, "RemoteControlClientsRevokeParams", "RemoteControlClientsRevokeResponse", false},
@@ -481,8 +525,10 @@ var Methods = []MethodInfo{
 	{MethodRunRead, KindClientRequest, "RunReadParams", "RunReadResponse", true},
 	{MethodRunRepairApprove, KindClientRequest, "RunRepairApproveParams", "RunRepairApproveResponse", true},
 	{MethodRunResume, KindClientRequest, "RunResumeParams", "RunResumeResponse", true},
+	{MethodRunRevert, KindClientRequest, "RunRevertParams", "RunRevertResponse", true},
 	{MethodRunStart, KindClientRequest, "RunStartParams", "RunStartResponse", true},
 	{MethodRunTaskApprove, KindClientRequest, "RunTaskApproveParams", "RunTaskApproveResponse", true},
+	{MethodRunTaskRevert, KindClientRequest, "RunTaskRevertParams", "RunTaskRevertResponse", true},
 	{MethodServerDiagnostics, KindClientRequest, "ServerDiagnosticsParams", "ServerDiagnosticsResponse", false},
 	{MethodSkillsConfigWrite, KindClientRequest, "SkillsConfigWriteParams", "SkillsConfigWriteResponse", false},
 	{MethodSkillsExtraRootsSet, KindClientRequest, "SkillsExtraRootsSetParams", "SkillsExtraRootsSetResponse", false},
@@ -527,6 +573,7 @@ var Methods = []MethodInfo{
 	{MethodThreadRealtimeAppendAudio, KindClientRequest, "ThreadRealtimeAppendAudioParams", "ThreadRealtimeAppendAudioResponse", false},
 	{MethodThreadRealtimeAppendSpeech, KindClientRequest, "ThreadRealtimeAppendSpeechParams", "ThreadRealtimeAppendSpeechResponse", false},
 	{MethodThreadRealtimeAppendText, KindClientRequest, "ThreadRealtimeAppendTextParams", "ThreadRealtimeAppendTextResponse", false},
+	{MethodThreadRealtimeList, KindClientRequest, "ThreadRealtimeListParams", "ThreadRealtimeListResponse", false},
 	{MethodThreadRealtimeListVoices, KindClientRequest, "ThreadRealtimeListVoicesParams", "ThreadRealtimeListVoicesResponse", false},
 	{MethodThreadRealtimeStart, KindClientRequest, "ThreadRealtimeStartParams", "ThreadRealtimeStartResponse", false},
 	{MethodThreadRealtimeStop, KindClientRequest, "ThreadRealtimeStopParams", "ThreadRealtimeStopResponse", false},
@@ -535,6 +582,9 @@ var Methods = []MethodInfo{
 	{MethodThreadSample, KindClientRequest, "ThreadSampleParams", "ThreadSampleResponse", false},
 	{MethodThreadSampleCancel, KindClientRequest, "ThreadSampleCancelParams", "ThreadSampleCancelResponse", false},
 	{MethodThreadSearch, KindClientRequest, "ThreadSearchParams", "ThreadSearchResponse", false},
+	{MethodThreadSearchCancel, KindClientRequest, "ThreadSearchCancelParams", "ThreadSearchCancelResponse", false},
+	{MethodThreadSearchStream, KindClientRequest, "ThreadSearchParams", "ThreadSearchResponse", false},
+	{MethodThreadSearchStreamCancel, KindClientRequest, "ThreadSearchCancelParams", "ThreadSearchCancelResponse", false},
 	{MethodThreadSearchOccurrences, KindClientRequest, "ThreadSearchOccurrencesParams", "ThreadSearchOccurrencesResponse", false},
 	{MethodThreadSectionMove, KindClientRequest, "ThreadSectionMoveParams", "ThreadSectionMoveResponse", false},
 	{MethodThreadSettingsUpdate, KindClientRequest, "ThreadSettingsUpdateParams", "ThreadSettingsUpdateResponse", false},
@@ -563,7 +613,6 @@ var Methods = []MethodInfo{
 	{RequestAccountChatgptAuthTokensRefresh, KindServerRequest, "ChatgptAuthTokensRefreshParams", "", false},
 	{RequestApplyPatchApproval, KindServerRequest, "ApplyPatchApprovalParams", "", false},
 	{RequestAttestationGenerate, KindServerRequest, "AttestationGenerateParams", "", false},
-	{RequestCurrentTimeRead, KindServerRequest, "CurrentTimeReadParams", "", false},
 	{RequestExecCommandApproval, KindServerRequest, "ExecCommandApprovalParams", "", false},
 	{RequestCommandApproval, KindServerRequest, "CommandExecutionRequestApprovalParams", "CommandExecutionRequestApprovalResponse", false},
 	{RequestFileChangeApproval, KindServerRequest, "FileChangeRequestApprovalParams", "FileChangeRequestApprovalResponse", false},
@@ -578,6 +627,8 @@ var Methods = []MethodInfo{
 	{NotifyAppListUpdated, KindServerNotification, "AppListUpdatedNotification", "", false},
 	{NotifyAttention, KindServerNotification, "AttentionNotification", "", true},
 	{NotifyAutoApprovalReviewStrictReviewRequired, KindServerNotification, "StrictReviewRequiredNotification", "", false},
+	{NotifyBlueprintProgress, KindServerNotification, "BlueprintProgressNotification", "", true},
+	{NotifyBlueprintUpdated, KindServerNotification, "BlueprintUpdatedNotification", "", true},
 	{NotifyCommandExecOutputDelta, KindServerNotification, "CommandExecOutputDeltaNotification", "", false},
 	{NotifyConfigWarning, KindServerNotification, "ConfigWarningNotification", "", false},
 	{NotifyDeprecationNotice, KindServerNotification, "DeprecationNoticeNotification", "", false},
@@ -652,6 +703,7 @@ var Methods = []MethodInfo{
 	{NotifyThreadRealtimeTranscriptDelta, KindServerNotification, "ThreadRealtimeTranscriptDeltaNotification", "", false},
 	{NotifyThreadRealtimeTranscriptDone, KindServerNotification, "ThreadRealtimeTranscriptDoneNotification", "", false},
 	{NotifyThreadReverted, KindServerNotification, "ThreadRevertedNotification", "", false},
+	{NotifyThreadSearchPartial, KindServerNotification, "ThreadSearchPartialNotification", "", false},
 	{NotifyThreadSectionChanged, KindServerNotification, "ThreadSectionChangedNotification", "", false},
 	{NotifyThreadSettingsUpdated, KindServerNotification, "ThreadSettingsUpdatedNotification", "", false},
 	{NotifyThreadStarted, KindServerNotification, "ThreadStartedNotification", "", false},

@@ -55,6 +55,9 @@ const (
 	WaitRepair        RunWaitingFor = "repair"        // run/repair/approve (a task is blocked)
 	WaitResume        RunWaitingFor = "resume"        // run/resume (paused, escalated or failed)
 	WaitTaskThread    RunWaitingFor = "taskThread"    // the task thread's full auto waits: fullAuto/resume, or answer its approval or question
+	WaitChecks        RunWaitingFor = "checks"        // the pull request's workflows wait for a human to approve them on GitHub
+	WaitReview        RunWaitingFor = "review"        // the pull request is open for a human to review and merge on GitHub
+	WaitGitHub        RunWaitingFor = "github"        // GitHub refused or failed (token, branch protection, a moved head): fix it, then run/resume
 )
 
 // Trust is how a stage goes on: by itself (auto) or after a human (manual).
@@ -259,6 +262,44 @@ type Run struct {
 	// QueuePosition is the run's place among the runs waiting for a slot
 	// of max_parallel_runs (1: next) while its status is queued, else null.
 	QueuePosition *int `json:"queuePosition"`
+	// PullRequest is the run's pull request on GitHub (docs/github.md),
+	// absent when the run has none.
+	PullRequest *RunPullRequest `json:"pullRequest,omitempty"`
+	// Reverts are the undos of the run and its tasks (run/revert,
+	// run/task/revert), oldest first; absent when none.
+	Reverts []RunRevert `json:"reverts,omitempty"`
+	// Blueprint is the blueprint the run was started from, if any.
+	Blueprint *RunBlueprint `json:"blueprint,omitempty"`
+}
+
+// RunPullRequestState is where a run's pull request stands.
+type RunPullRequestState string
+
+// Pull request states.
+const (
+	PullRequestDraft  RunPullRequestState = "draft"
+	PullRequestOpen   RunPullRequestState = "open"
+	PullRequestMerged RunPullRequestState = "merged"
+	PullRequestClosed RunPullRequestState = "closed"
+)
+
+// RunPullRequest is a run's pull request as clients see it.
+type RunPullRequest struct {
+	Number  int                 `json:"number"`
+	URL     string              `json:"url"`
+	State   RunPullRequestState `json:"state"`
+	HeadSHA string              `json:"headSha"`
+	// Checks sums up the checks of HeadSHA: pending, passed, failed or
+	// actionRequired ("" before the first look), with a one-line summary.
+	Checks RunPullRequestChecks `json:"checks"`
+	// UnresolvedComments counts the review threads not resolved.
+	UnresolvedComments int `json:"unresolvedComments"`
+}
+
+// RunPullRequestChecks sums up a pull request's checks.
+type RunPullRequestChecks struct {
+	State   string `json:"state"`
+	Summary string `json:"summary"`
 }
 
 // RunStartParams are run/start's params.
@@ -274,6 +315,9 @@ type RunStartParams struct {
 	Merge             *MergeMode       `json:"merge,omitempty"`
 	Models            *RunModelsParams `json:"models,omitempty"`
 	MaxClarifications *int             `json:"maxClarifications,omitempty"`
+	// Blueprint starts the run from a blueprint's node or tasks
+	// (runblueprint.go): then request and cwd may be left out.
+	Blueprint *RunBlueprintParams `json:"blueprint,omitempty"`
 }
 
 func validTrust(field string, t *Trust) error {
@@ -285,11 +329,17 @@ func validTrust(field string, t *Trust) error {
 
 // Validate checks run/start's params.
 func (p *RunStartParams) Validate() error {
-	if p.Cwd == "" {
-		return MissingField("cwd")
-	}
-	if strings.TrimSpace(p.Request) == "" {
-		return MissingField("request")
+	if p.Blueprint != nil {
+		if err := p.Blueprint.Validate(); err != nil {
+			return err
+		}
+	} else {
+		if p.Cwd == "" {
+			return MissingField("cwd")
+		}
+		if strings.TrimSpace(p.Request) == "" {
+			return MissingField("request")
+		}
 	}
 	if p.BaseBranch != nil && *p.BaseBranch == "" {
 		return Errorf(ErrInvalidParams, "Invalid params: baseBranch must not be empty")
@@ -538,6 +588,8 @@ type RunUpdatedNotification struct {
 	CurrentTaskID *string        `json:"currentTaskId"`
 	QueuePosition *int           `json:"queuePosition"`
 	Counts        RunCounts      `json:"counts"`
+	// PullRequest is the run's pull request, when it has one.
+	PullRequest *RunPullRequest `json:"pullRequest,omitempty"`
 }
 
 // RunPlanUpdatedNotification: run/plan/updated, when the planner writes a

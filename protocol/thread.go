@@ -142,9 +142,17 @@ type ThreadStartParams struct {
 	Ephemeral    *bool   `json:"ephemeral,omitempty"`
 	ServiceName  *string `json:"serviceName,omitempty"`
 	ThreadSource *string `json:"threadSource,omitempty"`
+	// DynamicTools are the client's own tools (experimental API;
+	// dynamictools.go).
+	DynamicTools []DynamicToolSpec `json:"dynamicTools,omitempty"`
 }
 
-func (p *ThreadStartParams) Validate() error { return p.ThreadSettings.validate() }
+func (p *ThreadStartParams) Validate() error {
+	if err := p.ThreadSettings.validate(); err != nil {
+		return err
+	}
+	return ValidateDynamicTools(p.DynamicTools)
+}
 
 // ThreadSessionResult is the shared shape of thread/start, resume and fork results.
 type ThreadSessionResult struct {
@@ -214,7 +222,14 @@ type ThreadListParams struct {
 	SearchTerm     *string         `json:"searchTerm,omitempty"`
 	ModelProviders []string        `json:"modelProviders,omitempty"`
 	SourceKinds    []string        `json:"sourceKinds,omitempty"`
+	// IncludedThreadIDs (Codex 0.171) restricts the list to these ids, at
+	// most MaxIncludedThreadIDs; nil is unrestricted, an empty list matches
+	// nothing.
+	IncludedThreadIDs *[]string `json:"includedThreadIds,omitempty"`
 }
+
+// MaxIncludedThreadIDs is the most ids thread/list's includedThreadIds takes.
+const MaxIncludedThreadIDs = 100
 
 // Cwds decodes the cwd filter, which may be one path or a list.
 func (p *ThreadListParams) Cwds() ([]string, error) {
@@ -245,6 +260,9 @@ func (p *ThreadListParams) Validate() error {
 	}
 	if p.Limit != nil && *p.Limit < 0 {
 		return Errorf(ErrInvalidParams, "Invalid params: limit must not be negative")
+	}
+	if p.IncludedThreadIDs != nil && len(*p.IncludedThreadIDs) > MaxIncludedThreadIDs {
+		return Errorf(ErrInvalidParams, "Invalid params: `includedThreadIds` has %d ids, at most %d", len(*p.IncludedThreadIDs), MaxIncludedThreadIDs)
 	}
 	_, err := p.Cwds()
 	return err

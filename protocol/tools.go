@@ -128,6 +128,9 @@ type PolicyExplainResult struct {
 	// Opaque, for a command, says why the rules cannot read it fully; such
 	// a command never runs without a human or the sandbox.
 	Opaque *string `json:"opaque,omitempty"`
+	// Privileged, for a command, says why it runs a command as another user
+	// (sudo, su, doas, ...): a human approves it every time.
+	Privileged *string `json:"privileged,omitempty"`
 	// Escalated echoes a sandboxPermissions of "require_escalated".
 	Escalated bool `json:"escalated,omitempty"`
 	// Refusal, when effective is "refuse", is what the model is told.

@@ -5,7 +5,10 @@
 // port (package session/port: start a thread, a turn, full auto; a typed
 // stream of each thread's outcomes), never as a wire client. It keeps each
 // run's event log in the store, runs acceptance checks in the sandbox, and
-// does git with tools/gitwork.
+// does git with tools/gitwork. The GitHub stage's effects (github.go) go
+// through package github, the push through gitwork; run/revert and
+// run/task/revert (revert.go) and apserver runs import (import.go) work
+// on runs that are over.
 //
 // One goroutine per run owns its machine (loop.go); slow effects run on
 // goroutines of their own that only post results back. An event is stored

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
@@ -44,6 +46,12 @@ type run struct {
 	// (granted is closed when it gets it).
 	hasSlot bool
 	granted chan struct{}
+
+	// bpMu guards the run's records to its blueprint waiting to be
+	// applied, in order, by one goroutine at a time (bpBusy; blueprint.go).
+	bpMu    sync.Mutex
+	bpQueue []func()
+	bpBusy  bool
 }
 
 func (rn *Runner) spawn(id string, m *runs.Machine, seq int64) *run {
@@ -217,6 +225,7 @@ func (x *run) apply(effs []runs.Effect) {
 				delete(rn.active, x.id)
 				rn.mu.Unlock()
 				x.stop()
+				rn.runEnded(r.Cwd)
 				if removable(r.Status) {
 					// The branch stays; git forgets the worktree.
 					rn.wg.Add(1)
@@ -229,6 +238,10 @@ func (x *run) apply(effs []runs.Effect) {
 					}()
 				}
 			}
+		case runs.BlueprintEvidence:
+			x.recordEvidence(e)
+		case runs.BlueprintProgress:
+			x.recordProgress(e)
 		case runs.Interrupt:
 			thread := e.ThreadID
 			go func() {
@@ -236,7 +249,27 @@ func (x *run) apply(effs []runs.Effect) {
 					rn.log.Debug("stopping a task thread's full auto", "run", x.id, "thread", thread, "err", err)
 				}
 			}()
-		case runs.CreateWorktree, runs.StartPlanner, runs.StartTask, runs.Validate, runs.Commit, runs.Merge:
+		case runs.UpdatePRBody:
+			cfg := rn.local(x.m.Config())
+			rn.wg.Add(1)
+			go func() {
+				defer rn.wg.Done()
+				x.updateBody(x.ctx, cfg, e)
+			}()
+		case runs.Retry:
+			// A rate limit's wait or a network error's backoff, then the
+			// effect again, on the run's goroutine.
+			rn.wg.Add(1)
+			x.busy++ // the effect is still to come
+			go func() {
+				defer rn.wg.Done()
+				defer x.post(func() { x.busy-- })
+				if sleep(x.ctx, time.Duration(e.DelayMs)*time.Millisecond) {
+					x.post(func() { x.apply([]runs.Effect{e.Effect}) })
+				}
+			}()
+		case runs.CreateWorktree, runs.StartPlanner, runs.StartTask, runs.Validate, runs.Commit, runs.Merge,
+			runs.PushBranch, runs.OpenPR, runs.MarkReady, runs.PollPR, runs.ReplyAndResolve, runs.MergePR:
 			cfg := rn.local(x.m.Config())
 			snap := x.m.Snapshot()
 			rn.wg.Add(1)

@@ -20,6 +20,7 @@ import (
 	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/tools/gitwork"
+	"github.com/apserver/apserver/tools/sandbox"
 )
 
 // Options configure a Runner.
@@ -53,6 +54,12 @@ type Options struct {
 	// OnClose, if set, runs at the end of Close (it closes what the
 	// RunStore holds open).
 	OnClose func()
+	// Brain, when set, gives each stage the project's context block and
+	// hears of runs that end (brain.go).
+	Brain Brain
+	// Getenv reads the environment (the GitHub token); nil means
+	// os.Getenv.
+	Getenv func(string) string
 }
 
 // Runner drives runs: one goroutine per run owns its runs.Machine, stores
@@ -73,9 +80,14 @@ type Runner struct {
 	free   int
 	queue  []*run
 
+	// revertMu makes run/revert and run/task/revert one at a time.
+	revertMu sync.Mutex
+
 	mu       sync.Mutex
 	active   map[string]*run // runs with a loop
 	restored bool
+	// blueprints is the blueprints service (SetBlueprints; blueprint.go).
+	blueprints Blueprints
 }
 
 // New makes a Runner. Call Restore once the client is ready to take up the
@@ -98,6 +110,9 @@ func New(opts Options) *Runner {
 	if opts.Queue == nil {
 		opts.Queue = InProcess{}
 	}
+	// The GitHub token's variable, whatever its name, never reaches a
+	// command an agent runs.
+	sandbox.HideEnv(opts.Config.GitHub.TokenEnv)
 	return &Runner{opts: opts, threads: opts.Threads, log: opts.Logger, ctx: ctx, stop: cancel,
 		free: n, active: map[string]*run{}}
 }
@@ -129,10 +144,26 @@ func (rn *Runner) Start(ctx context.Context, p protocol.RunStartParams, reply po
 		return
 	}
 	go func() {
+		var (
+			link    *protocol.RunBlueprint
+			tasks   []protocol.PlanTask
+			summary string
+		)
+		if p.Blueprint != nil {
+			var err error
+			if link, tasks, summary, err = rn.fromBlueprint(ctx, &p); err != nil {
+				reply(nil, err)
+				return
+			}
+		}
 		c, err := rn.config(ctx, p)
 		if err != nil {
 			reply(nil, err)
 			return
+		}
+		if link != nil {
+			c.Blueprint, c.Tasks, c.Summary = link, tasks, summary
+			(&run{rn: rn}).markForbidden(c, c.Tasks)
 		}
 		x := rn.spawn(c.ID, runs.New(), 0)
 		x.restored = true // a new run has nothing to take up
@@ -183,6 +214,7 @@ func (rn *Runner) config(ctx context.Context, p protocol.RunStartParams) (runs.C
 			Fixes: protocol.Trust(rc.TrustFixes)},
 		Autonomy: protocol.Autonomy(rc.Autonomy), Merge: protocol.MergeMode(rc.Merge), MaxClarifications: rc.MaxClarifications,
 		MaxRetries: 3,
+		GitHub:     rn.githubConfig(ctx, repo.Root()),
 	}
 	if t := p.Trust; t != nil {
 		for _, o := range []struct {

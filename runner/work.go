@@ -47,6 +47,8 @@ func (x *run) work(cfg runs.Config, snap runs.Snapshot, e runs.Effect) {
 		err = x.commit(ctx, cfg, e)
 	case runs.Merge:
 		err = x.merge(ctx, cfg, snap, e)
+	default:
+		x.ghWork(ctx, cfg, e)
 	}
 	if err != nil && ctx.Err() == nil {
 		x.rn.log.Error("run step failed", "run", x.id, "effect", fmt.Sprintf("%T", e), "err", err)
@@ -178,7 +180,7 @@ func (x *run) plan(ctx context.Context, cfg runs.Config, e runs.StartPlanner) er
 	thread := e.ThreadID
 	if thread == "" {
 		var err error
-		thread, err = x.startThread(ctx, cfg, protocol.SandboxReadOnly, protocol.ApprovalNever, "planner", cfg.Models.Planner, plannerInstructions, true, false)
+		thread, err = x.startThread(ctx, cfg, protocol.SandboxReadOnly, protocol.ApprovalNever, "planner", cfg.Models.Planner, x.withContext(ctx, cfg, "planner", nil, plannerInstructions), true, false)
 		if err != nil {
 			return err
 		}
@@ -265,7 +267,7 @@ func (x *run) implement(ctx context.Context, cfg runs.Config, e runs.StartTask) 
 	fresh := thread == ""
 	if fresh {
 		var err error
-		thread, err = x.startThread(ctx, cfg, protocol.SandboxWorkspaceWrite, policy, "implementer", cfg.Models.Implementer, implementerInstructions, false, false)
+		thread, err = x.startThread(ctx, cfg, protocol.SandboxWorkspaceWrite, policy, "implementer", cfg.Models.Implementer, x.withContext(ctx, cfg, "implementer", &e.Task.PlanTask, implementerInstructions), false, false)
 		if err != nil {
 			return err
 		}
@@ -442,7 +444,7 @@ func (x *run) review(ctx context.Context, cfg runs.Config, t protocol.RunTask) (
 	if len(diff) > 60<<10 {
 		diff = diff[:60<<10] + "\n… (diff cut at 60 KiB)\n"
 	}
-	thread, err := x.startThread(ctx, cfg, protocol.SandboxReadOnly, protocol.ApprovalNever, "validator", cfg.Models.Validator, validatorInstructions, true, true)
+	thread, err := x.startThread(ctx, cfg, protocol.SandboxReadOnly, protocol.ApprovalNever, "validator", cfg.Models.Validator, x.withContext(ctx, cfg, "reviewer", &t.PlanTask, validatorInstructions), true, true)
 	if err != nil {
 		return false, "", err
 	}
@@ -524,7 +526,7 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 		return err
 	}
 	if !e.Into {
-		return x.leave(ctx, cfg, final, "")
+		return x.leave(ctx, cfg, final, e.Reason)
 	}
 	unlock, err := x.rn.merging(ctx, cfg)
 	if err != nil {

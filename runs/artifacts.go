@@ -107,6 +107,9 @@ func StateMarkdown(s Snapshot) string {
 	}
 	fmt.Fprintf(&b, "| | |\n| --- | --- |\n| status | %s |\n| stage | %s |\n| current task | %s |\n| sub-step | %s |\n| retry count | %d |\n| waiting for | %s |\n| reason | %s |\n| branch | %s (from %s) |\n| updated | %s |\n",
 		r.Status, r.Stage, cur, sub, retries, wait, cell(deref(r.Reason)), r.Branch, r.BaseBranch, when(r.UpdatedAtMs))
+	if pr := r.PullRequest; pr != nil {
+		fmt.Fprintf(&b, "| pull request | #%d %s (%s) |\n", pr.Number, pr.URL, pr.State)
+	}
 	if r.Status == protocol.RunFailed || (r.WaitingFor != nil && *r.WaitingFor == protocol.WaitRepair) {
 		b.WriteString("\nThis run is not retried automatically: it waits for the user (run/resume, run/repair/approve or run/cancel).\n")
 	}
@@ -204,6 +207,13 @@ func ContextJSON(s Snapshot) []byte {
 		"artifacts":      arts,
 		"status":         r.Status,
 	}
+	if r.PullRequest != nil {
+		// What a second machine needs to find the run's pull request again.
+		v["pullRequest"] = r.PullRequest
+	}
+	// The whole run as clients see it: what `apserver runs import`
+	// rebuilds a run from when the data dir is gone.
+	v["run"] = r
 	b, _ := json.MarshalIndent(v, "", "  ")
 	return append(b, '\n')
 }

@@ -24,6 +24,14 @@
 // (ParseReview), and the end (merge or leave the branch).
 // The artifacts' text (Artifacts, MemoryEntry) is rendered here too.
 //
+// A run whose Config.GitHub is set ends on GitHub (github.go): push, a
+// draft pull request marked ready after validation, its checks and review
+// comments watched with backoff and turned into fix tasks (consumed
+// comment ids in the log), a merge guarded by the head SHA under
+// implementation trust auto, and GitHub's refusals and errors as waits
+// (docs/github.md). A run that is over records its undos (EvReverted);
+// a run rebuilt from its branch starts with EvImported.
+//
 // runs has no goroutines, no I/O and no clock reads. It imports only
 // protocol and the standard library.
 package runs

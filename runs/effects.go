@@ -71,6 +71,8 @@ type Trailer struct{ Key, Value string }
 type Merge struct {
 	Into bool
 	Mode protocol.MergeMode
+	// Reason, when the branch is left, says why (GitHub cannot be used).
+	Reason string
 }
 
 // WriteArtifacts rewrites the run's files in the worktree (state.md,

@@ -33,6 +33,8 @@ const (
 	EvFailed                EventType = "failed"                // Reason: a step that cannot go on
 	EvQueued                EventType = "queued"                // Position: the run waits for a slot of max_parallel_runs
 	EvDequeued              EventType = "dequeued"              // the run got its slot
+	EvReverted              EventType = "reverted"              // Revert: run/revert or run/task/revert undid the run or a task
+	EvImported              EventType = "imported"              // Run, Decisions: a run rebuilt from its branch (apserver runs import); the first event
 )
 
 // Event is one entry of a run's log: what happened, when, and its data.
@@ -54,6 +56,13 @@ type Event struct {
 	Reason        string                     `json:"reason,omitempty"`
 	Commit        string                     `json:"commit,omitempty"`
 	Position      int                        `json:"position,omitempty"`
+	// GitHub is the data of the GitHub stage's events (github.go).
+	GitHub *GitHubData `json:"github,omitempty"`
+	// Revert is what run/revert or run/task/revert did.
+	Revert *protocol.RunRevert `json:"revert,omitempty"`
+	// Run and Decisions are an imported run (EvImported).
+	Run       *protocol.Run `json:"run,omitempty"`
+	Decisions []Decision    `json:"decisions,omitempty"`
 }
 
 // Config is what a run is started with; it never changes.
@@ -71,4 +80,13 @@ type Config struct {
 	MaxClarifications int                `json:"maxClarifications"`
 	// MaxRetries is how many failed validations block a task (3).
 	MaxRetries int `json:"maxRetries"`
+	// GitHub, when set, ends the run on GitHub (github.go); nil ends it
+	// locally.
+	GitHub *GitHubConfig `json:"github,omitempty"`
+	// Blueprint: the run was started from a blueprint; Tasks (its tasks,
+	// with the run's ids) are then the first plan, Summary its summary
+	// (blueprint.go).
+	Blueprint *protocol.RunBlueprint `json:"blueprint,omitempty"`
+	Tasks     []protocol.PlanTask    `json:"tasks,omitempty"`
+	Summary   string                 `json:"summary,omitempty"`
 }

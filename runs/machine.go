@@ -20,10 +20,17 @@ const (
 	stepValidate              // cur's checks and review are running
 	stepCommit                // cur's commit is being made
 	stepMerge                 // the run's end: final commit and merge
+	stepPush                  // GitHub: the branch is being pushed
+	stepOpenPR                // GitHub: the pull request is being opened
+	stepReady                 // GitHub: the draft is being marked ready
+	stepWatch                 // GitHub: the pull request's checks and reviews are watched
+	stepReply                 // GitHub: review comments are being answered
+	stepMergePR               // GitHub: the pull request is being merged
 )
 
 func (s step) String() string {
-	return [...]string{"none", "worktree", "planning", "implement", "validate", "commit", "merge"}[s]
+	return [...]string{"none", "worktree", "planning", "implement", "validate", "commit", "merge",
+		"push", "openPR", "markReady", "watchPR", "replyReview", "mergePR"}[s]
 }
 
 // Decision is a key decision of the run, for state.md, context.json and
@@ -88,6 +95,8 @@ type Machine struct {
 	// the run: run/resume tries that step again (retryStep).
 	failedStep step
 	failedTask string
+	// ghs is the GitHub stage's state (github.go).
+	ghs ghState
 
 	out []Effect
 }
@@ -101,6 +110,11 @@ func (m *Machine) Run() protocol.Run {
 	r := m.run
 	r.Plan.Tasks = slices.Clone(r.Plan.Tasks)
 	r.Clarifications = slices.Clone(r.Clarifications)
+	r.Reverts = slices.Clone(r.Reverts)
+	if r.PullRequest != nil {
+		pr := *r.PullRequest
+		r.PullRequest = &pr
+	}
 	return r
 }
 
@@ -125,12 +139,19 @@ func stateErr(format string, args ...any) error {
 // holds only events that applied.
 func (m *Machine) Check(ev Event) error {
 	r := &m.run
-	if ev.Type != EvStarted && r.ID == "" {
+	if ev.Type != EvStarted && ev.Type != EvImported && r.ID == "" {
 		return stateErr("run has not started")
 	}
 	final := r.Status.Final() && r.Status != protocol.RunFailed
 	waiting := func(w protocol.RunWaitingFor) bool { return r.WaitingFor != nil && *r.WaitingFor == w }
 	switch ev.Type {
+	case EvImported:
+		if r.ID != "" {
+			return stateErr("run %s exists already", r.ID)
+		}
+		if ev.Run == nil || ev.Run.ID == "" || !ev.Run.Status.Final() {
+			return stateErr("an imported run must be over")
+		}
 	case EvStarted:
 		if r.ID != "" {
 			return stateErr("run %s has already started", r.ID)
@@ -190,6 +211,9 @@ func (m *Machine) Check(ev Event) error {
 			return stateErr("run %s is already pausing: it pauses when its current step ends", r.ID)
 		}
 	case EvResumed:
+		if waiting(protocol.WaitGitHub) {
+			return nil
+		}
 		if r.Status != protocol.RunPaused && r.Status != protocol.RunFailed && r.Status != protocol.RunPausing {
 			return stateErr("run %s is %s, not paused (%s)", r.ID, r.Status, m.describeWait())
 		}
@@ -202,6 +226,13 @@ func (m *Machine) Check(ev Event) error {
 	case EvCancelled:
 		if final {
 			return stateErr("run %s is already %s", r.ID, r.Status)
+		}
+	case EvReverted:
+		if !r.Status.Final() {
+			return stateErr("run %s is %s: a run is undone once it is over (run/cancel first)", r.ID, r.Status)
+		}
+		if ev.Revert == nil {
+			return stateErr("run %s: a revert without its record", r.ID)
 		}
 	}
 	return nil
@@ -263,6 +294,20 @@ func (m *Machine) fits(ev Event) bool {
 		return m.step == stepCommit && ev.TaskID == m.cur
 	case EvMerged:
 		return m.step == stepMerge
+	case EvPushed:
+		return m.step == stepPush
+	case EvPROpened:
+		return m.step == stepOpenPR && ev.GitHub != nil && ev.GitHub.PR != nil
+	case EvPRReady:
+		return m.step == stepReady
+	case EvPRPolled:
+		return m.step == stepWatch && ev.GitHub != nil && ev.GitHub.Poll != nil && m.run.PullRequest != nil
+	case EvReplied:
+		return m.step == stepReply
+	case EvPRMerged:
+		return m.step == stepMergePR
+	case EvGitHubError:
+		return m.isGitHubStep() && !m.run.Status.Final()
 	case EvFailed:
 		return !m.run.Status.Final()
 	case EvQueued:
@@ -285,6 +330,8 @@ type updatedKey struct {
 	cur     string
 	queue   int
 	counts  protocol.RunCounts
+	pr      protocol.RunPullRequest
+	reverts int
 }
 
 func (m *Machine) updated() updatedKey {
@@ -301,6 +348,10 @@ func (m *Machine) updated() updatedKey {
 	if m.run.QueuePosition != nil {
 		k.queue = *m.run.QueuePosition
 	}
+	if m.run.PullRequest != nil {
+		k.pr = *m.run.PullRequest
+	}
+	k.reverts = len(m.run.Reverts)
 	return k
 }
 
@@ -309,6 +360,34 @@ func ptr[T any](v T) *T { return &v }
 func (m *Machine) apply(ev Event) {
 	r := &m.run
 	switch ev.Type {
+	case EvPushed, EvPROpened, EvPRReady, EvPRPolled, EvReplied, EvPRMerged, EvGitHubError:
+		m.applyGitHub(ev)
+	case EvImported:
+		*r = *ev.Run
+		r.Plan.Tasks = slices.Clone(r.Plan.Tasks)
+		m.cfg = Config{ID: r.ID, Request: r.Request, Cwd: r.Cwd, BaseBranch: r.BaseBranch, Branch: r.Branch, Worktree: r.Worktree,
+			Trust: r.Trust, Autonomy: r.Autonomy, Merge: r.Merge, Models: r.Models, MaxClarifications: r.MaxClarifications, MaxRetries: 3}
+		m.decisions = slices.Clone(ev.Decisions)
+	case EvReverted:
+		rv := *ev.Revert
+		rv.AtMs = ev.AtMs
+		r.Reverts = append(r.Reverts, rv)
+		what := "the run"
+		if rv.TaskID != nil {
+			what = "task " + *rv.TaskID
+		}
+		switch rv.Kind {
+		case protocol.RevertPullRequest:
+			n := 0
+			if rv.PullRequest != nil {
+				n = rv.PullRequest.Number
+			}
+			m.decide(ev.AtMs, fmt.Sprintf("%s undone by revert pull request #%d (commit %s on %s)", what, n, rv.Commit, rv.Branch))
+		case protocol.RevertBranchClosed:
+			m.decide(ev.AtMs, fmt.Sprintf("%s undone: branch %s closed (it was at %s) and the worktree removed", what, rv.Branch, rv.Commit))
+		default:
+			m.decide(ev.AtMs, fmt.Sprintf("%s undone by revert commit %s on %s", what, rv.Commit, rv.Branch))
+		}
 	case EvStarted:
 		m.cfg = *ev.Config
 		if m.cfg.MaxRetries <= 0 {
@@ -319,7 +398,7 @@ func (m *Machine) apply(ev Event) {
 			Cwd: c.Cwd, BaseBranch: c.BaseBranch, Branch: c.Branch, Worktree: c.Worktree, Trust: c.Trust,
 			Autonomy: c.Autonomy, Merge: c.Merge, Models: c.Models, MaxClarifications: c.MaxClarifications,
 			Clarifications: []protocol.RunClarification{}, Plan: protocol.RunPlan{Tasks: []protocol.RunTask{}},
-			CreatedAtMs: ev.AtMs}
+			CreatedAtMs: ev.AtMs, Blueprint: blueprintView(c)}
 		m.emit(Notify{protocol.NotifyRunStarted, protocol.RunStartedNotification{Run: m.Run()}})
 		m.step = stepWorktree
 		m.emit(CreateWorktree{})
@@ -461,6 +540,11 @@ func (m *Machine) apply(ev Event) {
 		r.CurrentTaskID = nil
 		r.Stage = protocol.StageImplementation
 		m.taskUpdated(t)
+		if r.PullRequest != nil && m.ghOn() {
+			// push after_plan: the open draft says how far the run got.
+			m.emit(UpdatePRBody{Number: r.PullRequest.Number, Snapshot: m.Snapshot()})
+		}
+		m.blueprintCommitted(t, ev.AtMs)
 		m.advance(ev.AtMs)
 	case EvRepairApproved:
 		p := r.RepairProposal
@@ -477,12 +561,17 @@ func (m *Machine) apply(ev Event) {
 		r.Plan.Version++
 		r.RepairProposal = nil
 		m.blockers = nil
+		m.ghs.checkFails = 0
 		m.decide(ev.AtMs, fmt.Sprintf("repair approved: task %s inserted before %s", fix.ID, p.TaskID))
 		m.unwait()
 		m.emit(Notify{protocol.NotifyRunPlanUpdated, protocol.RunPlanUpdatedNotification{RunID: r.ID, Plan: m.Run().Plan}})
 		m.advance(ev.AtMs)
 	case EvPaused:
 		m.decide(ev.AtMs, "paused by the user")
+		if m.step == stepWatch {
+			// Watching a pull request is no work in flight: it stops.
+			m.step = stepNone
+		}
 		if m.step == stepNone {
 			m.pause(ev.AtMs, "paused by the user")
 			return
@@ -497,6 +586,13 @@ func (m *Machine) apply(ev Event) {
 		}
 	case EvResumed:
 		m.decide(ev.AtMs, "resumed by the user")
+		if m.waitingFor(protocol.WaitGitHub) {
+			r.Status = protocol.RunRunning
+			r.WaitingFor, r.Reason = nil, nil
+			m.emit(ClearAttention{})
+			m.ghResume()
+			return
+		}
 		failed := r.Status == protocol.RunFailed
 		if failed {
 			m.blockers = nil
@@ -530,6 +626,7 @@ func (m *Machine) apply(ev Event) {
 			m.emit(Interrupt{ThreadID: *r.PlannerThreadID})
 		}
 		m.decide(ev.AtMs, "cancelled by the user")
+		m.blueprintCancelled()
 		m.end(ev.AtMs, protocol.RunCancelled, "cancelled by the user")
 	case EvMerged:
 		m.step = stepNone
@@ -558,7 +655,7 @@ func (m *Machine) finish(before updatedKey, now int64) {
 	if after != before {
 		m.emit(Notify{protocol.NotifyRunUpdated, protocol.RunUpdatedNotification{RunID: m.run.ID, Status: m.run.Status,
 			Stage: m.run.Stage, WaitingFor: m.run.WaitingFor, Reason: m.run.Reason, CurrentTaskID: m.run.CurrentTaskID,
-			QueuePosition: m.run.QueuePosition, Counts: m.run.Counts}})
+			QueuePosition: m.run.QueuePosition, Counts: m.run.Counts, PullRequest: m.Run().PullRequest}})
 	}
 	if m.step != stepWorktree && !(m.run.Status == protocol.RunFailed && m.last.Type == EvStarted) {
 		// The artifacts go first in the batch: on disk before a client
@@ -841,6 +938,9 @@ func (m *Machine) advance(now int64) {
 		return
 	}
 	if !r.Plan.Approved {
+		if m.startFromBlueprint(now) {
+			return
+		}
 		m.step = stepPlanning
 		r.Stage = protocol.StagePlanning
 		m.emit(m.plannerEffect())
@@ -853,6 +953,9 @@ func (m *Machine) advance(now int64) {
 		m.emit(Merge{Into: false, Mode: r.Merge})
 		return
 	}
+	if m.ghEarly() {
+		return
+	}
 	t := m.nextTask()
 	if t == nil {
 		for _, t := range r.Plan.Tasks {
@@ -862,9 +965,13 @@ func (m *Machine) advance(now int64) {
 				return
 			}
 		}
+		if m.ghOn() {
+			m.ghFinish()
+			return
+		}
 		m.step = stepMerge
 		r.Stage = protocol.StageMerge
-		m.emit(Merge{Into: r.Trust.Implementation == protocol.TrustAuto, Mode: r.Merge})
+		m.emit(m.mergeEffect())
 		return
 	}
 	if t.Status == protocol.TaskPending {
@@ -917,6 +1024,8 @@ func (m *Machine) gateTask(now int64, t *protocol.RunTask, fix bool) {
 			why = "the planner or the command rules marked it high risk"
 		}
 		reason = fmt.Sprintf("high-risk task %s waits for approval: %s", t.ID, why)
+	case m.ghs.fixTasks[t.ID]:
+		reason = fmt.Sprintf("fix task %s from GitHub waits for approval (fixes trust manual): %s", t.ID, firstLine(t.Description))
 	default:
 		reason = fmt.Sprintf("task %s waits for approval (implementation trust manual)", t.ID)
 	}
@@ -942,6 +1051,7 @@ func (m *Machine) startTask(t *protocol.RunTask) {
 	m.step = stepImplement
 	t.ThreadID = nil
 	m.taskUpdated(t)
+	m.blueprintProgress(t.ID, protocol.NodeInProgress)
 	m.emit(StartTask{Task: *t, Attempt: t.RetryCount + 1, Objective: Objective(m.cfg, *t)})
 }
 
@@ -957,6 +1067,7 @@ func (m *Machine) failedAttempt(now int64, t *protocol.RunTask, failure string) 
 	r.Stage = protocol.StageImplementation
 	if t.RetryCount >= m.cfg.MaxRetries {
 		t.Status = protocol.TaskBlocked
+		m.blueprintProgress(t.ID, protocol.NodeBlocked)
 		m.cur = ""
 		r.CurrentTaskID = nil
 		r.RepairProposal = &protocol.RunRepairProposal{TaskID: t.ID, Failure: failure, ProposedTask: RepairTask(*t, m.run.Plan.Tasks)}
@@ -1048,6 +1159,7 @@ func (m *Machine) plannerEffect() StartPlanner {
 			fmt.Fprintf(&b, "- %s: %s (depends on %s)\n", t.ID, t.Title, strings.Join(t.Dependencies, ", "))
 		}
 	}
+	b.WriteString(m.blueprintPlannerNote())
 	if m.feedback != "" {
 		fmt.Fprintf(&b, "\nThe user sent the plan back with this feedback: %s\n", m.feedback)
 	}
@@ -1080,6 +1192,7 @@ func (m *Machine) Restore(now int64) []Effect {
 	if r.ID == "" {
 		return nil
 	}
+	m.resendEvidence(now)
 	switch {
 	case r.Status == protocol.RunCompleted || r.Status == protocol.RunCancelled:
 		m.emit(Released{})
@@ -1153,7 +1266,13 @@ func (m *Machine) inflight() {
 		t := m.task(m.cur)
 		m.emit(m.commitEffect(t))
 	case stepMerge:
-		m.emit(Merge{Into: r.Trust.Implementation == protocol.TrustAuto && r.Autonomy != protocol.AutonomyOff, Mode: r.Merge})
+		if r.Autonomy == protocol.AutonomyOff {
+			m.emit(Merge{Into: false, Mode: r.Merge})
+		} else {
+			m.emit(m.mergeEffect())
+		}
+	default:
+		m.ghInflight()
 	}
 }
 

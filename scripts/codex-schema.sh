@@ -13,7 +13,7 @@
 # `make check-generated` runs the check; `make test` does not, as it needs npm.
 set -euo pipefail
 
-CODEX_VERSION="${CODEX_VERSION:-0.169.0}"
+CODEX_VERSION="${CODEX_VERSION:-0.171.0}"
 CODEX_CACHE="${CODEX_CACHE:-$HOME/.cache/apserver-codex-$CODEX_VERSION}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 VENDOR="$ROOT/protocol/codex"

@@ -4,16 +4,19 @@
 # against apserver (e2e/codex_tui_test.go). Prints the path of the codex
 # executable on stdout.
 #
-#   CODEX_VERSION  npm version (default 0.169.0, the protocol apserver speaks)
-#   CODEX_CACHE    npm prefix (default ${XDG_CACHE_HOME:-$HOME/.cache}/apserver-bench/codex,
-#                  the one bench/peerbench.sh uses)
+#   CODEX_VERSION  npm version (default 0.171.0, the protocol apserver speaks;
+#                  e2e/codex_tui_test.go runs each version of its list)
+#   CODEX_CACHE    npm prefix (default
+#                  ${XDG_CACHE_HOME:-$HOME/.cache}/apserver-bench/codex-$CODEX_VERSION:
+#                  one per version, so that the tests of two versions can share
+#                  a machine)
 #
 # Exit status: 0 with the path printed; 0 with nothing printed when npm is
 # not installed (the test then skips); 1 when the install fails.
 set -euo pipefail
 
-CODEX_VERSION="${CODEX_VERSION:-0.169.0}"
-CODEX_CACHE="${CODEX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/apserver-bench/codex}"
+CODEX_VERSION="${CODEX_VERSION:-0.171.0}"
+CODEX_CACHE="${CODEX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/apserver-bench/codex-$CODEX_VERSION}"
 
 find_codex() {
   local p="$CODEX_CACHE/node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"

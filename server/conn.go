@@ -384,10 +384,7 @@ type handler struct{ s *Server }
 // Handle ignores jsonrpc2's ctx, which ends with the input: a request read
 // just before the end is still answered (Run drains), on Run's context.
 func (h handler) Handle(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) {
-	var params json.RawMessage
-	if req.Params != nil {
-		params = *req.Params
-	}
+	params := h.s.st.takeParams(req)
 	if req.Notif {
 		h.s.handleNotification(req.Method, params)
 		return
@@ -446,6 +443,13 @@ func (s *Server) handleRequest(ctx context.Context, id jsonrpc2.ID, method strin
 		// that its write, resize and terminate (and every other request)
 		// do not wait behind it.
 		rs.lane = "\x00command/exec " + idString(id)
+	}
+	if lane, ok := blueprintLane(method, id); ok {
+		rs.lane = lane
+	}
+	if lane, ok := searchLane(method, id); ok { // codex171.go
+		rs.lane = lane
+		rctx = context.WithValue(rctx, requestIDKey{}, id)
 	}
 	if s.hub != nil {
 		switch method {
@@ -818,6 +822,19 @@ func (s *Server) notifyLine(method string, line []byte) {
 	lb := getLine()
 	lb.b = append(lb.b, line...)
 	if err := s.st.enqueue(lb); err != nil && !errors.Is(err, ErrClosed) {
+		s.log.Error("bug: notification not sent", "method", method, "err", err)
+	}
+}
+
+// notifyLarge queues a large notification (largeNotification) encoded
+// for several connections: a copy of its head, its params and tail shared.
+func (s *Server) notifyLarge(method string, it outItem) {
+	if st := s.state.Load(); st != nil && st.optOut[method] {
+		return
+	}
+	lb := getLine()
+	lb.b = append(lb.b, it.lb.b...)
+	if err := s.st.enqueueItem(outItem{lb: lb, large: it.large, tail: it.tail}); err != nil && !errors.Is(err, ErrClosed) {
 		s.log.Error("bug: notification not sent", "method", method, "err", err)
 	}
 }

@@ -365,7 +365,7 @@ func TestInitialize(t *testing.T) {
 	if err := json.Unmarshal(m.Result, &res); err != nil {
 		t.Fatal(err)
 	}
-	wantUA := fmt.Sprintf("vscode_test/0.169.0 (%s; %s) apserver/0.169.0 (vscode_test; 1.2.3)", platformOS(), arch())
+	wantUA := fmt.Sprintf("vscode_test/0.171.0 (%s; %s) apserver/0.169.0 (vscode_test; 1.2.3)", platformOS(), arch())
 	if res.UserAgent != wantUA || res.CodexHome != "/home/u/.codex" || res.PlatformFamily != "unix" || res.PlatformOS != platformOS() {
 		t.Errorf("initialize result = %s, want userAgent %q", m.Result, wantUA)
 	}

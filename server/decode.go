@@ -49,8 +49,10 @@ const (
 	idInvalid
 )
 
-// decodeLine classifies one non-empty, trimmed line. The message it returns
-// shares no memory with line.
+// decodeLine classifies one non-empty, trimmed line. The raw values of the
+// message it returns (params, result, error) are slices of line, not
+// copies: a 10 MiB turn/start is not copied on its way to its handler. A
+// caller that reuses line's memory copies them first (message.detach).
 func decodeLine(line []byte) (message, *badLine) {
 	if line[0] != '{' {
 		var raw json.RawMessage
@@ -59,14 +61,19 @@ func decodeLine(line []byte) (message, *badLine) {
 		}
 		return message{}, invalid(nil, "expected a JSON object, got %s", jsonKind(line))
 	}
-	var f map[string]json.RawMessage
-	if err := json.Unmarshal(line, &f); err != nil {
+	if !json.Valid(line) {
+		var f map[string]json.RawMessage
+		err := json.Unmarshal(line, &f) // for encoding/json's description of the error
+		if err == nil {
+			err = fmt.Errorf("invalid JSON")
+		}
 		return message{}, &badLine{code: protocol.CodeParseError, msg: "Parse error: " + err.Error()}
 	}
+	f := topMembers(line)
 
 	var id jsonrpc2.ID
 	ik := idAbsent
-	if raw, ok := f["id"]; ok {
+	if raw, ok := f.get("id"); ok {
 		id, ik = parseID(raw)
 	}
 	var known *jsonrpc2.ID
@@ -74,12 +81,12 @@ func decodeLine(line []byte) (message, *badLine) {
 		known = &id
 	}
 
-	if raw, ok := f["method"]; ok {
+	if raw, ok := f.get("method"); ok {
 		var method string
 		if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &method) != nil {
 			return message{}, invalid(known, "method must be a string")
 		}
-		m := message{method: method, params: f["params"]}
+		m := message{method: method, params: f.params.raw}
 		switch ik {
 		case idAbsent:
 			m.kind = kindNotification
@@ -97,8 +104,8 @@ func decodeLine(line []byte) (message, *badLine) {
 		}
 	}
 
-	result, hasResult := f["result"]
-	errObj, hasErr := f["error"]
+	result, hasResult := f.get("result")
+	errObj, hasErr := f.get("error")
 	if hasErr && string(errObj) == "null" {
 		hasErr = false
 	}
@@ -115,6 +122,139 @@ func decodeLine(line []byte) (message, *badLine) {
 		return m, nil
 	}
 	return message{}, invalid(known, "expected a method, result or error")
+}
+
+// detach makes m's raw values copies, so that it outlives the buffer it
+// was decoded from.
+func (m *message) detach() {
+	clone := func(b json.RawMessage) json.RawMessage {
+		if b == nil {
+			return nil
+		}
+		return append(json.RawMessage{}, b...)
+	}
+	m.params, m.result, m.errObj = clone(m.params), clone(m.result), clone(m.errObj)
+}
+
+// members are the members of a top-level object that a message reads,
+// each the raw value (a slice of the line) and whether it was present.
+type members struct {
+	id, method, params, result, error rawMember
+}
+
+type rawMember struct {
+	raw json.RawMessage
+	ok  bool
+}
+
+// get mirrors reading a map[string]json.RawMessage of the object.
+func (f *members) get(key string) (json.RawMessage, bool) {
+	var m rawMember
+	switch key {
+	case "id":
+		m = f.id
+	case "method":
+		m = f.method
+	case "params":
+		m = f.params
+	case "result":
+		m = f.result
+	case "error":
+		m = f.error
+	}
+	return m.raw, m.ok
+}
+
+// topMembers reads the members of the valid JSON object line without
+// copying their values; as in a map, a later duplicate wins.
+func topMembers(line []byte) *members {
+	f := &members{}
+	i := skipSpace(line, 1)
+	for i < len(line) && line[i] != '}' {
+		end := skipString(line, i)
+		key := line[i+1 : end-1]
+		var name string
+		if bytes.IndexByte(key, '\\') >= 0 {
+			_ = json.Unmarshal(line[i:end], &name)
+		} else {
+			name = string(key)
+		}
+		i = skipSpace(line, end)
+		i = skipSpace(line, i+1) // the ':'
+		vend := skipValue(line, i)
+		v := rawMember{raw: json.RawMessage(line[i:vend:vend]), ok: true}
+		switch name {
+		case "id":
+			f.id = v
+		case "method":
+			f.method = v
+		case "params":
+			f.params = v
+		case "result":
+			f.result = v
+		case "error":
+			f.error = v
+		}
+		i = skipSpace(line, vend)
+		if i < len(line) && line[i] == ',' {
+			i = skipSpace(line, i+1)
+		}
+	}
+	return f
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// skipString returns the end of the valid JSON string at b[i] ('"').
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// skipValue returns the end of the valid JSON value at b[i].
+func skipValue(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for i < len(b) {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return len(b)
+	}
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\r', '\n':
+			return i
+		}
+		i++
+	}
+	return len(b)
 }
 
 func invalid(id *jsonrpc2.ID, format string, args ...any) *badLine {

@@ -64,5 +64,16 @@
 // that re-encoding and jsonrpc2's second decode, about 20 µs a message
 // (BenchmarkReadObject against next, a turn/start line, on 2 shared cores):
 // nothing for an editor's request rate, so replacing a tested read loop that
-// the lanes and the stdin-EOF drain are built on is not worth it.
+// the lanes and the stdin-EOF drain are built on is not worth it. The
+// params are kept out of that re-encoding: jsonrpc2 decodes params into
+// maps and encodes them again, several copies of a 10 MiB message, so
+// ReadObject keeps them aside and the handler takes them (takeParams).
+//
+// # Long strings
+//
+// A line's members are slices of the line, not copies (decode.go). An
+// item notification whose item carries a long string (protocol.Large) is
+// queued as a head, the params and a tail, and the writer escapes the
+// long strings straight into its buffer (encode.go largeNotification), as
+// it copies a streamed result's body.
 package server

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/apserver/apserver/protocol"
 )
 
 // Encoding. Every function appends one complete line ending in '\n'.
@@ -69,6 +71,31 @@ func (lb *lineBuf) appendNotification(method string, params any) error {
 	lb.b = strconv.AppendInt(lb.b, time.Now().UnixMilli(), 10)
 	lb.b = append(lb.b, '}', '\n')
 	return nil
+}
+
+// largeNotification encodes an item notification whose item carries a
+// long string (a pasted message, an answer cut at its cap, a command's
+// output) without copying the string: the line is a head, the params
+// (protocol.Large, escaped by the writer straight into the output) and a
+// tail, byte for byte what appendNotification writes. ok is false for
+// any other notification, which appendNotification encodes.
+func largeNotification(method string, params any) (it outItem, ok bool) {
+	switch params.(type) {
+	case protocol.ItemStartedNotification, protocol.ItemCompletedNotification:
+	default:
+		return outItem{}, false
+	}
+	l, ok, err := protocol.MarshalLarge(params, false) // as lineBuf's encoder: no HTML escaping
+	if err != nil || !ok {
+		return outItem{}, false // the ordinary encoding says what is wrong
+	}
+	lb := getLine()
+	lb.b = append(lb.b, `{"method":`...)
+	lb.b = appendString(lb.b, method)
+	lb.b = append(lb.b, `,"params":`...)
+	tail := append([]byte(`,"emittedAtMs":`), strconv.FormatInt(time.Now().UnixMilli(), 10)...)
+	tail = append(tail, '}', '\n')
+	return outItem{lb: lb, large: l, tail: tail}, true
 }
 
 // appendCall appends a server request {"id":N,"method":…,"params":…}.

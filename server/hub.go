@@ -402,6 +402,18 @@ func (c hubClient) NotifyThread(threadID, method string, params any) {
 	if len(targets) == 0 {
 		return
 	}
+	if it, ok := largeNotification(method, params); ok {
+		// Encoded once; each connection gets its own head and shares
+		// the long strings and the tail.
+		defer putLine(it.lb)
+		for _, s := range targets {
+			if s.state.Load() == nil {
+				continue
+			}
+			s.notifyLarge(method, it)
+		}
+		return
+	}
 	lb := getLine()
 	defer putLine(lb)
 	if err := lb.appendNotification(method, params); err != nil {

@@ -48,7 +48,9 @@ func (st *stream) next() (message, error) {
 		}
 		m, bad := decodeLine(line)
 		if cap(st.line) > keepReadCap {
-			st.line = nil // decodeLine copied what it kept
+			st.line = nil // a large buffer is not kept: m's values may keep it instead
+		} else {
+			m.detach() // st.line is read into again
 		}
 		if bad != nil {
 			if bad.noReply {
@@ -92,6 +94,14 @@ func (st *stream) readLine() (line []byte, tooLong bool, err error) {
 				tooLong = true
 				st.line = st.line[:0]
 			} else {
+				if need := len(st.line) + len(frag); need > cap(st.line) {
+					// Doubling: append grows a large slice by a quarter,
+					// and the blocks a 10 MiB line leaves behind on the
+					// way add up to several times its size.
+					grown := make([]byte, len(st.line), max(2*cap(st.line), need, readBufSize))
+					copy(grown, st.line)
+					st.line = grown
+				}
 				st.line = append(st.line, frag...)
 			}
 		}

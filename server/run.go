@@ -24,6 +24,8 @@ func RegisterRuns(s *Server, rn *runner.Runner) {
 	Handle(s, protocol.MethodRunPause, rn.Pause)
 	Handle(s, protocol.MethodRunResume, rn.Resume)
 	Handle(s, protocol.MethodRunCancel, rn.Cancel)
+	Handle(s, protocol.MethodRunRevert, rn.Revert)
+	Handle(s, protocol.MethodRunTaskRevert, rn.TaskRevert)
 	prev := s.notifHandlers[protocol.MethodInitialized]
 	s.notifHandlers[protocol.MethodInitialized] = func(raw json.RawMessage) {
 		if prev != nil {

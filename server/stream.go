@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,10 @@ type stream struct {
 	line       []byte
 	stickyErr  error           // returned by every read after the input ended
 	onResponse func(m message) // set before the first read; gets client responses
+	// params are the params of the message ReadObject returned last,
+	// numbered paramsSeq (see ReadObject and takeParams).
+	params    json.RawMessage
+	paramsSeq uint64
 
 	// inputEnded is closed when reading stops at the end of the input or
 	// a read error (readError says which), not when the stream is closed.
@@ -78,15 +83,30 @@ type stream struct {
 // long thread's turns) is lb, then what body writes, then tail (which ends
 // the line). The writer writes all three before it takes the next entry,
 // so nothing is interleaved inside the message, and releases the body.
+//
+// A notification carrying a long string (large non-nil, largeNotification)
+// is lb, then large, then tail, the same way: large holds the long strings
+// by reference, and the writer escapes them into the output as it goes.
 type outItem struct {
 	lb      *lineBuf
 	body    *session.StreamedResult
-	tail    []byte
+	large   *protocol.Large
+	tail    []byte // read-only: may be shared by the connections of a Hub
 	flushed chan struct{}
 }
 
-// size is what the entry holds in memory, for the queue's byte limit.
-func (it outItem) size() int64 { return int64(len(it.lb.b) + len(it.tail)) }
+// size is what the entry counts for the queue's byte limit: what it holds
+// in memory, and a large notification's whole length, as when it was
+// encoded whole (its long strings are the session's, not copies, but the
+// queue is the last to hold them once the turn is over, and a client that
+// reads slowly must not make it hold many).
+func (it outItem) size() int64 {
+	n := int64(len(it.lb.b) + len(it.tail))
+	if it.large != nil {
+		n += int64(it.large.Len())
+	}
+	return n
+}
 
 // drop returns the line to the pool and releases the body.
 func (it outItem) drop() {
@@ -129,8 +149,20 @@ func (st *stream) ReadObject(v any) error {
 			return err
 		}
 		// jsonrpc2 decodes our canonical form of the message, so it never
-		// sees a field combination it would reject.
+		// sees a field combination it would reject. The params are not
+		// in it: jsonrpc2 would decode them into maps and encode them
+		// again (a 10 MiB message, several times over). They wait in
+		// st.params, and the handler, which jsonrpc2 calls on this
+		// goroutine before it reads again, takes them (takeParams) by
+		// the number the canonical form carries as "meta".
+		params := m.params
+		m.params = nil
 		canon := appendMessage(nil, m, false)
+		st.paramsSeq++
+		canon = append(canon[:len(canon)-2], `,"meta":`...)
+		canon = strconv.AppendUint(canon, st.paramsSeq, 10)
+		canon = append(canon, '}')
+		st.params = params
 		if err := json.Unmarshal(canon, v); err != nil {
 			st.log.Error("bug: jsonrpc2 rejected a message", "line", string(canon), "err", err)
 			if m.kind == kindRequest {
@@ -140,6 +172,23 @@ func (st *stream) ReadObject(v any) error {
 		}
 		return nil
 	}
+}
+
+// takeParams returns the params of req, which ReadObject returned: the
+// ones it kept aside, when req carries their number. A request from
+// elsewhere keeps its own. It runs on the ReadObject goroutine.
+func (st *stream) takeParams(req *jsonrpc2.Request) json.RawMessage {
+	if req.Meta != nil {
+		if n, err := strconv.ParseUint(string(*req.Meta), 10, 64); err == nil && n == st.paramsSeq {
+			params := st.params
+			st.params = nil
+			return params
+		}
+	}
+	if req.Params == nil {
+		return nil
+	}
+	return *req.Params
 }
 
 // WriteObject implements jsonrpc2.ObjectStream. It encodes obj itself (no

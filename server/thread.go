@@ -13,6 +13,9 @@ import (
 // changes nothing.
 func registerThread(s *Server, m *session.Manager) {
 	Handle(s, protocol.MethodThreadStart, checked(m.StartThread, func(p *protocol.ThreadStartParams) error {
+		if err := s.checkDynamicTools(p); err != nil { // dynamictools.go
+			return err
+		}
 		return m.ValidateThreadSettings(p.ThreadSettings)
 	}))
 	Handle(s, protocol.MethodThreadResume, checked(m.ResumeThread, func(p *protocol.ThreadResumeParams) error {

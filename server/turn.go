@@ -23,4 +23,6 @@ func Register(s *Server, m *session.Manager) {
 	registerTools(s, m)
 	registerFullAuto(s, m)
 	registerClientInfo(s, m)
+	registerMCP(s, m)
+	registerCodex171(s, m)
 }

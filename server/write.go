@@ -16,6 +16,9 @@ import (
 // notify queues a notification: the fast path for session.Client.Notify,
 // bypassing jsonrpc2.
 func (st *stream) notify(method string, params any) error {
+	if it, ok := largeNotification(method, params); ok {
+		return st.enqueueItem(it)
+	}
 	lb := getLine()
 	if err := lb.appendNotification(method, params); err != nil {
 		putLine(lb)
@@ -184,6 +187,9 @@ func (st *stream) write(it outItem) bool {
 	}
 	if st.trace {
 		line := it.lb.b
+		if it.large != nil {
+			line = append(it.large.AppendTo(append(make([]byte, 0, len(line)+it.large.Len()+len(it.tail)), line...)), it.tail...)
+		}
 		if it.body != nil {
 			// The trace logs every message whole, as it went out (a
 			// debugging aid; the transcript checks read it).
@@ -197,6 +203,13 @@ func (st *stream) write(it outItem) bool {
 		st.log.Debug("send", "line", string(bytes.TrimSuffix(line, []byte{'\n'})))
 	}
 	_, err := st.w.Write(it.lb.b)
+	if err == nil && it.large != nil {
+		// The long strings are escaped straight into the output buffer;
+		// a write error leaves a partial line, as below.
+		if _, err = it.large.WriteTo(st.w); err == nil {
+			_, err = st.w.Write(it.tail)
+		}
+	}
 	if err == nil && it.body != nil {
 		// The body goes straight into the output buffer. An error here
 		// leaves a partial line: the connection closes (fail), as on any

@@ -80,32 +80,85 @@ Choices made and why; approaches tried and abandoned.
 
 Reply with the summary only. Do not call tools.`
 
-// compactLimits are the token limits of a turn's model: its context window
-// (0 unknown) and the automatic-compaction trigger (0 never).
-func (t *thread) compactLimits(modelName string) (window, trigger int64) {
+// windowKey keys a learned context window: the same model name served by
+// two providers (a hosted model and a local quantization of it, two
+// gateways) may have two windows, so a refusal by one provider says
+// nothing about the other.
+type windowKey struct{ provider, model string }
+
+// compactLimits are the token limits of model as provider serves it: its
+// context window (0 unknown) and the automatic-compaction trigger (0
+// never).
+func (t *thread) compactLimits(provider, modelName string) (window, trigger int64) {
 	c := t.m.opts.Config
 	window = c.ContextWindow(modelName)
 	if window == 0 {
-		if v, ok := t.m.learnedWindows.Load(modelName); ok {
+		if v, ok := t.m.learnedWindows.Load(windowKey{provider, modelName}); ok {
 			window = v.(int64)
 		}
 	}
 	return window, c.CompactTrigger(window)
 }
 
-// learnWindow notes that the provider refused a request of about tokens
-// as too long for model, whose window no configuration gives: the window
-// is at most that, and later requests compact before they reach 90% of it.
-func (t *thread) learnWindow(modelName string, tokens int64) {
+// turnLimits is compactLimits for the turn's own model and provider.
+func (t *thread) turnLimits(tr *turn) (window, trigger int64) {
+	return t.compactLimits(tr.providerName(), tr.modelName)
+}
+
+// providerName is the name of the provider the turn's requests go to.
+func (tr *turn) providerName() string {
+	if tr.client == nil {
+		return ""
+	}
+	return tr.client.Provider().Name
+}
+
+// learnWindow notes that provider refused a request of about tokens as
+// too long for model, whose window no configuration gives: the window is
+// at most that for that provider, and its later requests compact before
+// they reach 90% of it.
+func (t *thread) learnWindow(provider, modelName string, tokens int64) {
 	if t.m.opts.Config.ContextWindow(modelName) > 0 || tokens <= 0 {
 		return
 	}
+	key := windowKey{provider, modelName}
 	for {
-		old, loaded := t.m.learnedWindows.LoadOrStore(modelName, tokens)
-		if !loaded || old.(int64) <= tokens || t.m.learnedWindows.CompareAndSwap(modelName, old, tokens) {
+		old, loaded := t.m.learnedWindows.LoadOrStore(key, tokens)
+		if !loaded || old.(int64) <= tokens || t.m.learnedWindows.CompareAndSwap(key, old, tokens) {
 			return
 		}
 	}
+}
+
+// messageTooBig is the error of a user message of n bytes that cannot fit
+// the turn's context window even with everything else compacted away:
+// with the instructions and tools it reaches 95% of the window, where a
+// compaction, which keeps the latest message verbatim, would end the turn
+// anyway. Said before anything is sent; nil when it fits or the window is
+// unknown.
+func (t *thread) messageTooBig(tr *turn, n int) error {
+	return t.messageTooBigFor(tr, n, "nothing was sent to the model")
+}
+
+// messageTooBigFor is messageTooBig with what became of the message.
+func (t *thread) messageTooBigFor(tr *turn, n int, fate string) error {
+	window, _ := t.turnLimits(tr)
+	if window <= 0 {
+		return nil
+	}
+	msg := approxTokens(n)
+	fixed := approxTokens(len(tr.prompt) + t.toolsBytes())
+	if msg+fixed < window*95/100 {
+		return nil
+	}
+	size := fmt.Sprintf("%d tokens", window)
+	if t.m.opts.Config.ContextWindow(tr.modelName) == 0 {
+		size = fmt.Sprintf("at most %d tokens (learned from a refusal)", window)
+	}
+	if msg >= window {
+		return &contextError{msg: fmt.Sprintf("the message alone is larger than the model's context window: about %d tokens (%d bytes), and %s's window is %s; %s", msg, n, tr.modelName, size, fate)}
+	}
+	return &contextError{msg: fmt.Sprintf("the message does not fit the model's context window: about %d tokens (%d bytes), with %d tokens of instructions and tools, and %s's window is %s; %s", msg, n, fixed, tr.modelName, size, fate)}
 }
 
 // approxTokens estimates the tokens of n bytes of request (4 bytes a token).
@@ -170,7 +223,7 @@ type compaction struct {
 // pass the trigger: Codex's pre-turn and mid-turn checks (only follow-up
 // work, tool outputs or steered input, samples mid-turn).
 func (t *thread) sampleNext(tr *turn) {
-	_, trigger := t.compactLimits(tr.modelName)
+	_, trigger := t.turnLimits(tr)
 	if trigger > 0 && t.promptTokens(tr) >= trigger {
 		t.startCompaction(tr, true, func() { t.sampleAfterCompaction(tr) })
 		return
@@ -191,7 +244,18 @@ func (t *thread) compactOnOverflow(tr *turn, err error) bool {
 	}
 	tr.overflowCompacted = true
 	tr.sampling = false
-	t.learnWindow(tr.modelName, t.promptTokens(tr))
+	t.learnWindow(tr.providerName(), tr.modelName, t.promptTokens(tr))
+	// A window learned just now from a request that was mostly the
+	// latest message: no compaction can help, since it keeps that message.
+	for i := len(t.history) - 1; i >= tr.histStart && i >= 0; i-- {
+		if e := t.history[i]; e.Kind == model.EntryUser && !isCompactionEntry(e) {
+			if err := t.messageTooBigFor(tr, len(e.Text), "the provider refused it as too long"); err != nil {
+				t.failTurn(tr, err)
+				return true
+			}
+			break
+		}
+	}
 	t.m.log.Warn("the model refused the request as too long for its window; compacting", "thread", t.id, "turn", tr.id, "err", me.Message)
 	t.startCompaction(tr, true, func() { t.sampleAfterCompaction(tr) })
 	return true
@@ -269,7 +333,7 @@ func (t *thread) startCompaction(tr *turn, auto bool, then func()) {
 		}
 		modelName, client = name, t.m.modelClient(prov)
 	}
-	window, _ := t.compactLimits(modelName)
+	window, _ := t.compactLimits(client.Provider().Name, modelName)
 	entries := summarizable(t.history)
 	go func() {
 		summary, err := t.summarizeContext(ctx, client, modelName, window, entries)
@@ -337,7 +401,7 @@ func (t *thread) finishCompaction(tr *turn, c *compaction, summary string, err e
 	hist, inflight := t.compactedHistory(tr, summary)
 	base := len(tr.prompt) + t.toolsBytes()
 	after := approxTokens(base + entriesBytes(hist))
-	window, trigger := t.compactLimits(tr.modelName)
+	window, trigger := t.turnLimits(tr)
 	if est := approxTokens(base + entriesBytes(t.history)); after >= est {
 		// Roo's rule: a compaction that does not shrink the prompt (both
 		// sides estimated alike) is refused; the history stays as it was.
@@ -475,6 +539,13 @@ func (t *thread) compactedHistory(tr *turn, summary string) (hist []model.Entry,
 	}
 	var users []model.Entry
 	budget := int64(keptUserTokens)
+	if b := approxTokens(t.outputBudget(tr)) / 2; b > 0 && b < budget {
+		// A small window: the kept messages may take half what one tool
+		// output may (tooloutput.go), or a long run's messages alone
+		// would fill it after a while; the compacted context then stays
+		// well below the 75% at which full auto hands the run off.
+		budget = b
+	}
 	for i := start - 1; i >= 0; i-- {
 		e := t.history[i]
 		if e.Kind != model.EntryUser || isCompactionEntry(e) {

@@ -22,6 +22,8 @@ type commandRun struct {
 	item    protocol.CommandExecutionItem
 	started time.Time
 	plan    commandPlan
+	// verdict is the project brain's, when it stopped the command.
+	verdict *protocol.AlignmentVerdict
 }
 
 // runCommandCall runs an exec_command call: parse, judge (rules, sandbox,
@@ -63,12 +65,20 @@ func (t *thread) runCommandCall(tr *turn, call model.ToolCall) {
 		CommandActions: commandActions(cmd),
 	}
 	run.plan = t.planCommand(cmd, args.SandboxPermissions == "require_escalated")
+	if run.plan.refuse == "" && t.alignCommand(tr, run, args.Justification) {
+		return // judged first; proceedCommand goes on (brainhook.go)
+	}
+	t.proceedCommand(tr, run, args.Justification)
+}
+
+// proceedCommand refuses, asks about or runs a planned command.
+func (t *thread) proceedCommand(tr *turn, run *commandRun, justification string) {
 	switch {
 	case run.plan.refuse != "":
 		t.notifyItemStarted(tr, run.item)
 		t.finishCommand(tr, run, protocol.ItemDeclined, "Not run: "+run.plan.refuse)
 	case run.plan.ask:
-		t.askApproval(tr, run, args.Justification)
+		t.askApproval(tr, run, justification)
 	default:
 		t.notifyItemStarted(tr, run.item)
 		t.startExec(tr, run)
@@ -135,6 +145,8 @@ func (t *thread) commandRequest(turnID string, run *commandRun, reason string) s
 	switch {
 	case run.plan.forbidden():
 		why = run.plan.reason()
+	case run.plan.privileged() != "":
+		why = "This command runs something as another user: " + run.plan.privileged()
 	case run.plan.opaque() != "":
 		why = "The rules cannot read this command fully: " + run.plan.opaque()
 	}
@@ -148,7 +160,7 @@ func (t *thread) commandRequest(turnID string, run *commandRun, reason string) s
 	}
 	return serverRequest{Method: protocol.RequestCommandApproval, Params: params, Kind: "command", Command: run.command,
 		Rule: run.plan.ruleDecision(), RuleName: run.plan.ruleName(), Sandboxed: run.plan.sandboxed(),
-		Escalated: run.plan.escalated, Opaque: run.plan.opaque()}
+		Escalated: run.plan.escalated, Opaque: run.plan.opaque(), Privileged: run.plan.privileged()}
 }
 
 func (tr *turn) dropRequest(id int64) {
@@ -169,11 +181,21 @@ func (t *thread) onApproval(tr *turn, run *commandRun, reqID int64, raw json.Raw
 		t.finishCommand(tr, run, protocol.ItemFailed, "The approval request failed, so the command was not run: "+err.Error())
 		return
 	}
+	if v := run.verdict; v != nil && dec.Kind != protocol.DecisionDecline && dec.Kind != protocol.DecisionCancel {
+		run.verdict = nil // recorded first, then on as approved (brainhook.go)
+		t.alignmentApproved(tr, protocol.AlignmentAction{Kind: protocol.ActionCommand, Command: run.command}, *v,
+			func() { t.onApproval(tr, run, -1, raw, nil) })
+		return
+	}
 	switch dec.Kind {
 	case protocol.DecisionAccept, protocol.DecisionAcceptWithExecpolicyAmendment, protocol.DecisionApplyNetworkPolicyAmendment:
 		t.startExec(tr, run)
 	case protocol.DecisionAcceptForSession:
-		t.approved[approvalKey(run.command, run.plan.escalated)] = true
+		// Only where the request offered it: a forbidden, privileged or
+		// opaque command is approved once, never for the session.
+		if run.plan.sessionApprovable() {
+			t.approved[approvalKey(run.command, run.plan.escalated)] = true
+		}
 		t.startExec(tr, run)
 	case protocol.DecisionDecline:
 		t.finishCommand(tr, run, protocol.ItemDeclined, "The user declined to run this command. Do not retry it; continue without it or explain what you needed.")

@@ -60,6 +60,9 @@ func (j judge) explain(p protocol.PolicyExplainParams) protocol.PolicyExplainRes
 		if v.Opaque != "" {
 			res.Opaque = ptr(v.Opaque)
 		}
+		if v.Privileged != "" {
+			res.Privileged = ptr(v.Privileged)
+		}
 		if plan.refuse != "" {
 			res.Refusal = ptr(plan.refuse)
 		}

@@ -24,6 +24,9 @@ type fileRun struct {
 	changes []files.Change
 	item    protocol.FileChangeItem
 	inside  bool // every path is inside the writable roots
+	// verdict is the project brain's, when it stopped the change.
+	verdict *protocol.AlignmentVerdict
+	action  protocol.AlignmentAction
 }
 
 // workspace is the thread's file-tool view of its cwd: writes confined to
@@ -189,6 +192,14 @@ func (t *thread) proposeChanges(tr *turn, call model.ToolCall, ws *files.Workspa
 		run.item.Changes = append(run.item.Changes, fc)
 	}
 	t.notifyItemStarted(tr, run.item)
+	if t.alignChanges(tr, run, plan, paths) {
+		return // judged first; proceedChanges goes on (brainhook.go)
+	}
+	t.proceedChanges(tr, run, plan, paths)
+}
+
+// proceedChanges commits announced changes or asks about them.
+func (t *thread) proceedChanges(tr *turn, run *fileRun, plan string, paths []string) {
 	if plan == fileWrite {
 		t.commitChanges(tr, run)
 		return
@@ -225,6 +236,11 @@ func (t *thread) onFileApproval(tr *turn, run *fileRun, reqID int64, raw json.Ra
 	if err != nil {
 		t.m.log.Warn("approval answer unusable; changes not applied", "thread", t.id, "item", run.item.ID, "err", err)
 		t.finishFileChange(tr, run, protocol.ItemFailed, "The approval request failed, so nothing was changed: "+err.Error())
+		return
+	}
+	if v := run.verdict; v != nil && (dec.Kind == protocol.DecisionAccept || dec.Kind == protocol.DecisionAcceptForSession) {
+		run.verdict = nil // recorded first, then on as approved (brainhook.go)
+		t.alignmentApproved(tr, run.action, *v, func() { t.onFileApproval(tr, run, -1, raw, nil) })
 		return
 	}
 	switch dec.Kind {

@@ -49,6 +49,8 @@ func requestItemID(req serverRequest) string {
 		return p.ItemID
 	case protocol.ToolRequestUserInputParams:
 		return p.ItemID
+	case protocol.McpServerElicitationParams: // an MCP tool approval (mcptools.go)
+		return p.ItemID
 	}
 	return ""
 }
@@ -60,7 +62,7 @@ func approvalRequest(req serverRequest) controller.ApprovalRequest {
 		Kind: req.Kind, Command: req.Command,
 		RuleDecision: req.Rule, Rule: req.RuleName, Paths: append([]string{}, req.Paths...),
 		InsideWritableRoots: req.InsideWorkspace, Sandboxed: req.Sandboxed,
-		Escalated: req.Escalated, Opaque: req.Opaque,
+		Escalated: req.Escalated, Opaque: req.Opaque, Privileged: req.Privileged,
 	}
 }
 
@@ -73,6 +75,9 @@ func decisionJSON(d protocol.Decision) json.RawMessage {
 // (rung 1). When it returns ok, raw is taken as the client's answer and
 // the client never sees the request.
 func (t *thread) autoAnswer(tr *turn, req serverRequest) (raw json.RawMessage, ok bool) {
+	if req.Alignment != nil { // the project brain stopped it: a human's call
+		return nil, false
+	}
 	outcome, effs := t.fsm().RequestAsked(t.nowMs(), tr.id, requestKey(req), approvalRequest(req))
 	t.apply(effs)
 	switch outcome {
@@ -91,7 +96,7 @@ func (t *thread) autoAnswer(tr *turn, req serverRequest) (raw json.RawMessage, o
 func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID int64, raw json.RawMessage, err error)) bool {
 	ok, objective, in := t.fsm().ModelMayAnswer(requestKey(req), approvalRequest(req))
 	dm := t.m.decisionModel()
-	if !ok || dm == nil {
+	if !ok || dm == nil || req.Alignment != nil {
 		return false
 	}
 	ctx := tr.ctx
@@ -160,6 +165,9 @@ func attentionKind(kind string) protocol.AttentionKind {
 
 // requestReason says in a line what a request waits for.
 func requestReason(req serverRequest) string {
+	if req.Alignment != nil { // stopped by the project brain: say which decision
+		return alignmentReason(*req.Alignment)
+	}
 	switch p := req.Params.(type) {
 	case protocol.CommandApprovalParams:
 		return "approve command: " + truncate(req.Command, 200)
@@ -169,6 +177,8 @@ func requestReason(req serverRequest) string {
 		if len(p.Questions) > 0 {
 			return "answer: " + truncate(p.Questions[0].Question, 200)
 		}
+	case protocol.McpServerElicitationParams:
+		return truncate(p.Message, 200)
 	}
 	return "answer " + req.Method
 }

@@ -233,11 +233,12 @@ func (t *thread) resumeCommand(params protocol.CommandApprovalParams, rd resumeD
 			hist: callHistory(call, "The user declined to run this command. Do not retry it; continue without it or explain what you needed.")}})
 		return
 	}
-	if dec.Kind == protocol.DecisionAcceptForSession {
-		t.approved[cmd] = true
+	plan := t.planCommand(cmd, false)
+	if dec.Kind == protocol.DecisionAcceptForSession && plan.sessionApprovable() {
+		t.approved[approvalKey(cmd, false)] = true
 	}
 	req := tools.ExecRequest{Command: cmd, Dir: dir, Timeout: defaultCommandTimeout}
-	t.planCommand(cmd, false).confine(&req)
+	plan.confine(&req)
 	ctx, token := t.ctx, t.fsm().Token()
 	go func() {
 		res, xerr := tools.Exec(ctx, req, nil)

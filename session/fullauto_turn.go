@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,7 +27,7 @@ import (
 // the tokens and cost, and a goal reports its progress.
 func (t *thread) responseUsage(tr *turn, last protocol.TokenUsageBreakdown) {
 	u := fullauto.Response{Input: last.InputTokens, Cached: last.CachedInputTokens, Output: last.OutputTokens}
-	if w := t.contextWindow(tr.modelName); w != nil {
+	if w := t.contextWindow(tr); w != nil {
 		u.ContextWindow = *w
 	}
 	if p, ok := t.m.opts.Config.Prices[tr.modelName]; ok {
@@ -107,8 +108,20 @@ func (t *thread) summarize(tr *turn, status string, te *protocol.TurnError) cont
 				io.WriteString(diff, c.Path+"\x00"+c.Diff+"\x00")
 			}
 		case protocol.CommandExecutionItem:
-			if isCheck(t.commandRules(), t.rulesContext(), v.Command) && v.ExitCode != nil && v.Status != protocol.ItemDeclined {
+			ran := v.ExitCode != nil && v.Status != protocol.ItemDeclined
+			if isCheck(t.commandRules(), t.rulesContext(), v.Command) && ran {
 				s.ChecksPassed = ptr(*v.ExitCode == 0)
+			}
+			// A check that did not run (declined, refused, its approval
+			// failed) is missing evidence, until it runs later in the turn.
+			script := scriptOf(v.Command)
+			switch {
+			case ran:
+				s.ChecksNotRun = slices.DeleteFunc(s.ChecksNotRun, func(c string) bool { return c == script })
+			case v.Status != protocol.ItemInProgress && t.commandRules().Check(v.Command, t.rulesContext()) != rules.NoCheck:
+				if !slices.Contains(s.ChecksNotRun, script) {
+					s.ChecksNotRun = append(s.ChecksNotRun, script)
+				}
 			}
 		}
 	}
@@ -158,6 +171,16 @@ func turnError(te *protocol.TurnError) *controller.TurnError {
 		rec = true
 	}
 	return &controller.TurnError{Message: te.Message, Kind: kind, Recoverable: rec}
+}
+
+// scriptOf is the script of a command item's command line (`/bin/bash -c
+// 'make test'` gives make test), or the line itself.
+func scriptOf(line string) string {
+	i := strings.Index(line, " -c '")
+	if i < 0 || strings.Contains(line[:i], " ") || !strings.HasSuffix(line, "'") || len(line) < i+6 {
+		return line
+	}
+	return strings.ReplaceAll(line[i+5:len(line)-1], `'\''`, "'")
 }
 
 // isCheck reports whether cmd, a command item's command line

@@ -55,6 +55,9 @@ type Options struct {
 	// Cwd is the working directory of a thread started without one; empty
 	// means the process's. (A server in a test process gets its own.)
 	Cwd string
+	// Align, when set, is the project brain's alignment check of file
+	// writes and commands under full auto (brainhook.go).
+	Align Aligner
 }
 
 // Manager owns the set of loaded threads. Its own fields are small leaf
@@ -96,12 +99,17 @@ type Manager struct {
 
 	// learnedWindows are context windows learned from requests a provider
 	// refused as too long, for models no configuration sizes (compact.go):
-	// model name → tokens.
+	// windowKey (provider and model name) → tokens.
 	learnedWindows sync.Map
 
+	mcp      *mcpState   // MCP servers (mcptools.go); set by NewManager
 	fuzzy    fuzzyTokens // fuzzyFileSearch's cancellation tokens (fuzzy.go)
 	watchers watchers    // the thread port's outcome streams (threads.go)
 	execs    execTable   // command/exec's processes (commandexec.go)
+
+	// defaultProvider is modelProvider/default/set's choice (codex171.go);
+	// nil: the configured provider.
+	defaultProvider atomic.Pointer[string]
 }
 
 // NewManager starts opening the store and returns at once.
@@ -128,6 +136,7 @@ func NewManager(opts Options) *Manager {
 		sandbox.HideEnv(pc.APIKeyEnv)
 	}
 	m.fa = newFullAutoManager(m)
+	m.mcp = newMCPState(m)
 	m.sched = newScheduler(opts.Config.MaxConcurrentModelCalls)
 	m.clock = opts.Clock
 	if m.clock == nil {
@@ -174,6 +183,7 @@ func (m *Manager) Close() error {
 	}
 	m.stop()
 	m.wg.Wait()
+	m.mcp.close() // no MCP server process outlives apserver
 	m.mu.Lock()
 	m.closeWatcher()
 	m.mu.Unlock()
@@ -279,8 +289,8 @@ func (m *Manager) defaultSettings() threadSettings {
 	}
 	s := threadSettings{
 		Cwd:            cwd,
-		Model:          c.Model,
-		Provider:       c.Provider,
+		Model:          m.modelDefault(),
+		Provider:       m.providerDefault(),
 		ApprovalPolicy: protocol.ApprovalPolicy(c.ApprovalPolicy),
 		Sandbox:        protocol.SandboxMode(c.Sandbox),
 	}
@@ -313,6 +323,10 @@ func (m *Manager) StartThread(ctx context.Context, p protocol.ThreadStartParams,
 		Ephemeral: p.Ephemeral != nil && *p.Ephemeral,
 	}
 	s.DisabledTools = disabledTools(p.Config)
+	if s.DynamicTools, err = encodeDynamicTools(p.DynamicTools); err != nil { // dynamictools.go
+		reply(nil, err)
+		return
+	}
 	t := m.newThread(meta, s)
 	t.post(func() { t.create(reply) })
 }
@@ -426,6 +440,9 @@ func (m *Manager) ListThreads(ctx context.Context, p protocol.ThreadListParams, 
 			o.SearchTerm = *p.SearchTerm
 		}
 		o.ModelProviders = p.ModelProviders
+		if p.IncludedThreadIDs != nil {
+			o.OnlyIDs, o.IDs = true, *p.IncludedThreadIDs
+		}
 		rows, next, err := db.ListThreads(ctx, o)
 		if err != nil {
 			if errors.Is(err, store.ErrBadCursor) {
@@ -595,6 +612,9 @@ func (m *Manager) ListModels(ctx context.Context, p protocol.ModelListParams, re
 		}
 		if p.ModelProvider != nil && *p.ModelProvider != "" && mi.Provider != "" && mi.Provider != *p.ModelProvider {
 			return
+		}
+		if dp := m.defaultProvider.Load(); p.ModelProvider == nil && dp != nil && mi.Provider != "" && mi.Provider != *dp {
+			return // unscoped: modelProvider/default/set's provider
 		}
 		seen[mi.ID] = true
 		efforts := mi.ReasoningEfforts

@@ -216,8 +216,15 @@ type commandPlan struct {
 	escalated bool
 }
 
-func (p commandPlan) forbidden() bool      { return p.verdict.Decision == rules.Forbidden }
-func (p commandPlan) opaque() string       { return p.verdict.Opaque }
+func (p commandPlan) forbidden() bool    { return p.verdict.Decision == rules.Forbidden }
+func (p commandPlan) opaque() string     { return p.verdict.Opaque }
+func (p commandPlan) privileged() string { return p.verdict.Privileged }
+
+// sessionApprovable: a human may accept the command for the session. A
+// forbidden, privileged or opaque command is accepted once at a time.
+func (p commandPlan) sessionApprovable() bool {
+	return !p.forbidden() && p.privileged() == "" && p.opaque() == ""
+}
 func (p commandPlan) reason() string       { return p.verdict.Reason }
 func (p commandPlan) ruleDecision() string { return p.verdict.Decision.String() }
 func (p commandPlan) sandboxed() bool      { return p.sandbox != nil }
@@ -257,19 +264,24 @@ func approvalKey(cmd string, escalated bool) string {
 }
 
 // planCommand decides a command. policy/explain reports exactly this plan.
-// Three things always need a human, whatever the approval policy, sandbox
+// Some things always need a human, whatever the approval policy, sandbox
 // and session approvals say:
 //
 //   - a forbidden command: asked for, or refused under never;
+//   - a privileged command (sudo, su, doas, pkexec, run0, ... anywhere in
+//     it): asked for every time, never covered by a session approval, or
+//     refused under never, as forbidden is;
 //   - an escalation (the model asks to run outside the sandbox): asked
 //     for, or refused under never, telling the model to run it sandboxed;
 //     only an escalation accepted for the session runs again;
-//   - an opaque command, which the rules cannot read fully: asked for,
-//     unless accepted for the session; under never it runs only in the
-//     sandbox, and is refused where there is none (danger-full-access, or
-//     no kernel sandbox).
+//   - an opaque command, which the rules cannot read fully, where it would
+//     run outside the kernel sandbox (danger-full-access, or no kernel
+//     sandbox here): asked for, unless accepted for the session; refused
+//     under never.
 //
-// Otherwise:
+// Inside the kernel sandbox an opaque command is like any other: running
+// the workspace's own code (make test, ./gradlew, a script) is what the
+// sandbox is for. Otherwise:
 //
 //   - never: run everything.
 //   - untrusted: run what the rules allow; ask for the rest.
@@ -293,6 +305,12 @@ func (j judge) planCommand(cmd string, escalated bool) commandPlan {
 		} else {
 			plan.ask = true
 		}
+	case v.Privileged != "":
+		if never {
+			plan.refuse = "This command runs something as another user (" + v.Privileged + "). That needs a human every time, and this thread never asks; do the work without it, or say what a human must run."
+		} else {
+			plan.ask = true
+		}
 	case escalated:
 		switch {
 		case j.approved[approvalKey(cmd, true)]:
@@ -302,12 +320,11 @@ func (j judge) planCommand(cmd string, escalated bool) commandPlan {
 			plan.ask = true
 		}
 	case j.approved[approvalKey(cmd, false)]:
-	case v.Opaque != "":
-		switch {
-		case !never:
-			plan.ask = true
-		case sb == nil:
+	case v.Opaque != "" && sb == nil:
+		if never {
 			plan.refuse = "The rules cannot read this command fully (" + v.Opaque + "), so it may only run inside the sandbox, and this thread has none and never asks. Write it so the program and its subcommand are plain words."
+		} else {
+			plan.ask = true
 		}
 	case never:
 	case j.settings.ApprovalPolicy == protocol.ApprovalUntrusted:

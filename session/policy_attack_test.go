@@ -343,7 +343,7 @@ func TestExplainIsThePlan(t *testing.T) {
 // sandbox, escalated or not, policy/explain reports the plan the command
 // gets when the model runs it.
 func FuzzExplainIsThePlan(f *testing.F) {
-	for _, seed := range []string{"git push", "$(echo git) push", "make test", `eval "git push"`, "go test ./...", "echo 'x"} {
+	for _, seed := range []string{"git push", "$(echo git) push", "make test", `eval "git push"`, "go test ./...", "echo 'x", "sudo -s", "env sudo id", "git config alias.p push && git p"} {
 		f.Add(seed, uint8(0))
 	}
 	m := attackManager(f)
@@ -374,6 +374,10 @@ func FuzzExplainIsThePlan(f *testing.F) {
 		// outside the sandbox.
 		if (plan.forbidden() || escalated || plan.opaque() != "") && !plan.ask && plan.refuse == "" && (plan.sandbox == nil || plan.forbidden() || escalated) {
 			t.Fatalf("%q (%s, %s, escalated %v) runs without a human: %s", cmd, approval, sb, escalated, plan.effective())
+		}
+		// A privileged command never runs unasked, sandboxed or not.
+		if plan.privileged() != "" && !plan.ask && plan.refuse == "" {
+			t.Fatalf("%q (%s, %s, escalated %v) runs as another user without a human: %s", cmd, approval, sb, escalated, plan.effective())
 		}
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/apserver/apserver/protocol"
 )
 
 // maxAgentsBytes caps how much of a workspace's AGENTS.md goes into the prompt.
@@ -46,6 +48,16 @@ func systemPrompt(cwd, base, extra, developer string) string {
 		b.WriteString(developer)
 	}
 	return b.String()
+}
+
+// sandboxNote tells the model where its files go when commands run in the
+// kernel sandbox: /tmp there is apserver's private one, so a file the
+// user is told to open in /tmp is not in the user's /tmp.
+func sandboxNote(mode protocol.SandboxMode) string {
+	if mode == protocol.SandboxDangerFullAccess {
+		return ""
+	}
+	return "\n\nCommands run in a sandbox. Its /tmp and $TMPDIR are private to apserver's sandboxed commands: files there stay between commands but are not in the user's /tmp, so the user cannot open them. Write anything the user should see or keep in the workspace."
 }
 
 func readAgents(cwd string) string {

@@ -47,6 +47,9 @@ func (t *thread) runReadCall(tr *turn, call model.ToolCall) {
 }
 
 func (t *thread) readTool(tr *turn, call model.ToolCall) (string, error) {
+	if call.Name == toolReadOutput {
+		return t.readOutput(tr, []byte(call.Arguments)) // tooloutput.go
+	}
 	ws, err := t.workspace()
 	if err != nil {
 		return "", err

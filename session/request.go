@@ -26,12 +26,18 @@ type serverRequest struct {
 	// Sandboxed: the command would run confined by the kernel sandbox.
 	Sandboxed bool
 	// Escalated: the command asks to run outside the sandbox. Opaque says
-	// why the rules cannot read it fully. Either makes it a human's call.
-	Escalated bool
-	Opaque    string
+	// why the rules cannot read it fully: a human's call outside the
+	// sandbox. Privileged says why it runs a command as another user:
+	// always a human's call.
+	Escalated  bool
+	Opaque     string
+	Privileged string
 	// InsideWorkspace: every path of a file change is inside the writable
 	// roots.
 	InsideWorkspace bool
+	// Alignment, when set, stopped the action (brainhook.go): the request
+	// goes to a human, never to full auto's rules or decision model.
+	Alignment *protocol.AlignmentVerdict
 }
 
 // sendRequest asks the client and calls onAnswer on the thread goroutine

@@ -25,6 +25,7 @@ type threadSettings struct {
 	BaseInstructions      string                  `json:"baseInstructions,omitempty"`
 	DeveloperInstructions string                  `json:"developerInstructions,omitempty"`
 	DisabledTools         string                  `json:"disabledTools,omitempty"` // from thread/start config (configtools.go)
+	DynamicTools          string                  `json:"dynamicTools,omitempty"`  // thread/start's dynamicTools as JSON (dynamictools.go)
 	// Mode is the collaboration mode turn/start set last (planmode.go).
 	Mode string `json:"mode,omitempty"`
 	// GitInfo is what thread/metadata/update stored (threadops.go).

@@ -3,6 +3,7 @@ package session
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apserver/apserver/model"
@@ -103,8 +104,14 @@ var requestUserInputSchema = json.RawMessage(`{
 // request.
 func (t *thread) agentTools() []model.Tool {
 	m := t.m
-	m.toolsOnce.Do(func() { m.tools = buildAgentTools(m.opts.Config.ApplyPatchTool) })
-	return withoutTools(m.tools, t.disabledTools())
+	m.toolsOnce.Do(func() {
+		m.tools = buildAgentTools(m.opts.Config.ApplyPatchTool)
+		if m.opts.Align != nil { // the project brain (brainhook.go)
+			m.tools = append(m.tools, recordDecisionTool)
+		}
+	})
+	// The client's tools (dynamictools.go) and MCP servers' (mcptools.go).
+	return slices.Concat(withoutTools(m.tools, t.disabledTools()), t.dynamicModelTools(), t.mcpModelTools())
 }
 
 func buildAgentTools(applyPatchTool string) []model.Tool {
@@ -124,6 +131,7 @@ func buildAgentTools(applyPatchTool string) []model.Tool {
 	return append(out,
 		model.Tool{Name: toolUpdatePlan, Description: updatePlanDescription, Parameters: updatePlanSchema},
 		model.Tool{Name: toolRequestUserInput, Description: requestUserInputDescription, Parameters: requestUserInputSchema},
+		model.Tool{Name: toolReadOutput, Description: readOutputDescription, Parameters: readOutputSchema},
 	)
 }
 
@@ -160,12 +168,21 @@ func (t *thread) dispatch(tr *turn, call model.ToolCall) {
 		t.runPatchCall(tr, call)
 	case call.Name == "edit_file", call.Name == "write_file":
 		t.runEditCall(tr, call)
-	case call.Name == "read_file", call.Name == "list_dir", call.Name == "search":
+	case call.Name == "read_file", call.Name == "list_dir", call.Name == "search", call.Name == toolReadOutput:
 		t.runReadCall(tr, call)
 	case call.Name == toolUpdatePlan:
 		t.runPlanCall(tr, call)
 	case call.Name == toolRequestUserInput:
 		t.runQuestionCall(tr, call)
+	case call.Name == toolRecordDecision && t.m.opts.Align != nil:
+		t.runDecisionCall(tr, call)
+	case t.runDynamicCall(tr, call): // a tool the client declared (dynamictools.go)
+	case strings.HasPrefix(call.Name, "mcp__"):
+		if ref, ok := t.mcpTool(call.Name); ok {
+			t.runMCPCall(tr, call, ref) // mcptools.go
+			return
+		}
+		t.toolError(tr, call, fmt.Sprintf("unknown tool %q (its MCP server is not connected); the available tools are %s", call.Name, t.toolNames()))
 	default:
 		t.toolError(tr, call, fmt.Sprintf("unknown tool %q; the available tools are %s", call.Name, t.toolNames()))
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -57,11 +56,15 @@ type turn struct {
 	streamCancel context.CancelFunc
 	msg          *protocol.AgentMessageItem // agent message in flight
 	msgModelID   string
-	msgText      strings.Builder
+	msgText      model.TextBuffer
 	msgStarted   time.Time
 	reasoning    *protocol.ReasoningItem // reasoning in flight
-	reasonModel  string
-	calls        []model.ToolCall // tool calls of the last response, not yet run
+	// reasonParts hold the reasoning's streamed summary and content parts
+	// (by index) until the item completes (reasoningItem): appending each
+	// delta to a string would copy the part so far at every delta.
+	reasonParts [2][]model.TextBuffer
+	reasonModel string
+	calls       []model.ToolCall // tool calls of the last response, not yet run
 
 	// pendingInput is steered input not yet given to the model.
 	pendingInput []userInput
@@ -196,7 +199,7 @@ func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 		modelName: modelName,
 		stamps:    map[string]files.Stamp{},
 		client:    t.m.modelClient(provider),
-		prompt:    systemPrompt(t.settings.Cwd, t.settings.BaseInstructions, t.m.opts.Config.Instructions, t.settings.DeveloperInstructions),
+		prompt:    systemPrompt(t.settings.Cwd, t.settings.BaseInstructions, t.m.opts.Config.Instructions, t.settings.DeveloperInstructions) + sandboxNote(t.settings.Sandbox),
 	}
 	tr.schema = outputSchema(p.OutputSchema)
 	if t.persistent() {
@@ -373,10 +376,20 @@ func (t *thread) userMessage(tr *turn, u userInput) error {
 		return err
 	}
 	var hist []model.Entry
-	if text := protocol.InputText(in); text != "" || len(images) > 0 {
+	text := protocol.InputText(in)
+	if text != "" || len(images) > 0 {
 		hist = []model.Entry{{Kind: model.EntryUser, Text: text, Images: images}}
 	}
-	return t.commitItem(tr, item, hist)
+	tooBig := t.messageTooBig(tr, len(text)) // compact.go
+	if tooBig != nil {
+		// The item is the user's and is kept; the model never gets it,
+		// so the thread stays usable for a smaller message.
+		hist = nil
+	}
+	if err := t.commitItem(tr, item, hist); err != nil {
+		return err
+	}
+	return tooBig
 }
 
 // uniqueItemID returns candidate if it is unused in this thread, else a fresh id.
@@ -407,8 +420,9 @@ func (t *thread) storedItemID(id string) bool {
 // extends the model history and sends item/completed.
 func (t *thread) commitItem(tr *turn, item protocol.ThreadItem, hist []model.Entry) error {
 	now := t.m.clock.Now()
+	hist = t.budgetOutputs(tr, item, hist) // tooloutput.go
 	if t.persistent() {
-		raw, err := json.Marshal(item)
+		raw, err := encodeItem(item)
 		if err != nil {
 			return fmt.Errorf("encoding item %s: %w", item.ItemID(), err)
 		}
@@ -433,6 +447,17 @@ func (t *thread) commitItem(tr *turn, item protocol.ThreadItem, hist []model.Ent
 	return nil
 }
 
+// encodeItem is the stored JSON of item. Every item type encodes itself
+// (compact, with its "type" tag); calling that directly spares the copy
+// json.Marshal makes of the result, which for an answer cut at a 64 MiB
+// response cap is 64 MiB more at the worst moment.
+func encodeItem(item protocol.ThreadItem) ([]byte, error) {
+	if m, ok := item.(json.Marshaler); ok {
+		return m.MarshalJSON()
+	}
+	return json.Marshal(item)
+}
+
 // postEvent queues an event from a child goroutine; it is dropped if the
 // child's context ended first (its events would be stale anyway).
 func (t *thread) postEvent(ctx context.Context, f func()) {
@@ -445,6 +470,9 @@ func (t *thread) postEvent(ctx context.Context, f func()) {
 
 // sample starts one model request for the turn.
 func (t *thread) sample(tr *turn) {
+	if t.mcpStartup(tr, func() { t.sample(tr) }) { // MCP servers start first (mcptools.go)
+		return
+	}
 	tr.gen++
 	gen := tr.gen
 	tr.inStep = false
@@ -520,25 +548,25 @@ func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 		for len(tr.reasoning.Summary) <= ev.Index {
 			tr.reasoning.Summary = append(tr.reasoning.Summary, "")
 		}
-		tr.reasoning.Summary[ev.Index] += ev.Text
+		tr.reasonPart(0, ev.Index).WriteString(ev.Text)
 		t.notify(protocol.NotifyReasoningSummaryDelta, protocol.ReasoningSummaryDeltaNotification{ThreadID: t.id, TurnID: tr.id, ItemID: tr.reasoning.ID, Delta: ev.Text, SummaryIndex: ev.Index})
 	case model.EvReasoningTextDelta:
 		t.startReasoning(tr, ev.ItemID)
 		for len(tr.reasoning.Content) <= ev.Index {
 			tr.reasoning.Content = append(tr.reasoning.Content, "")
 		}
-		tr.reasoning.Content[ev.Index] += ev.Text
+		tr.reasonPart(1, ev.Index).WriteString(ev.Text)
 		t.notify(protocol.NotifyReasoningTextDelta, protocol.ReasoningTextDeltaNotification{ThreadID: t.id, TurnID: tr.id, ItemID: tr.reasoning.ID, Delta: ev.Text, ContentIndex: ev.Index})
 	case model.EvReasoningDone:
 		if tr.reasoning == nil && len(ev.Summary) == 0 && len(ev.Content) == 0 {
 			return
 		}
 		t.startReasoning(tr, ev.ItemID)
-		if len(ev.Summary) > 0 {
-			tr.reasoning.Summary = ev.Summary
+		if len(ev.Summary) > 0 { // the final event's parts are the whole text
+			tr.reasoning.Summary, tr.reasonParts[0] = ev.Summary, nil
 		}
 		if len(ev.Content) > 0 {
-			tr.reasoning.Content = ev.Content
+			tr.reasoning.Content, tr.reasonParts[1] = ev.Content, nil
 		}
 		t.completeReasoning(tr)
 	case model.EvToolCall:
@@ -567,7 +595,7 @@ func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 		t.lastUsage = usageMark{valid: true, tokens: last.InputTokens + last.OutputTokens, histLen: len(t.history)}
 		t.notify(protocol.NotifyThreadTokenUsage, protocol.ThreadTokenUsageUpdatedNotification{
 			ThreadID: t.id, TurnID: tr.id,
-			TokenUsage: protocol.ThreadTokenUsage{Total: t.usage, Last: last, ModelContextWindow: t.contextWindow(tr.modelName)},
+			TokenUsage: protocol.ThreadTokenUsage{Total: t.usage, Last: last, ModelContextWindow: t.contextWindow(tr)},
 		})
 		t.responseUsage(tr, last) // full auto: spent tokens, goal progress (fullauto_turn.go)
 		tr.sampling = false
@@ -575,8 +603,8 @@ func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 	}
 }
 
-func (t *thread) contextWindow(name string) *int64 {
-	if w, _ := t.compactLimits(name); w > 0 { // configured, built in, or learned from a refusal
+func (t *thread) contextWindow(tr *turn) *int64 {
+	if w, _ := t.turnLimits(tr); w > 0 { // configured, built in, or learned from a refusal
 		return ptr(w)
 	}
 	return nil
@@ -624,11 +652,45 @@ func (t *thread) startReasoning(tr *turn, modelID string) {
 	}
 	tr.reasonModel = modelID
 	tr.reasoning = &protocol.ReasoningItem{ID: t.uniqueItemID(modelID), Summary: []string{}, Content: []string{}}
+	tr.reasonParts = [2][]model.TextBuffer{}
 	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: *tr.reasoning, ThreadID: t.id, TurnID: tr.id, StartedAtMs: t.nowMs()})
 }
 
-func (t *thread) completeReasoning(tr *turn) bool {
+// reasonPart is the buffer of the reasoning's summary (kind 0) or content
+// (kind 1) part i.
+func (tr *turn) reasonPart(kind, i int) *model.TextBuffer {
+	for len(tr.reasonParts[kind]) <= i {
+		tr.reasonParts[kind] = append(tr.reasonParts[kind], model.TextBuffer{})
+	}
+	return &tr.reasonParts[kind][i]
+}
+
+// reasoningItem is the reasoning in flight with its streamed parts joined;
+// the buffers are let go.
+func (tr *turn) reasoningItem() protocol.ReasoningItem {
 	item := *tr.reasoning
+	for kind, dst := range [2]*[]string{&item.Summary, &item.Content} {
+		bufs := tr.reasonParts[kind]
+		if len(bufs) == 0 {
+			continue
+		}
+		parts := append([]string(nil), (*dst)...)
+		for len(parts) < len(bufs) {
+			parts = append(parts, "")
+		}
+		for i := range bufs {
+			if bufs[i].Len() > 0 {
+				parts[i] = bufs[i].String()
+			}
+		}
+		*dst = parts
+	}
+	tr.reasonParts = [2][]model.TextBuffer{}
+	return item
+}
+
+func (t *thread) completeReasoning(tr *turn) bool {
+	item := tr.reasoningItem()
 	tr.reasoning = nil
 	if err := t.commitItem(tr, item, nil); err != nil {
 		t.failTurn(tr, err)
@@ -895,7 +957,7 @@ func (t *thread) closeOpenItems(tr *turn) {
 			it = item
 		case protocol.ReasoningItem:
 			if tr.reasoning != nil && tr.reasoning.ID == item.ID {
-				item = *tr.reasoning
+				item = tr.reasoningItem()
 				tr.reasoning = nil
 			}
 			it = item

@@ -37,11 +37,13 @@ func (s *Store) AppendCompaction(ctx context.Context, it Item, c Compaction) (Co
 		return Compaction{}, err
 	}
 	c.ThreadID, c.TurnID, c.ItemID = it.ThreadID, it.TurnID, it.ID
+	it.History = nil // a compaction's history is its own row's
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		if err := tx.StmtContext(ctx, s.insItem).QueryRowContext(ctx, it.ThreadID, it.TurnID, it.ID,
-			it.Type, string(it.Item), nil, it.CompletedAt).Scan(&c.ItemSeq); err != nil {
-			return classify(err)
+		seq, err := s.insertItem(ctx, tx, it)
+		if err != nil {
+			return err
 		}
+		c.ItemSeq = seq
 		if _, err := tx.ExecContext(ctx, `INSERT INTO compactions
 			(thread_id, turn_id, item_id, item_seq, summary, history, tokens_before, tokens_after, auto, created_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,

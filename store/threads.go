@@ -137,6 +137,10 @@ type ListOptions struct {
 	Cwds           []string // exact match on any; empty = all
 	SearchTerm     string   // case-insensitive substring of name or preview; empty = all
 	ModelProviders []string // empty = all
+	// IDs restricts the list to these thread ids when OnlyIDs is set (an
+	// empty IDs then matches nothing).
+	IDs     []string
+	OnlyIDs bool
 }
 
 const (
@@ -217,6 +221,10 @@ func (s *Store) ListThreads(ctx context.Context, o ListOptions) ([]Thread, strin
 	}
 	in("cwd", o.Cwds)
 	in("model_provider", o.ModelProviders)
+	if o.OnlyIDs && len(o.IDs) == 0 {
+		q.WriteString(" AND 0")
+	}
+	in("id", o.IDs)
 	if o.SearchTerm != "" {
 		q.WriteString(` AND (apserver_contains_fold(name, ?) OR apserver_contains_fold(preview, ?))`)
 		args = append(args, o.SearchTerm, o.SearchTerm)

@@ -157,21 +157,57 @@ func (s *Store) AppendItem(ctx context.Context, it Item) (Item, error) {
 		return Item{}, err
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		if err := tx.StmtContext(ctx, s.insItem).QueryRowContext(ctx, it.ThreadID, it.TurnID, it.ID,
-			it.Type, string(it.Item), nullJSON(it.History), it.CompletedAt).Scan(&it.Seq); err != nil {
-			return classify(err)
+		var err error
+		if it.Seq, err = s.insertItem(ctx, tx, it); err != nil {
+			return err
 		}
 		payload := appendJSONString([]byte(`{"type":`), it.Type)
 		payload = append(payload, `,"seq":`...)
 		payload = strconv.AppendInt(payload, int64(it.Seq), 10)
 		payload = append(payload, '}')
-		_, err := s.appendEvent(ctx, tx, it.ThreadID, EventItemCompleted, it.TurnID, it.ID, payload, it.CompletedAt)
+		_, err = s.appendEvent(ctx, tx, it.ThreadID, EventItemCompleted, it.TurnID, it.ID, payload, it.CompletedAt)
 		return err
 	})
 	if err != nil {
 		return Item{}, fmt.Errorf("store: append item %q to thread %q: %w", it.ID, it.ThreadID, err)
 	}
 	return it, nil
+}
+
+const insItemSQL = `INSERT INTO items (thread_id, turn_id, id, seq, type, item, history, completed_at)
+	VALUES (?1, ?2, ?3, COALESCE((SELECT MAX(seq) FROM items WHERE thread_id = +?1), 0) + 1, ?4, ?5, ?6, ?7)
+	RETURNING seq`
+
+// bigItem is the size from which an item is inserted by another
+// statement than the prepared one, with named arguments. The SQLite
+// driver copies a statement's positional text arguments into a buffer the
+// statement keeps, and only grows, for as long as it lives: for the
+// prepared statement, the life of the process (64 MiB resident after one
+// answer cut at its cap). Named arguments are bound by SQLite's own copy,
+// which is freed when the statement is reset after use.
+const bigItem = 1 << 20
+
+const insBigItemSQL = `INSERT INTO items (thread_id, turn_id, id, seq, type, item, history, completed_at)
+	VALUES (@thread, @turn, @id, COALESCE((SELECT MAX(seq) FROM items WHERE thread_id = +@thread), 0) + 1,
+	@type, @item, @history, @at)
+	RETURNING seq`
+
+// insertItem inserts it (its History as given) and returns its seq.
+func (s *Store) insertItem(ctx context.Context, tx *sql.Tx, it Item) (int, error) {
+	var seq int
+	var err error
+	if len(it.Item)+len(it.History) >= bigItem {
+		err = tx.QueryRowContext(ctx, insBigItemSQL, sql.Named("thread", it.ThreadID), sql.Named("turn", it.TurnID),
+			sql.Named("id", it.ID), sql.Named("type", it.Type), sql.Named("item", textArg(it.Item)),
+			sql.Named("history", nullJSON(it.History)), sql.Named("at", it.CompletedAt)).Scan(&seq)
+	} else {
+		err = tx.StmtContext(ctx, s.insItem).QueryRowContext(ctx, it.ThreadID, it.TurnID, it.ID, it.Type,
+			textArg(it.Item), nullJSON(it.History), it.CompletedAt).Scan(&seq)
+	}
+	if err != nil {
+		return 0, classify(err)
+	}
+	return seq, nil
 }
 
 const itemCols = `thread_id, turn_id, id, seq, type, item, history, completed_at`

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -121,6 +122,14 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 	if *codexJSON && *apJSON {
 		return usage(errors.New("--json and --json-apserver are exclusive"))
 	}
+	for _, b := range []struct {
+		name     string
+		negative bool
+	}{{"budget-tokens", *budgetTokens < 0}, {"budget-turns", *budgetTurns < 0}, {"budget-time", *budgetTime < 0}, {"budget-cost", *budgetCost < 0}} {
+		if b.negative {
+			return usage(fmt.Errorf("--%s must be 0 (no limit) or more, got %s", b.name, fs.Lookup(b.name).Value))
+		}
+	}
 	if err := cf.apply(&f, set); err != nil {
 		return usage(err)
 	}
@@ -164,6 +173,9 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 		return err
 	}
 	defer closeLog()
+	if f.logFile == "" {
+		log = slog.New(shownInView{log.Handler()})
+	}
 	if cf.ephemeral {
 		// Nothing outlives this exec: a data dir of its own, removed at the end.
 		tmp, err := os.MkdirTemp("", "apserver-ephemeral-")
@@ -284,7 +296,9 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 	code, err := execEndOf(ctx, outcomes, !*fullAuto, turnID)
 	if err != nil {
 		stop() // a second signal kills the process
-		fmt.Fprintln(os.Stderr, "apserver exec: interrupted; stopping")
+		why := "interrupted by Ctrl-C (SIGINT) or SIGTERM"
+		ec.interrupted(why)
+		fmt.Fprintf(os.Stderr, "apserver exec: %s: stopping the turn; thread %s is kept (apserver exec resume %s goes on)\n", why, threadID, threadID)
 		if *fullAuto {
 			_, _ = threads.StopFullAuto(context.Background(), threadID)
 		} else {
@@ -392,6 +406,29 @@ type execClient struct {
 	thread   string
 	turns    int
 	lastText string
+	// streamed is the agent message whose text is being streamed on an
+	// open line of the live view ("" when none); shown, the items whose
+	// text was streamed (not printed again when they complete).
+	streamed string
+	shown    map[string]bool
+	// interrupt is why exec interrupted the turn (the turn's own error
+	// is empty then).
+	interrupt string
+}
+
+// closeLine ends the line a streamed message left open.
+func (c *execClient) closeLine() {
+	if c.streamed != "" {
+		fmt.Fprintln(c.errw)
+		c.streamed = ""
+	}
+}
+
+// interrupted records why exec stopped the turn, for the live view.
+func (c *execClient) interrupted(reason string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.interrupt = reason
 }
 
 func newExecClient(out, errw io.Writer, mode execMode, cwd string) *execClient {
@@ -449,13 +486,42 @@ func (c *execClient) Notify(method string, params any) {
 		return
 	}
 	w := c.errw
+	if method == protocol.NotifyAgentMessageDelta {
+		// The message's text as it arrives, on lines that start "  │ ".
+		id, delta := str("itemId"), str("delta")
+		if delta == "" {
+			return
+		}
+		if c.streamed != id {
+			c.closeLine()
+			fmt.Fprint(w, "  │ ")
+			c.streamed = id
+			if c.shown == nil {
+				c.shown = map[string]bool{}
+			}
+			c.shown[id] = true
+		}
+		fmt.Fprint(w, strings.ReplaceAll(delta, "\n", "\n  │ "))
+		return
+	}
+	if method == protocol.NotifyItemCompleted && str("item.type") == "agentMessage" && c.shown[str("item.id")] {
+		c.lastText = str("item.text")
+		delete(c.shown, str("item.id"))
+		c.closeLine()
+		return
+	}
+	switch method {
+	case protocol.NotifyTurnStarted, protocol.NotifyItemStarted, protocol.NotifyItemCompleted, protocol.NotifyTurnCompleted,
+		protocol.NotifyFullAutoDecision, protocol.NotifyFullAutoStatusChanged, protocol.NotifyError:
+		c.closeLine()
+	}
 	switch method {
 	case protocol.NotifyTurnStarted:
 		c.turns++
 		fmt.Fprintf(w, "── turn %d\n", c.turns)
 	case protocol.NotifyItemStarted:
 		if str("item.type") == "commandExecution" {
-			fmt.Fprintf(w, "  $ %s\n", firstLine(str("item.command"), 160))
+			fmt.Fprintf(w, "  $ %s\n", firstLine(displayCommand(str("item.command")), 160))
 		}
 	case protocol.NotifyItemCompleted:
 		switch str("item.type") {
@@ -465,8 +531,14 @@ func (c *execClient) Notify(method string, params any) {
 				fmt.Fprintf(w, "  │ %s\n", l)
 			}
 		case "commandExecution":
-			code, _ := get("item.exitCode").(float64)
-			fmt.Fprintf(w, "    → %s, exit %d\n", str("item.status"), int(code))
+			// A command that did not run (declined, refused) has no exit
+			// code: say so, not "exit 0".
+			status := str("item.status")
+			if code, ok := get("item.exitCode").(float64); ok && status != "declined" {
+				fmt.Fprintf(w, "    → %s, exit %d\n", status, int(code))
+			} else {
+				fmt.Fprintf(w, "    → %s (not run)\n", status)
+			}
 		case "fileChange":
 			var paths []string
 			chs, _ := get("item.changes").([]any)
@@ -480,7 +552,14 @@ func (c *execClient) Notify(method string, params any) {
 	case protocol.NotifyTurnCompleted:
 		status := str("turn.status")
 		if status != "completed" {
-			fmt.Fprintf(w, "  turn %s: %s\n", status, str("turn.error.message"))
+			why := str("turn.error.message")
+			if why == "" && status == "interrupted" {
+				why = c.interrupt
+			}
+			if why == "" {
+				why = "it ended before the model finished"
+			}
+			fmt.Fprintf(w, "  turn %s: %s\n", status, why)
 		}
 	case protocol.NotifyFullAutoDecision:
 		r := str("receipt.action") + " (" + str("receipt.rule") + ")"
@@ -532,3 +611,23 @@ type execCallResult struct {
 func (r execCallResult) ID() int64 { return r.id }
 
 func (r execCallResult) Wait(context.Context) (json.RawMessage, error) { return r.raw, r.err }
+
+// shownInView drops the log records that the live view, on the same
+// stderr, already shows in its own words: a failed turn is its
+// "turn failed: …" line, not that line and a log line too.
+type shownInView struct{ slog.Handler }
+
+func (h shownInView) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "turn failed" {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h shownInView) WithAttrs(as []slog.Attr) slog.Handler {
+	return shownInView{h.Handler.WithAttrs(as)}
+}
+
+func (h shownInView) WithGroup(name string) slog.Handler {
+	return shownInView{h.Handler.WithGroup(name)}
+}

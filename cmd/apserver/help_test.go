@@ -46,7 +46,7 @@ func TestHelpListsCommands(t *testing.T) {
 		if code != 0 {
 			t.Errorf("apserver %s exited %d; stderr %q", arg, code, errOut)
 		}
-		for _, want := range []string{"apserver demo", "apserver exec", "apserver run", "apserver replay", "Examples:"} {
+		for _, want := range []string{"apserver demo", "apserver exec", "apserver run", "apserver runs list", "apserver replay", "Examples:"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("apserver %s: output lacks %q:\n%s", arg, want, out)
 			}
@@ -64,7 +64,7 @@ var singleDashLong = regexp.MustCompile(`(?m)^\s+-[a-z][a-z-]+\b`)
 // TestSubcommandHelpUsesDocFlagStyle: each command's --help prints long
 // flags as the docs write them (--data-dir), one-letter ones with one dash.
 func TestSubcommandHelpUsesDocFlagStyle(t *testing.T) {
-	for _, cmd := range []string{"serve", "demo", "exec", "run", "replay", "fake-model"} {
+	for _, cmd := range []string{"serve", "demo", "exec", "run", "runs", "replay", "fake-model"} {
 		out, errOut, code := apserver(t, cmd, "--help")
 		text := out + errOut
 		if code != 0 {
@@ -88,5 +88,33 @@ func TestDemoHelpSaysThreeTurns(t *testing.T) {
 	out, errOut, _ := apserver(t, "demo", "--help")
 	if !strings.Contains(out+errOut, "three turns") {
 		t.Errorf("apserver demo --help does not say three turns:\n%s", out+errOut)
+	}
+}
+
+// TestRunsUsageErrors: what is missing is said, exit 2, before any data
+// dir is opened.
+func TestRunsUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run"}, "no request: say what the run should do"},
+		{[]string{"run", "--max-clarifications", "-5", "x"}, "0 or more"},
+		{[]string{"run", "--max-clarifications", "many", "x"}, "0 or more"},
+		{[]string{"run", "--autonomy", "yolo", "x"}, `autonomy must be "off"`},
+		{[]string{"runs"}, "which command?"},
+		{[]string{"runs", "frob"}, `unknown command "frob"`},
+		{[]string{"runs", "show"}, "give one run id"},
+		{[]string{"runs", "reject", "abc"}, "--feedback TEXT is required"},
+		{[]string{"runs", "answer", "abc"}, "exactly one of --text TEXT, --approve or --reject"},
+		{[]string{"runs", "answer", "abc", "--approve", "--text", "x"}, "exactly one of"},
+		{[]string{"runs", "prune", "--older-than", "soon"}, "not a duration"},
+		{[]string{"runs", "list", "--base-url"}, "flag needs an argument: --base-url (apserver runs --help"},
+		{[]string{"run", "--bogus", "x"}, "flag provided but not defined: --bogus (apserver run --help"},
+	} {
+		_, errOut, code := apserver(t, c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) || strings.Contains(errOut, "Invalid params") {
+			t.Errorf("apserver %v = exit %d, stderr %q; want 2 and %q", c.args, code, errOut, c.want)
+		}
 	}
 }

@@ -96,6 +96,8 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 	hub := server.NewHub(log)
 	mgr := newManager(cfg, f, dataDir, hub.Client(), log)
 	rn := newRunner(cfg, dataDir, mgr, log)
+	bs := newBlueprints(cfg, mgr, hub.Client(), log)
+	rn.SetBlueprints(bs) // runs from a blueprint, and their evidence
 	hub.OnAbandoned = mgr.ReleaseEphemeral
 	hub.OnWatchGone = func(id string) {
 		mgr.UnwatchFS(context.Background(), protocol.FsUnwatchParams{WatchID: id}, func(any, error) {})
@@ -115,8 +117,10 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 		Setup: func(s *server.Server) {
 			server.Register(s, mgr)
 			server.RegisterRuns(s, rn)
+			server.RegisterBlueprints(s, bs)
 		},
 	})
+	bs.Close()
 	rn.Close()
 	if cerr := mgr.Close(); cerr != nil && err == nil {
 		err = cerr

@@ -6,6 +6,7 @@
 //	apserver exec "objective"   work on an objective headless (exec.go)
 //	apserver run "request"      carry a request through a run headless (run.go)
 //	apserver replay THREAD      re-decide a thread's full-auto receipts (replay.go)
+//	apserver blueprint ...      ingest a specification, show its plan tree (blueprint.go)
 //	apserver version            print the version
 //
 // This file parses flags, sets up logging and wires the packages together;
@@ -59,12 +60,18 @@ func main() {
 		err = runExec(args)
 	case "run":
 		err = runRun(args)
+	case "runs":
+		err = runRuns(args)
 	case "replay":
 		err = runReplay(args)
 	case "cluster":
 		err = runCluster(args)
 	case "worker":
 		err = runWorker(args)
+	case "blueprint":
+		err = runBlueprint(args)
+	case "project":
+		err = runProjectBrain(args)
 	case "version", "--version":
 		fmt.Println("apserver", version)
 	case "help", "-h", "--help":
@@ -101,9 +108,15 @@ Usage:
   apserver fake-model        serve the scripted test model on 127.0.0.1; print its URL
   apserver exec "objective"  work on an objective headless in this directory (--full-auto: until done)
   apserver run "request"     carry a request through a run (plan, tasks, commits) on a branch of its own
+  apserver runs list|show|approve|reject|edit|answer|pause|resume|cancel|prune
+                             see and steer the stored runs from a terminal
   apserver replay THREAD     re-decide a thread's full-auto receipts; exit 1 naming each that differs
   apserver cluster migrate   create the cluster's tables in PostgreSQL (status: workers, jobs, runs)
   apserver worker            drive the runs queued in PostgreSQL (--database-url, --concurrency)
+  apserver blueprint ingest FILE | show [--depth N] | next
+                             turn a long specification into a plan tree (docs/blueprints.md)
+  apserver project decisions [--all] | snapshot
+                             the project brain of this directory (docs/brain.md)
   apserver version           print the version
   apserver help              this text
 
@@ -113,6 +126,7 @@ Examples:
   apserver serve --listen ws://127.0.0.1:4500    # several clients share one session
   apserver exec --full-auto "Make the tests pass."
   apserver run "add a shout function"
+  apserver runs show RUN_ID                      # the plan as a table; approve with runs approve
 
 "apserver COMMAND --help" prints a command's flags; "apserver serve --help" the
 server's. Configuration: docs/configuration.md; the protocol: docs/protocol.md.
@@ -261,11 +275,19 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 		OnInputClosed: func() { mgr.InputClosed(f.onEOF) },
 	})
 	mgr = newManager(cfg, f, dataDir, srv.Client(), log)
-	rn := newRunner(cfg, dataDir, mgr, log)
+	br := newBrain(cfg, mgr.Store, log)
+	mgr.SetAligner(br)
+	rn := newRunnerWithBrain(cfg, dataDir, mgr, log, br)
 	server.Register(srv, mgr)
 	server.RegisterRuns(srv, rn)
+	bs := newBlueprints(cfg, mgr, srv.Client(), log)
+	rn.SetBlueprints(bs) // runs from a blueprint, and their evidence
+	server.RegisterBlueprints(srv, bs)
+	server.RegisterBrain(srv, br)
 	err = srv.Run(ctx)
+	bs.Close()
 	rn.Close()
+	br.Close()
 	if cerr := mgr.Close(); cerr != nil && err == nil {
 		err = cerr
 	}
@@ -286,7 +308,12 @@ func resolveDataDir(cfg config.Config) (string, error) {
 // newRunner makes the runs' driver over mgr's thread port.
 // With [cluster] database_url the runs are in PostgreSQL (cluster.go).
 func newRunner(cfg config.Config, dataDir string, mgr *session.Manager, log *slog.Logger) *runner.Runner {
-	opts := runner.Options{Threads: mgr.Threads(), Store: mgr.Store, Config: cfg, DataDir: dataDir, Logger: log}
+	return clusterRunner(runner.Options{Threads: mgr.Threads(), Store: mgr.Store, Config: cfg, DataDir: dataDir, Logger: log}, cfg, log)
+}
+
+// clusterRunner makes a runner with opts, its runs in PostgreSQL when the
+// config names a database (cluster.go).
+func clusterRunner(opts runner.Options, cfg config.Config, log *slog.Logger) *runner.Runner {
 	rs, q, follow, err := clusterRuns(cfg, log)
 	if err != nil {
 		log.Error("the cluster's database: run/* requests will fail", "err", err)

@@ -41,3 +41,6 @@ nvim --headless -u NONE -i NONE -n -c "luafile tests/run.lua"
 
 step "a session in tmux"
 tests/tmux.sh "$APSERVER_TEST_BIN"
+
+step "runs and blueprints in tmux"
+tests/tmux_runs.sh "$APSERVER_TEST_BIN"

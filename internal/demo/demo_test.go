@@ -186,3 +186,35 @@ func TestDemoServerDies(t *testing.T) {
 		}
 	}
 }
+
+// apserver demo run: a run planned, approved at the prompt, implemented,
+// validated and merged, offline; the merged greet.sh shouts.
+func TestRunDemo(t *testing.T) {
+	exe := buildApserver(t)
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := RunRun(ctx, Options{Exe: exe, Out: &out}); err != nil {
+		t.Fatalf("RunRun: %v\noutput:\n%s", err, out.String())
+	}
+	s := out.String()
+	order := []string{
+		"t2    " + runTask2,
+		"Approve the plan? [y]es",
+		"t1 $ printf",
+		"task t1 completed",
+		"task t2 completed",
+		"merged into main as",
+		"changed on main: greet.sh test.sh",
+		"t2: " + runTask2,
+		"HELLO, WORLD!",
+	}
+	at := 0
+	for _, w := range order {
+		i := strings.Index(s[at:], w)
+		if i < 0 {
+			t.Fatalf("output lacks %q after offset %d\noutput:\n%s", w, at, s)
+		}
+		at += i + len(w)
+	}
+}

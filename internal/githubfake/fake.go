@@ -52,6 +52,12 @@ type Repo struct {
 	// RequireAutoMerge makes a direct merge answer 405 (the repository's
 	// rules want auto-merge); enabling auto-merge then merges at once.
 	RequireAutoMerge bool
+	// AutoChecks, when set, gives the check runs of a commit the first
+	// time its checks are asked for and it has none: n counts the commits
+	// asked so far (1 for the first), so a test says "the first head
+	// fails, the second passes" before the SHAs exist.
+	AutoChecks func(sha string, n int) []CheckRun
+	autoSeen   int
 
 	PRs      []*PR
 	Checks   map[string][]*CheckRun // by head SHA
@@ -67,6 +73,7 @@ type PR struct {
 	Title, Body           string
 	Head, Base            string
 	Draft, Merged, Closed bool
+	OpenedDraft           bool // opened as a draft
 	MergeSHA              string
 	MergedHead            string // the head SHA that was merged
 	MergeMethod           string
@@ -364,6 +371,7 @@ func (s *Server) rest(w http.ResponseWriter, req *http.Request, path string, bod
 		p.Body, _ = in["body"].(string)
 		p.Base, _ = in["base"].(string)
 		p.Draft, _ = in["draft"].(bool)
+		p.OpenedDraft = p.Draft
 		r.PRs = append(r.PRs, p)
 		writeJSON(w, 201, s.prJSON(r, p))
 	case match(reMerge):
@@ -449,6 +457,13 @@ func (s *Server) rest(w http.ResponseWriter, req *http.Request, path string, bod
 		notFound(w)
 	case match(reCheckRuns):
 		r := repoOf(m)
+		if len(r.Checks[m[3]]) == 0 && r.AutoChecks != nil {
+			r.autoSeen++
+			for _, c := range r.AutoChecks(m[3], r.autoSeen) {
+				s.nextID++
+				r.AddCheck(s.nextID, m[3], c)
+			}
+		}
 		runs := []any{}
 		for _, c := range r.Checks[m[3]] {
 			cr := map[string]any{"id": c.ID, "name": c.Name, "status": c.Status, "html_url": fmt.Sprintf("%s/checks/%d", s.URL, c.ID),
@@ -531,12 +546,16 @@ func (s *Server) prJSON(r *Repo, p *PR) map[string]any {
 	if p.Closed || p.Merged {
 		state = "closed"
 	}
-	return map[string]any{
+	out := map[string]any{
 		"number": p.Number, "node_id": p.NodeID, "state": state, "draft": p.Draft, "merged": p.Merged,
 		"title": p.Title, "body": p.Body, "html_url": fmt.Sprintf("%s/%s/%s/pull/%d", s.URL, r.Owner, r.Name, p.Number),
 		"head": map[string]any{"ref": p.Head, "sha": r.Head(p.Head)},
 		"base": map[string]any{"ref": p.Base},
 	}
+	if p.Merged {
+		out["merge_commit_sha"] = p.MergeSHA
+	}
+	return out
 }
 
 // graphql answers the operations the adapter sends, told apart by the

@@ -25,11 +25,11 @@ var layers = []struct {
 }{
 	{"cmd/", 0}, {"bench", 0}, {"e2e", 0}, {"internal/editor/inprocess", 0}, {"internal/layers", 0},
 	{"server", 1}, {"cluster", 1},
-	{"runner", 2},
+	{"runner", 2}, {"blueprints", 2}, {"brains", 2},
 	{"session", 3},
 	{"session/port", 4},
-	{"fullauto", 4}, {"runs", 4}, {"controller", 4}, {"tools", 4}, {"store", 4}, {"model", 4}, {"config", 4},
-	{"github", 4}, {"internal/", 4},
+	{"fullauto", 4}, {"runs", 4}, {"blueprint", 4}, {"brain", 4}, {"controller", 4}, {"tools", 4}, {"store", 4}, {"model", 4}, {"config", 4},
+	{"github", 4}, {"mcp", 4}, {"internal/", 4},
 	{"protocol", 5},
 }
 
@@ -65,6 +65,10 @@ var pure = []struct {
 		[]string{"time", "math/rand", "math/rand/v2", "os", "net", "net/http", "sync"}},
 	{"session/port", []string{"protocol"},
 		[]string{"time", "math/rand", "math/rand/v2", "os", "os/exec", "net", "net/http", "io/fs", "path/filepath", "log", "log/slog"}},
+	{"blueprint", []string{"protocol"},
+		[]string{"time", "math/rand", "math/rand/v2", "os", "os/exec", "net", "net/http", "sync", "io/fs", "path/filepath", "log", "log/slog"}},
+	{"brain", []string{"protocol"},
+		[]string{"time", "math/rand", "math/rand/v2", "os", "os/exec", "net", "net/http", "sync", "io/fs", "path/filepath", "log", "log/slog"}},
 	{"protocol", nil, nil},
 }
 

@@ -75,6 +75,7 @@ var responseOverrides = map[string]string{
 	"config/value/write":                       "ConfigWriteResponse",
 	"configRequirements/read":                  "ConfigRequirementsReadResponse",
 	"externalAgentConfig/import/readHistories": "ExternalAgentConfigImportHistoriesReadResponse",
+	"modelProvider/default/set":                "ConfigWriteResponse", // Codex 0.171 answers with a config write
 	"windowsSandbox/readiness":                 "WindowsSandboxReadinessResponse",
 }
 

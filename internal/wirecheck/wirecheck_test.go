@@ -337,7 +337,7 @@ func TestSchemaCoverage(t *testing.T) {
 		}
 	}
 	sort.Strings(missing)
-	// Codex 0.169's experimental schema has no result type for the
+	// Codex 0.171's experimental schema (as 0.169's) has no result type for the
 	// fuzzyFileSearch session methods (their results are notifications).
 	if strings.Join(missing, ",") != "fuzzyFileSearch/sessionStart,fuzzyFileSearch/sessionStop,fuzzyFileSearch/sessionUpdate" {
 		t.Errorf("client methods without a result schema: %v", missing)

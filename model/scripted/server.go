@@ -42,6 +42,9 @@ type Request struct {
 	Stream bool
 	// Body is the request body as received.
 	Body json.RawMessage
+	// Partial says the body could not be read whole: the client went
+	// away while sending it (killed mid-request). Body holds what came.
+	Partial bool
 	// LastUserText is the text of the last user message ("" if none).
 	LastUserText string
 	// ToolOutputs counts the tool outputs after the last user message.
@@ -201,6 +204,9 @@ func (s *Server) serveModel(ctx context.Context, w http.ResponseWriter, r *http.
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	req.Body = body
 	if err != nil || len(body) > maxBody {
+		// A body cut short (the client died while sending it) is logged
+		// as Partial: it was never a request the model could answer.
+		req.Partial = err != nil
 		s.log(req)
 		writeError(w, http.StatusBadRequest, "cannot read the request body")
 		return

@@ -1,5 +1,5 @@
 // Package codex holds, as data, the reference for the Codex app-server
-// protocol that apserver speaks: the JSON Schema that Codex 0.169.0
+// protocol that apserver speaks: the JSON Schema that Codex 0.171.0
 // generates for it (schema/, see SOURCE) and the distilled reference
 // CORE.md. Nothing here is edited by hand; scripts/codex-schema.sh
 // regenerates the schema and compares it with this copy.

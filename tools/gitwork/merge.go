@@ -127,9 +127,22 @@ func (r *Repo) mergeOnce(ctx context.Context, base, branch string, mode MergeMod
 		}
 	}
 
+	if err := r.advance(ctx, base, baseSHA, target, "merge "+branch); err != nil {
+		return "", fmt.Errorf("merging %s into %s: %w", branch, base, err)
+	}
+	return target, nil
+}
+
+// advance moves base from baseSHA to target, a descendant, without
+// touching uncommitted work: in the worktree that has base checked out
+// (git merge --ff-only, refused with ErrBaseDirty when its tracked files
+// have changes), else by a compare-and-swap of the ref. Called with the
+// repository's lock held.
+func (r *Repo) advance(ctx context.Context, base, baseSHA, target, what string) error {
+	baseRef := "refs/heads/" + base
 	wts, err := r.worktrees(ctx)
 	if err != nil {
-		return "", fmt.Errorf("merging %s into %s: %w", branch, base, err)
+		return err
 	}
 	for _, wt := range wts {
 		if wt.branch != baseRef || wt.prunable {
@@ -137,24 +150,22 @@ func (r *Repo) mergeOnce(ctx context.Context, base, branch string, mode MergeMod
 		}
 		// A git merge that a killed apserver left running there.
 		if err := settle(ctx, "merge "+canonical(wt.path), func() bool { return gitInDir(wt.path) }); err != nil {
-			return "", err
+			return err
 		}
 		status, err := git(ctx, wt.path, "status", "--porcelain", "--untracked-files=no")
 		if err != nil {
-			return "", fmt.Errorf("merging %s into %s: %w", branch, base, err)
+			return err
 		}
 		if status != "" {
-			return "", fmt.Errorf("merging %s into %s checked out at %s: %w", branch, base, wt.path, ErrBaseDirty)
+			return fmt.Errorf("checked out at %s: %w", wt.path, ErrBaseDirty)
 		}
 		if _, err := git(ctx, wt.path, "merge", "--ff-only", "--quiet", "--no-edit", target); err != nil {
-			return "", fmt.Errorf("merging %s into %s checked out at %s: %w", branch, base, wt.path, err)
+			return fmt.Errorf("checked out at %s: %w", wt.path, err)
 		}
-		return target, nil
+		return nil
 	}
-	if _, err := git(ctx, r.root, "update-ref", "-m", "apserver: merge "+branch, baseRef, target, baseSHA); err != nil {
-		return "", fmt.Errorf("merging %s into %s: %w", branch, base, err)
-	}
-	return target, nil
+	_, err = git(ctx, r.root, "update-ref", "-m", "apserver: "+what, baseRef, target, baseSHA)
+	return err
 }
 
 func isAncestor(ctx context.Context, dir, a, b string) (bool, error) {

@@ -111,8 +111,9 @@
 // # Opaque commands
 //
 // Verdict.Opaque says why the rules cannot read a command fully; the
-// session never runs an opaque command without a human, except inside the
-// kernel sandbox under approval policy never. A command is opaque when a
+// session never runs an opaque command outside the kernel sandbox without a
+// human. Inside the sandbox it is like any other command: running the
+// workspace's code is what the sandbox is for. A command is opaque when a
 // part of it:
 //
 //   - may or may not match a forbidden rule (`git $x`, `echo push | xargs
@@ -127,7 +128,15 @@
 //     (recipes from a file in the workspace);
 //   - defines an alias, or gives git configuration that can run programs or
 //     define aliases (-c with any key but color.* and core.quotepath,
-//     --config-env, --exec-path=).
+//     --config-env, --exec-path=, an assignment of GIT_CONFIG*);
+//   - runs a git subcommand that is not one of git's own commands: an alias
+//     from any configuration git reads, or a git-NAME program (git p);
+//   - writes git configuration with git config (alias.*, include.path,
+//     core.pager, ...: every key but user.name, user.email and a few
+//     others that run nothing), or renames a section or edits the file;
+//   - runs a git command that runs a command of its arguments (submodule
+//     foreach, rebase --exec, bisect run, filter-branch, for-each-repo,
+//     difftool --extcmd, --upload-pack, --receive-pack).
 //
 // A file-running part is readable when a rule that is not builtin allows it
 // for certain (`allow make test`, `allow ./scripts/check.sh`): builtin rules
@@ -135,6 +144,16 @@
 // `eval "git push"` is forbidden. The rules do not read the code that
 // allowed test runners and builds run (go test, npm test, pytest); the
 // sandbox confines it. An opaque verdict is never Allow.
+//
+// # Privileged commands
+//
+// Verdict.Privileged says why a command runs a command as another user: a
+// part whose program, as written or after a wrapper, is sudo, sudoedit, su,
+// doas, pkexec, run0, ksu, runuser, gosu, su-exec, setuidgid, newgrp, sg,
+// systemd-run, please, calife, super, machinectl shell|login or busybox
+// su, by name or by any path. It is set whatever rule decides, so a rules
+// file cannot clear it; the session asks a human for such a command every
+// time (shell.Command.Privileged).
 //
 // # Builtin rules
 //

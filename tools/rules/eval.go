@@ -80,11 +80,14 @@ func (s *Set) Evaluate(command string, ctx Context) Verdict {
 		return Verdict{Decision: Allow, Part: command, Reason: "runs no programs"}
 	}
 	var out Verdict
-	opaque := ""
+	opaque, privileged := "", ""
 	for i, p := range parts {
 		v := s.decide(p, e)
 		if opaque == "" {
 			opaque = v.Opaque
+		}
+		if privileged == "" {
+			privileged = p.Privileged
 		}
 		// An allowed command is explained by a rule that allows it rather
 		// than by a part that runs nothing; a prompted one by an opaque
@@ -98,6 +101,8 @@ func (s *Set) Evaluate(command string, ctx Context) Verdict {
 	// A command with one part the rules cannot read is opaque as a whole,
 	// whichever part decided.
 	out.Opaque = opaque
+	// So is one that runs a command as another user.
+	out.Privileged = privileged
 	return out
 }
 

@@ -172,6 +172,10 @@ type Verdict struct {
 	// is at least prompted, and the session never runs one without a human
 	// or the sandbox; see the package documentation.
 	Opaque string
+	// Privileged, when not empty, says why the command runs a command as
+	// another user (sudo, su, doas, pkexec, run0, ...), whatever rule
+	// decided it: only a human may approve it, each time.
+	Privileged string
 }
 
 // LoadError is a problem in a rules file.

@@ -577,6 +577,10 @@ type Command struct {
 	GitConfig bool
 	// ForkBomb: a function that pipes or backgrounds calls to itself.
 	ForkBomb bool
+	// Privileged, when set, says why the command runs a command as another
+	// user: one of its views is sudo, su, doas, pkexec, run0 or the like,
+	// with or without a command of its own (sudo -s, su -).
+	Privileged string
 }
 
 // Cmd returns the command that actually runs, or nil.
@@ -645,6 +649,7 @@ type walker struct {
 }
 
 func (w *walker) emit(p *Command) {
+	p.markPrivilege()
 	if p.Text == "" {
 		p.Text = p.render()
 	}
@@ -972,8 +977,12 @@ func (w *walker) command(sc *script, words []Word, p *Command, stdin *syntax.Red
 	}
 	p.Text = p.render()
 	if name == "git" {
-		if g := gitCommand(cur, p); len(g) != len(cur) {
+		g := gitCommand(cur, p)
+		if len(g) != len(cur) {
 			p.Views = append(p.Views, g)
+		}
+		if p.Opaque == "" {
+			p.Opaque = gitOpaque(g)
 		}
 	}
 	w.emit(p)

@@ -152,6 +152,12 @@ func (p *Command) setVar(name string, value *Word) {
 	if changesWhatRuns(name, value) {
 		p.Assigns = append(p.Assigns, name)
 	}
+	// GIT_CONFIG_COUNT/KEY_n/VALUE_n, GIT_CONFIG_PARAMETERS and
+	// GIT_CONFIG_GLOBAL give git configuration as git -c does: aliases,
+	// programs to run.
+	if strings.HasPrefix(name, "GIT_CONFIG") && p.Opaque == "" {
+		p.Opaque = fmt.Sprintf("%s gives git configuration, which can define aliases and make git run other programs; the rules do not read it", name)
+	}
 }
 
 func changesWhatRuns(name string, value *Word) bool {

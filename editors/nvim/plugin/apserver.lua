@@ -40,3 +40,15 @@ cmd("ApserverAutoPause", function() app().auto_pause() end, {})
 cmd("ApserverAutoResume", function() app().auto_resume() end, {})
 cmd("ApserverAutoStop", function() app().auto_stop() end, {})
 cmd("ApserverRestart", function() app().restart() end, { desc = "apserver: restart the server" })
+cmd("ApserverRun", function(o) require("apserver.runs").command(o) end, {
+  nargs = "*",
+  range = true,
+  desc = "apserver: start a run toward a request (or the selected lines)",
+})
+cmd("ApserverRuns", function() require("apserver.runs").list() end, { desc = "apserver: the runs; <CR> opens one" })
+cmd("ApserverBlueprint", function(o) require("apserver.blueprint").open(o.args) end, { nargs = "?", desc = "apserver: the blueprint's plan tree" })
+cmd("ApserverIngest", function(o) require("apserver.blueprint").ingest(o.args) end, {
+  nargs = 1,
+  complete = "file",
+  desc = "apserver: ingest a specification into a blueprint",
+})

@@ -20,6 +20,32 @@ end
 -- the last user message.
 M.SCRIPT = {
   rules = {
+    -- runs (apserver.runs): the validator, the planner, the implementers.
+    -- First: the planner's and validator's prompts quote the request and
+    -- the task, whose words may be another rule's.
+    { match = "Review task", steps = { { text = '{"pass":true,"findings":"the diff does what the task says"}' } } },
+    { match = "feedback: one task only", steps = { { text = '{"summary":"smaller","tasks":[{"id":"n1","title":"N1-task write one.txt","description":"Write one.txt.","kind":"file_create","dependencies":[],"risk":"low","acceptance":{"criteria":["one.txt exists"],"checks":[],"files":["one.txt"]},"estimate":"1m"}],"clarification":null}' } } },
+    { match = "The user answered: blue", steps = { { text = '{"summary":"blue it is","tasks":[{"id":"n1","title":"N1-task write one.txt","description":"Write one.txt.","kind":"file_create","dependencies":[],"risk":"low","acceptance":{"criteria":["one.txt exists"],"checks":[],"files":["one.txt"]},"estimate":"1m"}],"clarification":null}' } } },
+    { match = "small tasks: ask first", steps = { { text = '{"summary":"","tasks":[],"clarification":{"question":"Which colour?","context":"the greeting","options":["red","blue"]}}' } } },
+    { match = "small tasks: gate", steps = { { text = '{"summary":"risky","tasks":[{"id":"g1","title":"G1-task write gate.txt","description":"Write gate.txt.","kind":"file_create","dependencies":[],"risk":"high","acceptance":{"criteria":["gate.txt exists"],"checks":[],"files":["gate.txt"]},"estimate":"1m"}],"clarification":null}' } } },
+    { match = "small tasks: repair", steps = { { text = '{"summary":"flag","tasks":[{"id":"f1","title":"F1-task write flag.txt","description":"Write flag.txt.","kind":"file_create","dependencies":[],"risk":"low","acceptance":{"criteria":["flag.txt exists"],"checks":[],"files":["flag.txt"]},"estimate":"1m"}],"clarification":null}' } } },
+    { match = "Fix: F1-task", steps = { { text = "Fixing.", tool_calls = { { name = "exec_command", arguments = { cmd = "echo flag > flag.txt" } } } }, { text = "The task is complete." } } },
+    { match = "F1-task", steps = { { text = "The task is complete." } } },
+    { match = "Plan this request", steps = { { text = '{"summary":"two files","tasks":[{"id":"n1","title":"N1-task write one.txt","description":"Write one.txt.","kind":"file_create","dependencies":[],"risk":"low","acceptance":{"criteria":["one.txt exists"],"checks":[],"files":["one.txt"]},"estimate":"1m"},{"id":"n2","title":"N2-task write two.txt","description":"Write two.txt.","kind":"file_create","dependencies":["n1"],"risk":"medium","acceptance":{"criteria":["two.txt exists"],"checks":[],"files":["two.txt"]},"estimate":"1m"}],"clarification":null}' } } },
+    { match = "N1-task", steps = { { text = "Working on it.", tool_calls = { { name = "exec_command", arguments = { cmd = "echo one > one.txt" } } } }, { text = "The task is complete." } } },
+    { match = "N2-task", steps = { { text = "Working on it.", tool_calls = { { name = "exec_command", arguments = { cmd = "echo two > two.txt" } } } }, { text = "The task is complete." } } },
+    { match = "G1-task", steps = { { text = "Working on it.", tool_calls = { { name = "exec_command", arguments = { cmd = "echo gate > gate.txt" } } } }, { text = "The task is complete." } } },
+    -- blueprints (apserver.blueprint): the outline of the one chunk of
+    -- M.SPEC and the tasks of a node
+    { match = "[blueprint chunk 1/1", steps = { { text = vim.json.encode({ nodes = {
+      { kind = "phase", heading = "Phase 1: Greetings", title = "Greetings", summary = "", priority = "", risk = "", estimate = "", dependsOn = {} },
+      { kind = "epic", heading = "Epic: Say hello", title = "Say hello", summary = "", priority = "", risk = "", estimate = "", dependsOn = {} },
+      { kind = "task", heading = "Task: Print hello", title = "Print hello", summary = "", priority = "high", risk = "", estimate = "S", dependsOn = {} },
+      { kind = "task", heading = "Task: Print bye", title = "Print bye", summary = "", priority = "", risk = "", estimate = "S", dependsOn = {} },
+    }, next = "" }) } } },
+    { match = "[blueprint tasks", steps = { { text = vim.json.encode({ tasks = {
+      { title = "Write hello.sh", kind = "file_create", criteria = { "it prints hello" }, checks = { "sh hello.sh" }, files = { "hello.sh" }, dependsOn = {}, estimate = "S", risk = "low", excerpt = "The tool MUST print hello." },
+    }, next = "" }) } } },
     -- apserver's compaction summary request (its transcript quotes the
     -- other rules' words, so this rule comes first)
     { match = "Compaction request:", steps = { { text = "## Task\nTell a long story.\n## Done\n[completed] The long story." } } },
@@ -50,6 +76,21 @@ M.SCRIPT = {
     { match = "think", steps = { { reasoning = { "first I consider", "then I decide" }, text = "decided." } } },
   },
   default = { { text = "hello there, this answer is streamed in several small pieces", inter_delta_us = 5000 } },
+}
+
+-- M.SPEC is a small specification whose outline the script knows.
+M.SPEC = {
+  "# Phase 1: Greetings",
+  "",
+  "## Epic: Say hello",
+  "",
+  "### Task: Print hello",
+  "",
+  "The tool MUST print hello.",
+  "",
+  "### Task: Print bye",
+  "",
+  "The tool prints bye.",
 }
 
 local tmp = {}
@@ -111,6 +152,15 @@ function M.setup(extra)
   }, extra or {})
   app.setup(opts)
   return M.ws
+end
+
+-- M.git_ws makes the workspace a git repository with a first commit (a
+-- run branches from one).
+function M.git_ws(ws)
+  vim.fn.writefile({ "# demo" }, ws .. "/README.md")
+  local out = vim.fn.system({ "sh", "-c", "cd '" .. ws .. "' && git init -q -b main && git -c user.name=T -c user.email=t@example.com add -A && git -c user.name=T -c user.email=t@example.com commit -q -m first" })
+  assert(vim.v.shell_error == 0, out)
+  return ws
 end
 
 -- M.new_chat starts a thread and returns its chat.

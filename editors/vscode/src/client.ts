@@ -23,6 +23,8 @@ export interface ClientOptions {
   env?: NodeJS.ProcessEnv;
   cwd?: string;
   clientInfo?: { name: string; title?: string; version: string };
+  /** initialize's capabilities (e.g. { experimentalApi: true } for dynamic tools). */
+  capabilities?: { experimentalApi?: boolean };
   /** Where stderr lines and the client's own diagnostics go. */
   log?: (line: string) => void;
   /** Restart the server when it exits unexpectedly (default true). */
@@ -257,7 +259,10 @@ export class AppServerClient {
     const timeoutMs = this.options.initializeTimeoutMs ?? 15000;
     const info = (await this.rawRequest(
       "initialize",
-      { clientInfo: this.options.clientInfo ?? { name: "apserver-vscode", version: "0.0.0" } },
+      {
+        clientInfo: this.options.clientInfo ?? { name: "apserver-vscode", version: "0.0.0" },
+        ...(this.options.capabilities ? { capabilities: this.options.capabilities } : {}),
+      },
       { timeoutMs },
     )) as InitializeResponse;
     this.notify("initialized");

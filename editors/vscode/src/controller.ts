@@ -2,10 +2,13 @@
 // view state, answers the panel's messages, and keeps the webviews, the
 // status bar and the notification fallback in step.
 
+import { execFile } from "node:child_process";
 import * as fs from "node:fs";
+import * as os from "node:os";
 import * as path from "node:path";
 import * as vscode from "vscode";
 import { findApserver } from "./binary";
+import { callDynamicTool, dynamicToolSpecs, type EditorHost, type Problem } from "./dynamictools";
 import { AppServerClient, errorText, METHOD_NOT_FOUND, RequestError, textInput } from "./client";
 import { rebuildSides, type Sides } from "./diffs";
 import { applyPlanEdit, planTasksOf, runFile, type PlanEdit } from "./runs";
@@ -400,6 +403,8 @@ export class Controller implements vscode.Disposable {
       env: { ...process.env, ...this.config.env },
       cwd: this.workspaceCwd(),
       clientInfo: { name: "apserver-vscode", title: "apserver for VS Code", version: "0.1.0" },
+      // The experimental API, for the editor's own tools (dynamictools.ts).
+      capabilities: { experimentalApi: true },
       log: (l) => this.log(l),
     });
     this.client?.stop().catch(() => undefined);
@@ -485,6 +490,7 @@ export class Controller implements vscode.Disposable {
       }).then((decision) => ({ decision })),
     );
     client.handle("item/tool/requestUserInput", (params) => this.askQuestions(params));
+    client.handle("item/tool/call", (params) => callDynamicTool(vscodeEditorHost(), params));
     this.listeners.push(...offs);
   }
 
@@ -611,7 +617,7 @@ export class Controller implements vscode.Disposable {
   async newThread(): Promise<string> {
     this.config = readConfig();
     const client = await this.rpc();
-    const res = await client.request("thread/start", this.threadSettings());
+    const res = await client.request("thread/start", { ...this.threadSettings(), dynamicTools: dynamicToolSpecs });
     this.dispatch({ kind: "threadOpened", thread: res.thread });
     this.broadcast({ type: "focusComposer" });
     return res.thread.id;
@@ -995,12 +1001,29 @@ export class Controller implements vscode.Disposable {
     await this.runRequest(`run/${action}`, { runId });
   }
 
-  /** Opens a run's state.md or plan.md (in its worktree). */
+  /**
+   * Opens a run's state.md or plan.md: from its worktree while it has one;
+   * once the run is over its worktree is removed, and the file is read
+   * from the repository's checkout (a merged run's commits carry it) or,
+   * failing that, from the run's branch (git show) into a read-only copy.
+   */
   async openRunFile(runId: string, file: "state.md" | "plan.md"): Promise<void> {
     const run = this.state.runs[runId];
     if (!run) throw new Error(`run ${runId} is not loaded`);
-    const abs = path.join(run.worktree, ...runFile(run.id, file).split("/"));
-    if (!fs.existsSync(abs)) throw new Error(`${file} of run ${run.id} is not written yet (${abs}).`);
+    const rel = runFile(run.id, file);
+    let abs = path.join(run.worktree, ...rel.split("/"));
+    if (!fs.existsSync(abs)) {
+      const inCheckout = path.join(run.cwd, ...rel.split("/"));
+      if (fs.existsSync(inCheckout)) {
+        abs = inCheckout;
+      } else {
+        const text = await gitShow(run.cwd, `${run.branch}:${rel}`);
+        if (text === undefined) throw new Error(`${file} of run ${run.id} is not written yet (${abs}).`);
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), `apserver-run-${run.id.slice(0, 8)}-`));
+        abs = path.join(dir, file);
+        fs.writeFileSync(abs, text, { mode: 0o444 });
+      }
+    }
     const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(abs));
     await vscode.window.showTextDocument(doc, { preview: true });
   }
@@ -1039,4 +1062,46 @@ export class Controller implements vscode.Disposable {
     if (c) await c.stop().catch(() => undefined);
     this.lock?.release();
   }
+}
+
+const SEVERITIES: Problem["severity"][] = ["error", "warning", "information", "hint"];
+
+/** The EditorHost of the dynamic tools: VS Code's Problems and editors. */
+export function vscodeEditorHost(): EditorHost {
+  const toProblems = (uri: vscode.Uri, ds: readonly vscode.Diagnostic[]): Problem[] =>
+    ds.map((d) => ({
+      path: uri.fsPath,
+      line: d.range.start.line,
+      character: d.range.start.character,
+      severity: SEVERITIES[d.severity] ?? "error",
+      message: d.message,
+      source: d.source,
+    }));
+  return {
+    problems(path?: string): Problem[] {
+      if (path !== undefined) {
+        const uri = vscode.Uri.file(path);
+        return toProblems(uri, vscode.languages.getDiagnostics(uri));
+      }
+      return vscode.languages.getDiagnostics().flatMap(([uri, ds]) => toProblems(uri, ds));
+    },
+    async openFile(path: string, line?: number): Promise<void> {
+      const doc = await vscode.workspace.openTextDocument(vscode.Uri.file(path));
+      const options: vscode.TextDocumentShowOptions = { preview: false };
+      if (line) options.selection = new vscode.Range(line - 1, 0, line - 1, 0);
+      await vscode.window.showTextDocument(doc, options);
+    },
+    root(): string | undefined {
+      return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    },
+  };
+}
+
+/** The content of rev:path in the repository at cwd (git show), or undefined. */
+function gitShow(cwd: string, spec: string): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    execFile("git", ["show", spec], { cwd, maxBuffer: 16 << 20, windowsHide: true }, (err, stdout) => {
+      resolve(err ? undefined : stdout);
+    });
+  });
 }

@@ -105,9 +105,12 @@ export type AccountTokenUsageSummary = {
   longestStreakDays?: number | null;
   peakDailyTokens?: number | null;
 };
+export type AccountUpdateReason = "workspaceRoutingReady" | "unknown";
 export type AccountUpdatedNotification = {
   authMode?: AuthMode | null;
   planType?: PlanType | null;
+  /** Set when initial routing discovery completes for the same authenticated owner. */
+  reason?: AccountUpdateReason | null;
 };
 export type ActivePermissionProfile = {
   /** Parent profile identifier from the selected permissions profile's `extends` setting, when present. */
@@ -147,13 +150,20 @@ export type AgentMessageDeltaNotification = {
   threadId: string;
   turnId: string;
 };
-/** A presentation instruction for Chat to apply to this answer when recovering history. */
+/** How Chat should present a recovered answer. */
 export type AgentMessageDisplay = {
-  /** Unknown actions must be left for the producing client to handle. */
-  action: string;
-  blockType?: string | null;
-  checkTrustedContacts?: boolean | null;
-  cyberTrustedAccess?: boolean | null;
+  annotation?: AnswerAnnotation | null;
+  mode: "show";
+  trustedContacts: TrustedContacts;
+  version: 1;
+} | {
+  mode: "hide";
+  replacement: AnswerReplacement;
+  version: 1;
+} | {
+  mode: "block";
+  reason: BlockReason;
+  version: 1;
 };
 export type AgentMessageInputContent = {
   text: string;
@@ -167,9 +177,40 @@ export type AgentMessageModeration = {
   moderated: boolean;
 };
 export type AgentPath = string;
+export type AlignmentAction = {
+  after?: string;
+  before?: string;
+  command?: string;
+  kind: "write" | "delete" | "command";
+  path?: string;
+};
+export type AlignmentExplainParams = {
+  action: AlignmentAction;
+  cwd?: string;
+  threadId: string;
+};
+export type AlignmentExplainResponse = {
+  verdict: AlignmentVerdict;
+};
+export type AlignmentStatus = "aligned" | "risky" | "conflicting" | "undecided";
+export type AlignmentVerdict = {
+  decisions: DecisionRef[];
+  nodes?: string[];
+  pass: string;
+  reasons: string[];
+  score: number;
+  status: AlignmentStatus;
+};
 export type AllowDenyRequirement = "allow" | "deny";
 export type AnalyticsConfig = {
   enabled?: boolean | null;
+};
+export type AnswerAnnotation = {
+  kind: "wellbeingHelpline";
+  subject: HelplineSubject;
+};
+export type AnswerReplacement = {
+  kind: "wellbeingPromptHelpline";
 };
 /** EXPERIMENTAL - app metadata returned by app-list APIs. */
 export type AppBranding = {
@@ -434,6 +475,242 @@ export type BedrockSetupParams = {
   type: "environment";
 };
 export type BedrockSetupResponse = { [key: string]: unknown };
+export type BlockReason = {
+  kind: "protection";
+  /** Identifies the same moderation row that Chat writes on the live path. */
+  protectionType: string;
+} | {
+  kind: "cyber";
+  trustedAccess?: boolean | null;
+};
+export type Blueprint = {
+  cwd: string;
+  id: string;
+  primary: BlueprintVersion;
+  title: string;
+};
+export type BlueprintByteRange = {
+  end: number;
+  start: number;
+};
+export type BlueprintCancelParams = {
+  blueprintId: string;
+};
+export type BlueprintCancelResponse = { [key: string]: never };
+export type BlueprintCheckResult = {
+  command: string;
+  error?: string;
+  exitCode: number;
+  output?: string;
+};
+export type BlueprintCoverageParams = {
+  blueprintId: string;
+  cursor?: string | null;
+  limit?: number | null;
+  versionId?: string | null;
+};
+export type BlueprintCoverageResponse = {
+  coveredBytes: number;
+  gaps: BlueprintByteRange[];
+  nextCursor?: string;
+  normative: BlueprintNormativeSentence[];
+  normativeMapped: number;
+  normativeTotal: number;
+  ratio: number;
+  totalBytes: number;
+  uncovered: BlueprintNormativeSentence[];
+};
+export type BlueprintDiffParams = {
+  blueprintId: string;
+  from?: string | null;
+  to?: string | null;
+};
+export type BlueprintDiffResponse = {
+  added: BlueprintNodeChange[];
+  from: string;
+  modified: BlueprintNodeChange[];
+  moved: BlueprintNodeChange[];
+  removed: BlueprintNodeChange[];
+  review: BlueprintTask[];
+  to: string;
+};
+export type BlueprintIngestParams = {
+  blueprintId?: string | null;
+  chunkTokens?: number | null;
+  cwd?: string | null;
+  path?: string | null;
+  text?: string | null;
+  title?: string | null;
+};
+export type BlueprintIngestResponse = {
+  blueprint: Blueprint;
+  version: BlueprintVersion;
+};
+export type BlueprintJobStatus = "ingesting" | "ready" | "failed" | "cancelled";
+export type BlueprintListParams = {
+  cwd?: string | null;
+};
+export type BlueprintListResponse = {
+  data: Blueprint[];
+};
+export type BlueprintNextParams = {
+  blueprintId: string;
+  cursor?: string | null;
+  limit?: number | null;
+  phase?: string | null;
+};
+export type BlueprintNextResponse = {
+  data: BlueprintNextTask[];
+  nextCursor?: string;
+  phase?: string;
+};
+export type BlueprintNextTask = {
+  chain: number;
+  inProgressNode: boolean;
+  node: BlueprintNode;
+};
+export type BlueprintNode = {
+  anchor: string[];
+  dependsOn?: string[];
+  depth: number;
+  end: number;
+  estimate?: "XS" | "S" | "M" | "L" | "XL";
+  hash: string;
+  id: string;
+  kind: BlueprintNodeKind;
+  order: number;
+  parentId?: string;
+  priority?: BlueprintPriority;
+  risk?: "low" | "medium" | "high";
+  sectionEnd: number;
+  start: number;
+  status: BlueprintNodeStatus;
+  summary?: string;
+  title: string;
+  unresolved?: string[];
+};
+export type BlueprintNodeChange = {
+  anchor: string[];
+  before?: BlueprintNode;
+  id: string;
+  kind: BlueprintNodeKind;
+  title: string;
+};
+export type BlueprintNodeKind = "phase" | "epic" | "feature" | "story" | "task";
+export type BlueprintNodeStatus = "planned" | "in_progress" | "blocked" | "done";
+export type BlueprintNodeTasksParams = {
+  blueprintId: string;
+  nodeId: string;
+  regenerate?: boolean | null;
+};
+export type BlueprintNodeTasksResponse = {
+  node: BlueprintNode;
+  tasks: BlueprintTask[];
+};
+export type BlueprintNodeUpdateParams = {
+  blueprintId: string;
+  dependsOn?: string[] | null;
+  nodeId: string;
+  priority?: BlueprintPriority | null;
+  status?: BlueprintNodeStatus | null;
+  summary?: string | null;
+  title?: string | null;
+};
+export type BlueprintNodeUpdateResponse = {
+  node: BlueprintNode;
+};
+export type BlueprintNormativeSentence = {
+  end: number;
+  nodeId?: string;
+  start: number;
+  text: string;
+};
+export type BlueprintPriority = "critical" | "high" | "medium" | "low";
+export type BlueprintProgressNotification = {
+  blueprintId: string;
+  chunksDone: number;
+  chunksTotal: number;
+  error?: string;
+  nodes: number;
+  status: BlueprintJobStatus;
+  versionId: string;
+};
+export type BlueprintReadParams = {
+  blueprintId: string;
+  cursor?: string | null;
+  depth?: number | null;
+  limit?: number | null;
+  nodeId?: string | null;
+  versionId?: string | null;
+};
+export type BlueprintReadResponse = {
+  blueprint: Blueprint;
+  nextCursor?: string;
+  nodes: BlueprintNode[];
+};
+export type BlueprintTask = {
+  acceptance: BlueprintTaskAcceptance;
+  dependsOn?: string[];
+  estimate?: "XS" | "S" | "M" | "L" | "XL";
+  evidence?: BlueprintTaskEvidence;
+  excerpt: BlueprintByteRange;
+  excerptText: string;
+  id: string;
+  kind: string;
+  nodeId: string;
+  order: number;
+  review?: boolean;
+  risk?: "low" | "medium" | "high";
+  status: BlueprintNodeStatus;
+  title: string;
+  unresolved?: string[];
+};
+export type BlueprintTaskAcceptance = {
+  checks: string[];
+  criteria: string[];
+  files: string[];
+};
+/** The run whose validator passed the task and its commit on the run's branch. */
+export type BlueprintTaskEvidence = {
+  atMs: number;
+  branch: string;
+  commit: string;
+  runId: string;
+};
+export type BlueprintTaskVerification = {
+  checks: BlueprintCheckResult[];
+  missingFiles?: string[];
+  passed: boolean;
+  reopened: boolean;
+  taskId: string;
+  title: string;
+};
+export type BlueprintUpdatedNotification = {
+  blueprintId: string;
+  node: BlueprintNode;
+  versionId: string;
+};
+export type BlueprintVerifyParams = {
+  blueprintId: string;
+  nodeId: string;
+};
+export type BlueprintVerifyResponse = {
+  data: BlueprintTaskVerification[];
+};
+export type BlueprintVersion = {
+  blueprintId: string;
+  bytes: number;
+  chunksDone: number;
+  chunksTotal: number;
+  createdAt: number;
+  error?: string;
+  id: string;
+  nodes: number;
+  number: number;
+  parentId?: string;
+  replacedBy?: string;
+  status: BlueprintJobStatus;
+};
 export type BrowserUseAccessApprovalLifetime = "turn" | "thread";
 export type BrowserUseConfig = {
   allow_history_access?: boolean | null;
@@ -750,6 +1027,18 @@ export type ClientRequest = {
   params: ThreadSearchParams;
 } | {
   id: RequestId;
+  method: "thread/search/stream";
+  params: ThreadSearchParams;
+} | {
+  id: RequestId;
+  method: "thread/search/cancel";
+  params: ThreadSearchCancelParams;
+} | {
+  id: RequestId;
+  method: "thread/search/stream/cancel";
+  params: ThreadSearchCancelParams;
+} | {
+  id: RequestId;
   method: "thread/searchOccurrences";
   params: ThreadSearchOccurrencesParams;
 } | {
@@ -958,6 +1247,10 @@ export type ClientRequest = {
   params: ThreadTimelineListParams;
 } | {
   id: RequestId;
+  method: "thread/realtime/list";
+  params: ThreadRealtimeListParams;
+} | {
+  id: RequestId;
   method: "thread/realtime/listVoices";
   params: ThreadRealtimeListVoicesParams;
 } | {
@@ -988,6 +1281,10 @@ export type ClientRequest = {
   id: RequestId;
   method: "modelProvider/config/write";
   params: ModelProviderConfigWriteParams;
+} | {
+  id: RequestId;
+  method: "modelProvider/default/set";
+  params: ModelProviderDefaultSetParams;
 } | {
   id: RequestId;
   method: "modelProvider/capabilities/read";
@@ -1247,7 +1544,7 @@ export type CodexAppServerProtocolV2 = { [key: string]: unknown };
  *
  * When an upstream HTTP status is available (for example, from the Responses API or a provider), it is forwarded in `httpStatusCode` on the relevant `codexErrorInfo` variant.
  */
-export type CodexErrorInfo = "contextWindowExceeded" | "sessionBudgetExceeded" | "usageLimitExceeded" | "rateLimitExceeded" | "flexUnavailable" | "serverOverloaded" | "modelNotFound" | "policyCapacityUnavailable" | "cyberPolicy" | "misalignmentPolicyViolation" | "tooManyDenials" | "internalServerError" | "unauthorized" | "badRequest" | "threadRollbackFailed" | "sandboxError" | "other" | "inferenceHookDenied" | {
+export type CodexErrorInfo = "contextWindowExceeded" | "sessionBudgetExceeded" | "usageLimitExceeded" | "rateLimitExceeded" | "flexUnavailable" | "serverOverloaded" | "modelNotFound" | "policyCapacityUnavailable" | "cyberPolicy" | "bioPolicy" | "misalignmentPolicyViolation" | "tooManyDenials" | "internalServerError" | "unauthorized" | "badRequest" | "threadRollbackFailed" | "sandboxError" | "other" | "inferenceHookDenied" | {
   httpConnectionFailed: {
     httpStatusCode?: number | null;
   };
@@ -1812,11 +2109,18 @@ export type CreditsSnapshot = {
   hasCredits: boolean;
   unlimited: boolean;
 };
-export type CurrentTimeReadParams = {
-  threadId: string;
-};
 /** Requested cyber treatment for an OpenAI model turn. Authorization and model-tier restrictions remain server-owned. */
 export type CyberAccessProgram = "standard" | "daybreakBlue" | "daybreakRed";
+export type DecisionRef = {
+  id: string;
+  title: string;
+};
+export type DecisionScope = {
+  files?: string[];
+  nodes?: string[];
+  tags?: string[];
+};
+export type DecisionStatus = "active" | "proposed" | "superseded" | "revoked";
 export type DeprecationNoticeNotification = {
   /** Optional extra guidance, such as migration steps or rationale. */
   details?: string | null;
@@ -2655,6 +2959,7 @@ export type GuardianWarningNotification = {
   /** Thread target for the guardian warning. */
   threadId: string;
 };
+export type HelplineSubject = "answer" | "prompt";
 export type HookCompletedNotification = {
   run: HookRunSummary;
   threadId: string;
@@ -2912,6 +3217,8 @@ export type ListMcpServerStatusParams = {
   cursor?: string | null;
   /** Controls how much MCP inventory data to fetch for each server. Defaults to `Full` when omitted. */
   detail?: McpServerStatusDetail | null;
+  /** Select this environment's registration. Requires `serverName` and `threadId`. When omitted, a named request uses the same server as older clients. */
+  environmentId?: string | null;
   /** Optional page size; defaults to a server-defined value. */
   limit?: number | null;
   /** Limit discovery to one server. With a thread ID, reuse that thread's MCP connection. */
@@ -3146,6 +3453,8 @@ export type McpResourceReadParams = {
   /** Additional MCP request metadata. Account and turn routing keys are reserved. */
   _meta?: { [key: string]: unknown } | null;
   connectorId?: string | null;
+  /** Exact registration scope; omission preserves legacy name-only selection. */
+  environmentId?: string | null;
   /** Originating MCP tool call used to select the resource's app. */
   originCallId?: string | null;
   server: string;
@@ -3166,6 +3475,8 @@ export type McpResourceReadTarget = {
 };
 export type McpServerConnectionStatus = "notStarted" | "starting" | "connected" | "authenticationRequired" | "failed" | "cancelled" | "disabled";
 export type McpServerElicitationRequestParams = {
+  /** Registration scope, not necessarily the server's execution environment. */
+  environmentId?: string | null;
   serverName: string;
   threadId: string;
   /**
@@ -3247,6 +3558,8 @@ export type McpServerOauthLoginCompletedNotification = {
 export type McpServerOauthLoginParams = {
   /** Registration strategy for this login only; omission selects automatic discovery. */
   clientRegistration?: McpServerOauthClientRegistration | null;
+  /** Exact registration scope; omission preserves legacy name-only selection. */
+  environmentId?: string | null;
   name: string;
   scopes?: string[] | null;
   threadId?: string | null;
@@ -3262,6 +3575,8 @@ export type McpServerStartupFailureReason = "reauthenticationRequired";
 export type McpServerStartupState = "starting" | "ready" | "failed" | "cancelled";
 export type McpServerStatus = {
   authStatus: McpAuthStatus;
+  /** Environment that contributed this registration; null for a thread-wide server. Older servers omit this field. */
+  environmentId?: string | null;
   /** HTTP origin of the effective configured endpoint, including plugin servers. Excludes credentials, path, query, and fragment; null for non-HTTP transports. */
   httpOrigin?: string | null;
   name: string;
@@ -3281,6 +3596,8 @@ export type McpServerStatus = {
 };
 export type McpServerStatusDetail = "full" | "toolsAndAuthOnly";
 export type McpServerStatusUpdatedNotification = {
+  /** Registration scope, not necessarily the server's execution environment. */
+  environmentId?: string | null;
   error?: string | null;
   failureReason?: McpServerStartupFailureReason | null;
   name: string;
@@ -3290,6 +3607,8 @@ export type McpServerStatusUpdatedNotification = {
 export type McpServerToolCallParams = {
   _meta?: unknown;
   arguments?: unknown;
+  /** Exact registration scope; omission preserves legacy name-only selection. */
+  environmentId?: string | null;
   server: string;
   threadId: string;
   tool: string;
@@ -3441,6 +3760,10 @@ export type ModelProviderConfigWriteParams = {
 export type ModelProviderConfigWriteResponse = {
   provider: ModelProviderSummary;
 };
+export type ModelProviderDefaultSetParams = {
+  /** Configured provider to use by default for new threads and unscoped model lists. */
+  providerId: string;
+};
 /** Structured JSON-RPC error data. Unknown errors must retain the client's normal fallback. */
 export type ModelProviderError = {
   currentModelProvider: string;
@@ -3582,6 +3905,8 @@ export type OtelHttpProtocol = "binary" | "json";
 export type OtelRequirements = {
   environment?: string | null;
   exporter?: OtelExporter | null;
+  headers_helper?: string | null;
+  headers_helper_refresh_interval_ms?: number | null;
   log_agent_responses?: boolean | null;
   log_guardian_assessments?: boolean | null;
   log_sse_deltas?: boolean | null;
@@ -3963,7 +4288,7 @@ export type PolicyExplainParams = {
   sandboxPermissions?: "use_default" | "require_escalated" | null;
   threadId?: string | null;
 };
-/** What would happen to a command or a path. resolvedPath (paths only) is the absolute path the file tools would write. opaque says why the rules cannot read the command fully; escalated, that it was judged to run outside the sandbox; refusal, what the model is told when effective is refuse. */
+/** What would happen to a command or a path. resolvedPath (paths only) is the absolute path the file tools would write. opaque says why the rules cannot read the command fully; privileged, why it runs a command as another user (a human approves it every time); escalated, that it was judged to run outside the sandbox; refusal, what the model is told when effective is refuse. */
 export type PolicyExplainResponse = {
   approvalPolicy: "untrusted" | "on-failure" | "on-request" | "never";
   decision: "allow" | "prompt" | "forbidden";
@@ -3971,6 +4296,7 @@ export type PolicyExplainResponse = {
   escalated?: boolean;
   opaque?: string;
   part: string | null;
+  privileged?: string;
   reason: string;
   refusal?: string;
   resolvedPath?: string;
@@ -4116,7 +4442,6 @@ export type Project = {
   id: string;
   metadata: { [key: string]: string };
   name: string;
-  position: number;
   /** Newest non-archived member thread's recency, in Unix seconds; null when none exist. */
   recencyAt?: number | null;
   roots: ProjectRoot[];
@@ -4127,6 +4452,19 @@ export type ProjectChangedNotification = {
   changeType: ProjectChangeType;
   projectId: string;
 };
+export type ProjectContextPreviewParams = {
+  blueprintId?: string;
+  budget?: number;
+  cwd: string;
+  role: string;
+  taskId?: string;
+  threadId?: string;
+};
+export type ProjectContextPreviewResponse = {
+  budget: number;
+  context: string;
+  tokens: number;
+};
 export type ProjectCreateParams = {
   idempotencyKey: string;
   metadata?: { [key: string]: string } | null;
@@ -4135,6 +4473,60 @@ export type ProjectCreateParams = {
 };
 export type ProjectCreateResponse = {
   project: Project;
+};
+export type ProjectDecision = {
+  alternatives?: string[];
+  createdAtMs: number;
+  cwd: string;
+  id: string;
+  scope: DecisionScope;
+  source: string;
+  status: DecisionStatus;
+  supersededBy?: string;
+  text: string;
+  title: string;
+  updatedAtMs: number;
+  why?: string;
+};
+export type ProjectDecisionAddParams = {
+  alternatives?: string[];
+  cwd: string;
+  scope?: DecisionScope;
+  source?: string;
+  status?: DecisionStatus;
+  supersedes?: string;
+  text?: string;
+  title: string;
+  why?: string;
+};
+export type ProjectDecisionAddResponse = {
+  decision: ProjectDecision;
+};
+export type ProjectDecisionListParams = {
+  all?: boolean;
+  cwd: string;
+};
+export type ProjectDecisionListResponse = {
+  decisions: ProjectDecision[];
+};
+export type ProjectDecisionRevokeParams = {
+  id: string;
+  reason?: string;
+};
+export type ProjectDecisionRevokeResponse = {
+  decision: ProjectDecision;
+};
+export type ProjectDecisionUpdateParams = {
+  alternatives?: string[];
+  id: string;
+  scope?: DecisionScope;
+  status?: DecisionStatus;
+  text?: string;
+  title?: string;
+  why?: string;
+};
+export type ProjectDecisionUpdateResponse = {
+  decision: ProjectDecision;
 };
 export type ProjectDeleteParams = {
   projectId: string;
@@ -4155,7 +4547,7 @@ export type ProjectListParams = {
   limit?: number | null;
   /** Requires sortKey. Defaults to asc for position and desc for recencyAt. */
   sortDirection?: SortDirection | null;
-  /** Defaults to position. Recency sorting always places empty projects last. */
+  /** Defaults to position. Recency sorting always places empty projects last. Use the returned order; numeric positions are not exposed in project responses. */
   sortKey?: ProjectSortKey | null;
 };
 export type ProjectListResponse = {
@@ -4163,6 +4555,7 @@ export type ProjectListResponse = {
   nextCursor?: string | null;
 };
 export type ProjectMoveParams = {
+  /** Place the project before this ID, or append it when omitted or null. */
   beforeProjectId?: string | null;
   projectId: string;
 };
@@ -4175,6 +4568,12 @@ export type ProjectReadResponse = {
 };
 export type ProjectRoot = {
   path: AbsolutePathBuf;
+};
+export type ProjectSnapshotReadParams = {
+  cwd: string;
+};
+export type ProjectSnapshotReadResponse = {
+  markdown: string;
 };
 export type ProjectSortKey = "position" | "recencyAt";
 export type ProjectUpdateParams = {
@@ -4630,6 +5029,7 @@ export type RolloutCompressResponse = { [key: string]: unknown };
 export type Run = {
   autonomy: RunAutonomy;
   baseBranch: string;
+  blueprint?: RunBlueprint;
   branch: string;
   clarifications: RunClarification[];
   counts: RunCounts;
@@ -4643,11 +5043,15 @@ export type Run = {
   models: RunModels;
   plan: RunPlan;
   plannerThreadId: string | null;
+  /** The run's pull request on GitHub (docs/github.md); absent when it has none. */
+  pullRequest?: RunPullRequest | null;
   /** The run's place among the runs waiting for a slot of max_parallel_runs (1: next) while status is queued; null otherwise. */
   queuePosition: number | null;
   reason: string | null;
   repairProposal: RunRepairProposal | null;
   request: string;
+  /** The undos of the run and its tasks (run/revert, run/task/revert), oldest first; absent when none. */
+  reverts?: RunRevert[];
   stage: RunStage;
   status: RunStatus;
   trust: RunTrust;
@@ -4656,6 +5060,19 @@ export type Run = {
   worktree: string;
 };
 export type RunAutonomy = "off" | "suggest" | "semi_auto" | "full_auto";
+/** The blueprint a run was started from; its task ids are the run's task ids. */
+export type RunBlueprint = {
+  blueprintId: string;
+  nodeId?: string;
+  taskIds: string[];
+  versionId: string;
+};
+/** A blueprint's node (its tasks and those of the nodes under it) or some of its tasks, of the primary version; nodeId or taskIds, not both. */
+export type RunBlueprintParams = {
+  blueprintId: string;
+  nodeId?: string;
+  taskIds?: string[];
+};
 export type RunCancelParams = {
   runId: string;
 };
@@ -4761,6 +5178,18 @@ export type RunPlanUpdatedNotification = {
   plan: RunPlan;
   runId: string;
 };
+export type RunPullRequest = {
+  checks: RunPullRequestChecks;
+  headSha: string;
+  number: number;
+  state: "draft" | "open" | "merged" | "closed";
+  unresolvedComments: number;
+  url: string;
+};
+export type RunPullRequestChecks = {
+  state: "" | "pending" | "passed" | "failed" | "actionRequired";
+  summary: string;
+};
 export type RunReadParams = {
   runId: string;
 };
@@ -4786,15 +5215,32 @@ export type RunResumeParams = {
 export type RunResumeResponse = {
   run: Run;
 };
+export type RunRevert = {
+  atMs: number;
+  branch: string;
+  commit: string;
+  kind: "commit" | "branchClosed" | "pullRequest";
+  pullRequest?: RunPullRequest;
+  taskId: string | null;
+};
+export type RunRevertParams = {
+  runId: string;
+};
+export type RunRevertResponse = {
+  revert: RunRevert;
+  run: Run;
+};
 export type RunStage = "planning" | "planApproval" | "implementation" | "validation" | "merge" | "done";
+/** cwd and request are required unless blueprint is given (then they default to the blueprint's cwd and a request naming its node or tasks). */
 export type RunStartParams = {
   autonomy?: RunAutonomy | null;
   baseBranch?: string | null;
-  cwd: string;
+  blueprint?: RunBlueprintParams | null;
+  cwd?: string;
   maxClarifications?: number | null;
   merge?: RunMergeMode | null;
   models?: RunModelsParams | null;
-  request: string;
+  request?: string;
   trust?: RunTrustParams | null;
 };
 export type RunStartResponse = {
@@ -4835,6 +5281,14 @@ export type RunTaskApproveParams = {
 export type RunTaskApproveResponse = {
   run: Run;
 };
+export type RunTaskRevertParams = {
+  runId: string;
+  taskId: string;
+};
+export type RunTaskRevertResponse = {
+  revert: RunRevert;
+  run: Run;
+};
 export type RunTaskRisk = "low" | "medium" | "high";
 export type RunTaskStatus = "pending" | "approved" | "running" | "completed" | "failed" | "blocked" | "skipped";
 export type RunTaskUpdatedNotification = {
@@ -4855,6 +5309,8 @@ export type RunTrustValue = "auto" | "manual";
 export type RunUpdatedNotification = {
   counts: RunCounts;
   currentTaskId: string | null;
+  /** The run's pull request on GitHub (docs/github.md); absent when it has none. */
+  pullRequest?: RunPullRequest | null;
   /** The run's place among the runs waiting for a slot of max_parallel_runs (1: next) while status is queued; null otherwise. */
   queuePosition: number | null;
   reason: string | null;
@@ -4863,7 +5319,7 @@ export type RunUpdatedNotification = {
   status: RunStatus;
   waitingFor: RunWaitingFor | null;
 };
-export type RunWaitingFor = "planApproval" | "taskApproval" | "clarification" | "repair" | "resume" | "taskThread";
+export type RunWaitingFor = "planApproval" | "taskApproval" | "clarification" | "repair" | "resume" | "taskThread" | "checks" | "review" | "github";
 export type SandboxMode = "read-only" | "workspace-write" | "danger-full-access";
 export type SandboxPolicy = {
   type: "dangerFullAccess";
@@ -5053,6 +5509,9 @@ export type ServerNotification = {
 } | {
   method: "process/outputDelta";
   params: ProcessOutputDeltaNotification;
+} | {
+  method: "thread/search/partial";
+  params: ThreadSearchPartialNotification;
 } | {
   method: "process/exited";
   params: ProcessExitedNotification;
@@ -5698,7 +6157,7 @@ export type ThreadGuardianAssessment = {
   riskLevel: GuardianRiskLevel;
   userAuthorization: GuardianUserAuthorization;
 };
-/** Calling `thread/guardianReview` subscribes the connection to the thread. The subscription remains after the review completes, keeping the thread loaded until the client calls `thread/unsubscribe` or disconnects. */
+/** Calling `thread/guardianReview` subscribes the connection to the thread. The subscription remains after the review completes, keeping the thread loaded until the client calls `thread/unsubscribe` or disconnects. Sequential calls on the same loaded thread can reuse Guardian history across direct reviews and live approvals. The reviewer keeps a separate conversation from the actor and follows the parent thread's normal persistence settings. A retry evaluates the final call again under the current policy. */
 export type ThreadGuardianReviewParams = {
   threadId: string;
 };
@@ -5799,6 +6258,8 @@ export type ThreadItem = {
   arguments: unknown;
   /** The duration of the MCP tool call in milliseconds. */
   durationMs?: number | null;
+  /** Registration scope, not necessarily the server's execution environment. */
+  environmentId?: string | null;
   error?: McpToolCallError | null;
   id: string;
   /** Legacy compatibility field; prefer `mcpAppUi.resourceUri` when available. */
@@ -5973,6 +6434,8 @@ export type ThreadListParams = {
   excludedThreadIds?: string[] | null;
   /** Include persistent threads attached to a parent when searching by title. */
   includeAttachedThreads?: boolean;
+  /** Restrict results to up to 100 thread IDs before pagination. Omit or send null for unrestricted results. An empty list matches nothing. Exclusions still apply. Repeat the same IDs on each page. The local store uses indexed metadata for this filter. */
+  includedThreadIds?: string[] | null;
   /** Optional page size; defaults to a reasonable server-side value. */
   limit?: number | null;
   /** Optional provider filter; when set, only sessions recorded under these providers are returned. When present but empty, includes all providers. */
@@ -5993,7 +6456,7 @@ export type ThreadListParams = {
   sortKey?: ThreadSortKey | null;
   /** Optional source filter; when set, only sessions from these source kinds are returned. When omitted or empty, defaults to interactive sources. */
   sourceKinds?: ThreadSourceKind[] | null;
-  /** If true, return from the state DB without scanning JSONL rollouts to repair thread metadata. Omitted or false preserves scan-and-repair behavior. */
+  /** If true, the local store returns indexed metadata without scanning JSONL rollouts for repairs. Requests with `includedThreadIds` always use indexed metadata. */
   useStateDbOnly?: boolean;
 };
 export type ThreadListResponse = {
@@ -6217,11 +6680,21 @@ export type ThreadRealtimeClosedNotification = {
   reason?: string | null;
   threadId: string;
 };
+export type ThreadRealtimeCoverage = "unsupported" | "pending" | "ready";
+export type ThreadRealtimeEntry = {
+  item: ThreadRealtimeItem;
+  position: number;
+};
 /** EXPERIMENTAL - emitted when thread realtime encounters an error. */
 export type ThreadRealtimeErrorNotification = {
   message: string;
   threadId: string;
 };
+/** A frame holds one or more payloads, at most one per channel. They share one ID, observation time, and seal. V1 requires its only channel, `voice_transcript`. */
+export type ThreadRealtimeFrameChannels = {
+  voice_transcript: ThreadRealtimeVoiceTranscript;
+};
+export type ThreadRealtimeHandoffMode = "start" | "steer";
 /** EXPERIMENTAL - role-bearing text item included when a realtime V3 session starts. */
 export type ThreadRealtimeInitialItem = {
   role: ConversationTextRole;
@@ -6230,9 +6703,14 @@ export type ThreadRealtimeInitialItem = {
 /** EXPERIMENTAL - a thread-scoped realtime item in the canonical timeline. */
 export type ThreadRealtimeItem = {
   id: string;
+  /** Canonical observation time in Unix milliseconds for eligible voice calls. */
+  observedAtMs?: number | null;
   realtimeSessionId: string;
 } & ({
   type: "realtimeSessionStarted";
+} | {
+  channels: ThreadRealtimeFrameChannels;
+  type: "frame";
 } | {
   role: ThreadRealtimeTranscriptRole;
   text: string;
@@ -6245,6 +6723,19 @@ export type ThreadRealtimeItem = {
 } | {
   outcome: ThreadRealtimeSessionOutcome;
   type: "realtimeSessionClosed";
+} | {
+  handoff_id: string;
+  input: string;
+  input_item_id: string;
+  mode: ThreadRealtimeHandoffMode;
+  source_event_ids: string[];
+  turn_id: string;
+  type: "turnInputAccepted";
+} | {
+  input: string;
+  input_item_id: string;
+  source_event_ids: string[];
+  type: "sessionEndInputSaved";
 });
 /** EXPERIMENTAL - raw non-audio thread realtime item emitted by the backend. */
 export type ThreadRealtimeItemAddedNotification = {
@@ -6267,12 +6758,40 @@ export type ThreadRealtimeItemTranscriptDeltaNotification = {
   itemId: string;
   threadId: string;
 };
+export type ThreadRealtimeListParams = {
+  afterPosition?: number | null;
+  cursor?: string | null;
+  /** A required exact event ID, such as a completed item's acknowledgement. Returns pending until projected. Explicit filters can exclude a known event. */
+  eventId?: string | null;
+  /** Inclusive canonical observation time lower bound. */
+  fromObservedAtMs?: number | null;
+  limit?: number | null;
+  /** Defaults to canonical observation time. */
+  order?: ThreadRealtimeOrder | null;
+  /** Return pending until the projection includes this committed position. */
+  requiredThroughPosition?: number | null;
+  sessionId?: string | null;
+  /** Exclusive committed position delimiting an immutable snapshot. */
+  snapshotEnd?: number | null;
+  threadId: string;
+  /** Exclusive canonical observation time upper bound. */
+  toObservedAtMs?: number | null;
+};
+export type ThreadRealtimeListResponse = {
+  coverage: ThreadRealtimeCoverage;
+  data: ThreadRealtimeEntry[];
+  nextCursor?: string | null;
+  /** Exclusive position through which the projection has processed canonical history. */
+  projectedThroughItemIndex: number;
+  snapshotEnd: number;
+};
 /** EXPERIMENTAL - list voices supported by thread realtime. */
 export type ThreadRealtimeListVoicesParams = { [key: string]: unknown };
 /** EXPERIMENTAL - response for listing supported realtime voices. */
 export type ThreadRealtimeListVoicesResponse = {
   voices: RealtimeVoicesList;
 };
+export type ThreadRealtimeOrder = "observedAt" | "position";
 /** EXPERIMENTAL - streamed output audio emitted by thread realtime. */
 export type ThreadRealtimeOutputAudioDeltaNotification = {
   audio: ThreadRealtimeAudioChunk;
@@ -6365,6 +6884,10 @@ export type ThreadRealtimeTranscriptDoneNotification = {
   threadId: string;
 };
 export type ThreadRealtimeTranscriptRole = "user" | "assistant";
+export type ThreadRealtimeVoiceTranscript = {
+  role: ThreadRealtimeTranscriptRole;
+  text: string;
+};
 export type ThreadResumeInitialTurnsPageParams = {
   /** How much item detail to include for each returned turn; defaults to summary. */
   itemsView?: TurnItemsView | null;
@@ -6510,6 +7033,11 @@ export type ThreadSampleResponse = {
   /** Assistant text from the response, or null if it attempted a tool call or completed without text. */
   text?: string | null;
 };
+/** Request cancellation on the same connection. `thread/search/cancel` targets only `thread/search`; `thread/search/stream/cancel` targets only `thread/search/stream`. Cancellation is idempotent: the cancel response acknowledges the request, and an interrupted search completes with an error after its subprocess is stopped and reaped. If completion races cancellation, the original search may still succeed. An already-completed search is unaffected. */
+export type ThreadSearchCancelParams = {
+  requestId: RequestId;
+};
+export type ThreadSearchCancelResponse = { [key: string]: unknown };
 /** One visible message occurrence returned by [`ThreadSearchOccurrencesResponse`]. */
 export type ThreadSearchOccurrence = {
   itemId: string;
@@ -6547,7 +7075,7 @@ export type ThreadSearchParams = {
   includeAttachedThreads?: boolean;
   /** Optional page size; defaults to a reasonable server-side value. */
   limit?: number | null;
-  /** Required substring/full-text query for thread search. */
+  /** Required substring/full-text query. `thread/search/stream` limits this to 65,536 UTF-8 bytes after trimming surrounding whitespace. */
   searchTerm: string;
   /** Optional sort direction; defaults to descending (newest first). */
   sortDirection?: SortDirection | null;
@@ -6555,6 +7083,11 @@ export type ThreadSearchParams = {
   sortKey?: ThreadSearchSortKey | null;
   /** Optional source filter; when set, only sessions from these source kinds are returned. When omitted or empty, defaults to interactive sources. */
   sourceKinds?: ThreadSourceKind[] | null;
+};
+/** A best-effort incremental batch for `thread/search/stream`. Match `requestId` to the request on this connection. Only a small subset of verified matches may be emitted; rows are unique and arrive in discovery order, but may be dropped under load or fall outside the final sorted page. Thread fields use stored metadata and the current watched status; live thread settings are enriched in the final response. Replace provisional rows with the authoritative final response. No partials follow it or an error. */
+export type ThreadSearchPartialNotification = {
+  data: ThreadSearchResult[];
+  requestId: RequestId;
 };
 export type ThreadSearchResponse = {
   /** Opaque cursor to pass as `cursor` when reversing `sortDirection`. This is only populated when the page contains at least one thread. Use it with the opposite `sortDirection`; for timestamp sorts it anchors at the start of the page timestamp so same-second updates are not skipped. */
@@ -6975,6 +7508,7 @@ export type ToolRequestUserInputResponse = {
 export type ToolsV2 = {
   web_search?: WebSearchToolConfig | null;
 };
+export type TrustedContacts = "check" | "skip";
 export type Turn = {
   /** Unix timestamp (in seconds) when the turn completed. */
   completedAt?: number | null;
@@ -7212,6 +7746,7 @@ export type UserInput = {
   path: string;
   type: "mention";
 };
+export type UserVerificationBiometricType = "fingerprint";
 /** Cancels a native verification RPC issued on this connection, not an elicitation. Use a fresh request ID for each operation and a distinct ID for this cancellation RPC. */
 export type UserVerificationCancelParams = {
   requestId: RequestId;
@@ -7275,6 +7810,8 @@ export type UserVerificationVerifyParams = {
   title: string;
 };
 export type UserVerificationVerifyResponse = {
+  /** Native-reported authentication method for this signature. Older servers omit it. This is approval context, not part of the signed proof. */
+  biometricType?: UserVerificationBiometricType | null;
   proof: UserVerificationProof;
 };
 /** Controls output length/detail on GPT-5 models via the Responses API. Serialized with lowercase values to match the OpenAI API. */
@@ -7379,9 +7916,31 @@ export interface ClientRequests {
   "account/workspaceMessages/read": { params: undefined; result: GetWorkspaceMessagesResponse };
   "accountSession/list": { params: AccountSessionsListParams; result: AccountSessionsResponse };
   "accountSession/switch": { params: AccountSessionsSwitchParams; result: AccountSessionsSwitchResponse };
+  /** apserver extension. */
+  "alignment/explain": { params: AlignmentExplainParams; result: AlignmentExplainResponse };
   "app/installed": { params: AppsInstalledParams; result: AppsInstalledResponse };
   "app/list": { params: AppsListParams; result: AppsListResponse };
   "app/read": { params: AppsReadParams; result: AppsReadResponse };
+  /** apserver extension. */
+  "blueprint/cancel": { params: BlueprintCancelParams; result: BlueprintCancelResponse };
+  /** apserver extension. */
+  "blueprint/coverage": { params: BlueprintCoverageParams; result: BlueprintCoverageResponse };
+  /** apserver extension. */
+  "blueprint/diff": { params: BlueprintDiffParams; result: BlueprintDiffResponse };
+  /** apserver extension. */
+  "blueprint/ingest": { params: BlueprintIngestParams; result: BlueprintIngestResponse };
+  /** apserver extension. */
+  "blueprint/list": { params: BlueprintListParams; result: BlueprintListResponse };
+  /** apserver extension. */
+  "blueprint/next": { params: BlueprintNextParams; result: BlueprintNextResponse };
+  /** apserver extension. */
+  "blueprint/node/tasks": { params: BlueprintNodeTasksParams; result: BlueprintNodeTasksResponse };
+  /** apserver extension. */
+  "blueprint/node/update": { params: BlueprintNodeUpdateParams; result: BlueprintNodeUpdateResponse };
+  /** apserver extension. */
+  "blueprint/read": { params: BlueprintReadParams; result: BlueprintReadResponse };
+  /** apserver extension. */
+  "blueprint/verify": { params: BlueprintVerifyParams; result: BlueprintVerifyResponse };
   "collaborationMode/list": { params: CollaborationModeListParams; result: CollaborationModeListResponse };
   "command/exec": { params: CommandExecParams; result: CommandExecResponse };
   "command/exec/resize": { params: CommandExecResizeParams; result: CommandExecResizeResponse };
@@ -7443,6 +8002,7 @@ export interface ClientRequests {
   "model/list": { params: ModelListParams; result: ModelListResponse };
   "modelProvider/capabilities/read": { params: ModelProviderCapabilitiesReadParams; result: ModelProviderCapabilitiesReadResponse };
   "modelProvider/config/write": { params: ModelProviderConfigWriteParams; result: ModelProviderConfigWriteResponse };
+  "modelProvider/default/set": { params: ModelProviderDefaultSetParams; result: ConfigWriteResponse };
   "modelProvider/list": { params: ModelProviderListParams; result: ModelProviderListResponse };
   "permissionProfile/list": { params: PermissionProfileListParams; result: PermissionProfileListResponse };
   "plugin/install": { params: PluginInstallParams; result: PluginInstallResponse };
@@ -7464,12 +8024,24 @@ export interface ClientRequests {
   "process/resizePty": { params: ProcessResizePtyParams; result: ProcessResizePtyResponse };
   "process/spawn": { params: ProcessSpawnParams; result: ProcessSpawnResponse };
   "process/writeStdin": { params: ProcessWriteStdinParams; result: ProcessWriteStdinResponse };
+  /** apserver extension. */
+  "project/context/preview": { params: ProjectContextPreviewParams; result: ProjectContextPreviewResponse };
   "project/create": { params: ProjectCreateParams; result: ProjectCreateResponse };
+  /** apserver extension. */
+  "project/decision/add": { params: ProjectDecisionAddParams; result: ProjectDecisionAddResponse };
+  /** apserver extension. */
+  "project/decision/list": { params: ProjectDecisionListParams; result: ProjectDecisionListResponse };
+  /** apserver extension. */
+  "project/decision/revoke": { params: ProjectDecisionRevokeParams; result: ProjectDecisionRevokeResponse };
+  /** apserver extension. */
+  "project/decision/update": { params: ProjectDecisionUpdateParams; result: ProjectDecisionUpdateResponse };
   "project/delete": { params: ProjectDeleteParams; result: ProjectDeleteResponse };
   "project/import": { params: ProjectImportParams; result: ProjectImportResponse };
   "project/list": { params: ProjectListParams; result: ProjectListResponse };
   "project/move": { params: ProjectMoveParams; result: ProjectMoveResponse };
   "project/read": { params: ProjectReadParams; result: ProjectReadResponse };
+  /** apserver extension. */
+  "project/snapshot/read": { params: ProjectSnapshotReadParams; result: ProjectSnapshotReadResponse };
   "project/update": { params: ProjectUpdateParams; result: ProjectUpdateResponse };
   "remoteControl/client/list": { params: RemoteControlClientsListParams; result: RemoteControlClientsListResponse };
   "remoteControl/client/revoke": { params: RemoteControlClientsRevokeParams; result: RemoteControlClientsRevokeResponse };
@@ -7501,9 +8073,13 @@ export interface ClientRequests {
   /** apserver extension. */
   "run/resume": { params: RunResumeParams; result: RunResumeResponse };
   /** apserver extension. */
+  "run/revert": { params: RunRevertParams; result: RunRevertResponse };
+  /** apserver extension. */
   "run/start": { params: RunStartParams; result: RunStartResponse };
   /** apserver extension. */
   "run/task/approve": { params: RunTaskApproveParams; result: RunTaskApproveResponse };
+  /** apserver extension. */
+  "run/task/revert": { params: RunTaskRevertParams; result: RunTaskRevertResponse };
   "server/diagnostics": { params: ServerDiagnosticsParams; result: ServerDiagnosticsResponse };
   "skills/config/write": { params: SkillsConfigWriteParams; result: SkillsConfigWriteResponse };
   "skills/extraRoots/set": { params: SkillsExtraRootsSetParams; result: SkillsExtraRootsSetResponse };
@@ -7548,6 +8124,7 @@ export interface ClientRequests {
   "thread/realtime/appendAudio": { params: ThreadRealtimeAppendAudioParams; result: ThreadRealtimeAppendAudioResponse };
   "thread/realtime/appendSpeech": { params: ThreadRealtimeAppendSpeechParams; result: ThreadRealtimeAppendSpeechResponse };
   "thread/realtime/appendText": { params: ThreadRealtimeAppendTextParams; result: ThreadRealtimeAppendTextResponse };
+  "thread/realtime/list": { params: ThreadRealtimeListParams; result: ThreadRealtimeListResponse };
   "thread/realtime/listVoices": { params: ThreadRealtimeListVoicesParams; result: ThreadRealtimeListVoicesResponse };
   "thread/realtime/start": { params: ThreadRealtimeStartParams; result: ThreadRealtimeStartResponse };
   "thread/realtime/stop": { params: ThreadRealtimeStopParams; result: ThreadRealtimeStopResponse };
@@ -7556,6 +8133,9 @@ export interface ClientRequests {
   "thread/sample": { params: ThreadSampleParams; result: ThreadSampleResponse };
   "thread/sample/cancel": { params: ThreadSampleCancelParams; result: ThreadSampleCancelResponse };
   "thread/search": { params: ThreadSearchParams; result: ThreadSearchResponse };
+  "thread/search/cancel": { params: ThreadSearchCancelParams; result: ThreadSearchCancelResponse };
+  "thread/search/stream": { params: ThreadSearchParams; result: ThreadSearchResponse };
+  "thread/search/stream/cancel": { params: ThreadSearchCancelParams; result: ThreadSearchCancelResponse };
   "thread/searchOccurrences": { params: ThreadSearchOccurrencesParams; result: ThreadSearchOccurrencesResponse };
   "thread/section/move": { params: ThreadSectionMoveParams; result: ThreadSectionMoveResponse };
   "thread/settings/update": { params: ThreadSettingsUpdateParams; result: ThreadSettingsUpdateResponse };
@@ -7592,7 +8172,6 @@ export interface ServerRequests {
   "account/chatgptAuthTokens/refresh": { params: ChatgptAuthTokensRefreshParams; result: unknown };
   "applyPatchApproval": { params: ApplyPatchApprovalParams; result: unknown };
   "attestation/generate": { params: AttestationGenerateParams; result: unknown };
-  "currentTime/read": { params: CurrentTimeReadParams; result: unknown };
   "execCommandApproval": { params: ExecCommandApprovalParams; result: unknown };
   "item/commandExecution/requestApproval": { params: CommandExecutionRequestApprovalParams; result: CommandExecutionRequestApprovalResponse };
   "item/fileChange/requestApproval": { params: FileChangeRequestApprovalParams; result: FileChangeRequestApprovalResponse };
@@ -7612,6 +8191,10 @@ export interface ServerNotifications {
   /** apserver extension. */
   "attention": AttentionNotification;
   "autoApprovalReview/strictReviewRequired": StrictReviewRequiredNotification;
+  /** apserver extension. */
+  "blueprint/progress": BlueprintProgressNotification;
+  /** apserver extension. */
+  "blueprint/updated": BlueprintUpdatedNotification;
   "command/exec/outputDelta": CommandExecOutputDeltaNotification;
   "configWarning": ConfigWarningNotification;
   "deprecationNotice": DeprecationNoticeNotification;
@@ -7694,6 +8277,7 @@ export interface ServerNotifications {
   "thread/realtime/transcript/delta": ThreadRealtimeTranscriptDeltaNotification;
   "thread/realtime/transcript/done": ThreadRealtimeTranscriptDoneNotification;
   "thread/reverted": ThreadRevertedNotification;
+  "thread/search/partial": ThreadSearchPartialNotification;
   "thread/section/changed": ThreadSectionChangedNotification;
   "thread/settings/updated": ThreadSettingsUpdatedNotification;
   "thread/started": ThreadStartedNotification;

@@ -11,3 +11,4 @@ export * from "../src/messages";
 export { renderMarkdown, renderInline, escapeHtml, safeUrl } from "../webview/markdown";
 export * from "../src/serverlock";
 export * from "../src/runs";
+export * from "../src/dynamictools";

@@ -60,6 +60,7 @@ end
 --   args           arguments (default {"serve", "--on-eof", "interrupt"})
 --   env, cwd       for the process
 --   client_info    {name, version} for initialize
+--   capabilities   initialize's capabilities (default {}; {experimentalApi = true} for dynamic tools)
 --   on_notification(method, params)
 --   on_request(method, params, respond, id)  respond(result) or respond(nil, {code, message})
 --   on_stderr(line)
@@ -277,7 +278,7 @@ function Client:start(cb)
   self.bin = bin
   self:request(methods.MethodInitialize, {
     clientInfo = self.opts.client_info or { name = "apserver.nvim", version = "0.1.0" },
-    capabilities = vim.empty_dict(),
+    capabilities = self.opts.capabilities or vim.empty_dict(),
   }, function(err, result)
     if err then
       self:_stderr("initialize failed: " .. (err.message or "?"))

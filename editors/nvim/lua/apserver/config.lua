@@ -25,6 +25,9 @@ M.defaults = {
     interrupt = "<C-c>",
   },
   auto = { budgets = { turns = 30, tokens = 2000000, timeMs = 1800000 }, approvals = "policy" },
+  runs = {}, -- run/start defaults: base_branch, autonomy, trust ({ planning = "manual", … }); unset: apserver's
+  blueprint_foldlevel = 2, -- folds deeper than this are closed in the blueprint tree
+  blueprint_paths_file = nil, -- where the documents of ingested blueprints are remembered; nil: stdpath("data")
 }
 
 M.options = vim.deepcopy(M.defaults)

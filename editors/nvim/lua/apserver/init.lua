@@ -86,6 +86,8 @@ local function on_request(method, params, respond, id)
         respond(nil, { code = -32800, message = "the user dismissed the question" })
       end
     end)
+  elseif method == methods.RequestItemToolCall then
+    respond(require("apserver.tools").call(params)) -- the editor's dynamic tools
   else
     respond(nil, { code = -32601, message = "Method not found: " .. method })
   end
@@ -109,7 +111,14 @@ local function on_notification(method, params)
     redraw_status()
   elseif method == methods.NotifyAttention then
     S.attention = params.count or 0
+    S.attention_items = params.items or {}
     redraw_status()
+  end
+  -- runs and blueprints keep their own buffers (apserver.runs, apserver.blueprint)
+  if method:sub(1, 4) == "run/" then
+    require("apserver.runs").on_notification(method, params)
+  elseif method:sub(1, 10) == "blueprint/" then
+    require("apserver.blueprint").on_notification(method, params)
   end
   local tid = nn(params.threadId) or (type(params.thread) == "table" and params.thread.id)
   local chat = tid and S.chats[tid]
@@ -138,6 +147,7 @@ function M.client(cb)
       restart = o.restart,
       restart_delay_ms = o.restart_delay_ms,
       client_info = { name = "apserver.nvim", version = M.version },
+      capabilities = { experimentalApi = true }, -- for the editor's dynamic tools (tools.lua)
       on_notification = on_notification,
       on_request = on_request,
       on_stderr = log,
@@ -242,7 +252,7 @@ end
 function M.new(cb)
   with_client(function(c)
     local o = config.options
-    local params = { cwd = o.cwd or vim.loop.cwd() }
+    local params = { cwd = o.cwd or vim.loop.cwd(), dynamicTools = require("apserver.tools").specs }
     if o.approval_policy then
       params.approvalPolicy = o.approval_policy
     end
@@ -500,9 +510,35 @@ function M.auto_status(thread_id)
   return s .. (" turns %s/%s tok %s/%s"):format(human(nn(sp.turns) or 0), human(nn(b.turns)), human(nn(sp.tokens) or 0), human(nn(b.tokens)))
 end
 
+-- M.attention_kinds names what waits (" run approval, 2 question"), from
+-- the last attention summary; a run's wait is named by what the run waits for.
+function M.attention_kinds()
+  local counts, order = {}, {}
+  local runs = package.loaded["apserver.runs"] and package.loaded["apserver.runs"].runs or {}
+  for _, it in ipairs(S.attention_items or {}) do
+    local label = tostring(nn(it.kind) or "?")
+    local rid = nn(it.runId)
+    if rid then
+      local wf = runs[rid] and nn(runs[rid].waitingFor)
+      label = "run " .. (wf or label)
+    end
+    if not counts[label] then
+      table.insert(order, label)
+      counts[label] = 0
+    end
+    counts[label] = counts[label] + 1
+  end
+  local out = {}
+  for _, l in ipairs(order) do
+    table.insert(out, (counts[l] > 1 and (counts[l] .. " ") or "") .. l)
+  end
+  return #out > 0 and (" " .. table.concat(out, ", ")) or ""
+end
+
 -- M.statusline is the status line component: the current thread's full
 -- auto state (M.auto_status), "working" during a turn, the server's state
--- when it is not ready, and ⚑N when N things wait on a human.
+-- when it is not ready, blueprint ingestions in flight ("ingest 3/7"), and
+-- ⚑N when N things wait on a human, with what they are (M.attention_kinds).
 function M.statusline()
   local parts = {}
   local chat = S.current
@@ -516,8 +552,12 @@ function M.statusline()
   if c and c.state ~= "ready" and c.state ~= "stopped" then
     table.insert(parts, "apserver " .. c.state)
   end
+  local ingest = package.loaded["apserver.blueprint"] and package.loaded["apserver.blueprint"].status() or ""
+  if ingest ~= "" then
+    table.insert(parts, ingest)
+  end
   if (S.attention or 0) > 0 then
-    table.insert(parts, "⚑" .. S.attention)
+    table.insert(parts, "⚑" .. S.attention .. M.attention_kinds())
   end
   return table.concat(parts, " · ")
 end

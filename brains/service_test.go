@@ -1,0 +1,172 @@
+package brains
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/store"
+)
+
+func openStore(t *testing.T, path string) *store.Store {
+	t.Helper()
+	st, err := store.Open(path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestDecisionsAndProjections(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	proj := filepath.Join(dir, "shop")
+	os.MkdirAll(filepath.Join(proj, ".apserver"), 0o755)
+	// A run's section, written by the runner, is kept.
+	os.WriteFile(filepath.Join(proj, ".apserver", "memory.md"), []byte("# apserver memory\n\n## Run run-1 (completed): x\n\n- chose y\n"), 0o644)
+	st := openStore(t, filepath.Join(dir, "a.db"))
+	defer st.Close()
+	now := int64(1000)
+	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Debounce: -1, Now: func() int64 { now++; return now }})
+	defer s.Close()
+
+	pg, err := s.AddDecision(ctx, protocol.ProjectDecisionAddParams{Cwd: proj, Title: "Use PostgreSQL", Text: "All data in PostgreSQL.", Alternatives: []string{"MySQL"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	my, err := s.AddDecision(ctx, protocol.ProjectDecisionAddParams{Cwd: proj + "/", Title: "Use MySQL for orders", Supersedes: pg.Decision.ID, Source: "alignment"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prop, err := s.AddDecision(ctx, protocol.ProjectDecisionAddParams{Cwd: proj, Title: "Vue for the admin", Source: "model", Status: ptr(protocol.DecisionProposed)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateDecision(ctx, protocol.ProjectDecisionUpdateParams{ID: prop.Decision.ID, Status: ptr(protocol.DecisionActive), Why: ptr("the team knows it")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.RevokeDecision(ctx, protocol.ProjectDecisionRevokeParams{ID: prop.Decision.ID}); err != nil {
+		t.Fatal(err)
+	}
+	// Revoking twice is a transition the decision does not allow.
+	if _, err := s.RevokeDecision(ctx, protocol.ProjectDecisionRevokeParams{ID: prop.Decision.ID}); err == nil {
+		t.Fatal("revoked a revoked decision")
+	}
+	if _, err := s.UpdateDecision(ctx, protocol.ProjectDecisionUpdateParams{ID: "dec_nope", Title: ptr("x")}); !errors.Is(err, protocol.ErrInvalidParams) || !strings.Contains(err.Error(), "dec_nope") {
+		t.Fatalf("update of an unknown decision: %v", err)
+	}
+
+	list, err := s.ListDecisions(ctx, protocol.ProjectDecisionListParams{Cwd: proj, All: true})
+	if err != nil || len(list.Decisions) != 3 {
+		t.Fatalf("ListDecisions = %+v, %v", list, err)
+	}
+	if d := list.Decisions[0]; d.Status != protocol.DecisionSuperseded || d.SupersededBy != my.Decision.ID {
+		t.Fatalf("the superseded decision reads %+v", d)
+	}
+	if d := list.Decisions[2]; d.Status != protocol.DecisionRevoked || d.Why != "the team knows it" {
+		t.Fatalf("the revoked decision reads %+v", d)
+	}
+	mem, _ := os.ReadFile(filepath.Join(proj, ".apserver", "memory.md"))
+	for _, want := range []string{"### " + my.Decision.ID + " Use MySQL for orders", "status: superseded by " + my.Decision.ID, "## Run run-1 (completed): x\n\n- chose y\n"} {
+		if !strings.Contains(string(mem), want) {
+			t.Errorf("memory.md lacks %q:\n%s", want, mem)
+		}
+	}
+	snap, _ := os.ReadFile(filepath.Join(proj, ".apserver", "snapshot.md"))
+	read, err := s.SnapshotRead(ctx, protocol.ProjectSnapshotReadParams{Cwd: proj})
+	if err != nil || read.Markdown != string(snap) || !strings.Contains(read.Markdown, my.Decision.ID+" Use MySQL for orders") {
+		t.Fatalf("snapshot.md and project/snapshot/read differ or lack the decision: %v\n%s\n---\n%s", err, snap, read.Markdown)
+	}
+	if dirty, _ := st.BrainDirty(ctx); len(dirty) != 0 {
+		t.Fatalf("projections written but the project stays dirty: %v", dirty)
+	}
+}
+
+// TestRestoreAfterCrash: a decision stored, then the process ends before
+// its projection (the debounce never fires); the next start writes it.
+func TestRestoreAfterCrash(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	proj := filepath.Join(dir, "p")
+	os.MkdirAll(proj, 0o755)
+	db := filepath.Join(dir, "a.db")
+	st := openStore(t, db)
+	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Debounce: 1 << 40})
+	if _, err := s.AddDecision(ctx, protocol.ProjectDecisionAddParams{Cwd: proj, Title: "Use PostgreSQL"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	st.Close()
+	if _, err := os.Stat(filepath.Join(proj, ".apserver", "memory.md")); !os.IsNotExist(err) {
+		t.Fatalf("memory.md written before the debounce: %v", err)
+	}
+	st = openStore(t, db)
+	defer st.Close()
+	s = New(Options{Store: func() (*store.Store, error) { return st, nil }})
+	defer s.Close()
+	s.Restore()
+	mem, err := os.ReadFile(filepath.Join(proj, ".apserver", "memory.md"))
+	if err != nil || !strings.Contains(string(mem), "Use PostgreSQL") {
+		t.Fatalf("after Restore, memory.md = %q, %v", mem, err)
+	}
+	if _, err := os.Stat(filepath.Join(proj, ".apserver", "snapshot.md")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestTouchAfterARun: a run stored for the project, then Touch (what the
+// runner calls when a run ends) rewrites snapshot.md with it.
+func TestTouchAfterARun(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	proj := filepath.Join(dir, "p")
+	os.MkdirAll(proj, 0o755)
+	st := openStore(t, filepath.Join(dir, "a.db"))
+	defer st.Close()
+	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Debounce: -1})
+	defer s.Close()
+	waiting := protocol.RunWaitingFor("approval")
+	run, _ := json.Marshal(protocol.Run{ID: "run-7", Request: "add orders", Cwd: proj, Status: protocol.RunStatus("running"), WaitingFor: &waiting})
+	if _, err := st.AppendRunEvent(ctx, store.RunRow{ID: "run-7", Cwd: proj, Status: "running", Run: run}, "started", json.RawMessage(`{}`), 1); err != nil {
+		t.Fatal(err)
+	}
+	// A project that keeps no decisions gets no files in its checkout:
+	// runs' merges would trip over them.
+	s.Touch(proj)
+	if _, err := os.Stat(filepath.Join(proj, ".apserver")); !os.IsNotExist(err) {
+		t.Fatalf("a project without decisions got .apserver/ projections (%v)", err)
+	}
+	if dirty, _ := st.BrainDirty(ctx); len(dirty) != 0 {
+		t.Fatalf("still dirty: %v", dirty)
+	}
+	// One that does gets them after a run.
+	if _, err := s.AddDecision(ctx, protocol.ProjectDecisionAddParams{Cwd: proj, Title: "Use PostgreSQL"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Touch(proj)
+	snap, err := os.ReadFile(filepath.Join(proj, ".apserver", "snapshot.md"))
+	if err != nil || !strings.Contains(string(snap), `- run-7 "add orders" waits for approval`) {
+		t.Fatalf("snapshot.md after Touch: %v\n%s", err, snap)
+	}
+	if dirty, _ := st.BrainDirty(ctx); len(dirty) != 0 {
+		t.Fatalf("still dirty: %v", dirty)
+	}
+	// Rewritten unchanged, a projection is left alone (its mtime stays).
+	fi, _ := os.Stat(filepath.Join(proj, ".apserver", "snapshot.md"))
+	old := time.Unix(1, 0)
+	if err := os.Chtimes(filepath.Join(proj, ".apserver", "snapshot.md"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	s.Touch(proj)
+	if fi2, _ := os.Stat(filepath.Join(proj, ".apserver", "snapshot.md")); fi2.ModTime() != old {
+		t.Errorf("an unchanged snapshot.md was rewritten (%v, was %v)", fi2.ModTime(), fi.ModTime())
+	}
+}

@@ -1,0 +1,64 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBrainOverTheWire (docs/brain.md): decisions recorded, superseded and
+// listed over the protocol; alignment/explain stops a dependency that
+// contradicts a decision and names it; the context preview holds the
+// matching decision; bad input is -32602 naming the field. apserver is
+// then killed with SIGKILL right after a change; the next process, once
+// initialized, has memory.md and snapshot.md with the change.
+func TestBrainOverTheWire(t *testing.T) {
+	t.Parallel()
+	model := startModel(t)
+	dir, dataDir := t.TempDir(), t.TempDir()
+	c := newClient(t, model, options{dataDir: dataDir, dir: dir})
+	my := c.call("project/decision/add", map[string]any{"cwd": dir, "title": "Use MySQL"})
+	pg := c.call("project/decision/add", map[string]any{"cwd": dir, "title": "Use PostgreSQL", "text": "All data in PostgreSQL.",
+		"alternatives": []string{"MySQL", "SQLite"}, "scope": map[string]any{"files": []string{"app/db/**"}}, "supersedes": my.str("decision.id")})
+	pgID := pg.str("decision.id")
+	if !strings.HasPrefix(pgID, "dec_") || pg.str("decision.status") != "active" {
+		t.Fatalf("project/decision/add = %s", pg.Raw)
+	}
+	list := c.call("project/decision/list", map[string]any{"cwd": dir, "all": true})
+	if !strings.Contains(string(list.Raw), `"supersededBy":"`+pgID+`"`) {
+		t.Errorf("project/decision/list = %s", list.Raw)
+	}
+	th := c.call("thread/start", map[string]any{"cwd": dir})
+	v := c.call("alignment/explain", map[string]any{"threadId": th.str("thread.id"), "action": map[string]any{
+		"kind": "write", "path": "requirements.txt", "before": "fastapi\n", "after": "fastapi\nmysql-connector-python==8.3\n"}})
+	if v.str("verdict.status") != "conflicting" || !strings.Contains(string(v.Raw), `"id":"`+pgID+`"`) {
+		t.Errorf("alignment/explain = %s", v.Raw)
+	}
+	pv := c.call("project/context/preview", map[string]any{"cwd": dir, "role": "implementer", "threadId": th.str("thread.id")})
+	if !strings.Contains(pv.str("context"), "Use PostgreSQL") || num(pv, "tokens") > num(pv, "budget") {
+		t.Errorf("project/context/preview = %s", pv.Raw)
+	}
+	c.callErr("project/decision/add", map[string]any{"cwd": dir}, -32602, "title")
+	c.callErr("alignment/explain", map[string]any{"threadId": th.str("thread.id"), "action": map[string]any{"kind": "write"}}, -32602, "action.path")
+	c.callErr("project/decision/revoke", map[string]any{"id": "dec_nope"}, -32602, "dec_nope")
+
+	c.call("project/decision/revoke", map[string]any{"id": pgID, "reason": "moving off"})
+	c.kill()
+
+	c2 := newClient(t, model, options{dataDir: dataDir, dir: dir})
+	c2.call("project/decision/list", map[string]any{"cwd": dir}) // initialized has been sent
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mem, _ := os.ReadFile(filepath.Join(dir, ".apserver", "memory.md"))
+		snap, _ := os.ReadFile(filepath.Join(dir, ".apserver", "snapshot.md"))
+		if strings.Contains(string(mem), "status: revoked") && strings.Contains(string(snap), "# Snapshot of") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the restart, memory.md:\n%s\nsnapshot.md:\n%s", mem, snap)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Runs and blueprints in a real terminal: tmux runs nvim with the plugin and
+# the test types as a user would. It starts a run from a visual selection,
+# edits the plan in its buffer (:w sends it), approves it and watches the
+# tasks complete while it measures how fast typed keys echo as the task
+# thread streams, answers a planner's question, then ingests a small
+# specification and looks at the tree.
+#
+#   tests/tmux_runs.sh [APSERVER_BIN]
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=${1:-${APSERVER_TEST_BIN:-$here/../../bin/apserver}}
+bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+tmp=$(mktemp -d)
+sock="apserver-nvim-runs-$$"
+model_pid=""
+cleanup() {
+  tmux -L "$sock" kill-server 2>/dev/null || true
+  [ -n "$model_pid" ] && kill "$model_pid" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL  tmux runs: $*"
+  echo "---- screen ----"
+  tmux -L "$sock" capture-pane -p -t t 2>/dev/null || true
+  exit 1
+}
+
+# n1's implementer streams 4,000 deltas (about 4 s) before it is done: the
+# typing is measured meanwhile
+ticks=$(printf 'tick %.0s' $(seq 2000))
+task() { # task ID TITLE DEPS RISK FILE
+  printf '{"id":"%s","title":"%s","description":"Write %s.","kind":"file_create","dependencies":[%s],"risk":"%s","acceptance":{"criteria":["%s exists"],"checks":[],"files":["%s"]},"estimate":"1m"}' "$1" "$2" "$5" "$3" "$4" "$5" "$5"
+}
+plan() { # plan SUMMARY TASK...
+  local s=$1; shift
+  local IFS=,
+  printf '{"summary":"%s","tasks":[%s],"clarification":null}' "$s" "$*"
+}
+json() { sed 's/\\/\\\\/g; s/"/\\"/g'; }
+two=$(plan "two files" "$(task n1 "N1-task write one.txt" "" low one.txt)" "$(task n2 "N2-task write two.txt" '"n1"' medium two.txt)" | json)
+one=$(plan "blue it is" "$(task n1 "N1-task write one.txt" "" low one.txt)" | json)
+ask=$(printf '{"summary":"","tasks":[],"clarification":{"question":"Which colour?","context":"the greeting","options":["red","blue"]}}' | json)
+outline=$(printf '{"nodes":[%s,%s,%s,%s],"next":""}' \
+  '{"kind":"phase","heading":"Phase 1: Greetings","title":"Greetings","summary":"","priority":"","risk":"","estimate":"","dependsOn":[]}' \
+  '{"kind":"epic","heading":"Epic: Say hello","title":"Say hello","summary":"","priority":"","risk":"","estimate":"","dependsOn":[]}' \
+  '{"kind":"task","heading":"Task: Print hello","title":"Print hello","summary":"","priority":"high","risk":"","estimate":"S","dependsOn":[]}' \
+  '{"kind":"task","heading":"Task: Print bye","title":"Print bye","summary":"","priority":"","risk":"","estimate":"S","dependsOn":[]}' | json)
+cat > "$tmp/script.json" <<JSON
+{"rules": [
+  {"match": "Review task", "steps": [{"text": "{\"pass\":true,\"findings\":\"fine\"}"}]},
+  {"match": "The user answered: blue", "steps": [{"text": "$one"}]},
+  {"match": "small tasks: ask first", "steps": [{"text": "$ask"}]},
+  {"match": "Plan this request", "steps": [{"text": "$two"}]},
+  {"match": "N1-task", "steps": [
+    {"text": "Working.", "tool_calls": [{"name": "exec_command", "arguments": {"cmd": "echo one > one.txt"}}]},
+    {"text": "${ticks}The task is complete.", "deltas": 4000, "inter_delta_us": 1000}]},
+  {"match": "N2-task", "steps": [
+    {"text": "Working.", "tool_calls": [{"name": "exec_command", "arguments": {"cmd": "echo two > two.txt"}}]},
+    {"text": "The task is complete."}]},
+  {"match": "[blueprint chunk 1/1", "steps": [{"text": "$outline"}]}],
+ "default": [{"text": "hello"}]}
+JSON
+"$bin" fake-model --script "$tmp/script.json" > "$tmp/url" 2>"$tmp/model.err" < /dev/null &
+model_pid=$!
+for _ in $(seq 100); do [ -s "$tmp/url" ] && break; sleep 0.1; done
+[ -s "$tmp/url" ] || { cat "$tmp/model.err"; fail "the fake model printed no URL"; }
+mkdir -p "$tmp/ws" "$tmp/data"
+printf '%s\n' "notes" "write two files" "into the workspace" "end" > "$tmp/ws/request.txt"
+printf '%s\n' "# Phase 1: Greetings" "" "## Epic: Say hello" "" "### Task: Print hello" "" "The tool MUST print hello." "" "### Task: Print bye" "" "The tool prints bye." > "$tmp/ws/spec.md"
+(cd "$tmp/ws" && git init -q -b main && git -c user.name=T -c user.email=t@example.com add -A && git -c user.name=T -c user.email=t@example.com commit -q -m first)
+cat > "$tmp/init.lua" <<LUA
+vim.opt.runtimepath:prepend("$here")
+vim.o.laststatus = 2
+vim.o.statusline = "%f %= %{v:lua.require'apserver'.statusline()} "
+require("apserver").setup({
+  cmd = "$bin",
+  extra_args = { "--data-dir", "$tmp/data", "--base-url", "$(cat "$tmp/url")", "--model", "scripted" },
+  env = { OPENAI_API_KEY = "test-key" },
+  cwd = "$tmp/ws",
+  blueprint_paths_file = "$tmp/paths.json",
+})
+_G.deltas = 0
+require("apserver").on_notification_hook = function(m)
+  if m == "item/agentMessage/delta" then _G.deltas = _G.deltas + 1 end
+end
+LUA
+
+T() { tmux -L "$sock" "$@"; }
+screen() { T capture-pane -p -t t; }
+wait_for() {
+  local end=$((SECONDS + ${2:-20}))
+  while [ $SECONDS -lt $end ]; do
+    screen | grep -qF -- "$1" && return 0
+    sleep 0.05
+  done
+  fail "the screen never showed: $1"
+}
+# the polling above is the only way to watch a terminal from outside
+
+T new-session -d -s t -x 200 -y 40 "cd $tmp/ws && TERM=xterm-256color nvim -u $tmp/init.lua -i NONE -n request.txt"
+wait_for "write two files"
+# the selection: lines 2-3
+T send-keys -t t "2G" "V" "j" ":ApserverRun" Enter
+wait_for "waiting for plan approval" 30
+wait_for "○ n2  N2-task write two.txt  [risk medium]  after n1  pending"
+echo "ok    tmux runs: a run started from a selection shows its plan"
+
+T send-keys -t t "e"
+wait_for "title: N2-task write two.txt"
+T send-keys -t t ":%s/write two.txt/write two.txt, edited/" Enter
+T send-keys -t t ":w" Enter
+wait_for "── plan v2 · not approved ──"
+wait_for "N2-task write two.txt, edited  [risk medium]"
+T send-keys -t t ":close" Enter
+echo "ok    tmux runs: the plan edited in its buffer and written with :w"
+
+echo_times() {
+  local typed=$1 t0 t1
+  gaps=()
+  for c in a b c d e f g h i j k l m n o p q r s t; do
+    typed="$typed$c"
+    t0=$(date +%s%N)
+    T send-keys -t t -l "$c"
+    while ! screen | grep -qF -- "$typed"; do :; done
+    t1=$(date +%s%N)
+    gaps+=($(( (t1 - t0) / 1000000 )))
+  done
+}
+stats() { printf '%s\n' "${gaps[@]}" | sort -n | awk '{a[NR]=$1} END {printf "median %d ms, max %d ms", a[int((NR+1)/2)], a[NR]}'; }
+# the same typing with nothing streaming, for comparison
+T send-keys -t t C-w h "G" "o" "idle-"
+wait_for "idle-"
+echo_times "idle-"
+echo "keystroke echo, idle: $(stats) (20 keys: ${gaps[*]})"
+T send-keys -t t Escape C-w l
+T send-keys -t t "a"
+wait_for "▶ n1"
+# type into request.txt while n1's thread streams
+T send-keys -t t C-w h "G" "o" "busy-"
+wait_for "busy-"
+T send-keys -t t Escape ":lua _G.deltas = 0" Enter "A"
+echo_times "busy-"
+T send-keys -t t Escape
+T send-keys -t t ":lua vim.fn.writefile({tostring(_G.deltas)}, '$tmp/deltas')" Enter
+for _ in $(seq 100); do [ -s "$tmp/deltas" ] && break; sleep 0.05; done
+during=$(cat "$tmp/deltas")
+[ "$during" -gt 0 ] || fail "no delta streamed while typing: nothing was measured under load"
+screen | grep -qF "▶ n1" || fail "n1 ended before the typing did: nothing was measured under load"
+max=$(printf '%s\n' "${gaps[@]}" | sort -n | tail -1)
+echo "keystroke echo while a run's task streams ($during deltas meanwhile): $(stats) (20 keys: ${gaps[*]})"
+# The 50 ms target is a benchmark figure (docs/benchmarks.md), printed
+# above: on a machine busy with other suites it says nothing about the
+# plugin. Only a keystroke that hangs fails the test.
+[ "$max" -lt 1000 ] || fail "a keystroke took ${max} ms to echo"
+wait_for "✓ n2" 60
+wait_for "· completed" 30
+wait_for "tasks: 2/2 completed"
+echo "ok    tmux runs: approved, the tasks completed"
+
+T send-keys -t t ":ApserverRun ask first about colours" Enter
+wait_for "? Which colour?" 30
+T send-keys -t t "c"
+wait_for "2: blue"
+T send-keys -t t "2" Enter
+wait_for "blue it is" 30
+echo "ok    tmux runs: the planner's question answered"
+
+T send-keys -t t ":ApserverIngest spec.md" Enter
+wait_for "ready: 4 nodes" 30
+T send-keys -t t ":ApserverBlueprint" Enter
+wait_for "○ phase  Greetings  0/2" 30
+wait_for "    ○ task  Print bye  0/1"
+T send-keys -t t "/Print bye" Enter Enter
+wait_for "The tool prints bye."
+echo "ok    tmux runs: a blueprint ingested, its tree shown, <CR> to the source"

@@ -1,0 +1,122 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apserver/apserver/brains"
+	"github.com/apserver/apserver/model/scripted"
+	"github.com/apserver/apserver/protocol"
+)
+
+// TestAlignmentStopsFullAuto: under full auto, on a thread whose approval
+// policy never asks, a command installing a dependency that contradicts a
+// recorded decision waits for a human, the decision named in the
+// request's reason; approving it runs the command and records a decision
+// superseding the one it went against. Without the brain the same command
+// runs unasked.
+func TestAlignmentStopsFullAuto(t *testing.T) {
+	for _, withBrain := range []bool{true, false} {
+		h := newHarness(t, scripted.Script{Rules: []scripted.Rule{{Match: "S-driver", Steps: []scripted.Step{
+			{Text: "Installing the driver.", ToolCalls: []scripted.ToolCall{{Command: "bin/pip install mysql-connector-python"}}},
+			{Text: "The task is complete."},
+		}}}}, false)
+		cwd := t.TempDir()
+		os.MkdirAll(filepath.Join(cwd, "bin"), 0o755)
+		os.WriteFile(filepath.Join(cwd, "bin", "pip"), []byte("#!/bin/sh\necho \"$@\" > installed.txt\n"), 0o755)
+		br := brains.New(brains.Options{Store: h.m.Store, Debounce: -1})
+		t.Cleanup(br.Close)
+		pg, err := br.AddDecision(context.Background(), protocol.ProjectDecisionAddParams{Cwd: cwd, Title: "Use PostgreSQL", Text: "All data lives in PostgreSQL.", Alternatives: []string{"MySQL"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if withBrain {
+			h.m.SetAligner(br)
+		}
+		id := h.startThread(t, threadParams(&cwd, protocol.ApprovalNever)).Thread.ID
+		mustCall[protocol.FullAutoRunResult](t, h, "start", func(r Reply) {
+			h.m.StartFullAuto(context.Background(), protocol.FullAutoStartParams{ThreadID: id, Objective: ptr("S-driver: install the database driver")}, r)
+		})
+		if !withBrain {
+			waitNote(t, h, protocol.NotifyFullAutoStatusChanged, id, 0, hasState(protocol.FullAutoStopped))
+			if _, err := os.Stat(filepath.Join(cwd, "installed.txt")); err != nil {
+				t.Fatalf("without the brain the command did not run: %v", err)
+			}
+			if n := len(filter(h.c.snapshot(), protocol.RequestCommandApproval, "")); n != 0 {
+				t.Fatalf("without the brain, %d approval requests", n)
+			}
+			continue
+		}
+		var fc *fakeCall
+		select {
+		case fc = <-h.c.calls:
+		case <-time.After(testTimeout):
+			t.Fatalf("no approval request; log:\n%s", dump(h.c.snapshot()))
+		}
+		var p protocol.CommandApprovalParams
+		if err := json.Unmarshal(fc.params, &p); err != nil || fc.method != protocol.RequestCommandApproval || p.Reason == nil ||
+			!strings.Contains(*p.Reason, pg.Decision.ID) || !strings.Contains(*p.Reason, `"Use PostgreSQL"`) || !strings.Contains(*p.Reason, "conflicting") {
+			t.Fatalf("request %s %s, want a command approval naming %s", fc.method, fc.params, pg.Decision.ID)
+		}
+		if _, err := os.Stat(filepath.Join(cwd, "installed.txt")); err == nil {
+			t.Fatal("the command ran before the approval")
+		}
+		// The run waits, its attention item naming the decision.
+		waitNote(t, h, protocol.NotifyFullAutoStatusChanged, id, 0, hasState(protocol.FullAutoWaiting))
+		if att, _ := json.Marshal(h.m.fa.attn.snapshot()); !strings.Contains(string(att), pg.Decision.ID) {
+			t.Errorf("attention = %s, want the decision named", att)
+		}
+		fc.answer <- callAnswer{raw: json.RawMessage(`{"decision":"accept"}`)}
+		waitNote(t, h, protocol.NotifyFullAutoStatusChanged, id, 0, hasState(protocol.FullAutoStopped))
+		if _, err := os.Stat(filepath.Join(cwd, "installed.txt")); err != nil {
+			t.Fatalf("after the approval the command did not run: %v", err)
+		}
+		l, err := br.ListDecisions(context.Background(), protocol.ProjectDecisionListParams{Cwd: cwd, All: true})
+		if err != nil || len(l.Decisions) != 2 {
+			t.Fatalf("decisions after the approval: %+v %v", l, err)
+		}
+		old, neu := l.Decisions[0], l.Decisions[1]
+		if old.Status != protocol.DecisionSuperseded || old.SupersededBy != neu.ID || neu.Source != "alignment" || neu.Status != protocol.DecisionActive ||
+			!strings.Contains(neu.Text, "mysql-connector-python") {
+			t.Fatalf("after the approval: %+v / %+v", old, neu)
+		}
+	}
+}
+
+// TestRecordDecisionTool: the model's record_decision call records a
+// proposed decision (source "model") in the thread's project and tells
+// the model its id; a call without text is refused.
+func TestRecordDecisionTool(t *testing.T) {
+	h := newHarness(t, scripted.Script{Rules: []scripted.Rule{{Match: "S-decide", Steps: []scripted.Step{
+		{Text: "Recording it.", ToolCalls: []scripted.ToolCall{
+			{Name: "record_decision", Arguments: `{"title":"Use Redis for caching","text":"The cache is Redis.","alternatives":["Memcached"],"files":["app/cache/**"]}`},
+			{Name: "record_decision", Arguments: `{"title":"Half a decision"}`},
+		}},
+		{Text: "Done."},
+	}}}}, false)
+	cwd := t.TempDir()
+	br := brains.New(brains.Options{Store: h.m.Store, Debounce: -1})
+	t.Cleanup(br.Close)
+	h.m.SetAligner(br)
+	id := h.startThread(t, threadParams(&cwd, protocol.ApprovalNever)).Thread.ID
+	h.startTurn(t, id, "S-decide")
+	h.turnCompleted(t, id)
+	l, err := br.ListDecisions(context.Background(), protocol.ProjectDecisionListParams{Cwd: cwd, All: true})
+	if err != nil || len(l.Decisions) != 1 {
+		t.Fatalf("decisions: %+v %v", l, err)
+	}
+	d := l.Decisions[0]
+	if d.Status != protocol.DecisionProposed || d.Source != "model" || d.Title != "Use Redis for caching" || len(d.Scope.Files) != 1 || d.Alternatives[0] != "Memcached" {
+		t.Fatalf("decision = %+v", d)
+	}
+	reqs := h.srv.Requests()
+	last := string(reqs[len(reqs)-1].Body)
+	if !strings.Contains(last, "Recorded decision "+d.ID) || !strings.Contains(last, "title and text are required") {
+		t.Errorf("the model was not told the outcomes: %s", last)
+	}
+}

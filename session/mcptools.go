@@ -1,0 +1,836 @@
+package session
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/mcp"
+	"github.com/apserver/apserver/model"
+	"github.com/apserver/apserver/protocol"
+)
+
+// MCP servers as tools (docs/mcp.md). The mcp package connects and calls;
+// this file decides what the model sees (Codex's mcp__SERVER__TOOL names),
+// when a call needs approval (Codex's rules over the approval mode and the
+// tool's annotations, then full auto's ladder), and what the client is told
+// (mcpToolCall items, progress, elicitations, the mcpServer methods).
+
+// mcpState is the Manager's MCP servers: one pool of connections shared by
+// every thread. Its fields are small leaf state behind mu.
+type mcpState struct {
+	m    *Manager
+	pool *mcp.Pool
+
+	mu       sync.Mutex
+	servers  map[string]config.MCPServer // the configuration in effect
+	approved map[string]bool             // thread, server, tool approved for the session
+	active   map[string][]*mcpCall       // server → calls in flight, for its elicitations
+}
+
+// mcpToolRef is one MCP tool under the name the model knows it by.
+type mcpToolRef struct {
+	name   string // mcp__server__tool, or shortened with a hash
+	server string
+	tool   mcp.Tool
+	cfg    config.MCPServer
+}
+
+// mcpCall is one MCP tool call of a turn; owned by the thread goroutine
+// (active lists it for the pool's elicitation callback, which reads only
+// t and tr).
+type mcpCall struct {
+	t       *thread
+	tr      *turn
+	call    model.ToolCall
+	ref     mcpToolRef
+	item    protocol.McpToolCallItem
+	started time.Time
+}
+
+// mcpCallKey is the context key of the *mcpCall a pool call is for.
+type mcpCallKey struct{}
+
+// maxToolName is the longest function name providers accept.
+const maxToolName = 64
+
+// defaultMCPEnv are the variables a stdio server inherits besides those it
+// names (Codex's default set).
+var defaultMCPEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ"}
+
+func newMCPState(m *Manager) *mcpState {
+	s := &mcpState{m: m, approved: map[string]bool{}, active: map[string][]*mcpCall{}}
+	s.servers = m.opts.Config.MCPServers
+	s.pool = mcp.NewPool(s.poolServers(s.servers), mcp.Options{
+		Log:     m.log,
+		Elicit:  s.elicit,
+		OnState: s.onState,
+	})
+	return s
+}
+
+// poolServers turns the enabled configured servers into what the pool
+// starts: the environment of a stdio server, the headers of an HTTP one.
+func (s *mcpState) poolServers(cfg map[string]config.MCPServer) []mcp.Server {
+	var out []mcp.Server
+	for _, name := range sortedNames(cfg) {
+		c := cfg[name]
+		if !c.Enabled {
+			continue
+		}
+		srv := mcp.Server{Name: name, StartupTimeout: c.StartupTimeout}
+		if c.Stdio() {
+			srv.Command, srv.Args, srv.Cwd = c.Command, c.Args, c.Cwd
+			if srv.Cwd == "" {
+				srv.Cwd = s.m.opts.Cwd
+			}
+			for _, k := range append(slices.Clone(defaultMCPEnv), c.EnvVars...) {
+				if v, ok := os.LookupEnv(k); ok {
+					srv.Env = append(srv.Env, k+"="+v)
+				}
+			}
+			for _, k := range sortedNames(c.Env) {
+				srv.Env = append(srv.Env, k+"="+c.Env[k])
+			}
+		} else {
+			srv.URL = c.URL
+			srv.Headers = map[string]string{}
+			for k, v := range c.HTTPHeaders {
+				srv.Headers[k] = v
+			}
+			for k, env := range c.EnvHTTPHeaders {
+				if v := os.Getenv(env); v != "" {
+					srv.Headers[k] = v
+				}
+			}
+			if c.BearerTokenEnvVar != "" {
+				if v := os.Getenv(c.BearerTokenEnvVar); v != "" {
+					srv.Headers["Authorization"] = "Bearer " + v
+				} else {
+					s.m.log.Warn("MCP server's bearer_token_env_var is not set", "server", name, "var", c.BearerTokenEnvVar)
+				}
+			}
+		}
+		out = append(out, srv)
+	}
+	return out
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *mcpState) close() { s.pool.Close() }
+
+func (s *mcpState) config() map[string]config.MCPServer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.servers
+}
+
+// onState tells clients how a server's start went
+// (mcpServer/startupStatus/updated).
+func (s *mcpState) onState(name string, st mcp.State, err error) {
+	n := protocol.McpServerStatusUpdatedNotification{Name: name}
+	switch st {
+	case mcp.Starting:
+		n.Status = protocol.McpStartupStarting
+	case mcp.Connected:
+		n.Status = protocol.McpStartupReady
+	case mcp.Failed:
+		n.Status = protocol.McpStartupFailed
+		if err != nil {
+			n.Error = ptr(err.Error())
+		}
+	default:
+		return
+	}
+	s.m.notify(protocol.NotifyMcpServerStartupStatus, n)
+}
+
+// tools lists the MCP tools of the servers that are connected now (or
+// were, and stopped), under
+// their model names, sorted by server and tool. Names follow Codex:
+// mcp__SERVER__TOOL with characters outside [A-Za-z0-9_-] as "_"; a name
+// longer than 64 bytes, or one that two tools would share, is cut and
+// given a hash of the server and tool.
+func (s *mcpState) tools() []mcpToolRef {
+	cfg := s.config()
+	var refs []mcpToolRef
+	for _, name := range s.pool.Names() {
+		// A server that stopped keeps offering the tools it had: calling
+		// one starts it again (mcp.Pool, after its backoff).
+		st, ok := s.pool.Status(name)
+		if !ok || (st.State != mcp.Connected && st.State != mcp.Failed) {
+			continue
+		}
+		c := cfg[name]
+		for _, tl := range st.Tools {
+			if !c.ToolEnabled(tl.Name) {
+				continue
+			}
+			refs = append(refs, mcpToolRef{server: name, tool: tl, cfg: c})
+		}
+	}
+	return mcpNames(refs)
+}
+
+// mcpNames gives each tool its model name (see tools).
+func mcpNames(refs []mcpToolRef) []mcpToolRef {
+	seen := map[string]int{}
+	for i := range refs {
+		refs[i].name = sanitizeToolName("mcp__" + refs[i].server + "__" + refs[i].tool.Name)
+		seen[refs[i].name]++
+	}
+	for i := range refs {
+		if n := refs[i].name; len(n) > maxToolName || seen[n] > 1 {
+			sum := sha1.Sum([]byte(refs[i].server + "\x00" + refs[i].tool.Name))
+			h := hex.EncodeToString(sum[:])[:12]
+			refs[i].name = n[:min(len(n), maxToolName-len(h)-1)] + "_" + h
+		}
+	}
+	return refs
+}
+
+func sanitizeToolName(n string) string {
+	b := []byte(n)
+	for i, c := range b {
+		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// modelTool is the function tool the model is offered for ref.
+func (ref mcpToolRef) modelTool() model.Tool {
+	desc := ref.tool.Description
+	if desc == "" {
+		desc = ref.tool.Title
+	}
+	return model.Tool{Name: ref.name, Description: desc, Parameters: sanitizeSchema(ref.tool.InputSchema)}
+}
+
+// sanitizeSchema makes an MCP input schema one every provider takes as
+// function parameters: an object with properties, without a top-level
+// $schema, $id, combinator or enum (OpenAI refuses those at the top).
+func sanitizeSchema(raw json.RawMessage) json.RawMessage {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		return json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	for _, k := range []string{"$schema", "$id", "oneOf", "anyOf", "allOf", "not", "enum"} {
+		delete(m, k)
+	}
+	m["type"] = "object"
+	if p, ok := m["properties"].(map[string]any); !ok || p == nil {
+		m["properties"] = map[string]any{}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	return b
+}
+
+// mcpModelTools are the MCP tools the thread's model is offered.
+func (t *thread) mcpModelTools() []model.Tool {
+	refs := t.m.mcp.tools()
+	out := make([]model.Tool, len(refs))
+	for i, r := range refs {
+		out[i] = r.modelTool()
+	}
+	return out
+}
+
+// mcpTool finds the MCP tool a call names.
+func (t *thread) mcpTool(name string) (mcpToolRef, bool) {
+	if !strings.HasPrefix(name, "mcp__") {
+		return mcpToolRef{}, false
+	}
+	for _, r := range t.m.mcp.tools() {
+		if r.name == name {
+			return r, true
+		}
+	}
+	return mcpToolRef{}, false
+}
+
+// mcpStartup starts the enabled servers no one has started yet before the
+// turn's model request (so that their tools are offered), and calls then
+// on the thread goroutine; it reports whether it took over. A server marked
+// required that fails to start fails the turn.
+func (t *thread) mcpStartup(tr *turn, then func()) bool {
+	s := t.m.mcp
+	cfg := s.config()
+	var pending []string
+	for _, name := range s.pool.Names() {
+		if st, ok := s.pool.Status(name); ok && (st.State == mcp.NotStarted || st.State == mcp.Starting) {
+			pending = append(pending, name)
+		}
+	}
+	if len(pending) == 0 {
+		return false
+	}
+	ctx := tr.ctx
+	go func() {
+		var wg sync.WaitGroup
+		for _, name := range pending {
+			wg.Go(func() { _ = s.pool.Start(ctx, name, false) })
+		}
+		wg.Wait()
+		t.postEvent(ctx, func() {
+			if t.turn != tr {
+				return
+			}
+			for _, name := range pending {
+				if st, _ := s.pool.Status(name); cfg[name].Required && st.State == mcp.Failed {
+					t.failTurn(tr, fmt.Errorf("the required MCP server %s failed to start: %s", name, st.Err))
+					return
+				}
+			}
+			then()
+		})
+	}()
+	return true
+}
+
+// runMCPCall handles a call of an MCP tool: item/started, approval when
+// needed, then the call in a child goroutine.
+func (t *thread) runMCPCall(tr *turn, call model.ToolCall, ref mcpToolRef) {
+	args := json.RawMessage(strings.TrimSpace(call.Arguments))
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(args, &obj); err != nil {
+		t.toolError(tr, call, fmt.Sprintf("invalid arguments for %s: the arguments must be a JSON object: %v", call.Name, err))
+		return
+	}
+	if t.readOnlyTurn() && (ref.tool.Annotations == nil || !ref.tool.Annotations.ReadOnly) {
+		// Plan mode and reviews change nothing: only tools the server says
+		// are read-only run.
+		t.toolError(tr, call, fmt.Sprintf("%s is not available in a read-only turn (plan mode or review): the server does not say it only reads", call.Name))
+		return
+	}
+	c := &mcpCall{t: t, tr: tr, call: call, ref: ref}
+	c.item = protocol.McpToolCallItem{ID: t.uniqueItemID(call.CallID), Server: ref.server, Tool: ref.tool.Name, Status: protocol.ItemInProgress, Arguments: args}
+	t.notifyItemStarted(tr, c.item)
+	mode := ref.cfg.ApprovalMode(ref.tool.Name)
+	if !mcpNeedsApproval(mode, ref.tool.Annotations, t.fullAccess()) || t.m.mcp.isApproved(t.id, ref) {
+		t.startMCPCall(tr, c)
+		return
+	}
+	t.askMCPApproval(tr, c, mode)
+}
+
+// fullAccess: the thread never asks and runs unconfined; Codex then asks
+// for no MCP tool either.
+func (t *thread) fullAccess() bool {
+	return t.settings.ApprovalPolicy == protocol.ApprovalNever && t.settings.Sandbox == protocol.SandboxDangerFullAccess
+}
+
+// mcpNeedsApproval is Codex's rule: "approve" never asks, "prompt" always
+// does, and "auto" asks for a tool whose annotations say it may change
+// things or reach the outside world (destructive, or not read-only and
+// not known to be non-destructive and closed-world); a tool without
+// annotations is not asked about under "auto". Full access asks for
+// nothing.
+func mcpNeedsApproval(mode string, a *mcp.Annotations, fullAccess bool) bool {
+	switch {
+	case fullAccess, mode == config.MCPApprovalApprove:
+		return false
+	case mode == config.MCPApprovalPrompt:
+		return true
+	case a == nil:
+		return false
+	case a.Destructive != nil && *a.Destructive:
+		return true
+	case a.ReadOnly:
+		return false
+	}
+	return a.Destructive == nil || *a.Destructive || a.OpenWorld == nil || *a.OpenWorld
+}
+
+func mcpApprovalKey(threadID string, ref mcpToolRef) string {
+	return threadID + "\x00" + ref.server + "\x00" + ref.tool.Name
+}
+
+func (s *mcpState) isApproved(threadID string, ref mcpToolRef) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.approved[mcpApprovalKey(threadID, ref)]
+}
+
+// askMCPApproval asks as Codex does: mcpServer/elicitation/request, a form
+// with no fields whose _meta says it is an MCP tool approval. Full auto's
+// ladder sees it first.
+func (t *thread) askMCPApproval(tr *turn, c *mcpCall, mode string) {
+	meta := map[string]any{"codex_approval_kind": "mcp_tool_call", "tool_params": c.item.Arguments}
+	if mode == config.MCPApprovalAuto {
+		meta["persist"] = "session" // "Allow for this session" is offered
+	}
+	if c.ref.tool.Title != "" {
+		meta["tool_title"] = c.ref.tool.Title
+	}
+	if c.ref.tool.Description != "" {
+		meta["tool_description"] = c.ref.tool.Description
+	}
+	rawMeta, _ := json.Marshal(meta)
+	params := protocol.McpServerElicitationParams{
+		ThreadID: t.id, TurnID: ptr(tr.id), ServerName: c.ref.server, Mode: "form",
+		Message:         fmt.Sprintf("Allow the %s MCP server to run tool %q?", c.ref.server, c.ref.tool.Name),
+		RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`),
+		Meta:            rawMeta, ItemID: c.item.ID,
+	}
+	req := serverRequest{Method: protocol.RequestMcpServerElicitation, Params: params, Kind: "mcpToolCall", Command: c.ref.name}
+	onAnswer := func(id int64, raw json.RawMessage, err error) { t.onMCPApproval(tr, c, mode, id, raw, err) }
+	if raw, ok := t.autoAnswer(tr, req); ok { // full auto's rules (fullauto_approve.go)
+		onAnswer(-1, raw, nil)
+		return
+	}
+	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{protocol.FlagWaitingOnApproval}})
+	t.sendRequest(tr, req, onAnswer)
+}
+
+// mcpApprovalAnswer reads an answer: the client's {action, _meta} or a
+// {decision} from full auto's rules or decision model.
+func mcpApprovalAnswer(raw json.RawMessage) (action string, session bool, err error) {
+	var a struct {
+		Action   string `json:"action"`
+		Decision string `json:"decision"`
+		Meta     struct {
+			Persist string `json:"persist"`
+		} `json:"_meta"`
+	}
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return "", false, fmt.Errorf("decoding the answer: %w", err)
+	}
+	switch {
+	case a.Action == "accept" || a.Action == "decline" || a.Action == "cancel":
+		return a.Action, a.Action == "accept" && (a.Meta.Persist == "session" || a.Meta.Persist == "always"), nil
+	case a.Decision == string(protocol.DecisionAccept):
+		return "accept", false, nil
+	case a.Decision == string(protocol.DecisionAcceptForSession):
+		return "accept", true, nil
+	case a.Decision == string(protocol.DecisionDecline):
+		return "decline", false, nil
+	case a.Decision == string(protocol.DecisionCancel):
+		return "cancel", false, nil
+	}
+	return "", false, fmt.Errorf("action %q is not one of \"accept\", \"decline\", \"cancel\"", a.Action)
+}
+
+func (t *thread) onMCPApproval(tr *turn, c *mcpCall, mode string, reqID int64, raw json.RawMessage, callErr error) {
+	t.resolved(reqID)
+	if callErr != nil {
+		t.finishMCPCall(tr, c, "The approval request failed, so the tool was not called: "+callErr.Error())
+		return
+	}
+	action, forSession, err := mcpApprovalAnswer(raw)
+	if err != nil {
+		t.m.log.Warn("MCP approval answer unusable; tool not called", "thread", t.id, "item", c.item.ID, "err", err)
+		t.finishMCPCall(tr, c, "The approval answer was unusable, so the tool was not called: "+err.Error())
+		return
+	}
+	switch action {
+	case "accept":
+		if forSession && mode == config.MCPApprovalAuto { // "prompt" asks every time
+			s := t.m.mcp
+			s.mu.Lock()
+			s.approved[mcpApprovalKey(t.id, c.ref)] = true
+			s.mu.Unlock()
+		}
+		t.startMCPCall(tr, c)
+	case "decline":
+		t.finishMCPCall(tr, c, "user rejected MCP tool call")
+	default:
+		t.finishMCPCall(tr, c, "user cancelled MCP tool call")
+	}
+}
+
+// startMCPCall calls the tool in a child goroutine, within the server's
+// tool timeout; progress and the end come back as events.
+func (t *thread) startMCPCall(tr *turn, c *mcpCall) {
+	s := t.m.mcp
+	c.started = t.m.clock.Now()
+	timeout := c.ref.cfg.ToolTimeout
+	if timeout <= 0 {
+		timeout = config.DefaultMCPToolTimeout
+	}
+	s.mu.Lock()
+	s.active[c.ref.server] = append(s.active[c.ref.server], c)
+	s.mu.Unlock()
+	tctx := tr.ctx
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithValue(tctx, mcpCallKey{}, c), timeout)
+		res, err := s.pool.Call(ctx, c.ref.server, c.ref.tool.Name, c.item.Arguments, func(msg string) {
+			t.postEvent(tctx, func() {
+				if t.turn == tr {
+					t.notify(protocol.NotifyMcpToolCallProgress, protocol.McpToolCallProgressNotification{ThreadID: t.id, TurnID: tr.id, ItemID: c.item.ID, Message: msg})
+				}
+			})
+		})
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && tctx.Err() == nil {
+			err = fmt.Errorf("the MCP tool call timed out after %s (tool_timeout_sec)", timeout)
+		}
+		cancel()
+		s.mu.Lock()
+		s.active[c.ref.server] = slices.DeleteFunc(s.active[c.ref.server], func(x *mcpCall) bool { return x == c })
+		s.mu.Unlock()
+		t.postEvent(tctx, func() { t.onMCPDone(tr, c, res, err) })
+	}()
+}
+
+func (t *thread) onMCPDone(tr *turn, c *mcpCall, res mcp.Result, err error) {
+	if t.turn != tr {
+		return
+	}
+	c.item.DurationMs = ptr(t.m.clock.Now().Sub(c.started).Milliseconds())
+	if err != nil {
+		t.finishMCPCall(tr, c, "tool call error: "+err.Error())
+		return
+	}
+	limit := t.m.opts.Config.MCPToolOutputMaxBytes
+	if limit <= 0 {
+		limit = config.DefaultMCPToolOutputMaxBytes
+	}
+	shown, forModel := mcpOutput(res, int(limit))
+	c.item.Result = &protocol.McpToolCallResult{Content: shown, StructuredContent: res.Structured, Meta: res.Meta}
+	if len(res.Structured) > int(limit) {
+		c.item.Result.StructuredContent = nil
+	}
+	c.item.Status = protocol.ItemCompleted
+	if res.IsError {
+		c.item.Status = protocol.ItemFailed
+	}
+	if err := t.commitItem(tr, c.item, callHistory(c.call, forModel)); err != nil {
+		t.failTurn(tr, err)
+		return
+	}
+	t.runNextCall(tr)
+}
+
+// finishMCPCall completes an item whose call did not return a result.
+func (t *thread) finishMCPCall(tr *turn, c *mcpCall, msg string) {
+	c.item.Status = protocol.ItemFailed
+	c.item.Error = &protocol.McpToolCallError{Message: msg}
+	if c.item.DurationMs == nil {
+		c.item.DurationMs = ptr(int64(0))
+	}
+	if err := t.commitItem(tr, c.item, callHistory(c.call, msg)); err != nil {
+		t.failTurn(tr, err)
+		return
+	}
+	t.runNextCall(tr)
+}
+
+// truncationMarker ends a tool output cut at the limit.
+func truncationMarker(shown, total int) string {
+	return fmt.Sprintf("\n… [output truncated: %d of %d bytes shown]", shown, total)
+}
+
+// mcpOutput is a tool result as the item shows it (content blocks, text cut
+// at limit) and as the model reads it (the text, other blocks as JSON,
+// cut at limit with a marker; an error result says so).
+func mcpOutput(res mcp.Result, limit int) ([]json.RawMessage, string) {
+	var sb strings.Builder
+	if res.IsError {
+		sb.WriteString("The tool reported an error:\n")
+	}
+	shown := make([]json.RawMessage, 0, len(res.Content))
+	budget := limit
+	for _, c := range res.Content {
+		var block struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		_ = json.Unmarshal(c, &block)
+		if block.Type == "text" {
+			sb.WriteString(block.Text)
+			sb.WriteString("\n")
+			txt := block.Text
+			if len(txt) > budget {
+				txt = cutUTF8(txt, max(budget, 0)) + truncationMarker(max(budget, 0), len(block.Text))
+			}
+			budget -= len(block.Text)
+			b, _ := json.Marshal(map[string]string{"type": "text", "text": txt})
+			shown = append(shown, b)
+			continue
+		}
+		if len(c) > budget {
+			b, _ := json.Marshal(map[string]string{"type": "text", "text": fmt.Sprintf("[%s content of %d bytes omitted]", block.Type, len(c))})
+			shown = append(shown, b)
+			sb.Write(b)
+		} else {
+			shown = append(shown, c)
+			sb.Write(c)
+		}
+		sb.WriteString("\n")
+		budget -= len(c)
+	}
+	if len(res.Content) == 0 && len(res.Structured) > 0 {
+		sb.Write(res.Structured)
+	}
+	out := strings.TrimSuffix(sb.String(), "\n")
+	if len(out) > limit {
+		out = cutUTF8(out, limit) + truncationMarker(limit, len(out))
+	}
+	return shown, out
+}
+
+// cutUTF8 cuts s to at most n bytes without splitting a character.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// elicit forwards a server's elicitation to the client, as Codex does
+// (mcpServer/elicitation/request), on behalf of the thread whose call to
+// that server is in flight; with none, it is declined.
+func (s *mcpState) elicit(ctx context.Context, server string, req mcp.ElicitRequest) (mcp.ElicitResult, error) {
+	// Under the newer MCP protocol the question comes with the call's
+	// answer, and ctx is the call's; an older server asks on its own, and
+	// the call in flight to it is the one asking.
+	c, _ := ctx.Value(mcpCallKey{}).(*mcpCall)
+	s.mu.Lock()
+	if calls := s.active[server]; c == nil && len(calls) > 0 {
+		c = calls[len(calls)-1]
+	}
+	s.mu.Unlock()
+	if c == nil {
+		return mcp.ElicitResult{Action: "decline"}, nil
+	}
+	t, tr := c.t, c.tr
+	type answer struct {
+		raw json.RawMessage
+		err error
+	}
+	ans := make(chan answer, 1)
+	t.postEvent(tr.ctx, func() {
+		if t.turn != tr {
+			ans <- answer{err: errors.New("the turn ended")}
+			return
+		}
+		p := protocol.McpServerElicitationParams{ThreadID: t.id, TurnID: ptr(tr.id), ServerName: server, Mode: req.Mode, Message: req.Message,
+			RequestedSchema: req.RequestedSchema, URL: req.URL, ElicitationID: req.ElicitationID, Meta: req.Meta}
+		call := t.m.client.Call(protocol.RequestMcpServerElicitation, p)
+		id := call.ID()
+		tr.requests = append(tr.requests, id)
+		go func() {
+			raw, err := call.Wait(ctx)
+			ans <- answer{raw, err}
+			t.postEvent(tr.ctx, func() {
+				if t.turn == tr {
+					tr.dropRequest(id)
+					t.resolved(id)
+				}
+			})
+		}()
+	})
+	select {
+	case a := <-ans:
+		if a.err != nil {
+			return mcp.ElicitResult{Action: "cancel"}, nil
+		}
+		var r struct {
+			Action  string         `json:"action"`
+			Content map[string]any `json:"content"`
+			Meta    map[string]any `json:"_meta"`
+		}
+		if err := json.Unmarshal(a.raw, &r); err != nil || (r.Action != "accept" && r.Action != "decline" && r.Action != "cancel") {
+			s.m.log.Warn("unusable answer to an MCP elicitation; cancelled", "server", server, "answer", string(a.raw))
+			return mcp.ElicitResult{Action: "cancel"}, nil
+		}
+		return mcp.ElicitResult{Action: r.Action, Content: r.Content, Meta: r.Meta}, nil
+	case <-ctx.Done():
+		return mcp.ElicitResult{}, ctx.Err()
+	}
+}
+
+// ListMcpServerStatus implements mcpServerStatus/list: every configured
+// server (or the one named), sorted by name, with its runtime status,
+// tools and resources. A server no one has started yet is started first;
+// one that failed is shown failed (it restarts on its next use).
+func (m *Manager) ListMcpServerStatus(ctx context.Context, p protocol.McpServerStatusListParams, reply Reply) {
+	s := m.mcp
+	cfg := s.config()
+	names := sortedNames(cfg)
+	if p.ServerName != nil {
+		if _, ok := cfg[*p.ServerName]; !ok {
+			reply(nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: serverName: no MCP server %q is configured", *p.ServerName))
+			return
+		}
+		names = []string{*p.ServerName}
+	}
+	start := 0
+	if p.Cursor != nil {
+		start, _ = strconv.Atoi(*p.Cursor)
+	}
+	limit := 100
+	if p.Limit != nil && *p.Limit > 0 {
+		limit = int(*p.Limit)
+	}
+	start = min(start, len(names))
+	end := min(start+limit, len(names))
+	page := names[start:end]
+	go func() {
+		var wg sync.WaitGroup
+		for _, n := range page {
+			if cfg[n].Enabled {
+				wg.Go(func() { _ = s.pool.Start(context.WithoutCancel(ctx), n, false) })
+			}
+		}
+		wg.Wait()
+		res := protocol.McpServerStatusListResult{Data: make([]protocol.McpServerStatus, 0, len(page))}
+		for _, n := range page {
+			st := s.status(n, cfg[n])
+			if p.Detail != nil && *p.Detail == "toolsAndAuthOnly" {
+				st.Resources, st.ResourceTemplates = []json.RawMessage{}, []json.RawMessage{}
+			}
+			res.Data = append(res.Data, st)
+		}
+		if end < len(names) {
+			res.NextCursor = ptr(strconv.Itoa(end))
+		}
+		reply(res, nil)
+	}()
+}
+
+// status is one server's entry in mcpServerStatus/list.
+func (s *mcpState) status(name string, c config.MCPServer) protocol.McpServerStatus {
+	out := protocol.McpServerStatus{Name: name, AuthStatus: "unsupported", Tools: map[string]json.RawMessage{},
+		Resources: []json.RawMessage{}, ResourceTemplates: []json.RawMessage{}, RuntimeStatus: protocol.McpDisabled}
+	if c.BearerTokenEnvVar != "" {
+		out.AuthStatus = "bearerToken"
+	}
+	if u, err := url.Parse(c.URL); err == nil && c.URL != "" {
+		out.HTTPOrigin = ptr(u.Scheme + "://" + u.Host)
+	}
+	st, ok := s.pool.Status(name)
+	if !c.Enabled || !ok {
+		return out
+	}
+	switch st.State {
+	case mcp.NotStarted:
+		out.RuntimeStatus = protocol.McpNotStarted
+	case mcp.Starting:
+		out.RuntimeStatus = protocol.McpStarting
+	case mcp.Connected:
+		out.RuntimeStatus = protocol.McpConnected
+	case mcp.Failed:
+		out.RuntimeStatus = protocol.McpFailed
+		out.ToolsError = ptr(st.Err)
+	}
+	for _, tl := range st.Tools {
+		if c.ToolEnabled(tl.Name) {
+			out.Tools[tl.Name] = tl.Raw
+		}
+	}
+	out.Resources = append(out.Resources, st.Resources...)
+	out.ResourceTemplates = append(out.ResourceTemplates, st.Templates...)
+	out.ServerInfo = st.Info
+	return out
+}
+
+// CallMcpTool implements mcpServer/tool/call: the client calls a tool
+// itself (no approval: the user asked), within the server's tool timeout.
+func (m *Manager) CallMcpTool(ctx context.Context, p protocol.McpServerToolCallParams, reply Reply) {
+	c, ok := m.mcp.config()[p.Server]
+	if !ok || !c.Enabled {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: server: no enabled MCP server %q is configured", p.Server))
+		return
+	}
+	if !c.ToolEnabled(p.Tool) {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: tool: %q is not enabled on MCP server %q", p.Tool, p.Server))
+		return
+	}
+	args := p.Arguments
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	go func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ToolTimeout)
+		defer cancel()
+		res, err := m.mcp.pool.Call(cctx, p.Server, p.Tool, args, nil)
+		if err != nil {
+			reply(nil, fmt.Errorf("mcpServer/tool/call: %w", err))
+			return
+		}
+		out := protocol.McpServerToolCallResult{Content: res.Content, StructuredContent: res.Structured, Meta: res.Meta}
+		if res.IsError {
+			out.IsError = ptr(true)
+		}
+		reply(out, nil)
+	}()
+}
+
+// ReadMcpResource implements mcpServer/resource/read.
+func (m *Manager) ReadMcpResource(ctx context.Context, p protocol.McpResourceReadParams, reply Reply) {
+	c, ok := m.mcp.config()[p.Server]
+	if !ok || !c.Enabled {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: server: no enabled MCP server %q is configured", p.Server))
+		return
+	}
+	go func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ToolTimeout)
+		defer cancel()
+		contents, err := m.mcp.pool.ReadResource(cctx, p.Server, p.URI)
+		if err != nil {
+			reply(nil, fmt.Errorf("mcpServer/resource/read: %w", err))
+			return
+		}
+		reply(protocol.McpResourceReadResult{Contents: contents}, nil)
+	}()
+}
+
+// ReloadMcpServers implements config/mcpServer/reload: the config files
+// are read again; a server whose configuration changed, or that is gone,
+// is stopped, and new or changed ones start on their next use.
+func (m *Manager) ReloadMcpServers(ctx context.Context, _ protocol.Empty, reply Reply) {
+	src := m.opts.ConfigSources
+	ws := m.opts.Cwd
+	if src.WorkspaceFile != "" {
+		ws = filepath.Dir(filepath.Dir(src.WorkspaceFile))
+	}
+	if ws == "" {
+		ws, _ = os.Getwd()
+	}
+	cfg, err := config.Load(config.LoadOptions{UserFile: src.UserFile, Workspace: ws})
+	if err != nil {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "config/mcpServer/reload: %v", err))
+		return
+	}
+	for _, w := range cfg.Warnings {
+		m.log.Warn(w)
+	}
+	s := m.mcp
+	s.mu.Lock()
+	s.servers = cfg.MCPServers
+	s.mu.Unlock()
+	s.pool.Reload(s.poolServers(cfg.MCPServers))
+	reply(protocol.Empty{}, nil)
+}

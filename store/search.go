@@ -1,0 +1,36 @@
+package store
+
+import (
+	"context"
+	"fmt"
+)
+
+// CursorAfter is the ListThreads cursor whose page starts just after t in
+// the ordering (sortKey, ascending): the cursor of a page that a caller cut
+// short at t (thread/search stops at its limit in the middle of a page).
+func CursorAfter(t Thread, sortKey string, ascending bool) string {
+	if sortKey == "" {
+		sortKey = "created_at"
+	}
+	val := t.CreatedAt
+	if sortKey == "updated_at" {
+		val = t.UpdatedAt
+	}
+	return encodeCursor(cursor{Key: sortKey, Asc: ascending, Val: val, ID: t.ID})
+}
+
+// MessageItems returns, in order, the thread's user and agent messages
+// whose stored JSON contains term (case-insensitive): a superset of the
+// messages whose text does, which the caller checks.
+func (s *Store) MessageItems(ctx context.Context, threadID, term string) ([]Item, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+itemCols+` FROM items WHERE thread_id = ?
+		AND type IN ('userMessage', 'agentMessage') AND apserver_contains_fold(item, ?) ORDER BY seq`, threadID, term)
+	if err != nil {
+		return nil, fmt.Errorf("store: messages of %q: %w", threadID, err)
+	}
+	out, err := scanItems(rows)
+	if err != nil {
+		return nil, fmt.Errorf("store: messages of %q: %w", threadID, err)
+	}
+	return out, nil
+}

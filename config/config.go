@@ -85,6 +85,8 @@ type Config struct {
 	FullAuto                FullAutoConfig
 	// Runs are run/start's defaults and worktree setup (runs.go).
 	Runs RunsConfig
+	// Cluster keeps runs in PostgreSQL (cluster.go).
+	Cluster ClusterConfig
 	// GitHub is how runs end on GitHub (github.go).
 	GitHub GitHubConfig
 
@@ -187,6 +189,7 @@ func defaults(getenv func(string) string) Config {
 		MaxConcurrentModelCalls: DefaultMaxConcurrentModelCalls,
 		FullAuto:                defaultFullAuto(),
 		Runs:                    defaultRuns(),
+		Cluster:                 ClusterConfig{DatabaseURL: getenv("APSERVER_DATABASE_URL"), Execute: "here"},
 		GitHub:                  defaultGitHub(),
 		RulesFile:               userRulesFile(getenv),
 		ApplyPatchTool:          "freeform",

@@ -161,6 +161,8 @@ type fileConfig struct {
 	// Runs (runs.go).
 	MaxParallelRuns *int      `toml:"max_parallel_runs"`
 	Runs            *fileRuns `toml:"runs"`
+	// Cluster (cluster.go).
+	Cluster *fileCluster `toml:"cluster"`
 	// GitHub (github.go).
 	GitHub *fileGitHub `toml:"github"`
 	// Trust (trust.go); user file only.
@@ -337,6 +339,9 @@ func (c *Config) mergeFile(path string, ws *workspaceLayer) error {
 		return err
 	}
 	if err := c.mergeRuns(f.MaxParallelRuns, f.Runs, bad, may); err != nil {
+		return err
+	}
+	if err := c.mergeCluster(f.Cluster, bad, may); err != nil {
 		return err
 	}
 	if err := c.mergeGitHub(f.GitHub, bad, may); err != nil {

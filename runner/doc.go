@@ -15,6 +15,13 @@
 // before its effects are applied, so a restart (Runner.Restore) replays
 // the log and takes up exactly the work that was in flight.
 //
+// The event log and where slow effects run are behind two seams
+// (seams.go): RunStore (the SQLite store by default) and WorkQueue (this
+// process by default). A RunStore shared with other processes
+// (SharedLog: package cluster's PostgreSQL) makes each run's loop catch
+// up with what they appended (shared.go); remote.go has the hooks a
+// cluster worker drives runs with (paths in its cache, pushes, merges).
+//
 // runner must not import server, nor session itself: only session/port
 // (the layering test in internal/layers checks it).
 package runner

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,6 +33,13 @@ type run struct {
 	// panics counts the panics recovered on the run's goroutine
 	// (panics.go); owned by it.
 	panics int
+	// seq is the sequence number of the last stored event the machine
+	// applied (shared.go); owned by the run's goroutine.
+	seq int64
+	// busy counts the run's slow steps in flight in this process (a
+	// cluster worker's job ends when none is left); owned by the run's
+	// goroutine.
+	busy int
 
 	// hasSlot and granted are guarded by the Runner's slotMu: the run
 	// holds a slot of max_parallel_runs, or waits in the queue for one
@@ -46,9 +54,9 @@ type run struct {
 	bpBusy  bool
 }
 
-func (rn *Runner) spawn(id string, m *runs.Machine) *run {
+func (rn *Runner) spawn(id string, m *runs.Machine, seq int64) *run {
 	ctx, cancel := context.WithCancel(rn.ctx)
-	x := &run{rn: rn, id: id, m: m, inbox: make(chan func(), 16), ctx: ctx, stop: cancel}
+	x := &run{rn: rn, id: id, m: m, inbox: make(chan func(), 16), ctx: ctx, stop: cancel, seq: seq}
 	rn.mu.Lock()
 	rn.active[id] = x
 	rn.mu.Unlock()
@@ -106,18 +114,32 @@ func (x *run) handle(ev runs.Event, done func(error)) {
 		done(fmt.Errorf("run %s has already started", x.id))
 		return
 	}
+	if err := x.catchUpLog(x.ctx); err != nil {
+		done(fmt.Errorf("run %s: reading what others appended: %w", x.id, err))
+		return
+	}
 	if err := x.m.Accepts(ev); err != nil {
 		done(err)
 		return
 	}
 	panicPoint("apply", x.id, ev)
 	effs := x.m.Apply(ev)
-	if err := x.persist(ev); err != nil {
+	work, effs := x.queued(effs)
+	err := x.persist(ev, work)
+	if errors.Is(err, ErrLogMoved) && x.rebuild() == nil {
+		// Another process appended between the catch-up and this append:
+		// the machine, rebuilt from the log, judges the event again.
+		answered = true
+		x.handle(ev, done)
+		return
+	}
+	if err != nil {
 		// The machine is ahead of the log: stop driving this run; the
 		// next process replays what was stored.
 		x.rn.log.Error("storing a run event; the run stops here", "run", x.id, "event", ev.Type, "err", err)
 		done(err)
 		x.stop()
+		x.dropShared()
 		return
 	}
 	answered = true
@@ -141,11 +163,23 @@ func (x *run) resultWait(ev runs.Event) error {
 	return <-ch
 }
 
-func (x *run) persist(ev runs.Event) error {
-	db, err := x.rn.opts.Store()
-	if err != nil {
-		return err
+// queued splits effects into the work the run's queue takes (enqueued
+// with the event) and the effects left to this process.
+func (x *run) queued(effs []runs.Effect) ([]Work, []runs.Effect) {
+	q := x.rn.opts.Queue
+	var work []Work
+	var here []runs.Effect
+	for _, e := range effs {
+		if w, ok := WorkOf(x.id, e); ok && q.Takes(e) {
+			work = append(work, w)
+			continue
+		}
+		here = append(here, e)
 	}
+	return work, here
+}
+
+func (x *run) persist(ev runs.Event, work []Work) error {
 	b, err := json.Marshal(ev)
 	if err != nil {
 		return err
@@ -155,8 +189,16 @@ func (x *run) persist(ev runs.Event) error {
 	if err != nil {
 		return err
 	}
-	_, err = db.AppendRunEvent(x.ctx, store.RunRow{ID: r.ID, Cwd: r.Cwd, Status: string(r.Status), Run: view, CreatedAt: r.CreatedAtMs},
-		string(ev.Type), b, ev.AtMs)
+	row := store.RunRow{ID: r.ID, Cwd: r.Cwd, Status: string(r.Status), Run: view, CreatedAt: r.CreatedAtMs}
+	var seq int64
+	if s, ok := x.rn.shared(); ok {
+		seq, err = s.AppendRunEventAfter(x.ctx, x.seq, row, string(ev.Type), b, ev.AtMs, work)
+	} else {
+		seq, err = x.rn.opts.Runs.AppendRunEvent(x.ctx, row, string(ev.Type), b, ev.AtMs, work)
+	}
+	if err == nil {
+		x.seq = seq
+	}
 	return err
 }
 
@@ -173,7 +215,7 @@ func (x *run) apply(effs []runs.Effect) {
 		case runs.ClearAttention:
 			rn.threads.ClearRunAttention(x.id)
 		case runs.WriteArtifacts:
-			if err := writeArtifacts(x.m.Config().Worktree, e.Snapshot); err != nil {
+			if err := writeArtifacts(rn.local(x.m.Config()).Worktree, e.Snapshot); err != nil {
 				rn.log.Warn("writing run artifacts", "run", x.id, "err", err)
 			}
 		case runs.Released:
@@ -191,7 +233,8 @@ func (x *run) apply(effs []runs.Effect) {
 						defer rn.wg.Done()
 						// Not cut short by Close: apserver run exits
 						// right after the run ends.
-						rn.removeWorktree(context.WithoutCancel(rn.ctx), r.ID, r.Cwd, r.Worktree, r.Status)
+						c := rn.local(x.m.Config())
+						rn.removeWorktree(context.WithoutCancel(rn.ctx), r.ID, c.Cwd, c.Worktree, r.Status)
 					}()
 				}
 			}
@@ -207,7 +250,7 @@ func (x *run) apply(effs []runs.Effect) {
 				}
 			}()
 		case runs.UpdatePRBody:
-			cfg := x.m.Config()
+			cfg := rn.local(x.m.Config())
 			rn.wg.Add(1)
 			go func() {
 				defer rn.wg.Done()
@@ -217,19 +260,25 @@ func (x *run) apply(effs []runs.Effect) {
 			// A rate limit's wait or a network error's backoff, then the
 			// effect again, on the run's goroutine.
 			rn.wg.Add(1)
+			x.busy++ // the effect is still to come
 			go func() {
 				defer rn.wg.Done()
+				defer x.post(func() { x.busy-- })
 				if sleep(x.ctx, time.Duration(e.DelayMs)*time.Millisecond) {
 					x.post(func() { x.apply([]runs.Effect{e.Effect}) })
 				}
 			}()
 		case runs.CreateWorktree, runs.StartPlanner, runs.StartTask, runs.Validate, runs.Commit, runs.Merge,
 			runs.PushBranch, runs.OpenPR, runs.MarkReady, runs.PollPR, runs.ReplyAndResolve, runs.MergePR:
-			cfg := x.m.Config()
+			cfg := rn.local(x.m.Config())
 			snap := x.m.Snapshot()
 			rn.wg.Add(1)
+			x.busy++
 			go func() {
 				defer rn.wg.Done()
+				// Posted after the step's result: the effects that result
+				// starts are counted before this one is not.
+				defer x.post(func() { x.busy-- })
 				if !x.acquire() {
 					return
 				}

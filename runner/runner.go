@@ -35,6 +35,25 @@ type Options struct {
 	Logger  *slog.Logger
 	// Now is the time in unix ms; nil means the real clock.
 	Now func() int64
+	// Runs is the run event log; nil means the SQLite store (Store).
+	Runs RunStore
+	// Queue says where slow effects are carried out; nil means here
+	// (InProcess).
+	Queue WorkQueue
+	// Local, if set, maps a run's configuration to this process's
+	// repository and worktree (a cluster worker's cache, remote.go).
+	Local func(runs.Config) runs.Config
+	// Push, if set, publishes a run's branch after each of its commits
+	// (and the base after a merge): a cluster worker pushes to the
+	// project's remote (remote.go).
+	Push func(ctx context.Context, cfg runs.Config, merged bool) error
+	// Merging, if set, is called before a run merges into its base and
+	// the function it returns once the merge is over: a cluster worker
+	// takes the project's merge lock and fetches the base (remote.go).
+	Merging func(ctx context.Context, cfg runs.Config) (func(), error)
+	// OnClose, if set, runs at the end of Close (it closes what the
+	// RunStore holds open).
+	OnClose func()
 	// Brain, when set, gives each stage the project's context block and
 	// hears of runs that end (brain.go).
 	Brain Brain
@@ -85,6 +104,12 @@ func New(opts Options) *Runner {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
+	if opts.Runs == nil {
+		opts.Runs = SQLiteRuns{Open: opts.Store}
+	}
+	if opts.Queue == nil {
+		opts.Queue = InProcess{}
+	}
 	// The GitHub token's variable, whatever its name, never reaches a
 	// command an agent runs.
 	sandbox.HideEnv(opts.Config.GitHub.TokenEnv)
@@ -97,6 +122,9 @@ func New(opts Options) *Runner {
 func (rn *Runner) Close() {
 	rn.stop()
 	rn.wg.Wait()
+	if rn.opts.OnClose != nil {
+		rn.opts.OnClose()
+	}
 }
 
 func notFound(id string) error {
@@ -137,7 +165,7 @@ func (rn *Runner) Start(ctx context.Context, p protocol.RunStartParams, reply po
 			c.Blueprint, c.Tasks, c.Summary = link, tasks, summary
 			(&run{rn: rn}).markForbidden(c, c.Tasks)
 		}
-		x := rn.spawn(c.ID, runs.New())
+		x := rn.spawn(c.ID, runs.New(), 0)
 		x.restored = true // a new run has nothing to take up
 		ev := runs.Event{Type: runs.EvStarted, Config: &c}
 		x.do(ev, func(err error) {
@@ -234,7 +262,7 @@ func (rn *Runner) find(ctx context.Context, id string) (*run, error) {
 	if x != nil {
 		return x, nil
 	}
-	m, err := rn.replay(ctx, id)
+	m, seq, err := rn.replayLog(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -244,31 +272,33 @@ func (rn *Runner) find(ctx context.Context, id string) (*run, error) {
 		return y, nil
 	}
 	rn.mu.Unlock()
-	return rn.spawn(id, m), nil
+	return rn.spawn(id, m, seq), nil
 }
 
 // replay rebuilds a stored run from its events.
 func (rn *Runner) replay(ctx context.Context, id string) (*runs.Machine, error) {
-	db, err := rn.opts.Store()
-	if err != nil {
-		return nil, err
-	}
-	evs, err := db.RunEvents(ctx, id)
+	m, _, err := rn.replayLog(ctx, id)
+	return m, err
+}
+
+// replayLog is replay, and the sequence number of the run's last event.
+func (rn *Runner) replayLog(ctx context.Context, id string) (*runs.Machine, int64, error) {
+	evs, err := rn.opts.Runs.RunEvents(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, notFound(id)
+		return nil, 0, notFound(id)
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	log := make([]runs.Event, 0, len(evs))
-	for _, e := range evs {
-		var ev runs.Event
-		if err := json.Unmarshal(e.Event, &ev); err != nil {
-			return nil, fmt.Errorf("run %s: event %d does not decode: %w", id, e.Seq, err)
-		}
-		log = append(log, ev)
+	log, err := decode(id, evs)
+	if err != nil {
+		return nil, 0, err
 	}
-	return runs.Replay(log), nil
+	var seq int64
+	if len(evs) > 0 {
+		seq = evs[len(evs)-1].Seq
+	}
+	return runs.Replay(log), seq, nil
 }
 
 // Restore takes up the runs of an earlier process: each run not over is
@@ -282,14 +312,15 @@ func (rn *Runner) Restore() {
 	}
 	rn.restored = true
 	rn.mu.Unlock()
+	if _, ok := rn.shared(); ok {
+		// Other processes drive runs of a shared log: taking up every
+		// run not over would do their work twice. A run whose process
+		// died is taken up by asking for it (TakeUp, run/resume).
+		return
+	}
 	rn.Tidy()
 	go func() {
-		db, err := rn.opts.Store()
-		if err != nil {
-			rn.log.Error("restoring runs", "err", err)
-			return
-		}
-		rows, err := db.RunRows(rn.ctx)
+		rows, err := rn.opts.Runs.RunRows(rn.ctx)
 		if err != nil {
 			rn.log.Error("restoring runs", "err", err)
 			return
@@ -350,12 +381,7 @@ func (rn *Runner) TakeUp(ctx context.Context, id string, reply port.Reply) {
 // List implements run/list.
 func (rn *Runner) List(ctx context.Context, p protocol.RunListParams, reply port.Reply) {
 	go func() {
-		db, err := rn.opts.Store()
-		if err != nil {
-			reply(nil, err)
-			return
-		}
-		rows, err := db.RunRows(ctx)
+		rows, err := rn.opts.Runs.RunRows(ctx)
 		if err != nil {
 			reply(nil, err)
 			return

@@ -71,11 +71,7 @@ func (rn *Runner) Tidy() {
 	go func() {
 		defer rn.wg.Done()
 		ctx := context.WithoutCancel(rn.ctx)
-		db, err := rn.opts.Store()
-		if err != nil {
-			return
-		}
-		rows, err := db.RunRows(ctx)
+		rows, err := rn.opts.Runs.RunRows(ctx)
 		if err != nil {
 			rn.log.Warn("tidying runs' worktrees", "err", err)
 			return

@@ -259,6 +259,11 @@ const implementerInstructions = `You are the implementer of one task of an apser
 func (x *run) implement(ctx context.Context, cfg runs.Config, e runs.StartTask) error {
 	policy, fa := approvals(cfg.Autonomy)
 	thread := e.ThreadID
+	if thread != "" && x.rn.unknownThread(ctx, thread) {
+		// Started by another process (a cluster worker that died): the
+		// attempt starts again here in a thread of this process's own.
+		thread = ""
+	}
 	fresh := thread == ""
 	if fresh {
 		var err error
@@ -492,6 +497,9 @@ func (x *run) commit(ctx context.Context, cfg runs.Config, e runs.Commit) error 
 	if err != nil {
 		return err
 	}
+	if err := x.rn.push(ctx, cfg, false); err != nil {
+		return err
+	}
 	x.result(runs.Event{Type: runs.EvTaskCommitted, TaskID: e.Task.ID, Commit: sha})
 	return nil
 }
@@ -520,6 +528,11 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 	if !e.Into {
 		return x.leave(ctx, cfg, final, e.Reason)
 	}
+	unlock, err := x.rn.merging(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	repo, err := gitwork.Open(ctx, cfg.Cwd)
 	if err != nil {
 		return err
@@ -546,6 +559,9 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 		case err != nil:
 			return err
 		}
+		if err := x.rn.push(ctx, cfg, true); err != nil {
+			return err
+		}
 		x.result(runs.Event{Type: runs.EvMerged, Commit: sha})
 		return nil
 	}
@@ -569,6 +585,9 @@ func (x *run) leave(ctx context.Context, cfg runs.Config, final runs.Snapshot, r
 		if _, err := gitwork.Commit(ctx, cfg.Worktree, msg, []gitwork.Trailer{{Key: "Apserver-Run", Value: cfg.ID}, {Key: "Apserver-Step", Value: "review"}}); err != nil {
 			return err
 		}
+	}
+	if err := x.rn.push(ctx, cfg, false); err != nil {
+		return err
 	}
 	x.result(runs.Event{Type: runs.EvMerged, Reason: reason})
 	return nil

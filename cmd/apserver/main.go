@@ -64,6 +64,10 @@ func main() {
 		err = runRuns(args)
 	case "replay":
 		err = runReplay(args)
+	case "cluster":
+		err = runCluster(args)
+	case "worker":
+		err = runWorker(args)
 	case "blueprint":
 		err = runBlueprint(args)
 	case "project":
@@ -111,6 +115,8 @@ Usage:
   apserver runs list|show|approve|reject|edit|answer|pause|resume|cancel|prune
                              see and steer the stored runs from a terminal
   apserver replay THREAD     re-decide a thread's full-auto receipts; exit 1 naming each that differs
+  apserver cluster migrate   create the cluster's tables in PostgreSQL (status: workers, jobs, runs)
+  apserver worker            drive the runs queued in PostgreSQL (--database-url, --concurrency)
   apserver blueprint ingest FILE | show [--depth N] | next
                              turn a long specification into a plan tree (docs/blueprints.md)
   apserver project decisions [--all] | snapshot
@@ -308,8 +314,29 @@ func resolveDataDir(cfg config.Config) (string, error) {
 }
 
 // newRunner makes the runs' driver over mgr's thread port.
+// With [cluster] database_url the runs are in PostgreSQL (cluster.go).
 func newRunner(cfg config.Config, dataDir string, mgr *session.Manager, log *slog.Logger) *runner.Runner {
-	return runner.New(runner.Options{Threads: mgr.Threads(), Store: mgr.Store, Config: cfg, DataDir: dataDir, Logger: log})
+	return clusterRunner(runner.Options{Threads: mgr.Threads(), Store: mgr.Store, Config: cfg, DataDir: dataDir, Logger: log}, cfg, log)
+}
+
+// clusterRunner makes a runner with opts, its runs in PostgreSQL when the
+// config names a database (cluster.go).
+func clusterRunner(opts runner.Options, cfg config.Config, log *slog.Logger) *runner.Runner {
+	rs, q, follow, err := clusterRuns(cfg, log)
+	if err != nil {
+		log.Error("the cluster's database: run/* requests will fail", "err", err)
+		opts.Runs = brokenRuns{err}
+		return runner.New(opts)
+	}
+	if rs == nil {
+		return runner.New(opts)
+	}
+	opts.Runs, opts.Queue = rs, q
+	var stop func()
+	opts.OnClose = func() { stop() }
+	rn := runner.New(opts)
+	stop = follow(rn)
+	return rn
 }
 
 // newManager makes the session for a server whose client is c.

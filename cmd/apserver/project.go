@@ -31,7 +31,7 @@ func newBrain(cfg config.Config, st func() (*store.Store, error), log *slog.Logg
 // newRunnerWithBrain is newRunner whose stages get the project's context
 // and whose ended runs refresh the projections.
 func newRunnerWithBrain(cfg config.Config, dataDir string, mgr *session.Manager, log *slog.Logger, br *brains.Service) *runner.Runner {
-	return runner.New(runner.Options{Threads: mgr.Threads(), Store: mgr.Store, Config: cfg, DataDir: dataDir, Logger: log, Brain: br})
+	return clusterRunner(runner.Options{Threads: mgr.Threads(), Store: mgr.Store, Config: cfg, DataDir: dataDir, Logger: log, Brain: br}, cfg, log)
 }
 
 // runProjectBrain is `apserver project decisions | snapshot`: the project

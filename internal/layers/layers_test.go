@@ -24,7 +24,7 @@ var layers = []struct {
 	layer  int
 }{
 	{"cmd/", 0}, {"bench", 0}, {"e2e", 0}, {"internal/editor/inprocess", 0}, {"internal/layers", 0},
-	{"server", 1},
+	{"server", 1}, {"cluster", 1},
 	{"runner", 2}, {"blueprints", 2}, {"brains", 2}, {"projects", 2},
 	{"session", 3},
 	{"session/port", 4},

@@ -1,0 +1,12 @@
+// Package cluster is apserver's second backend for runs (docs/cluster.md):
+// the run event log in PostgreSQL (Store, a runner.RunStore) and the work
+// queue on River, a job queue on PostgreSQL (Queue, a runner.WorkQueue).
+// An event and the work it implies are committed in one transaction
+// (River's InsertManyTx on the same pgx transaction), and each append is
+// announced with NOTIFY on channel apserver_run_events. It also owns the
+// schema (Migrate: apserver's tables and River's) and the operator's view
+// (Status).
+//
+// cluster sits beside server: it may import runner, runs, store and
+// protocol, never server, session or cmd.
+package cluster

@@ -1,0 +1,260 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apserver/apserver/internal/pgtest"
+	"github.com/apserver/apserver/model/scripted"
+	"github.com/apserver/apserver/protocol"
+)
+
+// Two editors on two apservers pointed at one PostgreSQL database
+// ([cluster] database_url) see the same run: the run started on the
+// first waits for its plan's approval, the second lists it and approves
+// it; the run then completes, each task committed exactly once, and the
+// first apserver's client sees the run end too, told by NOTIFY. The
+// cluster's status counts the completed run.
+func TestClusterTwoEditorsOneRun(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil ||
+		!strings.Contains(string(out), "migrated") {
+		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
+	}
+	model := startModel(t, shoutRules(t)...)
+	repo := shoutRepo(t)
+	cfg := "[cluster]\ndatabase_url = \"" + pg.URL + "\"\n"
+	a := newRunsClient(t, model, faOptions{config: cfg})
+	b := newRunsClient(t, model, faOptions{config: cfg})
+
+	id := a.startRun(map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main"})
+	a.runWaiting(nil, id, "planApproval")
+
+	list := b.call("run/list", map[string]any{})
+	if list.str("runs.0.id") != id || list.str("runs.0.waitingFor") != "planApproval" {
+		t.Fatalf("run/list on the second apserver = %s; want the first's run, waiting for its plan's approval", list.Raw)
+	}
+
+	// PostgreSQL goes down for a while: requests that need it fail with
+	// the reason, and both apservers carry on once it is back (the first
+	// one listens again to follow the run).
+	pg.Stop()
+	b.callErr("run/list", map[string]any{}, -32603, "")
+	pg.Start()
+	b.call("run/plan/approve", map[string]any{"runId": id})
+	if end := b.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 3.0 {
+		t.Fatalf("run end on the approving apserver = %s", end.Raw)
+	}
+	if end := a.runEnd(id); end.str("run.status") != "completed" {
+		t.Fatalf("run end on the starting apserver = %s", end.Raw)
+	}
+	for _, task := range []string{"t1", "t2", "t3"} {
+		if n := len(strings.Fields(gitOut(t, repo, "log", "main", "--format=%H", "--grep", "Apserver-Task: "+task))); n != 1 {
+			t.Errorf("%d commits of %s, want 1", n, task)
+		}
+	}
+	if r := a.call("run/read", map[string]any{"runId": id}); r.str("run.status") != "completed" {
+		t.Errorf("run/read on the first apserver = %s", r.Raw)
+	}
+	out, err := exec.Command(binPath, "cluster", "status", "--database-url", pg.URL).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "runs: 1 completed") || !strings.Contains(string(out), "jobs: 0 queued") {
+		t.Errorf("apserver cluster status: %v\n%s", err, out)
+	}
+}
+
+// clusterRemote makes a shout repository whose origin is a bare
+// repository (the project's remote, where workers fetch and push).
+func clusterRemote(t *testing.T) (repo, remote string) {
+	t.Helper()
+	repo = shoutRepo(t)
+	remote = filepath.Join(t.TempDir(), "remote.git")
+	git(t, repo, "clone", "-q", "--bare", repo, remote)
+	git(t, repo, "remote", "add", "origin", remote)
+	return repo, remote
+}
+
+// worker is an `apserver worker` process.
+type worker struct {
+	cmd    *exec.Cmd
+	cache  string
+	stderr *syncBuffer
+}
+
+// startWorker starts `apserver worker` on the database with the scripted
+// model; it is killed when the test ends.
+func startWorker(t *testing.T, model *scripted.Server, url, name, config string) *worker {
+	t.Helper()
+	home := t.TempDir()
+	cfg := filepath.Join(home, "config.toml")
+	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(home, "cache")
+	cmd := exec.Command(binPath, "worker", "--database-url", url, "--id", name, "--concurrency", "1",
+		"--repo-cache", cache, "--data-dir", filepath.Join(home, "data"), "--heartbeat", "300ms",
+		"--config", cfg, "--model", "scripted-model", "--log-level", "info")
+	cmd.Env = serverEnv(t, home, model)
+	w := &worker{cmd: cmd, cache: cache, stderr: &syncBuffer{}}
+	cmd.Stderr = w.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		// With APSERVER_E2E_RACE the binary reports data races on stderr.
+		if strings.Contains(w.stderr.String(), "DATA RACE") {
+			t.Errorf("worker %s reported a data race", name)
+		}
+		if t.Failed() {
+			t.Logf("worker %s stderr:\n%s", name, w.stderr.String())
+		}
+	})
+	return w
+}
+
+// The cluster as a team uses it: one PostgreSQL, a project whose origin is
+// a bare repository, two editor-side apservers with [cluster] execute =
+// "workers" and three workers. Ten runs of three tasks each are started on
+// the first editor; the worker that runs the first t2 is killed with -9
+// in the middle of the task; one run waits for its plan's approval, which
+// is answered on the second editor. Every run completes (the first
+// editor's client follows them through PostgreSQL), each task of each run
+// is committed exactly once on the remote, and each run's branch is
+// pushed.
+func TestClusterWorkers(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
+		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
+	}
+	mark := t.TempDir()
+	const n = 10
+	rules := shoutRules(t)
+	for i, r := range rules {
+		if r.Match == "S2 add test_greet.sh" {
+			// The first t2 anywhere says where it runs, then sleeps until
+			// its worker is killed.
+			rules[i] = taskRule(r.Match, `if mkdir `+mark+`/once 2>/dev/null; then pwd > `+mark+`/where.tmp && mv `+mark+`/where.tmp `+mark+`/where; sleep 120; fi; `+
+				`printf '%s\n' 'set -e' 'sh greet.sh bob | grep -q "Hello, bob"' 'sh greet.sh --shout bob | grep -q "HELLO, BOB"' > test_greet.sh`)
+		}
+	}
+	model := startModel(t, rules...)
+	// Ten projects: the runs of one project would conflict (each adds the
+	// same line to README.md), which is not what this test is about.
+	repos, remotes := make([]string, n), make([]string, n)
+	for i := range repos {
+		repos[i], remotes[i] = clusterRemote(t)
+	}
+	cfg := "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"workers\"\n"
+	a := newRunsClient(t, model, faOptions{config: cfg})
+	a.wait = 3 * time.Minute
+	b := newRunsClient(t, model, faOptions{config: cfg})
+	workers := map[string]*worker{}
+	for _, name := range []string{"w1", "w2", "w3"} {
+		// The marks' directory is writable to the workers' task threads.
+		workers[name] = startWorker(t, model, pg.URL, name, "[sandbox_settings]\nwritable_roots = [\""+mark+"\"]\n")
+	}
+
+	ids := make([]string, n)
+	for i := range ids {
+		p := map[string]any{"cwd": repos[i], "request": fmt.Sprintf("add a shout option to greet.sh (%d)", i), "baseBranch": "main"}
+		if i != n-1 {
+			p["trust"] = map[string]any{"planning": "auto"}
+		}
+		ids[i] = a.startRun(p)
+	}
+
+	// kill -9 the worker in the middle of the first t2.
+	where := strings.TrimSpace(readWhenThere(t, filepath.Join(mark, "where"), func() {
+		for _, id := range ids[:2] {
+			t.Logf("run/read %s = %s", id, a.call("run/read", map[string]any{"runId": id}).Raw)
+		}
+	}))
+	killed := ""
+	for name, w := range workers {
+		if strings.HasPrefix(where, w.cache+string(filepath.Separator)) {
+			killed = name
+			if err := w.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if killed == "" {
+		t.Fatalf("t2 ran in %s, under no worker's cache", where)
+	}
+
+	// The plan of the last run is approved on the second editor.
+	manual := ids[n-1]
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		r := b.call("run/read", map[string]any{"runId": manual})
+		if r.str("run.waitingFor") == "planApproval" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s never waited for its plan's approval: %s", manual, r.Raw)
+		}
+	}
+	b.call("run/plan/approve", map[string]any{"runId": manual})
+
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		over := 0
+		for _, id := range ids {
+			if st := protocol.RunStatus(a.call("run/read", map[string]any{"runId": id}).str("run.status")); st.Final() {
+				over++
+			}
+		}
+		if over == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			for _, id := range ids {
+				t.Logf("run/read %s = %.600s", id, a.call("run/read", map[string]any{"runId": id}).Raw)
+			}
+			t.Fatalf("%d of %d runs are over", over, n)
+		}
+	}
+	for _, id := range ids {
+		if end := a.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 3.0 {
+			t.Fatalf("run %s ended %s", id, end.Raw)
+		}
+	}
+	for i, id := range ids {
+		remote := remotes[i]
+		r := a.call("run/read", map[string]any{"runId": id})
+		if out, err := exec.Command("git", "-C", remote, "rev-parse", "--verify", "-q", "refs/heads/"+r.str("run.branch")).Output(); err != nil || len(out) == 0 {
+			t.Errorf("run %s: its branch %s is not on the remote", id, r.str("run.branch"))
+		}
+		for _, task := range []string{"t1", "t2", "t3"} {
+			got := strings.Fields(gitOut(t, remote, "log", "main", "--format=%H", "--all-match", "--grep", "Apserver-Run: "+id, "--grep", "Apserver-Task: "+task))
+			if len(got) != 1 {
+				t.Errorf("run %s: %d commits of %s on the remote's main, want 1; the run's reason: %s; its branch:\n%s", id, len(got), task,
+					r.str("run.reason"), gitOut(t, remote, "log", "--format=%h %s%n%b", r.str("run.branch")))
+			}
+		}
+	}
+	if n := len(strings.Fields(gitOut(t, repos[0], "log", "main", "--format=%H", "--grep", "Apserver-Task: t1"))); n != 0 {
+		t.Errorf("the editor's own repository got %d task commits: the workers do the work", n)
+	}
+	t.Logf("killed %s in the middle of t2", killed)
+}
+
+// readWhenThere waits for a file to exist and returns its content.
+func readWhenThere(t *testing.T, path string, explain func()) string {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil {
+			return string(b)
+		}
+		if time.Now().After(deadline) {
+			explain()
+			t.Fatalf("%s never appeared", path)
+		}
+	}
+}

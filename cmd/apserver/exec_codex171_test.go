@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"flag"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -87,20 +85,7 @@ func TestExecTakesCodex171Flags(t *testing.T) {
 // TestExecCodex171Meanings: the flags that carry a meaning over do what
 // codex's do, and contradictory combinations are usage errors.
 func TestExecCodex171Meanings(t *testing.T) {
-	parse := func(args ...string) (serveFlags, codexExecFlags, error) {
-		fs := flag.NewFlagSet("exec", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		var f serveFlags
-		f.register(fs)
-		var cf codexExecFlags
-		cf.register(fs, &f)
-		if err := fs.Parse(args); err != nil {
-			return f, cf, err
-		}
-		set := map[string]bool{}
-		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-		return f, cf, cf.apply(&f, set)
-	}
+	parse := parseExecFlags
 	_, cf, err := parse("--dangerously-bypass-approvals-and-sandbox")
 	if err != nil || cf.sandbox != "danger-full-access" || cf.approval != "never" {
 		t.Errorf("--dangerously-bypass-approvals-and-sandbox: sandbox %q approval %q err %v", cf.sandbox, cf.approval, err)

@@ -18,20 +18,7 @@ func TestExecConfigFlag(t *testing.T) {
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	parse := func(args ...string) (serveFlags, codexExecFlags, error) {
-		fs := flag.NewFlagSet("exec", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		var f serveFlags
-		f.register(fs)
-		var cf codexExecFlags
-		cf.register(fs, &f)
-		if err := fs.Parse(args); err != nil {
-			return f, cf, err
-		}
-		set := map[string]bool{}
-		fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-		return f, cf, cf.apply(&f, set)
-	}
+	parse := parseExecFlags
 
 	f, cf, err := parse("--config", file, "-c", `openai_base_url="http://127.0.0.1:9/v1"`, "-c", "model=bare-name",
 		"-c", `model_reasoning_effort="high"`, "-c", `approval_policy="on-failure"`, "-c", "sandbox_mode='read-only'",
@@ -87,4 +74,21 @@ func TestExecArgs(t *testing.T) {
 			t.Errorf("%q: %q %q %v", tc.words, id, prompt, err)
 		}
 	}
+}
+
+// parseExecFlags parses args as exec's flags and applies the codex
+// overrides, as runExec does.
+func parseExecFlags(args ...string) (serveFlags, codexExecFlags, error) {
+	fs := flag.NewFlagSet("exec", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var f serveFlags
+	f.register(fs)
+	var cf codexExecFlags
+	cf.register(fs, &f)
+	if err := fs.Parse(args); err != nil {
+		return f, cf, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	return f, cf, cf.apply(&f, set)
 }

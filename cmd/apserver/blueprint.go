@@ -59,7 +59,7 @@ Exit codes: 0 done, 1 error or failed ingestion, 2 usage, 130
 interrupted (the ingestion stays stored).
 
 `)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	var f serveFlags
 	f.register(fs)

@@ -64,8 +64,9 @@ var singleDashLong = regexp.MustCompile(`(?m)^\s+-[a-z][a-z-]+\b`)
 // TestSubcommandHelpUsesDocFlagStyle: each command's --help prints long
 // flags as the docs write them (--data-dir), one-letter ones with one dash.
 func TestSubcommandHelpUsesDocFlagStyle(t *testing.T) {
-	for _, cmd := range []string{"serve", "demo", "exec", "run", "runs", "replay", "fake-model"} {
-		out, errOut, code := apserver(t, cmd, "--help")
+	for _, cmd := range [][]string{{"serve"}, {"demo"}, {"exec"}, {"run"}, {"runs"}, {"replay"}, {"fake-model"},
+		{"blueprint", "show"}, {"project", "decisions"}, {"project", "status"}} {
+		out, errOut, code := apserver(t, append(cmd, "--help")...)
 		text := out + errOut
 		if code != 0 {
 			t.Errorf("apserver %s --help exited %d:\n%s", cmd, code, text)

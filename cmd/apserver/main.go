@@ -112,15 +112,17 @@ Usage:
   apserver fake-model        serve the scripted test model on 127.0.0.1; print its URL
   apserver exec "objective"  work on an objective headless in this directory (--full-auto: until done)
   apserver run "request"     carry a request through a run (plan, tasks, commits) on a branch of its own
-  apserver runs list|show|approve|reject|edit|answer|pause|resume|cancel|prune
+  apserver runs list|show|approve|reject|edit|answer|pause|resume|cancel|prune|import
                              see and steer the stored runs from a terminal
   apserver replay THREAD     re-decide a thread's full-auto receipts; exit 1 naming each that differs
   apserver cluster migrate   create the cluster's tables in PostgreSQL (status: workers, jobs, runs)
   apserver worker            drive the runs queued in PostgreSQL (--database-url, --concurrency)
-  apserver blueprint ingest FILE | show [--depth N] | next
-                             turn a long specification into a plan tree (docs/blueprints.md)
+  apserver blueprint ingest FILE | show [--depth N] | next | tasks | verify | list | build NODE
+                             turn a long specification into a plan tree, and build it (docs/blueprints.md)
   apserver project decisions [--all] | snapshot
                              the project brain of this directory (docs/brain.md)
+  apserver project status | tick | autopilot [--mode full_auto] [--phase ID] | replay
+                             the manager: build a phase by itself (docs/manager.md)
   apserver version           print the version
   apserver help              this text
 

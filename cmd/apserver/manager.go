@@ -67,7 +67,9 @@ autopilot  [--mode full_auto] [--phase ID] [--blueprint ID] [--max-parallel-runs
            ticks until the phase is done (exit 0) or needs a human (exit 5:
            a run waits, a budget is exhausted, the mode is off or paused) or
            cannot go on (exit 6: a run failed, tasks are blocked)
+
 `)
+			printFlags(os.Stdout, fs)
 			return true, nil
 		}
 		fmt.Fprintf(os.Stderr, "apserver project %s: %s\n", verb, flagError(err))

@@ -49,6 +49,7 @@ func projectBrain(ctx context.Context, args []string, out io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: apserver project decisions [--all] [--json]
        apserver project snapshot [--write]
+       apserver project status|tick|autopilot|replay [flags]   (the manager: apserver project status --help)
 
 decisions lists the decisions recorded for this directory (the active and
 proposed ones; --all adds the superseded and revoked). snapshot prints the
@@ -56,7 +57,7 @@ project snapshot, as project/snapshot/read gives it; --write also rewrites
 .apserver/memory.md and .apserver/snapshot.md.
 
 `)
-		fs.PrintDefaults()
+		printFlags(fs.Output(), fs)
 	}
 	var f serveFlags
 	f.register(fs)

@@ -189,7 +189,7 @@ func defaults(getenv func(string) string) Config {
 		MaxConcurrentModelCalls: DefaultMaxConcurrentModelCalls,
 		FullAuto:                defaultFullAuto(),
 		Runs:                    defaultRuns(),
-		Cluster:                 ClusterConfig{DatabaseURL: getenv("APSERVER_DATABASE_URL"), Execute: "here"},
+		Cluster:                 ClusterConfig{DatabaseURL: getenv(EnvDatabaseURL), Execute: "here"},
 		GitHub:                  defaultGitHub(),
 		RulesFile:               userRulesFile(getenv),
 		ApplyPatchTool:          "freeform",

@@ -59,6 +59,9 @@ const (
 	EnvOpenAIAPIKey  = "OPENAI_API_KEY"  // API key of the default provider
 	EnvModel         = "APSERVER_MODEL"  // default model
 	EnvWire          = "APSERVER_WIRE"   // wire of the default provider
+	// EnvDatabaseURL is the cluster's PostgreSQL URL when the files set
+	// none; commands never get it (it may carry a password).
+	EnvDatabaseURL = "APSERVER_DATABASE_URL"
 )
 
 // Load merges, lowest precedence first: Default(), the user file, the

@@ -135,6 +135,15 @@ func NewManager(opts Options) *Manager {
 	for _, pc := range opts.Config.Providers {
 		sandbox.HideEnv(pc.APIKeyEnv)
 	}
+	// So do the MCP servers' credentials and the cluster's database URL
+	// (it may carry a password): names the secret-word rule may miss.
+	for _, s := range opts.Config.MCPServers {
+		sandbox.HideEnv(s.BearerTokenEnvVar)
+		for _, v := range s.EnvHTTPHeaders {
+			sandbox.HideEnv(v)
+		}
+	}
+	sandbox.HideEnv(config.EnvDatabaseURL)
 	m.fa = newFullAutoManager(m)
 	m.mcp = newMCPState(m)
 	m.sched = newScheduler(opts.Config.MaxConcurrentModelCalls)

@@ -30,12 +30,17 @@ func (s *Service) Judge(ctx context.Context, cwd string, task brain.Task, a prot
 	if err != nil {
 		return protocol.AlignmentVerdict{}, err
 	}
+	return s.judge(ctx, cwd, task, a, ds), nil
+}
+
+// judge is Judge over decisions already read.
+func (s *Service) judge(ctx context.Context, cwd string, task brain.Task, a protocol.AlignmentAction, ds []protocol.ProjectDecision) protocol.AlignmentVerdict {
 	key := Project(cwd) + "\x00" + brain.Key(a, task, ds)
 	s.mu.Lock()
 	v, ok := s.cache[key]
 	s.mu.Unlock()
 	if ok {
-		return v, nil
+		return v
 	}
 	v = brain.Judge(a, task, ds, func(prompt string) (string, error) { return s.ask(ctx, prompt) })
 	s.mu.Lock()
@@ -44,7 +49,7 @@ func (s *Service) Judge(ctx context.Context, cwd string, task brain.Task, a prot
 	}
 	s.cache[key] = v
 	s.mu.Unlock()
-	return v, nil
+	return v
 }
 
 // verdictSchema is the validator's structured output.

@@ -75,11 +75,7 @@ func (s *Service) AlignThread(ctx context.Context, threadID string, a protocol.A
 	if err != nil || len(brain.Active(ds)) == 0 {
 		return protocol.AlignmentVerdict{}, false
 	}
-	v, err := s.Judge(ctx, cwd, task, a)
-	if err != nil {
-		s.log.Warn("alignment check", "thread", threadID, "err", err)
-		return protocol.AlignmentVerdict{}, false
-	}
+	v := s.judge(ctx, cwd, task, a, ds) // the decisions read above, not a second time
 	s.log.Info("alignment verdict", "thread", threadID, "status", v.Status, "pass", v.Pass, "reasons", v.Reasons)
 	return v, true
 }

@@ -84,35 +84,12 @@ interrupted (the ingestion stays stored).
 		fs.Usage()
 		return errUsage
 	}
-	if f.logLevel == "info" {
-		f.logLevel = "warn"
-	}
-	log, closeLog, err := newLogger(&f)
+	h, err := openHeadless(&f)
 	if err != nil {
 		return err
 	}
-	defer closeLog()
-	cwd, _ := os.Getwd()
-	cfg, err := config.Load(config.LoadOptions{UserFile: f.configFile, Workspace: cwd, Getenv: execGetenv, Overrides: f.overrides()})
-	if err != nil {
-		return err
-	}
-	dataDir, err := resolveDataDir(cfg)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return err
-	}
-	sync := "NORMAL"
-	if strings.EqualFold(cfg.Durability, "full") {
-		sync = "FULL"
-	}
-	st, err := store.Open(filepath.Join(dataDir, store.FileName), store.Options{Synchronous: sync})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	defer h.Close()
+	log, cfg, cwd, st := h.log, h.cfg, h.cwd, h.st
 	bar := &progressBar{w: os.Stderr, tty: isTerminal(os.Stderr)}
 	svc := blueprints.New(blueprints.Options{Store: func() (*store.Store, error) { return st, nil }, Config: cfg, Client: bar, Logger: log})
 	defer svc.Close()

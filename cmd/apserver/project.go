@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/apserver/apserver/brains"
@@ -75,31 +74,12 @@ project snapshot, as project/snapshot/read gives it; --write also rewrites
 		fs.Usage()
 		return errUsage
 	}
-	if f.logLevel == "info" {
-		f.logLevel = "warn"
-	}
-	log, closeLog, err := newLogger(&f)
+	h, err := openHeadless(&f)
 	if err != nil {
 		return err
 	}
-	defer closeLog()
-	cwd, _ := os.Getwd()
-	cfg, err := config.Load(config.LoadOptions{UserFile: f.configFile, Workspace: cwd, Getenv: execGetenv, Overrides: f.overrides()})
-	if err != nil {
-		return err
-	}
-	dataDir, err := resolveDataDir(cfg)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return err
-	}
-	st, err := store.Open(filepath.Join(dataDir, store.FileName), store.Options{})
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	defer h.Close()
+	log, cfg, cwd, st := h.log, h.cfg, h.cwd, h.st
 	svc := newBrain(cfg, func() (*store.Store, error) { return st, nil }, log)
 	defer svc.Close()
 	switch sub {

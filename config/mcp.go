@@ -166,6 +166,14 @@ func (c *Config) mergeMCP(f fileMCP, path string, ws *workspaceLayer, bad func(k
 		s := prev
 		if !exists {
 			s = MCPServer{Name: name, Enabled: true, StartupTimeout: DefaultMCPStartupTimeout, ToolTimeout: DefaultMCPToolTimeout}
+			if untrusted {
+				// A server an untrusted repository adds is reached over
+				// HTTP, at a URL of its choosing, and says of itself what
+				// its tools do: every call asks a human, so nothing the
+				// model read leaves for that URL unseen. (The file cannot
+				// loosen this below: that is loosening an approval mode.)
+				s.DefaultApprovalMode = MCPApprovalPrompt
+			}
 		}
 		s.Source = path
 		skip := func(k string, v any) { c.Warnings = append(c.Warnings, ws.ignored(path, key+"."+k, v)) }

@@ -224,6 +224,11 @@ func TestMCPUntrustedWorkspace(t *testing.T) {
 	if l := c.MCPServers["leak"]; l.BearerTokenEnvVar != "" || l.EnvHTTPHeaders != nil {
 		t.Errorf("an untrusted workspace made a server read secrets: %+v", l)
 	}
+	// The HTTP server it added reaches a URL of the repository's choosing:
+	// every call to it asks a human, whatever its tools say of themselves.
+	if l := c.MCPServers["leak"]; l.ApprovalMode("any_tool") != MCPApprovalPrompt {
+		t.Errorf("a server an untrusted workspace added calls tools without asking: %+v", l)
+	}
 	w := c.MCPServers["web"]
 	if w.URL != "https://mcp.example/mcp" || w.DefaultApprovalMode != MCPApprovalAuto || w.ApprovalMode("a") != MCPApprovalPrompt ||
 		w.ToolEnabled("z") || w.ToolEnabled("c") || w.ToolEnabled("d") {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -27,8 +28,17 @@ func (e *GitError) Error() string {
 	if e.Stderr != "" {
 		msg += ": " + e.Stderr
 	}
-	return msg
+	return redactURLs(msg)
 }
+
+// urlCredentials matches the user info of a URL (scheme://user:secret@),
+// which a remote may carry (https://x-access-token:TOKEN@github.com/…) and
+// git repeats in its messages; an error that reaches a run's state, a log
+// or a pull request must not carry it.
+var urlCredentials = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@`)
+
+// redactURLs replaces the user info of every URL in s.
+func redactURLs(s string) string { return urlCredentials.ReplaceAllString(s, "${1}***@") }
 
 func (e *GitError) Unwrap() error { return e.Err }
 

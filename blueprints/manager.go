@@ -71,3 +71,26 @@ func (s *Service) PhaseWork(ctx context.Context, bpID, phase string) (manager.Ph
 	}
 	return w, nil
 }
+
+// Tree is a blueprint's nodes (its primary version, with task status), in
+// tree order: what the manager resolves "start building phase 1" or "build
+// the login feature" in. It implements projects.BlueprintTree.
+func (s *Service) Tree(ctx context.Context, bpID string) ([]protocol.BlueprintNode, error) {
+	st, err := s.store()
+	if err != nil {
+		return nil, err
+	}
+	_, v, err := s.version(ctx, st, bpID, "")
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.tree(ctx, st, v)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := s.tasks(ctx, st, v.ID)
+	if err != nil {
+		return nil, err
+	}
+	return blueprint.WithTasks(t, tasks).Nodes, nil
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/apserver/apserver/protocol"
 
 	"github.com/apserver/apserver/blueprints"
+	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/projects"
 	"github.com/apserver/apserver/runner"
 	"github.com/apserver/apserver/server"
@@ -26,8 +27,11 @@ import (
 
 // newProjects makes the manager's driver (docs/manager.md) over the
 // runner and the blueprints service; its notifications go to c.
-func newProjects(mgr *session.Manager, rn *runner.Runner, bs *blueprints.Service, c interface{ Notify(string, any) }, log *slog.Logger) *projects.Service {
-	return projects.New(projects.Options{Store: mgr.Store, Runs: server.RunnerRuns{Runner: rn}, Blueprints: bs, Notify: c.Notify, Log: log})
+func newProjects(cfg config.Config, mgr *session.Manager, rn *runner.Runner, bs *blueprints.Service, c interface{ Notify(string, any) }, log *slog.Logger) *projects.Service {
+	ps := projects.New(projects.Options{Store: mgr.Store, Runs: server.RunnerRuns{Runner: rn}, Blueprints: bs, Notify: c.Notify, Log: log,
+		Intent: projects.IntentOptions{Tree: bs, Config: cfg}, Attention: mgr.SetProjectAttention})
+	mgr.SetIntentRouter(ps) // intent from chat in project threads
+	return ps
 }
 
 // runProjectManager is `apserver project status|tick|autopilot` (the

@@ -231,14 +231,18 @@ func autopilot(ctx context.Context, ps *projects.Service, cwd string, every time
 	}
 }
 
-// heartbeat runs the manager's heartbeat (projects.Service.Heartbeat) until
-// the returned stop is called; stop waits for it.
-func heartbeat(ctx context.Context, ps *projects.Service) (stop func()) {
+// heartbeat runs the manager's heartbeat (projects.Service.Heartbeat) at
+// [manager]'s intervals until the returned stop is called; stop waits for
+// it. An interval of 0 is no heartbeat.
+func heartbeat(ctx context.Context, ps *projects.Service, mc config.ManagerConfig) (stop func()) {
+	if mc.HeartbeatInterval <= 0 {
+		return func() {}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ps.Heartbeat(ctx, projects.DefaultHeartbeat, projects.DefaultHeartbeatMax)
+		ps.Heartbeat(ctx, mc.HeartbeatInterval, mc.HeartbeatMax)
 	}()
 	return func() { cancel(); <-done }
 }

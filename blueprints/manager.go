@@ -3,6 +3,7 @@ package blueprints
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/apserver/apserver/blueprint"
 	"github.com/apserver/apserver/manager"
@@ -93,4 +94,37 @@ func (s *Service) Tree(ctx context.Context, bpID string) ([]protocol.BlueprintNo
 		return nil, err
 	}
 	return blueprint.WithTasks(t, tasks).Nodes, nil
+}
+
+// Amend ingests a new version of a blueprint (blueprint/ingest with its
+// id): its primary version's document with a section added at the end,
+// headed heading (one level below the document's first heading) and
+// holding text. The manager calls it when a user confirms a plan change
+// or a requirements update from chat. It implements projects.BlueprintTree.
+func (s *Service) Amend(ctx context.Context, bpID, heading, text string) (string, error) {
+	st, err := s.store()
+	if err != nil {
+		return "", err
+	}
+	_, pv, err := s.version(ctx, st, bpID, "")
+	if err != nil {
+		return "", err
+	}
+	v, err := st.BlueprintVersion(ctx, pv.ID) // with its document
+	if err != nil {
+		return "", err
+	}
+	doc := strings.TrimRight(v.Document, "\n")
+	level := "##"
+	for _, l := range strings.Split(doc, "\n") {
+		if h, _, ok := strings.Cut(l, " "); ok && h != "" && strings.Trim(h, "#") == "" {
+			level = h + "#"
+			break
+		}
+	}
+	res, err := s.Ingest(ctx, protocol.BlueprintIngestParams{BlueprintID: bpID, Text: doc + "\n\n" + level + " " + heading + "\n\n" + strings.TrimSpace(text) + "\n"})
+	if err != nil {
+		return "", err
+	}
+	return res.Version.ID, nil
 }

@@ -31,6 +31,7 @@ func TestIntentFromChat(t *testing.T) {
 		classifierRule("start building phase 1", `{"intent":"START_BUILD","confidence":0.95,"target":"phase 1"}`),
 		classifierRule("pause the autopilot", `{"intent":"PAUSE_AUTOPILOT","confidence":0.9,"target":""}`),
 		classifierRule("what does greet.sh print", `{"intent":"START_BUILD","confidence":0.3,"target":""}`),
+		classifierRule("greet must also wave", `{"intent":"UPDATE_REQUIREMENTS","confidence":0.9,"target":""}`),
 		{Match: "what does greet.sh print", Steps: []scripted.Step{{Text: "It prints a greeting."}}},
 		{Match: "hello before the project", Steps: []scripted.Step{{Text: "Hello."}}},
 		{Match: "[blueprint chunk 1/1 cursor=start]", Steps: []scripted.Step{{Text: managerOutline(t)}}},
@@ -148,8 +149,32 @@ func TestIntentFromChat(t *testing.T) {
 	if len(texts) != 2 || !strings.Contains(texts[0], "below 0.6: answered as a question") || texts[1] != "It prints a greeting." {
 		t.Errorf("low confidence: agent messages %q, want the manager's note then the model's answer", texts)
 	}
+	// A requirements update waits for the user's confirmation, asked in
+	// the thread; confirmed, the blueprint is ingested again.
+	_, turn = c.startTurn(thread, "greet must also wave")
+	ask := c.waitFor("item/tool/requestUserInput", func(m *message) bool { return m.str("turnId") == turn })
+	if !strings.Contains(ask.str("questions.0.question"), `"Requirements update"`) || ask.str("questions.0.options.0.label") != "Apply" {
+		t.Fatalf("confirmation: %s", ask.Raw)
+	}
+	if n := len(c.call("blueprint/list", map[string]any{"cwd": repo}).get("data").([]any)); n != 1 {
+		t.Fatalf("%d blueprints", n)
+	}
+	c.answer(ask, map[string]any{"answers": map[string]any{"confirm": map[string]any{"answers": []string{"Apply"}}}})
+	c.turnDone(turn)
+	texts = nil
+	for _, m := range c.find("item/completed", func(m *message) bool { return m.str("turnId") == turn && m.str("item.type") == "agentMessage" }) {
+		texts = append(texts, m.str("item.text"))
+	}
+	if len(texts) != 2 || !strings.Contains(texts[1], "is ingesting version ") {
+		t.Errorf("requirements update: agent messages %q", texts)
+	}
+	c.waitFor("blueprint/progress", func(m *message) bool { return m.str("blueprintId") == bp && m.str("status") == "ready" })
+	if v := c.call("blueprint/list", map[string]any{"cwd": repo}).get("data.0.primary.number"); v != 2.0 {
+		t.Errorf("the blueprint's primary version is %v, want 2", v)
+	}
+
 	ex := c.call("manager/explain", map[string]any{"cwd": repo})
-	if ex.str("intents.0.intent") != "QUESTION" || ex.str("intents.2.intent") != "START_BUILD" {
+	if ex.str("intents.1.intent") != "UPDATE_REQUIREMENTS" || ex.str("intents.2.intent") != "QUESTION" || ex.str("intents.4.intent") != "START_BUILD" {
 		t.Errorf("manager/explain = %s", ex.Raw)
 	}
 	if out, err := cli("project", "replay").CombinedOutput(); err != nil || !strings.Contains(string(out), " 0 differ") {

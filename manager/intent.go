@@ -299,6 +299,14 @@ func Resolve(target string, nodes []protocol.BlueprintNode) (Resolution, error) 
 	return Resolution{}, fmt.Errorf("%q matches several nodes in different phases: %s", t, strings.Join(titles, ", "))
 }
 
+// Actions of a routing.
+const (
+	ActionStartBuild        = "start_build"         // set the phase, resume, tick
+	ActionContinueBuild     = "continue_build"      // resume, tick
+	ActionPause             = "pause"               // pause the autopilot
+	ActionConfirmPlanChange = "confirm_plan_change" // ask the user, then re-ingest the blueprint
+)
+
 // Routing is what the manager does for a classified message; the driver
 // (package projects) applies it and tells the thread.
 type Routing struct {
@@ -339,13 +347,13 @@ func Route(c Classification, hasBlueprint bool, nodes []protocol.BlueprintNode) 
 			r.Reason = "nothing started: " + err.Error()
 			return r
 		}
-		r.Action, r.Resolution = "start_build", &res
+		r.Action, r.Resolution = ActionStartBuild, &res
 	case IntentContinueBuild:
-		r.Action = "continue_build"
+		r.Action = ActionContinueBuild
 	case IntentPauseAutopilot:
-		r.Action = "pause"
+		r.Action = ActionPause
 	case IntentAdjustPlan, IntentUpdateRequirements:
-		r.Action = "confirm_plan_change"
+		r.Action = ActionConfirmPlanChange
 	}
 	return r
 }

@@ -22,10 +22,13 @@ import (
 // thread, and keep a receipt among the workspace's ticks (result
 // "intent").
 
-// BlueprintTree is what intent from chat needs of the blueprints service:
-// a blueprint's nodes (primary version), in tree order.
+// BlueprintTree is what intent from chat needs of the blueprints service.
 type BlueprintTree interface {
+	// Tree is a blueprint's nodes (primary version), in tree order.
 	Tree(ctx context.Context, blueprintID string) ([]protocol.BlueprintNode, error)
+	// Amend ingests a new version of a blueprint: its primary version's
+	// document with a section (heading, text) added at its end.
+	Amend(ctx context.Context, blueprintID, heading, text string) (versionID string, err error)
 }
 
 // IntentOptions configure intent from chat.
@@ -59,6 +62,9 @@ type intentInput struct {
 	BlueprintID string   `json:"blueprintId,omitempty"`
 	// Nodes are the tree the target was resolved in (START_BUILD only).
 	Nodes []protocol.BlueprintNode `json:"nodes,omitempty"`
+	// Confirmed is set on the receipt of a plan change's confirmation
+	// (the user's answer, not a decision: replay skips it).
+	Confirmed *bool `json:"confirmed,omitempty"`
 }
 
 // intentReceipt is an intent routing's decision as stored.
@@ -74,21 +80,22 @@ type intentReceipt struct {
 // RouteIntent implements session.IntentRouter: nothing (answer) unless
 // the workspace is a project whose mode is not off; then the message is
 // classified and acted on.
-func (s *Service) RouteIntent(ctx context.Context, r session.IntentRequest) (string, bool) {
+func (s *Service) RouteIntent(ctx context.Context, r session.IntentRequest) session.IntentOutcome {
+	answer := session.IntentOutcome{Answer: true}
 	if r.Cwd == "" {
-		return "", true
+		return answer
 	}
 	ws, err := workspace(r.Cwd)
 	if err != nil {
-		return "", true
+		return answer
 	}
 	st, err := s.settings(ctx, ws)
 	if err != nil {
 		s.opts.Log.Warn("intent: reading the project's settings", "cwd", ws, "err", err)
-		return "", true
+		return answer
 	}
 	if st.Mode == manager.ModeOff || st.Mode == "" {
-		return "", true
+		return answer
 	}
 	in := intentInput{ThreadID: r.ThreadID, Text: r.Text, BlueprintID: st.BlueprintID}
 	var nodes []protocol.BlueprintNode
@@ -111,7 +118,7 @@ func (s *Service) RouteIntent(ctx context.Context, r session.IntentRequest) (str
 		rec.Error = err.Error()
 		rec.Message = "The manager could not tell what this message asks of it (" + err.Error() + "), so it is answered as a question."
 		s.recordIntent(ctx, ws, in, rec)
-		return rec.Message, true
+		return session.IntentOutcome{Message: rec.Message, Answer: true}
 	}
 	rec.Classification = &c
 	rt := manager.Route(c, st.BlueprintID != "", nodes)
@@ -119,13 +126,54 @@ func (s *Service) RouteIntent(ctx context.Context, r session.IntentRequest) (str
 	if rt.Resolution != nil || (rt.Intent == manager.IntentStartBuild && rt.Reason != "") {
 		in.Nodes = compactNodes(nodes)
 	}
-	rec.Message, rec.Tick, err = s.applyRouting(ctx, ws, c, rt)
-	if err != nil {
-		rec.Error = err.Error()
+	out := session.IntentOutcome{Answer: rt.Answered}
+	if rt.Action == manager.ActionConfirmPlanChange {
+		rec.Message = "The manager asks you to confirm this change first."
+		out.Confirm = s.confirmation(ws, st.BlueprintID, r, c, rt)
+	} else {
+		rec.Message, rec.Tick, err = s.applyRouting(ctx, ws, rt)
+		if err != nil {
+			rec.Error = err.Error()
+		}
 	}
+	out.Message = rec.Message
 	s.recordIntent(ctx, ws, in, rec)
 	s.notify(ws)
-	return rec.Message, rt.Answered
+	return out
+}
+
+// confirmation is a plan change's question and its application: a new
+// version of the blueprint, ingested from its document with the message
+// added as a section, once the user confirms; a receipt either way.
+func (s *Service) confirmation(ws, bpID string, r session.IntentRequest, c manager.Classification, rt manager.Routing) *session.IntentConfirm {
+	heading, what := "Plan adjustment", "change the plan"
+	if rt.Intent == manager.IntentUpdateRequirements {
+		heading, what = "Requirements update", "update the requirements"
+	}
+	if c.Target != "" {
+		what += " (" + c.Target + ")"
+	}
+	q := fmt.Sprintf("Apply this to blueprint %s? The manager would %s: its document gets a section %q holding your message, and the blueprint is ingested again as a new version.", bpID, what, heading)
+	return &session.IntentConfirm{Question: q, Apply: func(ctx context.Context, confirmed bool) string {
+		in := intentInput{ThreadID: r.ThreadID, Text: r.Text, BlueprintID: bpID, Confirmed: &confirmed}
+		rec := intentReceipt{Routing: rt}
+		switch {
+		case !confirmed:
+			rec.Message = "The manager left the plan as it is (not confirmed)."
+		case s.opts.Intent.Tree == nil:
+			rec.Message, rec.Error = "The manager cannot change blueprints here.", "no blueprints service"
+		default:
+			v, err := s.opts.Intent.Tree.Amend(ctx, bpID, heading, r.Text)
+			if err != nil {
+				rec.Message, rec.Error = "The manager could not change the blueprint: "+plain(err)+".", err.Error()
+			} else {
+				rec.Message = fmt.Sprintf("The manager is ingesting version %s of blueprint %s with the section %q; blueprint/progress reports it, and the manager plans from it once it is ready.", v, bpID, heading)
+			}
+		}
+		s.recordIntent(ctx, ws, in, rec)
+		s.notify(ws)
+		return rec.Message
+	}}
 }
 
 // compactNodes keeps what the resolver reads of each node.
@@ -206,7 +254,7 @@ func ask(ctx context.Context, name string, prov model.Provider, prompt string) (
 }
 
 // applyRouting carries out a routing and says what the manager did.
-func (s *Service) applyRouting(ctx context.Context, ws string, c manager.Classification, rt manager.Routing) (string, *manager.Decision, error) {
+func (s *Service) applyRouting(ctx context.Context, ws string, rt manager.Routing) (string, *manager.Decision, error) {
 	if rt.Answered {
 		return rt.Reason, nil, nil // a low confidence is said; a question is just answered
 	}
@@ -215,21 +263,12 @@ func (s *Service) applyRouting(ctx context.Context, ws string, c manager.Classif
 	}
 	var did string
 	switch rt.Action {
-	case "pause":
+	case manager.ActionPause:
 		if _, err := s.UpdateSettings(ctx, ws, func(st *manager.Settings) { st.Paused = true }); err != nil {
 			return "The manager could not pause the autopilot: " + plain(err) + ".", nil, err
 		}
 		return "The manager paused the autopilot: no run starts until it is resumed (say \"continue\", or set paused to false).", nil, nil
-	case "confirm_plan_change":
-		what := "change the plan"
-		if rt.Intent == manager.IntentUpdateRequirements {
-			what = "update the requirements"
-		}
-		if c.Target != "" {
-			what += " (" + c.Target + ")"
-		}
-		return "This message asks to " + what + ". The manager changes the blueprint only once a human confirms it, and it does not edit nodes from chat yet: edit them with blueprint/node/update, or ingest the new text with blueprint/ingest.", nil, nil
-	case "start_build":
+	case manager.ActionStartBuild:
 		res := rt.Resolution
 		st, err := s.UpdateSettings(ctx, ws, func(st *manager.Settings) { st.Phase, st.Paused = res.Phase, false })
 		if err != nil {
@@ -242,7 +281,7 @@ func (s *Service) applyRouting(ctx context.Context, ws string, c manager.Classif
 		if st.Mode == manager.ModeSuggest {
 			did += "; in suggest mode it only proposes runs"
 		}
-	case "continue_build":
+	case manager.ActionContinueBuild:
 		if _, err := s.UpdateSettings(ctx, ws, func(st *manager.Settings) { st.Paused = false }); err != nil {
 			return "The manager could not resume the autopilot: " + plain(err) + ".", nil, err
 		}
@@ -298,6 +337,9 @@ func replayIntent(t store.ManagerTick) (string, error) {
 	}
 	if err := json.Unmarshal(t.Decision, &r); err != nil {
 		return "", err
+	}
+	if in.Confirmed != nil {
+		return "", nil
 	}
 	var again manager.Routing
 	if len(in.Answers) > 0 {

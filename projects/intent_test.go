@@ -2,6 +2,7 @@ package projects
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,8 +16,16 @@ import (
 )
 
 // fakeTree is the blueprint's tree: phase p1 ("Accounts") with the fake
-// project's tasks, phase p2 ("Reports").
-type fakeTree struct{ f *fakeProject }
+// project's tasks, phase p2 ("Reports"); amends are recorded.
+type fakeTree struct {
+	f      *fakeProject
+	amends *[]string
+}
+
+func (ft fakeTree) Amend(ctx context.Context, bp, heading, text string) (string, error) {
+	*ft.amends = append(*ft.amends, bp+"|"+heading+"|"+text)
+	return "bpv_2", nil
+}
 
 func (ft fakeTree) Tree(ctx context.Context, bp string) ([]protocol.BlueprintNode, error) {
 	nodes := []protocol.BlueprintNode{{ID: "p1", Kind: protocol.KindPhase, Title: "Accounts", Status: protocol.NodePlanned}}
@@ -50,6 +59,11 @@ func (a *attnLog) get(cwd string) *protocol.AttentionItem {
 // intentService is a Service whose classifier is the scripted model
 // (over HTTP) answering each rule's steps in order.
 func intentService(t *testing.T, f *fakeProject, rules ...scripted.Rule) (*Service, *scripted.Server, *attnLog) {
+	s, srv, al, _ := intentServiceTree(t, f, rules...)
+	return s, srv, al
+}
+
+func intentServiceTree(t *testing.T, f *fakeProject, rules ...scripted.Rule) (*Service, *scripted.Server, *attnLog, fakeTree) {
 	t.Helper()
 	for i := range rules {
 		rules[i].Sequential = true
@@ -66,8 +80,9 @@ func intentService(t *testing.T, f *fakeProject, rules ...scripted.Rule) (*Servi
 	cfg.RequestMaxRetries = 0
 	s0, _ := newService(t, f, time.Now)
 	al := &attnLog{}
-	s := New(Options{Store: s0.opts.Store, Runs: f, Blueprints: f, Intent: IntentOptions{Tree: fakeTree{f}, Config: cfg}, Attention: al.set})
-	return s, srv, al
+	ft := fakeTree{f: f, amends: new([]string)}
+	s := New(Options{Store: s0.opts.Store, Runs: f, Blueprints: f, Intent: IntentOptions{Tree: ft, Config: cfg}, Attention: al.set})
+	return s, srv, al, ft
 }
 
 func answer(intent string, conf string, target string) scripted.Step {
@@ -76,7 +91,11 @@ func answer(intent string, conf string, target string) scripted.Step {
 
 func route(t *testing.T, s *Service, ws, text string) (string, bool) {
 	t.Helper()
-	return s.RouteIntent(context.Background(), session.IntentRequest{ThreadID: "th1", Cwd: ws, Model: "gpt-test", Text: text})
+	out := s.RouteIntent(context.Background(), session.IntentRequest{ThreadID: "th1", Cwd: ws, Model: "gpt-test", Text: text})
+	if out.Confirm != nil {
+		t.Errorf("%q: a confirmation was asked", text)
+	}
+	return out.Message, out.Answer
 }
 
 // TestIntentOffAsksNoModel: in a workspace that is not a project, or a
@@ -250,5 +269,49 @@ func TestIntentRetryThenFailure(t *testing.T) {
 	status, _ := s.Status(ctx, protocol.ProjectCwdParams{Cwd: ws})
 	if len(status.Recent) == 0 || status.Recent[0].Error == "" || status.Recent[0].Intent != "QUESTION" {
 		t.Errorf("the failed routing's record = %+v", status.Recent)
+	}
+}
+
+// TestIntentPlanChangeAsksFirst: ADJUST_PLAN and UPDATE_REQUIREMENTS
+// change nothing until the user confirms; confirmed, the blueprint is
+// amended (a new version ingested); declined, it is not. Each answer is a
+// receipt; replay skips the answers and reproduces the routings.
+func TestIntentPlanChangeAsksFirst(t *testing.T) {
+	f := newFake(nil, []string{"a"})
+	s, _, _, ft := intentServiceTree(t, f,
+		scripted.Rule{Match: "split the login", Steps: []scripted.Step{answer("ADJUST_PLAN", "0.9", "login")}},
+		scripted.Rule{Match: "passwords need 12", Steps: []scripted.Step{answer("UPDATE_REQUIREMENTS", "0.8", "")}})
+	ws := t.TempDir()
+	ctx := context.Background()
+	if _, err := s.UpdateSettings(ctx, ws, fullAuto(1)); err != nil {
+		t.Fatal(err)
+	}
+	req := func(text string) session.IntentOutcome {
+		return s.RouteIntent(ctx, session.IntentRequest{ThreadID: "th1", Cwd: ws, Model: "gpt-test", Text: text})
+	}
+	out := req("split the login feature in two")
+	if out.Answer || out.Confirm == nil || !strings.Contains(out.Confirm.Question, "change the plan (login)") || !strings.Contains(out.Confirm.Question, `"Plan adjustment"`) {
+		t.Fatalf("ADJUST_PLAN outcome = %+v", out)
+	}
+	if len(*ft.amends) != 0 || f.starts != 0 {
+		t.Fatalf("changed before the confirmation: %v, %d runs", *ft.amends, f.starts)
+	}
+	if msg := out.Confirm.Apply(ctx, false); !strings.Contains(msg, "left the plan as it is") || len(*ft.amends) != 0 {
+		t.Errorf("declined: %q, amends %v", msg, *ft.amends)
+	}
+	out = req("passwords need 12 characters")
+	if out.Confirm == nil {
+		t.Fatalf("UPDATE_REQUIREMENTS outcome = %+v", out)
+	}
+	msg := out.Confirm.Apply(ctx, true)
+	if !strings.Contains(msg, "ingesting version bpv_2 of blueprint bp") {
+		t.Errorf("confirmed: %q", msg)
+	}
+	if want := []string{"bp|Requirements update|passwords need 12 characters"}; !slices.Equal(*ft.amends, want) {
+		t.Errorf("amends = %q, want %q", *ft.amends, want)
+	}
+	n, diffs, err := s.Replay(ctx, ws)
+	if err != nil || len(diffs) != 0 || n != 4 {
+		t.Errorf("Replay = %d, %v, %v; want 4 rows (two routings, two answers), no diff", n, diffs, err)
 	}
 }

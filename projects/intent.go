@@ -11,7 +11,6 @@ import (
 	"github.com/apserver/apserver/manager"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
-	"github.com/apserver/apserver/session"
 	"github.com/apserver/apserver/store"
 )
 
@@ -40,8 +39,30 @@ type IntentOptions struct {
 	Config config.Config
 }
 
-// The Service routes a thread's messages.
-var _ session.IntentRouter = (*Service)(nil)
+// IntentRequest is a user message of a thread to route: the thread, its
+// workspace, its model and provider (the classifier's unless
+// [roles.intent] names one), the text. (cmd/apserver adapts these types
+// to session.IntentRouter's: this package does not import session.)
+type IntentRequest struct {
+	ThreadID, Cwd, Model, Provider, Text string
+}
+
+// IntentOutcome is what the manager did with a message: its message to
+// the thread (what it did, or why it did nothing), whether the model
+// answers the message as usual, and a change that waits for the user's
+// confirmation.
+type IntentOutcome struct {
+	Message string
+	Answer  bool
+	Confirm *IntentConfirm
+}
+
+// IntentConfirm is a change the user confirms first: the question, and
+// what to do with the answer (it returns the manager's message).
+type IntentConfirm struct {
+	Question string
+	Apply    func(ctx context.Context, confirmed bool) string
+}
 
 // ResultIntent is the result of a stored intent routing (a row of the
 // workspace's manager ticks that is not a tick).
@@ -77,11 +98,12 @@ type intentReceipt struct {
 	Error   string            `json:"error,omitempty"`
 }
 
-// RouteIntent implements session.IntentRouter: nothing (answer) unless
+// RouteIntent routes a thread's message (session.IntentRouter, through
+// cmd/apserver): nothing (answer) unless
 // the workspace is a project whose mode is not off; then the message is
 // classified and acted on.
-func (s *Service) RouteIntent(ctx context.Context, r session.IntentRequest) session.IntentOutcome {
-	answer := session.IntentOutcome{Answer: true}
+func (s *Service) RouteIntent(ctx context.Context, r IntentRequest) IntentOutcome {
+	answer := IntentOutcome{Answer: true}
 	if r.Cwd == "" {
 		return answer
 	}
@@ -118,7 +140,7 @@ func (s *Service) RouteIntent(ctx context.Context, r session.IntentRequest) sess
 		rec.Error = err.Error()
 		rec.Message = "The manager could not tell what this message asks of it (" + err.Error() + "), so it is answered as a question."
 		s.recordIntent(ctx, ws, in, rec)
-		return session.IntentOutcome{Message: rec.Message, Answer: true}
+		return IntentOutcome{Message: rec.Message, Answer: true}
 	}
 	rec.Classification = &c
 	rt := manager.Route(c, st.BlueprintID != "", nodes)
@@ -126,7 +148,7 @@ func (s *Service) RouteIntent(ctx context.Context, r session.IntentRequest) sess
 	if rt.Resolution != nil || (rt.Intent == manager.IntentStartBuild && rt.Reason != "") {
 		in.Nodes = compactNodes(nodes)
 	}
-	out := session.IntentOutcome{Answer: rt.Answered}
+	out := IntentOutcome{Answer: rt.Answered}
 	if rt.Action == manager.ActionConfirmPlanChange {
 		rec.Message = "The manager asks you to confirm this change first."
 		out.Confirm = s.confirmation(ws, st.BlueprintID, r, c, rt)
@@ -145,7 +167,7 @@ func (s *Service) RouteIntent(ctx context.Context, r session.IntentRequest) sess
 // confirmation is a plan change's question and its application: a new
 // version of the blueprint, ingested from its document with the message
 // added as a section, once the user confirms; a receipt either way.
-func (s *Service) confirmation(ws, bpID string, r session.IntentRequest, c manager.Classification, rt manager.Routing) *session.IntentConfirm {
+func (s *Service) confirmation(ws, bpID string, r IntentRequest, c manager.Classification, rt manager.Routing) *IntentConfirm {
 	heading, what := "Plan adjustment", "change the plan"
 	if rt.Intent == manager.IntentUpdateRequirements {
 		heading, what = "Requirements update", "update the requirements"
@@ -154,7 +176,7 @@ func (s *Service) confirmation(ws, bpID string, r session.IntentRequest, c manag
 		what += " (" + c.Target + ")"
 	}
 	q := fmt.Sprintf("Apply this to blueprint %s? The manager would %s: its document gets a section %q holding your message, and the blueprint is ingested again as a new version.", bpID, what, heading)
-	return &session.IntentConfirm{Question: q, Apply: func(ctx context.Context, confirmed bool) string {
+	return &IntentConfirm{Question: q, Apply: func(ctx context.Context, confirmed bool) string {
 		in := intentInput{ThreadID: r.ThreadID, Text: r.Text, BlueprintID: bpID, Confirmed: &confirmed}
 		rec := intentReceipt{Routing: rt}
 		switch {
@@ -187,7 +209,7 @@ func compactNodes(nodes []protocol.BlueprintNode) []protocol.BlueprintNode {
 
 // classify asks the classifier, and once more when its answer is not
 // valid; the error names what was wrong with the last answer.
-func (s *Service) classify(ctx context.Context, r session.IntentRequest, prompt string, in *intentInput) (manager.Classification, error) {
+func (s *Service) classify(ctx context.Context, r IntentRequest, prompt string, in *intentInput) (manager.Classification, error) {
 	name, prov, err := s.classifier(r)
 	if err != nil {
 		in.Errors = append(in.Errors, err.Error())
@@ -215,7 +237,7 @@ func (s *Service) classify(ctx context.Context, r session.IntentRequest, prompt 
 
 // classifier is the classifier's model: the "intent" role's, else the
 // thread's.
-func (s *Service) classifier(r session.IntentRequest) (string, model.Provider, error) {
+func (s *Service) classifier(r IntentRequest) (string, model.Provider, error) {
 	cfg := s.opts.Intent.Config
 	if role, ok := cfg.Roles["intent"]; ok && role.Model != "" {
 		return cfg.ResolveModel("intent", "")

@@ -12,7 +12,6 @@ import (
 	"github.com/apserver/apserver/manager"
 	"github.com/apserver/apserver/model/scripted"
 	"github.com/apserver/apserver/protocol"
-	"github.com/apserver/apserver/session"
 )
 
 // fakeTree is the blueprint's tree: phase p1 ("Accounts") with the fake
@@ -91,7 +90,7 @@ func answer(intent string, conf string, target string) scripted.Step {
 
 func route(t *testing.T, s *Service, ws, text string) (string, bool) {
 	t.Helper()
-	out := s.RouteIntent(context.Background(), session.IntentRequest{ThreadID: "th1", Cwd: ws, Model: "gpt-test", Text: text})
+	out := s.RouteIntent(context.Background(), IntentRequest{ThreadID: "th1", Cwd: ws, Model: "gpt-test", Text: text})
 	if out.Confirm != nil {
 		t.Errorf("%q: a confirmation was asked", text)
 	}
@@ -286,8 +285,8 @@ func TestIntentPlanChangeAsksFirst(t *testing.T) {
 	if _, err := s.UpdateSettings(ctx, ws, fullAuto(1)); err != nil {
 		t.Fatal(err)
 	}
-	req := func(text string) session.IntentOutcome {
-		return s.RouteIntent(ctx, session.IntentRequest{ThreadID: "th1", Cwd: ws, Model: "gpt-test", Text: text})
+	req := func(text string) IntentOutcome {
+		return s.RouteIntent(ctx, IntentRequest{ThreadID: "th1", Cwd: ws, Model: "gpt-test", Text: text})
 	}
 	out := req("split the login feature in two")
 	if out.Answer || out.Confirm == nil || !strings.Contains(out.Confirm.Question, "change the plan (login)") || !strings.Contains(out.Confirm.Question, `"Plan adjustment"`) {

@@ -30,8 +30,21 @@ import (
 func newProjects(cfg config.Config, mgr *session.Manager, rn *runner.Runner, bs *blueprints.Service, c interface{ Notify(string, any) }, log *slog.Logger) *projects.Service {
 	ps := projects.New(projects.Options{Store: mgr.Store, Runs: server.RunnerRuns{Runner: rn}, Blueprints: bs, Notify: c.Notify, Log: log,
 		Intent: projects.IntentOptions{Tree: bs, Config: cfg}, Attention: mgr.SetProjectAttention})
-	mgr.SetIntentRouter(ps) // intent from chat in project threads
+	mgr.SetIntentRouter(intentRouter{ps}) // intent from chat in project threads
 	return ps
+}
+
+// intentRouter is the manager's intent from chat as the session's
+// IntentRouter (projects does not import session).
+type intentRouter struct{ ps *projects.Service }
+
+func (r intentRouter) RouteIntent(ctx context.Context, q session.IntentRequest) session.IntentOutcome {
+	o := r.ps.RouteIntent(ctx, projects.IntentRequest{ThreadID: q.ThreadID, Cwd: q.Cwd, Model: q.Model, Provider: q.Provider, Text: q.Text})
+	out := session.IntentOutcome{Message: o.Message, Answer: o.Answer}
+	if o.Confirm != nil {
+		out.Confirm = &session.IntentConfirm{Question: o.Confirm.Question, Apply: o.Confirm.Apply}
+	}
+	return out
 }
 
 // runProjectManager is `apserver project status|tick|autopilot` (the

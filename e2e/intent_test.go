@@ -123,8 +123,9 @@ func TestIntentFromChat(t *testing.T) {
 		t.Errorf("the run carries %v, want phase 1's first task S1 (%s)\n%s", got, s1, tasks)
 	}
 
-	_, turn = c.startTurn(thread, "pause the autopilot")
+	pauseStart, turn := c.startTurn(thread, "pause the autopilot")
 	c.turnDone(turn)
+	c.waitAfter(pauseStart, "project/updated", func(m *message) bool { return m.str("cwd") == repo })
 	msg = c.waitFor("item/completed", func(m *message) bool { return m.str("turnId") == turn && m.str("item.type") == "agentMessage" })
 	if !strings.Contains(msg.str("item.text"), "paused the autopilot") {
 		t.Errorf("pause: %q", msg.str("item.text"))

@@ -59,7 +59,8 @@ const (
 // routeIntent runs before a turn's first model request (runTurn): a user
 // message of a plain turn goes to the manager's router on a child
 // goroutine; its message, if any, becomes an agent message of the turn,
-// then the turn asks for a confirmation, samples (answer) or completes.
+// then the turn asks for a confirmation, samples (answer, or input
+// steered meanwhile) or completes.
 // It reports whether it took the turn over.
 func (t *thread) routeIntent(tr *turn, user userInput, auto *fullauto.TurnInput) bool {
 	r := t.m.opts.Intents
@@ -78,8 +79,8 @@ func (t *thread) routeIntent(tr *turn, user userInput, auto *fullauto.TurnInput)
 			switch {
 			case out.Confirm != nil:
 				t.confirmIntent(tr, *out.Confirm)
-			case out.Answer:
-				t.sampleNext(tr)
+			case out.Answer || len(tr.pendingInput) > 0:
+				t.afterCalls(tr) // the model answers (with input steered meanwhile)
 			default:
 				t.completeTurn(tr, protocol.TurnCompleted, nil)
 			}
@@ -118,7 +119,11 @@ func (t *thread) confirmIntent(tr *turn, c IntentConfirm) {
 		go func() {
 			msg := c.Apply(context.WithoutCancel(ctx), confirmed)
 			t.postEvent(ctx, func() {
-				if t.turn == tr && t.managerMessage(tr, msg) {
+				switch {
+				case t.turn != tr || !t.managerMessage(tr, msg):
+				case len(tr.pendingInput) > 0:
+					t.afterCalls(tr) // input steered meanwhile: the model answers it
+				default:
 					t.completeTurn(tr, protocol.TurnCompleted, nil)
 				}
 			})

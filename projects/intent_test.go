@@ -218,6 +218,12 @@ func TestIntentPause(t *testing.T) {
 	if d, _ := s.Tick(ctx, ws); d.Result != manager.ResultIdle || f.starts != 0 {
 		t.Errorf("tick after the pause = %+v, %d starts", d, f.starts)
 	}
+	if _, err := s.UpdateSettings(ctx, ws, func(st *manager.Settings) { st.Paused = false }); err != nil {
+		t.Fatal(err)
+	}
+	if it := al.get(ws); it != nil {
+		t.Errorf("resumed: attention item %+v is still there", it)
+	}
 }
 
 // TestIntentLowConfidenceIsAQuestion: below 0.6 the message is answered

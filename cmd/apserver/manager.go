@@ -201,6 +201,7 @@ func autopilot(ctx context.Context, ps *projects.Service, cwd string, every time
 	t := time.NewTicker(every)
 	defer t.Stop()
 	last := ""
+	recheck := false // the last tick may have seen a run that ended before the status was read
 	for {
 		d, err := ps.Tick(ctx, cwd)
 		if err != nil {
@@ -213,6 +214,7 @@ func autopilot(ctx context.Context, ps *projects.Service, cwd string, every time
 		}
 		switch d.Result {
 		case manager.ResultStartedRun, manager.ResultAdvancedRun:
+			recheck = false
 			continue
 		case manager.ResultIdle, manager.ResultWaitingForApproval, manager.ResultBudgetExhausted:
 			fmt.Println(line)
@@ -232,6 +234,11 @@ func autopilot(ctx context.Context, ps *projects.Service, cwd string, every time
 				active += n
 			}
 		}
+		if active == 0 && !recheck {
+			recheck = true // a run ended between the tick and the status: tick again first
+			continue
+		}
+		recheck = false
 		if active == 0 {
 			fmt.Println(line)
 			return &exitError{code: exitRunFailed, msg: fmt.Sprintf("phase %s cannot go on: %v; runs %v", s.Phase, s.Tasks, s.Runs)}

@@ -194,3 +194,62 @@ func TestMarshalLargeCycle(t *testing.T) {
 		t.Error("MarshalLarge of a cycle: no error")
 	}
 }
+
+// entryLike has the shape of a model history entry (untagged fields, a
+// kind number, an omitempty slice), the value session stores per item.
+type entryLike struct {
+	Kind      int
+	Text      string
+	Images    []string `json:",omitempty"`
+	CallID    string
+	Arguments string
+	Custom    bool
+}
+
+// TestMarshalIsJSONMarshal: Marshal's bytes are json.Marshal's, for values
+// with and without long strings, and a value with a long string comes
+// back in a buffer of exactly its size (one allocation, no slack).
+func TestMarshalIsJSONMarshal(t *testing.T) {
+	long := nasty(3, 2*LargeMin)
+	values := []any{
+		[]entryLike{{Kind: 2, Text: long}},
+		[]entryLike{{Kind: 1, Text: "short <b>", Images: []string{"data:x"}}, {Kind: 3, CallID: "c", Arguments: long}},
+		[]entryLike{{Kind: 1, Text: "all short & small"}},
+		map[string]string{"k": long}, // a map is not looked into: json.Marshal's way
+	}
+	for i, v := range values {
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("value %d: Marshal differs from json.Marshal at byte %d", i, diffAt(got, want))
+		}
+		if i < 2 && cap(got) != len(got) {
+			t.Errorf("value %d: Marshal returned %d bytes in a buffer of %d", i, len(got), cap(got))
+		}
+	}
+}
+
+// BenchmarkMarshalHistory: the history of an 8 MiB answer. B/op is about
+// the answer's size with Marshal, several times it with json.Marshal.
+func BenchmarkMarshalHistory(b *testing.B) {
+	h := []entryLike{{Kind: 2, Text: strings.Repeat("word ", 8<<20/5)}}
+	for _, c := range []struct {
+		name string
+		f    func(any) ([]byte, error)
+	}{{"Marshal", Marshal}, {"json.Marshal", json.Marshal}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.f(h); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

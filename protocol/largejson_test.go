@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -252,4 +253,38 @@ func BenchmarkMarshalHistory(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestHugeEncodingFreesHeapFirst: the buffer of an item's (or a value's)
+// encoding of HugeEncoding bytes or more is allocated after the heap hands
+// back its garbage (freeHeap); smaller encodings, and notifications
+// written through WriteTo whatever their size, do not pay for that.
+func TestHugeEncodingFreesHeapFirst(t *testing.T) {
+	calls := 0
+	defer func(f func()) { freeHeap = f }(freeHeap)
+	freeHeap = func() { calls++ }
+	huge := strings.Repeat("x", HugeEncoding)
+	long := strings.Repeat("y", 2*LargeMin)
+	check := func(what string, want int, f func() error) {
+		t.Helper()
+		calls = 0
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+		if calls != want {
+			t.Errorf("%s: freeHeap called %d times, want %d", what, calls, want)
+		}
+	}
+	check("huge item", 1, func() error { _, err := json.Marshal(AgentMessageItem{ID: "a", Text: huge}); return err })
+	check("huge history", 1, func() error { _, err := Marshal([]entryLike{{Kind: 2, Text: huge}}); return err })
+	check("long item", 0, func() error { _, err := json.Marshal(AgentMessageItem{ID: "a", Text: long}); return err })
+	check("long history", 0, func() error { _, err := Marshal([]entryLike{{Kind: 2, Text: long}}); return err })
+	check("huge notification", 0, func() error {
+		l, ok, err := MarshalLarge(ItemCompletedNotification{Item: AgentMessageItem{ID: "a", Text: huge}, ThreadID: "t", TurnID: "u"}, false)
+		if err == nil && !ok {
+			t.Fatal("notification not kept by reference")
+		}
+		_, err = l.WriteTo(io.Discard)
+		return err
+	})
 }

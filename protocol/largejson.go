@@ -365,10 +365,47 @@ func needsEscape(c byte, html bool) bool {
 	return c < 0x20 || c == '"' || c == '\\' || (html && (c == '<' || c == '>' || c == '&'))
 }
 
+// Eight bytes at a time: safeRun skips the run of bytes at the start of s
+// that encoding/json copies as they are (ASCII, not escaped), testing a
+// word of eight at once for a byte that is not one (the "has a byte less
+// than n / equal to b" tests are exact for whether some byte matches).
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+func hasLess(v uint64, n byte) bool { return (v-ones*uint64(n))&^v&highs != 0 }
+func hasByte(v uint64, b byte) bool { return hasLess(v^(ones*uint64(b)), 1) }
+
+// safeRun is the length of the longest prefix of s whose bytes are ASCII
+// and not escaped by encoding/json (escapeHTML as html).
+func safeRun(s string, html bool) int {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		v := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if v&highs != 0 || hasLess(v, 0x20) || hasByte(v, '"') || hasByte(v, '\\') ||
+			(html && (hasByte(v, '<') || hasByte(v, '>') || hasByte(v, '&'))) {
+			break
+		}
+	}
+	for i < len(s) && s[i] < utf8.RuneSelf && !needsEscape(s[i], html) {
+		i++
+	}
+	return i
+}
+
 // escapedLen is the length of appendJSONString(nil, s, html).
 func escapedLen(s string, html bool) int {
 	n := 2
 	for i := 0; i < len(s); {
+		if k := safeRun(s[i:], html); k > 0 {
+			n += k
+			i += k
+			if i == len(s) {
+				break
+			}
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			switch {
@@ -408,6 +445,9 @@ func appendJSONString(dst []byte, s string, html bool) []byte {
 func appendEscaped(dst []byte, s string, html bool) []byte {
 	start := 0
 	for i := 0; i < len(s); {
+		if i += safeRun(s[i:], html); i == len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if !needsEscape(c, html) {

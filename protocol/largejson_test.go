@@ -288,3 +288,31 @@ func TestHugeEncodingFreesHeapFirst(t *testing.T) {
 		return err
 	})
 }
+
+// TestEscapeWordBoundaries: a byte that encoding/json escapes (or a
+// non-ASCII one) at any place of the eight-byte words the escaping skips
+// through is found there: every such byte at every offset of a short
+// string, in both modes, escapes as encoding/json escapes it.
+func TestEscapeWordBoundaries(t *testing.T) {
+	specials := []string{"\"", "\\", "\x00", "\x1f", "\x7f", "<", ">", "&", "é", "\u2028", "\xff", " ", "~"}
+	for _, sp := range specials {
+		for at := 0; at <= 20; at++ {
+			s := strings.Repeat("a", at) + sp + strings.Repeat("b", 20-at)
+			for _, html := range []bool{false, true} {
+				var b bytes.Buffer
+				enc := json.NewEncoder(&b)
+				enc.SetEscapeHTML(html)
+				if err := enc.Encode(s); err != nil {
+					t.Fatal(err)
+				}
+				want := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+				if got := appendJSONString(nil, s, html); !bytes.Equal(got, want) {
+					t.Errorf("%q (html %v): %s, want %s", s, html, got, want)
+				}
+				if n := escapedLen(s, html); n != len(want) {
+					t.Errorf("%q (html %v): escapedLen %d, want %d", s, html, n, len(want))
+				}
+			}
+		}
+	}
+}

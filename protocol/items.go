@@ -167,7 +167,7 @@ func tagged(typ string, v any) ([]byte, error) {
 	if l, ok, err := MarshalLarge(v, true); err != nil {
 		return nil, err
 	} else if ok {
-		out := make([]byte, 0, l.Len()+len(typ)+12)
+		out := makeLarge(l.Len() + len(typ) + 12) // largejson.go
 		out = append(out, `{"type":"`...)
 		out = append(out, typ...)
 		out = append(out, '"')

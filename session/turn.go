@@ -430,7 +430,7 @@ func (t *thread) commitItem(tr *turn, item protocol.ThreadItem, hist []model.Ent
 		}
 		var h json.RawMessage
 		if len(hist) > 0 {
-			h, _ = json.Marshal(hist)
+			h, _ = protocol.Marshal(hist) // one allocation of its size (largejson.go)
 		}
 		db, err := t.m.store()
 		if err == nil {

@@ -21,8 +21,8 @@
 #   TURNS             turns in the multi-turn scenario (default 5)
 #   MODEL             model slug (default gpt-5.5, in Codex's bundled catalog)
 #   APSERVER_BIN      apserver executable (default bin/apserver)
-#   PEERBENCH_DIR     peerbench checkout (default ../shared/peerbench from
-#                     the repository root)
+#   PEERBENCH_DIR     peerbench sources (default bench/peerbench, the
+#                     project's own copy)
 #   CODEX_BIN         Codex executable; default: installed from the npm
 #                     registry into CODEX_CACHE
 #   CODEX_VERSION     npm version to install (default 0.169.0)
@@ -51,7 +51,7 @@ DELTAS="${DELTAS:-10000}"
 TURNS="${TURNS:-5}"
 MODEL="${MODEL:-gpt-5.5}"
 APSERVER_BIN="${APSERVER_BIN:-$ROOT/bin/apserver}"
-PEERBENCH_DIR="${PEERBENCH_DIR:-$ROOT/../shared/peerbench}"
+PEERBENCH_DIR="${PEERBENCH_DIR:-$ROOT/bench/peerbench}"
 CODEX_BIN="${CODEX_BIN:-}"
 CODEX_VERSION="${CODEX_VERSION:-0.169.0}"
 CODEX_CACHE="${CODEX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/apserver-bench/codex}"

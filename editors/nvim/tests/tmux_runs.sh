@@ -9,6 +9,8 @@
 # as the manager's run completes.
 #
 #   tests/tmux_runs.sh [APSERVER_BIN]
+#   CAPTURE_OUT=FILE tests/tmux_runs.sh   also saves the screen with the tree
+#                                         and the project buffer at the end
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-${APSERVER_TEST_BIN:-$here/../../bin/apserver}}
@@ -204,4 +206,5 @@ wait_for "last tick "
 T send-keys -t t "T"
 wait_for "runs: completed 1" 90
 wait_for "tasks: done 1"
+if [ -n "${CAPTURE_OUT:-}" ]; then screen > "$CAPTURE_OUT"; fi
 echo "ok    tmux runs: the project buffer shows the manager's run completed"

@@ -99,7 +99,10 @@ describe("the manager from the blueprint tree", function()
     ws = h.git_ws(h.setup({ blueprint_paths_file = h.tempdir("bp") .. "/paths.json" }))
     vim.cmd("silent! tabonly | silent! only")
   end)
+  -- the manager of this workspace stops (its heartbeat would start runs
+  -- while later tests run), then its runs end
   after_each(function()
+    rpc(methods.MethodProjectSettingsUpdate, { cwd = ws, mode = "off", paused = false })
     for rid, r in pairs(runs.runs) do
       if r.status ~= "completed" and r.status ~= "cancelled" and r.status ~= "failed" then
         require("apserver").state.client:request_sync(methods.MethodRunCancel, { runId = rid }, 10000)
@@ -187,6 +190,9 @@ describe(":ApserverProject", function()
     ws = h.git_ws(h.setup())
     vim.cmd("silent! tabonly | silent! only")
   end)
+  after_each(function()
+    rpc(methods.MethodProjectSettingsUpdate, { cwd = ws, mode = "off", paused = false })
+  end)
 
   it("shows the status and decisions; a adds a decision, d revokes it, m sets the mode, p pauses; project/updated keeps it live", function()
     vim.cmd("ApserverProject")
@@ -236,5 +242,30 @@ describe(":ApserverProject", function()
     h.wait(has(b, "last tick "), 10000, "the tick")
     local last = rpc(methods.MethodProjectStatus, { cwd = ws }).lastTick
     assert.truthy(buftext(b):find(": " .. last.result .. " — " .. last.reason, 1, true), buftext(b))
+  end)
+end)
+
+describe("the manager's state", function()
+  local project = require("apserver.project")
+  it("is named by what matters most: paused, budget, error, waiting, running, idle", function()
+    local base = { mode = "full_auto", paused = false, runs = { completed = 2 }, attention = {} }
+    local function with(t)
+      return vim.tbl_extend("force", base, t)
+    end
+    assert.are.equal("idle", project.pill(base))
+    assert.are.equal("running 3", project.pill(with({ runs = { running = 1, queued = 1, pausing = 1, completed = 4, waiting = 1 } })))
+    assert.are.equal("waiting for you (2)", project.pill(with({ runs = { running = 1 }, attention = { { kind = "approval", runId = "r1" }, { kind = "approval" } } })))
+    assert.are.equal("error", project.pill(with({ lastTick = { result = "started_run", error = "unknown task" }, attention = { { kind = "approval" } } })))
+    assert.are.equal("budget exhausted", project.pill(with({ lastTick = { result = "budget_exhausted", reason = "runsPerDay" }, attention = { { kind = "paused" } } })))
+    assert.are.equal("paused", project.pill(with({ paused = true, lastTick = { result = "budget_exhausted" } })))
+  end)
+  it("is in the status line only while the mode is not off", function()
+    local cwd = "/nowhere/project"
+    project.status[cwd] = { mode = "off", attention = {} }
+    assert.are.equal("", project.statusline(cwd))
+    project.status[cwd] = { mode = "suggest", attention = { { kind = "approval" } } }
+    assert.are.equal("manager suggest: waiting for you (1): approval", project.statusline(cwd))
+    project.status[cwd] = nil
+    assert.are.equal("", project.statusline(cwd))
   end)
 end)

@@ -95,17 +95,17 @@ type Manager struct {
 	threads   map[string]*thread // loaded threads
 	models    map[string]*model.Client
 	ckpts     map[string]*checkpointOpening // snapshot stores by workspace (checkpoint.go)
-	fsw       watchState                    // fs/watch, made on first use
+	// atClose and atInterrupt are the services' hooks (host.go).
+	atClose, atInterrupt []func()
 
 	// learnedWindows are context windows learned from requests a provider
 	// refused as too long, for models no configuration sizes (compact.go):
 	// windowKey (provider and model name) → tokens.
 	learnedWindows sync.Map
 
-	mcp      *mcpState   // MCP servers (mcptools.go); set by NewManager
-	fuzzy    fuzzyTokens // fuzzyFileSearch's cancellation tokens (fuzzy.go)
-	watchers watchers    // the thread port's outcome streams (threads.go)
-	execs    execTable   // command/exec's processes (commandexec.go)
+	mcp      *mcpState // MCP servers (mcptools.go); set by NewManager
+	watchers watchers  // the thread port's outcome streams (threads.go)
+	execs    execTable // command/exec's processes (commandexec.go)
 
 	// defaultProvider is modelProvider/default/set's choice (codex171.go);
 	// nil: the configured provider.
@@ -193,9 +193,9 @@ func (m *Manager) Close() error {
 	m.stop()
 	m.wg.Wait()
 	m.mcp.close() // no MCP server process outlives apserver
-	m.mu.Lock()
-	m.closeWatcher()
-	m.mu.Unlock()
+	for _, f := range m.hooks(&m.atClose) {
+		f()
+	}
 	<-m.storeReady
 	if m.db != nil {
 		return m.db.Close()

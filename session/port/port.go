@@ -173,3 +173,16 @@ func (TurnEnded) outcome()       {}
 func (ItemCompleted) outcome()   {}
 func (FullAutoChanged) outcome() {}
 func (RequestAsked) outcome()    {}
+
+// Defaults are the settings a thread started without overrides gets: what
+// the services beside the threads (config/read, command/exec, skills/list,
+// policy/explain without a thread) read of the session. The provider may
+// change while the server runs (modelProvider/default/set), so a service
+// asks for them at each request.
+type Defaults struct {
+	Cwd            string
+	Model          string
+	Provider       string
+	ApprovalPolicy protocol.ApprovalPolicy
+	Sandbox        protocol.SandboxMode
+}

@@ -1,0 +1,52 @@
+package session
+
+import (
+	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/session/port"
+)
+
+// ConfigSources name what config/read reports as layers (config.Sources).
+type ConfigSources = config.Sources
+
+// What the services beside the threads (command/exec, fs/watch, config/read,
+// ... in services/, registered by server) read of the session: its
+// defaults, its config and its client. None of it touches a thread.
+
+// Defaults are the settings a thread started without overrides gets.
+func (m *Manager) Defaults() port.Defaults {
+	s := m.defaultSettings()
+	return port.Defaults{Cwd: s.Cwd, Model: s.Model, Provider: s.Provider, ApprovalPolicy: s.ApprovalPolicy, Sandbox: s.Sandbox}
+}
+
+// Config is the configuration the Manager was made with.
+func (m *Manager) Config() config.Config { return m.opts.Config }
+
+// ConfigSources are the config files and flags the Manager was made with.
+func (m *Manager) ConfigSources() ConfigSources { return m.opts.ConfigSources }
+
+// Notify sends a notification that is about no thread to the client.
+func (m *Manager) Notify(method string, params any) { m.notify(method, params) }
+
+// AtClose adds f to what Close runs once every thread has stopped, in the
+// order added: a service's own shutdown.
+func (m *Manager) AtClose(f func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.atClose = append(m.atClose, f)
+}
+
+// AtInputInterrupted adds f to what InputClosed runs under EOFInterrupt
+// (the client closed its input and wants apserver gone): a service ends
+// its work at once and refuses more.
+func (m *Manager) AtInputInterrupted(f func()) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.atInterrupt = append(m.atInterrupt, f)
+}
+
+// hooks returns a copy of a hook list, taken under m.mu.
+func (m *Manager) hooks(l *[]func()) []func() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]func(){}, (*l)...)
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/services/clientinfo"
+	"github.com/apserver/apserver/services/cmdexec"
 	"github.com/apserver/apserver/services/configread"
 	"github.com/apserver/apserver/services/fswatch"
 	"github.com/apserver/apserver/services/fuzzy"
@@ -14,6 +15,7 @@ import (
 // every connection (RegisterServices on each), and closed with the
 // Manager.
 type Services struct {
+	exec   *cmdexec.Service
 	fuzzy  *fuzzy.Service
 	watch  *fswatch.Service
 	config *configread.Service
@@ -23,12 +25,17 @@ type Services struct {
 // NewServices makes the services of m: they read its defaults, config and
 // client, and stop when it closes.
 func NewServices(m *session.Manager) *Services {
+	exec := cmdexec.New()
+	exec.Defaults, exec.Plan, exec.Notify, exec.Log = m.Defaults, m.UserCommandPlan, m.Notify, m.Logger()
 	svc := &Services{
+		exec:   exec,
 		fuzzy:  fuzzy.New(),
 		watch:  fswatch.New(m.Notify),
 		config: &configread.Service{Defaults: m.Defaults, Config: m.Config(), Sources: m.ConfigSources()},
 		info:   &clientinfo.Service{Cwd: func() string { return m.Defaults().Cwd }},
 	}
+	m.AtClose(svc.exec.Close)
+	m.AtInputInterrupted(svc.exec.InputInterrupted)
 	m.AtClose(svc.fuzzy.Close)
 	m.AtClose(svc.watch.Close)
 	return svc
@@ -38,8 +45,19 @@ func NewServices(m *session.Manager) *Services {
 // connection closed (Hub.OnWatchGone).
 func (svc *Services) ForgetWatch(id string) { svc.watch.Forget(id) }
 
-// RegisterServices wires the services' methods into s.
+// TerminateProcess ends a command/exec process (by the session's process
+// id) whose connection closed (Hub.OnProcessGone).
+func (svc *Services) TerminateProcess(id string) { svc.exec.TerminateProcess(id) }
+
+// RegisterServices wires the services' methods into s. Behind a Hub the
+// command/exec process ids are the connection's (hub.go scopeID), output
+// deltas go to that connection only, and its processes are terminated
+// when it closes.
 func RegisterServices(s *Server, svc *Services) {
+	Handle(s, protocol.MethodCommandExec, svc.exec.Exec)
+	Handle(s, protocol.MethodCommandExecWrite, svc.exec.Write)
+	Handle(s, protocol.MethodCommandExecResize, svc.exec.Resize)
+	Handle(s, protocol.MethodCommandExecTerminate, svc.exec.Terminate)
 	Handle(s, protocol.MethodFuzzyFileSearch, svc.fuzzy.FileSearch)
 	Handle(s, protocol.MethodFsWatch, svc.watch.Watch)
 	Handle(s, protocol.MethodFsUnwatch, svc.watch.Unwatch)

@@ -1,8 +1,12 @@
 package session
 
 import (
+	"log/slog"
+
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"
+	"github.com/apserver/apserver/tools/sandbox"
 )
 
 // ConfigSources name what config/read reports as layers (config.Sources).
@@ -23,6 +27,22 @@ func (m *Manager) Config() config.Config { return m.opts.Config }
 
 // ConfigSources are the config files and flags the Manager was made with.
 func (m *Manager) ConfigSources() ConfigSources { return m.opts.ConfigSources }
+
+// Logger is where the Manager logs.
+func (m *Manager) Logger() *slog.Logger { return m.log }
+
+// UserCommandPlan judges script as the client's user's own command, run
+// outside any thread (command/exec) in cwd under sandbox mode sb, by the
+// rules a thread's commands get: the sandbox it runs in (nil: none), or
+// why it is refused. No approval is asked (the user is the human one would
+// ask) and no warning sent about a missing sandbox (no thread to warn).
+func (m *Manager) UserCommandPlan(cwd string, sb protocol.SandboxMode, script string) (*sandbox.Policy, string) {
+	s := m.defaultSettings()
+	s.Cwd, s.Sandbox = cwd, sb
+	var cache *rulesCache
+	warned := true
+	return judge{m: m, settings: s, rules: &cache, sandboxWarned: &warned}.userCommandPlan(script)
+}
 
 // Notify sends a notification that is about no thread to the client.
 func (m *Manager) Notify(method string, params any) { m.notify(method, params) }

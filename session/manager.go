@@ -105,7 +105,6 @@ type Manager struct {
 
 	mcp      *mcpState // MCP servers (mcptools.go); set by NewManager
 	watchers watchers  // the thread port's outcome streams (threads.go)
-	execs    execTable // command/exec's processes (commandexec.go)
 
 	// defaultProvider is modelProvider/default/set's choice (codex171.go);
 	// nil: the configured provider.

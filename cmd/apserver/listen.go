@@ -101,7 +101,7 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 	hub.OnAbandoned = mgr.ReleaseEphemeral
 	svc := server.NewServices(mgr) // one set for every connection
 	hub.OnWatchGone = svc.ForgetWatch
-	hub.OnProcessGone = mgr.TerminateProcess
+	hub.OnProcessGone = svc.TerminateProcess
 	fmt.Fprintln(os.Stderr, "apserver: listening on", server.URL(l))
 	stopBeat := heartbeat(ctx, ps)
 	err = server.Serve(ctx, l, server.ListenOptions{

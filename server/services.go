@@ -5,6 +5,7 @@ import (
 	"github.com/apserver/apserver/services/clientinfo"
 	"github.com/apserver/apserver/services/cmdexec"
 	"github.com/apserver/apserver/services/configread"
+	"github.com/apserver/apserver/services/explain"
 	"github.com/apserver/apserver/services/fswatch"
 	"github.com/apserver/apserver/services/fuzzy"
 	"github.com/apserver/apserver/session"
@@ -20,6 +21,7 @@ type Services struct {
 	watch  *fswatch.Service
 	config *configread.Service
 	info   *clientinfo.Service
+	policy *explain.Service
 }
 
 // NewServices makes the services of m: they read its defaults, config and
@@ -33,6 +35,7 @@ func NewServices(m *session.Manager) *Services {
 		watch:  fswatch.New(m.Notify),
 		config: &configread.Service{Defaults: m.Defaults, Config: m.Config(), Sources: m.ConfigSources()},
 		info:   &clientinfo.Service{Cwd: func() string { return m.Defaults().Cwd }},
+		policy: &explain.Service{Judge: m.JudgePolicy},
 	}
 	m.AtClose(svc.exec.Close)
 	m.AtInputInterrupted(svc.exec.InputInterrupted)
@@ -62,6 +65,7 @@ func RegisterServices(s *Server, svc *Services) {
 	Handle(s, protocol.MethodFsWatch, svc.watch.Watch)
 	Handle(s, protocol.MethodFsUnwatch, svc.watch.Unwatch)
 	Handle(s, protocol.MethodConfigRead, svc.config.Read)
+	Handle(s, protocol.MethodPolicyExplain, svc.policy.Explain)
 	Handle(s, protocol.MethodAccountRead, svc.info.ReadAccount)
 	Handle(s, protocol.MethodConfigRequirementsRead, svc.info.ReadConfigRequirements)
 	Handle(s, protocol.MethodSkillsList, svc.info.ListSkills)

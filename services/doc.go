@@ -6,6 +6,7 @@
 //   - clientinfo: what a Codex client asks at start-up that is about no
 //     thread (account/read, skills/list, hooks/list, ...).
 //   - configread: config/read.
+//   - explain: policy/explain's answer (the decision is session's).
 //   - fswatch: fs/watch and fs/unwatch.
 //   - fuzzy: fuzzyFileSearch.
 //

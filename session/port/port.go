@@ -186,3 +186,40 @@ type Defaults struct {
 	ApprovalPolicy protocol.ApprovalPolicy
 	Sandbox        protocol.SandboxMode
 }
+
+// PolicyJudgment is what session decides for a policy/explain question:
+// the very plan a command or a file change of the thread (or of a thread
+// with the server's defaults) would get. The policy/explain service
+// reports it.
+type PolicyJudgment struct {
+	Sandbox  protocol.SandboxMode
+	Approval protocol.ApprovalPolicy
+	Command  *CommandJudgment // the question was a command
+	File     *FileJudgment    // the question was a path
+}
+
+// CommandJudgment is the plan of a command.
+type CommandJudgment struct {
+	Escalated bool // run outside the sandbox was asked for
+	// Decision and Reason are the rules' verdict; Effective what happens:
+	// "run", "runSandboxed", "ask" or "refuse" (with Refusal, the model's
+	// answer).
+	Decision, Reason, Effective, Refusal string
+	// Opaque and Privileged say what the rules could not read, or what
+	// runs as another user; Part is the part of the command that decided.
+	Opaque, Privileged, Part string
+	// Rule is the deciding rule ("decision prefix"), "" the default; its
+	// Source and Line (0 none).
+	Rule, Source string
+	Line         int
+}
+
+// FileJudgment is the plan of a change to a file.
+type FileJudgment struct {
+	// Resolved is the absolute path a change would write; "" when the file
+	// tools refuse it, with Refused saying why.
+	Resolved, Refused string
+	WritableRoots     []string
+	// Plan is "write", "ask" or "refuse".
+	Plan string
+}

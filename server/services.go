@@ -8,6 +8,7 @@ import (
 	"github.com/apserver/apserver/services/explain"
 	"github.com/apserver/apserver/services/fswatch"
 	"github.com/apserver/apserver/services/fuzzy"
+	"github.com/apserver/apserver/services/threadsearch"
 	"github.com/apserver/apserver/session"
 )
 
@@ -22,6 +23,7 @@ type Services struct {
 	config *configread.Service
 	info   *clientinfo.Service
 	policy *explain.Service
+	search *threadsearch.Service
 }
 
 // NewServices makes the services of m: they read its defaults, config and
@@ -36,6 +38,7 @@ func NewServices(m *session.Manager) *Services {
 		config: &configread.Service{Defaults: m.Defaults, Config: m.Config(), Sources: m.ConfigSources()},
 		info:   &clientinfo.Service{Cwd: func() string { return m.Defaults().Cwd }},
 		policy: &explain.Service{Judge: m.JudgePolicy},
+		search: &threadsearch.Service{Store: m.Store, Thread: m.WireThread},
 	}
 	m.AtClose(svc.exec.Close)
 	m.AtInputInterrupted(svc.exec.InputInterrupted)
@@ -66,6 +69,7 @@ func RegisterServices(s *Server, svc *Services) {
 	Handle(s, protocol.MethodFsUnwatch, svc.watch.Unwatch)
 	Handle(s, protocol.MethodConfigRead, svc.config.Read)
 	Handle(s, protocol.MethodPolicyExplain, svc.policy.Explain)
+	registerSearch(s, svc.search)
 	Handle(s, protocol.MethodAccountRead, svc.info.ReadAccount)
 	Handle(s, protocol.MethodConfigRequirementsRead, svc.info.ReadConfigRequirements)
 	Handle(s, protocol.MethodSkillsList, svc.info.ListSkills)

@@ -9,6 +9,8 @@
 //   - explain: policy/explain's answer (the decision is session's).
 //   - fswatch: fs/watch and fs/unwatch.
 //   - fuzzy: fuzzyFileSearch.
+//   - threadsearch: thread/search and thread/search/stream (a scan of the
+//     store; session only says how a thread shows on the wire).
 //
 // A service reads the session only through what session.Manager offers
 // for it (its defaults as a port.Defaults, its config, its client) and

@@ -6,6 +6,7 @@ import (
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"
+	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/tools/sandbox"
 )
 
@@ -42,6 +43,16 @@ func (m *Manager) UserCommandPlan(cwd string, sb protocol.SandboxMode, script st
 	var cache *rulesCache
 	warned := true
 	return judge{m: m, settings: s, rules: &cache, sandboxWarned: &warned}.userCommandPlan(script)
+}
+
+// ErrSearchCancelled is the answer of a thread search stopped by a cancel
+// (services/threadsearch).
+var ErrSearchCancelled = port.ErrSearchCancelled
+
+// WireThread is a stored thread as the wire shows it, with its live status
+// (loaded, running, waiting) when it is loaded; its turns are empty.
+func (m *Manager) WireThread(meta store.Thread) protocol.Thread {
+	return m.wireThread(meta, m.liveStatus(meta.ID))
 }
 
 // Notify sends a notification that is about no thread to the client.

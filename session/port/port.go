@@ -20,6 +20,7 @@ package port
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/apserver/apserver/protocol"
 )
@@ -223,3 +224,8 @@ type FileJudgment struct {
 	// Plan is "write", "ask" or "refuse".
 	Plan string
 }
+
+// ErrSearchCancelled is the answer of a thread search stopped by
+// thread/search/cancel, thread/search/stream/cancel or $/cancelRequest
+// (session.ErrSearchCancelled is the same error).
+var ErrSearchCancelled = errors.New("thread search cancelled")

@@ -50,7 +50,7 @@ type Options struct {
 	// workspace keeps, when git collects garbage); zero values are defaults.
 	Checkpoints checkpoint.Options
 	// ConfigSources are the config files and flags config/read reports
-	// (configread.go).
+	// (services/configread); MCP reloads and config writes read them too.
 	ConfigSources ConfigSources
 	// Cwd is the working directory of a thread started without one; empty
 	// means the process's. (A server in a test process gets its own.)

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/mcpservers"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/store"
@@ -54,6 +55,10 @@ var ErrSearchCancelled = port.ErrSearchCancelled
 func (m *Manager) WireThread(meta store.Thread) protocol.Thread {
 	return m.wireThread(meta, m.liveStatus(meta.ID))
 }
+
+// MCPServers are the MCP servers every thread shares; server registers
+// their own methods (mcpServerStatus/list, ...).
+func (m *Manager) MCPServers() *mcpservers.Servers { return m.mcp.srv }
 
 // Notify sends a notification that is about no thread to the client.
 func (m *Manager) Notify(method string, params any) { m.notify(method, params) }

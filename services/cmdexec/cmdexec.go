@@ -57,15 +57,15 @@ func New() *Service {
 }
 
 // Close kills every process (each answers).
-func (m *Service) Close() { m.stop() }
+func (c *Service) Close() { c.stop() }
 
 // InputInterrupted ends every process at once, as command/exec/terminate
 // would (each then answers, exit code 137, which its request was waiting
 // for), and refuses any command/exec still to be handled: the client
 // closed its input and wants apserver gone (--on-eof interrupt).
-func (m *Service) InputInterrupted() {
-	if n := m.execs.closeAll(); n > 0 {
-		m.Log.Info("input closed; command/exec processes terminated", "processes", n, "mode", "interrupt")
+func (c *Service) InputInterrupted() {
+	if n := c.execs.closeAll(); n > 0 {
+		c.Log.Info("input closed; command/exec processes terminated", "processes", n, "mode", "interrupt")
 	}
 }
 
@@ -157,8 +157,8 @@ func (e *execTable) internalID() string {
 
 // Exec implements command/exec. The answer comes when the process
 // exits, after every command/exec/outputDelta of it.
-func (m *Service) Exec(ctx context.Context, p protocol.CommandExecParams, reply port.Reply) {
-	s := m.Defaults()
+func (c *Service) Exec(ctx context.Context, p protocol.CommandExecParams, reply port.Reply) {
+	s := c.Defaults()
 	if p.Cwd != nil && *p.Cwd != "" {
 		s.Cwd = *p.Cwd
 	}
@@ -170,28 +170,28 @@ func (m *Service) Exec(ctx context.Context, p protocol.CommandExecParams, reply 
 		s.Sandbox = protocol.SandboxModeFor(*p.SandboxPolicy)
 	}
 	script := shell.Join(p.Command)
-	sb, refuse := m.Plan(s.Cwd, s.Sandbox, script)
+	sb, refuse := c.Plan(s.Cwd, s.Sandbox, script)
 	if refuse != "" {
 		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "%s", refuse))
 		return
 	}
-	id := m.execs.internalID()
+	id := c.execs.internalID()
 	if p.ProcessID != nil && *p.ProcessID != "" {
 		id = *p.ProcessID
 	}
 	proc := &execProc{terminated: make(chan struct{})}
-	if err := m.execs.add(id, proc); err != nil {
+	if err := c.execs.add(id, proc); err != nil {
 		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "%v", err))
 		return
 	}
-	run, err := m.startExecProc(p, s.Cwd, sb, script, proc)
+	run, err := c.startExecProc(p, s.Cwd, sb, script, proc)
 	if err != nil {
-		m.execs.remove(id)
+		c.execs.remove(id)
 		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "command/exec: %v", err))
 		return
 	}
 	go func() {
-		defer m.execs.remove(id)
+		defer c.execs.remove(id)
 		reply(run(ctx, id), nil)
 	}()
 }
@@ -230,7 +230,7 @@ func execEnv(over map[string]*string) []string {
 
 // startExecProc starts the process and returns the function that streams
 // or collects its output, waits for it and builds the result.
-func (m *Service) startExecProc(p protocol.CommandExecParams, dir string, sb *sandbox.Policy, script string, proc *execProc) (func(ctx context.Context, id string) protocol.CommandExecResult, error) {
+func (c *Service) startExecProc(p protocol.CommandExecParams, dir string, sb *sandbox.Policy, script string, proc *execProc) (func(ctx context.Context, id string) protocol.CommandExecResult, error) {
 	policy := sandbox.Policy{Mode: sandbox.FullAccess}
 	if sb != nil {
 		policy = *sb
@@ -339,7 +339,7 @@ func (m *Service) startExecProc(p protocol.CommandExecParams, dir string, sb *sa
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				m.readExecStream(id, s.name, s.r, streaming, limit, &bufs[i], hold)
+				c.readExecStream(id, s.name, s.r, streaming, limit, &bufs[i], hold)
 			}()
 		}
 		exited := make(chan struct{})
@@ -363,7 +363,7 @@ func (m *Service) startExecProc(p protocol.CommandExecParams, dir string, sb *sa
 		case <-proc.terminated:
 			proc.kill()
 			<-exited
-		case <-m.ctx.Done(): // the server is closing
+		case <-c.ctx.Done(): // the server is closing
 			proc.kill()
 			<-exited
 		case <-ctx.Done(): // $/cancelRequest, or the connection closed
@@ -408,7 +408,7 @@ func (m *Service) startExecProc(p protocol.CommandExecParams, dir string, sb *sa
 // readExecStream reads one output stream to its end: as outputDelta
 // notifications when streaming, else into buf; either way at most limit
 // bytes (limit < 0: no cap).
-func (m *Service) readExecStream(id, name string, r *os.File, streaming bool, limit int64, buf *strings.Builder, hold <-chan struct{}) {
+func (c *Service) readExecStream(id, name string, r *os.File, streaming bool, limit int64, buf *strings.Builder, hold <-chan struct{}) {
 	var n64 int64
 	capped := false
 	handle := func(chunk []byte) {
@@ -421,7 +421,7 @@ func (m *Service) readExecStream(id, name string, r *os.File, streaming bool, li
 		n64 += int64(len(chunk))
 		if streaming {
 			if len(chunk) > 0 || capped {
-				m.Notify(protocol.NotifyCommandExecOutputDelta, protocol.CommandExecOutputDelta{
+				c.Notify(protocol.NotifyCommandExecOutputDelta, protocol.CommandExecOutputDelta{
 					ProcessID: id, Stream: name, DeltaBase64: base64.StdEncoding.EncodeToString(chunk), CapReached: capped})
 			}
 		} else {
@@ -490,8 +490,8 @@ func openPTY() (ptm, pts *os.File, err error) {
 	return ptm, pts, nil
 }
 
-func (m *Service) execProcess(id string) (*execProc, error) {
-	p := m.execs.get(id)
+func (c *Service) execProcess(id string) (*execProc, error) {
+	p := c.execs.get(id)
 	if p == nil {
 		return nil, protocol.Errorf(protocol.ErrInvalidRequest, "no running process with processId %s", clientProcessID(id))
 	}
@@ -501,8 +501,8 @@ func (m *Service) execProcess(id string) (*execProc, error) {
 // Write implements command/exec/write: bytes to the process's
 // stdin (its terminal, with tty), then maybe close stdin (with tty: an
 // end-of-file character).
-func (m *Service) Write(_ context.Context, p protocol.CommandExecWriteParams, reply port.Reply) {
-	proc, err := m.execProcess(p.ProcessID)
+func (c *Service) Write(_ context.Context, p protocol.CommandExecWriteParams, reply port.Reply) {
+	proc, err := c.execProcess(p.ProcessID)
 	if err != nil {
 		reply(nil, err)
 		return
@@ -537,8 +537,8 @@ func (m *Service) Write(_ context.Context, p protocol.CommandExecWriteParams, re
 }
 
 // Resize implements command/exec/resize (tty processes only).
-func (m *Service) Resize(_ context.Context, p protocol.CommandExecResizeParams, reply port.Reply) {
-	proc, err := m.execProcess(p.ProcessID)
+func (c *Service) Resize(_ context.Context, p protocol.CommandExecResizeParams, reply port.Reply) {
+	proc, err := c.execProcess(p.ProcessID)
 	if err != nil {
 		reply(nil, err)
 		return
@@ -557,8 +557,8 @@ func (m *Service) Resize(_ context.Context, p protocol.CommandExecResizeParams, 
 
 // Terminate implements command/exec/terminate: the process's
 // whole group is killed; its command/exec then answers (exit code 137).
-func (m *Service) Terminate(_ context.Context, p protocol.CommandExecProcessParams, reply port.Reply) {
-	proc, err := m.execProcess(p.ProcessID)
+func (c *Service) Terminate(_ context.Context, p protocol.CommandExecProcessParams, reply port.Reply) {
+	proc, err := c.execProcess(p.ProcessID)
 	if err != nil {
 		reply(nil, err)
 		return
@@ -569,8 +569,8 @@ func (m *Service) Terminate(_ context.Context, p protocol.CommandExecProcessPara
 
 // TerminateProcess ends a command/exec process whose client went away
 // (the server calls it when a connection closes).
-func (m *Service) TerminateProcess(id string) {
-	if proc := m.execs.get(id); proc != nil {
+func (c *Service) TerminateProcess(id string) {
+	if proc := c.execs.get(id); proc != nil {
 		proc.termOnce.Do(func() { close(proc.terminated) })
 	}
 }

@@ -38,9 +38,9 @@ const (
 // matches as the scan finds them (thread/search/partial), before the
 // answer. A ctx canceled mid-scan ends the search with an error wrapping
 // port.ErrSearchCancelled; it runs on the caller's goroutine.
-func (m *Service) Search(ctx context.Context, p protocol.ThreadSearchParams, partial func([]protocol.ThreadSearchMatch)) (protocol.ThreadSearchResult, error) {
+func (ts *Service) Search(ctx context.Context, p protocol.ThreadSearchParams, partial func([]protocol.ThreadSearchMatch)) (protocol.ThreadSearchResult, error) {
 	res := protocol.ThreadSearchResult{Data: []protocol.ThreadSearchMatch{}}
-	db, err := m.Store()
+	db, err := ts.Store()
 	if err != nil {
 		return res, err
 	}
@@ -95,7 +95,7 @@ func (m *Service) Search(ctx context.Context, p protocol.ThreadSearchParams, par
 			if first == nil {
 				first = &r
 			}
-			batch = append(batch, protocol.ThreadSearchMatch{Snippet: snippet, Thread: m.Thread(r)})
+			batch = append(batch, protocol.ThreadSearchMatch{Snippet: snippet, Thread: ts.Thread(r)})
 			if len(res.Data)+len(batch) == limit {
 				if i < len(rows)-1 || next != "" {
 					c := store.CursorAfter(r, key, asc)

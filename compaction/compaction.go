@@ -457,3 +457,42 @@ func Judge(j Judged) Outcome {
 	}
 	return o
 }
+
+// Overflow is what was under way when the provider refused a request as
+// too long for the model's window.
+type Overflow struct {
+	// Compacted: this turn already compacted on an overflow.
+	Compacted bool
+	// CompactionTurn: the request was a compaction turn's own.
+	CompactionTurn bool
+	// Output: some of the response (text, reasoning, a tool call) arrived.
+	Output bool
+}
+
+// CompactOnOverflow reports whether a refused request is answered by
+// compacting and sending it again (once per turn, and only when nothing
+// of the response arrived); otherwise the turn fails with
+// contextWindowExceeded.
+func CompactOnOverflow(o Overflow) bool { return !o.Compacted && !o.CompactionTurn && !o.Output }
+
+// LatestUser is the index of the newest user message in h at or after
+// from that no compaction wrote, or -1.
+func LatestUser(h []Entry, from int) int {
+	for i := len(h) - 1; i >= from && i >= 0; i-- {
+		if h[i].Kind == User && !h[i].Written() {
+			return i
+		}
+	}
+	return -1
+}
+
+// RetryShorter is the input of the next summary request after the
+// attempt-th (from 0) was refused as too long: without its oldest entry,
+// while more than one is left and fewer than MaxOverflowRetries were
+// made; false: give up.
+func RetryShorter(entries []Entry, attempt int) ([]Entry, bool) {
+	if len(entries) <= 1 || attempt >= MaxOverflowRetries {
+		return entries, false
+	}
+	return entries[1:], true
+}

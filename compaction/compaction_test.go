@@ -242,3 +242,52 @@ func TestEntry(t *testing.T) {
 		t.Errorf("Bytes() = %d, want %d", got, 7+EntryOverhead)
 	}
 }
+
+func TestCompactOnOverflow(t *testing.T) {
+	for _, tc := range []struct {
+		o    Overflow
+		want bool
+	}{
+		{Overflow{}, true},
+		{Overflow{Compacted: true}, false},
+		{Overflow{CompactionTurn: true}, false},
+		{Overflow{Output: true}, false},
+	} {
+		if got := CompactOnOverflow(tc.o); got != tc.want {
+			t.Errorf("CompactOnOverflow(%+v) = %v, want %v", tc.o, got, tc.want)
+		}
+	}
+}
+
+func TestLatestUser(t *testing.T) {
+	h := []Entry{user("a"), {Kind: Assistant, Text: "A"}, user("b"), user(SummaryHeader + "\n\ns"), {Kind: ToolOutput}}
+	for _, tc := range []struct {
+		from, want int
+	}{
+		{0, 2}, {2, 2}, {3, -1}, {9, -1},
+	} {
+		if got := LatestUser(h, tc.from); got != tc.want {
+			t.Errorf("LatestUser(h, %d) = %d, want %d", tc.from, got, tc.want)
+		}
+	}
+}
+
+func TestRetryShorter(t *testing.T) {
+	es := []Entry{user("a"), user("b")}
+	for _, tc := range []struct {
+		entries []Entry
+		attempt int
+		want    []Entry
+		ok      bool
+	}{
+		{es, 0, es[1:], true},
+		{es, MaxOverflowRetries - 1, es[1:], true},
+		{es, MaxOverflowRetries, es, false},
+		{es[1:], 0, es[1:], false},
+	} {
+		got, ok := RetryShorter(tc.entries, tc.attempt)
+		if ok != tc.ok || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("RetryShorter(%d entries, %d) = %d entries, %v; want %d, %v", len(tc.entries), tc.attempt, len(got), ok, len(tc.want), tc.ok)
+		}
+	}
+}

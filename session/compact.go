@@ -202,8 +202,9 @@ func (t *thread) sampleNext(tr *turn) {
 // false means the turn fails with the error (contextWindowExceeded).
 func (t *thread) compactOnOverflow(tr *turn, err error) bool {
 	var me *model.Error
-	if !errors.As(err, &me) || me.Kind != model.ErrKindContextWindow || tr.overflowCompacted ||
-		tr.kind == turnKindCompact || tr.msg != nil || tr.reasoning != nil || len(tr.calls) > 0 {
+	if !errors.As(err, &me) || me.Kind != model.ErrKindContextWindow || !compaction.CompactOnOverflow(compaction.Overflow{
+		Compacted: tr.overflowCompacted, CompactionTurn: tr.kind == turnKindCompact,
+		Output: tr.msg != nil || tr.reasoning != nil || len(tr.calls) > 0}) {
 		return false
 	}
 	tr.overflowCompacted = true
@@ -211,13 +212,10 @@ func (t *thread) compactOnOverflow(tr *turn, err error) bool {
 	t.learnWindow(tr.providerName(), tr.modelName, t.promptTokens(tr))
 	// A window learned just now from a request that was mostly the
 	// latest message: no compaction can help, since it keeps that message.
-	for i := len(t.history) - 1; i >= tr.histStart && i >= 0; i-- {
-		if e := t.history[i]; e.Kind == model.EntryUser && !entry(e).Written() {
-			if err := t.messageTooBigFor(tr, len(e.Text), "the provider refused it as too long"); err != nil {
-				t.failTurn(tr, err)
-				return true
-			}
-			break
+	if i := compaction.LatestUser(entries(t.history), tr.histStart); i >= 0 {
+		if err := t.messageTooBigFor(tr, len(t.history[i].Text), "the provider refused it as too long"); err != nil {
+			t.failTurn(tr, err)
+			return true
 		}
 	}
 	t.m.log.Warn("the model refused the request as too long for its window; compacting", "thread", t.id, "turn", tr.id, "err", me.Message)
@@ -325,9 +323,11 @@ func (t *thread) summarizeContext(ctx context.Context, client *model.Client, mod
 			}
 		})
 		var me *model.Error
-		if errors.As(err, &me) && me.Kind == model.ErrKindContextWindow && len(entries) > 1 && attempt < compaction.MaxOverflowRetries {
-			entries = entries[1:]
-			continue
+		if errors.As(err, &me) && me.Kind == model.ErrKindContextWindow {
+			if shorter, ok := compaction.RetryShorter(entries, attempt); ok {
+				entries = shorter
+				continue
+			}
 		}
 		if err != nil {
 			return "", err

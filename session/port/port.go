@@ -14,6 +14,10 @@
 // copy of the outcomes, published by the thread's goroutine after the
 // notification is queued.
 //
+// It also holds the plain types session offers the services beside it
+// (package services, mcpservers): Defaults, PolicyJudgment,
+// ErrSearchCancelled; a service names them without importing session.
+//
 // port must import nothing but protocol and the standard library.
 package port
 

@@ -86,7 +86,7 @@ type turn struct {
 	// kind is turnKindCompact for a thread/compact/start turn (it cannot
 	// be steered); compacting is the compaction in flight (compact.go).
 	kind       string
-	compacting *compaction
+	compacting *compactRun
 	// stepStart is len(t.history) when the last response's tool calls
 	// began to run (inStep); a compaction keeps that step verbatim.
 	stepStart int

@@ -285,6 +285,7 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 	mgr.SetAligner(br)
 	rn := newRunnerWithBrain(cfg, dataDir, mgr, log, br)
 	server.Register(srv, mgr)
+	server.RegisterServices(srv, server.NewServices(mgr))
 	server.RegisterRuns(srv, rn)
 	bs := newBlueprints(cfg, mgr, srv.Client(), log)
 	rn.SetBlueprints(bs) // runs from a blueprint, and their evidence

@@ -1,4 +1,4 @@
-package session
+package fuzzy
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session/port"
 )
 
 // fuzzyLimit is how many matches fuzzyFileSearch returns.
@@ -18,24 +19,38 @@ const fuzzyLimit = 50
 // fuzzySkip are directories the file search never enters.
 var fuzzySkip = map[string]bool{".git": true, "node_modules": true, ".hg": true, ".svn": true, ".apserver": true}
 
-// fuzzyTokens maps a cancellationToken to the search running under it.
-type fuzzyTokens struct {
+// Service answers fuzzyFileSearch. Any goroutine may use it.
+type Service struct {
+	ctx context.Context // ended by Close: every search stops
+
+	stop context.CancelFunc
+
+	// mu guards running: a cancellationToken's search.
 	mu      sync.Mutex
 	running map[string]*fuzzyRun
 }
 
 type fuzzyRun struct{ cancel context.CancelFunc }
 
-// FuzzyFileSearch implements fuzzyFileSearch (the @-mention picker): the
+// New returns a Service whose searches run until Close.
+func New() *Service {
+	ctx, stop := context.WithCancel(context.Background())
+	return &Service{ctx: ctx, stop: stop}
+}
+
+// Close ends every search (each answers with no files).
+func (s *Service) Close() { s.stop() }
+
+// FileSearch implements fuzzyFileSearch (the @-mention picker): the
 // files and directories under roots whose relative path contains the
 // query's characters in order (case-insensitive), best first. A new search
 // with the same cancellationToken cancels the one before it, which answers
 // with no files.
-func (m *Manager) FuzzyFileSearch(ctx context.Context, p protocol.FuzzyFileSearchParams, reply Reply) {
-	ctx, cancel := context.WithCancel(m.ctx)
+func (s *Service) FileSearch(_ context.Context, p protocol.FuzzyFileSearchParams, reply port.Reply) {
+	ctx, cancel := context.WithCancel(s.ctx)
 	done := func() {}
 	if tok := p.CancellationToken; tok != nil {
-		fz, run := &m.fuzzy, &fuzzyRun{cancel: cancel}
+		fz, run := s, &fuzzyRun{cancel: cancel}
 		fz.mu.Lock()
 		if prev := fz.running[*tok]; prev != nil {
 			prev.cancel()

@@ -1,4 +1,4 @@
-package session
+package cmdexec
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/tools"
 	"github.com/apserver/apserver/tools/sandbox"
 	"github.com/apserver/apserver/tools/shell"
@@ -22,10 +24,50 @@ import (
 
 // command/exec runs a standalone process for the client (an editor's
 // terminal), outside any thread. It is judged as the user's own command
-// (userCommandPlan): no approval is asked, since the client's user is the
-// human an approval would ask, but what the rules forbid is refused and
-// the process runs in the sandbox that sandboxPolicy (else the configured
-// default) names, exactly as a thread's commands would.
+// (Service.Plan, session's userCommandPlan): no approval is asked, since
+// the client's user is the human an approval would ask, but what the rules
+// forbid is refused and the process runs in the sandbox that sandboxPolicy
+// (else the configured default) names, exactly as a thread's commands
+// would.
+
+// Service answers command/exec and its write, resize and terminate. Any
+// goroutine may use it.
+type Service struct {
+	// Defaults are the settings of a new thread (session.Manager.Defaults):
+	// the cwd and sandbox of a command that names none.
+	Defaults func() port.Defaults
+	// Plan judges the user's own command script in cwd under sandbox mode
+	// sb: the sandbox it runs in (nil: none), or why it is refused
+	// (session.Manager.UserCommandPlan: the rules a thread's commands get).
+	Plan func(cwd string, sb protocol.SandboxMode, script string) (*sandbox.Policy, string)
+	// Notify sends command/exec/outputDelta.
+	Notify func(method string, params any)
+	// Log is where the service logs.
+	Log *slog.Logger
+
+	ctx   context.Context // ended by Close: every process is killed
+	stop  context.CancelFunc
+	execs execTable
+}
+
+// New returns a Service; its fields are set by the caller before use.
+func New() *Service {
+	ctx, stop := context.WithCancel(context.Background())
+	return &Service{ctx: ctx, stop: stop}
+}
+
+// Close kills every process (each answers).
+func (c *Service) Close() { c.stop() }
+
+// InputInterrupted ends every process at once, as command/exec/terminate
+// would (each then answers, exit code 137, which its request was waiting
+// for), and refuses any command/exec still to be handled: the client
+// closed its input and wants apserver gone (--on-eof interrupt).
+func (c *Service) InputInterrupted() {
+	if n := c.execs.closeAll(); n > 0 {
+		c.Log.Info("input closed; command/exec processes terminated", "processes", n, "mode", "interrupt")
+	}
+}
 
 const (
 	// execDefaultTimeout bounds a command/exec without timeoutMs.
@@ -113,10 +155,10 @@ func (e *execTable) internalID() string {
 	return fmt.Sprintf("\x00internal-%d", e.next) // no client can name it
 }
 
-// CommandExec implements command/exec. The answer comes when the process
+// Exec implements command/exec. The answer comes when the process
 // exits, after every command/exec/outputDelta of it.
-func (m *Manager) CommandExec(ctx context.Context, p protocol.CommandExecParams, reply Reply) {
-	s := m.defaultSettings()
+func (c *Service) Exec(ctx context.Context, p protocol.CommandExecParams, reply port.Reply) {
+	s := c.Defaults()
 	if p.Cwd != nil && *p.Cwd != "" {
 		s.Cwd = *p.Cwd
 	}
@@ -128,30 +170,28 @@ func (m *Manager) CommandExec(ctx context.Context, p protocol.CommandExecParams,
 		s.Sandbox = protocol.SandboxModeFor(*p.SandboxPolicy)
 	}
 	script := shell.Join(p.Command)
-	var cache *rulesCache
-	warned := true // no thread to warn
-	sb, refuse := judge{m: m, settings: s, rules: &cache, sandboxWarned: &warned}.userCommandPlan(script)
+	sb, refuse := c.Plan(s.Cwd, s.Sandbox, script)
 	if refuse != "" {
 		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "%s", refuse))
 		return
 	}
-	id := m.execs.internalID()
+	id := c.execs.internalID()
 	if p.ProcessID != nil && *p.ProcessID != "" {
 		id = *p.ProcessID
 	}
 	proc := &execProc{terminated: make(chan struct{})}
-	if err := m.execs.add(id, proc); err != nil {
+	if err := c.execs.add(id, proc); err != nil {
 		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "%v", err))
 		return
 	}
-	run, err := m.startExecProc(p, s.Cwd, sb, script, proc)
+	run, err := c.startExecProc(p, s.Cwd, sb, script, proc)
 	if err != nil {
-		m.execs.remove(id)
+		c.execs.remove(id)
 		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "command/exec: %v", err))
 		return
 	}
 	go func() {
-		defer m.execs.remove(id)
+		defer c.execs.remove(id)
 		reply(run(ctx, id), nil)
 	}()
 }
@@ -190,7 +230,7 @@ func execEnv(over map[string]*string) []string {
 
 // startExecProc starts the process and returns the function that streams
 // or collects its output, waits for it and builds the result.
-func (m *Manager) startExecProc(p protocol.CommandExecParams, dir string, sb *sandbox.Policy, script string, proc *execProc) (func(ctx context.Context, id string) protocol.CommandExecResult, error) {
+func (c *Service) startExecProc(p protocol.CommandExecParams, dir string, sb *sandbox.Policy, script string, proc *execProc) (func(ctx context.Context, id string) protocol.CommandExecResult, error) {
 	policy := sandbox.Policy{Mode: sandbox.FullAccess}
 	if sb != nil {
 		policy = *sb
@@ -299,7 +339,7 @@ func (m *Manager) startExecProc(p protocol.CommandExecParams, dir string, sb *sa
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				m.readExecStream(id, s.name, s.r, streaming, limit, &bufs[i], hold)
+				c.readExecStream(id, s.name, s.r, streaming, limit, &bufs[i], hold)
 			}()
 		}
 		exited := make(chan struct{})
@@ -323,7 +363,7 @@ func (m *Manager) startExecProc(p protocol.CommandExecParams, dir string, sb *sa
 		case <-proc.terminated:
 			proc.kill()
 			<-exited
-		case <-m.ctx.Done():
+		case <-c.ctx.Done(): // the server is closing
 			proc.kill()
 			<-exited
 		case <-ctx.Done(): // $/cancelRequest, or the connection closed
@@ -368,7 +408,7 @@ func (m *Manager) startExecProc(p protocol.CommandExecParams, dir string, sb *sa
 // readExecStream reads one output stream to its end: as outputDelta
 // notifications when streaming, else into buf; either way at most limit
 // bytes (limit < 0: no cap).
-func (m *Manager) readExecStream(id, name string, r *os.File, streaming bool, limit int64, buf *strings.Builder, hold <-chan struct{}) {
+func (c *Service) readExecStream(id, name string, r *os.File, streaming bool, limit int64, buf *strings.Builder, hold <-chan struct{}) {
 	var n64 int64
 	capped := false
 	handle := func(chunk []byte) {
@@ -381,7 +421,7 @@ func (m *Manager) readExecStream(id, name string, r *os.File, streaming bool, li
 		n64 += int64(len(chunk))
 		if streaming {
 			if len(chunk) > 0 || capped {
-				m.notify(protocol.NotifyCommandExecOutputDelta, protocol.CommandExecOutputDelta{
+				c.Notify(protocol.NotifyCommandExecOutputDelta, protocol.CommandExecOutputDelta{
 					ProcessID: id, Stream: name, DeltaBase64: base64.StdEncoding.EncodeToString(chunk), CapReached: capped})
 			}
 		} else {
@@ -450,19 +490,19 @@ func openPTY() (ptm, pts *os.File, err error) {
 	return ptm, pts, nil
 }
 
-func (m *Manager) execProcess(id string) (*execProc, error) {
-	p := m.execs.get(id)
+func (c *Service) execProcess(id string) (*execProc, error) {
+	p := c.execs.get(id)
 	if p == nil {
 		return nil, protocol.Errorf(protocol.ErrInvalidRequest, "no running process with processId %s", clientProcessID(id))
 	}
 	return p, nil
 }
 
-// CommandExecWrite implements command/exec/write: bytes to the process's
+// Write implements command/exec/write: bytes to the process's
 // stdin (its terminal, with tty), then maybe close stdin (with tty: an
 // end-of-file character).
-func (m *Manager) CommandExecWrite(_ context.Context, p protocol.CommandExecWriteParams, reply Reply) {
-	proc, err := m.execProcess(p.ProcessID)
+func (c *Service) Write(_ context.Context, p protocol.CommandExecWriteParams, reply port.Reply) {
+	proc, err := c.execProcess(p.ProcessID)
 	if err != nil {
 		reply(nil, err)
 		return
@@ -496,9 +536,9 @@ func (m *Manager) CommandExecWrite(_ context.Context, p protocol.CommandExecWrit
 	reply(protocol.Empty{}, nil)
 }
 
-// CommandExecResize implements command/exec/resize (tty processes only).
-func (m *Manager) CommandExecResize(_ context.Context, p protocol.CommandExecResizeParams, reply Reply) {
-	proc, err := m.execProcess(p.ProcessID)
+// Resize implements command/exec/resize (tty processes only).
+func (c *Service) Resize(_ context.Context, p protocol.CommandExecResizeParams, reply port.Reply) {
+	proc, err := c.execProcess(p.ProcessID)
 	if err != nil {
 		reply(nil, err)
 		return
@@ -515,10 +555,10 @@ func (m *Manager) CommandExecResize(_ context.Context, p protocol.CommandExecRes
 	reply(protocol.Empty{}, nil)
 }
 
-// CommandExecTerminate implements command/exec/terminate: the process's
+// Terminate implements command/exec/terminate: the process's
 // whole group is killed; its command/exec then answers (exit code 137).
-func (m *Manager) CommandExecTerminate(_ context.Context, p protocol.CommandExecProcessParams, reply Reply) {
-	proc, err := m.execProcess(p.ProcessID)
+func (c *Service) Terminate(_ context.Context, p protocol.CommandExecProcessParams, reply port.Reply) {
+	proc, err := c.execProcess(p.ProcessID)
 	if err != nil {
 		reply(nil, err)
 		return
@@ -529,8 +569,8 @@ func (m *Manager) CommandExecTerminate(_ context.Context, p protocol.CommandExec
 
 // TerminateProcess ends a command/exec process whose client went away
 // (the server calls it when a connection closes).
-func (m *Manager) TerminateProcess(id string) {
-	if proc := m.execs.get(id); proc != nil {
+func (c *Service) TerminateProcess(id string) {
+	if proc := c.execs.get(id); proc != nil {
 		proc.termOnce.Do(func() { close(proc.terminated) })
 	}
 }

@@ -1,4 +1,4 @@
-package session
+package threadsearch
 
 import (
 	"context"
@@ -9,12 +9,19 @@ import (
 	"unicode/utf8"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/store"
 )
 
-// ErrSearchCancelled is the answer of a thread search stopped by
-// thread/search/cancel, thread/search/stream/cancel or $/cancelRequest.
-var ErrSearchCancelled = errors.New("thread search cancelled")
+// Service answers thread/search and thread/search/stream. Any goroutine
+// may use it.
+type Service struct {
+	// Store opens (or waits for) the store (session.Manager.Store).
+	Store func() (*store.Store, error)
+	// Thread is a stored thread as the wire shows it, with its live status
+	// (session.Manager.WireThread).
+	Thread func(store.Thread) protocol.Thread
+}
 
 const (
 	defaultSearchLimit = 25
@@ -24,16 +31,16 @@ const (
 	snippetLen         = 160
 )
 
-// SearchThreads implements thread/search and thread/search/stream: the
+// Search implements thread/search and thread/search/stream: the
 // threads whose name, preview, or the text of a user or agent message
 // contains the search term (case-insensitive), in the requested order, one
 // page of at most limit. partial, when not nil, receives each batch of
 // matches as the scan finds them (thread/search/partial), before the
 // answer. A ctx canceled mid-scan ends the search with an error wrapping
-// ErrSearchCancelled; it runs on the caller's goroutine.
-func (m *Manager) SearchThreads(ctx context.Context, p protocol.ThreadSearchParams, partial func([]protocol.ThreadSearchMatch)) (protocol.ThreadSearchResult, error) {
+// port.ErrSearchCancelled; it runs on the caller's goroutine.
+func (ts *Service) Search(ctx context.Context, p protocol.ThreadSearchParams, partial func([]protocol.ThreadSearchMatch)) (protocol.ThreadSearchResult, error) {
 	res := protocol.ThreadSearchResult{Data: []protocol.ThreadSearchMatch{}}
-	db, err := m.store()
+	db, err := ts.Store()
 	if err != nil {
 		return res, err
 	}
@@ -62,7 +69,7 @@ func (m *Manager) SearchThreads(ctx context.Context, p protocol.ThreadSearchPara
 		rows, next, err := db.ListThreads(ctx, o)
 		if err != nil {
 			if ctx.Err() != nil {
-				return res, fmt.Errorf("%w: %w", ErrSearchCancelled, ctx.Err())
+				return res, fmt.Errorf("%w: %w", port.ErrSearchCancelled, ctx.Err())
 			}
 			if errors.Is(err, store.ErrBadCursor) {
 				return res, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: invalid cursor")
@@ -73,12 +80,12 @@ func (m *Manager) SearchThreads(ctx context.Context, p protocol.ThreadSearchPara
 		full := false
 		for i, r := range rows {
 			if ctx.Err() != nil {
-				return res, fmt.Errorf("%w: %w", ErrSearchCancelled, ctx.Err())
+				return res, fmt.Errorf("%w: %w", port.ErrSearchCancelled, ctx.Err())
 			}
-			snippet, ok, err := m.threadMatch(ctx, db, r, term, prefilter)
+			snippet, ok, err := threadMatch(ctx, db, r, term, prefilter)
 			if err != nil {
 				if ctx.Err() != nil {
-					return res, fmt.Errorf("%w: %w", ErrSearchCancelled, ctx.Err())
+					return res, fmt.Errorf("%w: %w", port.ErrSearchCancelled, ctx.Err())
 				}
 				return res, err
 			}
@@ -88,7 +95,7 @@ func (m *Manager) SearchThreads(ctx context.Context, p protocol.ThreadSearchPara
 			if first == nil {
 				first = &r
 			}
-			batch = append(batch, protocol.ThreadSearchMatch{Snippet: snippet, Thread: m.wireThread(r, m.liveStatus(r.ID))})
+			batch = append(batch, protocol.ThreadSearchMatch{Snippet: snippet, Thread: ts.Thread(r)})
 			if len(res.Data)+len(batch) == limit {
 				if i < len(rows)-1 || next != "" {
 					c := store.CursorAfter(r, key, asc)
@@ -120,7 +127,7 @@ func (m *Manager) SearchThreads(ctx context.Context, p protocol.ThreadSearchPara
 // threadMatch reports whether thread t matches term, with the snippet
 // around its first match: the name, else the preview, else the first
 // message.
-func (m *Manager) threadMatch(ctx context.Context, db *store.Store, t store.Thread, term, prefilter string) (string, bool, error) {
+func threadMatch(ctx context.Context, db *store.Store, t store.Thread, term, prefilter string) (string, bool, error) {
 	for _, s := range []string{t.Name, t.Preview} {
 		if sn, ok := snippet(s, term); ok {
 			return sn, true, nil

@@ -1,4 +1,4 @@
-package session
+package cmdexec
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session/port"
+	"github.com/apserver/apserver/tools/sandbox"
 )
 
 // TestCommandExecKeepsOutputOfSlowReader: what a command/exec process
@@ -16,15 +18,19 @@ import (
 func TestCommandExecKeepsOutputOfSlowReader(t *testing.T) {
 	testHookHoldExecReaders = true
 	t.Cleanup(func() { testHookHoldExecReaders = false })
-	m := NewManager(Options{Config: testConfig(t, "http://127.0.0.1:1"), Client: newFakeClient(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	t.Cleanup(func() { _ = m.Close() })
 	dir := t.TempDir()
+	m := New()
+	m.Defaults = func() port.Defaults { return port.Defaults{Cwd: dir, Sandbox: protocol.SandboxWorkspaceWrite} }
+	m.Plan = func(string, protocol.SandboxMode, string) (*sandbox.Policy, string) { return nil, "" } // danger-full-access
+	m.Notify = func(string, any) {}
+	m.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	t.Cleanup(m.Close)
 	type answer struct {
 		res any
 		err error
 	}
 	got := make(chan answer, 1)
-	m.CommandExec(context.Background(), protocol.CommandExecParams{
+	m.Exec(context.Background(), protocol.CommandExecParams{
 		Command:       []string{"sh", "-c", "echo out; echo err >&2"},
 		Cwd:           &dir,
 		SandboxPolicy: &protocol.SandboxPolicy{Type: "dangerFullAccess"},

@@ -1,17 +1,15 @@
-package session
+package configread
 
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/protocol"
-	"github.com/apserver/apserver/store"
+	"github.com/apserver/apserver/session/port"
 )
 
 // readConfig answers config/read for a server loaded the way apserver
@@ -36,17 +34,14 @@ func readConfig(t *testing.T, userTOML, workspaceTOML string, env map[string]str
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	m := NewManager(Options{
-		OpenStore:     func() (*store.Store, error) { return store.Open(filepath.Join(dir, "db"), store.Options{}) },
-		Config:        cfg,
-		Client:        newFakeClient(),
-		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
-		ConfigSources: ConfigSources{UserFile: user, WorkspaceFile: wsFile, Flags: flags},
-	})
-	t.Cleanup(func() { m.Close() })
+	// The defaults a session gets from this config (session.Manager.Defaults).
+	defaults := func() port.Defaults {
+		return port.Defaults{Model: cfg.Model, Provider: cfg.Provider,
+			ApprovalPolicy: protocol.ApprovalPolicy(cfg.ApprovalPolicy), Sandbox: protocol.SandboxMode(cfg.Sandbox)}
+	}
+	c := &Service{Defaults: defaults, Config: cfg, Sources: config.Sources{UserFile: user, WorkspaceFile: wsFile, Flags: flags}}
 	got := make(chan any, 1)
-	m.ReadConfig(context.Background(), protocol.ConfigReadParams{IncludeLayers: true}, func(r any, err error) {
+	c.Read(context.Background(), protocol.ConfigReadParams{IncludeLayers: true}, func(r any, err error) {
 		if err != nil {
 			t.Errorf("config/read: %v", err)
 		}

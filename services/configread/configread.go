@@ -1,4 +1,4 @@
-package session
+package configread
 
 import (
 	"context"
@@ -14,15 +14,18 @@ import (
 
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session/port"
 )
 
-// ConfigSources name what config/read reports as layers, lowest
-// precedence first: the user file, the workspace file, and the settings
-// given on the command line (apserver's keys).
-type ConfigSources struct {
-	UserFile      string
-	WorkspaceFile string
-	Flags         map[string]any
+// Service answers config/read. Any goroutine may use it.
+type Service struct {
+	// Defaults are the settings of a new thread (session.Manager.Defaults).
+	Defaults func() port.Defaults
+	// Config is the loaded configuration (its instructions and the
+	// warnings of what it skipped).
+	Config config.Config
+	// Sources are the files and flags it was loaded from.
+	Sources config.Sources
 }
 
 // codexKeys maps apserver's top-level config keys to Codex's.
@@ -51,25 +54,25 @@ func skippedKey(warnings []string, path, key string) bool {
 	return false
 }
 
-// ReadConfig implements config/read: the settings new threads get, in
+// Read implements config/read: the settings new threads get, in
 // Codex's keys; origins names the layer that set each (a key set by none
 // is a built-in default and has no origin); with includeLayers, every
 // layer with the keys it sets, lowest precedence first. A workspace key
 // that config.Load skipped (an untrusted workspace may only tighten) is in
 // no layer; keys set by environment variables are in the session layer.
-func (m *Manager) ReadConfig(_ context.Context, p protocol.ConfigReadParams, reply Reply) {
-	s := m.defaultSettings()
+func (c *Service) Read(_ context.Context, p protocol.ConfigReadParams, reply port.Reply) {
+	s := c.Defaults()
 	cfg := map[string]any{
 		"model":           nilIfEmpty(s.Model),
 		"model_provider":  nilIfEmpty(s.Provider),
 		"approval_policy": s.ApprovalPolicy,
 		"sandbox_mode":    s.Sandbox,
 	}
-	if m.opts.Config.Instructions != "" {
-		cfg["developer_instructions"] = m.opts.Config.Instructions
+	if c.Config.Instructions != "" {
+		cfg["developer_instructions"] = c.Config.Instructions
 	}
 	res := protocol.ConfigReadResult{Config: cfg, Origins: map[string]protocol.ConfigLayerMetadata{}}
-	src := m.opts.ConfigSources
+	src := c.Sources
 	add := func(name protocol.ConfigLayerSource, raw map[string]any, version string, skipped func(key string) bool) {
 		mapped := map[string]any{}
 		for k, v := range raw {
@@ -93,7 +96,7 @@ func (m *Manager) ReadConfig(_ context.Context, p protocol.ConfigReadParams, rep
 		if raw, v := readTOML(src.WorkspaceFile); raw != nil {
 			ws := src.WorkspaceFile
 			add(protocol.ConfigLayerSource{Type: "project", DotCodexFolder: filepath.Dir(ws)}, raw, v, func(key string) bool {
-				return skippedKey(m.opts.Config.Warnings, ws, key)
+				return skippedKey(c.Config.Warnings, ws, key)
 			})
 		}
 	}
@@ -129,4 +132,11 @@ func readTOML(path string) (map[string]any, string) {
 	}
 	sum := sha256.Sum256(b)
 	return raw, "sha256:" + hex.EncodeToString(sum[:8])
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

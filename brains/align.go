@@ -125,13 +125,16 @@ func (s *Service) StageContext(ctx context.Context, role, cwd string, task *prot
 	return brain.Build(in)
 }
 
-// budget is a role's token budget: Options.Budgets, else
-// brain.DefaultBudget.
+// budget is a role's token budget: Options.Budgets, else the
+// configuration's ([brain] budgets), else brain.DefaultBudget.
 func (s *Service) budget(role string, override int) int {
 	if override > 0 {
 		return override
 	}
 	if b, ok := s.opts.Budgets[role]; ok && b > 0 {
+		return b
+	}
+	if b, ok := s.opts.Config.Brain.Budgets[role]; ok && b > 0 {
 		return b
 	}
 	return brain.DefaultBudget
@@ -207,4 +210,26 @@ func (s *Service) ContextPreview(ctx context.Context, p protocol.ProjectContextP
 	res.Tokens = brain.Tokens(res.Context)
 	res.Budget = in.Budget
 	return res, nil
+}
+
+// ThreadContext is the context block of a plain thread in the project
+// cwd (session.ProjectContexter, under project_context = true): the
+// "thread" role's budget, the thread's summaries first among the
+// project's. A run's task thread gets "" (its stage's instructions
+// already hold the block), and so does a directory that is not a project
+// (no decisions, blueprint or runs) or an error (logged).
+func (s *Service) ThreadContext(ctx context.Context, threadID, cwd string) string {
+	if _, task, err := s.ThreadScope(ctx, threadID); err == nil && task.ID != "" {
+		return ""
+	}
+	in, err := s.input(ctx, "thread", cwd, 0)
+	if err != nil {
+		s.log.Warn("building a thread's context", "thread", threadID, "cwd", cwd, "err", err)
+		return ""
+	}
+	if len(in.Decisions) == 0 && in.Snapshot == "" {
+		return ""
+	}
+	in.ThreadID = threadID
+	return brain.Build(in)
 }

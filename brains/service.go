@@ -53,8 +53,8 @@ type Options struct {
 	// Now is the time in unix ms; nil means the real clock.
 	Now func() int64
 	// Budgets are the context block's token budgets by role (planner,
-	// implementer, reviewer, thread); a role without one gets
-	// brain.DefaultBudget.
+	// implementer, reviewer, thread), over the configuration's ([brain]
+	// budgets); a role in neither gets brain.DefaultBudget.
 	Budgets map[string]int
 	// Ask, when set, answers the validator instead of the configured
 	// "validator" role's model (tests of the rules' second pass).

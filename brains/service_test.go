@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apserver/apserver/brain"
+	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 )
@@ -168,5 +171,34 @@ func TestTouchAfterARun(t *testing.T) {
 	s.Touch(proj)
 	if fi2, _ := os.Stat(filepath.Join(proj, ".apserver", "snapshot.md")); fi2.ModTime() != old {
 		t.Errorf("an unchanged snapshot.md was rewritten (%v, was %v)", fi2.ModTime(), fi.ModTime())
+	}
+}
+
+// TestBudgetsFromConfig: a role's context budget comes from the
+// configuration's [brain] budgets, the others keep the default, and the
+// block stays within the configured budget.
+func TestBudgetsFromConfig(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := openStore(t, filepath.Join(dir, "a.db"))
+	defer st.Close()
+	cfg := config.Default()
+	cfg.Brain.Budgets = map[string]int{"implementer": 600}
+	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Debounce: -1, Config: cfg})
+	defer s.Close()
+	proj := filepath.Join(dir, "shop")
+	for i := 0; i < 40; i++ {
+		if _, err := s.AddDecision(ctx, protocol.ProjectDecisionAddParams{Cwd: proj, Title: fmt.Sprintf("Decision %d", i), Text: strings.Repeat("a long text ", 20)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for role, want := range map[string]int{"implementer": 600, "reviewer": brain.DefaultBudget} {
+		pv, err := s.ContextPreview(ctx, protocol.ProjectContextPreviewParams{Cwd: proj, Role: role, ThreadID: "thr_1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pv.Budget != want || pv.Tokens > want {
+			t.Errorf("preview for %s: budget %d, tokens %d; want budget %d", role, pv.Budget, pv.Tokens, want)
+		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apserver/apserver/model/scripted"
 )
 
 // TestBrainOverTheWire (docs/brain.md): decisions recorded, superseded and
@@ -60,5 +62,32 @@ func TestBrainOverTheWire(t *testing.T) {
 			t.Fatalf("after the restart, memory.md:\n%s\nsnapshot.md:\n%s", mem, snap)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestBrainProjectContextInPlainThread (docs/brain.md): with
+// project_context = true in the user's config file, a plain thread whose
+// workspace keeps a decision sends the model the project's context block
+// (the decision in it) in its instructions; without the key it does not.
+func TestBrainProjectContextInPlainThread(t *testing.T) {
+	t.Parallel()
+	for _, on := range []bool{true, false} {
+		model := startModel(t, scripted.Rule{Match: "S-pctx", Steps: []scripted.Step{{Text: "Noted."}}})
+		dir := t.TempDir()
+		var args []string
+		if on {
+			args = capConfig(t, "project_context = true", "[brain]", "budgets = { thread = 3000 }")
+		}
+		c := newClient(t, model, options{dir: dir, args: args})
+		c.call("project/decision/add", map[string]any{"cwd": dir, "title": "Use PostgreSQL", "text": "All data in PostgreSQL.", "alternatives": []string{"MySQL"}})
+		th := c.call("thread/start", map[string]any{"cwd": dir})
+		c.runTurn(th.str("thread.id"), "S-pctx: what database do we use?")
+		reqs := modelRequests(model)
+		body := string(reqs[len(reqs)-1].Body)
+		got := strings.Contains(body, "# Project context for the thread") && strings.Contains(body, "Use PostgreSQL") && strings.Contains(body, "Rejected: MySQL")
+		if got != on {
+			t.Errorf("project_context %v: the block in the model's request is %v; request:\n%s", on, got, body)
+		}
+		c.close()
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/apserver/apserver/brain"
 	"github.com/apserver/apserver/model"
@@ -193,6 +194,39 @@ func (t *thread) runDecisionCall(tr *turn, call model.ToolCall) {
 			}
 		})
 	}()
+}
+
+// ProjectContexter is implemented by an Aligner that also gives a plain
+// thread its project's context block (brains.Service).
+type ProjectContexter interface {
+	// ThreadContext is the context block of the thread in its project
+	// cwd (docs/brain.md), "" when the workspace is not a project or the
+	// thread already gets one (a run's stage). It reads the store only.
+	ThreadContext(ctx context.Context, threadID, cwd string) string
+}
+
+// projectContextWait bounds the store reads of a turn's context block.
+const projectContextWait = 2 * time.Second
+
+// projectContext is the context block a turn of a plain thread gets
+// appended to its instructions under project_context = true ("" when
+// off, or without a brain). It runs on the thread goroutine, as the
+// reading of AGENTS.md does: store reads only, bounded.
+func (t *thread) projectContext() string {
+	if !t.m.opts.Config.Brain.ProjectContext {
+		return ""
+	}
+	pc, ok := t.m.opts.Align.(ProjectContexter)
+	if !ok {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(t.ctx, projectContextWait)
+	defer cancel()
+	block := pc.ThreadContext(ctx, t.id, t.settings.Cwd)
+	if block == "" {
+		return ""
+	}
+	return "\n\n" + block
 }
 
 // SetAligner sets Options.Align, for a Manager made before the brain

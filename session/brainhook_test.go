@@ -120,3 +120,38 @@ func TestRecordDecisionTool(t *testing.T) {
 		t.Errorf("the model was not told the outcomes: %s", last)
 	}
 }
+
+// TestProjectContextInPlainThread: under project_context = true a plain
+// thread whose workspace keeps decisions gets the project's context block
+// in its instructions (the decision in it); with the key off, or in a
+// workspace that is not a project, the instructions have no block.
+func TestProjectContextInPlainThread(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		on, decid bool
+		want      bool
+	}{{"on", true, true, true}, {"off", false, true, false}, {"not a project", true, false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, scripted.Script{Rules: []scripted.Rule{{Match: "S-ctx", Steps: []scripted.Step{{Text: "Fine."}}}}}, false)
+			h.m.opts.Config.Brain.ProjectContext = tc.on
+			cwd := t.TempDir()
+			br := brains.New(brains.Options{Store: h.m.Store, Debounce: -1})
+			t.Cleanup(br.Close)
+			if tc.decid {
+				if _, err := br.AddDecision(context.Background(), protocol.ProjectDecisionAddParams{Cwd: cwd, Title: "Use PostgreSQL", Text: "All data lives in PostgreSQL."}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h.m.SetAligner(br)
+			id := h.startThread(t, threadParams(&cwd, protocol.ApprovalNever)).Thread.ID
+			h.startTurn(t, id, "S-ctx")
+			h.turnCompleted(t, id)
+			reqs := h.srv.Requests()
+			body := string(reqs[len(reqs)-1].Body)
+			got := strings.Contains(body, "# Project context for the thread") && strings.Contains(body, "Use PostgreSQL") && strings.Contains(body, "Thread "+id)
+			if got != tc.want || (!tc.want && strings.Contains(body, "# Project context")) {
+				t.Fatalf("the block in the instructions: %v, want %v; request:\n%s", got, tc.want, body)
+			}
+		})
+	}
+}

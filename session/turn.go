@@ -199,7 +199,7 @@ func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 		modelName: modelName,
 		stamps:    map[string]files.Stamp{},
 		client:    t.m.modelClient(provider),
-		prompt:    systemPrompt(t.settings.Cwd, t.settings.BaseInstructions, t.m.opts.Config.Instructions, t.settings.DeveloperInstructions) + sandboxNote(t.settings.Sandbox),
+		prompt:    systemPrompt(t.settings.Cwd, t.settings.BaseInstructions, t.m.opts.Config.Instructions, t.settings.DeveloperInstructions) + sandboxNote(t.settings.Sandbox) + t.projectContext(),
 	}
 	tr.schema = outputSchema(p.OutputSchema)
 	if t.persistent() {

@@ -16,7 +16,7 @@ const maxCachedVerdicts = 4096
 
 func (s *Service) forgetVerdicts() {
 	s.mu.Lock()
-	s.cache = map[string]protocol.AlignmentVerdict{}
+	s.cache = map[string]cachedVerdict{}
 	s.mu.Unlock()
 }
 
@@ -35,21 +35,35 @@ func (s *Service) Judge(ctx context.Context, cwd string, task brain.Task, a prot
 
 // judge is Judge over decisions already read.
 func (s *Service) judge(ctx context.Context, cwd string, task brain.Task, a protocol.AlignmentAction, ds []protocol.ProjectDecision) protocol.AlignmentVerdict {
+	v, _ := s.judgeRecorded(ctx, cwd, task, a, ds)
+	return v
+}
+
+// judgeRecorded is judge, and the record of what the verdict was judged
+// from: a cached verdict comes with the record it was first judged from,
+// so that replaying it gives it again.
+func (s *Service) judgeRecorded(ctx context.Context, cwd string, task brain.Task, a protocol.AlignmentAction, ds []protocol.ProjectDecision) (protocol.AlignmentVerdict, brain.Record) {
 	key := Project(cwd) + "\x00" + brain.Key(a, task, ds)
 	s.mu.Lock()
-	v, ok := s.cache[key]
+	c, ok := s.cache[key]
 	s.mu.Unlock()
 	if ok {
-		return v
+		return c.verdict, c.record
 	}
-	v = brain.Judge(a, task, ds, func(prompt string) (string, error) { return s.ask(ctx, prompt) })
+	v, rec := brain.JudgeRecorded(a, task, ds, func(prompt string) (string, error) { return s.ask(ctx, prompt) })
 	s.mu.Lock()
 	if len(s.cache) >= maxCachedVerdicts {
-		s.cache = map[string]protocol.AlignmentVerdict{}
+		s.cache = map[string]cachedVerdict{}
 	}
-	s.cache[key] = v
+	s.cache[key] = cachedVerdict{v, rec}
 	s.mu.Unlock()
-	return v
+	return v, rec
+}
+
+// cachedVerdict is a verdict and its record.
+type cachedVerdict struct {
+	verdict protocol.AlignmentVerdict
+	record  brain.Record
 }
 
 // verdictSchema is the validator's structured output.

@@ -77,7 +77,7 @@ type Service struct {
 
 	mu     sync.Mutex
 	timers map[string]*time.Timer // pending projections, by project
-	cache  map[string]protocol.AlignmentVerdict
+	cache  map[string]cachedVerdict
 }
 
 // New makes a Service. Call Restore at start and Close to stop.
@@ -92,7 +92,7 @@ func New(opts Options) *Service {
 		opts.Now = func() int64 { return time.Now().UnixMilli() }
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Service{opts: opts, log: opts.Logger, ctx: ctx, stop: stop, timers: map[string]*time.Timer{}, cache: map[string]protocol.AlignmentVerdict{}}
+	return &Service{opts: opts, log: opts.Logger, ctx: ctx, stop: stop, timers: map[string]*time.Timer{}, cache: map[string]cachedVerdict{}}
 }
 
 // Close stops pending projections; the store keeps their projects

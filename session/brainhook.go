@@ -10,6 +10,7 @@ import (
 	"github.com/apserver/apserver/brain"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/store"
 )
 
 // Aligner is the project brain's alignment check as the session sees it
@@ -17,9 +18,10 @@ import (
 type Aligner interface {
 	// AlignThread judges an action of the thread in its project; ok is
 	// false when the project has no brain to judge by (no active
-	// decisions). It may ask a model: it is never called on a thread
-	// goroutine.
-	AlignThread(ctx context.Context, threadID string, a protocol.AlignmentAction) (v protocol.AlignmentVerdict, ok bool)
+	// decisions). record is what the verdict was judged from (JSON of a
+	// brain.Record), stored in the thread's alignment receipt. It may ask
+	// a model: it is never called on a thread goroutine.
+	AlignThread(ctx context.Context, threadID string, a protocol.AlignmentAction) (v protocol.AlignmentVerdict, record json.RawMessage, ok bool)
 	// AlignmentApproved records that a human approved an action the check
 	// stopped: a decision superseding the one it went against.
 	AlignmentApproved(ctx context.Context, threadID string, a protocol.AlignmentAction, v protocol.AlignmentVerdict)
@@ -49,12 +51,18 @@ func (t *thread) alignCommand(tr *turn, run *commandRun, justification string) b
 		return false
 	}
 	a := protocol.AlignmentAction{Kind: protocol.ActionCommand, Command: run.command}
-	ctx := tr.ctx
+	ctx, persist := tr.ctx, t.persistent()
 	go func() {
-		v, ok := t.m.opts.Align.AlignThread(ctx, t.id, a)
+		v, rec, ok := t.m.opts.Align.AlignThread(ctx, t.id, a)
+		if ok {
+			t.storeAlignment(persist, tr.id, v, rec)
+		}
 		t.postEvent(ctx, func() {
 			if t.turn != tr {
 				return
+			}
+			if ok {
+				run.item.Alignment = &v // the item's record keeps the verdict
 			}
 			if !ok || !v.Status.Stops() {
 				t.proceedCommand(tr, run, justification)
@@ -66,6 +74,7 @@ func (t *thread) alignCommand(tr *turn, run *commandRun, justification string) b
 			p.Reason = ptr(alignmentReason(v))
 			p.ProposedExecpolicyAmendment = nil
 			p.AvailableDecisions = []protocol.Decision{protocol.DecisionAccept, protocol.DecisionDecline, protocol.DecisionCancel}
+			p.Alignment = &v
 			req.Params, req.Alignment = p, &v
 			t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{protocol.FlagWaitingOnApproval}})
 			t.notifyItemStarted(tr, run.item)
@@ -89,13 +98,20 @@ func (t *thread) alignChanges(tr *turn, run *fileRun, plan string, paths []strin
 		}
 		actions = append(actions, a)
 	}
-	ctx := tr.ctx
+	ctx, persist := tr.ctx, t.persistent()
 	go func() {
-		var worst *protocol.AlignmentVerdict
+		var worst, first *protocol.AlignmentVerdict
 		var stopped protocol.AlignmentAction
 		for _, a := range actions {
-			v, ok := t.m.opts.Align.AlignThread(ctx, t.id, a)
-			if ok && v.Status.Stops() && (worst == nil || v.Status == protocol.AlignmentConflicting && worst.Status != protocol.AlignmentConflicting) {
+			v, rec, ok := t.m.opts.Align.AlignThread(ctx, t.id, a)
+			if !ok {
+				continue
+			}
+			t.storeAlignment(persist, tr.id, v, rec)
+			if first == nil {
+				first = &v
+			}
+			if v.Status.Stops() && (worst == nil || v.Status == protocol.AlignmentConflicting && worst.Status != protocol.AlignmentConflicting) {
 				worst, stopped = &v, a
 			}
 		}
@@ -103,18 +119,41 @@ func (t *thread) alignChanges(tr *turn, run *fileRun, plan string, paths []strin
 			if t.turn != tr {
 				return
 			}
+			if worst != nil {
+				run.item.Alignment = worst // the item's record keeps the verdict
+			} else if first != nil {
+				run.item.Alignment = first
+			}
 			if worst == nil {
 				t.proceedChanges(tr, run, plan, paths)
 				return
 			}
 			run.verdict, run.action = worst, stopped
-			params := protocol.FileChangeApprovalParams{ThreadID: t.id, TurnID: tr.id, ItemID: run.item.ID, StartedAtMs: t.nowMs(), Reason: ptr(alignmentReason(*worst))}
+			params := protocol.FileChangeApprovalParams{ThreadID: t.id, TurnID: tr.id, ItemID: run.item.ID, StartedAtMs: t.nowMs(), Reason: ptr(alignmentReason(*worst)), Alignment: worst}
 			req := serverRequest{Method: protocol.RequestFileChangeApproval, Params: params, Kind: "fileChange", Paths: paths, InsideWorkspace: run.inside, Alignment: worst}
 			t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{protocol.FlagWaitingOnApproval}})
 			t.sendRequest(tr, req, func(id int64, raw json.RawMessage, err error) { t.onFileApproval(tr, run, id, raw, err) })
 		})
 	}()
 	return true
+}
+
+// storeAlignment stores a verdict and what it was judged from as the
+// thread's alignment receipt (apserver replay re-judges it), on the
+// calling goroutine; an ephemeral thread keeps none.
+func (t *thread) storeAlignment(persist bool, turnID string, v protocol.AlignmentVerdict, rec json.RawMessage) {
+	if !persist || len(rec) == 0 {
+		return
+	}
+	out, _ := json.Marshal(v)
+	db, err := t.m.store()
+	if err == nil {
+		_, err = db.AppendReceipt(context.WithoutCancel(t.ctx), store.Receipt{ThreadID: t.id, ID: newID(), Kind: brain.ReceiptKind, TurnID: turnID,
+			Input: rec, Output: out, Executed: !v.Status.Stops()})
+	}
+	if err != nil {
+		t.m.log.Error("storing an alignment receipt", "thread", t.id, "err", err)
+	}
 }
 
 // alignmentReason is a stopped action's approval reason: the verdict,

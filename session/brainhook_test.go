@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apserver/apserver/brain"
 	"github.com/apserver/apserver/brains"
 	"github.com/apserver/apserver/model/scripted"
 	"github.com/apserver/apserver/protocol"
@@ -63,6 +64,9 @@ func TestAlignmentStopsFullAuto(t *testing.T) {
 			!strings.Contains(*p.Reason, pg.Decision.ID) || !strings.Contains(*p.Reason, `"Use PostgreSQL"`) || !strings.Contains(*p.Reason, "conflicting") {
 			t.Fatalf("request %s %s, want a command approval naming %s", fc.method, fc.params, pg.Decision.ID)
 		}
+		if p.Alignment == nil || p.Alignment.Status != protocol.AlignmentConflicting || len(p.Alignment.Decisions) == 0 || p.Alignment.Decisions[0].ID != pg.Decision.ID {
+			t.Errorf("the request's alignment = %+v, want the conflicting verdict naming %s", p.Alignment, pg.Decision.ID)
+		}
 		if _, err := os.Stat(filepath.Join(cwd, "installed.txt")); err == nil {
 			t.Fatal("the command ran before the approval")
 		}
@@ -75,6 +79,46 @@ func TestAlignmentStopsFullAuto(t *testing.T) {
 		waitNote(t, h, protocol.NotifyFullAutoStatusChanged, id, 0, hasState(protocol.FullAutoStopped))
 		if _, err := os.Stat(filepath.Join(cwd, "installed.txt")); err != nil {
 			t.Fatalf("after the approval the command did not run: %v", err)
+		}
+		// The item's record and the thread's receipts keep the verdict, and
+		// the receipt's record judges the same again (apserver replay).
+		var item protocol.CommandExecutionItem
+		for _, e := range filter(h.c.snapshot(), protocol.NotifyItemCompleted, id) {
+			var n struct {
+				Item protocol.CommandExecutionItem `json:"item"`
+			}
+			if json.Unmarshal(e.Params, &n) == nil && n.Item.Command != "" {
+				item = n.Item
+			}
+		}
+		if item.Alignment == nil || item.Alignment.Status != protocol.AlignmentConflicting {
+			t.Errorf("the command's item/completed alignment = %+v, want the verdict", item.Alignment)
+		}
+		db, _ := h.m.Store()
+		rs, err := db.Receipts(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var aligned int
+		var kinds []string
+		for _, r := range rs {
+			kinds = append(kinds, r.Kind)
+			if r.Kind != brain.ReceiptKind {
+				continue
+			}
+			aligned++
+			var rec brain.Record
+			var want protocol.AlignmentVerdict
+			if json.Unmarshal(r.Input, &rec) != nil || json.Unmarshal(r.Output, &want) != nil {
+				t.Fatalf("alignment receipt #%d does not decode", r.Seq)
+			}
+			got, _ := json.Marshal(brain.ReplayVerdict(rec))
+			if wb, _ := json.Marshal(want); string(got) != string(wb) || want.Status != protocol.AlignmentConflicting || r.Executed {
+				t.Errorf("alignment receipt #%d: stored %s (executed %v), replayed %s", r.Seq, wb, r.Executed, got)
+			}
+		}
+		if aligned != 1 {
+			t.Errorf("%d alignment receipts, want 1; receipts: %v", aligned, kinds)
 		}
 		l, err := br.ListDecisions(context.Background(), protocol.ProjectDecisionListParams{Cwd: cwd, All: true})
 		if err != nil || len(l.Decisions) != 2 {

@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apserver/apserver/brain"
 	"github.com/apserver/apserver/controller"
 	"github.com/apserver/apserver/fullauto"
+	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 )
 
@@ -99,5 +101,30 @@ func TestReplay(t *testing.T) {
 		if strings.Join(diffLines, " ") != strings.Join(tc.differs, " ") {
 			t.Errorf("%s: receipts reported as differing = %v, want %v\n%s", tc.name, diffLines, tc.differs, out.String())
 		}
+	}
+}
+
+// TestReplayAlignment: an alignment receipt replays to its verdict from
+// its record; a stored verdict the rules would not give now differs.
+func TestReplayAlignment(t *testing.T) {
+	ds := []protocol.ProjectDecision{{ID: "dec_1", Title: "Use PostgreSQL", Text: "All data in PostgreSQL.", Alternatives: []string{"MySQL"}, Status: protocol.DecisionActive}}
+	v, rec := brain.JudgeRecorded(protocol.AlignmentAction{Kind: protocol.ActionCommand, Command: "pip install mysql-connector-python"}, brain.Task{}, ds, nil)
+	if v.Status != protocol.AlignmentConflicting {
+		t.Fatalf("verdict = %+v", v)
+	}
+	in, _ := json.Marshal(rec)
+	out, _ := json.Marshal(v)
+	wrong := v
+	wrong.Status = protocol.AlignmentAligned
+	wo, _ := json.Marshal(wrong)
+	rs := []store.Receipt{
+		{Seq: 1, Kind: brain.ReceiptKind, TurnID: "t1", Input: in, Output: out},
+		{Seq: 2, Kind: brain.ReceiptKind, TurnID: "t1", Input: in, Output: wo},
+	}
+	var buf bytes.Buffer
+	err := replay(&buf, rs, false)
+	if !errors.Is(err, errReplayDiffers) || !strings.Contains(buf.String(), "ok   #1 alignment") || !strings.Contains(buf.String(), "DIFF #2 alignment") ||
+		!strings.Contains(buf.String(), "conflicting (rules, dec_1)") {
+		t.Fatalf("replay = %v\n%s", err, buf.String())
 	}
 }

@@ -178,6 +178,11 @@ func (s *Service) change(ctx context.Context, st *store.Store, cwd string, cur m
 
 // AddDecision implements project/decision/add.
 func (s *Service) AddDecision(ctx context.Context, p protocol.ProjectDecisionAddParams) (protocol.ProjectDecisionResult, error) {
+	return s.addDecision(ctx, p, "")
+}
+
+// addDecision is AddDecision for a run (runID) or not ("").
+func (s *Service) addDecision(ctx context.Context, p protocol.ProjectDecisionAddParams, runID string) (protocol.ProjectDecisionResult, error) {
 	var res protocol.ProjectDecisionResult
 	if err := p.Validate(); err != nil {
 		return res, err
@@ -189,7 +194,7 @@ func (s *Service) AddDecision(ctx context.Context, p protocol.ProjectDecisionAdd
 	cwd := Project(p.Cwd)
 	s.edit.Lock()
 	defer s.edit.Unlock()
-	d := protocol.ProjectDecision{Cwd: cwd, Title: strings.TrimSpace(p.Title), Text: p.Text, Why: p.Why, Alternatives: p.Alternatives, Source: p.Source, Status: protocol.DecisionActive}
+	d := protocol.ProjectDecision{Cwd: cwd, Title: strings.TrimSpace(p.Title), Text: p.Text, Why: p.Why, Alternatives: p.Alternatives, Source: p.Source, Status: protocol.DecisionActive, RunID: runID}
 	if p.Scope != nil {
 		d.Scope = *p.Scope
 	}

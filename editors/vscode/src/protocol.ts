@@ -4504,6 +4504,7 @@ export type ProjectDecision = {
   createdAtMs: number;
   cwd: string;
   id: string;
+  runId?: string;
   scope: DecisionScope;
   source: string;
   status: DecisionStatus;

@@ -163,6 +163,9 @@ func (s *Service) input(ctx context.Context, role, cwd string, budget int) (brai
 	in := brain.Input{Role: role, Budget: s.budget(role, budget), Decisions: state.Decisions}
 	if len(state.Decisions) > 0 || state.Blueprint != nil || len(state.Runs) > 0 {
 		in.Snapshot = brain.Snapshot(state)
+		if in.Summaries, err = s.summaries(ctx, cwd); err != nil {
+			return brain.Input{}, err
+		}
 	}
 	return in, nil
 }

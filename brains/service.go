@@ -5,7 +5,11 @@
 // dirty, the context block a stage or thread is given
 // (project/context/preview), and the alignment check of an action — the
 // rules of package brain, then the validator model for what they leave
-// undecided (validated, asked again once, cached per action).
+// undecided (validated, asked again once, cached per action, each verdict
+// returned with the record that replays it). It also records the
+// decisions runs make, writes a run's section of memory.md where it owns
+// the file, and keeps the threads' rolling summaries
+// (project/summary/list).
 //
 // The decisions (transitions, rendering, ranking, rules) are package
 // brain's; this package does the I/O. It imports brain, protocol, store,

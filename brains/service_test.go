@@ -202,3 +202,51 @@ func TestBudgetsFromConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestSummariesInTheContext: a thread's saved summary is listed by
+// project/summary/list and cited in the context block of every role; a
+// summary covering all the thread's turns is not due again.
+func TestSummariesInTheContext(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := openStore(t, filepath.Join(dir, "a.db"))
+	defer st.Close()
+	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Debounce: -1, Now: func() int64 { return 5000 }})
+	defer s.Close()
+	proj := filepath.Join(dir, "shop")
+	if err := st.CreateThread(ctx, store.Thread{ID: "th1", Cwd: proj, CreatedAt: 1, UpdatedAt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, due := s.SummaryDue(ctx, "th1", proj); due {
+		t.Fatal("a summary is due in a directory that is not a project")
+	}
+	if _, err := s.AddDecision(ctx, protocol.ProjectDecisionAddParams{Cwd: proj, Title: "Use PostgreSQL"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.StartTurn(ctx, store.Turn{ThreadID: "th1", ID: "tu1", Status: store.StatusInProgress, StartedAt: 2}); err != nil {
+		t.Fatal(err)
+	}
+	turns, due := s.SummaryDue(ctx, "th1", proj)
+	if !due || turns != 1 {
+		t.Fatalf("SummaryDue = %d, %v; want 1, true", turns, due)
+	}
+	if err := s.SaveSummary(ctx, "th1", proj+"/", "Talked about the orders table.", turns); err != nil {
+		t.Fatal(err)
+	}
+	if _, due := s.SummaryDue(ctx, "th1", proj); due {
+		t.Error("a summary covering every turn is due again")
+	}
+	l, err := s.ListSummaries(ctx, protocol.ProjectSummaryListParams{Cwd: proj})
+	if err != nil || len(l.Summaries) != 1 || l.Summaries[0].ThreadID != "th1" || l.Summaries[0].Turns != 1 || l.Summaries[0].UpdatedAtMs != 5000 {
+		t.Fatalf("ListSummaries = %+v, %v", l, err)
+	}
+	if _, err := s.ListSummaries(ctx, protocol.ProjectSummaryListParams{}); !errors.Is(err, protocol.ErrInvalidParams) {
+		t.Errorf("ListSummaries without cwd: %v", err)
+	}
+	for _, role := range []string{"implementer", "thread"} {
+		pv, err := s.ContextPreview(ctx, protocol.ProjectContextPreviewParams{Cwd: proj, Role: role, ThreadID: "th2"})
+		if err != nil || !strings.Contains(pv.Context, "## Conversation summaries\n\n- th1: Talked about the orders table.") {
+			t.Errorf("the %s's context lacks the summary (%v):\n%s", role, err, pv.Context)
+		}
+	}
+}

@@ -72,7 +72,8 @@ func TestBrainOverTheWire(t *testing.T) {
 func TestBrainProjectContextInPlainThread(t *testing.T) {
 	t.Parallel()
 	for _, on := range []bool{true, false} {
-		model := startModel(t, scripted.Rule{Match: "S-pctx", Steps: []scripted.Step{{Text: "Noted."}}})
+		model := startModel(t, scripted.Rule{Match: "Compaction request", Steps: []scripted.Step{{Text: "PCTX-SUMMARY: asked which database."}}},
+			scripted.Rule{Match: "S-pctx", Steps: []scripted.Step{{Text: "Noted."}}})
 		dir := t.TempDir()
 		var args []string
 		if on {
@@ -82,11 +83,33 @@ func TestBrainProjectContextInPlainThread(t *testing.T) {
 		c.call("project/decision/add", map[string]any{"cwd": dir, "title": "Use PostgreSQL", "text": "All data in PostgreSQL.", "alternatives": []string{"MySQL"}})
 		th := c.call("thread/start", map[string]any{"cwd": dir})
 		c.runTurn(th.str("thread.id"), "S-pctx: what database do we use?")
-		reqs := modelRequests(model)
-		body := string(reqs[len(reqs)-1].Body)
+		var body string
+		for _, r := range modelRequests(model) {
+			if b := string(r.Body); strings.Contains(b, "S-pctx") && !strings.Contains(b, "Compaction request") {
+				body = b
+			}
+		}
 		got := strings.Contains(body, "# Project context for the thread") && strings.Contains(body, "Use PostgreSQL") && strings.Contains(body, "Rejected: MySQL")
 		if got != on {
 			t.Errorf("project_context %v: the block in the model's request is %v; request:\n%s", on, got, body)
+		}
+		// The thread's rolling summary, once it went idle (under the key).
+		c.callErr("project/summary/list", map[string]any{}, -32602, "cwd")
+		deadline := time.Now().Add(waitTimeout)
+		for on {
+			l := c.call("project/summary/list", map[string]any{"cwd": dir})
+			if strings.Contains(l.str("summaries.0.summary"), "PCTX-SUMMARY") && l.str("summaries.0.threadId") == th.str("thread.id") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("project/summary/list = %s", l.Raw)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !on {
+			if l := c.call("project/summary/list", map[string]any{"cwd": dir}); l.str("summaries.0.threadId") != "" {
+				t.Errorf("without project_context, project/summary/list = %s", l.Raw)
+			}
 		}
 		c.close()
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apserver/apserver/brain"
+	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
@@ -266,6 +267,59 @@ func (t *thread) projectContext() string {
 		return ""
 	}
 	return "\n\n" + block
+}
+
+// Summarizer is implemented by an Aligner that keeps the conversation
+// summaries of a project's threads (brains.Service).
+type Summarizer interface {
+	// SummaryDue reports whether the thread (a plain thread of a project)
+	// has turns its summary does not cover; turns is how many it has.
+	SummaryDue(ctx context.Context, threadID, cwd string) (turns int, due bool)
+	// SaveSummary stores the thread's summary of its first turns turns.
+	SaveSummary(ctx context.Context, threadID, cwd, summary string, turns int) error
+}
+
+// summarizeIdle refreshes the thread's rolling summary when it goes idle
+// after new turns (docs/brain.md), under project_context = true: the
+// compaction summarizer (its role's model, or the thread's) over the
+// thread's history, on a child goroutine; the brain decides whether it is
+// due. A full-auto run's thread waits for the run's end.
+func (t *thread) summarizeIdle() {
+	sm, ok := t.m.opts.Align.(Summarizer)
+	if !ok || !t.m.opts.Config.Brain.ProjectContext || !t.persistent() || t.turn != nil || t.autoRun().Active() {
+		return
+	}
+	modelName, provider, err := t.m.opts.Config.ResolveThreadModel(t.settings.Model, t.settings.Provider)
+	if err != nil {
+		return
+	}
+	client := t.m.modelClient(provider)
+	if t.m.opts.Config.HasRole(config.CompactionRole) {
+		if name, prov, err := t.m.opts.Config.ResolveModel(config.CompactionRole, ""); err == nil {
+			modelName, client = name, t.m.modelClient(prov)
+		}
+	}
+	window, _ := t.compactLimits(client.Provider().Name, modelName)
+	entries := summarizable(t.history)
+	if len(entries) == 0 {
+		return
+	}
+	ctx, id, cwd := t.ctx, t.id, t.settings.Cwd
+	t.m.wg.Add(1)
+	go func() {
+		defer t.m.wg.Done()
+		turns, due := sm.SummaryDue(ctx, id, cwd)
+		if !due {
+			return
+		}
+		text, err := t.summarizeContext(ctx, client, modelName, window, entries)
+		if err == nil {
+			err = sm.SaveSummary(context.WithoutCancel(ctx), id, cwd, text, turns)
+		}
+		if err != nil && ctx.Err() == nil {
+			t.m.log.Warn("summarizing a thread for its project", "thread", id, "err", err)
+		}
+	}()
 }
 
 // SetAligner sets Options.Align, for a Manager made before the brain

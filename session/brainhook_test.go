@@ -199,3 +199,88 @@ func TestProjectContextInPlainThread(t *testing.T) {
 		})
 	}
 }
+
+// TestProjectSummaries: under project_context = true a plain thread of a
+// project gets a rolling summary once it goes idle after a turn (the
+// compaction summarizer, the scripted model), listed by
+// project/summary/list and cited in the next turn's context block; a
+// later turn refreshes it. Without the key no summary is asked for.
+func TestProjectSummaries(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		h := newHarness(t, scripted.Script{Rules: []scripted.Rule{
+			{Match: "Compaction request", Steps: []scripted.Step{{Text: "SUMMARY-1: the user asked which database; PostgreSQL."}}},
+			{Match: "S-sum", Steps: []scripted.Step{{Text: "We use PostgreSQL."}}},
+		}}, false)
+		h.m.opts.Config.Brain.ProjectContext = on
+		cwd := t.TempDir()
+		br := brains.New(brains.Options{Store: h.m.Store, Debounce: -1})
+		t.Cleanup(br.Close)
+		if _, err := br.AddDecision(context.Background(), protocol.ProjectDecisionAddParams{Cwd: cwd, Title: "Use PostgreSQL", Text: "All data lives in PostgreSQL."}); err != nil {
+			t.Fatal(err)
+		}
+		h.m.SetAligner(br)
+		id := h.startThread(t, threadParams(&cwd, protocol.ApprovalNever)).Thread.ID
+		h.startTurn(t, id, "S-sum: which database?")
+		h.turnCompleted(t, id)
+		summaries := func(want int) []protocol.ProjectThreadSummary {
+			t.Helper()
+			deadline := time.Now().Add(testTimeout)
+			for {
+				l, err := br.ListSummaries(context.Background(), protocol.ProjectSummaryListParams{Cwd: cwd})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(l.Summaries) == 1 && l.Summaries[0].Turns >= want || time.Now().After(deadline) {
+					return l.Summaries
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+		second := func() {
+			t.Helper()
+			tr := h.startTurn(t, id, "S-sum: and the cache?")
+			waitNote(t, h, protocol.NotifyTurnCompleted, id, 0, func(b json.RawMessage) bool {
+				var n protocol.TurnNotification
+				return json.Unmarshal(b, &n) == nil && n.Turn.ID == tr.ID
+			})
+		}
+		if !on {
+			second()
+			for _, r := range h.srv.Requests() {
+				if strings.Contains(string(r.Body), "Compaction request") {
+					t.Fatal("without project_context a summary was asked for")
+				}
+			}
+			if l, _ := br.ListSummaries(context.Background(), protocol.ProjectSummaryListParams{Cwd: cwd}); len(l.Summaries) != 0 {
+				t.Fatalf("without project_context, summaries: %+v", l.Summaries)
+			}
+			continue
+		}
+		got := summaries(1)
+		if len(got) != 1 || got[0].ThreadID != id || got[0].Turns != 1 || !strings.Contains(got[0].Summary, "SUMMARY-1") {
+			t.Fatalf("after one turn, summaries = %+v", got)
+		}
+		second()
+		var body string
+		for _, r := range h.srv.Requests() {
+			if b := string(r.Body); strings.Contains(b, "and the cache?") && !strings.Contains(b, "Compaction request") {
+				body = b
+			}
+		}
+		if !strings.Contains(body, "## Conversation summaries") || !strings.Contains(body, "SUMMARY-1") {
+			t.Errorf("the second turn's request does not cite the summary:\n%s", body)
+		}
+		if got := summaries(2); len(got) != 1 || got[0].Turns != 2 {
+			t.Errorf("after two turns, summaries = %+v", got)
+		}
+		asked := 0
+		for _, r := range h.srv.Requests() {
+			if strings.Contains(string(r.Body), "Compaction request") {
+				asked++
+			}
+		}
+		if asked != 2 {
+			t.Errorf("the summarizer was asked %d times, want 2 (once per idle after a new turn)", asked)
+		}
+	}
+}

@@ -887,6 +887,7 @@ func (t *thread) completeTurn(tr *turn, status protocol.TurnStatus, te *protocol
 	}
 	tr.requests = nil
 	t.turnEnded(tr, string(status), te) // full auto takes the plain string
+	t.summarizeIdle()                   // the project's summary of the thread (brainhook.go)
 }
 
 // execLimits bound commands.

@@ -4659,6 +4659,19 @@ export type ProjectStatusResponse = {
   spend: ProjectSpend;
   tasks: { [key: string]: number };
 };
+export type ProjectSummaryListParams = {
+  cwd: string;
+};
+export type ProjectSummaryListResponse = {
+  summaries: ProjectThreadSummary[];
+};
+export type ProjectThreadSummary = {
+  cwd: string;
+  summary: string;
+  threadId: string;
+  turns: number;
+  updatedAtMs: number;
+};
 export type ProjectUpdateParams = {
   metadata?: { [key: string]: string } | null;
   name?: string | null;
@@ -8138,6 +8151,8 @@ export interface ClientRequests {
   "project/snapshot/read": { params: ProjectSnapshotReadParams; result: ProjectSnapshotReadResponse };
   /** apserver extension. */
   "project/status": { params: ProjectStatusParams; result: ProjectStatusResponse };
+  /** apserver extension. */
+  "project/summary/list": { params: ProjectSummaryListParams; result: ProjectSummaryListResponse };
   "project/update": { params: ProjectUpdateParams; result: ProjectUpdateResponse };
   "remoteControl/client/list": { params: RemoteControlClientsListParams; result: RemoteControlClientsListResponse };
   "remoteControl/client/revoke": { params: RemoteControlClientsRevokeParams; result: RemoteControlClientsRevokeResponse };

@@ -284,3 +284,64 @@ func TestProjectSummaries(t *testing.T) {
 		}
 	}
 }
+
+// TestAlignmentStopsFileChange: under full auto a patch adding a
+// dependency a decision rejects waits for a human; the fileChange
+// approval request and the item carry the verdict, and the thread keeps
+// an alignment receipt of it. Declined, the file is not written.
+func TestAlignmentStopsFileChange(t *testing.T) {
+	patch := "*** Begin Patch\n*** Add File: requirements.txt\n+fastapi\n+mysql-connector-python==8.3\n*** End Patch"
+	h := newHarness(t, scripted.Script{Rules: []scripted.Rule{{Match: "S-req", Steps: []scripted.Step{
+		{Text: "Adding the driver.", ToolCalls: []scripted.ToolCall{{Name: "apply_patch", Input: patch}}},
+		{Text: "The task is complete."},
+	}}}}, false)
+	cwd := t.TempDir()
+	br := brains.New(brains.Options{Store: h.m.Store, Debounce: -1})
+	t.Cleanup(br.Close)
+	pg, err := br.AddDecision(context.Background(), protocol.ProjectDecisionAddParams{Cwd: cwd, Title: "Use PostgreSQL", Text: "All data lives in PostgreSQL.", Alternatives: []string{"MySQL"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.m.SetAligner(br)
+	id := h.startThread(t, threadParams(&cwd, protocol.ApprovalNever)).Thread.ID
+	mustCall[protocol.FullAutoRunResult](t, h, "start", func(r Reply) {
+		h.m.StartFullAuto(context.Background(), protocol.FullAutoStartParams{ThreadID: id, Objective: ptr("S-req: add the database driver")}, r)
+	})
+	var fc *fakeCall
+	select {
+	case fc = <-h.c.calls:
+	case <-time.After(testTimeout):
+		t.Fatalf("no approval request; log:\n%s", dump(h.c.snapshot()))
+	}
+	var p protocol.FileChangeApprovalParams
+	if err := json.Unmarshal(fc.params, &p); err != nil || fc.method != protocol.RequestFileChangeApproval || p.Alignment == nil ||
+		p.Alignment.Status != protocol.AlignmentConflicting || len(p.Alignment.Decisions) == 0 || p.Alignment.Decisions[0].ID != pg.Decision.ID {
+		t.Fatalf("request %s %s, want a file change approval carrying the verdict against %s", fc.method, fc.params, pg.Decision.ID)
+	}
+	fc.answer <- callAnswer{raw: json.RawMessage(`{"decision":"decline"}`)}
+	waitNote(t, h, protocol.NotifyFullAutoStatusChanged, id, 0, hasState(protocol.FullAutoStopped))
+	if _, err := os.Stat(filepath.Join(cwd, "requirements.txt")); err == nil {
+		t.Error("the declined change was written")
+	}
+	var item protocol.FileChangeItem
+	for _, e := range filter(h.c.snapshot(), protocol.NotifyItemCompleted, id) {
+		var n struct {
+			Item protocol.FileChangeItem `json:"item"`
+		}
+		if json.Unmarshal(e.Params, &n) == nil && len(n.Item.Changes) > 0 {
+			item = n.Item
+		}
+	}
+	if item.Alignment == nil || item.Alignment.Status != protocol.AlignmentConflicting {
+		t.Errorf("the fileChange item's alignment = %+v, want the verdict", item.Alignment)
+	}
+	db, _ := h.m.Store()
+	rs, _ := db.Receipts(context.Background(), id)
+	found := false
+	for _, r := range rs {
+		found = found || r.Kind == brain.ReceiptKind && !r.Executed && strings.Contains(string(r.Input), "requirements.txt")
+	}
+	if !found {
+		t.Error("no alignment receipt of the stopped change")
+	}
+}

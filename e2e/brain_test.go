@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -112,5 +113,44 @@ func TestBrainProjectContextInPlainThread(t *testing.T) {
 			}
 		}
 		c.close()
+	}
+}
+
+// TestBrainAlignmentReplay (docs/brain.md): under full auto, a command
+// installing a dependency that contradicts a recorded decision waits for
+// a human; the approval request and the command's item carry the
+// verdict; apserver replay judges the thread's alignment receipt again
+// and agrees.
+func TestBrainAlignmentReplay(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, scripted.Rule{Match: "S-align", Steps: []scripted.Step{
+		{Text: "Installing the driver.", ToolCalls: []scripted.ToolCall{{Command: "bin/pip install mysql-connector-python"}}},
+		{Text: "The task is complete."},
+	}})
+	dataDir := t.TempDir()
+	c := newFAClient(t, model, faOptions{dataDir: dataDir})
+	threadID, cwd := c.startThread("never")
+	os.MkdirAll(filepath.Join(cwd, "bin"), 0o755)
+	os.WriteFile(filepath.Join(cwd, "bin", "pip"), []byte("#!/bin/sh\necho \"$@\" > installed.txt\n"), 0o755)
+	pg := c.call("project/decision/add", map[string]any{"cwd": cwd, "title": "Use PostgreSQL", "text": "All data in PostgreSQL.", "alternatives": []string{"MySQL"}})
+	c.startFullAuto(threadID, map[string]any{"objective": "S-align: install the database driver"})
+	req := c.waitFor("item/commandExecution/requestApproval", nil)
+	if req.str("alignment.status") != "conflicting" || req.str("alignment.decisions.0.id") != pg.str("decision.id") {
+		t.Fatalf("the approval request = %s, want the verdict against %s", req.Raw, pg.str("decision.id"))
+	}
+	c.answer(req, map[string]any{"decision": "decline"})
+	c.runEnded(threadID)
+	item := c.waitFor("item/completed", func(m *message) bool { return m.str("item.type") == "commandExecution" })
+	if item.str("item.alignment.status") != "conflicting" {
+		t.Errorf("the command's item = %s, want its verdict", item.Raw)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "installed.txt")); err == nil {
+		t.Error("the declined command ran")
+	}
+	c.close()
+	out, err := exec.Command(binPath, "replay", "--data-dir", dataDir, threadID).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "alignment") || !strings.Contains(string(out), "conflicting (rules, "+pg.str("decision.id")+")") ||
+		!strings.Contains(string(out), ", 0 differ") {
+		t.Errorf("apserver replay: %v\n%s", err, out)
 	}
 }

@@ -3,6 +3,8 @@ package brains
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/apserver/apserver/brain"
@@ -167,7 +169,28 @@ func (s *Service) input(ctx context.Context, role, cwd string, budget int) (brai
 			return brain.Input{}, err
 		}
 	}
+	if len(state.Decisions) > 0 {
+		in.Memory = runSections(cwd)
+	}
 	return in, nil
+}
+
+// runSections are the finished runs' sections of the project's
+// memory.md ("## Run …"): in a project that keeps decisions the brain
+// owns the file and runs no longer commit it, so stages read the runs'
+// history in their context block's Memory section. "" when there is none.
+func runSections(cwd string) string {
+	b, err := os.ReadFile(filepath.Join(Project(cwd), filepath.FromSlash(MemoryFile)))
+	if err != nil {
+		return ""
+	}
+	text := string(b)
+	i := strings.Index(text, "\n## Run ")
+	if i < 0 {
+		return ""
+	}
+	// A level lower: they sit under the block's "## Memory".
+	return strings.TrimSpace(strings.ReplaceAll(text[i:], "\n## Run ", "\n### Run "))
 }
 
 // ContextPreview implements project/context/preview: exactly the block a

@@ -243,10 +243,13 @@ func TestSummariesInTheContext(t *testing.T) {
 	if _, err := s.ListSummaries(ctx, protocol.ProjectSummaryListParams{}); !errors.Is(err, protocol.ErrInvalidParams) {
 		t.Errorf("ListSummaries without cwd: %v", err)
 	}
+	// A run's section of memory.md (the brain owns the file here).
+	s.RunMemory(proj, "run-7", "\n## Run run-7 (completed): orders\n\n- plan v1 approved by the user\n")
 	for _, role := range []string{"implementer", "thread"} {
 		pv, err := s.ContextPreview(ctx, protocol.ProjectContextPreviewParams{Cwd: proj, Role: role, ThreadID: "th2"})
-		if err != nil || !strings.Contains(pv.Context, "## Conversation summaries\n\n- th1: Talked about the orders table.") {
-			t.Errorf("the %s's context lacks the summary (%v):\n%s", role, err, pv.Context)
+		if err != nil || !strings.Contains(pv.Context, "## Conversation summaries\n\n- th1: Talked about the orders table.") ||
+			!strings.Contains(pv.Context, "## Memory\n\n### Run run-7 (completed): orders") {
+			t.Errorf("the %s's context lacks the summary or the run's memory (%v):\n%s", role, err, pv.Context)
 		}
 	}
 }

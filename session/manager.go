@@ -58,6 +58,8 @@ type Options struct {
 	// Align, when set, is the project brain's alignment check of file
 	// writes and commands under full auto (brainhook.go).
 	Align Aligner
+	// Intents, when set, routes a project thread's user messages to the manager (intenthook.go).
+	Intents IntentRouter
 }
 
 // Manager owns the set of loaded threads. Its own fields are small leaf

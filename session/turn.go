@@ -246,7 +246,9 @@ func (t *thread) runTurn(tr *turn, user userInput, auto *fullauto.TurnInput) {
 			return
 		}
 	}
-	t.sampleNext(tr) // pre-turn compaction check (compact.go)
+	if !t.routeIntent(tr, user, auto) { // the manager's intent from chat (intenthook.go)
+		t.sampleNext(tr) // pre-turn compaction check (compact.go)
+	}
 }
 
 func truncate(s string, n int) string {

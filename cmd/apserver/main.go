@@ -290,9 +290,9 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 	rn.SetBlueprints(bs) // runs from a blueprint, and their evidence
 	server.RegisterBlueprints(srv, bs)
 	server.RegisterBrain(srv, br)
-	ps := newProjects(mgr, rn, bs, srv.Client(), log)
+	ps := newProjects(cfg, mgr, rn, bs, srv.Client(), log)
 	server.RegisterManager(srv, ps)
-	stopBeat := heartbeat(ctx, ps)
+	stopBeat := heartbeat(ctx, ps, cfg.Manager)
 	err = srv.Run(ctx)
 	stopBeat()
 	bs.Close()

@@ -3315,11 +3315,25 @@ export type ManagerExplainParams = {
   cwd: string;
 };
 export type ManagerExplainResponse = {
+  intents?: ManagerRecord[];
   next?: string[] | null;
   phase: string;
   runs?: ProjectRunRef[] | null;
   summary: string;
   waiting?: ProjectRunRef[] | null;
+};
+export type ManagerRecord = {
+  atMs: number;
+  confidence?: number;
+  error?: string;
+  intent?: "QUESTION" | "START_BUILD" | "CONTINUE_BUILD" | "PAUSE_AUTOPILOT" | "ADJUST_PLAN" | "UPDATE_REQUIREMENTS" | "OTHER";
+  kind: "tick" | "intent";
+  message?: string;
+  reason?: string;
+  result?: string;
+  seq: number;
+  target?: string;
+  threadId?: string;
 };
 export type ManagerTickParams = {
   cwd: string;
@@ -4647,6 +4661,7 @@ export type ProjectStatusParams = {
   cwd: string;
 };
 export type ProjectStatusResponse = {
+  attention?: AttentionItem[];
   blueprintId: string;
   cwd: string;
   lastTick: ManagerTickResponse | null;
@@ -4655,6 +4670,7 @@ export type ProjectStatusResponse = {
   paused: boolean;
   phase: string;
   phaseDone: boolean;
+  recent?: ManagerRecord[];
   runs: { [key: string]: number };
   spend: ProjectSpend;
   tasks: { [key: string]: number };

@@ -1,6 +1,9 @@
 package brain
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -24,10 +27,48 @@ type Answer struct {
 // (none when the rules settled it). ReplayVerdict gives the same verdict
 // from it.
 type Record struct {
-	Action    protocol.AlignmentAction   `json:"action"`
-	Task      Task                       `json:"task"`
-	Decisions []protocol.ProjectDecision `json:"decisions"`
-	Answers   []Answer                   `json:"answers,omitempty"`
+	Action protocol.AlignmentAction `json:"action"`
+	Task   Task                     `json:"task"`
+	// Decisions are the active decisions; a stored record may leave them
+	// out when an earlier record of its thread holds the same ones
+	// (DecisionSets), named by DecisionsHash.
+	Decisions     []protocol.ProjectDecision `json:"decisions,omitempty"`
+	DecisionsHash string                     `json:"decisionsHash"`
+	Answers       []Answer                   `json:"answers,omitempty"`
+}
+
+// HashDecisions names a set of decisions: the same decisions, in the same
+// order and with the same fields, have the same hash.
+func HashDecisions(ds []protocol.ProjectDecision) string {
+	b, _ := json.Marshal(ds)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// DecisionSets are the decisions a thread's records held so far, by
+// hash: records stored in order leave out a set an earlier one holds.
+type DecisionSets map[string][]protocol.ProjectDecision
+
+// Resolve completes a record read in order: one that holds its decisions
+// makes them known (their hash must match), one that leaves them out
+// takes the known set it names; an unknown set is an error.
+func (k DecisionSets) Resolve(r *Record) error {
+	if r.Decisions != nil {
+		if h := HashDecisions(r.Decisions); h != r.DecisionsHash {
+			return fmt.Errorf("the record's decisions hash to %s, not %s", h, r.DecisionsHash)
+		}
+		k[r.DecisionsHash] = r.Decisions
+		return nil
+	}
+	ds, ok := k[r.DecisionsHash]
+	if !ok && r.DecisionsHash == HashDecisions([]protocol.ProjectDecision{}) {
+		ds, ok = []protocol.ProjectDecision{}, true // none: nothing to leave out
+	}
+	if !ok {
+		return fmt.Errorf("the decisions %s are in no earlier record of the thread", r.DecisionsHash)
+	}
+	r.Decisions = ds
+	return nil
 }
 
 // JudgeRecorded is Judge, and the record of what it judged from.
@@ -36,6 +77,7 @@ func JudgeRecorded(a protocol.AlignmentAction, task Task, decisions []protocol.P
 	if rec.Decisions == nil {
 		rec.Decisions = []protocol.ProjectDecision{}
 	}
+	rec.DecisionsHash = HashDecisions(rec.Decisions)
 	var recorded func(string) (string, error)
 	if ask != nil {
 		recorded = func(prompt string) (string, error) {

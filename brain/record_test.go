@@ -60,3 +60,32 @@ func TestReplayVerdict(t *testing.T) {
 		})
 	}
 }
+
+// TestDecisionSets: records read in order hold a set of decisions once;
+// a later record naming it by hash gets it back, an unknown set or
+// decisions that do not match their hash are errors.
+func TestDecisionSets(t *testing.T) {
+	ds := projectDecisions()
+	a := protocol.AlignmentAction{Kind: protocol.ActionCommand, Command: "pip install PyMySQL"}
+	v, first := JudgeRecorded(a, Task{}, ds, nil)
+	_, second := JudgeRecorded(a, Task{}, ds, nil)
+	if first.DecisionsHash == "" || first.DecisionsHash != second.DecisionsHash {
+		t.Fatalf("hashes %q, %q", first.DecisionsHash, second.DecisionsHash)
+	}
+	second.Decisions = nil
+	sets := DecisionSets{}
+	if err := sets.Resolve(&second); err == nil {
+		t.Fatal("a record naming a set no earlier record held resolved")
+	}
+	if err := sets.Resolve(&first); err != nil {
+		t.Fatal(err)
+	}
+	if err := sets.Resolve(&second); err != nil || !reflect.DeepEqual(ReplayVerdict(second), v) {
+		t.Fatalf("Resolve = %v; replayed %+v, want %+v", err, ReplayVerdict(second), v)
+	}
+	tampered := first
+	tampered.Decisions = tampered.Decisions[1:]
+	if err := (DecisionSets{}).Resolve(&tampered); err == nil {
+		t.Error("decisions that do not match their hash resolved")
+	}
+}

@@ -79,6 +79,18 @@ func (s *Service) AlignThread(ctx context.Context, threadID string, a protocol.A
 	}
 	v, rec := s.judgeRecorded(ctx, cwd, task, a, ds) // the decisions read above, not a second time
 	s.log.Info("alignment verdict", "thread", threadID, "status", v.Status, "pass", v.Pass, "reasons", v.Reasons)
+	// The thread's receipts hold a set of decisions once: a record whose
+	// set the thread's previous record held names it by its hash only.
+	s.mu.Lock()
+	if s.sentSets[threadID] == rec.DecisionsHash {
+		rec.Decisions = nil
+	} else {
+		if len(s.sentSets) >= maxCachedVerdicts {
+			s.sentSets = map[string]string{}
+		}
+		s.sentSets[threadID] = rec.DecisionsHash
+	}
+	s.mu.Unlock()
 	raw, err := json.Marshal(rec)
 	if err != nil {
 		s.log.Error("bug: an alignment record does not encode", "thread", threadID, "err", err)

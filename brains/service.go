@@ -82,6 +82,9 @@ type Service struct {
 	mu     sync.Mutex
 	timers map[string]*time.Timer // pending projections, by project
 	cache  map[string]cachedVerdict
+	// sentSets is the hash of the decisions each thread's last alignment
+	// record held (AlignThread).
+	sentSets map[string]string
 }
 
 // New makes a Service. Call Restore at start and Close to stop.
@@ -96,7 +99,7 @@ func New(opts Options) *Service {
 		opts.Now = func() int64 { return time.Now().UnixMilli() }
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Service{opts: opts, log: opts.Logger, ctx: ctx, stop: stop, timers: map[string]*time.Timer{}, cache: map[string]cachedVerdict{}}
+	return &Service{opts: opts, log: opts.Logger, ctx: ctx, stop: stop, timers: map[string]*time.Timer{}, cache: map[string]cachedVerdict{}, sentSets: map[string]string{}}
 }
 
 // Close stops pending projections; the store keeps their projects

@@ -253,3 +253,40 @@ func TestSummariesInTheContext(t *testing.T) {
 		}
 	}
 }
+
+// TestAlignThreadHoldsDecisionsOnce: a thread's alignment records hold
+// the project's decisions once; the next record with the same decisions
+// names them by hash, and a changed set is held again.
+func TestAlignThreadHoldsDecisionsOnce(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := openStore(t, filepath.Join(dir, "a.db"))
+	defer st.Close()
+	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Debounce: -1})
+	defer s.Close()
+	proj := filepath.Join(dir, "shop")
+	if err := st.CreateThread(ctx, store.Thread{ID: "th1", Cwd: proj, CreatedAt: 1, UpdatedAt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddDecision(ctx, protocol.ProjectDecisionAddParams{Cwd: proj, Title: "Use PostgreSQL", Alternatives: []string{"MySQL"}}); err != nil {
+		t.Fatal(err)
+	}
+	held := func(cmd string) bool {
+		t.Helper()
+		_, raw, ok := s.AlignThread(ctx, "th1", protocol.AlignmentAction{Kind: protocol.ActionCommand, Command: cmd})
+		var rec brain.Record
+		if !ok || json.Unmarshal(raw, &rec) != nil || rec.DecisionsHash == "" {
+			t.Fatalf("AlignThread(%q) = %s, %v", cmd, raw, ok)
+		}
+		return rec.Decisions != nil
+	}
+	if !held("pip install PyMySQL") || held("pip install asyncpg") {
+		t.Error("the second record of the same decisions holds them again, or the first does not")
+	}
+	if _, err := s.AddDecision(ctx, protocol.ProjectDecisionAddParams{Cwd: proj, Title: "Logs in JSON"}); err != nil {
+		t.Fatal(err)
+	}
+	if !held("pip install asyncpg") {
+		t.Error("a changed set of decisions is not held")
+	}
+}

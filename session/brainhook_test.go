@@ -101,6 +101,7 @@ func TestAlignmentStopsFullAuto(t *testing.T) {
 		}
 		var aligned int
 		var kinds []string
+		sets := brain.DecisionSets{}
 		for _, r := range rs {
 			kinds = append(kinds, r.Kind)
 			if r.Kind != brain.ReceiptKind {
@@ -109,8 +110,8 @@ func TestAlignmentStopsFullAuto(t *testing.T) {
 			aligned++
 			var rec brain.Record
 			var want protocol.AlignmentVerdict
-			if json.Unmarshal(r.Input, &rec) != nil || json.Unmarshal(r.Output, &want) != nil {
-				t.Fatalf("alignment receipt #%d does not decode", r.Seq)
+			if json.Unmarshal(r.Input, &rec) != nil || json.Unmarshal(r.Output, &want) != nil || sets.Resolve(&rec) != nil {
+				t.Fatalf("alignment receipt #%d does not decode or names decisions no earlier receipt holds", r.Seq)
 			}
 			got, _ := json.Marshal(brain.ReplayVerdict(rec))
 			if wb, _ := json.Marshal(want); string(got) != string(wb) || want.Status != protocol.AlignmentConflicting || r.Executed {

@@ -80,6 +80,7 @@ every action it judged, and compares with what was decided then. Exits 0 when al
 func replay(w io.Writer, rs []store.Receipt, verbose bool) error {
 	var differ []string
 	decisions := 0
+	sets := brain.DecisionSets{} // alignment receipts hold a set of decisions once
 	for _, r := range rs {
 		var line, why string
 		var same bool
@@ -90,7 +91,7 @@ func replay(w io.Writer, rs []store.Receipt, verbose bool) error {
 		case store.ReceiptApproval:
 			line, why, same = replayApproval(r)
 		case brain.ReceiptKind:
-			line, why, same = replayAlignment(r)
+			line, why, same = replayAlignment(r, sets)
 		default:
 			line, same = fmt.Sprintf("unknown receipt kind %q", r.Kind), false
 		}
@@ -182,8 +183,9 @@ func label(r controller.ApprovalRequest) string {
 
 // replayAlignment judges an alignment receipt's action again from its
 // record (brain.ReplayVerdict: today's rules, the validator's stored
-// answers) and compares with the stored verdict.
-func replayAlignment(r store.Receipt) (line, why string, same bool) {
+// answers) and compares with the stored verdict. Its decisions are its
+// own or, left out, those of an earlier receipt (sets, read in order).
+func replayAlignment(r store.Receipt, sets brain.DecisionSets) (line, why string, same bool) {
 	var rec brain.Record
 	var want protocol.AlignmentVerdict
 	if err := json.Unmarshal(r.Input, &rec); err != nil {
@@ -191,6 +193,9 @@ func replayAlignment(r store.Receipt) (line, why string, same bool) {
 	}
 	if err := json.Unmarshal(r.Output, &want); err != nil {
 		return "undecodable output", err.Error(), false
+	}
+	if err := sets.Resolve(&rec); err != nil {
+		return "decisions missing", err.Error(), false
 	}
 	got := brain.ReplayVerdict(rec)
 	what := rec.Action.Command

@@ -117,14 +117,20 @@ func TestReplayAlignment(t *testing.T) {
 	wrong := v
 	wrong.Status = protocol.AlignmentAligned
 	wo, _ := json.Marshal(wrong)
+	lean := rec
+	lean.Decisions = nil // as AlignThread stores a set the thread's receipts hold already
+	li, _ := json.Marshal(lean)
 	rs := []store.Receipt{
-		{Seq: 1, Kind: brain.ReceiptKind, TurnID: "t1", Input: in, Output: out},
-		{Seq: 2, Kind: brain.ReceiptKind, TurnID: "t1", Input: in, Output: wo},
+		{Seq: 1, Kind: brain.ReceiptKind, TurnID: "t1", Input: li, Output: out}, // names a set no earlier receipt holds
+		{Seq: 2, Kind: brain.ReceiptKind, TurnID: "t1", Input: in, Output: out},
+		{Seq: 3, Kind: brain.ReceiptKind, TurnID: "t1", Input: li, Output: out},
+		{Seq: 4, Kind: brain.ReceiptKind, TurnID: "t1", Input: in, Output: wo},
 	}
 	var buf bytes.Buffer
 	err := replay(&buf, rs, false)
-	if !errors.Is(err, errReplayDiffers) || !strings.Contains(buf.String(), "ok   #1 alignment") || !strings.Contains(buf.String(), "DIFF #2 alignment") ||
-		!strings.Contains(buf.String(), "conflicting (rules, dec_1)") {
-		t.Fatalf("replay = %v\n%s", err, buf.String())
+	for _, want := range []string{"DIFF #1 alignment", "ok   #2 alignment", "ok   #3 alignment", "DIFF #4 alignment", "conflicting (rules, dec_1)"} {
+		if !errors.Is(err, errReplayDiffers) || !strings.Contains(buf.String(), want) {
+			t.Errorf("replay = %v, want %q in\n%s", err, want, buf.String())
+		}
 	}
 }

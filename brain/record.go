@@ -45,19 +45,28 @@ func HashDecisions(ds []protocol.ProjectDecision) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// DecisionSets are the decisions a thread's records held so far, by
-// hash: records stored in order leave out a set an earlier one holds.
+// DecisionSets are the decisions a thread's records hold, by hash: a
+// record may leave out a set another record of its thread holds (records
+// judged at once may be stored in either order, so a set is looked up
+// among all of them, not only the earlier ones).
 type DecisionSets map[string][]protocol.ProjectDecision
 
-// Resolve completes a record read in order: one that holds its decisions
-// makes them known (their hash must match), one that leaves them out
-// takes the known set it names; an unknown set is an error.
+// Add makes a record's decisions known, if it holds them and they match
+// their hash.
+func (k DecisionSets) Add(r Record) {
+	if r.Decisions != nil && HashDecisions(r.Decisions) == r.DecisionsHash {
+		k[r.DecisionsHash] = r.Decisions
+	}
+}
+
+// Resolve completes a record: one that holds its decisions must match
+// their hash; one that leaves them out takes the known set it names; an
+// unknown set is an error.
 func (k DecisionSets) Resolve(r *Record) error {
 	if r.Decisions != nil {
 		if h := HashDecisions(r.Decisions); h != r.DecisionsHash {
 			return fmt.Errorf("the record's decisions hash to %s, not %s", h, r.DecisionsHash)
 		}
-		k[r.DecisionsHash] = r.Decisions
 		return nil
 	}
 	ds, ok := k[r.DecisionsHash]
@@ -65,7 +74,7 @@ func (k DecisionSets) Resolve(r *Record) error {
 		ds, ok = []protocol.ProjectDecision{}, true // none: nothing to leave out
 	}
 	if !ok {
-		return fmt.Errorf("the decisions %s are in no earlier record of the thread", r.DecisionsHash)
+		return fmt.Errorf("the decisions %s are in no record of the thread", r.DecisionsHash)
 	}
 	r.Decisions = ds
 	return nil

@@ -61,9 +61,9 @@ func TestReplayVerdict(t *testing.T) {
 	}
 }
 
-// TestDecisionSets: records read in order hold a set of decisions once;
-// a later record naming it by hash gets it back, an unknown set or
-// decisions that do not match their hash are errors.
+// TestDecisionSets: a thread's records hold a set of decisions once; a
+// record naming it by hash gets it back from the one that holds it; an
+// unknown set, or decisions that do not match their hash, are errors.
 func TestDecisionSets(t *testing.T) {
 	ds := projectDecisions()
 	a := protocol.AlignmentAction{Kind: protocol.ActionCommand, Command: "pip install PyMySQL"}
@@ -75,17 +75,19 @@ func TestDecisionSets(t *testing.T) {
 	second.Decisions = nil
 	sets := DecisionSets{}
 	if err := sets.Resolve(&second); err == nil {
-		t.Fatal("a record naming a set no earlier record held resolved")
-	}
-	if err := sets.Resolve(&first); err != nil {
-		t.Fatal(err)
-	}
-	if err := sets.Resolve(&second); err != nil || !reflect.DeepEqual(ReplayVerdict(second), v) {
-		t.Fatalf("Resolve = %v; replayed %+v, want %+v", err, ReplayVerdict(second), v)
+		t.Fatal("a record naming a set no record holds resolved")
 	}
 	tampered := first
 	tampered.Decisions = tampered.Decisions[1:]
-	if err := (DecisionSets{}).Resolve(&tampered); err == nil {
+	sets.Add(tampered)
+	if err := sets.Resolve(&second); err == nil {
+		t.Fatal("a set whose decisions do not match its hash was taken")
+	}
+	if err := sets.Resolve(&tampered); err == nil {
 		t.Error("decisions that do not match their hash resolved")
+	}
+	sets.Add(first)
+	if err := sets.Resolve(&second); err != nil || !reflect.DeepEqual(ReplayVerdict(second), v) {
+		t.Fatalf("Resolve = %v; replayed %+v, want %+v", err, ReplayVerdict(second), v)
 	}
 }

@@ -82,6 +82,12 @@ func replay(w io.Writer, rs []store.Receipt, verbose bool) error {
 	decisions := 0
 	sets := brain.DecisionSets{} // alignment receipts hold a set of decisions once
 	for _, r := range rs {
+		var rec brain.Record
+		if r.Kind == brain.ReceiptKind && json.Unmarshal(r.Input, &rec) == nil {
+			sets.Add(rec)
+		}
+	}
+	for _, r := range rs {
 		var line, why string
 		var same bool
 		switch r.Kind {
@@ -184,7 +190,7 @@ func label(r controller.ApprovalRequest) string {
 // replayAlignment judges an alignment receipt's action again from its
 // record (brain.ReplayVerdict: today's rules, the validator's stored
 // answers) and compares with the stored verdict. Its decisions are its
-// own or, left out, those of an earlier receipt (sets, read in order).
+// own or, left out, those another receipt of the thread holds (sets).
 func replayAlignment(r store.Receipt, sets brain.DecisionSets) (line, why string, same bool) {
 	var rec brain.Record
 	var want protocol.AlignmentVerdict

@@ -120,15 +120,18 @@ func TestReplayAlignment(t *testing.T) {
 	lean := rec
 	lean.Decisions = nil // as AlignThread stores a set the thread's receipts hold already
 	li, _ := json.Marshal(lean)
+	lost := lean
+	lost.DecisionsHash = "0123" // a set no receipt holds
+	lo, _ := json.Marshal(lost)
 	rs := []store.Receipt{
-		{Seq: 1, Kind: brain.ReceiptKind, TurnID: "t1", Input: li, Output: out}, // names a set no earlier receipt holds
+		{Seq: 1, Kind: brain.ReceiptKind, TurnID: "t1", Input: li, Output: out}, // stored before the receipt that holds its set
 		{Seq: 2, Kind: brain.ReceiptKind, TurnID: "t1", Input: in, Output: out},
-		{Seq: 3, Kind: brain.ReceiptKind, TurnID: "t1", Input: li, Output: out},
+		{Seq: 3, Kind: brain.ReceiptKind, TurnID: "t1", Input: lo, Output: out},
 		{Seq: 4, Kind: brain.ReceiptKind, TurnID: "t1", Input: in, Output: wo},
 	}
 	var buf bytes.Buffer
 	err := replay(&buf, rs, false)
-	for _, want := range []string{"DIFF #1 alignment", "ok   #2 alignment", "ok   #3 alignment", "DIFF #4 alignment", "conflicting (rules, dec_1)"} {
+	for _, want := range []string{"ok   #1 alignment", "ok   #2 alignment", "DIFF #3 alignment", "DIFF #4 alignment", "conflicting (rules, dec_1)"} {
 		if !errors.Is(err, errReplayDiffers) || !strings.Contains(buf.String(), want) {
 			t.Errorf("replay = %v, want %q in\n%s", err, want, buf.String())
 		}

@@ -199,7 +199,7 @@ func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 		modelName: modelName,
 		stamps:    map[string]files.Stamp{},
 		client:    t.m.modelClient(provider),
-		prompt:    systemPrompt(t.settings.Cwd, t.settings.BaseInstructions, t.m.opts.Config.Instructions, t.settings.DeveloperInstructions) + sandboxNote(t.settings.Sandbox),
+		prompt:    systemPrompt(t.settings.Cwd, t.settings.BaseInstructions, t.m.opts.Config.Instructions, t.settings.DeveloperInstructions) + sandboxNote(t.settings.Sandbox) + t.projectContext(),
 	}
 	tr.schema = outputSchema(p.OutputSchema)
 	if t.persistent() {
@@ -889,6 +889,7 @@ func (t *thread) completeTurn(tr *turn, status protocol.TurnStatus, te *protocol
 	}
 	tr.requests = nil
 	t.turnEnded(tr, string(status), te) // full auto takes the plain string
+	t.summarizeIdle()                   // the project's summary of the thread (brainhook.go)
 }
 
 // execLimits bound commands.

@@ -4518,6 +4518,7 @@ export type ProjectDecision = {
   createdAtMs: number;
   cwd: string;
   id: string;
+  runId?: string;
   scope: DecisionScope;
   source: string;
   status: DecisionStatus;
@@ -4673,6 +4674,19 @@ export type ProjectStatusResponse = {
   runs: { [key: string]: number };
   spend: ProjectSpend;
   tasks: { [key: string]: number };
+};
+export type ProjectSummaryListParams = {
+  cwd: string;
+};
+export type ProjectSummaryListResponse = {
+  summaries: ProjectThreadSummary[];
+};
+export type ProjectThreadSummary = {
+  cwd: string;
+  summary: string;
+  threadId: string;
+  turns: number;
+  updatedAtMs: number;
 };
 export type ProjectUpdateParams = {
   metadata?: { [key: string]: string } | null;
@@ -8153,6 +8167,8 @@ export interface ClientRequests {
   "project/snapshot/read": { params: ProjectSnapshotReadParams; result: ProjectSnapshotReadResponse };
   /** apserver extension. */
   "project/status": { params: ProjectStatusParams; result: ProjectStatusResponse };
+  /** apserver extension. */
+  "project/summary/list": { params: ProjectSummaryListParams; result: ProjectSummaryListResponse };
   "project/update": { params: ProjectUpdateParams; result: ProjectUpdateResponse };
   "remoteControl/client/list": { params: RemoteControlClientsListParams; result: RemoteControlClientsListResponse };
   "remoteControl/client/revoke": { params: RemoteControlClientsRevokeParams; result: RemoteControlClientsRevokeResponse };

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apserver/apserver/brain"
+	"github.com/apserver/apserver/compaction"
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
@@ -300,8 +301,8 @@ func (t *thread) summarizeIdle() {
 		}
 	}
 	window, _ := t.compactLimits(client.Provider().Name, modelName)
-	entries := summarizable(t.history)
-	if len(entries) == 0 {
+	input := compaction.FitSummaryInput(compaction.Summarizable(entries(t.history)), window)
+	if len(input) == 0 {
 		return
 	}
 	ctx, id, cwd := t.ctx, t.id, t.settings.Cwd
@@ -312,7 +313,7 @@ func (t *thread) summarizeIdle() {
 		if !due {
 			return
 		}
-		text, err := t.summarizeContext(ctx, client, modelName, window, entries)
+		text, err := t.summarizeContext(ctx, client, modelName, input)
 		if err == nil {
 			err = sm.SaveSummary(context.WithoutCancel(ctx), id, cwd, text, turns)
 		}

@@ -258,3 +258,53 @@ func readWhenThere(t *testing.T, path string, explain func()) string {
 		}
 	}
 }
+
+// Runs of editor-side apservers that do their work themselves
+// ([cluster] execute = "here", the default) outlive their process: the
+// apserver that drives a run is killed with -9 in the middle of its
+// second task; a second apserver on the same database, which was only
+// following, takes the run up by itself (the dead process's lease on the
+// run went with its connection) without anyone asking, and the run
+// completes with each task committed exactly once.
+func TestClusterHereTakeUp(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
+		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
+	}
+	mark := t.TempDir()
+	rules := shoutRules(t)
+	for i, r := range rules {
+		if r.Match == "S2 add test_greet.sh" {
+			// The first t2 says it runs, then sleeps until its apserver
+			// is killed.
+			rules[i] = taskRule(r.Match, `if mkdir `+mark+`/once 2>/dev/null; then pwd > `+mark+`/where.tmp && mv `+mark+`/where.tmp `+mark+`/where; sleep 120; fi; `+
+				`printf '%s\n' 'set -e' 'sh greet.sh bob | grep -q "Hello, bob"' 'sh greet.sh --shout bob | grep -q "HELLO, BOB"' > test_greet.sh`)
+		}
+	}
+	model := startModel(t, rules...)
+	repo := shoutRepo(t)
+	cfg := "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"here\"\n[sandbox_settings]\nwritable_roots = [\"" + mark + "\"]\n"
+	a := newRunsClient(t, model, faOptions{config: cfg})
+	b := newRunsClient(t, model, faOptions{config: cfg})
+	b.wait = 3 * time.Minute
+
+	id := a.startRun(map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main",
+		"trust": map[string]any{"planning": "auto"}})
+	readWhenThere(t, filepath.Join(mark, "where"), func() {
+		t.Logf("run/read %s = %s", id, b.call("run/read", map[string]any{"runId": id}).Raw)
+	})
+	if r := b.call("run/read", map[string]any{"runId": id}); r.str("run.status") != "running" {
+		t.Fatalf("run/read on the second apserver while t2 works = %s", r.Raw)
+	}
+	a.kill()
+
+	if end := b.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 3.0 {
+		t.Fatalf("run end on the apserver that took it up = %s", end.Raw)
+	}
+	for _, task := range []string{"t1", "t2", "t3"} {
+		if n := len(strings.Fields(gitOut(t, repo, "log", "main", "--format=%H", "--all-match", "--grep", "Apserver-Run: "+id, "--grep", "Apserver-Task: "+task))); n != 1 {
+			t.Errorf("%d commits of %s on main, want 1:\n%s", n, task, gitOut(t, repo, "log", "--all", "--format=%h %s%n%b"))
+		}
+	}
+}

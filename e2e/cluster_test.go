@@ -308,3 +308,117 @@ func TestClusterHereTakeUp(t *testing.T) {
 		}
 	}
 }
+
+// blockPush installs a hook (pre-receive or post-receive) in the bare
+// repository remote: the first push of a branch whose tip is the commit of
+// task t2 writes the pusher's HOME (which names the worker) and the
+// commit to mark/<name>, then waits until mark/<name>.release exists, and
+// is refused (pre-receive) or lets the push end (post-receive).
+func blockPush(t *testing.T, remote, hook, mark, name string) {
+	t.Helper()
+	script := `#!/bin/sh
+while read old new ref; do
+  case "$ref" in refs/heads/main) continue ;; esac
+  if git log -1 --format=%B "$new" | grep -q "Apserver-Task: t2" && mkdir ` + mark + `/` + name + `.once 2>/dev/null; then
+    printf '%s %s\n' "$HOME" "$new" > ` + mark + `/` + name + `.tmp && mv ` + mark + `/` + name + `.tmp ` + mark + `/` + name + `
+    while [ ! -e ` + mark + `/` + name + `.release ]; do sleep 0.05; done
+    [ ` + hook + ` = post-receive ]; exit $?
+  fi
+done
+exit 0
+`
+	if err := os.WriteFile(filepath.Join(remote, "hooks", hook), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.WriteFile(filepath.Join(mark, name+".release"), nil, 0o644) })
+}
+
+// A worker killed with -9 in the middle of a commit: for one run, after
+// the commit of t2 and before the remote has it (its push is held by the
+// remote's pre-receive hook, then refused); for another, after the remote
+// has it and before the worker records it (held by the post-receive
+// hook). The kill points are the hooks' marks, not times. Both runs
+// complete on the other workers; each task is committed exactly once on
+// the remote; the commit pushed before the kill is the one kept.
+func TestClusterWorkerKilledMidCommit(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
+		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
+	}
+	mark := t.TempDir()
+	model := startModel(t, shoutRules(t)...)
+	hooks := []string{"pre-receive", "post-receive"}
+	repos, remotes := make([]string, len(hooks)), make([]string, len(hooks))
+	for i, hook := range hooks {
+		repos[i], remotes[i] = clusterRemote(t)
+		blockPush(t, remotes[i], hook, mark, hook)
+	}
+	cfg := "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"workers\"\n"
+	a := newRunsClient(t, model, faOptions{config: cfg})
+	a.wait = 3 * time.Minute
+	workers := map[string]*worker{}
+	for _, name := range []string{"w1", "w2", "w3"} {
+		workers[name] = startWorker(t, model, pg.URL, name, "")
+	}
+	ids := make([]string, len(hooks))
+	for i := range ids {
+		ids[i] = a.startRun(map[string]any{"cwd": repos[i], "request": fmt.Sprintf("add a shout option to greet.sh (%s)", hooks[i]),
+			"baseBranch": "main", "trust": map[string]any{"planning": "auto"}})
+	}
+	pushed := map[string]string{}
+	for _, hook := range hooks {
+		f := strings.Fields(readWhenThere(t, filepath.Join(mark, hook), func() {
+			for _, id := range ids {
+				t.Logf("run/read %s = %s", id, a.call("run/read", map[string]any{"runId": id}).Raw)
+			}
+		}))
+		if len(f) != 2 {
+			t.Fatalf("mark of %s = %q", hook, f)
+		}
+		killed := ""
+		for name, w := range workers {
+			if filepath.Dir(w.cache) == f[0] {
+				killed = name
+				if err := w.cmd.Process.Kill(); err != nil {
+					t.Fatal(err)
+				}
+				_ = w.cmd.Wait()
+			}
+		}
+		if killed == "" {
+			t.Fatalf("the push held by %s came from %s, no worker's home", hook, f[0])
+		}
+		pushed[hook] = f[1]
+		t.Logf("killed %s in the middle of a commit (%s held its push of %s)", killed, hook, f[1])
+		// The push goes on without its worker: refused before the remote
+		// has the commit, or ended after.
+		if err := os.WriteFile(filepath.Join(mark, hook+".release"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	for i, id := range ids {
+		if end := a.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 3.0 {
+			t.Fatalf("run %s (%s) ended %s", id, hooks[i], end.Raw)
+		}
+	}
+	for i, id := range ids {
+		remote := remotes[i]
+		for _, task := range []string{"t1", "t2", "t3"} {
+			got := strings.Fields(gitOut(t, remote, "log", "main", "--format=%H", "--all-match", "--grep", "Apserver-Run: "+id, "--grep", "Apserver-Task: "+task))
+			if len(got) != 1 {
+				t.Fatalf("run %s (%s): %d commits of %s on the remote's main, want 1:\n%s", id, hooks[i], len(got), task,
+					gitOut(t, remote, "log", "--all", "--format=%h %s%n%b"))
+			}
+			if task != "t2" {
+				continue
+			}
+			// Kept after the push went through; made again after it was
+			// refused.
+			if kept := got[0] == pushed[hooks[i]]; kept != (hooks[i] == "post-receive") {
+				t.Errorf("run %s (%s): t2's commit on main is %s, the one pushed before the kill %s", id, hooks[i], got[0], pushed[hooks[i]])
+			}
+		}
+	}
+}

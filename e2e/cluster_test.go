@@ -422,3 +422,73 @@ func TestClusterWorkerKilledMidCommit(t *testing.T) {
 		}
 	}
 }
+
+// run/cancel answered on an editor-side apserver stops the task's turn on
+// the worker that holds its thread, at once: the worker follows the log
+// (NOTIFY), and the cancellation's interruption is carried out where the
+// thread is. The command the task was running (a sleep of two minutes)
+// is killed, and the worker's job ends.
+func TestClusterCancelInterruptsWorker(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
+		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
+	}
+	mark := t.TempDir()
+	// Two minutes, told from any other sleep by its fraction.
+	nap := fmt.Sprintf("119.%d", time.Now().UnixNano()%1000000)
+	rules := shoutRules(t)
+	for i, r := range rules {
+		if r.Match == "S2 add test_greet.sh" {
+			rules[i] = taskRule(r.Match, `touch `+mark+`/started && exec sleep `+nap)
+		}
+	}
+	model := startModel(t, rules...)
+	repo, _ := clusterRemote(t)
+	cfg := "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"workers\"\n"
+	a := newRunsClient(t, model, faOptions{config: cfg})
+	startWorker(t, model, pg.URL, "w1", "[sandbox_settings]\nwritable_roots = [\""+mark+"\"]\n")
+	id := a.startRun(map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main",
+		"trust": map[string]any{"planning": "auto"}})
+	readWhenThere(t, filepath.Join(mark, "started"), func() {
+		t.Logf("run/read %s = %s", id, a.call("run/read", map[string]any{"runId": id}).Raw)
+	})
+	for deadline := time.Now().Add(time.Minute); !sleeping(nap); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the task's sleep never showed in /proc")
+		}
+	}
+	if r := a.call("run/cancel", map[string]any{"runId": id}); r.str("run.status") != "cancelled" {
+		t.Fatalf("run/cancel = %s", r.Raw)
+	}
+	// The sleep is killed with the turn, well before its two minutes.
+	for deadline := time.Now().Add(time.Minute); sleeping(nap); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the task's command still runs a minute after run/cancel")
+		}
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		out, err := exec.Command(binPath, "cluster", "status", "--database-url", pg.URL).CombinedOutput()
+		if err == nil && strings.Contains(string(out), " 0 running") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker's job still runs a minute after run/cancel:\n%s", out)
+		}
+	}
+	if r := a.call("run/read", map[string]any{"runId": id}); r.str("run.status") != "cancelled" {
+		t.Fatalf("run/read after the cancel = %s", r.Raw)
+	}
+}
+
+// sleeping reports whether a process runs `sleep arg` (the sandbox's pid
+// namespace hides the pid a command sees from the test).
+func sleeping(arg string) bool {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		if b, err := os.ReadFile(p); err == nil && strings.HasSuffix(string(b), "sleep\x00"+arg+"\x00") {
+			return true
+		}
+	}
+	return false
+}

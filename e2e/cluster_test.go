@@ -492,3 +492,97 @@ func sleeping(arg string) bool {
 	}
 	return false
 }
+
+// PostgreSQL goes down for ten seconds while workers run tasks (the
+// issue's acceptance criterion: a real outage, not a fake clock). The
+// first t2 anywhere holds its task until the database is back, so the
+// outage falls while a task is in flight; the other runs' steps end, or
+// try to record, while it is down. Workers and the editor side
+// reconnect, every run completes, each task is committed exactly once on
+// its remote and nothing recorded is lost.
+func TestClusterDatabaseOutage(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
+		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
+	}
+	mark := t.TempDir()
+	const n = 3
+	rules := shoutRules(t)
+	for i, r := range rules {
+		if r.Match == "S2 add test_greet.sh" {
+			rules[i] = taskRule(r.Match, `if mkdir `+mark+`/once 2>/dev/null; then touch `+mark+`/held; while [ ! -e `+mark+`/release ]; do sleep 0.05; done; fi; `+
+				`printf '%s\n' 'set -e' 'sh greet.sh bob | grep -q "Hello, bob"' 'sh greet.sh --shout bob | grep -q "HELLO, BOB"' > test_greet.sh`)
+		}
+	}
+	model := startModel(t, rules...)
+	repos, remotes := make([]string, n), make([]string, n)
+	for i := range repos {
+		repos[i], remotes[i] = clusterRemote(t)
+	}
+	cfg := "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"workers\"\n"
+	a := newRunsClient(t, model, faOptions{config: cfg})
+	a.wait = 3 * time.Minute
+	for _, name := range []string{"w1", "w2", "w3"} {
+		startWorker(t, model, pg.URL, name, "[sandbox_settings]\nwritable_roots = [\""+mark+"\"]\n")
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = a.startRun(map[string]any{"cwd": repos[i], "request": fmt.Sprintf("add a shout option to greet.sh (%d)", i),
+			"baseBranch": "main", "trust": map[string]any{"planning": "auto"}})
+	}
+	readWhenThere(t, filepath.Join(mark, "held"), func() {
+		for _, id := range ids {
+			t.Logf("run/read %s = %s", id, a.call("run/read", map[string]any{"runId": id}).Raw)
+		}
+	})
+	pg.Stop()
+	a.callErr("run/list", map[string]any{}, -32603, "")
+	time.Sleep(10 * time.Second) // the outage itself: what is tested is ten seconds without the database
+	pg.Start()
+	if err := os.WriteFile(filepath.Join(mark, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		over := 0
+		for _, id := range ids {
+			if st := protocol.RunStatus(a.call("run/read", map[string]any{"runId": id}).str("run.status")); st.Final() {
+				over++
+			}
+		}
+		if over == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			for _, id := range ids {
+				t.Logf("run/read %s = %.1500s", id, a.call("run/read", map[string]any{"runId": id}).Raw)
+			}
+			t.Fatalf("%d of %d runs are over", over, n)
+		}
+	}
+	for _, id := range ids {
+		if end := a.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 3.0 {
+			t.Fatalf("run %s ended %s", id, end.Raw)
+		}
+	}
+	for i, id := range ids {
+		r := a.call("run/read", map[string]any{"runId": id})
+		if out, err := exec.Command("git", "-C", remotes[i], "rev-parse", "--verify", "-q", "refs/heads/"+r.str("run.branch")).Output(); err != nil || len(out) == 0 {
+			t.Errorf("run %s: its branch %s is not on the remote", id, r.str("run.branch"))
+		}
+		for _, task := range []string{"t1", "t2", "t3"} {
+			got := strings.Fields(gitOut(t, remotes[i], "log", "main", "--format=%H", "--all-match", "--grep", "Apserver-Run: "+id, "--grep", "Apserver-Task: "+task))
+			if len(got) != 1 {
+				t.Errorf("run %s: %d commits of %s on the remote's main, want 1", id, len(got), task)
+			}
+			if n := strings.Count(r.Raw, `"commit":`); n == 0 && task == "t1" {
+				t.Logf("run/read %s = %s", id, r.Raw)
+			}
+		}
+	}
+	out, err := exec.Command(binPath, "cluster", "status", "--database-url", pg.URL).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "runs: 3 completed") {
+		t.Errorf("apserver cluster status after the outage: %v\n%s", err, out)
+	}
+}

@@ -88,7 +88,7 @@ type worker struct {
 
 // startWorker starts `apserver worker` on the database with the scripted
 // model; it is killed when the test ends.
-func startWorker(t *testing.T, model *scripted.Server, url, name, config string) *worker {
+func startWorker(t *testing.T, model *scripted.Server, url, name, config string, env ...string) *worker {
 	t.Helper()
 	home := t.TempDir()
 	cfg := filepath.Join(home, "config.toml")
@@ -99,7 +99,7 @@ func startWorker(t *testing.T, model *scripted.Server, url, name, config string)
 	cmd := exec.Command(binPath, "worker", "--database-url", url, "--id", name, "--concurrency", "1",
 		"--repo-cache", cache, "--data-dir", filepath.Join(home, "data"), "--heartbeat", "300ms",
 		"--config", cfg, "--model", "scripted-model", "--log-level", "info")
-	cmd.Env = serverEnv(t, home, model)
+	cmd.Env = append(serverEnv(t, home, model), env...)
 	w := &worker{cmd: cmd, cache: cache, stderr: &syncBuffer{}}
 	cmd.Stderr = w.stderr
 	if err := cmd.Start(); err != nil {
@@ -584,5 +584,45 @@ func TestClusterDatabaseOutage(t *testing.T) {
 	out, err := exec.Command(binPath, "cluster", "status", "--database-url", pg.URL).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "runs: 3 completed") {
 		t.Errorf("apserver cluster status after the outage: %v\n%s", err, out)
+	}
+}
+
+// The GitHub stage of a run executed by a worker: the editor side only
+// appends and enqueues; the worker pushes the branch, opens the draft pull
+// request on the (fake) GitHub, marks it ready, polls its checks and
+// merges it, as one apserver does (TestRunGitHubAutoMerge).
+func TestClusterWorkerGitHub(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
+		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
+	}
+	g := ghSetup(t)
+	g.fake.Do(func() { g.repo.AutoChecks = green })
+	model := startModel(t, ghRules(t)...)
+	cfg := "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"workers\"\n" + g.config("")
+	// Only the worker has the token: every GitHub step is its.
+	a := newRunsClient(t, model, faOptions{config: cfg})
+	a.wait = 2 * time.Minute
+	startWorker(t, model, pg.URL, "w1", g.config(""), "GITHUB_TOKEN="+ghToken)
+	id, branch := g.start(a, nil)
+	end := a.runEnd(id)
+	if end.str("run.status") != "completed" || end.str("run.pullRequest.state") != "merged" || end.get("run.pullRequest.number") != 1.0 {
+		t.Fatalf("run/completed = %s", end.Raw)
+	}
+	pr := g.pr(t)
+	if !pr.OpenedDraft || pr.Draft || !pr.Merged || pr.Head != branch {
+		t.Errorf("PR %+v", pr)
+	}
+	if got := gitOut(t, g.bare, "rev-parse", "refs/heads/main"); got != pr.MergedHead {
+		t.Errorf("remote main %s, merged head %s", got, pr.MergedHead)
+	}
+	if gitOut(t, g.bare, "show", "main:hello.txt") != "hello" {
+		t.Error("hello.txt is not on the remote's main")
+	}
+	// The work was the worker's: the editor's repository has no task
+	// commit, and its worktree was never made.
+	if n := len(strings.Fields(gitOut(t, g.dir, "log", "--all", "--format=%H", "--grep", "Apserver-Task: g1"))); n != 0 {
+		t.Errorf("the editor's repository has %d commits of the task: the worker does the work", n)
 	}
 }

@@ -73,7 +73,7 @@ func (rn *Runner) githubConfig(ctx context.Context, root string) *runs.GitHubCon
 // (the cluster's workers take it from the queue): the GitHub token is
 // theirs, not this process's.
 func (rn *Runner) workElsewhere() bool {
-	return rn.opts.Queue.Takes(runs.CreateWorktree{})
+	return rn.opts.Queue != nil && rn.opts.Queue.Takes(runs.CreateWorktree{})
 }
 
 func (rn *Runner) getenv(k string) string {

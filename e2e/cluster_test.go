@@ -626,3 +626,67 @@ func TestClusterWorkerGitHub(t *testing.T) {
 		t.Errorf("the editor's repository has %d commits of the task: the worker does the work", n)
 	}
 }
+
+// run/pause answered on an editor while a worker runs a task: as on one
+// machine the run is pausing until the step ends, then paused, and the
+// worker's job ends; run/resume on the editor enqueues the rest, a worker
+// takes the run up again from its log and it completes, each task
+// committed exactly once.
+func TestClusterPauseResumeOnWorker(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
+		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
+	}
+	mark := t.TempDir()
+	rules := shoutRules(t)
+	for i, r := range rules {
+		if r.Match == "S2 add test_greet.sh" {
+			rules[i] = taskRule(r.Match, `if mkdir `+mark+`/once 2>/dev/null; then touch `+mark+`/held; while [ ! -e `+mark+`/release ]; do sleep 0.05; done; fi; `+
+				`printf '%s\n' 'set -e' 'sh greet.sh bob | grep -q "Hello, bob"' 'sh greet.sh --shout bob | grep -q "HELLO, BOB"' > test_greet.sh`)
+		}
+	}
+	model := startModel(t, rules...)
+	repo, remote := clusterRemote(t)
+	cfg := "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"workers\"\n"
+	a := newRunsClient(t, model, faOptions{config: cfg})
+	for _, name := range []string{"w1", "w2"} {
+		startWorker(t, model, pg.URL, name, "[sandbox_settings]\nwritable_roots = [\""+mark+"\"]\n")
+	}
+	id := a.startRun(map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main",
+		"trust": map[string]any{"planning": "auto"}})
+	readWhenThere(t, filepath.Join(mark, "held"), func() {
+		t.Logf("run/read %s = %s", id, a.call("run/read", map[string]any{"runId": id}).Raw)
+	})
+	if r := a.call("run/pause", map[string]any{"runId": id}); r.str("run.status") != "pausing" {
+		t.Fatalf("run/pause while t2 works = %s", r.Raw)
+	}
+	if err := os.WriteFile(filepath.Join(mark, "release"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	paused := a.waitFor("run/updated", func(m *message) bool { return m.str("runId") == id && m.str("status") == "paused" })
+	if r := a.call("run/read", map[string]any{"runId": id}); r.str("run.status") != "paused" {
+		t.Fatalf("run/read after the step ended = %s (run/updated: %s)", r.Raw, paused.Raw)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		out, err := exec.Command(binPath, "cluster", "status", "--database-url", pg.URL).CombinedOutput()
+		if err == nil && strings.Contains(string(out), "jobs: 0 queued, 0 running") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a job still holds the paused run:\n%s", out)
+		}
+	}
+	if r := a.call("run/resume", map[string]any{"runId": id}); r.str("run.status") == "paused" {
+		t.Fatalf("run/resume = %s", r.Raw)
+	}
+	if end := a.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 3.0 {
+		t.Fatalf("run end after the resume = %s", end.Raw)
+	}
+	for _, task := range []string{"t1", "t2", "t3"} {
+		got := strings.Fields(gitOut(t, remote, "log", "main", "--format=%H", "--all-match", "--grep", "Apserver-Run: "+id, "--grep", "Apserver-Task: "+task))
+		if len(got) != 1 {
+			t.Errorf("%d commits of %s on the remote's main, want 1", len(got), task)
+		}
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/apserver/apserver/runner"
 	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/store"
 )
@@ -98,9 +100,22 @@ func TestLeaseTakeUp(t *testing.T) {
 		t.Fatalf("B took up %v while A, alive, holds r1's lease", got)
 	}
 
-	// A dies: its connections go.
+	// A dies: its connections go, and the server ends their sessions
+	// (and their locks) a moment later.
 	leaseA.Close()
 	poolA.Close()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var n int
+		if err := poolB.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d advisory locks still held after A's connections closed", n)
+		}
+	}
 	driveOnce(ctx, sB, leaseB, dB, slog.Default())
 	if got := dB.takenUp(); !slices.Equal(got, []string{"r1"}) {
 		t.Fatalf("after A died B took up %v, want r1 only", got)
@@ -140,5 +155,50 @@ func TestLeaseTakeUp(t *testing.T) {
 	driveOnce(ctx, sB, leaseC, dC, slog.Default())
 	if got := append(dB.takenUp(), dC.takenUp()...); len(got) != 1 {
 		t.Fatalf("runs taken up: %v; want r1 once", got)
+	}
+}
+
+// A job River has as running on a worker that is not working on it (its
+// end could not be recorded while the database was down) is made
+// available again by that worker; the jobs it works on, jobs of other
+// workers and jobs claimed a moment ago are left alone.
+func TestRescueLost(t *testing.T) {
+	_, pool, s := open(t)
+	ctx := context.Background()
+	work := func(task string) []runner.Work {
+		return []runner.Work{{RunID: "r-" + task, Kind: "task", TaskID: task, Effect: json.RawMessage(`{}`)}}
+	}
+	row := func(id string) store.RunRow {
+		return store.RunRow{ID: id, Cwd: "/repo", Status: "running", Run: json.RawMessage(`{}`)}
+	}
+	for _, task := range []string{"lost", "working", "other", "young"} {
+		if _, err := s.AppendRunEvent(ctx, row("r-"+task), "started", json.RawMessage(`{}`), 1000, work(task)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// River's claim, as its producer makes it.
+	claim := func(task, worker, age string) int64 {
+		var id int64
+		if err := pool.QueryRow(ctx, `UPDATE river_job SET state = 'running', attempted_by = ARRAY[$2::text], attempt = 1,
+			attempted_at = now() - $3::interval WHERE args->'work'->>'taskId' = $1 RETURNING id`, task, worker, age).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	lost := claim("lost", "w1", "1 minute")
+	working := claim("working", "w1", "1 minute")
+	claim("other", "w2", "1 minute")
+	claim("young", "w1", "0 seconds")
+	n, err := RescueLost(ctx, pool, "w1", []int64{working}, 10*time.Second)
+	if err != nil || n != 1 {
+		t.Fatalf("RescueLost = %d, %v; want the lost job only", n, err)
+	}
+	var state string
+	if err := pool.QueryRow(ctx, `SELECT state FROM river_job WHERE id = $1`, lost).Scan(&state); err != nil || state != "available" {
+		t.Fatalf("the lost job is %q (%v), want available", state, err)
+	}
+	var running int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE state = 'running'`).Scan(&running); err != nil || running != 3 {
+		t.Fatalf("%d jobs still running (%v), want 3", running, err)
 	}
 }

@@ -63,10 +63,17 @@ func (rn *Runner) githubConfig(ctx context.Context, root string) *runs.GitHubCon
 		}
 	}
 	out.Owner, out.Name, out.REST, out.GraphQL = repo.Owner, repo.Name, repo.REST, repo.GraphQL
-	if tok, _ := github.Token(rn.getenv, gc.TokenEnv); tok == "" {
+	if tok, _ := github.Token(rn.getenv, gc.TokenEnv); tok == "" && !rn.workElsewhere() {
 		out.Unavailable = "no token: set GITHUB_TOKEN or GH_TOKEN, or name a variable with [github] token_env"
 	}
 	return out
+}
+
+// workElsewhere reports whether the runs' work is done by other processes
+// (the cluster's workers take it from the queue): the GitHub token is
+// theirs, not this process's.
+func (rn *Runner) workElsewhere() bool {
+	return rn.opts.Queue != nil && rn.opts.Queue.Takes(runs.CreateWorktree{})
 }
 
 func (rn *Runner) getenv(k string) string {

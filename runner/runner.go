@@ -315,7 +315,8 @@ func (rn *Runner) Restore() {
 	if _, ok := rn.shared(); ok {
 		// Other processes drive runs of a shared log: taking up every
 		// run not over would do their work twice. A run whose process
-		// died is taken up by asking for it (TakeUp, run/resume).
+		// died is taken up by asking for it (TakeUp, run/resume), or by
+		// the cluster's lease keeper (cluster.KeepDriving).
 		return
 	}
 	rn.Tidy()

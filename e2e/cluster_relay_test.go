@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/apserver/apserver/internal/pgtest"
+	"github.com/apserver/apserver/model/scripted"
+)
+
+// relayRules: a plan of one task whose implementer writes approved.txt
+// with a command; under autonomy "suggest" the command asks a human.
+func relayRules(t *testing.T) []scripted.Rule {
+	return []scripted.Rule{
+		reviewRule,
+		{Match: "Plan this request", Steps: []scripted.Step{{Text: planJSON(t, planTask{ID: "r1", Title: "R1 write approved.txt",
+			Description: "Write approved.txt.", Kind: "file_edit", Dependencies: []string{}, Risk: "low",
+			Acceptance: accept("grep -q yes approved.txt"), Estimate: "1m"})}}},
+		taskRule("R1 write approved.txt", "echo yes > approved.txt"),
+	}
+}
+
+// relayedItems are the items of an attention notification relayed from a
+// worker for run id.
+func relayedItems(t *testing.T, m *message, id string) []map[string]any {
+	t.Helper()
+	var p struct {
+		Items []map[string]any `json:"items"`
+	}
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		t.Fatalf("attention params %s: %v", m.Params, err)
+	}
+	var out []map[string]any
+	for _, it := range p.Items {
+		if it["runId"] == id && strings.Contains(it["reason"].(string), "item/commandExecution/requestApproval") {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// A run executed on a worker whose task thread needs an approval (autonomy
+// "suggest": every command asks): the request reaches both editor-side
+// apservers as the same item/commandExecution/requestApproval, and is in
+// their attention summary; the second editor approves it, the request
+// leaves the first's attention, the command runs on the worker, and the
+// run completes with approved.txt in the commit pushed to the remote.
+func TestClusterRelayApproval(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
+		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
+	}
+	model := startModel(t, relayRules(t)...)
+	repo, remote := clusterRemote(t)
+	cfg := "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"workers\"\n"
+	a := newRunsClient(t, model, faOptions{config: cfg})
+	b := newRunsClient(t, model, faOptions{config: cfg})
+	startWorker(t, model, pg.URL, "w1", "")
+
+	id := a.startRun(map[string]any{"cwd": repo, "request": "write approved.txt", "baseBranch": "main",
+		"trust": map[string]any{"planning": "auto", "implementation": "auto"}, "autonomy": "suggest"})
+
+	isOurs := func(m *message) bool { return strings.Contains(m.str("command"), "approved.txt") }
+	reqA := a.waitFor("item/commandExecution/requestApproval", isOurs)
+	reqB := b.waitFor("item/commandExecution/requestApproval", isOurs)
+	if string(reqA.Params) != string(reqB.Params) {
+		t.Errorf("the two editors got different params:\n%s\n%s", reqA.Params, reqB.Params)
+	}
+	shown := a.waitFor("attention", func(m *message) bool { return len(relayedItems(t, m, id)) == 1 })
+	if it := relayedItems(t, shown, id)[0]; it["threadId"] != reqA.str("threadId") || it["kind"] != "approval" {
+		t.Errorf("the relayed attention item = %v; want the task thread %s, kind approval", it, reqA.str("threadId"))
+	}
+	if out, err := exec.Command("git", "-C", remote, "log", "--all", "--format=%H", "--", "approved.txt").Output(); err != nil || len(out) != 0 {
+		t.Fatalf("approved.txt is on the remote before the approval: %v %s", err, out)
+	}
+
+	b.answer(reqB, map[string]any{"decision": "accept"})
+	// Answered on the second editor: gone from the first's attention.
+	a.waitAfter(shown, "attention", func(m *message) bool { return len(relayedItems(t, m, id)) == 0 })
+
+	if end := a.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 1.0 {
+		t.Fatalf("run end = %s", end.Raw)
+	}
+	if got := strings.TrimSpace(gitOut(t, remote, "show", "main:approved.txt")); got != "yes" {
+		t.Errorf("approved.txt on the remote's main = %q, want yes", got)
+	}
+	if n := len(strings.Fields(gitOut(t, remote, "log", "main", "--format=%H", "--grep", "Apserver-Task: r1"))); n != 1 {
+		t.Errorf("%d commits of r1 on the remote's main, want 1", n)
+	}
+}

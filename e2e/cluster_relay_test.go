@@ -91,3 +91,70 @@ func TestClusterRelayApproval(t *testing.T) {
 		t.Errorf("%d commits of r1 on the remote's main, want 1", n)
 	}
 }
+
+// declineAll declines every command approval c is asked until run id
+// stops (paused, failed or over); it returns the run's last run/updated
+// and how many requests it declined.
+func declineAll(c *client, id string) (*message, int) {
+	c.t.Helper()
+	n, from := 0, 0
+	for {
+		m := c.waitMsg("an approval or the run stopping", from, func(m *message) bool {
+			if m.Method == "item/commandExecution/requestApproval" {
+				return true
+			}
+			st := m.str("status")
+			return m.Method == "run/updated" && m.str("runId") == id && st != "running" && st != "waiting" && st != "queued"
+		})
+		from = m.Seq + 1
+		if m.Method == "run/updated" {
+			return m, n
+		}
+		n++
+		c.answer(m, map[string]any{"decision": "decline"})
+	}
+}
+
+// Declining a worker's task thread's approval leads where it leads on one
+// machine: the command does not run, the task's checks fail, each fix
+// attempt asks again, and after the last one the run pauses for a repair
+// with the same reason, having asked the editor as many times.
+func TestClusterRelayDecline(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
+		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
+	}
+	model := startModel(t, relayRules(t)...)
+	params := func(repo string) map[string]any {
+		return map[string]any{"cwd": repo, "request": "write approved.txt", "baseBranch": "main",
+			"trust": map[string]any{"planning": "auto", "implementation": "auto"}, "autonomy": "suggest"}
+	}
+
+	// One machine.
+	one := newRunsClient(t, model, faOptions{})
+	oneID := one.startRun(params(shoutRepo(t)))
+	oneEnd, oneN := declineAll(one, oneID)
+
+	// The cluster: one editor, one worker.
+	repo, remote := clusterRemote(t)
+	a := newRunsClient(t, model, faOptions{config: "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"workers\"\n"})
+	startWorker(t, model, pg.URL, "w1", "")
+	id := a.startRun(params(repo))
+	end, n := declineAll(a, id)
+
+	if oneN == 0 || n != oneN {
+		t.Errorf("the cluster's editor declined %d requests, one machine's %d", n, oneN)
+	}
+	for _, k := range []string{"status", "stage", "waitingFor", "reason"} {
+		if end.str(k) != oneEnd.str(k) {
+			t.Errorf("the run stopped with %s %q on the cluster, %q on one machine", k, end.str(k), oneEnd.str(k))
+		}
+	}
+	if end.str("status") != "paused" || end.str("waitingFor") != "repair" {
+		t.Errorf("the run stopped as %s", end.Raw)
+	}
+	if out, err := exec.Command("git", "-C", remote, "log", "--all", "--format=%H", "--", "approved.txt").Output(); err != nil || len(out) != 0 {
+		t.Errorf("approved.txt reached the remote though every approval was declined: %v %s", err, out)
+	}
+}

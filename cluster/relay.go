@@ -368,6 +368,7 @@ func Relayed(ctx context.Context, pool *pgxpool.Pool, client session.Client, att
 				// request of a thread of its own: answered here or
 				// elsewhere, or given up by the worker.
 				resolved := func() {
+					attn.ClearRelayAttention(r.ID)
 					client.Notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: r.ThreadID, RequestID: call.ID()})
 				}
 				if ctx.Err() != nil {

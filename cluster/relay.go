@@ -278,6 +278,31 @@ func Answer(ctx context.Context, pool *pgxpool.Pool, id int64, by string, result
 	return stored, nil
 }
 
+// GiveUpDead gives up the pending requests of workers whose last
+// heartbeat is older than deadAfter, or that stopped (their row is gone): their threads died with them (the
+// task starts again elsewhere, in a thread that asks again), so no answer
+// could reach them. It returns how many it gave up.
+func GiveUpDead(ctx context.Context, pool *pgxpool.Pool, deadAfter time.Duration) (int64, error) {
+	var n int64
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE apserver_relay SET closed = true WHERE answer IS NULL AND NOT closed
+			AND (worker IN (SELECT id FROM apserver_workers WHERE heartbeat_at < now() - make_interval(secs => $1))
+				OR worker NOT IN (SELECT id FROM apserver_workers))`, deadAfter.Seconds())
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		if n > 0 {
+			_, err = tx.Exec(ctx, `SELECT pg_notify($1, '')`, RelayChannel)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cluster: giving up the requests of dead workers: %w", err)
+	}
+	return n, nil
+}
+
 // RelayRequest is a relayed request waiting for its answer.
 type RelayRequest struct {
 	ID              int64

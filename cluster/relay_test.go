@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session"
@@ -210,5 +211,31 @@ func TestRelayedTwoEditors(t *testing.T) {
 		if _, ok := ats[i].get(call.ID()); ok {
 			t.Errorf("editor %d still shows the answered request", i)
 		}
+	}
+}
+
+// The pending requests of a worker that stopped beating, or stopped, are
+// given up (its threads died with it); a live worker's stay.
+func TestRelayGiveUpDead(t *testing.T) {
+	_, pool, _ := open(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, w := range []string{"dead", "alive"} {
+		if err := Heartbeat(ctx, pool, w, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `UPDATE apserver_workers SET heartbeat_at = now() - interval '1 minute' WHERE id = 'dead'`); err != nil {
+		t.Fatal(err)
+	}
+	dead := NewRelayClient(ctx, pool, "dead", discard{}, nil).Call("item/commandExecution/requestApproval", map[string]any{"threadId": "a"})
+	alive := NewRelayClient(ctx, pool, "alive", discard{}, nil).Call("item/commandExecution/requestApproval", map[string]any{"threadId": "b"})
+	NewRelayClient(ctx, pool, "stopped", discard{}, nil).Call("item/commandExecution/requestApproval", map[string]any{"threadId": "c"})
+	if n, err := GiveUpDead(ctx, pool, 15*time.Second); err != nil || n != 2 {
+		t.Fatalf("GiveUpDead = %d, %v; want 2 (the dead and the stopped worker's)", n, err)
+	}
+	p, err := Pending(ctx, pool)
+	if err != nil || len(p) != 1 || p[0].ID != alive.ID() {
+		t.Fatalf("pending = %+v, %v; want only the live worker's %d (not %d)", p, err, alive.ID(), dead.ID())
 	}
 }

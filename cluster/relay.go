@@ -344,8 +344,9 @@ type RelayAttention interface {
 // client as the same server→client request, shows it in attn, and stores
 // the client's answer (the first of all editors wins); a request answered
 // elsewhere or given up by its worker is withdrawn. by names this process
-// in the stored answer.
-func Relayed(ctx context.Context, pool *pgxpool.Pool, client session.Client, attn RelayAttention, by string, log *slog.Logger) {
+// in the stored answer. ready, if set, says whether the client may be
+// sent requests (it has initialized); nothing is forwarded before.
+func Relayed(ctx context.Context, pool *pgxpool.Pool, client session.Client, attn RelayAttention, by string, ready func() bool, log *slog.Logger) {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -359,6 +360,9 @@ func Relayed(ctx context.Context, pool *pgxpool.Pool, client session.Client, att
 		case <-ctx.Done():
 			return
 		case <-wake:
+		}
+		if ready != nil && !ready() {
+			continue // looked at again on the next tick
 		}
 		reqs, err := Pending(ctx, pool)
 		if err != nil {

@@ -186,7 +186,7 @@ func TestRelayedTwoEditors(t *testing.T) {
 		{calls: make(chan *editorCall, 4), resolved: make(chan protocol.ServerRequestResolvedNotification, 4)}}
 	ats := []*attn{{items: map[int64]protocol.AttentionItem{}}, {items: map[int64]protocol.AttentionItem{}}}
 	for i := range eds {
-		go Relayed(ctx, pool, eds[i], ats[i], "editor", nil)
+		go Relayed(ctx, pool, eds[i], ats[i], "editor", nil, nil)
 	}
 	w := NewRelayClient(ctx, pool, "w1", discard{}, nil)
 	call := w.Call("item/fileChange/requestApproval", map[string]any{"threadId": "th1", "itemId": "i1"})
@@ -237,5 +237,45 @@ func TestRelayGiveUpDead(t *testing.T) {
 	p, err := Pending(ctx, pool)
 	if err != nil || len(p) != 1 || p[0].ID != alive.ID() {
 		t.Fatalf("pending = %+v, %v; want only the live worker's %d (not %d)", p, err, alive.ID(), dead.ID())
+	}
+}
+
+// Nothing is forwarded to a client before it initialized: the request
+// waits, and is sent once ready says so.
+func TestRelayedWaitsForReady(t *testing.T) {
+	_, pool, _ := open(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := NewRelayClient(ctx, pool, "w1", discard{}, nil)
+	call := w.Call("item/commandExecution/requestApproval", map[string]any{"threadId": "th1"})
+	ed := &editor{calls: make(chan *editorCall, 4), resolved: make(chan protocol.ServerRequestResolvedNotification, 4)}
+	var mu sync.Mutex
+	isReady := false
+	asked := make(chan bool, 100)
+	go Relayed(ctx, pool, ed, &attn{items: map[int64]protocol.AttentionItem{}}, "editor", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		select {
+		case asked <- isReady:
+		default:
+		}
+		return isReady
+	}, nil)
+	// Two looks while not ready (the request was stored before the
+	// first): nothing sent.
+	<-asked
+	<-asked
+	select {
+	case c := <-ed.calls:
+		t.Fatalf("request %s sent before the client was ready", c.method)
+	default:
+	}
+	mu.Lock()
+	isReady = true
+	mu.Unlock()
+	c := <-ed.calls
+	c.answer <- json.RawMessage(`{"decision":"accept"}`)
+	if raw, err := call.Wait(ctx); err != nil || string(raw) != `{"decision":"accept"}` {
+		t.Fatalf("Wait = %s, %v", raw, err)
 	}
 }

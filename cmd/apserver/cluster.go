@@ -167,8 +167,9 @@ func clusterRuns(cfg config.Config, log *slog.Logger) (runner.RunStore, runner.W
 // startRelay forwards the requests that workers' threads relay
 // (approvals, questions) to this server's client and shows them in its
 // attention summary, when the config names a database (cluster/relay.go).
+// Nothing is sent before ready says the client initialized (nil: always).
 // The returned function stops it.
-func startRelay(cfg config.Config, mgr *session.Manager, c session.Client, log *slog.Logger) func() {
+func startRelay(cfg config.Config, mgr *session.Manager, c session.Client, ready func() bool, log *slog.Logger) func() {
 	if cfg.Cluster.DatabaseURL == "" {
 		return func() {}
 	}
@@ -182,7 +183,7 @@ func startRelay(cfg config.Config, mgr *session.Manager, c session.Client, log *
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		cluster.Relayed(ctx, pool, c, mgr, fmt.Sprintf("%s-%d", host, os.Getpid()), log)
+		cluster.Relayed(ctx, pool, c, mgr, fmt.Sprintf("%s-%d", host, os.Getpid()), ready, log)
 	}()
 	return func() {
 		cancel()

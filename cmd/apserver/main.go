@@ -294,7 +294,7 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 	ps := newProjects(cfg, mgr, rn, bs, srv.Client(), log)
 	server.RegisterManager(srv, ps)
 	stopBeat := heartbeat(ctx, ps, cfg.Manager)
-	stopRelay := startRelay(cfg, mgr, srv.Client(), log)
+	stopRelay := startRelay(cfg, mgr, srv.Client(), func() bool { _, ok := srv.Initialized(); return ok }, log)
 	err = srv.Run(ctx)
 	stopRelay()
 	stopBeat()

@@ -334,10 +334,12 @@ func Pending(ctx context.Context, pool *pgxpool.Pool) ([]RelayRequest, error) {
 }
 
 // RelayAttention is where the editor side shows a relayed request that
-// waits (session.Manager's SetRelayAttention, ClearRelayAttention).
+// waits (session.Manager's SetRelayAttention, ClearRelayAttention): as
+// the item of the worker's thread, which stands for the run's own item
+// (waiting on that thread) as on one machine.
 type RelayAttention interface {
 	SetRelayAttention(id int64, it protocol.AttentionItem)
-	ClearRelayAttention(id int64)
+	ClearRelayAttention(id int64, threadID string)
 }
 
 // Relayed forwards, until ctx ends, every pending relayed request to
@@ -383,7 +385,7 @@ func Relayed(ctx context.Context, pool *pgxpool.Pool, client session.Client, att
 			attn.SetRelayAttention(r.ID, relayItem(r))
 			go func(r RelayRequest) {
 				defer func() {
-					attn.ClearRelayAttention(r.ID)
+					attn.ClearRelayAttention(r.ID, r.ThreadID)
 					mu.Lock()
 					if inflight[r.ID] != nil {
 						delete(inflight, r.ID)
@@ -397,7 +399,7 @@ func Relayed(ctx context.Context, pool *pgxpool.Pool, client session.Client, att
 				// request of a thread of its own: answered here or
 				// elsewhere, or given up by the worker.
 				resolved := func() {
-					attn.ClearRelayAttention(r.ID)
+					attn.ClearRelayAttention(r.ID, r.ThreadID)
 					client.Notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: r.ThreadID, RequestID: call.ID()})
 				}
 				if ctx.Err() != nil {

@@ -162,7 +162,7 @@ func (a *attn) SetRelayAttention(id int64, it protocol.AttentionItem) {
 	defer a.mu.Unlock()
 	a.items[id] = it
 }
-func (a *attn) ClearRelayAttention(id int64) {
+func (a *attn) ClearRelayAttention(id int64, _ string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	delete(a.items, id)

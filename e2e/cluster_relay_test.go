@@ -41,6 +41,24 @@ func relayedItems(t *testing.T, m *message, id string) []map[string]any {
 	return out
 }
 
+// runItems counts the items of an attention notification about run id.
+func runItems(t *testing.T, m *message, id string) int {
+	t.Helper()
+	var p struct {
+		Items []map[string]any `json:"items"`
+	}
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		t.Fatalf("attention params %s: %v", m.Params, err)
+	}
+	n := 0
+	for _, it := range p.Items {
+		if it["runId"] == id {
+			n++
+		}
+	}
+	return n
+}
+
 // A run executed on a worker whose task thread needs an approval (autonomy
 // "suggest": every command asks): the request reaches both editor-side
 // apservers as the same item/commandExecution/requestApproval, and is in
@@ -69,6 +87,7 @@ func TestClusterRelayApproval(t *testing.T) {
 	if string(reqA.Params) != string(reqB.Params) {
 		t.Errorf("the two editors got different params:\n%s\n%s", reqA.Params, reqB.Params)
 	}
+	a.runWaiting(nil, id, "taskThread")
 	shown := a.waitFor("attention", func(m *message) bool { return len(relayedItems(t, m, id)) == 1 })
 	if it := relayedItems(t, shown, id)[0]; it["threadId"] != reqA.str("threadId") || it["kind"] != "approval" {
 		t.Errorf("the relayed attention item = %v; want the task thread %s, kind approval", it, reqA.str("threadId"))
@@ -83,6 +102,13 @@ func TestClusterRelayApproval(t *testing.T) {
 
 	if end := a.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 1.0 {
 		t.Fatalf("run end = %s", end.Raw)
+	}
+	// As on one machine, the wait is one item: the thread's own (the
+	// request), which stands for the run's (waiting on its task thread).
+	for _, m := range a.find("attention", nil) {
+		if n := runItems(t, m, id); n > 1 {
+			t.Errorf("attention #%d has %d items of the run, want at most one: %s", m.Seq, n, m.Params)
+		}
 	}
 	if got := strings.TrimSpace(gitOut(t, remote, "show", "main:approved.txt")); got != "yes" {
 		t.Errorf("approved.txt on the remote's main = %q, want yes", got)

@@ -308,6 +308,7 @@ type RelayRequest struct {
 	ID              int64
 	RunID, ThreadID string
 	ItemID, Method  string
+	Worker          string // the worker whose thread asks
 	Params          json.RawMessage
 	CreatedAt       int64
 }
@@ -315,7 +316,7 @@ type RelayRequest struct {
 // Pending is the relayed requests still waiting for an answer, oldest
 // first.
 func Pending(ctx context.Context, pool *pgxpool.Pool) ([]RelayRequest, error) {
-	rows, err := pool.Query(ctx, `SELECT id, run_id, thread_id, item_id, method, params::text, created_at FROM apserver_relay
+	rows, err := pool.Query(ctx, `SELECT id, run_id, thread_id, item_id, method, worker, params::text, created_at FROM apserver_relay
 		WHERE answer IS NULL AND NOT closed ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: relayed requests: %w", err)
@@ -323,7 +324,7 @@ func Pending(ctx context.Context, pool *pgxpool.Pool) ([]RelayRequest, error) {
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RelayRequest, error) {
 		var x RelayRequest
 		var text string
-		err := r.Scan(&x.ID, &x.RunID, &x.ThreadID, &x.ItemID, &x.Method, &text, &x.CreatedAt)
+		err := r.Scan(&x.ID, &x.RunID, &x.ThreadID, &x.ItemID, &x.Method, &x.Worker, &text, &x.CreatedAt)
 		x.Params = json.RawMessage(text)
 		return x, err
 	})
@@ -439,5 +440,5 @@ func relayItem(r RelayRequest) protocol.AttentionItem {
 		kind = protocol.AttentionQuestion
 	}
 	return protocol.AttentionItem{ThreadID: r.ThreadID, RunID: r.RunID, Kind: kind,
-		Reason: r.Method + " from a worker", SinceMs: r.CreatedAt}
+		Reason: r.Method + " from worker " + r.Worker, SinceMs: r.CreatedAt}
 }

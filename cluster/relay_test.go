@@ -196,7 +196,8 @@ func TestRelayedTwoEditors(t *testing.T) {
 		if c.method != "item/fileChange/requestApproval" || string(b) != `{"itemId":"i1","threadId":"th1"}` {
 			t.Errorf("editor %d got %s %s", i, c.method, b)
 		}
-		if it, ok := ats[i].get(call.ID()); !ok || it.RunID != "run1" || it.ThreadID != "th1" || it.Kind != protocol.AttentionApproval {
+		if it, ok := ats[i].get(call.ID()); !ok || it.RunID != "run1" || it.ThreadID != "th1" || it.Kind != protocol.AttentionApproval ||
+			it.Reason != "item/fileChange/requestApproval from worker w1" {
 			t.Errorf("editor %d's attention item = %+v, %v", i, it, ok)
 		}
 	}

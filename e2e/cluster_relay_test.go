@@ -184,3 +184,33 @@ func TestClusterRelayDecline(t *testing.T) {
 		t.Errorf("approved.txt reached the remote though every approval was declined: %v %s", err, out)
 	}
 }
+
+// A run cancelled on the editor while its worker's task thread waits for
+// a relayed approval: the worker gives the request up, and the editor's
+// client is told it is resolved and no longer sees it in attention.
+func TestClusterRelayCancel(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
+		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
+	}
+	model := startModel(t, relayRules(t)...)
+	repo, _ := clusterRemote(t)
+	a := newRunsClient(t, model, faOptions{config: "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"workers\"\n"})
+	startWorker(t, model, pg.URL, "w1", "")
+	id := a.startRun(map[string]any{"cwd": repo, "request": "write approved.txt", "baseBranch": "main",
+		"trust": map[string]any{"planning": "auto", "implementation": "auto"}, "autonomy": "suggest"})
+	req := a.waitFor("item/commandExecution/requestApproval", nil)
+	shown := a.waitFor("attention", func(m *message) bool { return len(relayedItems(t, m, id)) == 1 })
+
+	a.call("run/cancel", map[string]any{"runId": id})
+	if end := a.runEnd(id); end.str("run.status") != "cancelled" {
+		t.Fatalf("run end = %s", end.Raw)
+	}
+	var reqID int64
+	if err := json.Unmarshal(req.ID, &reqID); err != nil {
+		t.Fatal(err)
+	}
+	a.waitFor("serverRequest/resolved", func(m *message) bool { return m.get("requestId") == float64(reqID) })
+	a.waitAfter(shown, "attention", func(m *message) bool { return len(relayedItems(t, m, id)) == 0 })
+}

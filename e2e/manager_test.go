@@ -67,6 +67,13 @@ func managerTasks(t *testing.T) string {
 // the two features' ids.
 func managerProject(t *testing.T) (repo string, cli func(args ...string) *exec.Cmd, features []string) {
 	t.Helper()
+	return managerProjectWith(t, "")
+}
+
+// managerProjectWith is managerProject with config as the user's
+// configuration file.
+func managerProjectWith(t *testing.T, config string) (repo string, cli func(args ...string) *exec.Cmd, features []string) {
+	t.Helper()
 	rules := append([]scripted.Rule{
 		{Match: "[blueprint chunk 1/1 cursor=start]", Steps: []scripted.Step{{Text: managerOutline(t)}}},
 		{Match: "[blueprint tasks n_", Steps: []scripted.Step{{Text: managerTasks(t)}}},
@@ -78,7 +85,7 @@ func managerProject(t *testing.T) (repo string, cli func(args ...string) *exec.C
 	}
 	home, dataDir := t.TempDir(), t.TempDir()
 	cfg := filepath.Join(home, "config.toml")
-	os.WriteFile(cfg, nil, 0o600)
+	os.WriteFile(cfg, []byte(config), 0o600)
 	cli = func(args ...string) *exec.Cmd {
 		cmd := exec.Command(binPath, append(append([]string{}, args[:2]...), append([]string{"--data-dir", dataDir, "--config", cfg, "--model", "scripted-model"}, args[2:]...)...)...)
 		cmd.Dir = repo

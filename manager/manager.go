@@ -66,11 +66,14 @@ func (s Settings) Validate() error {
 	return nil
 }
 
-// Spend is what the project used today.
+// Spend is what the project used today: the tokens and cost of its runs
+// (Cost counts the models with a price; those without are Unpriced, and
+// Cost is then a lower bound) and the runs the manager started.
 type Spend struct {
-	Tokens int64   `json:"tokens"`
-	Cost   float64 `json:"cost"`
-	Runs   int     `json:"runs"`
+	Tokens   int64    `json:"tokens"`
+	Cost     float64  `json:"cost"`
+	Runs     int      `json:"runs"`
+	Unpriced []string `json:"unpriced,omitempty"`
 }
 
 // PhaseWork is the active phase as the blueprint has it: its id, its
@@ -256,14 +259,8 @@ func Tick(s State) Decision {
 	if len(candidates) == 0 || len(active) >= max {
 		return idle()
 	}
-	b := st.Budget
-	switch {
-	case b.RunsPerDay > 0 && s.Spend.Runs >= b.RunsPerDay:
-		return Decision{Result: ResultBudgetExhausted, Reason: fmt.Sprintf("runs today: %d of %d", s.Spend.Runs, b.RunsPerDay)}
-	case b.TokensPerDay > 0 && s.Spend.Tokens >= b.TokensPerDay:
-		return Decision{Result: ResultBudgetExhausted, Reason: fmt.Sprintf("tokens today: %d of %d", s.Spend.Tokens, b.TokensPerDay)}
-	case b.CostPerDay > 0 && s.Spend.Cost >= b.CostPerDay:
-		return Decision{Result: ResultBudgetExhausted, Reason: fmt.Sprintf("cost today: %.2f of %.2f", s.Spend.Cost, b.CostPerDay)}
+	if why := Exhausted(st.Budget, s.Spend); why != "" {
+		return Decision{Result: ResultBudgetExhausted, Reason: why}
 	}
 	task := []string{candidates[0]}
 	if st.Mode == ModeSuggest {

@@ -42,6 +42,9 @@ type Options struct {
 	Now func() time.Time
 	// Notify sends a notification to the clients (project/updated).
 	Notify func(method string, params any)
+	// Prices are the models' prices (the configuration's [prices]): the
+	// cost of the runs' tokens against a cost budget.
+	Prices map[string]manager.Price
 	Log    *slog.Logger
 }
 
@@ -207,7 +210,9 @@ func (s *Service) state(ctx context.Context, ws string, st manager.Settings) (ma
 		return in, fmt.Errorf("listing runs: %w", err)
 	}
 	seen := map[string]bool{}
+	ids := make([]string, 0, len(runs))
 	for _, r := range runs {
+		ids = append(ids, r.ID)
 		if r.Blueprint == nil || r.Blueprint.BlueprintID != st.BlueprintID {
 			continue
 		}
@@ -223,6 +228,9 @@ func (s *Service) state(ctx context.Context, ws string, st manager.Settings) (ma
 		return in, err
 	}
 	today := dayStart(s.opts.Now())
+	if in.Spend, err = s.usageSpend(ctx, db, ids, today); err != nil {
+		return in, err
+	}
 	for _, c := range claims {
 		if c.At >= today {
 			in.Spend.Runs++

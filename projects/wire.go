@@ -124,6 +124,8 @@ func (s *Service) Status(ctx context.Context, p protocol.ProjectCwdParams) (prot
 			}
 		}
 		out.Spend.Runs, out.Spend.Tokens, out.Spend.Cost = in.Spend.Runs, in.Spend.Tokens, in.Spend.Cost
+		out.Spend.CostUnknown, out.Spend.UnpricedModels = len(in.Spend.Unpriced) > 0, in.Spend.Unpriced
+		out.Spend.Exhausted = manager.Exhausted(st.Budget, in.Spend)
 	}
 	return out, nil
 }

@@ -80,6 +80,13 @@ type ProjectSpend struct {
 	Cost   float64       `json:"cost"`
 	Runs   int           `json:"runs"`
 	Budget ProjectBudget `json:"budget"`
+	// CostUnknown: some tokens are of models without a price
+	// (UnpricedModels); Cost counts the others only.
+	CostUnknown    bool     `json:"costUnknown,omitempty"`
+	UnpricedModels []string `json:"unpricedModels,omitempty"`
+	// Exhausted names the budget spent, with the figures ("tokens today:
+	// 1200 of 1000"); "" while none is.
+	Exhausted string `json:"exhausted,omitempty"`
 }
 
 // ProjectStatusResult answers project/status.

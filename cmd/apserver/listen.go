@@ -97,7 +97,7 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 	mgr := newManager(cfg, f, dataDir, hub.Client(), log)
 	rn := newRunner(cfg, dataDir, mgr, log)
 	bs := newBlueprints(cfg, mgr, hub.Client(), log)
-	ps := newProjects(mgr, rn, bs, hub.Client(), log)
+	ps := newProjects(cfg, mgr, rn, bs, hub.Client(), log)
 	rn.SetBlueprints(bs) // runs from a blueprint, and their evidence
 	hub.OnAbandoned = mgr.ReleaseEphemeral
 	hub.OnWatchGone = func(id string) {

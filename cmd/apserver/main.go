@@ -290,7 +290,7 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 	rn.SetBlueprints(bs) // runs from a blueprint, and their evidence
 	server.RegisterBlueprints(srv, bs)
 	server.RegisterBrain(srv, br)
-	ps := newProjects(mgr, rn, bs, srv.Client(), log)
+	ps := newProjects(cfg, mgr, rn, bs, srv.Client(), log)
 	server.RegisterManager(srv, ps)
 	stopBeat := heartbeat(ctx, ps)
 	err = srv.Run(ctx)

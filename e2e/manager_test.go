@@ -74,6 +74,27 @@ func managerProject(t *testing.T) (repo string, cli func(args ...string) *exec.C
 // configuration file.
 func managerProjectWith(t *testing.T, config string) (repo string, cli func(args ...string) *exec.Cmd, features []string) {
 	t.Helper()
+	e := newManagerEnv(t, config)
+	return e.repo, e.cli, e.features
+}
+
+// managerEnv is managerProject's project with its model and data dir
+// (a server on the same data dir sees the same project).
+type managerEnv struct {
+	repo     string
+	cli      func(args ...string) *exec.Cmd
+	features []string
+	model    *scripted.Server
+	dataDir  string
+}
+
+func newManagerEnv(t *testing.T, config string) *managerEnv {
+	t.Helper()
+	var (
+		repo     string
+		cli      func(args ...string) *exec.Cmd
+		features []string
+	)
 	rules := append([]scripted.Rule{
 		{Match: "[blueprint chunk 1/1 cursor=start]", Steps: []scripted.Step{{Text: managerOutline(t)}}},
 		{Match: "[blueprint tasks n_", Steps: []scripted.Step{{Text: managerTasks(t)}}},
@@ -114,7 +135,7 @@ func managerProjectWith(t *testing.T, config string) (repo string, cli func(args
 	if out, err := cli("blueprint", "tasks", features[0]).CombinedOutput(); err != nil || strings.Count(string(out), "\tplanned\t") != 3 {
 		t.Fatalf("tasks of %s: %v\n%s", features[0], err, out)
 	}
-	return repo, cli, features
+	return &managerEnv{repo: repo, cli: cli, features: features, model: model, dataDir: dataDir}
 }
 
 // TestManagerAutopilot: in off the tick is idle; `apserver project

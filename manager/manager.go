@@ -47,6 +47,11 @@ type Settings struct {
 	Budget          Budget `json:"budget"`
 	// DonePhases are the phases the manager marked done.
 	DonePhases []string `json:"donePhases,omitempty"`
+	// Proposal is suggest's pending proposal (nil when none waits).
+	Proposal *Proposal `json:"proposal,omitempty"`
+	// Approved are the proposals a human approved (manager/approve) whose
+	// run has not started yet.
+	Approved []string `json:"approved,omitempty"`
 }
 
 // Validate names the first bad field.
@@ -158,6 +163,7 @@ const (
 	EffStartRun      EffectKind = "start_run"       // run/start with blueprint {blueprintId, taskIds}
 	EffApprovePlan   EffectKind = "approve_plan"    // run/plan/approve of RunID
 	EffMarkPhaseDone EffectKind = "mark_phase_done" // record that Phase is done
+	EffPropose       EffectKind = "propose"         // (suggest) record the proposal ProposalID of TaskIDs for a human
 )
 
 // Effect is one thing for the driver to do.
@@ -167,6 +173,7 @@ type Effect struct {
 	Phase       string     `json:"phase,omitempty"`
 	TaskIDs     []string   `json:"taskIds,omitempty"`
 	RunID       string     `json:"runId,omitempty"`
+	ProposalID  string     `json:"proposalId,omitempty"`
 }
 
 // Decision is a tick's result, why, and its effects.
@@ -175,7 +182,10 @@ type Decision struct {
 	Reason  string   `json:"reason"`
 	TaskIDs []string `json:"taskIds,omitempty"` // started, or suggested
 	RunID   string   `json:"runId,omitempty"`   // advanced (the driver fills a started run's)
-	Effects []Effect `json:"effects,omitempty"`
+	// ProposalID is suggest's proposal waiting for manager/approve, or
+	// the approved proposal a run starts for.
+	ProposalID string   `json:"proposalId,omitempty"`
+	Effects    []Effect `json:"effects,omitempty"`
 }
 
 // Tick decides what the manager does now. It starts at most one run (of
@@ -264,7 +274,17 @@ func Tick(s State) Decision {
 	}
 	task := []string{candidates[0]}
 	if st.Mode == ModeSuggest {
-		return Decision{Result: ResultWaitingForApproval, Reason: "suggest: start a run for task " + task[0] + " once approved", TaskIDs: task}
+		id := ProposalID(st.BlueprintID, task)
+		if !slices.Contains(st.Approved, id) {
+			d := Decision{Result: ResultWaitingForApproval, Reason: fmt.Sprintf("suggest: proposes a run for task %s; approve proposal %s (manager/approve) to start it", task[0], id),
+				TaskIDs: task, ProposalID: id}
+			if st.Proposal == nil || st.Proposal.ID != id {
+				d.Effects = []Effect{{Kind: EffPropose, BlueprintID: st.BlueprintID, Phase: s.Phase, TaskIDs: task, ProposalID: id}}
+			}
+			return d
+		}
+		return Decision{Result: ResultStartedRun, Reason: fmt.Sprintf("task %s: proposal %s was approved", task[0], id), TaskIDs: task, ProposalID: id,
+			Effects: []Effect{{Kind: EffStartRun, BlueprintID: st.BlueprintID, Phase: s.Phase, TaskIDs: task, ProposalID: id}}}
 	}
 	return Decision{Result: ResultStartedRun, Reason: fmt.Sprintf("task %s is ready (%d of %d runs in progress)", task[0], len(active), max), TaskIDs: task,
 		Effects: []Effect{{Kind: EffStartRun, BlueprintID: st.BlueprintID, Phase: s.Phase, TaskIDs: task}}}

@@ -33,6 +33,13 @@ type Blueprints interface {
 	PhaseWork(ctx context.Context, blueprintID, phase string) (manager.PhaseWork, error)
 }
 
+// Attention is the attention summary as the manager puts a project's
+// pending proposal in it.
+type Attention interface {
+	SetProjectAttention(cwd string, it protocol.AttentionItem)
+	ClearProjectAttention(cwd string)
+}
+
 // Options configure a Service.
 type Options struct {
 	Store      func() (*store.Store, error)
@@ -42,6 +49,9 @@ type Options struct {
 	Now func() time.Time
 	// Notify sends a notification to the clients (project/updated).
 	Notify func(method string, params any)
+	// Attention, when set, shows suggest's pending proposal in the
+	// attention summary (session.Manager).
+	Attention Attention
 	// Prices are the models' prices (the configuration's [prices]): the
 	// cost of the runs' tokens against a cost budget.
 	Prices map[string]manager.Price
@@ -275,7 +285,10 @@ func (s *Service) Tick(ctx context.Context, cwd string) (manager.Decision, error
 		}
 	}
 	core := manager.Tick(in)
-	d, err := s.apply(ctx, ws, st, core)
+	d, err := s.apply(ctx, ws, &st, core)
+	if err == nil {
+		err = s.settleProposal(ctx, ws, &st, d)
+	}
 	if rerr := s.record(ctx, ws, in, core, d, err); rerr != nil && err == nil {
 		err = rerr
 	}
@@ -284,7 +297,7 @@ func (s *Service) Tick(ctx context.Context, cwd string) (manager.Decision, error
 }
 
 // apply carries out a decision's effects.
-func (s *Service) apply(ctx context.Context, ws string, st manager.Settings, d manager.Decision) (manager.Decision, error) {
+func (s *Service) apply(ctx context.Context, ws string, st *manager.Settings, d manager.Decision) (manager.Decision, error) {
 	db, err := s.opts.Store()
 	if err != nil {
 		return d, err
@@ -316,6 +329,18 @@ func (s *Service) apply(ctx context.Context, ws string, st manager.Settings, d m
 					return d, err
 				}
 			}
+			if e.ProposalID != "" {
+				// The approval is used up: the next proposal waits again.
+				st.Approved = slices.DeleteFunc(st.Approved, func(p string) bool { return p == e.ProposalID })
+				if err := s.save(ctx, ws, *st); err != nil {
+					return d, err
+				}
+			}
+		case manager.EffPropose:
+			st.Proposal = &manager.Proposal{ID: e.ProposalID, BlueprintID: e.BlueprintID, Phase: e.Phase, TaskIDs: e.TaskIDs, At: s.opts.Now().UnixMilli()}
+			if err := s.save(ctx, ws, *st); err != nil {
+				return d, err
+			}
 		case manager.EffApprovePlan:
 			if err := s.opts.Runs.ApprovePlan(ctx, e.RunID); err != nil {
 				return d, fmt.Errorf("approving the plan of run %s: %w", e.RunID, err)
@@ -323,7 +348,7 @@ func (s *Service) apply(ctx context.Context, ws string, st manager.Settings, d m
 		case manager.EffMarkPhaseDone:
 			if !slices.Contains(st.DonePhases, e.Phase) {
 				st.DonePhases = append(st.DonePhases, e.Phase)
-				if err := s.save(ctx, ws, st); err != nil {
+				if err := s.save(ctx, ws, *st); err != nil {
 					return d, err
 				}
 			}

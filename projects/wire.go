@@ -20,7 +20,7 @@ func wireSettings(st manager.Settings) protocol.ProjectSettings {
 }
 
 func wireDecision(d manager.Decision) protocol.ManagerTickResult {
-	return protocol.ManagerTickResult{Result: string(d.Result), Reason: d.Reason, RunID: d.RunID, TaskIDs: d.TaskIDs}
+	return protocol.ManagerTickResult{Result: string(d.Result), Reason: d.Reason, RunID: d.RunID, TaskIDs: d.TaskIDs, ProposalID: d.ProposalID}
 }
 
 // SettingsRead implements project/settings/read.

@@ -63,7 +63,10 @@ type ManagerTickResult struct {
 	Reason  string   `json:"reason"`
 	RunID   string   `json:"runId,omitempty"`
 	TaskIDs []string `json:"taskIds,omitempty"`
-	Error   string   `json:"error,omitempty"`
+	// ProposalID (suggest) is the proposal waiting for manager/approve,
+	// or the approved one a run started for.
+	ProposalID string `json:"proposalId,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 // ProjectRunRef is a run of the project's blueprint.
@@ -133,3 +136,24 @@ type (
 	ProjectStatusResponse         = ProjectStatusResult
 	ManagerExplainResponse        = ManagerExplainResult
 )
+
+// ManagerApproveParams approves suggest mode's pending proposal of a
+// project (manager/approve).
+type ManagerApproveParams struct {
+	Cwd        string `json:"cwd"`
+	ProposalID string `json:"proposalId"`
+}
+
+// Validate checks the params.
+func (p ManagerApproveParams) Validate() error {
+	switch {
+	case p.Cwd == "":
+		return Errorf(ErrInvalidParams, "Invalid params: cwd: missing")
+	case p.ProposalID == "":
+		return Errorf(ErrInvalidParams, "Invalid params: proposalId: missing")
+	}
+	return nil
+}
+
+// ManagerApproveResponse is the tick that follows the approval.
+type ManagerApproveResponse = ManagerTickResult

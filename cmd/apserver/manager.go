@@ -29,7 +29,7 @@ import (
 // runner and the blueprints service; its notifications go to c.
 func newProjects(cfg config.Config, mgr *session.Manager, rn *runner.Runner, bs *blueprints.Service, c interface{ Notify(string, any) }, log *slog.Logger) *projects.Service {
 	return projects.New(projects.Options{Store: mgr.Store, Runs: server.RunnerRuns{Runner: rn}, Blueprints: bs, Notify: c.Notify, Log: log,
-		Prices: managerPrices(cfg)})
+		Prices: managerPrices(cfg), Attention: mgr})
 }
 
 // managerPrices are the configuration's [prices] as the manager counts a
@@ -51,7 +51,7 @@ func runProjectManager(args []string) (handled bool, err error) {
 	}
 	verb := args[0]
 	switch verb {
-	case "status", "tick", "autopilot", "replay":
+	case "status", "tick", "autopilot", "replay", "approve":
 	default:
 		return false, nil
 	}
@@ -69,12 +69,15 @@ func runProjectManager(args []string) (handled bool, err error) {
 	every := fs.Duration("interval", 500*time.Millisecond, "autopilot: how often to look at the runs while they work")
 	jsonOut := fs.Bool("json", false, "status and tick: print the answer as JSON")
 	fs.SetOutput(io.Discard)
-	if _, err := parseInterspersed(fs, args[1:]); err != nil {
+	rest, err := parseInterspersed(fs, args[1:])
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Print(`Usage: apserver project status|tick|autopilot [flags]
 
 status     the project's mode, phase, last tick, tasks and runs by status, spend
 tick       one tick of the manager (manager/tick)
+approve    PROPOSAL_ID: approve suggest mode's pending proposal, then tick
+           (manager/approve)
 replay     decide again on every stored tick's input: exit 0 when every
            decision is the one stored, 1 listing those that differ
 autopilot  [--mode full_auto] [--phase ID] [--blueprint ID] [--max-parallel-runs N]
@@ -149,6 +152,17 @@ autopilot  [--mode full_auto] [--phase ID] [--blueprint ID] [--max-parallel-runs
 			return true, &exitError{code: 1}
 		}
 		return true, nil
+	case "approve":
+		if len(rest) != 1 {
+			fmt.Fprintln(os.Stderr, "apserver project approve: give the proposal's id (project status or tick shows it)")
+			return true, errUsage
+		}
+		d, err := ps.ApproveWire(ctx, protocol.ManagerApproveParams{Cwd: cwd, ProposalID: rest[0]})
+		if err != nil {
+			return true, &exitError{code: 1, msg: plainError(err)}
+		}
+		print(d, tickLine(d))
+		return true, nil
 	case "tick":
 		d, err := ps.TickWire(ctx, protocol.ProjectCwdParams{Cwd: cwd})
 		if err != nil {
@@ -204,6 +218,9 @@ func tickLine(d protocol.ManagerTickResult) string {
 	s := d.Result + ": " + d.Reason
 	if d.RunID != "" {
 		s += " (run " + d.RunID + ")"
+	}
+	if d.ProposalID != "" && d.RunID == "" {
+		s += " (proposal " + d.ProposalID + ")"
 	}
 	return s
 }

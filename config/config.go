@@ -87,6 +87,8 @@ type Config struct {
 	Runs RunsConfig
 	// Cluster keeps runs in PostgreSQL (cluster.go).
 	Cluster ClusterConfig
+	// Manager is the manager's heartbeat (manager.go).
+	Manager ManagerConfig
 	// GitHub is how runs end on GitHub (github.go).
 	GitHub GitHubConfig
 

@@ -166,6 +166,8 @@ type fileConfig struct {
 	Runs            *fileRuns `toml:"runs"`
 	// Cluster (cluster.go).
 	Cluster *fileCluster `toml:"cluster"`
+	// The manager's heartbeat (manager.go).
+	Manager *fileManager `toml:"manager"`
 	// GitHub (github.go).
 	GitHub *fileGitHub `toml:"github"`
 	// Trust (trust.go); user file only.
@@ -345,6 +347,9 @@ func (c *Config) mergeFile(path string, ws *workspaceLayer) error {
 		return err
 	}
 	if err := c.mergeCluster(f.Cluster, bad, may); err != nil {
+		return err
+	}
+	if err := c.mergeManager(f.Manager, bad); err != nil {
 		return err
 	}
 	if err := c.mergeGitHub(f.GitHub, bad, may); err != nil {

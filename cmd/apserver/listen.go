@@ -105,7 +105,7 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 	}
 	hub.OnProcessGone = mgr.TerminateProcess
 	fmt.Fprintln(os.Stderr, "apserver: listening on", server.URL(l))
-	stopBeat := heartbeat(ctx, ps)
+	stopBeat := heartbeat(ctx, cfg, ps)
 	err = server.Serve(ctx, l, server.ListenOptions{
 		TokenSHA256:  token,
 		AllowOrigins: lf.origins,

@@ -292,7 +292,7 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 	server.RegisterBrain(srv, br)
 	ps := newProjects(cfg, mgr, rn, bs, srv.Client(), log)
 	server.RegisterManager(srv, ps)
-	stopBeat := heartbeat(ctx, ps)
+	stopBeat := heartbeat(ctx, cfg, ps)
 	err = srv.Run(ctx)
 	stopBeat()
 	bs.Close()

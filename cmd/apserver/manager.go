@@ -276,12 +276,19 @@ func autopilot(ctx context.Context, ps *projects.Service, cwd string, every time
 
 // heartbeat runs the manager's heartbeat (projects.Service.Heartbeat) until
 // the returned stop is called; stop waits for it.
-func heartbeat(ctx context.Context, ps *projects.Service) (stop func()) {
+func heartbeat(ctx context.Context, cfg config.Config, ps *projects.Service) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
+	every, most := cfg.Manager.Heartbeat, cfg.Manager.HeartbeatMax
+	if every <= 0 {
+		every = projects.DefaultHeartbeat
+	}
+	if most <= 0 {
+		most = max(projects.DefaultHeartbeatMax, every)
+	}
 	go func() {
 		defer close(done)
-		ps.Heartbeat(ctx, projects.DefaultHeartbeat, projects.DefaultHeartbeatMax)
+		ps.Heartbeat(ctx, every, most)
 	}()
 	return func() { cancel(); <-done }
 }

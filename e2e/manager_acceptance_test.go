@@ -35,11 +35,7 @@ The tool MAY write numbers.
 
 // acceptanceTasks: K1 → K2, K3, K4 → K5 → K6 (high risk), K7 → K8 → K9:
 // three tasks could run at once after K1, two after K5.
-var acceptanceTasks = []struct {
-	title string
-	deps  []string
-	risk  string
-}{
+var acceptanceTasks = []phaseTask{
 	{"K1 write k1.txt", nil, "low"},
 	{"K2 write k2.txt", []string{"K1 write k1.txt"}, "low"},
 	{"K3 write k3.txt", []string{"K1 write k1.txt"}, "low"},
@@ -51,7 +47,14 @@ var acceptanceTasks = []struct {
 	{"K9 write k9.txt", []string{"K8 write k8.txt"}, "low"},
 }
 
-func acceptanceRules(t *testing.T) []scripted.Rule {
+// phaseTask is a task of phase 1: task number i (from 1) writes ki.txt.
+type phaseTask struct {
+	title string
+	deps  []string
+	risk  string
+}
+
+func acceptanceRules(t *testing.T, phase1 []phaseTask) []scripted.Rule {
 	t.Helper()
 	node := func(kind, heading string) map[string]any {
 		return map[string]any{"kind": kind, "heading": heading, "title": heading, "summary": "", "priority": "", "risk": "",
@@ -63,21 +66,32 @@ func acceptanceRules(t *testing.T) []scripted.Rule {
 		t.Fatal(err)
 	}
 	var tasks []any
-	for i, k := range acceptanceTasks {
+	for i, k := range phase1 {
 		tasks = append(tasks, map[string]any{"title": k.title, "kind": "file_create", "criteria": []string{k.title},
 			"checks": []string{fmt.Sprintf("test -f k%d.txt", i+1)}, "files": []string{fmt.Sprintf("k%d.txt", i+1)},
 			"dependsOn": append([]string{}, k.deps...), "estimate": "S", "risk": k.risk, "excerpt": "The tool MUST write the nine letter files."})
 	}
-	tb, err := json.Marshal(map[string]any{"tasks": tasks, "next": ""})
-	if err != nil {
-		t.Fatal(err)
-	}
 	rules := []scripted.Rule{
 		reviewRule,
 		{Match: "[blueprint chunk 1/1 cursor=start]", Steps: []scripted.Step{{Text: string(outline)}}},
-		{Match: "[blueprint tasks n_", Steps: []scripted.Step{{Text: string(tb)}}},
 	}
-	for i, k := range acceptanceTasks {
+	// The tasks in pages of 25 (an answer holds at most 40): page n
+	// answers the request after cursor pn.
+	for n := 0; n*25 < len(tasks); n++ {
+		next, cursor := "", "start"
+		if (n+1)*25 < len(tasks) {
+			next = fmt.Sprintf("p%d", n+1)
+		}
+		if n > 0 {
+			cursor = fmt.Sprintf("p%d", n)
+		}
+		tb, err := json.Marshal(map[string]any{"tasks": tasks[n*25 : min((n+1)*25, len(tasks))], "next": next})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, scripted.Rule{Match: "cursor=" + cursor + "]", Steps: []scripted.Step{{Text: string(tb)}}})
+	}
+	for i, k := range phase1 {
 		rules = append(rules, taskRule(k.title, fmt.Sprintf("printf 'letter %d\\n' > k%d.txt", i+1, i+1)))
 	}
 	return rules
@@ -97,8 +111,14 @@ type acceptanceProject struct {
 
 func newAcceptanceProject(t *testing.T) *acceptanceProject {
 	t.Helper()
-	p := &acceptanceProject{model: startModel(t, acceptanceRules(t)...), repo: t.TempDir(), dataDir: t.TempDir(),
-		config: "[manager]\nheartbeat_ms = 100\nheartbeat_max_ms = 400\n"}
+	return newPhaseProject(t, acceptanceTasks, "[manager]\nheartbeat_ms = 100\nheartbeat_max_ms = 400\n")
+}
+
+// newPhaseProject is a project whose phase 1 has the tasks phase1, with
+// config as the user's configuration.
+func newPhaseProject(t *testing.T, phase1 []phaseTask, config string) *acceptanceProject {
+	t.Helper()
+	p := &acceptanceProject{model: startModel(t, acceptanceRules(t, phase1)...), repo: t.TempDir(), dataDir: t.TempDir(), config: config}
 	gitRepo(t, p.repo, map[string]string{"README.md": "# letters\n", "spec.md": acceptanceSpec})
 	git(t, p.repo, "config", "user.name", "Test User")
 	git(t, p.repo, "config", "user.email", "test@example.com")
@@ -133,7 +153,7 @@ func newAcceptanceProject(t *testing.T) *acceptanceProject {
 		t.Fatalf("features: %v", features)
 	}
 	out := cli("blueprint", "tasks", features[0])
-	if strings.Count(string(out), "\tplanned\t") != 9 {
+	if strings.Count(string(out), "\tplanned\t") != len(phase1) {
 		t.Fatalf("tasks of %s:\n%s", features[0], out)
 	}
 	p.titles = map[string]string{}
@@ -142,7 +162,7 @@ func newAcceptanceProject(t *testing.T) *acceptanceProject {
 			p.titles[f[0]] = f[1]
 		}
 	}
-	if len(p.titles) != 9 {
+	if len(p.titles) != len(phase1) {
 		t.Fatalf("task titles %v from:\n%s", p.titles, out)
 	}
 	p.blueprint = strings.Fields(string(cli("blueprint", "list")))[0]

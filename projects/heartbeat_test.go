@@ -26,8 +26,9 @@ func tickTimes(t *testing.T, db *store.Store, ws string, start time.Time) []int6
 }
 
 // TestHeartbeat: on a fake clock, the heartbeat never ticks a project
-// whose mode is off; under full_auto it starts the ready tasks one tick a
-// second, then backs off while nothing moves (2, 4, 8 s, capped at 8).
+// whose mode is off; a settings update wakes it; under full_auto it
+// starts the ready tasks one tick a second, then backs off while nothing
+// moves (2, 4, 8 s, capped at 8).
 func TestHeartbeat(t *testing.T) {
 	f := newFake(map[string][]string{"b": {"a"}}, []string{"a", "b"})
 	s0, db := newService(t, f, time.Now)
@@ -54,16 +55,49 @@ func TestHeartbeat(t *testing.T) {
 		synctest.Wait()
 		cancel()
 		<-done
-		// While off, the heartbeat looked at 1, 9, 17, 25 s (the cap);
-		// its next look, 3 s into full_auto, starts a; then nothing moves
-		// (b waits for a): again after 1, 2, 4, 8, 8… s.
+		// While off, the heartbeat looked at 0 (woken by the settings),
+		// 8, 16, 24 s (the cap); the update to full_auto wakes it: it
+		// starts a at once; then nothing moves (b waits for a): again
+		// after 1, 2, 4, 8, 8… s.
 		got := tickTimes(t, db, ws, start)
-		want := []int64{3, 4, 6, 10, 18, 26, 34}
+		want := []int64{0, 1, 3, 7, 15, 23, 31, 39}
 		if !slices.Equal(got, want) {
 			t.Errorf("ticks at %v s, want %v", got, want)
 		}
 		if f.starts != 1 {
 			t.Errorf("%d runs started, want 1", f.starts)
+		}
+	})
+}
+
+// TestHeartbeatWake: a run's change (Wake) makes the heartbeat tick at
+// once, not at its interval: with an interval of an hour, finishing a's
+// run and waking the heartbeat starts b without the clock moving.
+func TestHeartbeatWake(t *testing.T) {
+	f := newFake(map[string][]string{"b": {"a"}}, []string{"a", "b"})
+	s0, _ := newService(t, f, time.Now)
+	ws := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Options{Store: s0.opts.Store, Runs: f, Blueprints: f})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go s.Heartbeat(ctx, time.Hour, time.Hour)
+		if _, err := s.UpdateSettings(ctx, ws, fullAuto(2)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.UpdateSettings(ctx, ws, func(st *manager.Settings) { st.BlueprintID = "bp" }); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		start := time.Now()
+		if f.starts != 1 {
+			t.Fatalf("%d runs started after the settings' wake, want 1 (a)", f.starts)
+		}
+		f.finish()
+		s.Wake(ws)
+		synctest.Wait()
+		if f.starts != 2 || time.Since(start) != 0 {
+			t.Errorf("after a run's change: %d runs started, %v later; want b started at once", f.starts, time.Since(start))
 		}
 	})
 }

@@ -63,6 +63,9 @@ type Options struct {
 type Service struct {
 	opts Options
 
+	// wake (1-buffered) makes the heartbeat tick now (Wake).
+	wake chan struct{}
+
 	mu    sync.Mutex
 	locks map[string]chan struct{} // per workspace (1-buffered): ticks and settings updates
 	// onWait, when set (tests), is called when a tick is about to wait
@@ -78,7 +81,7 @@ func New(opts Options) *Service {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{opts: opts, locks: map[string]chan struct{}{}}
+	return &Service{opts: opts, locks: map[string]chan struct{}{}, wake: make(chan struct{}, 1)}
 }
 
 // lock takes the workspace's lock and returns its unlock, or ctx's error.
@@ -176,6 +179,7 @@ func (s *Service) UpdateSettings(ctx context.Context, cwd string, update func(*m
 		return old, err
 	}
 	s.notify(ws)
+	s.Wake(ws)
 	return st, nil
 }
 

@@ -28,8 +28,10 @@ import (
 // newProjects makes the manager's driver (docs/manager.md) over the
 // runner and the blueprints service; its notifications go to c.
 func newProjects(cfg config.Config, mgr *session.Manager, rn *runner.Runner, bs *blueprints.Service, c interface{ Notify(string, any) }, log *slog.Logger) *projects.Service {
-	return projects.New(projects.Options{Store: mgr.Store, Runs: server.RunnerRuns{Runner: rn}, Blueprints: bs, Notify: c.Notify, Log: log,
+	ps := projects.New(projects.Options{Store: mgr.Store, Runs: server.RunnerRuns{Runner: rn}, Blueprints: bs, Notify: c.Notify, Log: log,
 		Prices: managerPrices(cfg), Attention: mgr})
+	rn.SetOnChange(ps.Wake) // a run's change wakes the heartbeat
+	return ps
 }
 
 // managerPrices are the configuration's [prices] as the manager counts a
@@ -231,6 +233,7 @@ func autopilot(ctx context.Context, ps *projects.Service, cwd string, every time
 	t := time.NewTicker(every)
 	defer t.Stop()
 	last := ""
+	settled := false // a tick after the runs were seen over
 	for {
 		d, err := ps.Tick(ctx, cwd)
 		if err != nil {
@@ -263,9 +266,16 @@ func autopilot(ctx context.Context, ps *projects.Service, cwd string, every time
 			}
 		}
 		if active == 0 {
+			if !settled {
+				// The last run may have ended between the tick and the
+				// status: one more tick sees it (and marks the phase done).
+				settled = true
+				continue
+			}
 			fmt.Println(line)
 			return &exitError{code: exitRunFailed, msg: fmt.Sprintf("phase %s cannot go on: %v; runs %v", s.Phase, s.Tasks, s.Runs)}
 		}
+		settled = false
 		select {
 		case <-ctx.Done():
 			return &exitError{code: exitInterrupted}

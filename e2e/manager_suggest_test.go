@@ -38,7 +38,8 @@ func TestManagerSuggest(t *testing.T) {
 	if again := c.call("manager/tick", map[string]any{"cwd": e.repo}); again.str("result") != "waiting_for_approval" || again.str("proposalId") != id {
 		t.Errorf("a second tick = %s, want the same proposal %s", again.Raw, id)
 	}
-	if st := c.call("project/status", map[string]any{"cwd": e.repo}); st.str("lastTick.proposalId") != id || len(st.get("runs").(map[string]any)) != 0 {
+	if st := c.call("project/status", map[string]any{"cwd": e.repo}); st.str("lastTick.proposalId") != id || st.str("proposal.id") != id ||
+		st.str("proposal.taskIds.0") != task || len(st.get("runs").(map[string]any)) != 0 {
 		t.Errorf("project/status = %s", st.Raw)
 	}
 	if ex := c.call("manager/explain", map[string]any{"cwd": e.repo}); !strings.Contains(ex.str("summary"), id) {
@@ -84,6 +85,9 @@ func TestManagerSuggest(t *testing.T) {
 		}
 		return true
 	})
+	if st := c.call("project/status", map[string]any{"cwd": e.repo}); st.get("proposal") != nil && st.str("proposal.id") == id {
+		t.Errorf("project/status after the approval still proposes %s: %s", id, st.Raw)
+	}
 	// The approval is used once: the next tick proposes the next task (or
 	// nothing), never the started one again.
 	if next := c.call("manager/tick", map[string]any{"cwd": e.repo}); next.str("proposalId") == id || next.str("result") == "started_run" {

@@ -88,6 +88,9 @@ func (s *Service) Status(ctx context.Context, p protocol.ProjectCwdParams) (prot
 	out = protocol.ProjectStatusResult{Cwd: ws, Mode: string(st.Mode), Paused: st.Paused, BlueprintID: st.BlueprintID, Phase: st.Phase,
 		Tasks: map[string]int{}, Runs: map[string]int{},
 		Spend: protocol.ProjectSpend{Budget: wireSettings(st).Budget}}
+	if p := st.Proposal; p != nil {
+		out.Proposal = &protocol.ManagerProposal{ID: p.ID, TaskIDs: p.TaskIDs, Phase: p.Phase, SinceMs: p.At}
+	}
 	db, err := s.opts.Store()
 	if err != nil {
 		return out, err

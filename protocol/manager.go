@@ -105,6 +105,17 @@ type ProjectStatusResult struct {
 	Tasks       map[string]int     `json:"tasks"`
 	Runs        map[string]int     `json:"runs"`
 	Spend       ProjectSpend       `json:"spend"`
+	// Proposal is suggest's pending proposal, waiting for
+	// manager/approve; nil when none waits.
+	Proposal *ManagerProposal `json:"proposal,omitempty"`
+}
+
+// ManagerProposal is a run suggest mode proposes (docs/manager.md#suggest).
+type ManagerProposal struct {
+	ID      string   `json:"id"`
+	TaskIDs []string `json:"taskIds"`
+	Phase   string   `json:"phase"`
+	SinceMs int64    `json:"sinceMs"`
 }
 
 // ManagerExplainResult answers manager/explain: the active phase, the

@@ -3329,6 +3329,13 @@ export type ManagerExplainResponse = {
   summary: string;
   waiting?: ProjectRunRef[] | null;
 };
+/** A run suggest mode proposes, waiting for manager/approve. */
+export type ManagerProposal = {
+  id: string;
+  phase: string;
+  sinceMs: number;
+  taskIds: string[];
+};
 export type ManagerTickParams = {
   cwd: string;
 };
@@ -4666,6 +4673,7 @@ export type ProjectStatusResponse = {
   paused: boolean;
   phase: string;
   phaseDone: boolean;
+  proposal?: ManagerProposal;
   runs: { [key: string]: number };
   spend: ProjectSpend;
   tasks: { [key: string]: number };

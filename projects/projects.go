@@ -335,7 +335,8 @@ func (s *Service) apply(ctx context.Context, ws string, st *manager.Settings, d 
 			}
 			if e.ProposalID != "" {
 				// The approval is used up: the next proposal waits again.
-				st.Approved = slices.DeleteFunc(st.Approved, func(p string) bool { return p == e.ProposalID })
+				// (A copy: the tick's stored input shares the slice.)
+				st.Approved = slices.DeleteFunc(slices.Clone(st.Approved), func(p string) bool { return p == e.ProposalID })
 				if err := s.save(ctx, ws, *st); err != nil {
 					return d, err
 				}

@@ -176,6 +176,7 @@ type fileConfig struct {
 	fileCaps       // caps.go
 	fileCompaction // compaction.go
 	fileMCP        // mcp.go
+	fileBrain      // brain.go
 }
 
 type fileProvider struct {
@@ -356,6 +357,9 @@ func (c *Config) mergeFile(path string, ws *workspaceLayer) error {
 		return err
 	}
 	if err := c.mergeMCP(f.fileMCP, path, ws, bad); err != nil {
+		return err
+	}
+	if err := c.mergeBrain(f.fileBrain, bad); err != nil {
 		return err
 	}
 

@@ -8,17 +8,32 @@ import (
 )
 
 func TestManagerHeartbeat(t *testing.T) {
-	dir := t.TempDir()
-	path := writeFile(t, filepath.Join(dir, "config.toml"), "[manager]\nheartbeat_ms = 200\nheartbeat_max_ms = 1500\n")
-	c, err := Load(LoadOptions{UserFile: path, Getenv: env(t)})
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		file       string
+		every, max time.Duration
+		err        string
+	}{
+		{"", DefaultHeartbeatInterval, DefaultHeartbeatMax, ""},
+		{"[manager]\nheartbeat_interval_ms = 2000\nheartbeat_max_ms = 60000\n", 2 * time.Second, time.Minute, ""},
+		{"[manager]\nheartbeat_interval_ms = 0\n", 0, DefaultHeartbeatMax, ""},
+		{"[manager]\nheartbeat_interval_ms = -1\n", 0, 0, "manager.heartbeat_interval_ms"},
+		{"[manager]\nheartbeat_max_ms = 0\n", 0, 0, "manager.heartbeat_max_ms"},
 	}
-	if c.Manager.Heartbeat != 200*time.Millisecond || c.Manager.HeartbeatMax != 1500*time.Millisecond {
-		t.Errorf("manager: %+v", c.Manager)
-	}
-	bad := writeFile(t, filepath.Join(dir, "bad.toml"), "[manager]\nheartbeat_ms = 0\n")
-	if _, err := Load(LoadOptions{UserFile: bad, Getenv: env(t)}); err == nil || !strings.Contains(err.Error(), "manager.heartbeat_ms") {
-		t.Errorf("heartbeat_ms = 0: %v", err)
+	for _, tt := range tests {
+		path := writeFile(t, filepath.Join(t.TempDir(), "config.toml"), tt.file)
+		c, err := Load(LoadOptions{UserFile: path, Getenv: env(t)})
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q: err = %v, want %q", tt.file, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.file, err)
+			continue
+		}
+		if c.Manager.HeartbeatInterval != tt.every || c.Manager.HeartbeatMax != tt.max {
+			t.Errorf("%q: heartbeat %v, max %v; want %v, %v", tt.file, c.Manager.HeartbeatInterval, c.Manager.HeartbeatMax, tt.every, tt.max)
+		}
 	}
 }

@@ -111,7 +111,7 @@ type acceptanceProject struct {
 
 func newAcceptanceProject(t *testing.T) *acceptanceProject {
 	t.Helper()
-	return newPhaseProject(t, acceptanceTasks, "[manager]\nheartbeat_ms = 100\nheartbeat_max_ms = 400\n")
+	return newPhaseProject(t, acceptanceTasks, "[manager]\nheartbeat_interval_ms = 100\nheartbeat_max_ms = 400\n")
 }
 
 // newPhaseProject is a project whose phase 1 has the tasks phase1, with

@@ -26,7 +26,7 @@ func TestManagerOverhead50(t *testing.T) {
 	for i := 1; i <= 50; i++ {
 		tasks = append(tasks, phaseTask{title: fmt.Sprintf("B%02d write k%d.txt", i, i), risk: "low"})
 	}
-	config := "[manager]\nheartbeat_ms = 1000\nheartbeat_max_ms = 1000\n"
+	config := "[manager]\nheartbeat_interval_ms = 1000\nheartbeat_max_ms = 1000\n"
 
 	// Plain runs, started and approved by the test.
 	p := newPhaseProject(t, tasks, config)

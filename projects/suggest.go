@@ -2,9 +2,7 @@ package projects
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/apserver/apserver/manager"
 	"github.com/apserver/apserver/protocol"
@@ -15,26 +13,14 @@ import (
 // attention summary, project/status and manager/explain, and the run
 // starts only after manager/approve.
 
-// settleProposal keeps the pending proposal as the tick left it: shown in
-// attention while the tick proposes it, withdrawn (settings and attention)
-// once the tick proposes nothing or started it.
+// settleProposal keeps the pending proposal as the tick left it: kept
+// while the tick proposes it, withdrawn once the tick proposes nothing or
+// started it. (The attention item follows the tick's decision: attend.)
 func (s *Service) settleProposal(ctx context.Context, ws string, st *manager.Settings, d manager.Decision) error {
-	pending := d.Result == manager.ResultWaitingForApproval && d.ProposalID != ""
-	if pending {
-		if p := st.Proposal; p != nil && p.ID == d.ProposalID && s.opts.Attention != nil {
-			s.opts.Attention.SetProjectAttention(ws, protocol.AttentionItem{Kind: protocol.AttentionApproval, ProposalID: p.ID,
-				TaskID: strings.Join(p.TaskIDs, ","), SinceMs: p.At,
-				Reason: fmt.Sprintf("the manager proposes a run for task %s of phase %s (manager/approve %s)", strings.Join(p.TaskIDs, ", "), p.Phase, p.ID)})
-		}
-		return nil
-	}
-	if st.Proposal == nil {
+	if d.Result == manager.ResultWaitingForApproval && d.ProposalID != "" || st.Proposal == nil {
 		return nil
 	}
 	st.Proposal = nil
-	if s.opts.Attention != nil {
-		s.opts.Attention.ClearProjectAttention(ws)
-	}
 	return s.save(ctx, ws, *st)
 }
 

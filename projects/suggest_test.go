@@ -18,16 +18,14 @@ type fakeAttention struct {
 	items map[string]protocol.AttentionItem
 }
 
-func (a *fakeAttention) SetProjectAttention(cwd string, it protocol.AttentionItem) {
+func (a *fakeAttention) set(cwd string, it *protocol.AttentionItem) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.items[cwd] = it
-}
-
-func (a *fakeAttention) ClearProjectAttention(cwd string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.items, cwd)
+	if it == nil {
+		delete(a.items, cwd)
+		return
+	}
+	a.items[cwd] = *it
 }
 
 // TestSuggestApprove: in suggest mode ticks propose (stored, in
@@ -39,7 +37,7 @@ func TestSuggestApprove(t *testing.T) {
 	f := newFake(nil, []string{"a", "b"})
 	_, db := newService(t, f, time.Now)
 	att := &fakeAttention{items: map[string]protocol.AttentionItem{}}
-	s := New(Options{Store: func() (*store.Store, error) { return db, nil }, Runs: f, Blueprints: f, Attention: att})
+	s := New(Options{Store: func() (*store.Store, error) { return db, nil }, Runs: f, Blueprints: f, Attention: att.set})
 	ws := t.TempDir()
 	if _, err := s.UpdateSettings(ctx, ws, func(st *manager.Settings) {
 		st.Mode, st.BlueprintID, st.MaxParallelRuns = manager.ModeSuggest, "bp", 2

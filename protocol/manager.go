@@ -108,6 +108,10 @@ type ProjectStatusResult struct {
 	// Proposal is suggest's pending proposal, waiting for
 	// manager/approve; nil when none waits.
 	Proposal *ManagerProposal `json:"proposal,omitempty"`
+	// Recent are the manager's last decisions (ticks and intent routings), newest first.
+	Recent []ManagerRecord `json:"recent,omitempty"`
+	// Attention is what of the project waits on a human (runs, the manager's proposals, budgets, a pause).
+	Attention []AttentionItem `json:"attention,omitempty"`
 }
 
 // ManagerProposal is a run suggest mode proposes (docs/manager.md#suggest).
@@ -127,6 +131,8 @@ type ManagerExplainResult struct {
 	Runs    []ProjectRunRef `json:"runs"`
 	Waiting []ProjectRunRef `json:"waiting"`
 	Summary string          `json:"summary"`
+	// Intents are the last routings of the project's threads' messages, newest first.
+	Intents []ManagerRecord `json:"intents,omitempty"`
 }
 
 // ProjectUpdatedNotification: a project's settings or manager state

@@ -130,7 +130,7 @@ func (x *run) push(ctx context.Context, cfg runs.Config, e runs.PushBranch) erro
 	if err := writeArtifacts(cfg.Worktree, e.Snapshot); err != nil {
 		return err
 	}
-	if err := writeMemory(cfg.Worktree, e.Snapshot); err != nil {
+	if err := x.writeRunMemory(ctx, cfg, e.Snapshot); err != nil {
 		return err
 	}
 	msg := fmt.Sprintf("apserver run %s: state for review\n", cfg.ID)

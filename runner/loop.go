@@ -144,6 +144,7 @@ func (x *run) handle(ev runs.Event, done func(error)) {
 	}
 	answered = true
 	done(nil)
+	x.brainSaw(ev) // decisions the event made (runner/brain.go)
 	x.apply(effs)
 }
 

@@ -285,6 +285,7 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 	mgr.SetAligner(br)
 	rn := newRunnerWithBrain(cfg, dataDir, mgr, log, br)
 	server.Register(srv, mgr)
+	server.RegisterServices(srv, server.NewServices(mgr))
 	server.RegisterRuns(srv, rn)
 	bs := newBlueprints(cfg, mgr, srv.Client(), log)
 	rn.SetBlueprints(bs) // runs from a blueprint, and their evidence
@@ -292,7 +293,7 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 	server.RegisterBrain(srv, br)
 	ps := newProjects(cfg, mgr, rn, bs, srv.Client(), log)
 	server.RegisterManager(srv, ps)
-	stopBeat := heartbeat(ctx, cfg, ps)
+	stopBeat := heartbeat(ctx, ps, cfg.Manager)
 	err = srv.Run(ctx)
 	stopBeat()
 	bs.Close()

@@ -14,11 +14,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/manager"
 	"github.com/apserver/apserver/protocol"
 
 	"github.com/apserver/apserver/blueprints"
+	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/projects"
 	"github.com/apserver/apserver/runner"
 	"github.com/apserver/apserver/server"
@@ -29,8 +29,9 @@ import (
 // runner and the blueprints service; its notifications go to c.
 func newProjects(cfg config.Config, mgr *session.Manager, rn *runner.Runner, bs *blueprints.Service, c interface{ Notify(string, any) }, log *slog.Logger) *projects.Service {
 	ps := projects.New(projects.Options{Store: mgr.Store, Runs: server.RunnerRuns{Runner: rn}, Blueprints: bs, Notify: c.Notify, Log: log,
-		Prices: managerPrices(cfg), Attention: mgr})
-	rn.SetOnChange(ps.Wake) // a run's change wakes the heartbeat
+		Intent: projects.IntentOptions{Tree: bs, Config: cfg}, Attention: mgr.SetProjectAttention, Prices: managerPrices(cfg)})
+	mgr.SetIntentRouter(intentRouter{ps}) // intent from chat in project threads
+	rn.SetOnChange(ps.Wake)               // a run's change wakes the heartbeat
 	return ps
 }
 
@@ -40,6 +41,19 @@ func managerPrices(cfg config.Config) map[string]manager.Price {
 	out := make(map[string]manager.Price, len(cfg.Prices))
 	for m, p := range cfg.Prices {
 		out[m] = manager.Price{InputPerMTok: p.InputPerMTok, CachedInputPerMTok: p.CachedInputPerMTok, OutputPerMTok: p.OutputPerMTok}
+	}
+	return out
+}
+
+// intentRouter is the manager's intent from chat as the session's
+// IntentRouter (projects does not import session).
+type intentRouter struct{ ps *projects.Service }
+
+func (r intentRouter) RouteIntent(ctx context.Context, q session.IntentRequest) session.IntentOutcome {
+	o := r.ps.RouteIntent(ctx, projects.IntentRequest{ThreadID: q.ThreadID, Cwd: q.Cwd, Model: q.Model, Provider: q.Provider, Text: q.Text})
+	out := session.IntentOutcome{Message: o.Message, Answer: o.Answer}
+	if o.Confirm != nil {
+		out.Confirm = &session.IntentConfirm{Question: o.Confirm.Question, Apply: o.Confirm.Apply}
 	}
 	return out
 }
@@ -233,7 +247,7 @@ func autopilot(ctx context.Context, ps *projects.Service, cwd string, every time
 	t := time.NewTicker(every)
 	defer t.Stop()
 	last := ""
-	settled := false // a tick after the runs were seen over
+	recheck := false // the last tick may have seen a run that ended before the status was read
 	for {
 		d, err := ps.Tick(ctx, cwd)
 		if err != nil {
@@ -246,6 +260,7 @@ func autopilot(ctx context.Context, ps *projects.Service, cwd string, every time
 		}
 		switch d.Result {
 		case manager.ResultStartedRun, manager.ResultAdvancedRun:
+			recheck = false
 			continue
 		case manager.ResultIdle, manager.ResultWaitingForApproval, manager.ResultBudgetExhausted:
 			fmt.Println(line)
@@ -265,17 +280,15 @@ func autopilot(ctx context.Context, ps *projects.Service, cwd string, every time
 				active += n
 			}
 		}
+		if active == 0 && !recheck {
+			recheck = true // a run ended between the tick and the status: tick again first
+			continue
+		}
+		recheck = false
 		if active == 0 {
-			if !settled {
-				// The last run may have ended between the tick and the
-				// status: one more tick sees it (and marks the phase done).
-				settled = true
-				continue
-			}
 			fmt.Println(line)
 			return &exitError{code: exitRunFailed, msg: fmt.Sprintf("phase %s cannot go on: %v; runs %v", s.Phase, s.Tasks, s.Runs)}
 		}
-		settled = false
 		select {
 		case <-ctx.Done():
 			return &exitError{code: exitInterrupted}
@@ -284,21 +297,18 @@ func autopilot(ctx context.Context, ps *projects.Service, cwd string, every time
 	}
 }
 
-// heartbeat runs the manager's heartbeat (projects.Service.Heartbeat) until
-// the returned stop is called; stop waits for it.
-func heartbeat(ctx context.Context, cfg config.Config, ps *projects.Service) (stop func()) {
+// heartbeat runs the manager's heartbeat (projects.Service.Heartbeat) at
+// [manager]'s intervals until the returned stop is called; stop waits for
+// it. An interval of 0 is no heartbeat.
+func heartbeat(ctx context.Context, ps *projects.Service, mc config.ManagerConfig) (stop func()) {
+	if mc.HeartbeatInterval <= 0 {
+		return func() {}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	every, most := cfg.Manager.Heartbeat, cfg.Manager.HeartbeatMax
-	if every <= 0 {
-		every = projects.DefaultHeartbeat
-	}
-	if most <= 0 {
-		most = max(projects.DefaultHeartbeatMax, every)
-	}
 	go func() {
 		defer close(done)
-		ps.Heartbeat(ctx, every, most)
+		ps.Heartbeat(ctx, mc.HeartbeatInterval, mc.HeartbeatMax)
 	}()
 	return func() { cancel(); <-done }
 }

@@ -3323,6 +3323,7 @@ export type ManagerExplainParams = {
   cwd: string;
 };
 export type ManagerExplainResponse = {
+  intents?: ManagerRecord[];
   next?: string[] | null;
   phase: string;
   runs?: ProjectRunRef[] | null;
@@ -3335,6 +3336,19 @@ export type ManagerProposal = {
   phase: string;
   sinceMs: number;
   taskIds: string[];
+};
+export type ManagerRecord = {
+  atMs: number;
+  confidence?: number;
+  error?: string;
+  intent?: "QUESTION" | "START_BUILD" | "CONTINUE_BUILD" | "PAUSE_AUTOPILOT" | "ADJUST_PLAN" | "UPDATE_REQUIREMENTS" | "OTHER";
+  kind: "tick" | "intent";
+  message?: string;
+  reason?: string;
+  result?: string;
+  seq: number;
+  target?: string;
+  threadId?: string;
 };
 export type ManagerTickParams = {
   cwd: string;
@@ -4520,6 +4534,7 @@ export type ProjectDecision = {
   createdAtMs: number;
   cwd: string;
   id: string;
+  runId?: string;
   scope: DecisionScope;
   source: string;
   status: DecisionStatus;
@@ -4665,6 +4680,7 @@ export type ProjectStatusParams = {
   cwd: string;
 };
 export type ProjectStatusResponse = {
+  attention?: AttentionItem[];
   blueprintId: string;
   cwd: string;
   lastTick: ManagerTickResponse | null;
@@ -4674,9 +4690,23 @@ export type ProjectStatusResponse = {
   phase: string;
   phaseDone: boolean;
   proposal?: ManagerProposal;
+  recent?: ManagerRecord[];
   runs: { [key: string]: number };
   spend: ProjectSpend;
   tasks: { [key: string]: number };
+};
+export type ProjectSummaryListParams = {
+  cwd: string;
+};
+export type ProjectSummaryListResponse = {
+  summaries: ProjectThreadSummary[];
+};
+export type ProjectThreadSummary = {
+  cwd: string;
+  summary: string;
+  threadId: string;
+  turns: number;
+  updatedAtMs: number;
 };
 export type ProjectUpdateParams = {
   metadata?: { [key: string]: string } | null;
@@ -8159,6 +8189,8 @@ export interface ClientRequests {
   "project/snapshot/read": { params: ProjectSnapshotReadParams; result: ProjectSnapshotReadResponse };
   /** apserver extension. */
   "project/status": { params: ProjectStatusParams; result: ProjectStatusResponse };
+  /** apserver extension. */
+  "project/summary/list": { params: ProjectSummaryListParams; result: ProjectSummaryListResponse };
   "project/update": { params: ProjectUpdateParams; result: ProjectUpdateResponse };
   "remoteControl/client/list": { params: RemoteControlClientsListParams; result: RemoteControlClientsListResponse };
   "remoteControl/client/revoke": { params: RemoteControlClientsRevokeParams; result: RemoteControlClientsRevokeResponse };

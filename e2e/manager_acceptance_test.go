@@ -220,13 +220,12 @@ func checkOrder(t *testing.T, c *client, titles map[string]string, runTask map[s
 		deps[k.title] = k.deps
 	}
 	active, most := activeBefore, activeBefore
-	done := map[string]bool{}
+	done, ended := map[string]bool{}, map[string]bool{}
 	for title := range doneBefore {
 		done[title] = true
 	}
 	for _, m := range c.snapshot() {
-		switch m.Method {
-		case "run/started":
+		if m.Method == "run/started" {
 			active++
 			most = max(most, active)
 			title := titles[runTask[m.str("run.id")]]
@@ -235,16 +234,35 @@ func checkOrder(t *testing.T, c *client, titles map[string]string, runTask map[s
 					t.Errorf("%s started before its dependency %s was done", title, d)
 				}
 			}
-		case "run/completed":
+			continue
+		}
+		if id, status, ok := runEnd(m); ok && !ended[id] {
+			ended[id] = true
 			active--
-			if m.str("run.status") == "completed" {
-				done[titles[runTask[m.str("run.id")]]] = true
+			if status == "completed" {
+				done[titles[runTask[id]]] = true
 			}
 		}
 	}
 	if most > 2 {
 		t.Errorf("%d runs at once, max_parallel_runs is 2", most)
 	}
+}
+
+// runEnd reports whether m says a run ended: run/updated with a final
+// status comes first (the manager, woken by it, may start the next run
+// before run/completed is sent), then run/completed.
+func runEnd(m *message) (id, status string, ok bool) {
+	switch m.Method {
+	case "run/completed":
+		return m.str("run.id"), m.str("run.status"), true
+	case "run/updated":
+		switch st := m.str("status"); st {
+		case "completed", "failed", "cancelled":
+			return m.str("runId"), st, true
+		}
+	}
+	return "", "", false
 }
 
 // start says "start building phase 1": full_auto, the blueprint, at most
@@ -402,12 +420,13 @@ func TestManagerAcceptance(t *testing.T) {
 			before := runsOf(t, c1)
 			done, active := map[string]bool{}, map[string]bool{}
 			for _, m := range c1.snapshot() {
-				switch m.Method {
-				case "run/started":
+				if m.Method == "run/started" {
 					active[m.str("run.id")] = true
-				case "run/completed":
-					delete(active, m.str("run.id"))
-					done[p.titles[before[m.str("run.id")]]] = true
+				} else if id, status, ok := runEnd(m); ok {
+					delete(active, id)
+					if status == "completed" {
+						done[p.titles[before[id]]] = true
+					}
 				}
 			}
 			if !done["K4 write k4.txt"] || !done["K3 write k3.txt"] || !done["K2 write k2.txt"] || done["K5 write k5.txt"] {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -73,11 +74,18 @@ func (s *Store) stageSide(it *Item) ([]staged, error) {
 	for _, col := range []struct {
 		name string
 		b    *json.RawMessage
-	}{{"item", &it.Item}, {"history", &it.History}} {
-		if len(*col.b) < sideMin {
+		enc  Encoding
+	}{{"item", &it.Item, it.Encoding}, {"history", &it.History, nil}} {
+		var tmp string
+		var err error
+		switch {
+		case len(*col.b) == 0 && col.enc != nil:
+			tmp, err = s.writeTemp(it.ThreadID, col.enc)
+		case len(*col.b) >= sideMin:
+			tmp, err = s.writeTemp(it.ThreadID, bytesWriter(*col.b))
+		default:
 			continue
 		}
-		tmp, err := s.writeTemp(it.ThreadID, *col.b)
 		if err != nil {
 			dropSide(out)
 			return nil, err
@@ -88,9 +96,33 @@ func (s *Store) stageSide(it *Item) ([]staged, error) {
 	return out, nil
 }
 
-// writeTemp writes b to a new temporary file in the thread's side
+// sideable reports whether it, of n bytes, would be stored in a side file.
+func (s *Store) sideable(it Item, n int) bool {
+	return n >= sideMin && len(it.ThreadID) <= sideIDMax && len(it.ID) <= sideIDMax
+}
+
+// encodeAll is e written into a buffer of its size.
+func encodeAll(e Encoding) ([]byte, error) {
+	b := bytes.NewBuffer(make([]byte, 0, e.Len()))
+	if _, err := e.WriteTo(b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+type bytesWriter []byte
+
+func (b bytesWriter) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(b)
+	return int64(n), err
+}
+
+// sideBuffer is the buffer an Encoding is written to its file through.
+const sideBuffer = 256 << 10
+
+// writeTemp writes e to a new temporary file in the thread's side
 // directory and fsyncs it.
-func (s *Store) writeTemp(threadID string, b []byte) (string, error) {
+func (s *Store) writeTemp(threadID string, e io.WriterTo) (string, error) {
 	dir := s.threadSideDir(threadID)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("side file: %w", err)
@@ -99,7 +131,14 @@ func (s *Store) writeTemp(threadID string, b []byte) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("side file: %w", err)
 	}
-	_, err = f.Write(b)
+	if b, ok := e.(bytesWriter); ok {
+		_, err = f.Write(b)
+	} else {
+		w := bufio.NewWriterSize(f, sideBuffer)
+		if _, err = e.WriteTo(w); err == nil {
+			err = w.Flush()
+		}
+	}
 	if err == nil {
 		err = f.Sync()
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -239,4 +240,67 @@ func TestHugeItemCrashBetweenFileAndRow(t *testing.T) {
 	if len(items) != 1 || !bytes.Equal(items[0].Item, kept) {
 		t.Fatalf("after the crash: %v, want the committed huge item whole", itemIDs(items))
 	}
+}
+
+// TestHugeItemEncoding: an item given as an Encoding is written straight
+// into its side file when huge, into its row when not, and read back as
+// written; the caller's Item is returned as given.
+func TestHugeItemEncoding(t *testing.T) {
+	s := openTest(t, "")
+	mkThread(t, s, Thread{ID: "th"})
+	startTurn(t, s, "th", "tu", 1)
+	huge, _ := hugePair("h")
+	small := json.RawMessage(`{"id":"s","type":"agentMessage","text":"small"}`)
+	for _, c := range []struct {
+		id   string
+		body json.RawMessage
+	}{{"h", huge}, {"s", small}} {
+		enc := &countingEncoding{b: c.body}
+		got, err := s.AppendItem(ctx, Item{ThreadID: "th", TurnID: "tu", ID: c.id, Type: "agentMessage", Encoding: enc, CompletedAt: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if enc.writes != 1 {
+			t.Errorf("%s: encoding written %d times, want once", c.id, enc.writes)
+		}
+		if len(got.Item) > len(c.body) || (len(got.Item) > 0 && !bytes.Equal(got.Item, c.body)) {
+			t.Errorf("%s: AppendItem returned an item of %d bytes", c.id, len(got.Item))
+		}
+	}
+	if n, _ := rowLen(t, s, "th", "h"); n >= 1024 {
+		t.Errorf("the huge encoded item's row holds %d bytes", n)
+	}
+	if n, _ := rowLen(t, s, "th", "s"); n != len(small) {
+		t.Errorf("the small encoded item's row holds %d bytes, want %d", n, len(small))
+	}
+	items, err := s.WireItems(ctx, "th")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(items[0].Item, huge) || !bytes.Equal(items[1].Item, small) {
+		t.Errorf("read back %d and %q", len(items[0].Item), items[1].Item)
+	}
+}
+
+// countingEncoding writes b in small pieces, as protocol.Large does.
+type countingEncoding struct {
+	b      []byte
+	writes int
+}
+
+func (e *countingEncoding) Len() int { return len(e.b) }
+
+func (e *countingEncoding) WriteTo(w io.Writer) (int64, error) {
+	e.writes++
+	var n int64
+	for rest := e.b; len(rest) > 0; {
+		k := min(len(rest), 1000)
+		m, err := w.Write(rest[:k])
+		n += int64(m)
+		if err != nil {
+			return n, err
+		}
+		rest = rest[k:]
+	}
+	return n, nil
 }

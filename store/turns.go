@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"runtime/debug"
 	"strconv"
@@ -29,6 +30,19 @@ type Item struct {
 	Item                 json.RawMessage // the completed wire item (opaque JSON)
 	History              json.RawMessage // model-facing history records for this item (opaque JSON, may be nil)
 	CompletedAt          int64
+
+	// Encoding, when Item is empty, writes the wire item instead (AppendItem
+	// only). An item of sideMin bytes or more given this way is written
+	// straight into its side file, never held whole in memory; a smaller
+	// one is written into Item first. The store trusts it to write valid
+	// JSON of Len bytes (it is the server's own encoder, not input).
+	Encoding Encoding
+}
+
+// Encoding is a JSON value written on demand (protocol.Large is one).
+type Encoding interface {
+	io.WriterTo
+	Len() int
 }
 
 // StartTurn inserts a running turn, assigns its Seq, bumps the thread's
@@ -148,7 +162,14 @@ func (s *Store) AppendItem(ctx context.Context, it Item) (Item, error) {
 	if it.ThreadID == "" || it.TurnID == "" || it.ID == "" {
 		return Item{}, errors.New("store: append item: empty thread, turn or item id")
 	}
-	if len(it.Item) == 0 {
+	if len(it.Item) == 0 && it.Encoding != nil && !s.sideable(it, it.Encoding.Len()) {
+		b, err := encodeAll(it.Encoding)
+		if err != nil {
+			return Item{}, fmt.Errorf("store: append item %q: %w", it.ID, err)
+		}
+		it.Item, it.Encoding = b, nil
+	}
+	if len(it.Item) == 0 && it.Encoding == nil {
 		return Item{}, fmt.Errorf("store: append item %q: empty item", it.ID)
 	}
 	if err := checkJSON("item", it.Item); err != nil {
@@ -160,13 +181,14 @@ func (s *Store) AppendItem(ctx context.Context, it Item) (Item, error) {
 	if len(it.Item)+len(it.History) >= hugeItem {
 		freeHeap()
 	}
-	side, err := s.stageSide(&it)
+	row := it // what the row holds: markers for what went to side files
+	side, err := s.stageSide(&row)
 	if err != nil {
 		return Item{}, fmt.Errorf("store: append item %q to thread %q: %w", it.ID, it.ThreadID, err)
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		if it.Seq, err = s.insertItem(ctx, tx, it); err != nil {
+		if it.Seq, err = s.insertItem(ctx, tx, row); err != nil {
 			dropSide(side)
 			return err
 		}

@@ -457,8 +457,11 @@ func (t *thread) commitItem(tr *turn, item protocol.ThreadItem, hist []model.Ent
 // its long strings as it is written (the same bytes): the store writes it
 // straight to the item's side file, and the JSON is never held whole.
 func encodeItem(item protocol.ThreadItem) ([]byte, store.Encoding, error) {
-	if l, ok, err := protocol.MarshalLarge(item, true); err == nil && ok && l.Len() >= protocol.HugeEncoding {
-		return nil, l, nil
+	if l, ok, err := protocol.MarshalLarge(item, true); err == nil && ok {
+		if l.Len() >= protocol.HugeEncoding {
+			return nil, l, nil
+		}
+		return l.AppendTo(make([]byte, 0, l.Len())), nil, nil
 	}
 	if m, ok := item.(json.Marshaler); ok {
 		b, err := m.MarshalJSON()

@@ -29,6 +29,7 @@ import (
 
 	"github.com/apserver/apserver/brain"
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 )
@@ -89,7 +90,7 @@ func New(opts Options) *Service {
 		opts.Debounce = DefaultDebounce
 	}
 	if opts.Now == nil {
-		opts.Now = func() int64 { return time.Now().UnixMilli() }
+		opts.Now = func() int64 { return clock.Ms(clock.Real{}) }
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	return &Service{opts: opts, log: opts.Logger, ctx: ctx, stop: stop, timers: map[string]*time.Timer{}, cache: map[string]protocol.AlignmentVerdict{}}

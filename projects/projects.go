@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/manager"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
@@ -60,7 +61,7 @@ type Service struct {
 // New returns a Service.
 func New(opts Options) *Service {
 	if opts.Now == nil {
-		opts.Now = time.Now
+		opts.Now = clock.Real{}.Now
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)

@@ -108,7 +108,7 @@ func (x *run) handle(ev runs.Event, done func(error)) {
 		}
 	}()
 	if ev.AtMs == 0 {
-		ev.AtMs = x.rn.opts.Now()
+		ev.AtMs = x.rn.now()
 	}
 	if ev.Type == runs.EvStarted && x.m.Run().ID != "" {
 		done(fmt.Errorf("run %s has already started", x.id))

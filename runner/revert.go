@@ -73,7 +73,7 @@ func (rn *Runner) revert(ctx context.Context, id, taskID string, reply port.Repl
 		reply(nil, err)
 		return
 	}
-	ev := runs.Event{Type: runs.EvReverted, AtMs: rn.opts.Now(), Revert: &rv}
+	ev := runs.Event{Type: runs.EvReverted, AtMs: rn.now(), Revert: &rv}
 	rn.mu.Lock()
 	x := rn.active[id]
 	rn.mu.Unlock()

@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
 	"github.com/apserver/apserver/session/port"
@@ -33,8 +33,9 @@ type Options struct {
 	// DataDir holds the runs' worktrees (DataDir/worktrees/<run id>).
 	DataDir string
 	Logger  *slog.Logger
-	// Now is the time in unix ms; nil means the real clock.
-	Now func() int64
+	// Clock is the run loops' time and timers (package clock); nil means
+	// the real one.
+	Clock clock.Clock
 	// Runs is the run event log; nil means the SQLite store (Store).
 	Runs RunStore
 	// Queue says where slow effects are carried out; nil means here
@@ -98,9 +99,7 @@ func New(opts Options) *Runner {
 	if n <= 0 {
 		n = config.DefaultMaxParallelRuns
 	}
-	if opts.Now == nil {
-		opts.Now = func() int64 { return time.Now().UnixMilli() }
-	}
+	opts.Clock = clock.Or(opts.Clock)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -339,7 +338,7 @@ func (rn *Runner) Restore() {
 			x.post(func() {
 				if !x.restored {
 					x.restored = true
-					x.apply(x.m.Restore(rn.opts.Now()))
+					x.apply(x.m.Restore(rn.now()))
 				}
 			})
 		}
@@ -368,7 +367,7 @@ func (rn *Runner) TakeUp(ctx context.Context, id string, reply port.Reply) {
 		ok := x.post(func() {
 			if !x.restored {
 				x.restored = true
-				x.apply(x.m.Restore(rn.opts.Now()))
+				x.apply(x.m.Restore(rn.now()))
 			}
 			reply(protocol.RunResult{Run: x.m.Run()}, nil)
 		})
@@ -547,3 +546,6 @@ func (rn *Runner) Cancel(ctx context.Context, p protocol.RunParams, reply port.R
 	}
 	rn.human(ctx, p.RunID, runs.Event{Type: runs.EvCancelled}, reply)
 }
+
+// now is the Runner's clock in unix ms, the time the run machine takes.
+func (rn *Runner) now() int64 { return clock.Ms(rn.opts.Clock) }

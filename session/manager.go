@@ -11,9 +11,9 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
@@ -149,7 +149,7 @@ func NewManager(opts Options) *Manager {
 	m.sched = newScheduler(opts.Config.MaxConcurrentModelCalls)
 	m.clock = opts.Clock
 	if m.clock == nil {
-		m.clock = realClock{}
+		m.clock = clock.Real{}
 	}
 	go func() {
 		defer close(m.storeReady)
@@ -323,7 +323,7 @@ func (m *Manager) StartThread(ctx context.Context, p protocol.ThreadStartParams,
 		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "cwd is not a directory: %s", s.Cwd))
 		return
 	}
-	now := time.Now()
+	now := m.clock.Now()
 	meta := store.Thread{
 		ID:        newID(),
 		Cwd:       s.Cwd,
@@ -409,7 +409,7 @@ func (m *Manager) ForkThread(ctx context.Context, p protocol.ThreadForkParams, r
 		reply(nil, err)
 		return
 	}
-	now := time.Now()
+	now := m.clock.Now()
 	meta := src
 	meta.ID = newID()
 	meta.ForkedFromID = src.ID
@@ -513,7 +513,7 @@ func (m *Manager) ArchiveThread(ctx context.Context, p protocol.ThreadIDParams, 
 			t.unload()
 		}
 		meta.Archived = true
-		meta.UpdatedAt = time.Now().UnixMilli()
+		meta.UpdatedAt = m.clock.Now().UnixMilli()
 		if err := db.UpdateThread(ctx, meta); err != nil {
 			reply(nil, err)
 			return
@@ -532,7 +532,7 @@ func (m *Manager) UnarchiveThread(ctx context.Context, p protocol.ThreadIDParams
 			return
 		}
 		meta.Archived = false
-		meta.UpdatedAt = time.Now().UnixMilli()
+		meta.UpdatedAt = m.clock.Now().UnixMilli()
 		if err := db.UpdateThread(ctx, meta); err != nil {
 			reply(nil, err)
 			return
@@ -555,7 +555,7 @@ func (m *Manager) SetThreadName(ctx context.Context, p protocol.ThreadNameSetPar
 			return
 		}
 		meta.Name = *p.Name
-		meta.UpdatedAt = time.Now().UnixMilli()
+		meta.UpdatedAt = m.clock.Now().UnixMilli()
 		if err := db.UpdateThread(ctx, meta); err != nil {
 			reply(nil, err)
 			return

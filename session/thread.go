@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
@@ -431,7 +430,7 @@ func (t *thread) fork(srcID, through string, excludeTurns bool, reply Reply) {
 
 func (t *thread) setName(name string, reply Reply) {
 	t.meta.Name = name
-	t.meta.UpdatedAt = time.Now().UnixMilli()
+	t.meta.UpdatedAt = t.m.clock.Now().UnixMilli()
 	if err := t.saveMeta(); err != nil {
 		reply(nil, err)
 		return

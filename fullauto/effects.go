@@ -1,6 +1,9 @@
 package fullauto
 
-import "github.com/apserver/apserver/controller"
+import (
+	"github.com/apserver/apserver/controller"
+	"github.com/apserver/apserver/protocol"
+)
 
 // Effect is what the machine asks its driver to do. The driver applies a
 // batch in order, after its reply to the request that caused it, and feeds
@@ -50,10 +53,11 @@ type StoreReceipt struct {
 // wrapped), or items carried over from before a restart (Resume, the
 // driver's own payload, passed through).
 type TurnInput struct {
-	Kind   string
-	Text   string
-	Hidden string
-	Resume any
+	Kind   string `json:"kind,omitempty"`
+	Text   string `json:"text,omitempty"`
+	Hidden string `json:"hidden,omitempty"`
+	// Resume is not logged: the run never looks at it.
+	Resume any `json:"-"`
 }
 
 // StartTurn begins a turn with Input after DelayMs. A delayed start comes
@@ -131,3 +135,62 @@ func (DropPending) effect()    {}
 func (Resend) effect()         {}
 func (Interrupt) effect()      {}
 func (TurnDeadline) effect()   {}
+
+// LogEvent appends the event just applied to the thread's event log: the
+// driver stores it before it carries out the event's other effects
+// (store-before-apply). Fresh starts a new log (a run was installed: the
+// earlier run's events are dropped); Base is then the thread's turn as the
+// run found it (Replay starts from it).
+type LogEvent struct {
+	Entry Entry
+	Fresh bool
+	Base  Base
+}
+
+// The answers. An event that asks something of the machine (a request's
+// method, a question of the approval ladder) gets its answer as an effect
+// among the others; the driver reads it and carries out the rest in order.
+
+// Refused answers a request the machine refuses: nothing changed, and the
+// request fails with Err (a protocol error).
+type Refused struct{ Err error }
+
+// GoalAnswer answers SetGoal: the goal to reply with.
+type GoalAnswer struct{ Goal protocol.ThreadGoal }
+
+// GoalCleared answers ClearGoal: whether there was a goal to clear.
+type GoalCleared struct{ Cleared bool }
+
+// Verdict answers RequestAsked (rung 1) and ModelAnsweredRequest (rung 2):
+// accept or decline (the client never sees the request), or forward.
+// RequestAsked gets none when full auto has no say.
+type Verdict struct{ Outcome string }
+
+// AskAboutRequest answers RequestPassedOn when the decision model is to
+// answer the request (rung 2): Input is the receipt input to give back in
+// ModelAnsweredRequest. No AskAboutRequest: the request goes to the editor.
+type AskAboutRequest struct {
+	Objective string
+	Input     ApprovalInput
+}
+
+// Tracked answers RequestForwarded when the run tracks the request (the
+// driver stores it for a restart); its wait times out after TimeoutMs (0:
+// never).
+type Tracked struct{ TimeoutMs int64 }
+
+// CarryOn answers ResentAnswered when the run goes on: the driver starts
+// (Carry with Token) a turn of Kind that begins with the request's outcome.
+type CarryOn struct {
+	Kind  string
+	Token int
+}
+
+func (LogEvent) effect()        {}
+func (Refused) effect()         {}
+func (GoalAnswer) effect()      {}
+func (GoalCleared) effect()     {}
+func (Verdict) effect()         {}
+func (AskAboutRequest) effect() {}
+func (Tracked) effect()         {}
+func (CarryOn) effect()         {}

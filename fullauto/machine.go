@@ -14,23 +14,23 @@ import (
 // Options are what a thread's machine knows of its surroundings. They are
 // fixed for the machine's life.
 type Options struct {
-	ThreadID string
+	ThreadID string `json:"threadId"`
 	// Ephemeral: the thread has no store and no goals; the machine numbers
 	// its receipts (Run.Seq) and emits no SaveRun.
-	Ephemeral bool
+	Ephemeral bool `json:"ephemeral,omitempty"`
 	// DecisionModel: a decision model is configured.
-	DecisionModel bool
+	DecisionModel bool `json:"decisionModel,omitempty"`
 	// QuestionMinConfidence: the decision model's answers to approvals and
 	// questions count only at this confidence or above.
-	QuestionMinConfidence float64
+	QuestionMinConfidence float64 `json:"questionMinConfidence,omitempty"`
 	// ErrorBackoffMs is the cooldown before retrying a failed turn
 	// (Backoff).
-	ErrorBackoffMs int64
+	ErrorBackoffMs int64 `json:"errorBackoffMs,omitempty"`
 	// ApprovalTimeoutMs is fullAuto/start's default approvalTimeoutMs.
-	ApprovalTimeoutMs int64
+	ApprovalTimeoutMs int64 `json:"approvalTimeoutMs,omitempty"`
 	// OnRestartPaused: a run that was going when apserver stopped waits
 	// paused instead of going on.
-	OnRestartPaused bool
+	OnRestartPaused bool `json:"onRestartPaused,omitempty"`
 }
 
 // Machine is one thread's full-auto state machine. It is not safe for
@@ -64,6 +64,11 @@ type Machine struct {
 	forwarded  string
 	modelAsked map[string]bool
 
+	// log is the run's events (Apply); installed says the event being
+	// applied installed a new run.
+	log       Log
+	installed bool
+
 	out []Effect
 }
 
@@ -90,9 +95,6 @@ type awaitReceipt struct {
 func New(opts Options) *Machine {
 	return &Machine{opts: opts, pending: map[int64]pending{}}
 }
-
-// Load installs a run read from the store, without effects.
-func (m *Machine) Load(r *Run) { m.run = r }
 
 // Run is the current run, or nil. The caller must not change it.
 func (m *Machine) Run() *Run { return m.run }
@@ -135,6 +137,10 @@ func errRunActive(id string) error {
 	return protocol.Errorf(protocol.ErrInvalidRequest, "full auto is already running on thread %s; stop it first", id)
 }
 
+func errNoRun(id string) error {
+	return protocol.Errorf(protocol.ErrInvalidRequest, "no full-auto run on thread %s", id)
+}
+
 func errStopped(id string) error {
 	return protocol.Errorf(protocol.ErrInvalidRequest, "the full-auto run on thread %s has stopped; start a new one", id)
 }
@@ -143,9 +149,9 @@ func goalErr(format string, args ...any) error {
 	return protocol.Errorf(protocol.ErrInvalidRequest, format, args...)
 }
 
-// Start is fullAuto/start. preview is the thread's first message, the
+// onStart is fullAuto/start. preview is the thread's first message, the
 // objective when none is given.
-func (m *Machine) Start(now int64, p protocol.FullAutoStartParams, preview string) ([]Effect, error) {
+func (m *Machine) onStart(now int64, p protocol.FullAutoStartParams, preview string) ([]Effect, error) {
 	if m.run.Active() {
 		return nil, errRunActive(m.opts.ThreadID)
 	}
@@ -191,6 +197,7 @@ func (m *Machine) Start(now int64, p protocol.FullAutoStartParams, preview strin
 // install makes r the run, replacing any earlier one.
 func (m *Machine) install(now int64, r *Run) {
 	m.run = r
+	m.installed = true
 	m.epoch++
 	m.since, m.accruing = now, true
 	m.emit(ClearAttention{})
@@ -205,18 +212,18 @@ func (m *Machine) announce(now int64) {
 	m.goalChanged(now, nil)
 }
 
-// Pause is fullAuto/pause: no new turn starts; a running turn finishes and
+// onPause is fullAuto/pause: no new turn starts; a running turn finishes and
 // its decision is dropped.
-func (m *Machine) Pause(now int64) []Effect {
+func (m *Machine) onPause(now int64) []Effect {
 	if m.run.Active() {
 		m.setState(now, protocol.FullAutoPaused, "paused by the user", controller.StopNone)
 	}
 	return m.take()
 }
 
-// Resume is fullAuto/resume: a paused run goes on; on an idle thread a
+// onResume is fullAuto/resume: a paused run goes on; on an idle thread a
 // turn starts.
-func (m *Machine) Resume(now int64) ([]Effect, error) {
+func (m *Machine) onResume(now int64) ([]Effect, error) {
 	r := m.run
 	if r.State == protocol.FullAutoStopped {
 		return nil, errStopped(m.opts.ThreadID)
@@ -233,9 +240,9 @@ func (m *Machine) resume(now int64, reason string) {
 	}
 }
 
-// Stop is fullAuto/stop: the run ends with userStop at once (a decision
+// onStop is fullAuto/stop: the run ends with userStop at once (a decision
 // receipt records it) and a running turn is interrupted.
-func (m *Machine) Stop(now int64) []Effect {
+func (m *Machine) onStop(now int64) []Effect {
 	if r := m.run; r.State != protocol.FullAutoStopped {
 		in := controller.Input{
 			Objective: r.Objective, Config: r.Config, Spent: r.Spent, RunElapsedMs: now - r.StartedAtMs,
@@ -344,8 +351,8 @@ func (m *Machine) startTurnAfter(in TurnInput, delayMs int64) {
 	m.emit(StartTurn{DelayMs: delayMs, Token: m.epoch})
 }
 
-// TimerFired: the delay of a StartTurn with Token is over.
-func (m *Machine) TimerFired(now int64, token int) []Effect {
+// onTimerFired: the delay of a StartTurn with Token is over.
+func (m *Machine) onTimerFired(now int64, token int) []Effect {
 	if token == m.epoch && m.delayed != nil {
 		in := *m.delayed
 		m.delayed = nil
@@ -354,15 +361,15 @@ func (m *Machine) TimerFired(now int64, token int) []Effect {
 	return m.take()
 }
 
-// TurnStartFailed: the driver could not start the turn of a StartTurn.
-func (m *Machine) TurnStartFailed(now int64, msg string) []Effect {
+// onTurnStartFailed: the driver could not start the turn of a StartTurn.
+func (m *Machine) onTurnStartFailed(now int64, msg string) []Effect {
 	m.setState(now, protocol.FullAutoPaused, "could not start a turn: "+msg, controller.StopWaitingOnHuman)
 	return m.take()
 }
 
-// Carry starts a turn with in if the run is still in the state Token
+// onCarry starts a turn with in if the run is still in the state Token
 // returned (a turn that carries a run on after a restart).
-func (m *Machine) Carry(now int64, token int, in TurnInput) []Effect {
+func (m *Machine) onCarry(now int64, token int, in TurnInput) []Effect {
 	if token == m.epoch {
 		m.startTurn(in)
 	}
@@ -371,13 +378,13 @@ func (m *Machine) Carry(now int64, token int, in TurnInput) []Effect {
 
 // ---- turns ----
 
-// TurnStarted: a turn began (any turn: a client's or the run's); kind is
+// onTurnStarted: a turn began (any turn: a client's or the run's); kind is
 // its TurnInput's, "" for a client's. Under a time budget the turn gets a
 // deadline (TurnDeadline): the budget is enforced during the turn, not
 // only after it. A wrap-up turn (the soft landing the controller grants as
 // a budget runs out) gets none: it is left to finish its handoff, bounded
 // by the session's turn caps (turn_max_time_ms).
-func (m *Machine) TurnStarted(now int64, turnID, kind string) []Effect {
+func (m *Machine) onTurnStarted(now int64, turnID, kind string) []Effect {
 	if kind == "" {
 		kind = controller.KindNormal
 	}
@@ -393,22 +400,22 @@ func (m *Machine) TurnStarted(now int64, turnID, kind string) []Effect {
 	return []Effect{TurnDeadline{TurnID: turnID, DelayMs: max(0, r.Config.Budgets.TimeMs-spent) + 1}}
 }
 
-// DeadlineReached: the TurnDeadline of turnID is over. If the turn still
+// onDeadlineReached: the TurnDeadline of turnID is over. If the turn still
 // runs under an active run it is interrupted; the decision after it finds
 // the time budget spent (budgets come before everything but a user stop)
 // and stops the run, as after any turn.
-func (m *Machine) DeadlineReached(now int64, turnID string) []Effect {
+func (m *Machine) onDeadlineReached(now int64, turnID string) []Effect {
 	if m.turnID != turnID || !m.run.Active() {
 		return nil
 	}
 	return []Effect{Interrupt{}}
 }
 
-// Compacted: the turn compacted its context (an automatic compaction or a
+// onCompacted: the turn compacted its context (an automatic compaction or a
 // thread/compact/start turn); ratio is the prompt's share of the model's
 // context window after it (0 when the window is unknown). The turn's
 // summary carries the latest ratio into the decision and its receipt.
-func (m *Machine) Compacted(now int64, turnID string, ratio float64) []Effect {
+func (m *Machine) onCompacted(now int64, turnID string, ratio float64) []Effect {
 	cur := m.cur
 	if cur == nil || cur.id != turnID {
 		return nil
@@ -427,9 +434,9 @@ func (m *Machine) Compacted(now int64, turnID string, ratio float64) []Effect {
 	return m.take()
 }
 
-// HandedOff: the driver carried out a Handoff; the run continues in
+// onHandedOff: the driver carried out a Handoff; the run continues in
 // thread id and stops here.
-func (m *Machine) HandedOff(now int64, id string) []Effect {
+func (m *Machine) onHandedOff(now int64, id string) []Effect {
 	if m.run == nil {
 		return nil
 	}
@@ -437,10 +444,10 @@ func (m *Machine) HandedOff(now int64, id string) []Effect {
 	return m.take()
 }
 
-// Adopt starts, on a fresh thread, the run that thread from handed off:
+// onAdopt starts, on a fresh thread, the run that thread from handed off:
 // the same objective, strategy, budgets and spending, and a first turn
 // whose hidden input is handoff.
-func (m *Machine) Adopt(now int64, from Run, fromThread, handoff string) []Effect {
+func (m *Machine) onAdopt(now int64, from Run, fromThread, handoff string) []Effect {
 	r := newRun(from.Objective, now)
 	r.Approvals, r.Config, r.Spent = from.Approvals, from.Config, from.Spent
 	r.ApprovalTimeoutMs, r.OnTimeout = from.ApprovalTimeoutMs, from.OnTimeout
@@ -465,9 +472,9 @@ type Response struct {
 	Price         Price
 }
 
-// ResponseDone: a model response of the turn completed. The run counts
+// onResponseDone: a model response of the turn completed. The run counts
 // the tokens and cost, and a goal reports its progress.
-func (m *Machine) ResponseDone(now int64, turnID string, u Response) []Effect {
+func (m *Machine) onResponseDone(now int64, turnID string, u Response) []Effect {
 	cur := m.cur
 	if cur == nil || cur.id != turnID {
 		return nil
@@ -505,9 +512,9 @@ type TurnEnd struct {
 	Replaced bool
 }
 
-// TurnEnded: turn/completed was sent. The run sums the turn up and asks
+// onTurnEnded: turn/completed was sent. The run sums the turn up and asks
 // for the workspace fingerprint (Fingerprint), then decides.
-func (m *Machine) TurnEnded(now int64, te TurnEnd) []Effect {
+func (m *Machine) onTurnEnded(now int64, te TurnEnd) []Effect {
 	s := te.Summary
 	cur := m.cur
 	if cur == nil || cur.id != s.TurnID {
@@ -580,10 +587,10 @@ func (m *Machine) TurnEnded(now int64, te TurnEnd) []Effect {
 	return m.take()
 }
 
-// Fingerprinted: the workspace fingerprint asked for by Fingerprint. The
+// onFingerprinted: the workspace fingerprint asked for by Fingerprint. The
 // decision model is asked when it has a say (AskModel); otherwise the
 // policy decides at once.
-func (m *Machine) Fingerprinted(now int64, token int, fp string) []Effect {
+func (m *Machine) onFingerprinted(now int64, token int, fp string) []Effect {
 	in := m.deciding
 	if in == nil || token != m.epoch || m.run == nil {
 		return nil // stopped, paused or replaced meanwhile
@@ -598,9 +605,9 @@ func (m *Machine) Fingerprinted(now int64, token int, fp string) []Effect {
 	return m.take()
 }
 
-// ModelAnswered: the decision model's answer to AskModel (nil when it
+// onModelAnswered: the decision model's answer to AskModel (nil when it
 // failed: the policy decides).
-func (m *Machine) ModelAnswered(now int64, token int, ans *controller.ModelAnswer) []Effect {
+func (m *Machine) onModelAnswered(now int64, token int, ans *controller.ModelAnswer) []Effect {
 	in := m.deciding
 	if in == nil || token != m.epoch || m.run == nil {
 		return nil
@@ -698,9 +705,9 @@ func lastTurnID(h []controller.TurnSummary) string {
 	return h[len(h)-1].TurnID
 }
 
-// ReceiptStored: the decision receipt of the last StoreReceipt was stored
+// onReceiptStored: the decision receipt of the last StoreReceipt was stored
 // as id, seq. The decision is announced and carried out.
-func (m *Machine) ReceiptStored(now int64, id string, seq int) []Effect {
+func (m *Machine) onReceiptStored(now int64, id string, seq int) []Effect {
 	a := m.await
 	if a == nil {
 		return nil
@@ -751,9 +758,9 @@ func (m *Machine) ReceiptStored(now int64, id string, seq int) []Effect {
 
 // ---- goals ----
 
-// SetGoal is thread/goal/set, with Codex's semantics and error messages.
+// onSetGoal is thread/goal/set, with Codex's semantics and error messages.
 // The result is the goal to answer with.
-func (m *Machine) SetGoal(now int64, p protocol.ThreadGoalSetParams) (protocol.ThreadGoal, []Effect, error) {
+func (m *Machine) onSetGoal(now int64, p protocol.ThreadGoalSetParams) (protocol.ThreadGoal, []Effect, error) {
 	if m.opts.Ephemeral {
 		return protocol.ThreadGoal{}, nil, goalErr("ephemeral thread does not support goals: %s", m.opts.ThreadID)
 	}
@@ -827,8 +834,8 @@ func (m *Machine) SetGoal(now int64, p protocol.ThreadGoalSetParams) (protocol.T
 	return g, m.take(), nil
 }
 
-// ClearGoal is thread/goal/clear: the run ends and is forgotten.
-func (m *Machine) ClearGoal(now int64) (cleared bool, effects []Effect) {
+// onClearGoal is thread/goal/clear: the run ends and is forgotten.
+func (m *Machine) onClearGoal(now int64) (cleared bool, effects []Effect) {
 	if m.run == nil {
 		return false, nil
 	}
@@ -840,10 +847,10 @@ func (m *Machine) ClearGoal(now int64) (cleared bool, effects []Effect) {
 	return true, m.take()
 }
 
-// GoalOnResume syncs a resuming client with the thread's goal, as Codex
+// onGoalOnResume syncs a resuming client with the thread's goal, as Codex
 // 0.169 does: thread/goal/updated when there is one, thread/goal/cleared
 // when there is none.
-func (m *Machine) GoalOnResume(now int64) []Effect {
+func (m *Machine) onGoalOnResume(now int64) []Effect {
 	if m.opts.Ephemeral {
 		return nil
 	}
@@ -871,11 +878,11 @@ type ApprovalOutput struct {
 	Source string `json:"source"` // "policy" or "model"
 }
 
-// RequestAsked is rung 1 of the approval ladder: a request the agent needs
+// onRequestAsked is rung 1 of the approval ladder: a request the agent needs
 // (key names it) is answered by controller.Approve under the run's
 // strategy. outcome is "" when full auto has no say (no active run, or the
 // request was already passed on), else accept, decline or forward.
-func (m *Machine) RequestAsked(now int64, turnID, key string, req controller.ApprovalRequest) (outcome string, effects []Effect) {
+func (m *Machine) onRequestAsked(now int64, turnID, key string, req controller.ApprovalRequest) (outcome string, effects []Effect) {
 	r := m.run
 	if !r.Active() || key == m.forwarded {
 		return "", nil
@@ -893,11 +900,11 @@ func (m *Machine) RequestAsked(now int64, turnID, key string, req controller.App
 	return v.Outcome, m.take()
 }
 
-// ModelMayAnswer is rung 2: whether the decision model is asked to answer
+// onModelMayAnswer is rung 2: whether the decision model is asked to answer
 // the request (key) the rules passed on. It is not under strategy "ask",
 // never for a forbidden command (a human's call) and once per request.
 // in is the receipt input to give ModelAnsweredRequest.
-func (m *Machine) ModelMayAnswer(key string, req controller.ApprovalRequest) (ok bool, objective string, in ApprovalInput) {
+func (m *Machine) onModelMayAnswer(key string, req controller.ApprovalRequest) (ok bool, objective string, in ApprovalInput) {
 	r := m.run
 	if !r.Active() || !ModelMayAnswerRequest(r.Approvals, req) || !m.opts.DecisionModel || m.modelAsked[key] {
 		return false, "", in
@@ -929,10 +936,10 @@ type RequestAnswer struct {
 	Raw        json.RawMessage // the model's answer, for the receipt
 }
 
-// ModelAnsweredRequest: the decision model answered (failed: errMsg). The
+// onModelAnsweredRequest: the decision model answered (failed: errMsg). The
 // answer counts at QuestionMinConfidence or above; otherwise the request
 // goes to the editor after all.
-func (m *Machine) ModelAnsweredRequest(now int64, turnID string, in ApprovalInput, ans RequestAnswer, errMsg string) (accepted bool, effects []Effect) {
+func (m *Machine) onModelAnsweredRequest(now int64, turnID string, in ApprovalInput, ans RequestAnswer, errMsg string) (accepted bool, effects []Effect) {
 	in.Model = ans.Raw
 	out := ApprovalOutput{Source: controller.SourceModel}
 	if errMsg == "" && ans.Confidence >= m.opts.QuestionMinConfidence {
@@ -949,10 +956,10 @@ func (m *Machine) ModelAnsweredRequest(now int64, turnID string, in ApprovalInpu
 	return false, m.take()
 }
 
-// RequestForwarded is rung 3: request id went to the editor. Under an
+// onRequestForwarded is rung 3: request id went to the editor. Under an
 // active run it is tracked (the driver stores it for a restart), the run
 // waits, and the wait times out after timeoutMs (0: never).
-func (m *Machine) RequestForwarded(now int64, turnID string, id int64, kind, command, reason string) (tracked bool, timeoutMs int64, effects []Effect) {
+func (m *Machine) onRequestForwarded(now int64, turnID string, id int64, kind, command, reason string) (tracked bool, timeoutMs int64, effects []Effect) {
 	r := m.run
 	if !r.Active() {
 		return false, 0, nil
@@ -971,9 +978,9 @@ type Settled struct {
 	Declined bool
 }
 
-// RequestSettled: a forwarded request was answered or timed out. A human's
+// onRequestSettled: a forwarded request was answered or timed out. A human's
 // denial counts against the command's prefix.
-func (m *Machine) RequestSettled(now int64, turnID string, id int64, s Settled) []Effect {
+func (m *Machine) onRequestSettled(now int64, turnID string, id int64, s Settled) []Effect {
 	p, ok := m.pending[id]
 	if !ok {
 		return nil
@@ -1015,10 +1022,10 @@ type Pending struct {
 	Command string
 }
 
-// Restore brings a run back after a restart (the thread is idle): requests
+// onRestore brings a run back after a restart (the thread is idle): requests
 // it waited on are sent again (Resend); otherwise it goes on with a new
 // turn, or waits paused (Options.OnRestartPaused).
-func (m *Machine) Restore(now int64, pend []Pending) []Effect {
+func (m *Machine) onRestore(now int64, pend []Pending) []Effect {
 	r := m.run
 	if !r.Active() || m.turnID != "" {
 		return nil
@@ -1049,18 +1056,18 @@ func (m *Machine) Restore(now int64, pend []Pending) []Effect {
 	return m.take()
 }
 
-// RequestMoved: a resent request got another id from the client.
-func (m *Machine) RequestMoved(old, id int64) {
+// onRequestMoved: a resent request got another id from the client.
+func (m *Machine) onRequestMoved(old, id int64) {
 	if p, ok := m.pending[old]; ok {
 		delete(m.pending, old)
 		m.pending[id] = p
 	}
 }
 
-// ResentAnswered: a request resent after a restart was answered. When
+// onResentAnswered: a request resent after a restart was answered. When
 // carry is true the driver carries the run on in a new turn of kind (Carry
 // with Token) that starts with the request's outcome.
-func (m *Machine) ResentAnswered(now int64, id int64, s Settled) (carry bool, kind string, effects []Effect) {
+func (m *Machine) onResentAnswered(now int64, id int64, s Settled) (carry bool, kind string, effects []Effect) {
 	p, ok := m.pending[id]
 	if !ok {
 		return false, "", nil

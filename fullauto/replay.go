@@ -52,3 +52,35 @@ func ReplayApproval(in ApprovalInput, out ApprovalOutput) (got controller.Approv
 	}
 	return got, want.Reason, true
 }
+
+// Replayed is a decision made again by replaying a run's log: the receipt
+// the machine asked to store, and the id it was stored under (the
+// ReceiptStored that followed it in the log; "" when the log ends first).
+type Replayed struct {
+	ReceiptID string
+	Receipt   StoreReceipt
+}
+
+// ReplayLog replays a run's log with the options it began with and
+// returns the decisions the machine made on the way, in order: the same
+// events give the same decisions, which apserver replay compares with the
+// stored receipts.
+func ReplayLog(lg Log) []Replayed {
+	m := New(lg.Base.Options)
+	m.setBase(lg.Base)
+	var out []Replayed
+	waiting := -1 // the decision whose ReceiptStored comes next
+	for _, e := range lg.Events {
+		if rs, ok := e.Event.(ReceiptStored); ok && waiting >= 0 {
+			out[waiting].ReceiptID = rs.ID
+			waiting = -1
+		}
+		for _, eff := range m.Apply(e.AtMs, e.Event) {
+			if sr, ok := eff.(StoreReceipt); ok && sr.Kind == ReceiptDecision {
+				out = append(out, Replayed{Receipt: sr})
+				waiting = len(out) - 1
+			}
+		}
+	}
+	return out
+}

@@ -123,7 +123,7 @@ func (x *run) handle(ev runs.Event, done func(error)) {
 		return
 	}
 	panicPoint("apply", x.id, ev)
-	effs := x.m.Apply(ev)
+	effs := x.m.Apply(ev.AtMs, ev)
 	work, effs := x.queued(effs)
 	err := x.persist(ev, work)
 	if errors.Is(err, ErrLogMoved) && x.rebuild() == nil {

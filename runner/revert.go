@@ -89,7 +89,7 @@ func (rn *Runner) revert(ctx context.Context, id, taskID string, reply port.Repl
 		})
 		return
 	}
-	effs := m.Apply(ev)
+	effs := m.Apply(ev.AtMs, ev)
 	if err := rn.store(ctx, m, ev); err != nil {
 		reply(nil, fmt.Errorf("run %s: recording the revert %s: %w", id, rv.Commit, err))
 		return

@@ -27,12 +27,14 @@ func (t *thread) handoff(e fullauto.Handoff) {
 		nt.create(func(_ any, err error) { failed = err })
 		if failed != nil {
 			t.m.log.Error("full auto: creating the handoff thread", "thread", from, "err", failed)
-			t.post(func() { t.apply(t.fsm().TurnStartFailed(t.nowMs(), "handing off to a fresh thread: "+failed.Error())) })
+			t.post(func() {
+				t.apply(t.feed(fullauto.TurnStartFailed{Message: "handing off to a fresh thread: " + failed.Error()}))
+			})
 			return
 		}
-		nt.apply(nt.fsm().Adopt(nt.nowMs(), run, from, text))
+		nt.apply(nt.feed(fullauto.Adopt{From: run, FromThread: from, Handoff: text}))
 	})
-	t.apply(t.fsm().HandedOff(t.nowMs(), meta.ID))
+	t.apply(t.feed(fullauto.HandedOff{ThreadID: meta.ID}))
 }
 
 // handoffText is the hidden input of the fresh thread's first turn.

@@ -50,9 +50,9 @@ type (
 
 // threadAuto is a thread's full-auto state; owned by the thread goroutine.
 type threadAuto struct {
-	// fsm is the run's state machine, made (and the stored run loaded) on
-	// first use: see thread.fsm.
-	fsm *fullauto.Machine
+	// fsm is the run's state machine, made (and the stored run replayed
+	// from its log) on first use: see thread.fsm.
+	fsm *autoMachine
 	// fpCache speeds up the workspace fingerprint; nil while a walk has it.
 	fpCache fpCache
 	// resend are the requests stored before a restart, by id, while the
@@ -63,16 +63,34 @@ type threadAuto struct {
 	restored bool
 }
 
-// fsm returns the thread's full-auto machine, loading the stored run the
-// first time.
-func (t *thread) fsm() *fullauto.Machine {
+// autoMachine is the thread's full-auto machine. Everything reaches it
+// through feed (Apply); TurnStarted and Compacted are feed for the callers
+// in compact.go.
+type autoMachine struct {
+	*fullauto.Machine
+}
+
+// TurnStarted is Apply(TurnStarted).
+func (a *autoMachine) TurnStarted(now int64, turnID, kind string) []fullauto.Effect {
+	return a.Apply(now, fullauto.TurnStarted{TurnID: turnID, Kind: kind})
+}
+
+// Compacted is Apply(Compacted).
+func (a *autoMachine) Compacted(now int64, turnID string, ratio float64) []fullauto.Effect {
+	return a.Apply(now, fullauto.Compacted{TurnID: turnID, Ratio: ratio})
+}
+
+// fsm returns the thread's full-auto machine, rebuilt from the stored run
+// the first time: replayed from its event log, or, for a run stored
+// before runs had a log, loaded from its snapshot (fullauto.Loaded).
+func (t *thread) fsm() *autoMachine {
 	panicPoint("fullauto", t.id) // tests: a panic in the machine (panics.go)
 	a := &t.auto
 	if a.fsm != nil {
 		return a.fsm
 	}
 	fa := t.m.opts.Config.FullAuto
-	a.fsm = fullauto.New(fullauto.Options{
+	opts := fullauto.Options{
 		ThreadID:              t.id,
 		Ephemeral:             !t.persistent(),
 		DecisionModel:         t.m.decisionModel() != nil,
@@ -80,15 +98,65 @@ func (t *thread) fsm() *fullauto.Machine {
 		ErrorBackoffMs:        fa.ErrorBackoff.Milliseconds(),
 		ApprovalTimeoutMs:     fa.ApprovalTimeout.Milliseconds(),
 		OnRestartPaused:       fa.OnRestart == config.OnRestartPaused,
-	})
+	}
+	if lg, ok := t.loadLog(); ok {
+		a.fsm = &autoMachine{fullauto.Replay(opts, lg)}
+		// No turn of the process that wrote the log survives it.
+		t.apply(a.fsm.Apply(t.nowMs(), fullauto.Reloaded{}))
+		return a.fsm
+	}
+	a.fsm = &autoMachine{fullauto.New(opts)}
 	if r := t.loadRun(); r != nil {
-		a.fsm.Load(r)
+		t.apply(a.fsm.Apply(t.nowMs(), fullauto.Loaded{Run: *r}))
 	}
 	return a.fsm
 }
 
+// feed applies ev to the thread's machine at the clock's time and returns
+// the effects (the answer among them).
+func (t *thread) feed(ev fullauto.Event) []fullauto.Effect {
+	return t.fsm().Apply(t.nowMs(), ev)
+}
+
+// answer finds the machine's answer of type A among effs.
+func answer[A fullauto.Effect](effs []fullauto.Effect) (A, bool) {
+	for _, e := range effs {
+		if a, ok := e.(A); ok {
+			return a, true
+		}
+	}
+	var zero A
+	return zero, false
+}
+
 // autoRun is the thread's run, or nil.
 func (t *thread) autoRun() *fullauto.Run { return t.fsm().Run() }
+
+// loadLog reads the thread's run log; ok is false when there is none (no
+// run, or one stored before logs) or it cannot be read (then the
+// snapshot is the fallback).
+func (t *thread) loadLog() (fullauto.Log, bool) {
+	if !t.persistent() {
+		return fullauto.Log{}, false
+	}
+	db, err := t.m.store()
+	if err != nil {
+		return fullauto.Log{}, false
+	}
+	sl, err := db.GetFullAutoLog(t.ctx, t.id)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) && t.ctx.Err() == nil {
+			t.m.log.Error("loading the full-auto log", "thread", t.id, "err", err)
+		}
+		return fullauto.Log{}, false
+	}
+	lg, err := fullauto.DecodeLog(sl.Base, sl.Entries)
+	if err != nil {
+		t.m.log.Error("decoding the full-auto log; reading the stored run instead", "thread", t.id, "err", err)
+		return fullauto.Log{}, false
+	}
+	return lg, true
+}
 
 // loadRun reads the thread's stored run.
 func (t *thread) loadRun() *fullauto.Run {
@@ -120,38 +188,47 @@ func (t *thread) nowMs() int64 { return t.m.clock.Now().UnixMilli() }
 // wireRun renders the run for the client.
 func (t *thread) wireRun() protocol.FullAutoRun { return t.fsm().Wire(t.nowMs()) }
 
-// reply answers a request whose effects follow: receipts are stored first
-// (the answer shows the decision they record), then the answer goes out,
-// then the rest of the effects are applied in order.
+// reply answers a request whose effects follow: what the effects store
+// (the event's log entry, receipts) is stored first — the answer shows
+// the decision a receipt records — then the answer goes out, then the
+// rest of the effects are carried out in order.
 func (t *thread) reply(effs []fullauto.Effect, answer func()) {
-	effs = t.storeReceipts(effs)
+	effs = t.store(effs)
 	answer()
 	t.apply(effs)
 }
 
-// storeReceipts applies the StoreReceipt effects of effs, splicing in what
-// the machine answers to each stored decision, and returns the others.
-func (t *thread) storeReceipts(effs []fullauto.Effect) []fullauto.Effect {
+// store carries out the effects of effs that store — the log entry, the
+// receipts — and returns the others in order. A decision receipt, once
+// stored, is fed back (ReceiptStored), and the effects that answers gives
+// take the receipt's place in the queue.
+func (t *thread) store(effs []fullauto.Effect) []fullauto.Effect {
 	var out []fullauto.Effect
-	for i := 0; i < len(effs); i++ {
-		e, ok := effs[i].(fullauto.StoreReceipt)
-		if !ok {
-			out = append(out, effs[i])
-			continue
-		}
-		id := newID()
-		seq := t.storeReceipt(e, id)
-		if e.Kind == fullauto.ReceiptDecision {
-			more := t.fsm().ReceiptStored(t.nowMs(), id, seq)
-			effs = append(effs[:i+1:i+1], append(more, effs[i+1:]...)...)
+	queue := effs
+	for len(queue) > 0 {
+		e := queue[0]
+		queue = queue[1:]
+		switch e := e.(type) {
+		case fullauto.LogEvent:
+			t.logEvent(e)
+		case fullauto.StoreReceipt:
+			id := newID()
+			seq := t.storeReceipt(e, id)
+			if e.Kind == fullauto.ReceiptDecision {
+				more := t.feed(fullauto.ReceiptStored{ID: id, Seq: seq})
+				queue = append(more, queue...)
+			}
+		default:
+			out = append(out, e)
 		}
 	}
 	return out
 }
 
-// apply carries out the machine's effects, in order.
+// apply carries out the machine's effects, in order; the answers among
+// them were read by the caller.
 func (t *thread) apply(effs []fullauto.Effect) {
-	for _, e := range t.storeReceipts(effs) {
+	for _, e := range t.store(effs) {
 		switch e := e.(type) {
 		case fullauto.Notify:
 			t.notify(e.Method, e.Params)
@@ -187,6 +264,29 @@ func (t *thread) apply(effs []fullauto.Effect) {
 	}
 }
 
+// logEvent appends an event the machine applied to the stored run log.
+func (t *thread) logEvent(e fullauto.LogEvent) {
+	if !t.persistent() {
+		return
+	}
+	entry, err := json.Marshal(e.Entry)
+	var base []byte
+	if err == nil && e.Fresh {
+		base, err = json.Marshal(e.Base)
+	}
+	if err != nil {
+		t.m.log.Error("bug: a full-auto event does not encode", "thread", t.id, "err", err)
+		return
+	}
+	db, err := t.m.store()
+	if err == nil {
+		err = db.AppendFullAutoEvent(context.WithoutCancel(t.ctx), t.id, e.Entry.AtMs, entry, e.Fresh, base)
+	}
+	if err != nil {
+		t.m.log.Error("storing a full-auto event", "thread", t.id, "err", err)
+	}
+}
+
 // saveRun stores the run.
 func (t *thread) saveRun(e fullauto.SaveRun) {
 	if !t.persistent() {
@@ -208,6 +308,9 @@ func (t *thread) deleteRun() {
 	if db, err := t.m.store(); err == nil {
 		if err := db.DeleteRun(context.WithoutCancel(t.ctx), t.id); err != nil {
 			t.m.log.Error("deleting a full-auto run", "thread", t.id, "err", err)
+		}
+		if err := db.DeleteFullAutoLog(context.WithoutCancel(t.ctx), t.id); err != nil {
+			t.m.log.Error("deleting a full-auto log", "thread", t.id, "err", err)
 		}
 	}
 }
@@ -243,7 +346,7 @@ func (t *thread) startRunTurn(e fullauto.StartTurn) {
 	if e.DelayMs > 0 {
 		ctx := t.ctx
 		t.m.clock.AfterFunc(time.Duration(e.DelayMs)*time.Millisecond, func() {
-			t.postEvent(ctx, func() { t.apply(t.fsm().TimerFired(t.nowMs(), e.Token)) })
+			t.postEvent(ctx, func() { t.apply(t.feed(fullauto.TimerFired{Token: e.Token})) })
 		})
 		return
 	}
@@ -252,7 +355,7 @@ func (t *thread) startRunTurn(e fullauto.StartTurn) {
 	}
 	if err := t.beginRunTurn(e.Input); err != nil {
 		t.m.log.Error("full auto: starting a turn", "thread", t.id, "err", err)
-		t.apply(t.fsm().TurnStartFailed(t.nowMs(), err.Error()))
+		t.apply(t.feed(fullauto.TurnStartFailed{Message: err.Error()}))
 	}
 }
 
@@ -266,8 +369,8 @@ func (t *thread) turnDeadline(e fullauto.TurnDeadline) {
 	ctx := tr.ctx
 	tr.deadline = t.m.clock.AfterFunc(time.Duration(e.DelayMs)*time.Millisecond, func() {
 		t.postEvent(ctx, func() {
-			effs := t.fsm().DeadlineReached(t.nowMs(), e.TurnID)
-			if len(effs) > 0 {
+			effs := t.feed(fullauto.DeadlineReached{TurnID: e.TurnID})
+			if _, ok := answer[fullauto.Interrupt](effs); ok {
 				t.m.log.Info("full auto: time budget spent during a turn; interrupting it", "thread", t.id, "turn", e.TurnID)
 			}
 			t.apply(effs)
@@ -299,7 +402,7 @@ func (t *thread) runTurnInput(tr *turn, in *fullauto.TurnInput) error {
 	if in != nil {
 		kind = in.Kind
 	}
-	t.apply(t.fsm().TurnStarted(t.nowMs(), tr.id, kind))
+	t.apply(t.feed(fullauto.TurnStarted{TurnID: tr.id, Kind: kind}))
 	if in == nil {
 		return nil
 	}
@@ -342,9 +445,9 @@ func (m *Manager) StartFullAuto(ctx context.Context, p protocol.FullAutoStartPar
 		return
 	}
 	t.post(func() {
-		effs, err := t.fsm().Start(t.nowMs(), p, t.meta.Preview)
-		if err != nil {
-			reply(nil, err)
+		effs := t.feed(fullauto.Start{Params: p, Preview: t.meta.Preview})
+		if r, ok := answer[fullauto.Refused](effs); ok {
+			reply(nil, r.Err)
 			return
 		}
 		t.reply(effs, func() { reply(protocol.FullAutoRunResult{Run: t.wireRun()}, nil) })
@@ -355,7 +458,7 @@ func (m *Manager) StartFullAuto(ctx context.Context, p protocol.FullAutoStartPar
 // turn finishes.
 func (m *Manager) PauseFullAuto(ctx context.Context, p protocol.FullAutoThreadParams, reply Reply) {
 	m.withRun(ctx, p.ThreadID, reply, func(t *thread) {
-		effs := t.fsm().Pause(t.nowMs())
+		effs := t.feed(fullauto.Pause{})
 		t.reply(effs, func() { reply(protocol.FullAutoRunResult{Run: t.wireRun()}, nil) })
 	})
 }
@@ -364,9 +467,9 @@ func (m *Manager) PauseFullAuto(ctx context.Context, p protocol.FullAutoThreadPa
 // thread is idle a turn starts at once.
 func (m *Manager) ResumeFullAuto(ctx context.Context, p protocol.FullAutoThreadParams, reply Reply) {
 	m.withRun(ctx, p.ThreadID, reply, func(t *thread) {
-		effs, err := t.fsm().Resume(t.nowMs())
-		if err != nil {
-			reply(nil, err)
+		effs := t.feed(fullauto.Resume{})
+		if r, ok := answer[fullauto.Refused](effs); ok {
+			reply(nil, r.Err)
 			return
 		}
 		t.reply(effs, func() { reply(protocol.FullAutoRunResult{Run: t.wireRun()}, nil) })
@@ -377,7 +480,7 @@ func (m *Manager) ResumeFullAuto(ctx context.Context, p protocol.FullAutoThreadP
 // decision receipt records it) and a running turn is interrupted.
 func (m *Manager) StopFullAuto(ctx context.Context, p protocol.FullAutoThreadParams, reply Reply) {
 	m.withRun(ctx, p.ThreadID, reply, func(t *thread) {
-		effs := t.fsm().Stop(t.nowMs())
+		effs := t.feed(fullauto.Stop{})
 		t.reply(effs, func() { reply(protocol.FullAutoRunResult{Run: t.wireRun()}, nil) })
 	})
 }

@@ -78,9 +78,10 @@ func (t *thread) autoAnswer(tr *turn, req serverRequest) (raw json.RawMessage, o
 	if req.Alignment != nil { // the project brain stopped it: a human's call
 		return nil, false
 	}
-	outcome, effs := t.fsm().RequestAsked(t.nowMs(), tr.id, requestKey(req), approvalRequest(req))
+	effs := t.feed(fullauto.RequestAsked{TurnID: tr.id, Key: requestKey(req), Request: approvalRequest(req)})
 	t.apply(effs)
-	switch outcome {
+	v, _ := answer[fullauto.Verdict](effs)
+	switch v.Outcome {
 	case controller.OutcomeAccept:
 		return decisionJSON(protocol.DecisionAccept), true
 	case controller.OutcomeDecline:
@@ -94,7 +95,13 @@ func (t *thread) autoAnswer(tr *turn, req serverRequest) (raw json.RawMessage, o
 // request goes to the editor after all. It reports whether it took the
 // request; onAnswer is then called later on the thread goroutine.
 func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID int64, raw json.RawMessage, err error)) bool {
-	ok, objective, in := t.fsm().ModelMayAnswer(requestKey(req), approvalRequest(req))
+	if req.Alignment != nil || t.m.decisionModel() == nil {
+		return false
+	}
+	effs := t.feed(fullauto.RequestPassedOn{Key: requestKey(req), Request: approvalRequest(req)})
+	t.apply(effs)
+	ask, ok := answer[fullauto.AskAboutRequest](effs)
+	objective, in := ask.Objective, ask.Input
 	dm := t.m.decisionModel()
 	if !ok || dm == nil || req.Alignment != nil {
 		return false
@@ -110,11 +117,11 @@ func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID in
 			if err != nil {
 				msg = err.Error()
 			}
-			accepted, effs := t.fsm().ModelAnsweredRequest(t.nowMs(), tr.id, in, fullauto.RequestAnswer{
+			effs := t.feed(fullauto.ModelAnsweredRequest{TurnID: tr.id, Input: in, Answer: fullauto.RequestAnswer{
 				Outcome: ans.outcome, Reason: ans.reason, Confidence: ans.confidence, Raw: ans.raw,
-			}, msg)
+			}, Err: msg})
 			t.apply(effs)
-			if accepted {
+			if v, _ := answer[fullauto.Verdict](effs); v.Outcome != controller.OutcomeForward {
 				if len(t.status.ActiveFlags) > 0 {
 					t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
 				}
@@ -134,7 +141,9 @@ func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID in
 func (t *thread) requestWait(tr *turn, req serverRequest, id int64) func(context.Context) (context.Context, context.CancelFunc) {
 	key := attnKey{t.id, attentionKind(req.Kind), id}
 	t.m.fa.attn.set(key, protocol.AttentionItem{ThreadID: t.id, Kind: key.kind, Reason: requestReason(req), SinceMs: t.nowMs()})
-	tracked, timeoutMs, effs := t.fsm().RequestForwarded(t.nowMs(), tr.id, id, req.Kind, req.Command, requestReason(req))
+	effs := t.feed(fullauto.RequestForwarded{TurnID: tr.id, ID: id, Kind: req.Kind, Command: req.Command, Reason: requestReason(req)})
+	tr2, tracked := answer[fullauto.Tracked](effs)
+	timeoutMs := tr2.TimeoutMs
 	if tracked {
 		t.storePending(tr, req, id)
 	}
@@ -233,7 +242,7 @@ func (t *thread) settleRequest(ctx, wctx context.Context, tr *turn, req serverRe
 		return raw, err
 	}
 	s := fullauto.Settled{TimedOut: timedOut, Declined: !timedOut && declined(raw, err)}
-	t.postEvent(ctx, func() { t.apply(t.fsm().RequestSettled(t.nowMs(), tr.id, id, s)) })
+	t.postEvent(ctx, func() { t.apply(t.feed(fullauto.RequestSettled{TurnID: tr.id, ID: id, Settled: s})) })
 	return raw, err
 }
 

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 
+	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/protocol"
 )
 
@@ -17,7 +18,7 @@ import (
 // goalOnResume syncs a resuming client with the thread's goal, as Codex
 // 0.169 does.
 func (t *thread) goalOnResume() {
-	t.apply(t.fsm().GoalOnResume(t.nowMs()))
+	t.apply(t.feed(fullauto.GoalOnResume{}))
 }
 
 // SetGoal implements thread/goal/set.
@@ -28,12 +29,13 @@ func (m *Manager) SetGoal(ctx context.Context, p protocol.ThreadGoalSetParams, r
 		return
 	}
 	t.post(func() {
-		g, effs, err := t.fsm().SetGoal(t.nowMs(), p)
-		if err != nil {
-			reply(nil, err)
+		effs := t.feed(fullauto.SetGoal{Params: p})
+		if r, ok := answer[fullauto.Refused](effs); ok {
+			reply(nil, r.Err)
 			return
 		}
-		t.reply(effs, func() { reply(protocol.ThreadGoalSetResult{Goal: g}, nil) })
+		g, _ := answer[fullauto.GoalAnswer](effs)
+		t.reply(effs, func() { reply(protocol.ThreadGoalSetResult{Goal: g.Goal}, nil) })
 	})
 }
 
@@ -62,7 +64,8 @@ func (m *Manager) ClearGoal(ctx context.Context, p protocol.ThreadGoalClearParam
 		return
 	}
 	t.post(func() {
-		cleared, effs := t.fsm().ClearGoal(t.nowMs())
-		t.reply(effs, func() { reply(protocol.ThreadGoalClearResult{Cleared: cleared}, nil) })
+		effs := t.feed(fullauto.ClearGoal{})
+		c, _ := answer[fullauto.GoalCleared](effs)
+		t.reply(effs, func() { reply(protocol.ThreadGoalClearResult{Cleared: c.Cleared}, nil) })
 	})
 }

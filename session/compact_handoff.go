@@ -28,13 +28,13 @@ func (t *thread) handoff(e fullauto.Handoff) {
 		if failed != nil {
 			t.m.log.Error("full auto: creating the handoff thread", "thread", from, "err", failed)
 			t.post(func() {
-				t.apply(t.feed(fullauto.TurnStartFailed{Message: "handing off to a fresh thread: " + failed.Error()}))
+				t.drive(fullauto.TurnStartFailed{Message: "handing off to a fresh thread: " + failed.Error()}, nil)
 			})
 			return
 		}
-		nt.apply(nt.feed(fullauto.Adopt{From: run, FromThread: from, Handoff: text}))
+		nt.drive(fullauto.Adopt{From: run, FromThread: from, Handoff: text}, nil)
 	})
-	t.apply(t.feed(fullauto.HandedOff{ThreadID: meta.ID}))
+	t.drive(fullauto.HandedOff{ThreadID: meta.ID}, nil)
 }
 
 // handoffText is the hidden input of the fresh thread's first turn.

@@ -10,15 +10,18 @@ import (
 
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/fullauto"
+	"github.com/apserver/apserver/internal/drive"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 )
 
 // Full auto (docs/fullauto.md): a run keeps a thread going by itself. The
 // run is a pure state machine (package fullauto) that the thread goroutine
-// drives: it feeds the machine events (a turn started or ended, a model
-// response's usage, an approval asked or answered, a method of the
-// fullAuto/* or thread/goal/* family) and applies the effects the machine
+// drives through the shared driver (package drive; thread.drive): it feeds
+// the machine events (a turn started or ended, a model response's usage,
+// an approval asked or answered, a method of the fullAuto/* or
+// thread/goal/* family) at the Manager's clock, stores what they log and
+// the receipts they make, answers, and applies the effects the machine
 // returns, after its reply: notifications, the stored run and receipts,
 // the next turn (beginTurn, the same as turn/start's), the workspace
 // fingerprint (fullauto_turn.go), the decision model (fullauto_model.go),
@@ -61,6 +64,8 @@ type threadAuto struct {
 	// restored: restoreRun ran (by RestoreFullAuto or RestoreFullAutoOf);
 	// a run is brought back once.
 	restored bool
+	// driver feeds the machine (drive); made on first use.
+	driver *drive.Driver[fullauto.Event, fullauto.Effect]
 }
 
 // autoMachine is the thread's full-auto machine. Everything reaches it
@@ -188,14 +193,38 @@ func (t *thread) nowMs() int64 { return t.m.clock.Now().UnixMilli() }
 // wireRun renders the run for the client.
 func (t *thread) wireRun() protocol.FullAutoRun { return t.fsm().Wire(t.nowMs()) }
 
-// reply answers a request whose effects follow: what the effects store
-// (the event's log entry, receipts) is stored first — the answer shows
-// the decision a receipt records — then the answer goes out, then the
-// rest of the effects are carried out in order.
-func (t *thread) reply(effs []fullauto.Effect, answer func()) {
-	effs = t.store(effs)
-	answer()
-	t.apply(effs)
+// drive feeds ev to the thread's machine through the shared driver
+// (package drive): applied at the clock's time, what its effects store
+// (the log entry, receipts) is stored — a reply shows the decision a
+// receipt records — then reply (if not nil) reads the answer among the
+// effects left, then they are carried out in order.
+func (t *thread) drive(ev fullauto.Event, reply func(effs []fullauto.Effect)) {
+	a := &t.auto
+	if a.driver == nil {
+		a.driver = &drive.Driver[fullauto.Event, fullauto.Effect]{
+			Clock: t.m.clock,
+			Apply: func(now int64, ev fullauto.Event) []fullauto.Effect { return t.fsm().Apply(now, ev) },
+			Store: func(_ fullauto.Event, effs []fullauto.Effect) ([]fullauto.Effect, error) { return t.store(effs), nil },
+			Carry: t.carryOut,
+		}
+	}
+	var r func([]fullauto.Effect, error)
+	if reply != nil {
+		r = func(effs []fullauto.Effect, _ error) { reply(effs) }
+	}
+	_ = a.driver.Do(ev, r) // t.store never fails: what it cannot store is logged
+}
+
+// replyRun answers a fullAuto/* request with the run, or the machine's
+// refusal.
+func (t *thread) replyRun(reply Reply) func(effs []fullauto.Effect) {
+	return func(effs []fullauto.Effect) {
+		if r, ok := answer[fullauto.Refused](effs); ok {
+			reply(nil, r.Err)
+			return
+		}
+		reply(protocol.FullAutoRunResult{Run: t.wireRun()}, nil)
+	}
 }
 
 // store carries out the effects of effs that store — the log entry, the
@@ -225,10 +254,14 @@ func (t *thread) store(effs []fullauto.Effect) []fullauto.Effect {
 	return out
 }
 
-// apply carries out the machine's effects, in order; the answers among
-// them were read by the caller.
-func (t *thread) apply(effs []fullauto.Effect) {
-	for _, e := range t.store(effs) {
+// apply carries out effects the machine returned outside drive (a
+// rebuilt machine's, compact.go's): stored, then carried out.
+func (t *thread) apply(effs []fullauto.Effect) { t.carryOut(t.store(effs)) }
+
+// carryOut carries out the machine's effects that do not store, in order;
+// the answers among them were read by the caller.
+func (t *thread) carryOut(effs []fullauto.Effect) {
+	for _, e := range effs {
 		switch e := e.(type) {
 		case fullauto.Notify:
 			t.notify(e.Method, e.Params)
@@ -346,7 +379,7 @@ func (t *thread) startRunTurn(e fullauto.StartTurn) {
 	if e.DelayMs > 0 {
 		ctx := t.ctx
 		t.m.clock.AfterFunc(time.Duration(e.DelayMs)*time.Millisecond, func() {
-			t.postEvent(ctx, func() { t.apply(t.feed(fullauto.TimerFired{Token: e.Token})) })
+			t.postEvent(ctx, func() { t.drive(fullauto.TimerFired{Token: e.Token}, nil) })
 		})
 		return
 	}
@@ -355,7 +388,7 @@ func (t *thread) startRunTurn(e fullauto.StartTurn) {
 	}
 	if err := t.beginRunTurn(e.Input); err != nil {
 		t.m.log.Error("full auto: starting a turn", "thread", t.id, "err", err)
-		t.apply(t.feed(fullauto.TurnStartFailed{Message: err.Error()}))
+		t.drive(fullauto.TurnStartFailed{Message: err.Error()}, nil)
 	}
 }
 
@@ -369,11 +402,11 @@ func (t *thread) turnDeadline(e fullauto.TurnDeadline) {
 	ctx := tr.ctx
 	tr.deadline = t.m.clock.AfterFunc(time.Duration(e.DelayMs)*time.Millisecond, func() {
 		t.postEvent(ctx, func() {
-			effs := t.feed(fullauto.DeadlineReached{TurnID: e.TurnID})
-			if _, ok := answer[fullauto.Interrupt](effs); ok {
-				t.m.log.Info("full auto: time budget spent during a turn; interrupting it", "thread", t.id, "turn", e.TurnID)
-			}
-			t.apply(effs)
+			t.drive(fullauto.DeadlineReached{TurnID: e.TurnID}, func(effs []fullauto.Effect) {
+				if _, ok := answer[fullauto.Interrupt](effs); ok {
+					t.m.log.Info("full auto: time budget spent during a turn; interrupting it", "thread", t.id, "turn", e.TurnID)
+				}
+			})
 		})
 	})
 }
@@ -402,7 +435,7 @@ func (t *thread) runTurnInput(tr *turn, in *fullauto.TurnInput) error {
 	if in != nil {
 		kind = in.Kind
 	}
-	t.apply(t.feed(fullauto.TurnStarted{TurnID: tr.id, Kind: kind}))
+	t.drive(fullauto.TurnStarted{TurnID: tr.id, Kind: kind}, nil)
 	if in == nil {
 		return nil
 	}
@@ -445,12 +478,7 @@ func (m *Manager) StartFullAuto(ctx context.Context, p protocol.FullAutoStartPar
 		return
 	}
 	t.post(func() {
-		effs := t.feed(fullauto.Start{Params: p, Preview: t.meta.Preview})
-		if r, ok := answer[fullauto.Refused](effs); ok {
-			reply(nil, r.Err)
-			return
-		}
-		t.reply(effs, func() { reply(protocol.FullAutoRunResult{Run: t.wireRun()}, nil) })
+		t.drive(fullauto.Start{Params: p, Preview: t.meta.Preview}, t.replyRun(reply))
 	})
 }
 
@@ -458,8 +486,7 @@ func (m *Manager) StartFullAuto(ctx context.Context, p protocol.FullAutoStartPar
 // turn finishes.
 func (m *Manager) PauseFullAuto(ctx context.Context, p protocol.FullAutoThreadParams, reply Reply) {
 	m.withRun(ctx, p.ThreadID, reply, func(t *thread) {
-		effs := t.feed(fullauto.Pause{})
-		t.reply(effs, func() { reply(protocol.FullAutoRunResult{Run: t.wireRun()}, nil) })
+		t.drive(fullauto.Pause{}, t.replyRun(reply))
 	})
 }
 
@@ -467,12 +494,7 @@ func (m *Manager) PauseFullAuto(ctx context.Context, p protocol.FullAutoThreadPa
 // thread is idle a turn starts at once.
 func (m *Manager) ResumeFullAuto(ctx context.Context, p protocol.FullAutoThreadParams, reply Reply) {
 	m.withRun(ctx, p.ThreadID, reply, func(t *thread) {
-		effs := t.feed(fullauto.Resume{})
-		if r, ok := answer[fullauto.Refused](effs); ok {
-			reply(nil, r.Err)
-			return
-		}
-		t.reply(effs, func() { reply(protocol.FullAutoRunResult{Run: t.wireRun()}, nil) })
+		t.drive(fullauto.Resume{}, t.replyRun(reply))
 	})
 }
 
@@ -480,8 +502,7 @@ func (m *Manager) ResumeFullAuto(ctx context.Context, p protocol.FullAutoThreadP
 // decision receipt records it) and a running turn is interrupted.
 func (m *Manager) StopFullAuto(ctx context.Context, p protocol.FullAutoThreadParams, reply Reply) {
 	m.withRun(ctx, p.ThreadID, reply, func(t *thread) {
-		effs := t.feed(fullauto.Stop{})
-		t.reply(effs, func() { reply(protocol.FullAutoRunResult{Run: t.wireRun()}, nil) })
+		t.drive(fullauto.Stop{}, t.replyRun(reply))
 	})
 }
 

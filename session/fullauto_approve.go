@@ -78,9 +78,10 @@ func (t *thread) autoAnswer(tr *turn, req serverRequest) (raw json.RawMessage, o
 	if req.Alignment != nil { // the project brain stopped it: a human's call
 		return nil, false
 	}
-	effs := t.feed(fullauto.RequestAsked{TurnID: tr.id, Key: requestKey(req), Request: approvalRequest(req)})
-	t.apply(effs)
-	v, _ := answer[fullauto.Verdict](effs)
+	var v fullauto.Verdict
+	t.drive(fullauto.RequestAsked{TurnID: tr.id, Key: requestKey(req), Request: approvalRequest(req)}, func(effs []fullauto.Effect) {
+		v, _ = answer[fullauto.Verdict](effs)
+	})
 	switch v.Outcome {
 	case controller.OutcomeAccept:
 		return decisionJSON(protocol.DecisionAccept), true
@@ -98,9 +99,11 @@ func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID in
 	if req.Alignment != nil || t.m.decisionModel() == nil {
 		return false
 	}
-	effs := t.feed(fullauto.RequestPassedOn{Key: requestKey(req), Request: approvalRequest(req)})
-	t.apply(effs)
-	ask, ok := answer[fullauto.AskAboutRequest](effs)
+	var ask fullauto.AskAboutRequest
+	var ok bool
+	t.drive(fullauto.RequestPassedOn{Key: requestKey(req), Request: approvalRequest(req)}, func(effs []fullauto.Effect) {
+		ask, ok = answer[fullauto.AskAboutRequest](effs)
+	})
 	objective, in := ask.Objective, ask.Input
 	dm := t.m.decisionModel()
 	if !ok || dm == nil || req.Alignment != nil {
@@ -117,11 +120,11 @@ func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID in
 			if err != nil {
 				msg = err.Error()
 			}
-			effs := t.feed(fullauto.ModelAnsweredRequest{TurnID: tr.id, Input: in, Answer: fullauto.RequestAnswer{
+			var v fullauto.Verdict
+			t.drive(fullauto.ModelAnsweredRequest{TurnID: tr.id, Input: in, Answer: fullauto.RequestAnswer{
 				Outcome: ans.outcome, Reason: ans.reason, Confidence: ans.confidence, Raw: ans.raw,
-			}, Err: msg})
-			t.apply(effs)
-			if v, _ := answer[fullauto.Verdict](effs); v.Outcome != controller.OutcomeForward {
+			}, Err: msg}, func(effs []fullauto.Effect) { v, _ = answer[fullauto.Verdict](effs) })
+			if v.Outcome != controller.OutcomeForward {
 				if len(t.status.ActiveFlags) > 0 {
 					t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
 				}
@@ -141,13 +144,13 @@ func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID in
 func (t *thread) requestWait(tr *turn, req serverRequest, id int64) func(context.Context) (context.Context, context.CancelFunc) {
 	key := attnKey{t.id, attentionKind(req.Kind), id}
 	t.m.fa.attn.set(key, protocol.AttentionItem{ThreadID: t.id, Kind: key.kind, Reason: requestReason(req), SinceMs: t.nowMs()})
-	effs := t.feed(fullauto.RequestForwarded{TurnID: tr.id, ID: id, Kind: req.Kind, Command: req.Command, Reason: requestReason(req)})
-	tr2, tracked := answer[fullauto.Tracked](effs)
-	timeoutMs := tr2.TimeoutMs
-	if tracked {
-		t.storePending(tr, req, id)
-	}
-	t.apply(effs)
+	var timeoutMs int64
+	t.drive(fullauto.RequestForwarded{TurnID: tr.id, ID: id, Kind: req.Kind, Command: req.Command, Reason: requestReason(req)}, func(effs []fullauto.Effect) {
+		if tk, tracked := answer[fullauto.Tracked](effs); tracked {
+			timeoutMs = tk.TimeoutMs
+			t.storePending(tr, req, id) // before the run's effects
+		}
+	})
 	timeout := time.Duration(timeoutMs) * time.Millisecond
 	return func(ctx context.Context) (context.Context, context.CancelFunc) {
 		wctx, cancel := context.WithCancelCause(ctx)
@@ -242,7 +245,7 @@ func (t *thread) settleRequest(ctx, wctx context.Context, tr *turn, req serverRe
 		return raw, err
 	}
 	s := fullauto.Settled{TimedOut: timedOut, Declined: !timedOut && declined(raw, err)}
-	t.postEvent(ctx, func() { t.apply(t.feed(fullauto.RequestSettled{TurnID: tr.id, ID: id, Settled: s})) })
+	t.postEvent(ctx, func() { t.drive(fullauto.RequestSettled{TurnID: tr.id, ID: id, Settled: s}, nil) })
 	return raw, err
 }
 

@@ -88,7 +88,7 @@ func (t *thread) restoreRun() {
 	} else if t.m.opts.Config.FullAuto.OnRestart != config.OnRestartPaused {
 		t.m.log.Info("full auto: run goes on after a restart", "thread", t.id)
 	}
-	t.apply(t.feed(fullauto.Restore{Pending: pend}))
+	t.drive(fullauto.Restore{Pending: pend}, nil)
 }
 
 // resend sends a stored pending request again, under its old id when the
@@ -113,7 +113,7 @@ func (t *thread) resend(e fullauto.Resend) {
 	if id != p.RequestID {
 		// Store it under the id the client now knows.
 		t.dropPending(p.RequestID)
-		t.apply(t.feed(fullauto.RequestMoved{Old: p.RequestID, ID: id}))
+		t.drive(fullauto.RequestMoved{Old: p.RequestID, ID: id}, nil)
 		p.RequestID = id
 		if db, err := t.m.store(); err == nil {
 			_ = db.PutPendingRequest(context.WithoutCancel(t.ctx), p)
@@ -159,9 +159,11 @@ func (t *thread) resentAnswered(p store.PendingRequest, rd resumeData, id int64,
 	delete(t.portAnswers, id)
 	t.notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.id, RequestID: id})
 	fsm := t.fsm()
-	effs := t.feed(fullauto.ResentAnswered{ID: id, Settled: fullauto.Settled{TimedOut: timedOut, Declined: !timedOut && declined(raw, err)}})
-	t.apply(effs)
-	c, carry := answer[fullauto.CarryOn](effs)
+	var c fullauto.CarryOn
+	var carry bool
+	t.drive(fullauto.ResentAnswered{ID: id, Settled: fullauto.Settled{TimedOut: timedOut, Declined: !timedOut && declined(raw, err)}}, func(effs []fullauto.Effect) {
+		c, carry = answer[fullauto.CarryOn](effs)
+	})
 	if !carry {
 		return
 	}
@@ -193,7 +195,7 @@ func (t *thread) resentAnswered(p store.PendingRequest, rd resumeData, id int64,
 // carry starts the turn that carries a run on, if the run is still as it
 // was at token.
 func (t *thread) carry(token int, in fullauto.TurnInput) {
-	t.apply(t.feed(fullauto.Carry{Token: token, Input: in}))
+	t.drive(fullauto.Carry{Token: token, Input: in}, nil)
 }
 
 // resumedCall is a tool call that was waiting for approval when apserver

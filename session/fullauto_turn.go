@@ -33,7 +33,7 @@ func (t *thread) responseUsage(tr *turn, last protocol.TokenUsageBreakdown) {
 	if p, ok := t.m.opts.Config.Prices[tr.modelName]; ok {
 		u.Price = fullauto.Price{InputPerMTok: p.InputPerMTok, CachedInputPerMTok: p.CachedInputPerMTok, OutputPerMTok: p.OutputPerMTok}
 	}
-	t.apply(t.feed(fullauto.ResponseDone{TurnID: tr.id, Usage: u}))
+	t.drive(fullauto.ResponseDone{TurnID: tr.id, Usage: u}, nil)
 }
 
 // turnEnded runs right after turn/completed has been sent for tr: the run
@@ -44,7 +44,7 @@ func (t *thread) turnEnded(tr *turn, status string, te *protocol.TurnError) {
 		end = fullauto.TurnEnd{Summary: t.summarize(tr, status, te), EndSnapshot: tr.ckpt.End, NoTools: tr.startSnap == nil}
 	}
 	end.Replaced = tr.replaced
-	t.apply(t.feed(fullauto.TurnEnded{End: end}))
+	t.drive(fullauto.TurnEnded{End: end}, nil)
 }
 
 // fingerprint takes the workspace fingerprint off the thread goroutine
@@ -60,7 +60,7 @@ func (t *thread) fingerprint(e fullauto.Fingerprint) {
 		}
 		t.postEvent(ctx, func() {
 			t.auto.fpCache = cache
-			t.apply(t.feed(fullauto.Fingerprinted{Token: e.Token, Fingerprint: fp}))
+			t.drive(fullauto.Fingerprinted{Token: e.Token, Fingerprint: fp}, nil)
 		})
 	}()
 }
@@ -80,7 +80,7 @@ func (t *thread) askDecisionModel(e fullauto.AskModel) {
 				ans = &a
 			}
 		}
-		t.postEvent(ctx, func() { t.apply(t.feed(fullauto.ModelAnswered{Token: e.Token, Answer: ans})) })
+		t.postEvent(ctx, func() { t.drive(fullauto.ModelAnswered{Token: e.Token, Answer: ans}, nil) })
 	}()
 }
 

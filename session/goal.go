@@ -18,7 +18,7 @@ import (
 // goalOnResume syncs a resuming client with the thread's goal, as Codex
 // 0.169 does.
 func (t *thread) goalOnResume() {
-	t.apply(t.feed(fullauto.GoalOnResume{}))
+	t.drive(fullauto.GoalOnResume{}, nil)
 }
 
 // SetGoal implements thread/goal/set.
@@ -29,13 +29,14 @@ func (m *Manager) SetGoal(ctx context.Context, p protocol.ThreadGoalSetParams, r
 		return
 	}
 	t.post(func() {
-		effs := t.feed(fullauto.SetGoal{Params: p})
-		if r, ok := answer[fullauto.Refused](effs); ok {
-			reply(nil, r.Err)
-			return
-		}
-		g, _ := answer[fullauto.GoalAnswer](effs)
-		t.reply(effs, func() { reply(protocol.ThreadGoalSetResult{Goal: g.Goal}, nil) })
+		t.drive(fullauto.SetGoal{Params: p}, func(effs []fullauto.Effect) {
+			if r, ok := answer[fullauto.Refused](effs); ok {
+				reply(nil, r.Err)
+				return
+			}
+			g, _ := answer[fullauto.GoalAnswer](effs)
+			reply(protocol.ThreadGoalSetResult{Goal: g.Goal}, nil)
+		})
 	})
 }
 
@@ -64,8 +65,9 @@ func (m *Manager) ClearGoal(ctx context.Context, p protocol.ThreadGoalClearParam
 		return
 	}
 	t.post(func() {
-		effs := t.feed(fullauto.ClearGoal{})
-		c, _ := answer[fullauto.GoalCleared](effs)
-		t.reply(effs, func() { reply(protocol.ThreadGoalClearResult{Cleared: c.Cleared}, nil) })
+		t.drive(fullauto.ClearGoal{}, func(effs []fullauto.Effect) {
+			c, _ := answer[fullauto.GoalCleared](effs)
+			reply(protocol.ThreadGoalClearResult{Cleared: c.Cleared}, nil)
+		})
 	})
 }

@@ -15,16 +15,16 @@ import (
 // effects (Refused, GoalAnswer, GoalCleared, Verdict, AskAboutRequest,
 // Tracked, CarryOn).
 //
-// While the thread has a run, every event goes into the run's log
+// While the thread has a drive, every event goes into the drive's log
 // (LogEvent, first among the effects, so the driver stores it before
 // carrying out the rest); Replay rebuilds the machine from that log.
 func (m *Machine) Apply(now int64, ev Event) []Effect {
 	base := m.base()
-	had := m.run != nil
+	had := m.drive != nil
 	m.installed = false
 	m.out = nil
 	effs := m.handle(now, ev)
-	if !had && m.run == nil || m.opts.Ephemeral {
+	if !had && m.drive == nil || m.opts.Ephemeral {
 		return effs
 	}
 	e := Entry{AtMs: now, Event: ev}
@@ -34,7 +34,7 @@ func (m *Machine) Apply(now int64, ev Event) []Effect {
 		lg.Fresh, lg.Base = true, base
 	}
 	m.log.Events = append(m.log.Events, e)
-	if m.run == nil { // cleared: the run and its log are forgotten
+	if m.drive == nil { // cleared: the run and its log are forgotten
 		m.log = Log{}
 	}
 	return append([]Effect{lg}, effs...)
@@ -49,8 +49,8 @@ func (m *Machine) handle(now int64, ev Event) []Effect {
 	case Pause:
 		return m.onPause(now)
 	case Resume:
-		if m.run == nil {
-			return []Effect{Refused{errNoRun(m.opts.ThreadID)}}
+		if m.drive == nil {
+			return []Effect{Refused{errNoDrive(m.opts.ThreadID)}}
 		}
 		effs, err := m.onResume(now)
 		return refused(effs, err)
@@ -95,7 +95,7 @@ func (m *Machine) handle(now int64, ev Event) []Effect {
 		return m.onReceiptStored(now, e.ID, e.Seq)
 	case Loaded:
 		r := e.Run
-		m.run, m.installed = &r, true
+		m.drive, m.installed = &r, true
 		return nil
 	case Reloaded:
 		m.reloaded()
@@ -149,15 +149,15 @@ func refused(effs []Effect, err error) []Effect {
 	return effs
 }
 
-// Log is a run's events since it was installed (fullAuto/start, a new
-// goal, a handoff adopted), with the thread's turn as the run found it.
+// Log is a drive's events since it was installed (fullAuto/start, a new
+// goal, a handoff adopted), with the thread's turn as the drive found it.
 type Log struct {
 	Base   Base    `json:"base"`
 	Events []Entry `json:"events"`
 }
 
-// Base is what the machine knew of the thread's running turn when a run
-// was installed: a run started during a client's turn decides on that
+// Base is what the machine knew of the thread's running turn when a drive
+// was installed: a drive started during a client's turn decides on that
 // turn when it ends.
 type Base struct {
 	// Options are the machine's when the log began (apserver replay
@@ -178,13 +178,13 @@ func (m *Machine) base() Base {
 	return b
 }
 
-// Log is the current run's log (empty when there is no run). The caller
+// Log is the current drive's log (empty when there is no drive). The caller
 // must not change it.
 func (m *Machine) Log() Log { return m.log }
 
-// Replay rebuilds a thread's machine from a run's log: the state the
+// Replay rebuilds a thread's machine from a drive's log: the state the
 // events left, the log itself, and no effects (the driver's Reloaded and
-// Restore continue the run after a restart).
+// Restore continue the drive after a restart).
 func Replay(opts Options, lg Log) *Machine {
 	m := New(opts)
 	m.setBase(lg.Base)
@@ -197,7 +197,7 @@ func Replay(opts Options, lg Log) *Machine {
 }
 
 // reloaded forgets what does not survive a restart: the running turn, the
-// requests it forwarded, the decision under way, a delayed turn. The run's
+// requests it forwarded, the decision under way, a delayed turn. The drive's
 // time stops accruing until Restore.
 func (m *Machine) reloaded() {
 	m.turnID, m.cur = "", nil

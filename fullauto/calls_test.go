@@ -37,7 +37,7 @@ func refusal(effs []Effect) ([]Effect, error) {
 	return rest, nil
 }
 
-func (m *Machine) Load(r *Run) { m.Apply(0, Loaded{Run: *r}) }
+func (m *Machine) Load(r *Drive) { m.Apply(0, Loaded{Run: *r}) }
 
 func (m *Machine) Start(now int64, p protocol.FullAutoStartParams, preview string) ([]Effect, error) {
 	return refusal(m.Apply(now, Start{Params: p, Preview: preview}))
@@ -68,7 +68,7 @@ func (m *Machine) Compacted(now int64, turnID string, ratio float64) []Effect {
 func (m *Machine) HandedOff(now int64, id string) []Effect {
 	return plain(m.Apply(now, HandedOff{ThreadID: id}))
 }
-func (m *Machine) Adopt(now int64, from Run, fromThread, handoff string) []Effect {
+func (m *Machine) Adopt(now int64, from Drive, fromThread, handoff string) []Effect {
 	return plain(m.Apply(now, Adopt{From: from, FromThread: fromThread, Handoff: handoff}))
 }
 func (m *Machine) ResponseDone(now int64, turnID string, u Response) []Effect {

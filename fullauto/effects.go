@@ -23,14 +23,14 @@ type Notify struct {
 	Params any
 }
 
-// SaveRun stores the run (its JSON and state).
-type SaveRun struct {
+// SaveDrive stores the drive (its JSON and state).
+type SaveDrive struct {
 	State string
-	Run   []byte
+	Data  []byte
 }
 
-// DeleteRun forgets the stored run.
-type DeleteRun struct{}
+// DeleteDrive forgets the stored drive.
+type DeleteDrive struct{}
 
 // StoreReceipt stores a receipt. For a decision receipt the driver then
 // reports the id and sequence number it got with ReceiptStored, which
@@ -48,7 +48,7 @@ type StoreReceipt struct {
 	CreatedAtMs int64
 }
 
-// TurnInput is how a turn the run begins starts: a visible user message
+// TurnInput is how a turn the drive begins starts: a visible user message
 // (Text), hidden input the model sees as the user's (Hidden, already
 // wrapped), or items carried over from before a restart (Resume, the
 // driver's own payload, passed through).
@@ -56,12 +56,12 @@ type TurnInput struct {
 	Kind   string `json:"kind,omitempty"`
 	Text   string `json:"text,omitempty"`
 	Hidden string `json:"hidden,omitempty"`
-	// Resume is not logged: the run never looks at it.
+	// Resume is not logged: the drive never looks at it.
 	Resume any `json:"-"`
 }
 
 // StartTurn begins a turn with Input after DelayMs. A delayed start comes
-// back as TimerFired(Token, Input), which starts it if the run is still
+// back as TimerFired(Token, Input), which starts it if the drive is still
 // where it was.
 type StartTurn struct {
 	Input   TurnInput
@@ -106,16 +106,16 @@ type Resend struct {
 // Interrupt interrupts the running turn.
 type Interrupt struct{}
 
-// Handoff continues the run in a fresh thread: the driver creates it
-// (forked from this one, without its turns), feeds Adopt(Run, handoff) to
+// Handoff continues the drive in a fresh thread: the driver creates it
+// (forked from this one, without its turns), feeds Adopt(Drive, handoff) to
 // the new thread's machine, where handoff holds the objective, the plan
 // and the latest compaction summary, then HandedOff(id) back here.
 type Handoff struct {
-	Run Run
+	Drive Drive
 }
 
 // TurnDeadline asks for DeadlineReached(TurnID) after DelayMs, unless the
-// turn ends first: the run's time budget runs out then.
+// turn ends first: the drive's time budget runs out then.
 type TurnDeadline struct {
 	TurnID  string
 	DelayMs int64
@@ -123,8 +123,8 @@ type TurnDeadline struct {
 
 func (Notify) effect()         {}
 func (Handoff) effect()        {}
-func (SaveRun) effect()        {}
-func (DeleteRun) effect()      {}
+func (SaveDrive) effect()      {}
+func (DeleteDrive) effect()    {}
 func (StoreReceipt) effect()   {}
 func (StartTurn) effect()      {}
 func (Fingerprint) effect()    {}
@@ -138,9 +138,9 @@ func (TurnDeadline) effect()   {}
 
 // LogEvent appends the event just applied to the thread's event log: the
 // driver stores it before it carries out the event's other effects
-// (store-before-apply). Fresh starts a new log (a run was installed: the
-// earlier run's events are dropped); Base is then the thread's turn as the
-// run found it (Replay starts from it).
+// (store-before-apply). Fresh starts a new log (a drive was installed: the
+// earlier drive's events are dropped); Base is then the thread's turn as the
+// drive found it (Replay starts from it).
 type LogEvent struct {
 	Entry Entry
 	Fresh bool
@@ -174,12 +174,12 @@ type AskAboutRequest struct {
 	Input     ApprovalInput
 }
 
-// Tracked answers RequestForwarded when the run tracks the request (the
+// Tracked answers RequestForwarded when the drive tracks the request (the
 // driver stores it for a restart); its wait times out after TimeoutMs (0:
 // never).
 type Tracked struct{ TimeoutMs int64 }
 
-// CarryOn answers ResentAnswered when the run goes on: the driver starts
+// CarryOn answers ResentAnswered when the drive goes on: the driver starts
 // (Carry with Token) a turn of Kind that begins with the request's outcome.
 type CarryOn struct {
 	Kind  string

@@ -12,13 +12,13 @@ import (
 // of the fullAuto/* or thread/goal/* family, a turn's progress, the answer
 // to an effect (ReceiptStored, Fingerprinted, ModelAnswered, TimerFired,
 // ResentAnswered, …). Apply takes one with the time. Every event encodes
-// to JSON (EncodeEvent): the log of a run's events replays it (Replay).
+// to JSON (EncodeEvent): the log of a drive's events replays it (Replay).
 type Event interface{ kind() string }
 
 // Requests of the fullAuto/* and thread/goal/* methods.
 type (
 	// Start is fullAuto/start. Preview is the thread's first message, the
-	// objective when none is given. Refused when a run is going.
+	// objective when none is given. Refused when a drive is going.
 	Start struct {
 		Params  protocol.FullAutoStartParams `json:"params"`
 		Preview string                       `json:"preview,omitempty"`
@@ -26,10 +26,10 @@ type (
 	// Pause is fullAuto/pause: no new turn starts; a running turn
 	// finishes and its decision is dropped.
 	Pause struct{}
-	// Resume is fullAuto/resume: a paused run goes on; on an idle thread a
-	// turn starts. Refused for a stopped run.
+	// Resume is fullAuto/resume: a paused drive goes on; on an idle thread a
+	// turn starts. Refused for a stopped drive.
 	Resume struct{}
-	// Stop is fullAuto/stop: the run ends with userStop at once (a
+	// Stop is fullAuto/stop: the drive ends with userStop at once (a
 	// decision receipt records it) and a running turn is interrupted.
 	Stop struct{}
 	// SetGoal is thread/goal/set, with Codex's semantics and error
@@ -37,7 +37,7 @@ type (
 	SetGoal struct {
 		Params protocol.ThreadGoalSetParams `json:"params"`
 	}
-	// ClearGoal is thread/goal/clear: the run ends and is forgotten;
+	// ClearGoal is thread/goal/clear: the drive ends and is forgotten;
 	// answered by GoalCleared.
 	ClearGoal struct{}
 	// GoalOnResume syncs a resuming client with the thread's goal, as
@@ -56,13 +56,13 @@ type (
 	TurnStartFailed struct {
 		Message string `json:"message"`
 	}
-	// Carry starts a turn with Input if the run is still in the state
-	// Token names (a turn that carries a run on after a restart).
+	// Carry starts a turn with Input if the drive is still in the state
+	// Token names (a turn that carries a drive on after a restart).
 	Carry struct {
 		Token int       `json:"token"`
 		Input TurnInput `json:"input"`
 	}
-	// TurnStarted: a turn began (any turn: a client's or the run's); Kind
+	// TurnStarted: a turn began (any turn: a client's or the drive's); Kind
 	// is its TurnInput's, "" for a client's.
 	TurnStarted struct {
 		TurnID string `json:"turnId"`
@@ -78,16 +78,16 @@ type (
 		TurnID string  `json:"turnId"`
 		Ratio  float64 `json:"ratio"`
 	}
-	// HandedOff: the driver carried out a Handoff; the run continues in
+	// HandedOff: the driver carried out a Handoff; the drive continues in
 	// thread ThreadID and stops here.
 	HandedOff struct {
 		ThreadID string `json:"threadId"`
 	}
-	// Adopt starts, on a fresh thread, the run thread FromThread handed
+	// Adopt starts, on a fresh thread, the drive thread FromThread handed
 	// off: the same objective, strategy, budgets and spending, and a first
 	// turn whose hidden input is Handoff.
 	Adopt struct {
-		From       Run    `json:"from"`
+		From       Drive  `json:"from"`
 		FromThread string `json:"fromThread"`
 		Handoff    string `json:"handoff"`
 	}
@@ -96,7 +96,7 @@ type (
 		TurnID string   `json:"turnId"`
 		Usage  Response `json:"usage"`
 	}
-	// TurnEnded: turn/completed was sent. The run sums the turn up and
+	// TurnEnded: turn/completed was sent. The drive sums the turn up and
 	// asks for the workspace fingerprint (Fingerprint), then decides.
 	TurnEnded struct {
 		End TurnEnd `json:"end"`
@@ -118,16 +118,16 @@ type (
 		ID  string `json:"id"`
 		Seq int    `json:"seq"`
 	}
-	// Loaded installs a run read from the store as a snapshot (a run saved
-	// before runs had a log), with no effect but the log's first entry.
+	// Loaded installs a drive read from the store as a snapshot (a drive saved
+	// before drives had a log), with no effect but the log's first entry.
 	Loaded struct {
-		Run Run `json:"run"`
+		Run Drive `json:"run"`
 	}
 	// Reloaded: the machine was rebuilt from its log in a new process. No
 	// turn survives a restart: what the machine knew of the running turn,
 	// its requests and the decision under way is gone.
 	Reloaded struct{}
-	// Restore brings a run back after a restart (the thread is idle):
+	// Restore brings a drive back after a restart (the thread is idle):
 	// requests it waited on are sent again (Resend); otherwise it goes on
 	// with a new turn, or waits paused (Options.OnRestartPaused).
 	Restore struct {
@@ -138,8 +138,8 @@ type (
 // The approval ladder.
 type (
 	// RequestAsked is rung 1: a request the agent needs (Key names it) is
-	// answered by controller.Approve under the run's strategy. Answered by
-	// Verdict unless full auto has no say (no active run, or the request
+	// answered by controller.Approve under the drive's strategy. Answered by
+	// Verdict unless full auto has no say (no active drive, or the request
 	// was already passed on).
 	RequestAsked struct {
 		TurnID  string                     `json:"turnId"`
@@ -165,7 +165,7 @@ type (
 		Err    string        `json:"err,omitempty"`
 	}
 	// RequestForwarded is rung 3: request ID went to the editor. Under an
-	// active run it is tracked (Tracked), the run waits, and the wait
+	// active drive it is tracked (Tracked), the drive waits, and the wait
 	// times out.
 	RequestForwarded struct {
 		TurnID  string `json:"turnId"`
@@ -186,7 +186,7 @@ type (
 		ID  int64 `json:"id"`
 	}
 	// ResentAnswered: a request resent after a restart was answered;
-	// answered by CarryOn when the run goes on.
+	// answered by CarryOn when the drive goes on.
 	ResentAnswered struct {
 		ID      int64   `json:"id"`
 		Settled Settled `json:"settled"`

@@ -11,7 +11,7 @@ import (
 	"github.com/apserver/apserver/protocol"
 )
 
-// TestLogReplaysTheRun: a run driven through Apply — turns with their
+// TestLogReplaysTheRun: a drive driven through Apply — turns with their
 // usage and decisions, an approval forwarded and declined, a pause and a
 // resume, a client's turn, a stop — keeps an event log that, encoded and
 // decoded as the store keeps it, rebuilds the same machine (Replay) and
@@ -75,8 +75,8 @@ func TestLogReplaysTheRun(t *testing.T) {
 	}
 
 	r := Replay(opts, stored)
-	got, _ := json.Marshal(r.Run())
-	want, _ := json.Marshal(d.m.Run())
+	got, _ := json.Marshal(r.Drive())
+	want, _ := json.Marshal(d.m.Drive())
 	if string(got) != string(want) {
 		t.Errorf("Replay(log).Run() =\n%s\nwant\n%s", got, want)
 	}
@@ -108,8 +108,8 @@ func TestLogReplaysTheRun(t *testing.T) {
 	}
 }
 
-// TestLogStartsWithTheRun: a thread's events before its run are not in
-// the run's log; a run started during a client's turn records that turn
+// TestLogStartsWithTheRun: a thread's events before its drive are not in
+// the drive's log; a drive started during a client's turn records that turn
 // in the log's base, so a replay decides on it as the live machine did;
 // clearing the goal forgets the log.
 func TestLogStartsWithTheRun(t *testing.T) {
@@ -125,9 +125,9 @@ func TestLogStartsWithTheRun(t *testing.T) {
 		t.Fatalf("first effect of Start = %+v, want a fresh LogEvent with base turn c1 (5 output tokens)", effs[0])
 	}
 	m.Apply(4, TurnEnded{End: TurnEnd{Summary: controller.TurnSummary{TurnID: "c1", Status: controller.StatusCompleted}}})
-	live, _ := json.Marshal(m.Run())
+	live, _ := json.Marshal(m.Drive())
 	r := Replay(Options{ThreadID: "th"}, m.Log())
-	again, _ := json.Marshal(r.Run())
+	again, _ := json.Marshal(r.Drive())
 	if string(live) != string(again) {
 		t.Errorf("replayed run\n%s\nwant\n%s", again, live)
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // ReplayDecision re-decides a stored decision receipt with today's policy
-// and machine: controller.Replay, then, when the receipt holds the run's
+// and machine: controller.Replay, then, when the receipt holds the drive's
 // context, how the decision is carried out (Resolve: the overrides), and
 // that the decision model had a say when it answered. why explains a
 // difference.
@@ -23,8 +23,8 @@ func ReplayDecision(in DecisionInput, out controller.Decision, policyHash string
 			return got, "the decision model was asked, but the hard rules now decide alone", false
 		}
 	}
-	if in.Run != nil {
-		_, ex, ov := Resolve(got, *in.Run)
+	if in.Drive != nil {
+		_, ex, ov := Resolve(got, *in.Drive)
 		if ex != executed || ov != override {
 			return got, fmt.Sprintf("carried out as executed=%t override=%q, now executed=%t override=%q", executed, override, ex, ov), false
 		}
@@ -53,7 +53,7 @@ func ReplayApproval(in ApprovalInput, out ApprovalOutput) (got controller.Approv
 	return got, want.Reason, true
 }
 
-// Replayed is a decision made again by replaying a run's log: the receipt
+// Replayed is a decision made again by replaying a drive's log: the receipt
 // the machine asked to store, and the id it was stored under (the
 // ReceiptStored that followed it in the log; "" when the log ends first).
 type Replayed struct {
@@ -61,7 +61,7 @@ type Replayed struct {
 	Receipt   StoreReceipt
 }
 
-// ReplayLog replays a run's log with the options it began with and
+// ReplayLog replays a drive's log with the options it began with and
 // returns the decisions the machine made on the way, in order: the same
 // events give the same decisions, which apserver replay compares with the
 // stored receipts.

@@ -38,7 +38,7 @@ type Aligner interface {
 
 // aligning reports whether the thread's actions are judged now.
 func (t *thread) aligning() bool {
-	return t.m.opts.Align != nil && t.autoRun().Active()
+	return t.m.opts.Align != nil && t.autoDrive().Active()
 }
 
 // alignCommand starts the check of a command; it reports whether it did

@@ -573,7 +573,7 @@ func (t *thread) compactedHistory(tr *turn, summary string) (hist []model.Entry,
 // the current plan, verbatim.
 func (t *thread) pinnedContext(tr *turn) string {
 	var b strings.Builder
-	if r := t.autoRun(); r != nil && r.Objective != "" {
+	if r := t.autoDrive(); r != nil && r.Objective != "" {
 		fmt.Fprintf(&b, "\n\n## Objective (full auto)\n%s", r.Objective)
 	}
 	plan := tr.plan

@@ -9,19 +9,19 @@ import (
 )
 
 // handoff carries out fullauto.Handoff: compaction keeps leaving the
-// context too full to work in, so the run goes on in a fresh thread,
+// context too full to work in, so the drive goes on in a fresh thread,
 // forked from this one without its turns and started with a handoff (the
-// objective, the plan and the latest compaction summary). This run stops,
+// objective, the plan and the latest compaction summary). This drive stops,
 // naming the new thread (fullauto.Machine.HandedOff).
 func (t *thread) handoff(e fullauto.Handoff) {
-	text := t.handoffText(e.Run.Objective)
+	text := t.handoffText(e.Drive.Objective)
 	now := t.m.clock.Now().UnixMilli()
 	meta := store.Thread{
-		ID: newID(), ForkedFromID: t.id, Cwd: t.settings.Cwd, Preview: truncate(e.Run.Objective, 200),
+		ID: newID(), ForkedFromID: t.id, Cwd: t.settings.Cwd, Preview: truncate(e.Drive.Objective, 200),
 		Ephemeral: t.meta.Ephemeral, CreatedAt: now, UpdatedAt: now,
 	}
 	nt := t.m.newThread(meta, t.settings)
-	from, run := t.id, e.Run
+	from, run := t.id, e.Drive
 	nt.post(func() {
 		var failed error
 		nt.create(func(_ any, err error) { failed = err })

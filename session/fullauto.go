@@ -15,20 +15,20 @@ import (
 	"github.com/apserver/apserver/store"
 )
 
-// Full auto (docs/fullauto.md): a run keeps a thread going by itself. The
-// run is a pure state machine (package fullauto) that the thread goroutine
+// Full auto (docs/fullauto.md): a drive keeps a thread going by itself. The
+// drive is a pure state machine (package fullauto) that the thread goroutine
 // drives through the shared driver (package drive; thread.drive): it feeds
 // the machine events (a turn started or ended, a model response's usage,
 // an approval asked or answered, a method of the fullAuto/* or
 // thread/goal/* family) at the Manager's clock, stores what they log and
 // the receipts they make, answers, and applies the effects the machine
-// returns, after its reply: notifications, the stored run and receipts,
+// returns, after its reply: notifications, the stored drive and receipts,
 // the next turn (beginTurn, the same as turn/start's), the workspace
 // fingerprint (fullauto_turn.go), the decision model (fullauto_model.go),
 // attention, requests resent after a restart (fullauto_restore.go).
 //
 // The Manager keeps what spans threads (fullAutoManager): the attention
-// summary and the restart of runs. The model-call scheduler that every
+// summary and the restart of drives. The model-call scheduler that every
 // turn goes through is the Manager's (sched.go).
 
 // fullAutoManager is the Manager's share of full auto. Its fields are set
@@ -53,7 +53,7 @@ type (
 
 // threadAuto is a thread's full-auto state; owned by the thread goroutine.
 type threadAuto struct {
-	// fsm is the run's state machine, made (and the stored run replayed
+	// fsm is the drive's state machine, made (and the stored drive replayed
 	// from its log) on first use: see thread.fsm.
 	fsm *autoMachine
 	// fpCache speeds up the workspace fingerprint; nil while a walk has it.
@@ -61,8 +61,8 @@ type threadAuto struct {
 	// resend are the requests stored before a restart, by id, while the
 	// machine has them resent.
 	resend map[int64]store.PendingRequest
-	// restored: restoreRun ran (by RestoreFullAuto or RestoreFullAutoOf);
-	// a run is brought back once.
+	// restored: restoreDrive ran (by RestoreFullAuto or RestoreFullAutoOf);
+	// a drive is brought back once.
 	restored bool
 	// driver feeds the machine (drive); made on first use.
 	driver *drive.Driver[fullauto.Event, fullauto.Effect]
@@ -85,9 +85,9 @@ func (a *autoMachine) Compacted(now int64, turnID string, ratio float64) []fulla
 	return a.Apply(now, fullauto.Compacted{TurnID: turnID, Ratio: ratio})
 }
 
-// fsm returns the thread's full-auto machine, rebuilt from the stored run
-// the first time: replayed from its event log, or, for a run stored
-// before runs had a log, loaded from its snapshot (fullauto.Loaded).
+// fsm returns the thread's full-auto machine, rebuilt from the stored drive
+// the first time: replayed from its event log, or, for a drive stored
+// before drives had a log, loaded from its snapshot (fullauto.Loaded).
 func (t *thread) fsm() *autoMachine {
 	panicPoint("fullauto", t.id) // tests: a panic in the machine (panics.go)
 	a := &t.auto
@@ -111,7 +111,7 @@ func (t *thread) fsm() *autoMachine {
 		return a.fsm
 	}
 	a.fsm = &autoMachine{fullauto.New(opts)}
-	if r := t.loadRun(); r != nil {
+	if r := t.loadDrive(); r != nil {
 		t.apply(a.fsm.Apply(t.nowMs(), fullauto.Loaded{Run: *r}))
 	}
 	return a.fsm
@@ -134,11 +134,11 @@ func answer[A fullauto.Effect](effs []fullauto.Effect) (A, bool) {
 	return zero, false
 }
 
-// autoRun is the thread's run, or nil.
-func (t *thread) autoRun() *fullauto.Run { return t.fsm().Run() }
+// autoDrive is the thread's drive, or nil.
+func (t *thread) autoDrive() *fullauto.Drive { return t.fsm().Drive() }
 
-// loadLog reads the thread's run log; ok is false when there is none (no
-// run, or one stored before logs) or it cannot be read (then the
+// loadLog reads the thread's drive log; ok is false when there is none (no
+// drive, or one stored before logs) or it cannot be read (then the
 // snapshot is the fallback).
 func (t *thread) loadLog() (fullauto.Log, bool) {
 	if !t.persistent() {
@@ -163,8 +163,8 @@ func (t *thread) loadLog() (fullauto.Log, bool) {
 	return lg, true
 }
 
-// loadRun reads the thread's stored run.
-func (t *thread) loadRun() *fullauto.Run {
+// loadDrive reads the thread's stored drive.
+func (t *thread) loadDrive() *fullauto.Drive {
 	if !t.persistent() {
 		return nil
 	}
@@ -172,15 +172,15 @@ func (t *thread) loadRun() *fullauto.Run {
 	if err != nil {
 		return nil
 	}
-	sr, err := db.GetRun(t.ctx, t.id)
+	sr, err := db.GetDrive(t.ctx, t.id)
 	if err != nil {
 		if !errors.Is(err, store.ErrNotFound) && t.ctx.Err() == nil {
 			t.m.log.Error("loading full-auto run", "thread", t.id, "err", err)
 		}
 		return nil
 	}
-	var r fullauto.Run
-	if err := json.Unmarshal(sr.Run, &r); err != nil {
+	var r fullauto.Drive
+	if err := json.Unmarshal(sr.Data, &r); err != nil {
 		t.m.log.Error("decoding full-auto run", "thread", t.id, "err", err)
 		return nil
 	}
@@ -190,8 +190,8 @@ func (t *thread) loadRun() *fullauto.Run {
 // nowMs is the Manager's clock in unix ms.
 func (t *thread) nowMs() int64 { return t.m.clock.Now().UnixMilli() }
 
-// wireRun renders the run for the client.
-func (t *thread) wireRun() protocol.FullAutoRun { return t.fsm().Wire(t.nowMs()) }
+// wireDrive renders the drive for the client.
+func (t *thread) wireDrive() protocol.FullAutoRun { return t.fsm().Wire(t.nowMs()) }
 
 // drive feeds ev to the thread's machine through the shared driver
 // (package drive): applied at the clock's time, what its effects store
@@ -215,15 +215,15 @@ func (t *thread) drive(ev fullauto.Event, reply func(effs []fullauto.Effect)) {
 	_ = a.driver.Do(ev, r) // t.store never fails: what it cannot store is logged
 }
 
-// replyRun answers a fullAuto/* request with the run, or the machine's
+// replyDrive answers a fullAuto/* request with the drive, or the machine's
 // refusal.
-func (t *thread) replyRun(reply Reply) func(effs []fullauto.Effect) {
+func (t *thread) replyDrive(reply Reply) func(effs []fullauto.Effect) {
 	return func(effs []fullauto.Effect) {
 		if r, ok := answer[fullauto.Refused](effs); ok {
 			reply(nil, r.Err)
 			return
 		}
-		reply(protocol.FullAutoRunResult{Run: t.wireRun()}, nil)
+		reply(protocol.FullAutoRunResult{Run: t.wireDrive()}, nil)
 	}
 }
 
@@ -265,12 +265,12 @@ func (t *thread) carryOut(effs []fullauto.Effect) {
 		switch e := e.(type) {
 		case fullauto.Notify:
 			t.notify(e.Method, e.Params)
-		case fullauto.SaveRun:
-			t.saveRun(e)
-		case fullauto.DeleteRun:
-			t.deleteRun()
+		case fullauto.SaveDrive:
+			t.saveDrive(e)
+		case fullauto.DeleteDrive:
+			t.deleteDrive()
 		case fullauto.StartTurn:
-			t.startRunTurn(e)
+			t.startDriveTurn(e)
 		case fullauto.Fingerprint:
 			t.fingerprint(e)
 		case fullauto.AskModel:
@@ -297,7 +297,7 @@ func (t *thread) carryOut(effs []fullauto.Effect) {
 	}
 }
 
-// logEvent appends an event the machine applied to the stored run log.
+// logEvent appends an event the machine applied to the stored drive log.
 func (t *thread) logEvent(e fullauto.LogEvent) {
 	if !t.persistent() {
 		return
@@ -320,26 +320,26 @@ func (t *thread) logEvent(e fullauto.LogEvent) {
 	}
 }
 
-// saveRun stores the run.
-func (t *thread) saveRun(e fullauto.SaveRun) {
+// saveDrive stores the drive.
+func (t *thread) saveDrive(e fullauto.SaveDrive) {
 	if !t.persistent() {
 		return
 	}
 	db, err := t.m.store()
 	if err == nil {
-		err = db.PutRun(context.WithoutCancel(t.ctx), store.Run{ThreadID: t.id, State: e.State, Run: e.Run})
+		err = db.PutDrive(context.WithoutCancel(t.ctx), store.Drive{ThreadID: t.id, State: e.State, Data: e.Data})
 	}
 	if err != nil {
 		t.m.log.Error("saving full-auto run", "thread", t.id, "err", err)
 	}
 }
 
-func (t *thread) deleteRun() {
+func (t *thread) deleteDrive() {
 	if !t.persistent() {
 		return
 	}
 	if db, err := t.m.store(); err == nil {
-		if err := db.DeleteRun(context.WithoutCancel(t.ctx), t.id); err != nil {
+		if err := db.DeleteDrive(context.WithoutCancel(t.ctx), t.id); err != nil {
 			t.m.log.Error("deleting a full-auto run", "thread", t.id, "err", err)
 		}
 		if err := db.DeleteFullAutoLog(context.WithoutCancel(t.ctx), t.id); err != nil {
@@ -373,9 +373,9 @@ func (t *thread) storeReceipt(e fullauto.StoreReceipt, id string) int {
 	return 0
 }
 
-// startRunTurn starts the turn a StartTurn asks for, now or after its
+// startDriveTurn starts the turn a StartTurn asks for, now or after its
 // delay (a cooldown after a failure).
-func (t *thread) startRunTurn(e fullauto.StartTurn) {
+func (t *thread) startDriveTurn(e fullauto.StartTurn) {
 	if e.DelayMs > 0 {
 		ctx := t.ctx
 		t.m.clock.AfterFunc(time.Duration(e.DelayMs)*time.Millisecond, func() {
@@ -386,7 +386,7 @@ func (t *thread) startRunTurn(e fullauto.StartTurn) {
 	if t.m.inputClosed.Load() {
 		return // no client: the next one resumes the run (drain.go)
 	}
-	if err := t.beginRunTurn(e.Input); err != nil {
+	if err := t.beginDriveTurn(e.Input); err != nil {
 		t.m.log.Error("full auto: starting a turn", "thread", t.id, "err", err)
 		t.drive(fullauto.TurnStartFailed{Message: err.Error()}, nil)
 	}
@@ -411,9 +411,9 @@ func (t *thread) turnDeadline(e fullauto.TurnDeadline) {
 	})
 }
 
-// beginRunTurn starts a turn of the run: with a visible user message, or
+// beginDriveTurn starts a turn of the drive: with a visible user message, or
 // hidden input, or items carried over from before a restart.
-func (t *thread) beginRunTurn(in fullauto.TurnInput) error {
+func (t *thread) beginDriveTurn(in fullauto.TurnInput) error {
 	var input []protocol.UserInput
 	if in.Text != "" {
 		input = []protocol.UserInput{{Type: "text", Text: in.Text, TextElements: []protocol.TextElement{}}}
@@ -426,8 +426,8 @@ func (t *thread) beginRunTurn(in fullauto.TurnInput) error {
 	return nil
 }
 
-// runTurnInput records how a turn starts, for the run (called right after
-// turn/started): a turn the run began has its hidden input or carried-over
+// runTurnInput records how a turn starts, for the drive (called right after
+// turn/started): a turn the drive began has its hidden input or carried-over
 // items, which the model sees as the user's but no item shows (like
 // Codex's goal continuation).
 func (t *thread) runTurnInput(tr *turn, in *fullauto.TurnInput) error {
@@ -466,7 +466,7 @@ func (t *thread) hiddenInput(tr *turn, text string) error {
 	return nil
 }
 
-func errNoRun(id string) error {
+func errNoDrive(id string) error {
 	return protocol.Errorf(protocol.ErrInvalidRequest, "no full-auto run on thread %s", id)
 }
 
@@ -478,40 +478,40 @@ func (m *Manager) StartFullAuto(ctx context.Context, p protocol.FullAutoStartPar
 		return
 	}
 	t.post(func() {
-		t.drive(fullauto.Start{Params: p, Preview: t.meta.Preview}, t.replyRun(reply))
+		t.drive(fullauto.Start{Params: p, Preview: t.meta.Preview}, t.replyDrive(reply))
 	})
 }
 
 // PauseFullAuto implements fullAuto/pause: no new turn starts; a running
 // turn finishes.
 func (m *Manager) PauseFullAuto(ctx context.Context, p protocol.FullAutoThreadParams, reply Reply) {
-	m.withRun(ctx, p.ThreadID, reply, func(t *thread) {
-		t.drive(fullauto.Pause{}, t.replyRun(reply))
+	m.withDrive(ctx, p.ThreadID, reply, func(t *thread) {
+		t.drive(fullauto.Pause{}, t.replyDrive(reply))
 	})
 }
 
-// ResumeFullAuto implements fullAuto/resume: a paused run goes on; when the
+// ResumeFullAuto implements fullAuto/resume: a paused drive goes on; when the
 // thread is idle a turn starts at once.
 func (m *Manager) ResumeFullAuto(ctx context.Context, p protocol.FullAutoThreadParams, reply Reply) {
-	m.withRun(ctx, p.ThreadID, reply, func(t *thread) {
-		t.drive(fullauto.Resume{}, t.replyRun(reply))
+	m.withDrive(ctx, p.ThreadID, reply, func(t *thread) {
+		t.drive(fullauto.Resume{}, t.replyDrive(reply))
 	})
 }
 
-// StopFullAuto implements fullAuto/stop: the run ends with userStop (a
+// StopFullAuto implements fullAuto/stop: the drive ends with userStop (a
 // decision receipt records it) and a running turn is interrupted.
 func (m *Manager) StopFullAuto(ctx context.Context, p protocol.FullAutoThreadParams, reply Reply) {
-	m.withRun(ctx, p.ThreadID, reply, func(t *thread) {
-		t.drive(fullauto.Stop{}, t.replyRun(reply))
+	m.withDrive(ctx, p.ThreadID, reply, func(t *thread) {
+		t.drive(fullauto.Stop{}, t.replyDrive(reply))
 	})
 }
 
-// FullAutoStatus implements fullAuto/status: one thread's run, or every
-// run of the loaded threads and the stored ones.
+// FullAutoStatus implements fullAuto/status: one thread's drive, or every
+// drive of the loaded threads and the stored ones.
 func (m *Manager) FullAutoStatus(ctx context.Context, p protocol.FullAutoStatusParams, reply Reply) {
 	if p.ThreadID != nil && *p.ThreadID != "" {
-		m.withRun(ctx, *p.ThreadID, reply, func(t *thread) {
-			reply(protocol.FullAutoStatusResult{Runs: []protocol.FullAutoRun{t.wireRun()}, Attention: m.fa.attn.snapshot()}, nil)
+		m.withDrive(ctx, *p.ThreadID, reply, func(t *thread) {
+			reply(protocol.FullAutoStatusResult{Runs: []protocol.FullAutoRun{t.wireDrive()}, Attention: m.fa.attn.snapshot()}, nil)
 		})
 		return
 	}
@@ -521,11 +521,11 @@ func (m *Manager) FullAutoStatus(ctx context.Context, p protocol.FullAutoStatusP
 		for _, t := range m.loadedThreads() {
 			ch := make(chan *protocol.FullAutoRun, 1)
 			t.post(func() {
-				if t.autoRun() == nil {
+				if t.autoDrive() == nil {
 					ch <- nil
 					return
 				}
-				w := t.wireRun()
+				w := t.wireDrive()
 				ch <- &w
 			})
 			select {
@@ -538,7 +538,7 @@ func (m *Manager) FullAutoStatus(ctx context.Context, p protocol.FullAutoStatusP
 			}
 		}
 		if db, err := m.store(); err == nil {
-			stored, err := db.Runs(ctx)
+			stored, err := db.Drives(ctx)
 			if err != nil {
 				reply(nil, err)
 				return
@@ -547,11 +547,11 @@ func (m *Manager) FullAutoStatus(ctx context.Context, p protocol.FullAutoStatusP
 				if seen[sr.ThreadID] {
 					continue
 				}
-				var r fullauto.Run
-				if json.Unmarshal(sr.Run, &r) != nil {
+				var r fullauto.Drive
+				if json.Unmarshal(sr.Data, &r) != nil {
 					continue
 				}
-				runs = append(runs, fullauto.WireRun(sr.ThreadID, &r, 0))
+				runs = append(runs, fullauto.WireDrive(sr.ThreadID, &r, 0))
 			}
 		}
 		reply(protocol.FullAutoStatusResult{Runs: runs, Attention: m.fa.attn.snapshot()}, nil)
@@ -569,16 +569,16 @@ func (m *Manager) loadedThreads() []*thread {
 	return ts
 }
 
-// withRun runs f on the thread goroutine when the thread has a run.
-func (m *Manager) withRun(ctx context.Context, id string, reply Reply, f func(t *thread)) {
+// withDrive runs f on the thread goroutine when the thread has a drive.
+func (m *Manager) withDrive(ctx context.Context, id string, reply Reply, f func(t *thread)) {
 	t, err := m.load(ctx, id)
 	if err != nil {
 		reply(nil, err)
 		return
 	}
 	t.post(func() {
-		if t.autoRun() == nil {
-			reply(nil, errNoRun(id))
+		if t.autoDrive() == nil {
+			reply(nil, errNoDrive(id))
 			return
 		}
 		f(t)

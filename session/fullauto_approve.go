@@ -17,14 +17,14 @@ import (
 
 // Approvals under full auto. The ladder for a request the agent needs:
 //
-//  1. the rules (controller.Approve under the run's strategy) accept or
+//  1. the rules (controller.Approve under the drive's strategy) accept or
 //     decline it, or pass it on (autoAnswer, fullauto RequestAsked);
 //  2. when the config has a decision model and the strategy is not "ask",
 //     the model answers it if it is confident enough (answerLater,
 //     ModelMayAnswer, ModelAnsweredRequest);
-//  3. the editor: the run waits (state "waiting", an attention item); a
-//     request no human answers within the run's timeout is declined, and
-//     the decision after the turn pauses or stops the run
+//  3. the editor: the drive waits (state "waiting", an attention item); a
+//     request no human answers within the drive's timeout is declined, and
+//     the decision after the turn pauses or stops the drive
 //     (requestWait, settleRequest; RequestForwarded, RequestSettled).
 //
 // The machine decides and stores the receipts; this file does the I/O.
@@ -138,8 +138,8 @@ func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID in
 }
 
 // requestWait is rung 3: the request went to the client as id. It shows in
-// attention; under a run it is tracked (and stored, for a restart), the
-// run waits, and the wait times out after the run's approval timeout. It
+// attention; under a drive it is tracked (and stored, for a restart), the
+// drive waits, and the wait times out after the drive's approval timeout. It
 // returns how the request's wait context is derived from the turn's.
 func (t *thread) requestWait(tr *turn, req serverRequest, id int64) func(context.Context) (context.Context, context.CancelFunc) {
 	key := attnKey{t.id, attentionKind(req.Kind), id}
@@ -195,7 +195,7 @@ func requestReason(req serverRequest) string {
 	return "answer " + req.Method
 }
 
-// storePending stores a request a run waits on, for a restart.
+// storePending stores a request a drive waits on, for a restart.
 func (t *thread) storePending(tr *turn, req serverRequest, id int64) {
 	if !t.persistent() {
 		return

@@ -71,15 +71,15 @@ func TestRunRestoresFromLog(t *testing.T) {
 				t.Errorf("log after the restart %v, want it to begin with %s and hold resentAnswered", got, tc.first)
 			}
 			// The log alone gives the run as stored.
-			sr, err := db.GetRun(ctx, id)
+			sr, err := db.GetDrive(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}
 			lg = readLog(t, db, id)
 			m := fullauto.Replay(lg.Base.Options, lg)
-			b, _ := json.Marshal(m.Run())
-			if string(b) != string(sr.Run) {
-				t.Errorf("run replayed from its log:\n%s\nwant the stored one:\n%s", b, sr.Run)
+			b, _ := json.Marshal(m.Drive())
+			if string(b) != string(sr.Data) {
+				t.Errorf("run replayed from its log:\n%s\nwant the stored one:\n%s", b, sr.Data)
 			}
 		})
 	}

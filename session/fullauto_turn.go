@@ -23,7 +23,7 @@ import (
 	"github.com/apserver/apserver/tools/rules"
 )
 
-// responseUsage runs after each model response (turn.go): the run counts
+// responseUsage runs after each model response (turn.go): the drive counts
 // the tokens and cost, and a goal reports its progress.
 func (t *thread) responseUsage(tr *turn, last protocol.TokenUsageBreakdown) {
 	u := fullauto.Response{Input: last.InputTokens, Cached: last.CachedInputTokens, Output: last.OutputTokens}
@@ -36,11 +36,11 @@ func (t *thread) responseUsage(tr *turn, last protocol.TokenUsageBreakdown) {
 	t.drive(fullauto.ResponseDone{TurnID: tr.id, Usage: u}, nil)
 }
 
-// turnEnded runs right after turn/completed has been sent for tr: the run
+// turnEnded runs right after turn/completed has been sent for tr: the drive
 // sums the turn up and decides what comes next.
 func (t *thread) turnEnded(tr *turn, status string, te *protocol.TurnError) {
 	end := fullauto.TurnEnd{Summary: controller.TurnSummary{TurnID: tr.id, Status: status}}
-	if t.autoRun().Active() { // only a run decides on the turn
+	if t.autoDrive().Active() { // only a run decides on the turn
 		end = fullauto.TurnEnd{Summary: t.summarize(tr, status, te), EndSnapshot: tr.ckpt.End, NoTools: tr.startSnap == nil}
 	}
 	end.Replaced = tr.replaced

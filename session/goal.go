@@ -8,9 +8,9 @@ import (
 )
 
 // Codex's thread goals (protocol/codex/CORE.md §7) are a view of the thread's full-auto
-// run: the objective, the token budget and six statuses mapped from the
-// run's state and stop condition (fullauto.Run.GoalStatus). thread/goal/set
-// makes a run that asks the editor for every approval, like Codex's goal
+// drive: the objective, the token budget and six statuses mapped from the
+// drive's state and stop condition (fullauto.Drive.GoalStatus). thread/goal/set
+// makes a drive that asks the editor for every approval, like Codex's goal
 // mode; its continuation turns start without a userMessage item. The
 // machine (fullauto.Machine.SetGoal, ClearGoal, GoalOnResume) decides;
 // this file answers and applies.
@@ -48,7 +48,7 @@ func (m *Manager) GetGoal(ctx context.Context, p protocol.ThreadIDParams, reply 
 		return
 	}
 	t.post(func() {
-		if t.autoRun() == nil || t.meta.Ephemeral {
+		if t.autoDrive() == nil || t.meta.Ephemeral {
 			reply(protocol.ThreadGoalGetResult{}, nil)
 			return
 		}
@@ -57,7 +57,7 @@ func (m *Manager) GetGoal(ctx context.Context, p protocol.ThreadIDParams, reply 
 	})
 }
 
-// ClearGoal implements thread/goal/clear: the run ends and is forgotten.
+// ClearGoal implements thread/goal/clear: the drive ends and is forgotten.
 func (m *Manager) ClearGoal(ctx context.Context, p protocol.ThreadGoalClearParams, reply Reply) {
 	t, err := m.load(ctx, p.ThreadID)
 	if err != nil {

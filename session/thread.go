@@ -138,12 +138,12 @@ func (m *Manager) newThread(meta store.Thread, s threadSettings) *thread {
 	m.threads[t.id] = t
 	m.mu.Unlock()
 	m.wg.Add(1)
-	go t.run()
+	go t.loop()
 	return t
 }
 
-// run is the thread's goroutine.
-func (t *thread) run() {
+// loop is the thread's goroutine.
+func (t *thread) loop() {
 	defer t.m.wg.Done()
 	defer close(t.done)
 	for {

@@ -149,7 +149,7 @@ func (t *thread) shellCommand(p protocol.ThreadShellCommandParams, reply Reply) 
 	case t.turn != nil:
 		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "a turn is in progress on thread %s; run the command when it ends", t.id))
 		return
-	case t.autoRun().Active():
+	case t.autoDrive().Active():
 		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "a full-auto run is active on thread %s; pause it first", t.id))
 		return
 	}

@@ -8,7 +8,7 @@ import (
 	"fmt"
 )
 
-// FullAutoLog is the event log of a thread's full-auto run: Base and the
+// FullAutoLog is the event log of a thread's full-auto drive: Base and the
 // entries in order, each opaque JSON owned by the caller (package
 // fullauto encodes them).
 type FullAutoLog struct {
@@ -17,8 +17,8 @@ type FullAutoLog struct {
 }
 
 // AppendFullAutoEvent appends entry (applied at atMs) to the thread's
-// run log. fresh starts a new log with base first, dropping the earlier
-// run's events, in the same transaction.
+// drive log. fresh starts a new log with base first, dropping the earlier
+// drive's events, in the same transaction.
 func (s *Store) AppendFullAutoEvent(ctx context.Context, threadID string, atMs int64, entry json.RawMessage, fresh bool, base json.RawMessage) error {
 	if err := checkJSON("full-auto event", entry); err != nil {
 		return err
@@ -49,8 +49,8 @@ func (s *Store) AppendFullAutoEvent(ctx context.Context, threadID string, atMs i
 	return nil
 }
 
-// GetFullAutoLog returns the thread's run log, or an error wrapping
-// ErrNotFound when it has none (no run, or one stored before logs).
+// GetFullAutoLog returns the thread's drive log, or an error wrapping
+// ErrNotFound when it has none (no drive, or one stored before logs).
 func (s *Store) GetFullAutoLog(ctx context.Context, threadID string) (FullAutoLog, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT seq, entry FROM fullauto_events WHERE thread_id = ? ORDER BY seq`, threadID)
 	if err != nil {
@@ -81,7 +81,7 @@ func (s *Store) GetFullAutoLog(ctx context.Context, threadID string) (FullAutoLo
 	return lg, nil
 }
 
-// DeleteFullAutoLog forgets the thread's run log; a missing log is not an
+// DeleteFullAutoLog forgets the thread's drive log; a missing log is not an
 // error.
 func (s *Store) DeleteFullAutoLog(ctx context.Context, threadID string) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 )
@@ -33,7 +34,7 @@ func TestDecisionsAndProjections(t *testing.T) {
 	st := openStore(t, filepath.Join(dir, "a.db"))
 	defer st.Close()
 	now := int64(1000)
-	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Debounce: -1, Now: func() int64 { now++; return now }})
+	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Debounce: -1, Clock: clock.Func(func() time.Time { now++; return time.UnixMilli(now) })})
 	defer s.Close()
 
 	pg, err := s.AddDecision(ctx, protocol.ProjectDecisionAddParams{Cwd: proj, Title: "Use PostgreSQL", Text: "All data in PostgreSQL.", Alternatives: []string{"MySQL"}})

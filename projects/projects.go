@@ -39,8 +39,8 @@ type Options struct {
 	Store      func() (*store.Store, error)
 	Runs       Runs
 	Blueprints Blueprints
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
+	// Clock is the service's clock (package clock); nil means the real one.
+	Clock clock.Clock
 	// Notify sends a notification to the clients (project/updated).
 	Notify func(method string, params any)
 	Log    *slog.Logger
@@ -60,9 +60,7 @@ type Service struct {
 
 // New returns a Service.
 func New(opts Options) *Service {
-	if opts.Now == nil {
-		opts.Now = clock.Real{}.Now
-	}
+	opts.Clock = clock.Or(opts.Clock)
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
@@ -223,7 +221,7 @@ func (s *Service) state(ctx context.Context, ws string, st manager.Settings) (ma
 	if err != nil {
 		return in, err
 	}
-	today := dayStart(s.opts.Now())
+	today := dayStart(s.opts.Clock.Now())
 	for _, c := range claims {
 		if c.At >= today {
 			in.Spend.Runs++
@@ -286,7 +284,7 @@ func (s *Service) apply(ctx context.Context, ws string, st manager.Settings, d m
 		switch e.Kind {
 		case manager.EffStartRun:
 			for _, id := range e.TaskIDs {
-				if err := db.ClaimTask(ctx, store.ManagerClaim{BlueprintID: e.BlueprintID, TaskID: id, Cwd: ws, At: s.opts.Now().UnixMilli()}); err != nil {
+				if err := db.ClaimTask(ctx, store.ManagerClaim{BlueprintID: e.BlueprintID, TaskID: id, Cwd: ws, At: s.opts.Clock.Now().UnixMilli()}); err != nil {
 					if errors.Is(err, store.ErrClaimed) {
 						return manager.Decision{Result: manager.ResultNothingToDo, Reason: fmt.Sprintf("task %s was started by an earlier tick", id)}, nil
 					}
@@ -351,7 +349,7 @@ func (s *Service) record(ctx context.Context, ws string, in manager.State, core,
 	if err != nil {
 		return err
 	}
-	_, err = db.AppendManagerTick(ctx, store.ManagerTick{Cwd: ws, Input: ib, Decision: db2, Result: string(d.Result), At: s.opts.Now().UnixMilli()})
+	_, err = db.AppendManagerTick(ctx, store.ManagerTick{Cwd: ws, Input: ib, Decision: db2, Result: string(d.Result), At: s.opts.Clock.Now().UnixMilli()})
 	return err
 }
 

@@ -32,6 +32,16 @@ func (Real) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d
 // Ms is c's time in unix milliseconds, the unit the pure cores take.
 func Ms(c Clock) int64 { return c.Now().UnixMilli() }
 
+// Func is a clock whose time is f's (a test's, a replay's); its timers
+// are real ones.
+type Func func() time.Time
+
+// Now is f().
+func (f Func) Now() time.Time { return f() }
+
+// AfterFunc is time.AfterFunc.
+func (Func) AfterFunc(d time.Duration, g func()) Timer { return time.AfterFunc(d, g) }
+
 // Or is c, or the real clock when c is nil.
 func Or(c Clock) Clock {
 	if c == nil {

@@ -122,7 +122,7 @@ func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID in
 			}
 			var v fullauto.Verdict
 			t.drive(fullauto.ModelAnsweredRequest{TurnID: tr.id, Input: in, Answer: fullauto.RequestAnswer{
-				Outcome: ans.outcome, Reason: ans.reason, Confidence: ans.confidence, Raw: ans.raw,
+				Outcome: ans.outcome, Reason: ans.reason, Confidence: ans.confidence, Raw: rawJSON(ans.raw),
 			}, Err: msg}, func(effs []fullauto.Effect) { v, _ = answer[fullauto.Verdict](effs) })
 			if v.Outcome != controller.OutcomeForward {
 				if len(t.status.ActiveFlags) > 0 {
@@ -135,6 +135,20 @@ func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID in
 		})
 	}()
 	return true
+}
+
+// rawJSON is the decision model's raw answer as JSON for the log and the
+// receipt: an answer that is not JSON (the model's mistake) is kept as a
+// JSON string, so the event and its receipt still encode.
+func rawJSON(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	if json.Valid(b) {
+		return b
+	}
+	s, _ := json.Marshal(string(b))
+	return s
 }
 
 // requestWait is rung 3: the request went to the client as id. It shows in

@@ -21,8 +21,8 @@
 #   TURNS             turns in the multi-turn scenario (default 5)
 #   MODEL             model slug (default gpt-5.5, in Codex's bundled catalog)
 #   APSERVER_BIN      apserver executable (default bin/apserver)
-#   PEERBENCH_DIR     peerbench checkout (default ../shared/peerbench from
-#                     the repository root)
+#   PEERBENCH_DIR     peerbench sources (default bench/peerbench, the
+#                     project's own copy)
 #   CODEX_BIN         Codex executable; default: installed from the npm
 #                     registry into CODEX_CACHE
 #   CODEX_VERSION     npm version to install (default 0.169.0)
@@ -35,6 +35,10 @@
 #                     not /tmp, where Codex warns about its helper aliases)
 #   TURN_TIMEOUT      per-turn timeout (default 300s)
 #   KEEP              1 keeps every run's home, data dir and workspace
+#   BENCH_DROP_CACHE  1 (default): drop the page cache of both executables
+#                     before the runs, so that each is paged in by running
+#                     it, not left as it was written (a binary linked a
+#                     moment ago is mapped whole; docs/benchmarks.md); 0: not
 #
 # Exit status: 0 when every run completed (even if a target is missed: this
 # is a report), 1 when a run failed, 2 on a setup error.
@@ -47,7 +51,7 @@ DELTAS="${DELTAS:-10000}"
 TURNS="${TURNS:-5}"
 MODEL="${MODEL:-gpt-5.5}"
 APSERVER_BIN="${APSERVER_BIN:-$ROOT/bin/apserver}"
-PEERBENCH_DIR="${PEERBENCH_DIR:-$ROOT/../shared/peerbench}"
+PEERBENCH_DIR="${PEERBENCH_DIR:-$ROOT/bench/peerbench}"
 CODEX_BIN="${CODEX_BIN:-}"
 CODEX_VERSION="${CODEX_VERSION:-0.169.0}"
 CODEX_CACHE="${CODEX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/apserver-bench/codex}"
@@ -55,6 +59,7 @@ BENCH_SKIP_CODEX="${BENCH_SKIP_CODEX:-0}"
 ISOLATE_NET="${ISOLATE_NET:-auto}"
 TURN_TIMEOUT="${TURN_TIMEOUT:-300s}"
 KEEP="${KEEP:-0}"
+BENCH_DROP_CACHE="${BENCH_DROP_CACHE:-1}"
 
 log() { printf '[peerbench] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 2; }
@@ -121,8 +126,29 @@ if [[ "${APSERVER_BENCH_STAGE:-}" != inner ]]; then
   fi
   log "apserver: $("$APSERVER_BIN" version 2>/dev/null || echo unknown) ($APSERVER_BIN)"
 
+  # Peak RSS counts the executable's mapped pages, and how many get mapped
+  # depends on how its pages came into the page cache: on kernels that map
+  # a large page-cache folio whole, a binary the linker has just written
+  # (or one read through with cat) is resident nearly whole, one paged in
+  # by running it only where it is used. Both servers start from the
+  # second state: their cached pages are written back and dropped here,
+  # then each is started once untimed (its version), so that neither's
+  # first timed start reads its startup code from the disk.
+  EXE_CACHE="as found"
+  if [[ "$BENCH_DROP_CACHE" == 1 ]]; then
+    EXE_CACHE="dropped before the runs"
+    for exe in "$APSERVER_BIN" ${CODEX_BIN:+"$CODEX_BIN"}; do
+      sync "$exe" 2>/dev/null || true
+      dd if="$exe" iflag=nocache count=0 status=none 2>/dev/null ||
+        { log "warning: could not drop the page cache of $exe"; EXE_CACHE="as found"; }
+    done
+    "$APSERVER_BIN" version >/dev/null 2>&1 || true
+    [[ -z "$CODEX_BIN" ]] || "$CODEX_BIN" --version >/dev/null 2>&1 || true
+  fi
+  log "executables' page cache: $EXE_CACHE"
+
   export RUNS SCENARIOS DELTAS TURNS MODEL APSERVER_BIN PEERBENCH_DIR CODEX_BIN CODEX_NOTE \
-    CODEX_VERSION_STR ISOLATE_NET TURN_TIMEOUT KEEP OUT
+    CODEX_VERSION_STR ISOLATE_NET TURN_TIMEOUT KEEP OUT EXE_CACHE
   use_ns=0
   case "$ISOLATE_NET" in
     1) use_ns=1 ;;
@@ -261,8 +287,9 @@ status=0
   -meta "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)" -meta "machine=$(nproc) vCPU${cpu:+, $cpu}" \
   -meta "apserver_version=$("$APSERVER_BIN" version 2>/dev/null || echo unknown)" \
   -meta "runs=$RUNS" -meta "scenarios=$SCENARIOS" -meta "turns=$TURNS" \
-  -meta "codex_note=$CODEX_NOTE" || status=$?
+  -meta "codex_note=$CODEX_NOTE" -meta "exe_page_cache=$EXE_CACHE" || status=$?
 [[ -z "$CODEX_NOTE" ]] || echo "Codex not measured: $CODEX_NOTE"
+echo "executables' page cache: $EXE_CACHE (BENCH_DROP_CACHE)"
 echo
 echo "medians: $OUT/summary.json (per label, from peerbench summarize)"
 echo "table:   $OUT/report.json;  every run: $OUT/metrics.jsonl"

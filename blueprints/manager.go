@@ -3,6 +3,7 @@ package blueprints
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/apserver/apserver/blueprint"
 	"github.com/apserver/apserver/manager"
@@ -70,4 +71,60 @@ func (s *Service) PhaseWork(ctx context.Context, bpID, phase string) (manager.Ph
 		}
 	}
 	return w, nil
+}
+
+// Tree is a blueprint's nodes (its primary version, with task status), in
+// tree order: what the manager resolves "start building phase 1" or "build
+// the login feature" in. It implements projects.BlueprintTree.
+func (s *Service) Tree(ctx context.Context, bpID string) ([]protocol.BlueprintNode, error) {
+	st, err := s.store()
+	if err != nil {
+		return nil, err
+	}
+	_, v, err := s.version(ctx, st, bpID, "")
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.tree(ctx, st, v)
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := s.tasks(ctx, st, v.ID)
+	if err != nil {
+		return nil, err
+	}
+	return blueprint.WithTasks(t, tasks).Nodes, nil
+}
+
+// Amend ingests a new version of a blueprint (blueprint/ingest with its
+// id): its primary version's document with a section added at the end,
+// headed heading (one level below the document's first heading) and
+// holding text. The manager calls it when a user confirms a plan change
+// or a requirements update from chat. It implements projects.BlueprintTree.
+func (s *Service) Amend(ctx context.Context, bpID, heading, text string) (string, error) {
+	st, err := s.store()
+	if err != nil {
+		return "", err
+	}
+	_, pv, err := s.version(ctx, st, bpID, "")
+	if err != nil {
+		return "", err
+	}
+	v, err := st.BlueprintVersion(ctx, pv.ID) // with its document
+	if err != nil {
+		return "", err
+	}
+	doc := strings.TrimRight(v.Document, "\n")
+	level := "##"
+	for _, l := range strings.Split(doc, "\n") {
+		if h, _, ok := strings.Cut(l, " "); ok && h != "" && strings.Trim(h, "#") == "" {
+			level = h + "#"
+			break
+		}
+	}
+	res, err := s.Ingest(ctx, protocol.BlueprintIngestParams{BlueprintID: bpID, Text: doc + "\n\n" + level + " " + heading + "\n\n" + strings.TrimSpace(text) + "\n"})
+	if err != nil {
+		return "", err
+	}
+	return res.Version.ID, nil
 }

@@ -13,11 +13,11 @@ import (
 // description, acceptance), the files it may touch (globs; none means
 // any) and its blueprint nodes.
 type Task struct {
-	ID    string
-	Title string
-	Text  string
-	Files []string
-	Nodes []string
+	ID    string   `json:"id,omitempty"`
+	Title string   `json:"title,omitempty"`
+	Text  string   `json:"text,omitempty"`
+	Files []string `json:"files,omitempty"`
+	Nodes []string `json:"nodes,omitempty"`
 }
 
 func (t Task) mentions(words ...string) bool {

@@ -3,6 +3,8 @@ package brains
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/apserver/apserver/brain"
@@ -16,7 +18,7 @@ const maxCachedVerdicts = 4096
 
 func (s *Service) forgetVerdicts() {
 	s.mu.Lock()
-	s.cache = map[string]protocol.AlignmentVerdict{}
+	s.cache = map[string]cachedVerdict{}
 	s.mu.Unlock()
 }
 
@@ -35,21 +37,35 @@ func (s *Service) Judge(ctx context.Context, cwd string, task brain.Task, a prot
 
 // judge is Judge over decisions already read.
 func (s *Service) judge(ctx context.Context, cwd string, task brain.Task, a protocol.AlignmentAction, ds []protocol.ProjectDecision) protocol.AlignmentVerdict {
+	v, _ := s.judgeRecorded(ctx, cwd, task, a, ds)
+	return v
+}
+
+// judgeRecorded is judge, and the record of what the verdict was judged
+// from: a cached verdict comes with the record it was first judged from,
+// so that replaying it gives it again.
+func (s *Service) judgeRecorded(ctx context.Context, cwd string, task brain.Task, a protocol.AlignmentAction, ds []protocol.ProjectDecision) (protocol.AlignmentVerdict, brain.Record) {
 	key := Project(cwd) + "\x00" + brain.Key(a, task, ds)
 	s.mu.Lock()
-	v, ok := s.cache[key]
+	c, ok := s.cache[key]
 	s.mu.Unlock()
 	if ok {
-		return v
+		return c.verdict, c.record
 	}
-	v = brain.Judge(a, task, ds, func(prompt string) (string, error) { return s.ask(ctx, prompt) })
+	v, rec := brain.JudgeRecorded(a, task, ds, func(prompt string) (string, error) { return s.ask(ctx, prompt) })
 	s.mu.Lock()
 	if len(s.cache) >= maxCachedVerdicts {
-		s.cache = map[string]protocol.AlignmentVerdict{}
+		s.cache = map[string]cachedVerdict{}
 	}
-	s.cache[key] = v
+	s.cache[key] = cachedVerdict{v, rec}
 	s.mu.Unlock()
-	return v
+	return v, rec
+}
+
+// cachedVerdict is a verdict and its record.
+type cachedVerdict struct {
+	verdict protocol.AlignmentVerdict
+	record  brain.Record
 }
 
 // verdictSchema is the validator's structured output.
@@ -125,13 +141,16 @@ func (s *Service) StageContext(ctx context.Context, role, cwd string, task *prot
 	return brain.Build(in)
 }
 
-// budget is a role's token budget: Options.Budgets, else
-// brain.DefaultBudget.
+// budget is a role's token budget: Options.Budgets, else the
+// configuration's ([brain] budgets), else brain.DefaultBudget.
 func (s *Service) budget(role string, override int) int {
 	if override > 0 {
 		return override
 	}
 	if b, ok := s.opts.Budgets[role]; ok && b > 0 {
+		return b
+	}
+	if b, ok := s.opts.Config.Brain.Budgets[role]; ok && b > 0 {
 		return b
 	}
 	return brain.DefaultBudget
@@ -146,8 +165,32 @@ func (s *Service) input(ctx context.Context, role, cwd string, budget int) (brai
 	in := brain.Input{Role: role, Budget: s.budget(role, budget), Decisions: state.Decisions}
 	if len(state.Decisions) > 0 || state.Blueprint != nil || len(state.Runs) > 0 {
 		in.Snapshot = brain.Snapshot(state)
+		if in.Summaries, err = s.summaries(ctx, cwd); err != nil {
+			return brain.Input{}, err
+		}
+	}
+	if len(state.Decisions) > 0 {
+		in.Memory = runSections(cwd)
 	}
 	return in, nil
+}
+
+// runSections are the finished runs' sections of the project's
+// memory.md ("## Run …"): in a project that keeps decisions the brain
+// owns the file and runs no longer commit it, so stages read the runs'
+// history in their context block's Memory section. "" when there is none.
+func runSections(cwd string) string {
+	b, err := os.ReadFile(filepath.Join(Project(cwd), filepath.FromSlash(MemoryFile)))
+	if err != nil {
+		return ""
+	}
+	text := string(b)
+	i := strings.Index(text, "\n## Run ")
+	if i < 0 {
+		return ""
+	}
+	// A level lower: they sit under the block's "## Memory".
+	return strings.TrimSpace(strings.ReplaceAll(text[i:], "\n## Run ", "\n### Run "))
 }
 
 // ContextPreview implements project/context/preview: exactly the block a
@@ -207,4 +250,26 @@ func (s *Service) ContextPreview(ctx context.Context, p protocol.ProjectContextP
 	res.Tokens = brain.Tokens(res.Context)
 	res.Budget = in.Budget
 	return res, nil
+}
+
+// ThreadContext is the context block of a plain thread in the project
+// cwd (session.ProjectContexter, under project_context = true): the
+// "thread" role's budget, the thread's summaries first among the
+// project's. A run's task thread gets "" (its stage's instructions
+// already hold the block), and so does a directory that is not a project
+// (no decisions, blueprint or runs) or an error (logged).
+func (s *Service) ThreadContext(ctx context.Context, threadID, cwd string) string {
+	if _, task, err := s.ThreadScope(ctx, threadID); err == nil && task.ID != "" {
+		return ""
+	}
+	in, err := s.input(ctx, "thread", cwd, 0)
+	if err != nil {
+		s.log.Warn("building a thread's context", "thread", threadID, "cwd", cwd, "err", err)
+		return ""
+	}
+	if len(in.Decisions) == 0 && in.Snapshot == "" {
+		return ""
+	}
+	in.ThreadID = threadID
+	return brain.Build(in)
 }

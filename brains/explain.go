@@ -64,20 +64,39 @@ func (s *Service) Explain(ctx context.Context, p protocol.AlignmentExplainParams
 }
 
 // AlignThread is the session's alignment hook (session.Aligner): the
-// verdict of an action of the thread in its project; ok is false when the
-// project has no active decision to judge by, or the thread is unknown.
-func (s *Service) AlignThread(ctx context.Context, threadID string, a protocol.AlignmentAction) (protocol.AlignmentVerdict, bool) {
+// verdict of an action of the thread in its project, and the record it
+// was judged from (a brain.Record, replayed by apserver replay); ok is
+// false when the project has no active decision to judge by, or the
+// thread is unknown.
+func (s *Service) AlignThread(ctx context.Context, threadID string, a protocol.AlignmentAction) (protocol.AlignmentVerdict, json.RawMessage, bool) {
 	cwd, task, err := s.ThreadScope(ctx, threadID)
 	if err != nil {
-		return protocol.AlignmentVerdict{}, false
+		return protocol.AlignmentVerdict{}, nil, false
 	}
 	ds, err := s.Decisions(ctx, cwd)
 	if err != nil || len(brain.Active(ds)) == 0 {
-		return protocol.AlignmentVerdict{}, false
+		return protocol.AlignmentVerdict{}, nil, false
 	}
-	v := s.judge(ctx, cwd, task, a, ds) // the decisions read above, not a second time
+	v, rec := s.judgeRecorded(ctx, cwd, task, a, ds) // the decisions read above, not a second time
 	s.log.Info("alignment verdict", "thread", threadID, "status", v.Status, "pass", v.Pass, "reasons", v.Reasons)
-	return v, true
+	// The thread's receipts hold a set of decisions once: a record whose
+	// set the thread's previous record held names it by its hash only.
+	s.mu.Lock()
+	if s.sentSets[threadID] == rec.DecisionsHash {
+		rec.Decisions = nil
+	} else {
+		if len(s.sentSets) >= maxCachedVerdicts {
+			s.sentSets = map[string]string{}
+		}
+		s.sentSets[threadID] = rec.DecisionsHash
+	}
+	s.mu.Unlock()
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		s.log.Error("bug: an alignment record does not encode", "thread", threadID, "err", err)
+		raw = nil
+	}
+	return v, raw, true
 }
 
 // AlignmentApproved records a human's approval of an action the check

@@ -5,7 +5,11 @@
 // dirty, the context block a stage or thread is given
 // (project/context/preview), and the alignment check of an action — the
 // rules of package brain, then the validator model for what they leave
-// undecided (validated, asked again once, cached per action).
+// undecided (validated, asked again once, cached per action, each verdict
+// returned with the record that replays it). It also records the
+// decisions runs make, writes a run's section of memory.md where it owns
+// the file, and keeps the threads' rolling summaries
+// (project/summary/list).
 //
 // The decisions (transitions, rendering, ranking, rules) are package
 // brain's; this package does the I/O. It imports brain, protocol, store,
@@ -55,8 +59,8 @@ type Options struct {
 	// one.
 	Clock clock.Clock
 	// Budgets are the context block's token budgets by role (planner,
-	// implementer, reviewer, thread); a role without one gets
-	// brain.DefaultBudget.
+	// implementer, reviewer, thread), over the configuration's ([brain]
+	// budgets); a role in neither gets brain.DefaultBudget.
 	Budgets map[string]int
 	// Ask, when set, answers the validator instead of the configured
 	// "validator" role's model (tests of the rules' second pass).
@@ -79,7 +83,10 @@ type Service struct {
 
 	mu     sync.Mutex
 	timers map[string]*time.Timer // pending projections, by project
-	cache  map[string]protocol.AlignmentVerdict
+	cache  map[string]cachedVerdict
+	// sentSets is the hash of the decisions each thread's last alignment
+	// record held (AlignThread).
+	sentSets map[string]string
 }
 
 // New makes a Service. Call Restore at start and Close to stop.
@@ -92,7 +99,7 @@ func New(opts Options) *Service {
 	}
 	opts.Clock = clock.Or(opts.Clock)
 	ctx, stop := context.WithCancel(context.Background())
-	return &Service{opts: opts, log: opts.Logger, ctx: ctx, stop: stop, timers: map[string]*time.Timer{}, cache: map[string]protocol.AlignmentVerdict{}}
+	return &Service{opts: opts, log: opts.Logger, ctx: ctx, stop: stop, timers: map[string]*time.Timer{}, cache: map[string]cachedVerdict{}, sentSets: map[string]string{}}
 }
 
 // Close stops pending projections; the store keeps their projects
@@ -178,6 +185,11 @@ func (s *Service) change(ctx context.Context, st *store.Store, cwd string, cur m
 
 // AddDecision implements project/decision/add.
 func (s *Service) AddDecision(ctx context.Context, p protocol.ProjectDecisionAddParams) (protocol.ProjectDecisionResult, error) {
+	return s.addDecision(ctx, p, "")
+}
+
+// addDecision is AddDecision for a run (runID) or not ("").
+func (s *Service) addDecision(ctx context.Context, p protocol.ProjectDecisionAddParams, runID string) (protocol.ProjectDecisionResult, error) {
 	var res protocol.ProjectDecisionResult
 	if err := p.Validate(); err != nil {
 		return res, err
@@ -189,7 +201,7 @@ func (s *Service) AddDecision(ctx context.Context, p protocol.ProjectDecisionAdd
 	cwd := Project(p.Cwd)
 	s.edit.Lock()
 	defer s.edit.Unlock()
-	d := protocol.ProjectDecision{Cwd: cwd, Title: strings.TrimSpace(p.Title), Text: p.Text, Why: p.Why, Alternatives: p.Alternatives, Source: p.Source, Status: protocol.DecisionActive}
+	d := protocol.ProjectDecision{Cwd: cwd, Title: strings.TrimSpace(p.Title), Text: p.Text, Why: p.Why, Alternatives: p.Alternatives, Source: p.Source, Status: protocol.DecisionActive, RunID: runID}
 	if p.Scope != nil {
 		d.Scope = *p.Scope
 	}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apserver/apserver/brain"
+	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
@@ -169,5 +172,122 @@ func TestTouchAfterARun(t *testing.T) {
 	s.Touch(proj)
 	if fi2, _ := os.Stat(filepath.Join(proj, ".apserver", "snapshot.md")); fi2.ModTime() != old {
 		t.Errorf("an unchanged snapshot.md was rewritten (%v, was %v)", fi2.ModTime(), fi.ModTime())
+	}
+}
+
+// TestBudgetsFromConfig: a role's context budget comes from the
+// configuration's [brain] budgets, the others keep the default, and the
+// block stays within the configured budget.
+func TestBudgetsFromConfig(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := openStore(t, filepath.Join(dir, "a.db"))
+	defer st.Close()
+	cfg := config.Default()
+	cfg.Brain.Budgets = map[string]int{"implementer": 600}
+	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Debounce: -1, Config: cfg})
+	defer s.Close()
+	proj := filepath.Join(dir, "shop")
+	for i := 0; i < 40; i++ {
+		if _, err := s.AddDecision(ctx, protocol.ProjectDecisionAddParams{Cwd: proj, Title: fmt.Sprintf("Decision %d", i), Text: strings.Repeat("a long text ", 20)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for role, want := range map[string]int{"implementer": 600, "reviewer": brain.DefaultBudget} {
+		pv, err := s.ContextPreview(ctx, protocol.ProjectContextPreviewParams{Cwd: proj, Role: role, ThreadID: "thr_1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pv.Budget != want || pv.Tokens > want {
+			t.Errorf("preview for %s: budget %d, tokens %d; want budget %d", role, pv.Budget, pv.Tokens, want)
+		}
+	}
+}
+
+// TestSummariesInTheContext: a thread's saved summary is listed by
+// project/summary/list and cited in the context block of every role; a
+// summary covering all the thread's turns is not due again.
+func TestSummariesInTheContext(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := openStore(t, filepath.Join(dir, "a.db"))
+	defer st.Close()
+	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Debounce: -1, Clock: clock.Func(func() time.Time { return time.UnixMilli(5000) })})
+	defer s.Close()
+	proj := filepath.Join(dir, "shop")
+	if err := st.CreateThread(ctx, store.Thread{ID: "th1", Cwd: proj, CreatedAt: 1, UpdatedAt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, due := s.SummaryDue(ctx, "th1", proj); due {
+		t.Fatal("a summary is due in a directory that is not a project")
+	}
+	if _, err := s.AddDecision(ctx, protocol.ProjectDecisionAddParams{Cwd: proj, Title: "Use PostgreSQL"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.StartTurn(ctx, store.Turn{ThreadID: "th1", ID: "tu1", Status: store.StatusInProgress, StartedAt: 2}); err != nil {
+		t.Fatal(err)
+	}
+	turns, due := s.SummaryDue(ctx, "th1", proj)
+	if !due || turns != 1 {
+		t.Fatalf("SummaryDue = %d, %v; want 1, true", turns, due)
+	}
+	if err := s.SaveSummary(ctx, "th1", proj+"/", "Talked about the orders table.", turns); err != nil {
+		t.Fatal(err)
+	}
+	if _, due := s.SummaryDue(ctx, "th1", proj); due {
+		t.Error("a summary covering every turn is due again")
+	}
+	l, err := s.ListSummaries(ctx, protocol.ProjectSummaryListParams{Cwd: proj})
+	if err != nil || len(l.Summaries) != 1 || l.Summaries[0].ThreadID != "th1" || l.Summaries[0].Turns != 1 || l.Summaries[0].UpdatedAtMs != 5000 {
+		t.Fatalf("ListSummaries = %+v, %v", l, err)
+	}
+	if _, err := s.ListSummaries(ctx, protocol.ProjectSummaryListParams{}); !errors.Is(err, protocol.ErrInvalidParams) {
+		t.Errorf("ListSummaries without cwd: %v", err)
+	}
+	// A run's section of memory.md (the brain owns the file here).
+	s.RunMemory(proj, "run-7", "\n## Run run-7 (completed): orders\n\n- plan v1 approved by the user\n")
+	for _, role := range []string{"implementer", "thread"} {
+		pv, err := s.ContextPreview(ctx, protocol.ProjectContextPreviewParams{Cwd: proj, Role: role, ThreadID: "th2"})
+		if err != nil || !strings.Contains(pv.Context, "## Conversation summaries\n\n- th1: Talked about the orders table.") ||
+			!strings.Contains(pv.Context, "## Memory\n\n### Run run-7 (completed): orders") {
+			t.Errorf("the %s's context lacks the summary or the run's memory (%v):\n%s", role, err, pv.Context)
+		}
+	}
+}
+
+// TestAlignThreadHoldsDecisionsOnce: a thread's alignment records hold
+// the project's decisions once; the next record with the same decisions
+// names them by hash, and a changed set is held again.
+func TestAlignThreadHoldsDecisionsOnce(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st := openStore(t, filepath.Join(dir, "a.db"))
+	defer st.Close()
+	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Debounce: -1})
+	defer s.Close()
+	proj := filepath.Join(dir, "shop")
+	if err := st.CreateThread(ctx, store.Thread{ID: "th1", Cwd: proj, CreatedAt: 1, UpdatedAt: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddDecision(ctx, protocol.ProjectDecisionAddParams{Cwd: proj, Title: "Use PostgreSQL", Alternatives: []string{"MySQL"}}); err != nil {
+		t.Fatal(err)
+	}
+	held := func(cmd string) bool {
+		t.Helper()
+		_, raw, ok := s.AlignThread(ctx, "th1", protocol.AlignmentAction{Kind: protocol.ActionCommand, Command: cmd})
+		var rec brain.Record
+		if !ok || json.Unmarshal(raw, &rec) != nil || rec.DecisionsHash == "" {
+			t.Fatalf("AlignThread(%q) = %s, %v", cmd, raw, ok)
+		}
+		return rec.Decisions != nil
+	}
+	if !held("pip install PyMySQL") || held("pip install asyncpg") {
+		t.Error("the second record of the same decisions holds them again, or the first does not")
+	}
+	if _, err := s.AddDecision(ctx, protocol.ProjectDecisionAddParams{Cwd: proj, Title: "Logs in JSON"}); err != nil {
+		t.Fatal(err)
+	}
+	if !held("pip install asyncpg") {
+		t.Error("a changed set of decisions is not held")
 	}
 }

@@ -5,7 +5,9 @@
 // (River's InsertManyTx on the same pgx transaction), and each append is
 // announced with NOTIFY on channel apserver_run_events. It also owns the
 // schema (Migrate: apserver's tables and River's) and the operator's view
-// (Status).
+// (Status). Workers (Worker) claim the jobs and drive runs; editor sides
+// that drive their runs themselves hold a lease on each (Lease) and take
+// up the runs of a process that died (KeepDriving).
 //
 // cluster sits beside server: it may import runner, runs, store and
 // protocol, never server, session or cmd.

@@ -40,6 +40,9 @@ var migrations = []string{
 		started_at timestamptz NOT NULL DEFAULT now(),
 		heartbeat_at timestamptz NOT NULL DEFAULT now()
 	);`,
+	// 2: who carries out a run's work: "here" (the process that appends
+	// its events, cluster/lease.go) or "workers" ('' before 2).
+	`ALTER TABLE apserver_runs ADD COLUMN execute text NOT NULL DEFAULT '';`,
 }
 
 // migrateLock is the advisory lock that serializes migrations: workers

@@ -54,6 +54,14 @@ type Store struct {
 	// cwd, recorded with a run's first event: where workers fetch the
 	// project from and push its branches to. Set before use.
 	RemoteOf func(cwd string) string
+	// Execute is recorded with a run's first event: ExecuteHere when the
+	// process that starts it does its work, "workers" when workers do.
+	// Set before use.
+	Execute string
+	// Lease, if set, is taken before each append that leaves the run
+	// working (cluster/lease.go): the process then drives it. Set before
+	// use.
+	Lease *Lease
 }
 
 // NewStore makes the store over a pool of a migrated database (Migrate).
@@ -98,13 +106,20 @@ func (s *Store) append(ctx context.Context, after int64, row store.RunRow, typ s
 	if row.CreatedAt == 0 {
 		row.CreatedAt = at
 	}
+	if s.Lease != nil && active(row.Status) {
+		// Before the append: no instant where the run works in the log
+		// and no one holds its lease.
+		if err := s.Lease.Hold(ctx, row.ID); err != nil {
+			return 0, fmt.Errorf("cluster: append event %s of run %q: %w", typ, row.ID, err)
+		}
+	}
 	var seq int64
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// The upsert locks the run's row until the commit: appends to one
 		// run are serialized, so seq is the next one.
-		if _, err := tx.Exec(ctx, `INSERT INTO apserver_runs (id, cwd, status, run, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+		if _, err := tx.Exec(ctx, `INSERT INTO apserver_runs (id, cwd, status, run, created_at, updated_at, execute) VALUES ($1, $2, $3, $4, $5, $6, $7)
 			ON CONFLICT (id) DO UPDATE SET status = excluded.status, run = excluded.run, updated_at = excluded.updated_at`,
-			row.ID, row.Cwd, row.Status, string(row.Run), row.CreatedAt, at); err != nil {
+			row.ID, row.Cwd, row.Status, string(row.Run), row.CreatedAt, at, s.Execute); err != nil {
 			return err
 		}
 		if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM apserver_run_events WHERE run_id = $1`, row.ID).Scan(&seq); err != nil {

@@ -20,15 +20,15 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/runner"
 	"github.com/apserver/apserver/runs"
-	"github.com/apserver/apserver/session/port"
 )
 
 // Driver is what a worker drives runs with (runner.Runner): take a run up
 // from its log, see whether it has steps in flight, and drop it when the
 // job ends.
 type Driver interface {
-	TakeUp(ctx context.Context, id string, reply port.Reply)
+	TakeUp(id string) runner.Call[protocol.Run]
 	Busy(ctx context.Context, id string) (busy bool, status string, ok bool)
 	Forget(id string)
 }
@@ -67,9 +67,11 @@ type Worker struct {
 	repoMu sync.Mutex
 	repos  map[string]*sync.Mutex
 
-	// mu guards remotes: each run's remote, known once a job of it ran here.
+	// mu guards remotes: each run's remote, known once a job of it ran
+	// here; and working: the jobs this worker is working on.
 	mu      sync.Mutex
 	remotes map[string]string
+	working map[int64]bool
 }
 
 // NewWorker makes a worker over the store; drv is set with SetDriver
@@ -90,7 +92,7 @@ func NewWorker(s *Store, opts WorkerOptions) *Worker {
 	if opts.Heartbeat <= 0 {
 		opts.Heartbeat = HeartbeatEvery
 	}
-	return &Worker{store: s, opts: opts, log: opts.Logger, repos: map[string]*sync.Mutex{}, remotes: map[string]string{}}
+	return &Worker{store: s, opts: opts, log: opts.Logger, repos: map[string]*sync.Mutex{}, remotes: map[string]string{}, working: map[int64]bool{}}
 }
 
 // SetDriver sets the runs' driver.
@@ -204,6 +206,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	t := time.NewTicker(w.opts.Heartbeat)
 	defer t.Stop()
+	// beatingSince is when this worker's heartbeats last started to go
+	// through: after an outage of the database every worker's last beat
+	// is old, and none is dead until it had time to beat again.
+	beatingSince := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -213,9 +219,23 @@ func (w *Worker) Run(ctx context.Context) error {
 			_, _ = w.store.pool.Exec(stop, `DELETE FROM apserver_workers WHERE id = $1`, w.opts.ID)
 			return nil
 		case <-t.C:
-			if err := Heartbeat(ctx, w.store.pool, w.opts.ID, w.opts.Concurrency); err != nil && ctx.Err() == nil {
-				w.log.Warn("worker heartbeat", "err", err)
+			if err := Heartbeat(ctx, w.store.pool, w.opts.ID, w.opts.Concurrency); err != nil {
+				if ctx.Err() == nil {
+					w.log.Warn("worker heartbeat", "err", err)
+				}
+				beatingSince = time.Time{}
 				continue
+			}
+			if beatingSince.IsZero() {
+				beatingSince = time.Now()
+			}
+			if time.Since(beatingSince) < 3*w.opts.Heartbeat {
+				continue
+			}
+			if n, err := RescueLost(ctx, w.store.pool, w.opts.ID, w.jobs(), 3*w.opts.Heartbeat); err != nil && ctx.Err() == nil {
+				w.log.Warn("making this worker's lost jobs available", "err", err)
+			} else if n > 0 {
+				w.log.Info("made jobs available whose end this worker could not record", "jobs", n)
 			}
 			if n, err := RescueDead(ctx, w.store.pool, 3*w.opts.Heartbeat); err != nil && ctx.Err() == nil {
 				w.log.Warn("rescuing the jobs of dead workers", "err", err)
@@ -244,6 +264,34 @@ func RescueDead(ctx context.Context, pool *pgxpool.Pool, deadAfter time.Duration
 	return tag.RowsAffected(), nil
 }
 
+// jobs are the ids of the jobs this worker is working on.
+func (w *Worker) jobs() []int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]int64, 0, len(w.working))
+	for id := range w.working {
+		out = append(out, id)
+	}
+	return out
+}
+
+// RescueLost makes available again the jobs that River has as running
+// on worker id but that it is not working on (working): their end could
+// not be recorded (the database was down when the job returned, and
+// River's completer gave up), so no one would ever run them again. A job
+// claimed less than minAge ago may still be on its way to the worker's
+// Work, and is left alone.
+func RescueLost(ctx context.Context, pool *pgxpool.Pool, id string, working []int64, minAge time.Duration) (int64, error) {
+	tag, err := pool.Exec(ctx, `UPDATE river_job SET state = 'available', scheduled_at = now()
+		WHERE queue = $1 AND state = 'running' AND attempted_by[array_length(attempted_by, 1)] = $2
+		AND NOT (id = ANY($3)) AND attempted_at < now() - make_interval(secs => $4)`,
+		QueueName, id, working, minAge.Seconds())
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
 type jobWorker struct {
 	river.WorkerDefaults[WorkArgs]
 	w *Worker
@@ -256,19 +304,23 @@ type jobWorker struct {
 func (j *jobWorker) Work(ctx context.Context, job *river.Job[WorkArgs]) error {
 	w := j.w
 	id := job.Args.Work.RunID
-	conn, err := w.store.pool.Acquire(ctx)
+	w.mu.Lock()
+	w.working[job.ID] = true
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.working, job.ID)
+		w.mu.Unlock()
+	}()
+	lock := &runLock{pool: w.store.pool, key: "apserver-run:" + id}
+	locked, err := lock.try(ctx)
 	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	var locked bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext($1))`, "apserver-run:"+id).Scan(&locked); err != nil {
 		return err
 	}
 	if !locked {
 		return river.JobSnooze(time.Second)
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext($1))`, "apserver-run:"+id)
+	defer lock.release()
 	cfg, ready, err := w.runConfig(ctx, id)
 	if err != nil {
 		return err
@@ -288,7 +340,7 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[WorkArgs]) error {
 	}
 	defer w.drv.Forget(id)
 	ch := make(chan error, 1)
-	w.drv.TakeUp(ctx, id, func(_ any, err error) { ch <- err })
+	w.drv.TakeUp(id).Then(ctx, func(_ protocol.Run, err error) { ch <- err })
 	select {
 	case err := <-ch:
 		if err != nil {
@@ -300,11 +352,22 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[WorkArgs]) error {
 	w.log.Info("worker: driving run", "run", id, "job", job.ID)
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
-	for {
+	for tick := 1; ; tick++ {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
+		}
+		if tick%5 == 0 {
+			held, err := lock.check(ctx)
+			if err != nil && ctx.Err() == nil {
+				w.log.Warn("worker: the run's lock", "run", id, "err", err)
+			}
+			if !held {
+				// Another worker drives the run now (this one's lock
+				// went with its connection): stop here at once.
+				return fmt.Errorf("run %s: its lock was lost and is held elsewhere; this worker stops driving it", id)
+			}
 		}
 		busy, _, ok := w.drv.Busy(ctx, id)
 		if !ok {
@@ -317,7 +380,15 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[WorkArgs]) error {
 		if !busy {
 			// Nothing in flight here: the run waits on a human, or what
 			// comes next was enqueued by whoever answered it (a job of
-			// its own, which this one's lock must not hold up).
+			// its own, which this one's lock must not hold up). Or a
+			// step's result could not be recorded (the database was
+			// down): the log says the run works while nothing does. The
+			// job then comes back in a second, and takes the run up
+			// from its log unless another job drives it.
+			if err := w.settled(ctx, id); err != nil {
+				w.log.Info("worker: the run works with nothing in flight here; looking again soon", "run", id, "why", err)
+				return river.JobSnooze(time.Second)
+			}
 			return nil
 		}
 	}
@@ -410,4 +481,64 @@ func (w *Worker) settled(ctx context.Context, id string) error {
 	default:
 		return fmt.Errorf("run %s stopped being driven while %s; taking it up again", id, st)
 	}
+}
+
+// runLock is the advisory lock that makes one worker drive a run at a
+// time, held on a connection of the job's own. When that connection dies
+// (the database restarted) the lock goes with it: check takes it again,
+// or reports it lost when another worker got it first.
+type runLock struct {
+	pool *pgxpool.Pool
+	key  string
+	conn *pgxpool.Conn // nil while the lock is not held
+}
+
+// try takes the lock if it is free.
+func (l *runLock) try(ctx context.Context) (bool, error) {
+	conn, err := l.pool.Acquire(ctx)
+	if err != nil {
+		return false, err
+	}
+	var got bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext($1))`, l.key).Scan(&got); err != nil {
+		conn.Conn().Close(context.Background()) // broken: not back to the pool
+		conn.Release()
+		return false, err
+	}
+	if !got {
+		conn.Release()
+		return false, nil
+	}
+	l.conn = conn
+	return true, nil
+}
+
+// check reports whether the lock is still this job's: its connection
+// answers, or the lock could be taken again on another. While the
+// database cannot be reached it is held (no one else can take it) and
+// the error says why.
+func (l *runLock) check(ctx context.Context) (bool, error) {
+	if l.conn != nil {
+		if _, err := l.conn.Exec(ctx, `SELECT 1`); err == nil {
+			return true, nil
+		}
+		l.conn.Conn().Close(context.Background())
+		l.conn.Release()
+		l.conn = nil
+	}
+	got, err := l.try(ctx)
+	if err != nil {
+		return true, fmt.Errorf("taking the lock %s again: %w", l.key, err)
+	}
+	return got, nil
+}
+
+// release lets go of the lock.
+func (l *runLock) release() {
+	if l.conn == nil {
+		return
+	}
+	_, _ = l.conn.Exec(context.Background(), `SELECT pg_advisory_unlock(hashtext($1))`, l.key)
+	l.conn.Release()
+	l.conn = nil
 }

@@ -1,5 +1,7 @@
 package config
 
+import "github.com/apserver/apserver/compaction"
+
 // fileCompaction are the context-compaction keys of a config file (named
 // as Codex names them).
 type fileCompaction struct {
@@ -50,13 +52,9 @@ func (c Config) AutoCompactLimit(model string) int64 {
 }
 
 // CompactTrigger is AutoCompactLimit for a context window of window tokens
-// (0 unknown), wherever the window came from.
+// (0 unknown), wherever the window came from (compaction.Trigger).
 func (c Config) CompactTrigger(window int64) int64 {
-	limit := window * 9 / 10
-	if l := c.ModelAutoCompactTokenLimit; l > 0 && (limit == 0 || l < limit) {
-		limit = l
-	}
-	return limit
+	return compaction.Trigger(window, c.ModelAutoCompactTokenLimit)
 }
 
 // HasRole reports whether a [roles.NAME] table configures role.

@@ -87,8 +87,12 @@ type Config struct {
 	Runs RunsConfig
 	// Cluster keeps runs in PostgreSQL (cluster.go).
 	Cluster ClusterConfig
+	// Manager is the manager's heartbeat (manager.go).
+	Manager ManagerConfig
 	// GitHub is how runs end on GitHub (github.go).
 	GitHub GitHubConfig
+	// Brain is the project brain's: project_context and [brain] (brain.go).
+	Brain BrainConfig
 
 	// Projects maps a project directory (cleaned, symbolic links resolved)
 	// to its trust_level, from the user file's [projects."PATH"] tables;
@@ -190,6 +194,7 @@ func defaults(getenv func(string) string) Config {
 		FullAuto:                defaultFullAuto(),
 		Runs:                    defaultRuns(),
 		Cluster:                 ClusterConfig{DatabaseURL: getenv(EnvDatabaseURL), Execute: "here"},
+		Manager:                 defaultManager(),
 		GitHub:                  defaultGitHub(),
 		RulesFile:               userRulesFile(getenv),
 		ApplyPatchTool:          "freeform",

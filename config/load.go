@@ -166,6 +166,8 @@ type fileConfig struct {
 	Runs            *fileRuns `toml:"runs"`
 	// Cluster (cluster.go).
 	Cluster *fileCluster `toml:"cluster"`
+	// The manager's heartbeat (manager.go).
+	Manager *fileManager `toml:"manager"`
 	// GitHub (github.go).
 	GitHub *fileGitHub `toml:"github"`
 	// Trust (trust.go); user file only.
@@ -174,6 +176,7 @@ type fileConfig struct {
 	fileCaps       // caps.go
 	fileCompaction // compaction.go
 	fileMCP        // mcp.go
+	fileBrain      // brain.go
 }
 
 type fileProvider struct {
@@ -347,10 +350,16 @@ func (c *Config) mergeFile(path string, ws *workspaceLayer) error {
 	if err := c.mergeCluster(f.Cluster, bad, may); err != nil {
 		return err
 	}
+	if err := c.mergeManager(f.Manager, bad); err != nil {
+		return err
+	}
 	if err := c.mergeGitHub(f.GitHub, bad, may); err != nil {
 		return err
 	}
 	if err := c.mergeMCP(f.fileMCP, path, ws, bad); err != nil {
+		return err
+	}
+	if err := c.mergeBrain(f.fileBrain, bad); err != nil {
 		return err
 	}
 

@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/apserver/apserver/model/scripted"
 )
 
 // TestBrainOverTheWire (docs/brain.md): decisions recorded, superseded and
@@ -60,5 +63,94 @@ func TestBrainOverTheWire(t *testing.T) {
 			t.Fatalf("after the restart, memory.md:\n%s\nsnapshot.md:\n%s", mem, snap)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestBrainProjectContextInPlainThread (docs/brain.md): with
+// project_context = true in the user's config file, a plain thread whose
+// workspace keeps a decision sends the model the project's context block
+// (the decision in it) in its instructions; without the key it does not.
+func TestBrainProjectContextInPlainThread(t *testing.T) {
+	t.Parallel()
+	for _, on := range []bool{true, false} {
+		model := startModel(t, scripted.Rule{Match: "Compaction request", Steps: []scripted.Step{{Text: "PCTX-SUMMARY: asked which database."}}},
+			scripted.Rule{Match: "S-pctx", Steps: []scripted.Step{{Text: "Noted."}}})
+		dir := t.TempDir()
+		var args []string
+		if on {
+			args = capConfig(t, "project_context = true", "[brain]", "budgets = { thread = 3000 }")
+		}
+		c := newClient(t, model, options{dir: dir, args: args})
+		c.call("project/decision/add", map[string]any{"cwd": dir, "title": "Use PostgreSQL", "text": "All data in PostgreSQL.", "alternatives": []string{"MySQL"}})
+		th := c.call("thread/start", map[string]any{"cwd": dir})
+		c.runTurn(th.str("thread.id"), "S-pctx: what database do we use?")
+		var body string
+		for _, r := range modelRequests(model) {
+			if b := string(r.Body); strings.Contains(b, "S-pctx") && !strings.Contains(b, "Compaction request") {
+				body = b
+			}
+		}
+		got := strings.Contains(body, "# Project context for the thread") && strings.Contains(body, "Use PostgreSQL") && strings.Contains(body, "Rejected: MySQL")
+		if got != on {
+			t.Errorf("project_context %v: the block in the model's request is %v; request:\n%s", on, got, body)
+		}
+		// The thread's rolling summary, once it went idle (under the key).
+		c.callErr("project/summary/list", map[string]any{}, -32602, "cwd")
+		deadline := time.Now().Add(waitTimeout)
+		for on {
+			l := c.call("project/summary/list", map[string]any{"cwd": dir})
+			if strings.Contains(l.str("summaries.0.summary"), "PCTX-SUMMARY") && l.str("summaries.0.threadId") == th.str("thread.id") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("project/summary/list = %s", l.Raw)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !on {
+			if l := c.call("project/summary/list", map[string]any{"cwd": dir}); l.str("summaries.0.threadId") != "" {
+				t.Errorf("without project_context, project/summary/list = %s", l.Raw)
+			}
+		}
+		c.close()
+	}
+}
+
+// TestBrainAlignmentReplay (docs/brain.md): under full auto, a command
+// installing a dependency that contradicts a recorded decision waits for
+// a human; the approval request and the command's item carry the
+// verdict; apserver replay judges the thread's alignment receipt again
+// and agrees.
+func TestBrainAlignmentReplay(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, scripted.Rule{Match: "S-align", Steps: []scripted.Step{
+		{Text: "Installing the driver.", ToolCalls: []scripted.ToolCall{{Command: "bin/pip install mysql-connector-python"}}},
+		{Text: "The task is complete."},
+	}})
+	dataDir := t.TempDir()
+	c := newFAClient(t, model, faOptions{dataDir: dataDir})
+	threadID, cwd := c.startThread("never")
+	os.MkdirAll(filepath.Join(cwd, "bin"), 0o755)
+	os.WriteFile(filepath.Join(cwd, "bin", "pip"), []byte("#!/bin/sh\necho \"$@\" > installed.txt\n"), 0o755)
+	pg := c.call("project/decision/add", map[string]any{"cwd": cwd, "title": "Use PostgreSQL", "text": "All data in PostgreSQL.", "alternatives": []string{"MySQL"}})
+	c.startFullAuto(threadID, map[string]any{"objective": "S-align: install the database driver"})
+	req := c.waitFor("item/commandExecution/requestApproval", nil)
+	if req.str("alignment.status") != "conflicting" || req.str("alignment.decisions.0.id") != pg.str("decision.id") {
+		t.Fatalf("the approval request = %s, want the verdict against %s", req.Raw, pg.str("decision.id"))
+	}
+	c.answer(req, map[string]any{"decision": "decline"})
+	c.runEnded(threadID)
+	item := c.waitFor("item/completed", func(m *message) bool { return m.str("item.type") == "commandExecution" })
+	if item.str("item.alignment.status") != "conflicting" {
+		t.Errorf("the command's item = %s, want its verdict", item.Raw)
+	}
+	if _, err := os.Stat(filepath.Join(cwd, "installed.txt")); err == nil {
+		t.Error("the declined command ran")
+	}
+	c.close()
+	out, err := exec.Command(binPath, "replay", "--data-dir", dataDir, threadID).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "alignment") || !strings.Contains(string(out), "conflicting (rules, "+pg.str("decision.id")+")") ||
+		!strings.Contains(string(out), ", 0 differ") {
+		t.Errorf("apserver replay: %v\n%s", err, out)
 	}
 }

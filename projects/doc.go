@@ -6,7 +6,13 @@
 // run's plan, mark the phase done) and stores the tick's input and
 // decision as a receipt. One lock per workspace makes ticks idempotent:
 // two ticks at once start one run. A heartbeat ticks each project whose
-// mode is not off.
+// mode is not off. Intent from chat (intent.go) routes the user messages
+// of a project's threads: the classifier asked (retried once), the
+// routing applied (set the phase and tick, resume, pause, re-ingest the
+// blueprint once confirmed), each routing a receipt among the ticks. What
+// of a project waits on a human goes to the attention summary
+// (attention.go). It does not import session: cmd/apserver adapts its
+// intent types to session.IntentRouter.
 //
 // It sits beside runner and blueprints and imports neither: both are
 // reached through the small interfaces Runs and Blueprints (wired in

@@ -69,7 +69,11 @@ func (s *Service) beat(ctx context.Context) (moved, any bool) {
 	sort.Strings(cwds)
 	for _, cwd := range cwds {
 		var st manager.Settings
-		if json.Unmarshal(all[cwd], &st) != nil || st.Mode == manager.ModeOff || st.Mode == "" || st.Paused {
+		if json.Unmarshal(all[cwd], &st) != nil || st.Mode == manager.ModeOff || st.Mode == "" {
+			continue
+		}
+		if st.Paused {
+			s.attend(cwd, st, nil, s.opts.Clock.Now()) // a pause waits on a human (after a restart too)
 			continue
 		}
 		any = true

@@ -67,3 +67,43 @@ func TestHeartbeat(t *testing.T) {
 		}
 	})
 }
+
+// TestHeartbeatSkipsAPausedProject: on a fake clock, a paused project is
+// never ticked; resumed, it is ticked at the configured interval again.
+func TestHeartbeatSkipsAPausedProject(t *testing.T) {
+	f := newFake(nil, []string{"a", "b"})
+	s0, db := newService(t, f, time.Now)
+	ws := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Options{Store: s0.opts.Store, Runs: f, Blueprints: f})
+		ctx, cancel := context.WithCancel(context.Background())
+		if _, err := s.UpdateSettings(ctx, ws, func(st *manager.Settings) { fullAuto(1)(st); st.Paused = true }); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { s.Heartbeat(ctx, 2*time.Second, 4*time.Second); close(done) }()
+		time.Sleep(20 * time.Second)
+		synctest.Wait()
+		if got := tickTimes(t, db, ws, time.Now()); len(got) != 0 {
+			t.Errorf("paused: %d ticks, want none", len(got))
+		}
+		if _, err := s.UpdateSettings(ctx, ws, func(st *manager.Settings) { st.Paused = false }); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		cancel()
+		<-done
+		// While paused it looked at 2, 6, 10, 14, 18 s (then every 4 s, the
+		// cap) and ticked nothing; resumed at 20 s, its next look (22 s)
+		// starts a; at 24 s nothing moves (max_parallel_runs 1), 4 s later
+		// again.
+		if got := tickTimes(t, db, ws, start); !slices.Equal(got, []int64{2, 4, 8}) {
+			t.Errorf("ticks at %v s after the resume, want [2 4 8]", got)
+		}
+		if f.starts != 1 {
+			t.Errorf("%d runs started, want 1", f.starts)
+		}
+	})
+}

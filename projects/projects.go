@@ -44,6 +44,13 @@ type Options struct {
 	// Notify sends a notification to the clients (project/updated).
 	Notify func(method string, params any)
 	Log    *slog.Logger
+	// Intent configures intent from chat (intent.go).
+	Intent IntentOptions
+	// Attention, when set, puts (it != nil) or takes out what the
+	// manager of a project waits on a human for in the attention summary
+	// (a suggestion to approve, a budget spent, a pause); runs' own waits
+	// are the runner's.
+	Attention func(cwd string, it *protocol.AttentionItem)
 }
 
 // Service is the manager's driver. Its methods may be called from any
@@ -56,6 +63,8 @@ type Service struct {
 	// onWait, when set (tests), is called when a tick is about to wait
 	// for the workspace's lock.
 	onWait func()
+	// lastDecision is each workspace's last tick's decision (attention.go).
+	lastDecision map[string]manager.Decision
 }
 
 // New returns a Service.
@@ -161,6 +170,7 @@ func (s *Service) UpdateSettings(ctx context.Context, cwd string, update func(*m
 	if err := s.save(ctx, ws, st); err != nil {
 		return old, err
 	}
+	s.attend(ws, st, nil, s.opts.Clock.Now())
 	s.notify(ws)
 	return st, nil
 }
@@ -270,6 +280,7 @@ func (s *Service) Tick(ctx context.Context, cwd string) (manager.Decision, error
 	if rerr := s.record(ctx, ws, in, core, d, err); rerr != nil && err == nil {
 		err = rerr
 	}
+	s.attend(ws, st, &d, s.opts.Clock.Now())
 	s.notify(ws)
 	return d, err
 }
@@ -370,6 +381,16 @@ func (s *Service) Replay(ctx context.Context, cwd string) (ticks int, diffs []st
 		return 0, nil, err
 	}
 	for _, t := range all {
+		if t.Result == ResultIntent {
+			d, err := replayIntent(t)
+			if err != nil {
+				return 0, nil, fmt.Errorf("intent %d: %w", t.Seq, err)
+			}
+			if d != "" {
+				diffs = append(diffs, d)
+			}
+			continue
+		}
 		var in manager.State
 		var r tickReceipt
 		if err := json.Unmarshal(t.Input, &in); err != nil {

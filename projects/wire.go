@@ -8,6 +8,7 @@ import (
 
 	"github.com/apserver/apserver/manager"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/store"
 )
 
 // The wire side of the manager (docs/manager.md): project/settings/*,
@@ -92,17 +93,28 @@ func (s *Service) Status(ctx context.Context, p protocol.ProjectCwdParams) (prot
 	if err != nil {
 		return out, err
 	}
-	ticks, err := db.ManagerTicks(ctx, ws, 1)
+	ticks, err := db.ManagerTicks(ctx, ws, recentRows)
 	if err != nil {
 		return out, err
 	}
-	if len(ticks) == 1 {
+	var last *manager.Decision
+	for i := len(ticks) - 1; i >= 0; i-- {
+		if ticks[i].Result == ResultIntent {
+			continue
+		}
 		var r tickReceipt
-		if err := json.Unmarshal(ticks[0].Decision, &r); err == nil {
+		if err := json.Unmarshal(ticks[i].Decision, &r); err == nil {
 			w := wireDecision(r.Decision)
 			w.Error = r.Error
-			out.LastTick, out.LastTickMs = &w, ticks[0].At
+			out.LastTick, out.LastTickMs = &w, ticks[i].At
+			last = &r.Decision
 		}
+		break
+	}
+	out.Recent = records(ticks, "", maxRecent)
+	lastAt := out.LastTickMs
+	if w := managerWait(ws, st, last, lastAt); w != nil {
+		out.Attention = append(out.Attention, *w)
 	}
 	if st.BlueprintID != "" {
 		in, err := s.state(ctx, ws, manager.Settings{Mode: manager.ModeSuggest, BlueprintID: st.BlueprintID, Phase: st.Phase})
@@ -124,6 +136,7 @@ func (s *Service) Status(ctx context.Context, p protocol.ProjectCwdParams) (prot
 			}
 		}
 		out.Spend.Runs, out.Spend.Tokens, out.Spend.Cost = in.Spend.Runs, in.Spend.Tokens, in.Spend.Cost
+		out.Attention = append(runWaits(in.Runs), out.Attention...)
 	}
 	return out, nil
 }
@@ -180,6 +193,15 @@ func (s *Service) Explain(ctx context.Context, p protocol.ProjectCwdParams) (pro
 			out.Next = append(out.Next, id)
 		}
 	}
+	db, err := s.opts.Store()
+	if err != nil {
+		return out, err
+	}
+	rows, err := db.ManagerTicks(ctx, ws, recentRows)
+	if err != nil {
+		return out, err
+	}
+	out.Intents = records(rows, ResultIntent, maxRecent)
 	d := manager.Tick(in)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Mode %s, phase %s: %d tasks not done, %d ready (in the order blueprint/next gives: in-progress nodes, longest chain, priority, estimate), %d runs in progress, %d waiting for a human. ",
@@ -187,4 +209,44 @@ func (s *Service) Explain(ctx context.Context, p protocol.ProjectCwdParams) (pro
 	fmt.Fprintf(&b, "A tick now would answer %s: %s.", d.Result, d.Reason)
 	out.Summary = b.String()
 	return out, nil
+}
+
+// recentRows is how many stored rows status and explain read back;
+// maxRecent how many records they report.
+const (
+	recentRows = 100
+	maxRecent  = 10
+)
+
+// records are the newest rows (ticks and intent routings; only those of
+// result only when it is set) as the wire reports them, newest first.
+func records(rows []store.ManagerTick, only string, max int) []protocol.ManagerRecord {
+	var out []protocol.ManagerRecord
+	for i := len(rows) - 1; i >= 0 && len(out) < max; i-- {
+		t := rows[i]
+		if only != "" && t.Result != only {
+			continue
+		}
+		rec := protocol.ManagerRecord{Kind: "tick", Seq: t.Seq, AtMs: t.At}
+		if t.Result == ResultIntent {
+			var in intentInput
+			var r intentReceipt
+			if json.Unmarshal(t.Input, &in) != nil || json.Unmarshal(t.Decision, &r) != nil {
+				continue
+			}
+			rec.Kind, rec.ThreadID, rec.Message, rec.Error = "intent", in.ThreadID, r.Message, r.Error
+			rec.Intent, rec.Reason, rec.Result = string(r.Routing.Intent), r.Routing.Reason, r.Routing.Action
+			if c := r.Classification; c != nil {
+				rec.Confidence, rec.Target = c.Confidence, c.Target
+			}
+		} else {
+			var r tickReceipt
+			if json.Unmarshal(t.Decision, &r) != nil {
+				continue
+			}
+			rec.Result, rec.Reason, rec.Error = string(r.Decision.Result), r.Decision.Reason, r.Error
+		}
+		out = append(out, rec)
+	}
+	return out
 }

@@ -20,6 +20,9 @@ type CommandApprovalParams struct {
 	// AvailableDecisions are the answers the client may offer, in order
 	// (Codex's clients show exactly these).
 	AvailableDecisions []Decision `json:"availableDecisions,omitempty"`
+	// Alignment is apserver's extension: the project brain's verdict when
+	// it stopped the command (docs/brain.md).
+	Alignment *AlignmentVerdict `json:"alignment,omitempty"`
 }
 
 // FileChangeApprovalParams: item/fileChange/requestApproval.
@@ -30,6 +33,9 @@ type FileChangeApprovalParams struct {
 	StartedAtMs int64   `json:"startedAtMs"`
 	Reason      *string `json:"reason"`
 	GrantRoot   *string `json:"grantRoot"`
+	// Alignment is apserver's extension: the project brain's verdict when
+	// it stopped the change (docs/brain.md).
+	Alignment *AlignmentVerdict `json:"alignment,omitempty"`
 }
 
 // Decision is the kind of a client's approval answer: a string decision,

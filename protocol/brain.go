@@ -43,8 +43,11 @@ type ProjectDecision struct {
 	Source       string         `json:"source"`
 	Status       DecisionStatus `json:"status"`
 	SupersededBy string         `json:"supersededBy,omitempty"`
-	CreatedAtMs  int64          `json:"createdAtMs"`
-	UpdatedAtMs  int64          `json:"updatedAtMs"`
+	// RunID is the run that recorded it (sources planner, clarification,
+	// repair).
+	RunID       string `json:"runId,omitempty"`
+	CreatedAtMs int64  `json:"createdAtMs"`
+	UpdatedAtMs int64  `json:"updatedAtMs"`
 }
 
 // ProjectDecisionAddParams records a decision. Status may be "active"

@@ -17,8 +17,10 @@
 //
 // Long strings (largejson.go): MarshalLarge encodes a value keeping its
 // strings of LargeMin bytes or more by reference, escaped only when the
-// encoding is written; items' MarshalJSON allocates its result once that
-// way. The output is encoding/json's, byte for byte.
+// encoding is written; items' MarshalJSON and Marshal allocate their
+// result once that way, after the heap gives its garbage back when the
+// result is HugeEncoding or more. The output is encoding/json's, byte for
+// byte.
 //
 // protocol imports only the standard library. Everything else may import it.
 package protocol

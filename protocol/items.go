@@ -64,6 +64,9 @@ type CommandExecutionItem struct {
 	AggregatedOutput *string         `json:"aggregatedOutput"`
 	ExitCode         *int            `json:"exitCode"`
 	DurationMs       *int64          `json:"durationMs"`
+	// Alignment is apserver's extension: the project brain's verdict on
+	// the command, when it judged it (docs/brain.md).
+	Alignment *AlignmentVerdict `json:"alignment,omitempty"`
 }
 
 // CommandAction is a best-effort reading of what a command does.
@@ -80,6 +83,10 @@ type FileChangeItem struct {
 	ID      string             `json:"id"`
 	Changes []FileUpdateChange `json:"changes"`
 	Status  ItemStatus         `json:"status"`
+	// Alignment is apserver's extension: the project brain's verdict on
+	// the changes (the worst of the files'), when it judged them
+	// (docs/brain.md).
+	Alignment *AlignmentVerdict `json:"alignment,omitempty"`
 }
 
 // FileUpdateChange is one file's change with its unified diff.
@@ -167,7 +174,7 @@ func tagged(typ string, v any) ([]byte, error) {
 	if l, ok, err := MarshalLarge(v, true); err != nil {
 		return nil, err
 	} else if ok {
-		out := make([]byte, 0, l.Len()+len(typ)+12)
+		out := makeLarge(l.Len() + len(typ) + 12) // largejson.go
 		out = append(out, `{"type":"`...)
 		out = append(out, typ...)
 		out = append(out, '"')

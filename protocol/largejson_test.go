@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -192,5 +193,126 @@ func TestMarshalLargeCycle(t *testing.T) {
 	n.Next = n
 	if _, _, err := MarshalLarge(n, false); err == nil {
 		t.Error("MarshalLarge of a cycle: no error")
+	}
+}
+
+// entryLike has the shape of a model history entry (untagged fields, a
+// kind number, an omitempty slice), the value session stores per item.
+type entryLike struct {
+	Kind      int
+	Text      string
+	Images    []string `json:",omitempty"`
+	CallID    string
+	Arguments string
+	Custom    bool
+}
+
+// TestMarshalIsJSONMarshal: Marshal's bytes are json.Marshal's, for values
+// with and without long strings, and a value with a long string comes
+// back in a buffer of exactly its size (one allocation, no slack).
+func TestMarshalIsJSONMarshal(t *testing.T) {
+	long := nasty(3, 2*LargeMin)
+	values := []any{
+		[]entryLike{{Kind: 2, Text: long}},
+		[]entryLike{{Kind: 1, Text: "short <b>", Images: []string{"data:x"}}, {Kind: 3, CallID: "c", Arguments: long}},
+		[]entryLike{{Kind: 1, Text: "all short & small"}},
+		map[string]string{"k": long}, // a map is not looked into: json.Marshal's way
+	}
+	for i, v := range values {
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("value %d: Marshal differs from json.Marshal at byte %d", i, diffAt(got, want))
+		}
+		if i < 2 && cap(got) != len(got) {
+			t.Errorf("value %d: Marshal returned %d bytes in a buffer of %d", i, len(got), cap(got))
+		}
+	}
+}
+
+// BenchmarkMarshalHistory: the history of an 8 MiB answer. B/op is about
+// the answer's size with Marshal, several times it with json.Marshal.
+func BenchmarkMarshalHistory(b *testing.B) {
+	h := []entryLike{{Kind: 2, Text: strings.Repeat("word ", 8<<20/5)}}
+	for _, c := range []struct {
+		name string
+		f    func(any) ([]byte, error)
+	}{{"Marshal", Marshal}, {"json.Marshal", json.Marshal}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.f(h); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestHugeEncodingFreesHeapFirst: the buffer of an item's (or a value's)
+// encoding of HugeEncoding bytes or more is allocated after the heap hands
+// back its garbage (freeHeap); smaller encodings, and notifications
+// written through WriteTo whatever their size, do not pay for that.
+func TestHugeEncodingFreesHeapFirst(t *testing.T) {
+	calls := 0
+	defer func(f func()) { freeHeap = f }(freeHeap)
+	freeHeap = func() { calls++ }
+	huge := strings.Repeat("x", HugeEncoding)
+	long := strings.Repeat("y", 2*LargeMin)
+	check := func(what string, want int, f func() error) {
+		t.Helper()
+		calls = 0
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+		if calls != want {
+			t.Errorf("%s: freeHeap called %d times, want %d", what, calls, want)
+		}
+	}
+	check("huge item", 1, func() error { _, err := json.Marshal(AgentMessageItem{ID: "a", Text: huge}); return err })
+	check("huge history", 1, func() error { _, err := Marshal([]entryLike{{Kind: 2, Text: huge}}); return err })
+	check("long item", 0, func() error { _, err := json.Marshal(AgentMessageItem{ID: "a", Text: long}); return err })
+	check("long history", 0, func() error { _, err := Marshal([]entryLike{{Kind: 2, Text: long}}); return err })
+	check("huge notification", 0, func() error {
+		l, ok, err := MarshalLarge(ItemCompletedNotification{Item: AgentMessageItem{ID: "a", Text: huge}, ThreadID: "t", TurnID: "u"}, false)
+		if err == nil && !ok {
+			t.Fatal("notification not kept by reference")
+		}
+		_, err = l.WriteTo(io.Discard)
+		return err
+	})
+}
+
+// TestEscapeWordBoundaries: a byte that encoding/json escapes (or a
+// non-ASCII one) at any place of the eight-byte words the escaping skips
+// through is found there: every such byte at every offset of a short
+// string, in both modes, escapes as encoding/json escapes it.
+func TestEscapeWordBoundaries(t *testing.T) {
+	specials := []string{"\"", "\\", "\x00", "\x1f", "\x7f", "<", ">", "&", "é", "\u2028", "\xff", " ", "~"}
+	for _, sp := range specials {
+		for at := 0; at <= 20; at++ {
+			s := strings.Repeat("a", at) + sp + strings.Repeat("b", 20-at)
+			for _, html := range []bool{false, true} {
+				var b bytes.Buffer
+				enc := json.NewEncoder(&b)
+				enc.SetEscapeHTML(html)
+				if err := enc.Encode(s); err != nil {
+					t.Fatal(err)
+				}
+				want := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+				if got := appendJSONString(nil, s, html); !bytes.Equal(got, want) {
+					t.Errorf("%q (html %v): %s, want %s", s, html, got, want)
+				}
+				if n := escapedLen(s, html); n != len(want) {
+					t.Errorf("%q (html %v): escapedLen %d, want %d", s, html, n, len(want))
+				}
+			}
+		}
 	}
 }

@@ -95,6 +95,10 @@ type ProjectStatusResult struct {
 	Tasks       map[string]int     `json:"tasks"`
 	Runs        map[string]int     `json:"runs"`
 	Spend       ProjectSpend       `json:"spend"`
+	// Recent are the manager's last decisions (ticks and intent routings), newest first.
+	Recent []ManagerRecord `json:"recent,omitempty"`
+	// Attention is what of the project waits on a human (runs, the manager's proposals, budgets, a pause).
+	Attention []AttentionItem `json:"attention,omitempty"`
 }
 
 // ManagerExplainResult answers manager/explain: the active phase, the
@@ -106,6 +110,8 @@ type ManagerExplainResult struct {
 	Runs    []ProjectRunRef `json:"runs"`
 	Waiting []ProjectRunRef `json:"waiting"`
 	Summary string          `json:"summary"`
+	// Intents are the last routings of the project's threads' messages, newest first.
+	Intents []ManagerRecord `json:"intents,omitempty"`
 }
 
 // ProjectUpdatedNotification: a project's settings or manager state

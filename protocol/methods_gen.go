@@ -222,6 +222,7 @@ const (
 	MethodProjectSettingsUpdate  = "project/settings/update"
 	MethodProjectSnapshotRead    = "project/snapshot/read"
 	MethodProjectStatus          = "project/status"
+	MethodProjectSummaryList     = "project/summary/list"
 	MethodRunCancel              = "run/cancel"
 	MethodRunClarificationAnswer = "run/clarification/answer"
 	MethodRunList                = "run/list"
@@ -516,6 +517,7 @@ var Methods = []MethodInfo{
 	{MethodProjectSettingsUpdate, KindClientRequest, "ProjectSettingsUpdateParams", "ProjectSettingsUpdateResponse", true},
 	{MethodProjectSnapshotRead, KindClientRequest, "ProjectSnapshotReadParams", "ProjectSnapshotReadResponse", true},
 	{MethodProjectStatus, KindClientRequest, "ProjectStatusParams", "ProjectStatusResponse", true},
+	{MethodProjectSummaryList, KindClientRequest, "ProjectSummaryListParams", "ProjectSummaryListResponse", true},
 	{MethodProjectUpdate, KindClientRequest, "ProjectUpdateParams", "ProjectUpdateResponse", false},
 	{MethodRemoteControlClientList, KindClientRequest, "RemoteControlClientsListParams", "RemoteControlClientsListResponse", false},
 	{MethodRemoteControlClientRevoke, KindClientRequest, "RemoteControlClientsRevokeParams", "RemoteControlClientsRevokeResponse", false},

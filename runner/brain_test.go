@@ -51,3 +51,30 @@ func TestStageInstructionsCarryTheContext(t *testing.T) {
 		t.Fatalf("preview: %+v %v", want, err)
 	}
 }
+
+// The planner's decisions are validated: the valid ones become proposed
+// decisions of source planner; each invalid one is named with its field.
+func TestPlannerDecisions(t *testing.T) {
+	ds := []plannerDecision{
+		{Title: " Use PostgreSQL ", Text: "All data in PostgreSQL.", Alternatives: []string{"MySQL"}, Files: []string{"db/**"}},
+		{Title: "", Text: "no title"},
+		{Title: "No text"},
+		{Title: strings.Repeat("x", 201), Text: "t"},
+		{Title: "Long", Text: strings.Repeat("y", 2001)},
+	}
+	for i := 0; i < 20; i++ {
+		ds = append(ds, plannerDecision{Title: "d", Text: "t"})
+	}
+	out, problems := plannerDecisions(ds)
+	if len(out) != 16 || out[0].Title != "Use PostgreSQL" || out[0].Source != "planner" || out[0].Status == nil || *out[0].Status != protocol.DecisionProposed ||
+		out[0].Scope == nil || out[0].Scope.Files[0] != "db/**" {
+		t.Fatalf("plannerDecisions: %d valid, first %+v", len(out), out[0])
+	}
+	want := []string{"decisions[1].title: empty", "decisions[2].text: empty", "decisions[3].title: longer than 200 bytes", "decisions[4].text: longer than 2000 bytes",
+		"decisions[20]: more than 20 decisions"}
+	for _, w := range want {
+		if !strings.Contains(strings.Join(problems, "\n"), w) {
+			t.Errorf("problems %q lack %q", problems, w)
+		}
+	}
+}

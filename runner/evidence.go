@@ -21,6 +21,12 @@ func (x *run) evidence(ctx context.Context, cfg runs.Config, t protocol.RunTask)
 	if t.ThreadID == nil || *t.ThreadID == "" {
 		return nil, nil
 	}
+	if x.rn.unknownThread(ctx, *t.ThreadID) {
+		// The thread is another process's (a cluster worker that died
+		// or lost the run): its attempts cannot be read here; the checks
+		// themselves were just run by the validation.
+		return nil, nil
+	}
 	items, err := x.rn.threads.Items(ctx, *t.ThreadID)
 	if err != nil {
 		return nil, fmt.Errorf("reading the checks of task %s's thread: %w", t.ID, err)

@@ -63,10 +63,17 @@ func (rn *Runner) githubConfig(ctx context.Context, root string) *runs.GitHubCon
 		}
 	}
 	out.Owner, out.Name, out.REST, out.GraphQL = repo.Owner, repo.Name, repo.REST, repo.GraphQL
-	if tok, _ := github.Token(rn.getenv, gc.TokenEnv); tok == "" {
+	if tok, _ := github.Token(rn.getenv, gc.TokenEnv); tok == "" && !rn.workElsewhere() {
 		out.Unavailable = "no token: set GITHUB_TOKEN or GH_TOKEN, or name a variable with [github] token_env"
 	}
 	return out
+}
+
+// workElsewhere reports whether the runs' work is done by other processes
+// (the cluster's workers take it from the queue): the GitHub token is
+// theirs, not this process's.
+func (rn *Runner) workElsewhere() bool {
+	return rn.opts.Queue != nil && rn.opts.Queue.Takes(runs.CreateWorktree{})
 }
 
 func (rn *Runner) getenv(k string) string {
@@ -130,7 +137,7 @@ func (x *run) push(ctx context.Context, cfg runs.Config, e runs.PushBranch) erro
 	if err := writeArtifacts(cfg.Worktree, e.Snapshot); err != nil {
 		return err
 	}
-	if err := writeMemory(cfg.Worktree, e.Snapshot); err != nil {
+	if err := x.writeRunMemory(ctx, cfg, e.Snapshot); err != nil {
 		return err
 	}
 	msg := fmt.Sprintf("apserver run %s: state for review\n", cfg.ID)

@@ -62,7 +62,19 @@ func TestGitHubConfig(t *testing.T) {
 	if g := rn(with(func(g *config.GitHubConfig) { g.TokenEnv = "MY_GH" }), tok).githubConfig(ctx, dir); g == nil || !strings.Contains(g.Unavailable, "no token") {
 		t.Errorf("token_env names an empty variable: %+v", g)
 	}
+	// Where the work is done by others (a cluster's workers take every
+	// slow effect), the token is theirs: none is needed here.
+	elsewhere := rn(def, nil)
+	elsewhere.opts.Queue = takesAll{}
+	if g := elsewhere.githubConfig(ctx, dir); g == nil || g.Unavailable != "" || g.Owner != "acme" {
+		t.Errorf("a GitHub origin, no token here, the work done by workers: %+v", g)
+	}
 }
+
+// takesAll is a WorkQueue that carries out every effect elsewhere.
+type takesAll struct{}
+
+func (takesAll) Takes(runs.Effect) bool { return true }
 
 // token_env's variable is hidden from commands, whatever its name.
 func TestGitHubTokenEnvHidden(t *testing.T) {

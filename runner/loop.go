@@ -135,6 +135,7 @@ func (x *run) handle(ev runs.Event, done func(error)) {
 		if err == nil {
 			answered = true
 			done(nil)
+			x.brainSaw(ev) // decisions the event made (runner/brain.go)
 		}
 	})
 	if errors.Is(err, ErrLogMoved) && x.rebuild() == nil {

@@ -50,7 +50,9 @@ func decode(id string, evs []store.RunEvent) ([]runs.Event, error) {
 
 // catchUpLog, on the run's goroutine, applies the events other processes
 // appended since the machine's last one. Of their effects only what tells
-// the client is carried out here; a run they ended leaves this process.
+// the client is carried out here, and the interruption of a thread (a
+// run/cancel answered on another apserver stops the task's turn where
+// its thread is: on this worker); a run they ended leaves this process.
 func (x *run) catchUpLog(ctx context.Context) error {
 	s, ok := x.rn.shared()
 	if !ok {
@@ -73,7 +75,7 @@ func (x *run) catchUpLog(ctx context.Context) error {
 		var tell []runs.Effect
 		for _, e := range effs {
 			switch e.(type) {
-			case runs.Notify, runs.SetAttention, runs.ClearAttention:
+			case runs.Notify, runs.SetAttention, runs.ClearAttention, runs.Interrupt:
 				tell = append(tell, e)
 			}
 		}

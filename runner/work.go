@@ -141,11 +141,11 @@ func (x *run) turn(ctx context.Context, thread, input string, schema json.RawMes
 	}
 }
 
-const plannerInstructions = `You are the planner of an apserver run. You cannot change files: read the repository, then answer with JSON only, matching the output schema: a summary and a graph of small tasks (id, title, description, kind, dependencies, risk, acceptance {criteria, checks, files}, estimate), with "clarification": null; or, if you cannot plan without the user's answer, "tasks": [] and a clarification {question, context, options}. Checks are shell commands run in the repository that exit 0 when the task is done. Mark deleting directories, network use, migrations and dependency upgrades as risk "high". Read .apserver/memory.md if it exists: it holds decisions of earlier runs.`
+const plannerInstructions = `You are the planner of an apserver run. You cannot change files: read the repository, then answer with JSON only, matching the output schema: a summary and a graph of small tasks (id, title, description, kind, dependencies, risk, acceptance {criteria, checks, files}, estimate), with "clarification": null; or, if you cannot plan without the user's answer, "tasks": [] and a clarification {question, context, options}. In "decisions" list the choices your plan makes that later work must follow (a technology, a library, a convention: title, text, why, the alternatives rejected, the files and tags it concerns), or [] when it makes none. Checks are shell commands run in the repository that exit 0 when the task is done. Mark deleting directories, network use, migrations and dependency upgrades as risk "high". Read .apserver/memory.md if it exists: it holds decisions of earlier runs.`
 
 // planSchema is the planner's structured output (strict: every property
 // required, nullable where optional).
-var planSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"required":["summary","tasks","clarification"],"properties":{
+var planSchema = json.RawMessage(`{"type":"object","additionalProperties":false,"required":["summary","tasks","clarification","decisions"],"properties":{
 "summary":{"type":"string"},
 "tasks":{"type":"array","items":{"type":"object","additionalProperties":false,
  "required":["id","title","description","kind","dependencies","risk","acceptance","estimate"],"properties":{
@@ -155,7 +155,10 @@ var planSchema = json.RawMessage(`{"type":"object","additionalProperties":false,
   "criteria":{"type":"array","items":{"type":"string"}},"checks":{"type":"array","items":{"type":"string"}},"files":{"type":"array","items":{"type":"string"}}}},
  "estimate":{"type":"string"}}}},
 "clarification":{"anyOf":[{"type":"null"},{"type":"object","additionalProperties":false,"required":["question","context","options"],"properties":{
- "question":{"type":"string"},"context":{"type":"string"},"options":{"type":"array","items":{"type":"string"}}}}]}}}`)
+ "question":{"type":"string"},"context":{"type":"string"},"options":{"type":"array","items":{"type":"string"}}}}]},
+"decisions":{"type":"array","items":{"type":"object","additionalProperties":false,"required":["title","text","why","alternatives","files","tags"],"properties":{
+ "title":{"type":"string"},"text":{"type":"string"},"why":{"type":"string"},"alternatives":{"type":"array","items":{"type":"string"}},
+ "files":{"type":"array","items":{"type":"string"}},"tags":{"type":"array","items":{"type":"string"}}}}}}}`)
 
 type planOutput struct {
 	Summary       string              `json:"summary"`
@@ -165,6 +168,10 @@ type planOutput struct {
 		Context  string   `json:"context"`
 		Options  []string `json:"options"`
 	} `json:"clarification"`
+	// Decisions are the choices the plan makes (a technology, a
+	// convention), recorded in the project brain (runner/brain.go); none
+	// is fine.
+	Decisions []plannerDecision `json:"decisions"`
 }
 
 // jsonObject is the first JSON object in s (a model may wrap it in a code
@@ -214,6 +221,7 @@ func (x *run) plan(ctx context.Context, cfg runs.Config, e runs.StartPlanner) er
 		return nil
 	}
 	x.markForbidden(cfg, out.Tasks)
+	x.recordPlannerDecisions(ctx, cfg, out.Decisions)
 	x.result(runs.Event{Type: runs.EvPlanProposed, Tasks: out.Tasks, Summary: out.Summary})
 	return nil
 }
@@ -518,7 +526,7 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 	if err := writeArtifacts(cfg.Worktree, final); err != nil {
 		return err
 	}
-	if err := writeMemory(cfg.Worktree, final); err != nil {
+	if err := x.writeRunMemory(ctx, cfg, final); err != nil {
 		return err
 	}
 	msg := fmt.Sprintf("apserver run %s: %s\n\n%d tasks completed.\n", cfg.ID, cfg.Request, snap.Run.Counts.Completed)

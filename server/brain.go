@@ -9,7 +9,8 @@ import (
 
 // RegisterBrain wires the project brain's methods (docs/brain.md) to the
 // brains service: project/decision/add|update|revoke|list,
-// project/snapshot/read, project/context/preview and alignment/explain.
+// project/snapshot/read, project/context/preview, alignment/explain and
+// project/summary/list.
 // Projections an earlier process left out of date are rewritten once the
 // client has sent initialized. Call it after Register.
 func RegisterBrain(s *Server, svc *brains.Service) {
@@ -20,6 +21,7 @@ func RegisterBrain(s *Server, svc *brains.Service) {
 	handleLater(s, protocol.MethodProjectSnapshotRead, svc.SnapshotRead)
 	handleLater(s, protocol.MethodProjectContextPreview, svc.ContextPreview)
 	handleLater(s, protocol.MethodAlignmentExplain, svc.Explain)
+	handleLater(s, protocol.MethodProjectSummaryList, svc.ListSummaries)
 	prev := s.notifHandlers[protocol.MethodInitialized]
 	s.notifHandlers[protocol.MethodInitialized] = func(raw json.RawMessage) {
 		if prev != nil {

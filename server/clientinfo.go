@@ -7,22 +7,15 @@ import (
 	"github.com/apserver/apserver/session"
 )
 
-// registerClientInfo wires the methods a Codex client such as the 0.169
-// TUI calls besides threads and turns (protocol/clientinfo.go).
+// registerClientInfo wires the thread lists a Codex client such as the
+// 0.169 TUI calls besides threads and turns (protocol/clientinfo.go); what
+// it asks that is about no thread is services/clientinfo's
+// (RegisterServices).
 func registerClientInfo(s *Server, m *session.Manager) {
-	Handle(s, protocol.MethodAccountRead, m.ReadAccount)
-	Handle(s, protocol.MethodConfigRead, m.ReadConfig)
-	Handle(s, protocol.MethodConfigRequirementsRead, m.ReadConfigRequirements)
-	Handle(s, protocol.MethodSkillsList, m.ListSkills)
-	Handle(s, protocol.MethodHooksList, m.ListHooks)
-	Handle(s, protocol.MethodCollaborationModeList, m.ListCollaborationModes)
 	Handle(s, protocol.MethodThreadLoadedList, m.ListLoadedThreads)
 	Handle(s, protocol.MethodThreadTurnsList, m.ListTurns)
 	Handle(s, protocol.MethodThreadItemsList, m.ListItems)
 	Handle(s, protocol.MethodBackgroundTerminalList, m.ListBackgroundTerminals)
-	Handle(s, protocol.MethodBedrockGovCloud, m.CheckBedrockGovCloud)
-	Handle(s, protocol.MethodPluginInstalled, m.ListInstalledPlugins)
-	Handle(s, protocol.MethodFuzzyFileSearch, m.FuzzyFileSearch)
 	Handle(s, protocol.MethodThreadUnsubscribe, func(_ context.Context, p protocol.ThreadIDParams, reply session.Reply) {
 		switch {
 		case !m.Loaded(p.ThreadID):

@@ -6,28 +6,16 @@ import (
 	"errors"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/services/threadsearch"
 	"github.com/apserver/apserver/session"
 	"github.com/sourcegraph/jsonrpc2"
 )
 
 // registerCodex171 wires what Codex 0.171 added that its clients call
-// (docs/protocol.md, "Codex 0.171"): thread/search, thread/search/stream
-// with its thread/search/partial notifications, their cancels,
-// modelProvider/default/set and thread/realtime/list.
+// (docs/protocol.md, "Codex 0.171"): the cancels of thread/search and
+// thread/search/stream (the searches are services/threadsearch's,
+// registerSearch), modelProvider/default/set and thread/realtime/list.
 func registerCodex171(s *Server, m *session.Manager) {
-	Handle(s, protocol.MethodThreadSearch, func(ctx context.Context, p protocol.ThreadSearchParams, reply session.Reply) {
-		go func() { reply(searchAnswer(m.SearchThreads(ctx, p, nil))) }()
-	})
-	Handle(s, protocol.MethodThreadSearchStream, func(ctx context.Context, p protocol.ThreadSearchParams, reply session.Reply) {
-		rid, _ := ctx.Value(requestIDKey{}).(jsonrpc2.ID) // set by handleRequest (searchLane)
-		id, _ := json.Marshal(rid)
-		c := s.Client()
-		go func() {
-			reply(searchAnswer(m.SearchThreads(ctx, p, func(batch []protocol.ThreadSearchMatch) {
-				c.Notify(protocol.NotifyThreadSearchPartial, protocol.ThreadSearchPartialNotification{RequestID: id, Data: batch})
-			})))
-		}()
-	})
 	registerSearchCancel(s)
 	Handle(s, protocol.MethodModelProviderDefaultSet, m.SetDefaultProvider)
 	Handle(s, protocol.MethodThreadRealtimeList, m.ListRealtime)
@@ -88,4 +76,22 @@ func searchAnswer(res protocol.ThreadSearchResult, err error) (any, error) {
 		return nil, err
 	}
 	return res, nil
+}
+
+// registerSearch wires thread/search and thread/search/stream, with its
+// thread/search/partial notifications, to ts.
+func registerSearch(s *Server, ts *threadsearch.Service) {
+	Handle(s, protocol.MethodThreadSearch, func(ctx context.Context, p protocol.ThreadSearchParams, reply session.Reply) {
+		go func() { reply(searchAnswer(ts.Search(ctx, p, nil))) }()
+	})
+	Handle(s, protocol.MethodThreadSearchStream, func(ctx context.Context, p protocol.ThreadSearchParams, reply session.Reply) {
+		rid, _ := ctx.Value(requestIDKey{}).(jsonrpc2.ID) // set by handleRequest (searchLane)
+		id, _ := json.Marshal(rid)
+		c := s.Client()
+		go func() {
+			reply(searchAnswer(ts.Search(ctx, p, func(batch []protocol.ThreadSearchMatch) {
+				c.Notify(protocol.NotifyThreadSearchPartial, protocol.ThreadSearchPartialNotification{RequestID: id, Data: batch})
+			})))
+		}()
+	})
 }

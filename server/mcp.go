@@ -6,9 +6,11 @@ import (
 )
 
 // registerMCP wires the MCP server methods (protocol/mcp.go, docs/mcp.md).
+// The servers are package mcpservers', shared by every thread.
 func registerMCP(s *Server, m *session.Manager) {
-	Handle(s, protocol.MethodMcpServerStatusList, m.ListMcpServerStatus)
-	Handle(s, protocol.MethodMcpServerToolCall, m.CallMcpTool)
-	Handle(s, protocol.MethodMcpResourceRead, m.ReadMcpResource)
-	Handle(s, protocol.MethodMcpServerReload, m.ReloadMcpServers)
+	srv := m.MCPServers()
+	Handle(s, protocol.MethodMcpServerStatusList, srv.ListStatus)
+	Handle(s, protocol.MethodMcpServerToolCall, srv.CallTool)
+	Handle(s, protocol.MethodMcpResourceRead, srv.ReadResource)
+	Handle(s, protocol.MethodMcpServerReload, srv.Reload)
 }

@@ -5,11 +5,9 @@ import (
 	"github.com/apserver/apserver/session"
 )
 
-// registerTools wires the workspace methods: revert, file watching and
-// policy/explain.
+// registerTools wires the workspace methods: revert (file watching and
+// policy/explain are services/fswatch's and services/explain's,
+// RegisterServices).
 func registerTools(s *Server, m *session.Manager) {
 	Handle(s, protocol.MethodThreadRevert, m.RevertThread)
-	Handle(s, protocol.MethodFsWatch, m.WatchFS)
-	Handle(s, protocol.MethodFsUnwatch, m.UnwatchFS)
-	Handle(s, protocol.MethodPolicyExplain, m.ExplainPolicy)
 }

@@ -14,11 +14,11 @@ func registerTurn(s *Server, m *session.Manager) {
 	Handle(s, protocol.MethodTurnInterrupt, m.InterruptTurn)
 }
 
-// Register wires every session method into the server.
+// Register wires every session method into the server; the methods beside
+// the threads are RegisterServices'.
 func Register(s *Server, m *session.Manager) {
 	registerThread(s, m)
 	registerThreadOps(s, m)
-	registerCommandExec(s, m)
 	registerTurn(s, m)
 	registerTools(s, m)
 	registerFullAuto(s, m)

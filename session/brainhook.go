@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/apserver/apserver/brain"
+	"github.com/apserver/apserver/compaction"
+	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/store"
 )
 
 // Aligner is the project brain's alignment check as the session sees it
@@ -16,9 +20,10 @@ import (
 type Aligner interface {
 	// AlignThread judges an action of the thread in its project; ok is
 	// false when the project has no brain to judge by (no active
-	// decisions). It may ask a model: it is never called on a thread
-	// goroutine.
-	AlignThread(ctx context.Context, threadID string, a protocol.AlignmentAction) (v protocol.AlignmentVerdict, ok bool)
+	// decisions). record is what the verdict was judged from (JSON of a
+	// brain.Record), stored in the thread's alignment receipt. It may ask
+	// a model: it is never called on a thread goroutine.
+	AlignThread(ctx context.Context, threadID string, a protocol.AlignmentAction) (v protocol.AlignmentVerdict, record json.RawMessage, ok bool)
 	// AlignmentApproved records that a human approved an action the check
 	// stopped: a decision superseding the one it went against.
 	AlignmentApproved(ctx context.Context, threadID string, a protocol.AlignmentAction, v protocol.AlignmentVerdict)
@@ -48,12 +53,18 @@ func (t *thread) alignCommand(tr *turn, run *commandRun, justification string) b
 		return false
 	}
 	a := protocol.AlignmentAction{Kind: protocol.ActionCommand, Command: run.command}
-	ctx := tr.ctx
+	ctx, persist := tr.ctx, t.persistent()
 	go func() {
-		v, ok := t.m.opts.Align.AlignThread(ctx, t.id, a)
+		v, rec, ok := t.m.opts.Align.AlignThread(ctx, t.id, a)
+		if ok {
+			t.storeAlignment(persist, tr.id, v, rec)
+		}
 		t.postEvent(ctx, func() {
 			if t.turn != tr {
 				return
+			}
+			if ok {
+				run.item.Alignment = &v // the item's record keeps the verdict
 			}
 			if !ok || !v.Status.Stops() {
 				t.proceedCommand(tr, run, justification)
@@ -65,6 +76,7 @@ func (t *thread) alignCommand(tr *turn, run *commandRun, justification string) b
 			p.Reason = ptr(alignmentReason(v))
 			p.ProposedExecpolicyAmendment = nil
 			p.AvailableDecisions = []protocol.Decision{protocol.DecisionAccept, protocol.DecisionDecline, protocol.DecisionCancel}
+			p.Alignment = &v
 			req.Params, req.Alignment = p, &v
 			t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{protocol.FlagWaitingOnApproval}})
 			t.notifyItemStarted(tr, run.item)
@@ -88,13 +100,20 @@ func (t *thread) alignChanges(tr *turn, run *fileRun, plan string, paths []strin
 		}
 		actions = append(actions, a)
 	}
-	ctx := tr.ctx
+	ctx, persist := tr.ctx, t.persistent()
 	go func() {
-		var worst *protocol.AlignmentVerdict
+		var worst, first *protocol.AlignmentVerdict
 		var stopped protocol.AlignmentAction
 		for _, a := range actions {
-			v, ok := t.m.opts.Align.AlignThread(ctx, t.id, a)
-			if ok && v.Status.Stops() && (worst == nil || v.Status == protocol.AlignmentConflicting && worst.Status != protocol.AlignmentConflicting) {
+			v, rec, ok := t.m.opts.Align.AlignThread(ctx, t.id, a)
+			if !ok {
+				continue
+			}
+			t.storeAlignment(persist, tr.id, v, rec)
+			if first == nil {
+				first = &v
+			}
+			if v.Status.Stops() && (worst == nil || v.Status == protocol.AlignmentConflicting && worst.Status != protocol.AlignmentConflicting) {
 				worst, stopped = &v, a
 			}
 		}
@@ -102,18 +121,41 @@ func (t *thread) alignChanges(tr *turn, run *fileRun, plan string, paths []strin
 			if t.turn != tr {
 				return
 			}
+			if worst != nil {
+				run.item.Alignment = worst // the item's record keeps the verdict
+			} else if first != nil {
+				run.item.Alignment = first
+			}
 			if worst == nil {
 				t.proceedChanges(tr, run, plan, paths)
 				return
 			}
 			run.verdict, run.action = worst, stopped
-			params := protocol.FileChangeApprovalParams{ThreadID: t.id, TurnID: tr.id, ItemID: run.item.ID, StartedAtMs: t.nowMs(), Reason: ptr(alignmentReason(*worst))}
+			params := protocol.FileChangeApprovalParams{ThreadID: t.id, TurnID: tr.id, ItemID: run.item.ID, StartedAtMs: t.nowMs(), Reason: ptr(alignmentReason(*worst)), Alignment: worst}
 			req := serverRequest{Method: protocol.RequestFileChangeApproval, Params: params, Kind: "fileChange", Paths: paths, InsideWorkspace: run.inside, Alignment: worst}
 			t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{protocol.FlagWaitingOnApproval}})
 			t.sendRequest(tr, req, func(id int64, raw json.RawMessage, err error) { t.onFileApproval(tr, run, id, raw, err) })
 		})
 	}()
 	return true
+}
+
+// storeAlignment stores a verdict and what it was judged from as the
+// thread's alignment receipt (apserver replay re-judges it), on the
+// calling goroutine; an ephemeral thread keeps none.
+func (t *thread) storeAlignment(persist bool, turnID string, v protocol.AlignmentVerdict, rec json.RawMessage) {
+	if !persist || len(rec) == 0 {
+		return
+	}
+	out, _ := json.Marshal(v)
+	db, err := t.m.store()
+	if err == nil {
+		_, err = db.AppendReceipt(context.WithoutCancel(t.ctx), store.Receipt{ThreadID: t.id, ID: newID(), Kind: brain.ReceiptKind, TurnID: turnID,
+			Input: rec, Output: out, Executed: !v.Status.Stops()})
+	}
+	if err != nil {
+		t.m.log.Error("storing an alignment receipt", "thread", t.id, "err", err)
+	}
 }
 
 // alignmentReason is a stopped action's approval reason: the verdict,
@@ -192,6 +234,92 @@ func (t *thread) runDecisionCall(tr *turn, call model.ToolCall) {
 				t.toolError(tr, call, out) // a tool output, then the next call
 			}
 		})
+	}()
+}
+
+// ProjectContexter is implemented by an Aligner that also gives a plain
+// thread its project's context block (brains.Service).
+type ProjectContexter interface {
+	// ThreadContext is the context block of the thread in its project
+	// cwd (docs/brain.md), "" when the workspace is not a project or the
+	// thread already gets one (a run's stage). It reads the store only.
+	ThreadContext(ctx context.Context, threadID, cwd string) string
+}
+
+// projectContextWait bounds the store reads of a turn's context block.
+const projectContextWait = 2 * time.Second
+
+// projectContext is the context block a turn of a plain thread gets
+// appended to its instructions under project_context = true ("" when
+// off, or without a brain). It runs on the thread goroutine, as the
+// reading of AGENTS.md does: store reads only, bounded.
+func (t *thread) projectContext() string {
+	if !t.m.opts.Config.Brain.ProjectContext {
+		return ""
+	}
+	pc, ok := t.m.opts.Align.(ProjectContexter)
+	if !ok {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(t.ctx, projectContextWait)
+	defer cancel()
+	block := pc.ThreadContext(ctx, t.id, t.settings.Cwd)
+	if block == "" {
+		return ""
+	}
+	return "\n\n" + block
+}
+
+// Summarizer is implemented by an Aligner that keeps the conversation
+// summaries of a project's threads (brains.Service).
+type Summarizer interface {
+	// SummaryDue reports whether the thread (a plain thread of a project)
+	// has turns its summary does not cover; turns is how many it has.
+	SummaryDue(ctx context.Context, threadID, cwd string) (turns int, due bool)
+	// SaveSummary stores the thread's summary of its first turns turns.
+	SaveSummary(ctx context.Context, threadID, cwd, summary string, turns int) error
+}
+
+// summarizeIdle refreshes the thread's rolling summary when it goes idle
+// after new turns (docs/brain.md), under project_context = true: the
+// compaction summarizer (its role's model, or the thread's) over the
+// thread's history, on a child goroutine; the brain decides whether it is
+// due. A full-auto run's thread waits for the run's end.
+func (t *thread) summarizeIdle() {
+	sm, ok := t.m.opts.Align.(Summarizer)
+	if !ok || !t.m.opts.Config.Brain.ProjectContext || !t.persistent() || t.turn != nil || t.autoDrive().Active() {
+		return
+	}
+	modelName, provider, err := t.m.opts.Config.ResolveThreadModel(t.settings.Model, t.settings.Provider)
+	if err != nil {
+		return
+	}
+	client := t.m.modelClient(provider)
+	if t.m.opts.Config.HasRole(config.CompactionRole) {
+		if name, prov, err := t.m.opts.Config.ResolveModel(config.CompactionRole, ""); err == nil {
+			modelName, client = name, t.m.modelClient(prov)
+		}
+	}
+	window, _ := t.compactLimits(client.Provider().Name, modelName)
+	input := compaction.FitSummaryInput(compaction.Summarizable(entries(t.history)), window)
+	if len(input) == 0 {
+		return
+	}
+	ctx, id, cwd := t.ctx, t.id, t.settings.Cwd
+	t.m.wg.Add(1)
+	go func() {
+		defer t.m.wg.Done()
+		turns, due := sm.SummaryDue(ctx, id, cwd)
+		if !due {
+			return
+		}
+		text, err := t.summarizeContext(ctx, client, modelName, input)
+		if err == nil {
+			err = sm.SaveSummary(context.WithoutCancel(ctx), id, cwd, text, turns)
+		}
+		if err != nil && ctx.Err() == nil {
+			t.m.log.Warn("summarizing a thread for its project", "thread", id, "err", err)
+		}
 	}()
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apserver/apserver/compaction"
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
@@ -23,62 +24,10 @@ import (
 // and configured instructions are the request's instructions and never
 // part of the history. The store keeps every item; the compaction is a
 // tombstone row the next prompt is built from (store/compaction.go).
-const (
-	// keptUserTokens bounds the newest user messages kept verbatim (Codex
-	// keeps 20,000 tokens of them).
-	keptUserTokens = 20000
-	// maxAutoStreak: this many automatic compactions in a row that leave
-	// the prompt above the trigger end the turn with contextWindowExceeded.
-	maxAutoStreak = 3
-	// maxOverflowRetries bounds the retries of a compaction request the
-	// model refused as too long (each drops the oldest history entry).
-	maxOverflowRetries = 16
-	// entryOverhead approximates the bytes of JSON around one history
-	// entry in a request.
-	entryOverhead = 48
-)
-
-// compactWarning is the warning Codex sends after every compaction.
-const compactWarning = "Heads up: Long threads and multiple compactions can cause the model to be less accurate. Start a new thread when possible to keep threads small and targeted."
-
-// Markers of the history entries a compaction writes, so a later
-// compaction recognises them (they are replaced, not kept as user input).
-const (
-	summaryHeader = "[Context compacted] Earlier parts of this conversation were replaced by the handoff summary below. Work marked [completed] is done: do not do it again."
-	pinnedHeader  = "[Kept verbatim across compactions]"
-	earlierPrefix = "[Earlier user message, already handled; do not act on it again unless the latest message asks for it]\n"
-)
-
-const planHeading = "\n\n## Current plan"
-
-const compactInstructions = "You write handoff summaries of a coding agent's session. Another agent continues the work from your summary alone. Be exact and brief; never invent progress."
-
-// compactPrompt is the request to summarize. Our own wording; the
-// structure follows what a successor needs to go on without re-doing or
-// forgetting anything.
-const compactPrompt = `Compaction request: the transcript above will be replaced by your handoff summary. The system instructions, AGENTS.md, the objective, the current plan and the latest user message are kept verbatim for your successor, so do not restate them in full.
-
-Write the summary in Markdown with exactly these sections:
-
-## Task
-What the user asked for, with every identifier copied exactly (issue and PR numbers, ids, branch names, file paths, URLs).
-
-## Done
-Every instruction and step that is finished, one per line, each starting with "[completed]". Finished work must never be carried out again.
-
-## Pending
-What is still to do, in order. Quote the next steps verbatim from the user or the plan where they exist.
-
-## Files
-Each file read, created or changed, with one line on what changed.
-
-## Tests
-Each test or check run: the command and its latest result (passed, or how it failed).
-
-## Decisions
-Choices made and why; approaches tried and abandoned.
-
-Reply with the summary only. Do not call tools.`
+// The planning — the trigger arithmetic, the summary request, what
+// replaces the history and whether the result is kept — is the pure
+// package compaction; this file does what it decides: the model request,
+// the store, the notifications.
 
 // windowKey keys a learned context window: the same model name served by
 // two providers (a hosted model and a local quantization of it, two
@@ -143,30 +92,42 @@ func (t *thread) messageTooBig(tr *turn, n int) error {
 // messageTooBigFor is messageTooBig with what became of the message.
 func (t *thread) messageTooBigFor(tr *turn, n int, fate string) error {
 	window, _ := t.turnLimits(tr)
-	if window <= 0 {
-		return nil
+	learned := t.m.opts.Config.ContextWindow(tr.modelName) == 0
+	if msg := compaction.MessageTooBig(tr.modelName, window, learned, n, len(tr.prompt)+t.toolsBytes(), fate); msg != "" {
+		return &contextError{msg: msg}
 	}
-	msg := approxTokens(n)
-	fixed := approxTokens(len(tr.prompt) + t.toolsBytes())
-	if msg+fixed < window*95/100 {
-		return nil
-	}
-	size := fmt.Sprintf("%d tokens", window)
-	if t.m.opts.Config.ContextWindow(tr.modelName) == 0 {
-		size = fmt.Sprintf("at most %d tokens (learned from a refusal)", window)
-	}
-	if msg >= window {
-		return &contextError{msg: fmt.Sprintf("the message alone is larger than the model's context window: about %d tokens (%d bytes), and %s's window is %s; %s", msg, n, tr.modelName, size, fate)}
-	}
-	return &contextError{msg: fmt.Sprintf("the message does not fit the model's context window: about %d tokens (%d bytes), with %d tokens of instructions and tools, and %s's window is %s; %s", msg, n, fixed, tr.modelName, size, fate)}
+	return nil
 }
 
 // approxTokens estimates the tokens of n bytes of request (4 bytes a token).
-func approxTokens(n int) int64 { return int64(n+3) / 4 }
+func approxTokens(n int) int64 { return compaction.ApproxTokens(n) }
 
-func entryBytes(e model.Entry) int {
-	return len(e.Text) + len(e.CallID) + len(e.Name) + len(e.Arguments) + len(e.Output) + entryOverhead
+// entry is what compaction reads of a history entry.
+func entry(e model.Entry) compaction.Entry {
+	k := compaction.Other
+	switch e.Kind {
+	case model.EntryUser:
+		k = compaction.User
+	case model.EntryAssistant:
+		k = compaction.Assistant
+	case model.EntryToolCall:
+		k = compaction.ToolCall
+	case model.EntryToolOutput:
+		k = compaction.ToolOutput
+	}
+	return compaction.Entry{Kind: k, Text: e.Text, CallID: e.CallID, Name: e.Name, Arguments: e.Arguments, Output: e.Output}
 }
+
+// entries is what compaction reads of a history.
+func entries(h []model.Entry) []compaction.Entry {
+	out := make([]compaction.Entry, len(h))
+	for i, e := range h {
+		out[i] = entry(e)
+	}
+	return out
+}
+
+func entryBytes(e model.Entry) int { return entry(e).Bytes() }
 
 func entriesBytes(es []model.Entry) int {
 	n := 0
@@ -193,13 +154,16 @@ func (t *thread) toolsBytes() int {
 // or, when no response was seen since the history was last rebuilt, an
 // estimate of the whole request. The larger of the two counts.
 func (t *thread) promptTokens(tr *turn) int64 {
-	est := approxTokens(len(tr.prompt) + entriesBytes(t.history) + t.toolsBytes())
-	if u := t.lastUsage; u.valid && u.histLen <= len(t.history) {
-		if n := u.tokens + approxTokens(entriesBytes(t.history[u.histLen:])); n > est {
-			return n
-		}
+	e := compaction.Estimate{
+		FixedBytes:   len(tr.prompt) + t.toolsBytes(),
+		HistoryBytes: entriesBytes(t.history),
+		HistoryLen:   len(t.history),
+		Usage:        compaction.Usage{Valid: t.lastUsage.valid, Tokens: t.lastUsage.tokens, HistLen: t.lastUsage.histLen},
 	}
-	return est
+	if u := t.lastUsage; u.valid && u.histLen <= len(t.history) {
+		e.SinceBytes = entriesBytes(t.history[u.histLen:])
+	}
+	return e.Tokens()
 }
 
 // usageMark is the last response's reported tokens and the history length
@@ -210,8 +174,8 @@ type usageMark struct {
 	histLen int
 }
 
-// compaction is a compaction in flight; owned by the thread goroutine.
-type compaction struct {
+// compactRun is a compaction in flight; owned by the thread goroutine.
+type compactRun struct {
 	item   protocol.ContextCompactionItem
 	auto   bool
 	before int64 // prompt tokens before
@@ -224,7 +188,7 @@ type compaction struct {
 // work, tool outputs or steered input, samples mid-turn).
 func (t *thread) sampleNext(tr *turn) {
 	_, trigger := t.turnLimits(tr)
-	if trigger > 0 && t.promptTokens(tr) >= trigger {
+	if compaction.Due(trigger, t.promptTokens(tr)) {
 		t.startCompaction(tr, true, func() { t.sampleAfterCompaction(tr) })
 		return
 	}
@@ -238,8 +202,9 @@ func (t *thread) sampleNext(tr *turn) {
 // false means the turn fails with the error (contextWindowExceeded).
 func (t *thread) compactOnOverflow(tr *turn, err error) bool {
 	var me *model.Error
-	if !errors.As(err, &me) || me.Kind != model.ErrKindContextWindow || tr.overflowCompacted ||
-		tr.kind == turnKindCompact || tr.msg != nil || tr.reasoning != nil || len(tr.calls) > 0 {
+	if !errors.As(err, &me) || me.Kind != model.ErrKindContextWindow || !compaction.CompactOnOverflow(compaction.Overflow{
+		Compacted: tr.overflowCompacted, CompactionTurn: tr.kind == turnKindCompact,
+		Output: tr.msg != nil || tr.reasoning != nil || len(tr.calls) > 0}) {
 		return false
 	}
 	tr.overflowCompacted = true
@@ -247,13 +212,10 @@ func (t *thread) compactOnOverflow(tr *turn, err error) bool {
 	t.learnWindow(tr.providerName(), tr.modelName, t.promptTokens(tr))
 	// A window learned just now from a request that was mostly the
 	// latest message: no compaction can help, since it keeps that message.
-	for i := len(t.history) - 1; i >= tr.histStart && i >= 0; i-- {
-		if e := t.history[i]; e.Kind == model.EntryUser && !isCompactionEntry(e) {
-			if err := t.messageTooBigFor(tr, len(e.Text), "the provider refused it as too long"); err != nil {
-				t.failTurn(tr, err)
-				return true
-			}
-			break
+	if i := compaction.LatestUser(entries(t.history), tr.histStart); i >= 0 {
+		if err := t.messageTooBigFor(tr, len(t.history[i].Text), "the provider refused it as too long"); err != nil {
+			t.failTurn(tr, err)
+			return true
 		}
 	}
 	t.m.log.Warn("the model refused the request as too long for its window; compacting", "thread", t.id, "turn", tr.id, "err", me.Message)
@@ -319,7 +281,7 @@ func notSteerable(kind string) error {
 // finishCompaction. then runs after a successful compaction.
 func (t *thread) startCompaction(tr *turn, auto bool, then func()) {
 	ctx, cancel := context.WithCancel(tr.ctx)
-	c := &compaction{item: protocol.ContextCompactionItem{ID: t.uniqueItemID("")}, auto: auto, before: t.promptTokens(tr), cancel: cancel, then: then}
+	c := &compactRun{item: protocol.ContextCompactionItem{ID: t.uniqueItemID("")}, auto: auto, before: t.promptTokens(tr), cancel: cancel, then: then}
 	tr.compacting = c
 	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: c.item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: time.Now().UnixMilli()})
 
@@ -334,28 +296,22 @@ func (t *thread) startCompaction(tr *turn, auto bool, then func()) {
 		modelName, client = name, t.m.modelClient(prov)
 	}
 	window, _ := t.compactLimits(client.Provider().Name, modelName)
-	entries := summarizable(t.history)
+	input := compaction.FitSummaryInput(compaction.Summarizable(entries(t.history)), window)
 	go func() {
-		summary, err := t.summarizeContext(ctx, client, modelName, window, entries)
+		summary, err := t.summarizeContext(ctx, client, modelName, input)
 		t.postEvent(ctx, func() { t.finishCompaction(tr, c, summary, err) })
 	}()
 }
 
-// summarizeContext asks the compaction model for the handoff summary of entries.
-// A request too long for the window drops the oldest entries first; one
+// summarizeContext asks the compaction model for the handoff summary of
+// entries (already fitted to the window: compaction.FitSummaryInput). One
 // the model refuses as too long drops the oldest entry and retries.
-func (t *thread) summarizeContext(ctx context.Context, client *model.Client, modelName string, window int64, entries []model.Entry) (string, error) {
-	if window > 0 {
-		budget := window*95/100 - approxTokens(len(compactInstructions)+len(compactPrompt))
-		for len(entries) > 1 && approxTokens(transcriptBytes(entries)) > budget {
-			entries = entries[1:]
-		}
-	}
+func (t *thread) summarizeContext(ctx context.Context, client *model.Client, modelName string, entries []compaction.Entry) (string, error) {
 	for attempt := 0; ; attempt++ {
 		req := model.Request{
 			Model:        modelName,
-			Instructions: compactInstructions,
-			Input:        []model.Entry{{Kind: model.EntryUser, Text: transcript(entries) + "\n\n" + compactPrompt}},
+			Instructions: compaction.Instructions,
+			Input:        []model.Entry{{Kind: model.EntryUser, Text: compaction.SummaryRequest(entries)}},
 		}
 		var text, final strings.Builder
 		err := t.m.sched.stream(ctx, client, req, func(ev model.Event) {
@@ -367,9 +323,11 @@ func (t *thread) summarizeContext(ctx context.Context, client *model.Client, mod
 			}
 		})
 		var me *model.Error
-		if errors.As(err, &me) && me.Kind == model.ErrKindContextWindow && len(entries) > 1 && attempt < maxOverflowRetries {
-			entries = entries[1:]
-			continue
+		if errors.As(err, &me) && me.Kind == model.ErrKindContextWindow {
+			if shorter, ok := compaction.RetryShorter(entries, attempt); ok {
+				entries = shorter
+				continue
+			}
 		}
 		if err != nil {
 			return "", err
@@ -387,7 +345,7 @@ func (t *thread) summarizeContext(ctx context.Context, client *model.Client, mod
 
 // finishCompaction installs the summary: the new history, the tombstone in
 // the store, item/completed and Codex's warning; then the guards.
-func (t *thread) finishCompaction(tr *turn, c *compaction, summary string, err error) {
+func (t *thread) finishCompaction(tr *turn, c *compactRun, summary string, err error) {
 	if t.turn != tr || tr.compacting != c {
 		return
 	}
@@ -400,17 +358,21 @@ func (t *thread) finishCompaction(tr *turn, c *compaction, summary string, err e
 	}
 	hist, inflight := t.compactedHistory(tr, summary)
 	base := len(tr.prompt) + t.toolsBytes()
-	after := approxTokens(base + entriesBytes(hist))
 	window, trigger := t.turnLimits(tr)
-	if est := approxTokens(base + entriesBytes(t.history)); after >= est {
+	o := compaction.Judge(compaction.Judged{
+		Auto:   c.auto,
+		Before: approxTokens(base + entriesBytes(t.history)), After: approxTokens(base + entriesBytes(hist)),
+		Window: window, Trigger: trigger, Streak: t.compactStreak,
+	})
+	after := approxTokens(base + entriesBytes(hist))
+	if !o.Replaced {
 		// Roo's rule: a compaction that does not shrink the prompt (both
 		// sides estimated alike) is refused; the history stays as it was.
-		t.m.log.Warn("compaction refused: it would not shrink the prompt", "thread", t.id, "turn", tr.id, "before", est, "after", after)
-		msg := fmt.Sprintf("compaction refused: it would not shrink the context (%d tokens before, %d after)", est, after)
-		if c.auto {
+		t.m.log.Warn("compaction refused: it would not shrink the prompt", "thread", t.id, "turn", tr.id, "before", approxTokens(base+entriesBytes(t.history)), "after", after)
+		if o.Verdict == compaction.Fail {
 			// The prompt is over the trigger and cannot be made smaller.
 			tr.dropOpen(c.item.ID)
-			t.failTurn(tr, &contextError{msg: msg})
+			t.failTurn(tr, &contextError{msg: o.Message})
 			return
 		}
 		// A client's compaction of a thread too small to gain from one:
@@ -421,7 +383,7 @@ func (t *thread) finishCompaction(tr *turn, c *compaction, summary string, err e
 			t.failTurn(tr, err)
 			return
 		}
-		t.notify(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.id, Message: msg + "; the history is kept as it is"})
+		t.notify(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.id, Message: o.Message})
 		c.then()
 		return
 	}
@@ -447,23 +409,18 @@ func (t *thread) finishCompaction(tr *turn, c *compaction, summary string, err e
 	tr.stepStart = tr.histStart
 	tr.items = append(tr.items, c.item)
 	t.notify(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: c.item, ThreadID: t.id, TurnID: tr.id, CompletedAtMs: now.UnixMilli()})
-	t.notify(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.id, Message: compactWarning})
+	t.notify(protocol.NotifyWarning, protocol.WarningNotification{ThreadID: &t.id, Message: compaction.Warning})
 	t.compacted(tr, window, after)
 	if !c.auto {
 		c.then()
 		return
 	}
-	if trigger > 0 && after >= trigger {
-		t.compactStreak++ // reset only by real user input (userMessage)
+	t.compactStreak = o.Streak // reset only by real user input (userMessage)
+	if o.Verdict == compaction.Fail {
+		t.failTurn(tr, &contextError{msg: o.Message})
+		return
 	}
-	switch {
-	case t.compactStreak >= maxAutoStreak:
-		t.failTurn(tr, &contextError{msg: fmt.Sprintf("%d automatic compactions in a row left the context above the limit (%d of %d tokens); stopping", t.compactStreak, after, trigger)})
-	case window > 0 && after >= window*95/100:
-		t.failTurn(tr, &contextError{msg: fmt.Sprintf("the context does not fit the model's window even after compaction (%d of %d tokens)", after, window)})
-	default:
-		c.then()
-	}
+	c.then()
 }
 
 // contextError ends a turn that compaction cannot help: its TurnError has
@@ -496,141 +453,47 @@ func (t *thread) undoCompactions(dropped []string) {
 	}
 }
 
-// isCompactionEntry reports whether e is a summary or pinned entry a
-// compaction wrote.
-func isCompactionEntry(e model.Entry) bool {
-	return e.Kind == model.EntryUser && (strings.HasPrefix(e.Text, summaryHeader) || strings.HasPrefix(e.Text, pinnedHeader))
-}
-
-// summarizable is the history the compaction model reads: everything but
-// the pinned entries (they are re-injected as they are).
-func summarizable(h []model.Entry) []model.Entry {
-	out := make([]model.Entry, 0, len(h))
-	for _, e := range h {
-		if e.Kind == model.EntryUser && strings.HasPrefix(e.Text, pinnedHeader) {
-			continue
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
-// compactedHistory builds the history that replaces t.history: the summary,
-// the pinned context (objective, plan), the newest user messages up to
-// keptUserTokens (the last verbatim, the earlier marked as handled), and,
-// mid-turn, the step in flight (the last response's calls and outputs) so
-// the model goes on from where it was. inflight is that step's length.
+// compactedHistory builds the history that replaces t.history
+// (compaction.Replace): the summary, the pinned context (objective, plan),
+// the newest user messages, and, mid-turn, the step in flight. inflight is
+// that step's length.
 func (t *thread) compactedHistory(tr *turn, summary string) (hist []model.Entry, inflight int) {
-	hist = append(hist, model.Entry{Kind: model.EntryUser, Text: summaryHeader + "\n\n" + summary})
-	if p := t.pinnedContext(tr); p != "" {
-		hist = append(hist, model.Entry{Kind: model.EntryUser, Text: p})
+	p := compaction.Replace(entries(t.history), compaction.Step{InStep: tr.inStep, Start: tr.stepStart},
+		summary, t.pinnedContext(tr), compaction.KeptBudget(t.outputBudget(tr)))
+	hist = append(hist, model.Entry{Kind: model.EntryUser, Text: p.Summary})
+	if p.Pinned != "" {
+		hist = append(hist, model.Entry{Kind: model.EntryUser, Text: p.Pinned})
 	}
-	// The step in flight: the last response's tool calls and outputs,
-	// unless steered input followed them.
-	start := len(t.history)
-	if tr.inStep && tr.stepStart <= len(t.history) {
-		start = tr.stepStart
-		for _, e := range t.history[tr.stepStart:] {
-			if e.Kind != model.EntryToolCall && e.Kind != model.EntryToolOutput {
-				start = len(t.history)
-				break
-			}
-		}
-	}
-	var users []model.Entry
-	budget := int64(keptUserTokens)
-	if b := approxTokens(t.outputBudget(tr)) / 2; b > 0 && b < budget {
-		// A small window: the kept messages may take half what one tool
-		// output may (tooloutput.go), or a long run's messages alone
-		// would fill it after a while; the compacted context then stays
-		// well below the 75% at which full auto hands the run off.
-		budget = b
-	}
-	for i := start - 1; i >= 0; i-- {
-		e := t.history[i]
-		if e.Kind != model.EntryUser || isCompactionEntry(e) {
-			continue
-		}
-		n := approxTokens(len(e.Text))
-		if len(users) > 0 && n > budget {
-			break
-		}
-		budget -= n
-		users = append(users, e)
-	}
-	for i := len(users) - 1; i >= 0; i-- {
-		e := users[i]
-		if i > 0 && !strings.HasPrefix(e.Text, earlierPrefix) {
-			e.Text = earlierPrefix + e.Text
-		}
+	for _, k := range p.Users {
+		e := t.history[k.Index] // its images too
+		e.Text = k.Text
 		hist = append(hist, e)
 	}
-	hist = append(hist, t.history[start:]...)
-	return hist, len(t.history) - start
+	hist = append(hist, t.history[p.Tail:]...)
+	return hist, p.Inflight(len(t.history))
 }
 
 // pinnedContext is what no summary may lose: the full-auto objective and
-// the current plan, verbatim.
+// the current plan, verbatim (compaction.Pinned). With no plan seen since
+// the thread was loaded, the one the last compaction pinned is carried.
 func (t *thread) pinnedContext(tr *turn) string {
-	var b strings.Builder
-	if r := t.autoDrive(); r != nil && r.Objective != "" {
-		fmt.Fprintf(&b, "\n\n## Objective (full auto)\n%s", r.Objective)
+	objective := ""
+	if r := t.autoDrive(); r != nil {
+		objective = r.Objective
 	}
 	plan := tr.plan
 	if len(plan) == 0 {
 		plan = t.lastPlan
 	}
-	if len(plan) > 0 {
-		b.WriteString(planHeading)
-		for _, s := range plan {
-			fmt.Fprintf(&b, "\n- [%s] %s", s.Status, s.Step)
-		}
-	} else {
-		// No plan seen since the thread was loaded: carry the one the
-		// last compaction pinned.
-		for _, e := range t.history {
-			if e.Kind == model.EntryUser && strings.HasPrefix(e.Text, pinnedHeader) {
-				if i := strings.Index(e.Text, planHeading); i >= 0 {
-					b.WriteString(e.Text[i:])
-				}
-				break
-			}
+	last := ""
+	for _, e := range t.history {
+		if entry(e).Pinned() {
+			last = e.Text
+			break
 		}
 	}
-	if b.Len() == 0 {
-		return ""
-	}
-	return pinnedHeader + b.String()
+	return compaction.Pinned(objective, plan, last)
 }
-
-// transcript renders entries as plain text for the compaction model: no
-// tool-call pairing to keep valid, and any provider accepts it.
-func transcript(es []model.Entry) string {
-	var b strings.Builder
-	b.Grow(transcriptBytes(es))
-	b.WriteString("<transcript>\n")
-	for _, e := range es {
-		switch e.Kind {
-		case model.EntryUser:
-			b.WriteString("\n[user]\n")
-			b.WriteString(e.Text)
-		case model.EntryAssistant:
-			b.WriteString("\n[assistant]\n")
-			b.WriteString(e.Text)
-		case model.EntryToolCall:
-			fmt.Fprintf(&b, "\n[tool call %s %s]\n", e.Name, e.CallID)
-			b.WriteString(e.Arguments)
-		case model.EntryToolOutput:
-			fmt.Fprintf(&b, "\n[tool output %s]\n", e.CallID)
-			b.WriteString(e.Output)
-		}
-		b.WriteByte('\n')
-	}
-	b.WriteString("</transcript>")
-	return b.String()
-}
-
-func transcriptBytes(es []model.Entry) int { return entriesBytes(es) + 32 }
 
 // compacted tells a full-auto run how full the context is after a
 // compaction (fullauto.Machine.Compacted).

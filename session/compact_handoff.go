@@ -3,6 +3,7 @@ package session
 import (
 	"strings"
 
+	"github.com/apserver/apserver/compaction"
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/store"
@@ -55,18 +56,14 @@ func (t *thread) handoffText(objective string) string {
 
 // pinnedPlan is the plan section a compaction would pin now.
 func (t *thread) pinnedPlan() string {
-	p := t.pinnedContext(&turn{})
-	if i := strings.Index(p, planHeading); i >= 0 {
-		return p[i:]
-	}
-	return ""
+	return compaction.PlanSection(t.pinnedContext(&turn{}))
 }
 
 // latestSummary is the summary of the latest compaction in h.
 func latestSummary(h []model.Entry) string {
 	for i := len(h) - 1; i >= 0; i-- {
-		if h[i].Kind == model.EntryUser && strings.HasPrefix(h[i].Text, summaryHeader) {
-			return strings.TrimSpace(strings.TrimPrefix(h[i].Text, summaryHeader))
+		if s, ok := entry(h[i]).Summary(); ok {
+			return s
 		}
 	}
 	return ""

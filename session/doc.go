@@ -12,10 +12,11 @@
 // on the child goroutines, never on the thread's.
 //
 // Context compaction (compact.go) runs inside turns: before a model
-// request that would pass the trigger, and for thread/compact/start. The
-// summary request runs on a child goroutine; the thread installs the
-// compacted history, stores the tombstone and applies the guards. A
-// full-auto handoff to a fresh thread is compact_handoff.go.
+// request that would pass the trigger, and for thread/compact/start. What
+// it does is planned by the pure package compaction; the summary request
+// runs on a child goroutine; the thread installs the compacted history,
+// stores the tombstone and applies the guards. A full-auto handoff to a
+// fresh thread is compact_handoff.go.
 //
 // Full auto's decisions belong to package fullauto, a pure state machine
 // that the thread goroutine drives: it feeds events and applies the
@@ -23,8 +24,9 @@
 // model-call scheduler (sched.go) and the clock (clock.go).
 //
 // Beyond the agent's turns: thread/delete, thread/metadata/update,
-// thread/settings/update and the user's own commands (threadops.go,
-// commandexec.go: judged by the same rules and sandbox, never asked);
+// thread/settings/update (threadops.go); the judgment of the user's own
+// commands (Manager.UserCommandPlan: the same rules and sandbox, never
+// asked) and of policy/explain's questions (policyjudgment.go);
 // review/start and plan mode, read-only turns (review.go, planmode.go);
 // image inputs (images.go).
 //
@@ -34,6 +36,11 @@
 // never as a wire client. A panic on a thread goroutine, or in a turn's
 // model stream or command goroutine, fails that turn and nothing else
 // (panics.go).
+//
+// The methods that never touch a thread (command/exec, fs/watch, fuzzy
+// search, config/read, client info, thread search, policy/explain's
+// answer) live beside session in package services, registered by server;
+// session offers them its defaults, config, client and hooks (host.go).
 //
 // session declares what it consumes: the editor (Client), the model
 // (via model.Client, configured from config), the store and the tools. It

@@ -91,17 +91,16 @@ func (m *Manager) Drain(ctx context.Context, mode EOFMode) error {
 
 // InputClosed runs as soon as the client's input has ended, before the
 // requests in flight are answered (Drain comes after). With EOFInterrupt
-// it ends every command/exec process at once, as command/exec/terminate
-// would (each then answers, exit code 137, which its request was waiting
-// for), and refuses any command/exec still to be handled: the client that
-// closed its input wants apserver gone, not waiting up to a process's
-// timeout. With EOFDrain the processes run on to their end.
+// it runs the services' hooks (AtInputInterrupted): command/exec ends
+// every process at once and refuses any still to be handled, since the
+// client that closed its input wants apserver gone, not waiting up to a
+// process's timeout. With EOFDrain the processes run on to their end.
 func (m *Manager) InputClosed(mode EOFMode) {
 	if mode != EOFInterrupt {
 		return
 	}
-	if n := m.execs.closeAll(); n > 0 {
-		m.log.Info("input closed; command/exec processes terminated", "processes", n, "mode", mode)
+	for _, f := range m.hooks(&m.atInterrupt) {
+		f()
 	}
 }
 

@@ -50,7 +50,7 @@ type Options struct {
 	// workspace keeps, when git collects garbage); zero values are defaults.
 	Checkpoints checkpoint.Options
 	// ConfigSources are the config files and flags config/read reports
-	// (configread.go).
+	// (services/configread); MCP reloads and config writes read them too.
 	ConfigSources ConfigSources
 	// Cwd is the working directory of a thread started without one; empty
 	// means the process's. (A server in a test process gets its own.)
@@ -58,6 +58,8 @@ type Options struct {
 	// Align, when set, is the project brain's alignment check of file
 	// writes and commands under full auto (brainhook.go).
 	Align Aligner
+	// Intents, when set, routes a project thread's user messages to the manager (intenthook.go).
+	Intents IntentRouter
 }
 
 // Manager owns the set of loaded threads. Its own fields are small leaf
@@ -95,17 +97,16 @@ type Manager struct {
 	threads   map[string]*thread // loaded threads
 	models    map[string]*model.Client
 	ckpts     map[string]*checkpointOpening // snapshot stores by workspace (checkpoint.go)
-	fsw       watchState                    // fs/watch, made on first use
+	// atClose and atInterrupt are the services' hooks (host.go).
+	atClose, atInterrupt []func()
 
 	// learnedWindows are context windows learned from requests a provider
 	// refused as too long, for models no configuration sizes (compact.go):
 	// windowKey (provider and model name) → tokens.
 	learnedWindows sync.Map
 
-	mcp      *mcpState   // MCP servers (mcptools.go); set by NewManager
-	fuzzy    fuzzyTokens // fuzzyFileSearch's cancellation tokens (fuzzy.go)
-	watchers watchers    // the thread port's outcome streams (threads.go)
-	execs    execTable   // command/exec's processes (commandexec.go)
+	mcp      *mcpState // MCP servers (mcptools.go); set by NewManager
+	watchers watchers  // the thread port's outcome streams (threads.go)
 
 	// defaultProvider is modelProvider/default/set's choice (codex171.go);
 	// nil: the configured provider.
@@ -193,9 +194,9 @@ func (m *Manager) Close() error {
 	m.stop()
 	m.wg.Wait()
 	m.mcp.close() // no MCP server process outlives apserver
-	m.mu.Lock()
-	m.closeWatcher()
-	m.mu.Unlock()
+	for _, f := range m.hooks(&m.atClose) {
+		f()
+	}
 	<-m.storeReady
 	if m.db != nil {
 		return m.db.Close()

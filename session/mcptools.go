@@ -7,18 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/mcp"
+	"github.com/apserver/apserver/mcpservers"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 )
@@ -29,16 +25,16 @@ import (
 // tool's annotations, then full auto's ladder), and what the client is told
 // (mcpToolCall items, progress, elicitations, the mcpServer methods).
 
-// mcpState is the Manager's MCP servers: one pool of connections shared by
-// every thread. Its fields are small leaf state behind mu.
+// mcpState is what the threads keep of the Manager's MCP servers (the
+// servers and their one pool are package mcpservers'): the approvals and
+// the calls in flight. Its fields are small leaf state behind mu.
 type mcpState struct {
-	m    *Manager
-	pool *mcp.Pool
+	m   *Manager
+	srv *mcpservers.Servers
 
 	mu       sync.Mutex
-	servers  map[string]config.MCPServer // the configuration in effect
-	approved map[string]bool             // thread, server, tool approved for the session
-	active   map[string][]*mcpCall       // server → calls in flight, for its elicitations
+	approved map[string]bool       // thread, server, tool approved for the session
+	active   map[string][]*mcpCall // server → calls in flight, for its elicitations
 }
 
 // mcpToolRef is one MCP tool under the name the model knows it by.
@@ -67,104 +63,16 @@ type mcpCallKey struct{}
 // maxToolName is the longest function name providers accept.
 const maxToolName = 64
 
-// defaultMCPEnv are the variables a stdio server inherits besides those it
-// names (Codex's default set).
-var defaultMCPEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ"}
-
 func newMCPState(m *Manager) *mcpState {
 	s := &mcpState{m: m, approved: map[string]bool{}, active: map[string][]*mcpCall{}}
-	s.servers = m.opts.Config.MCPServers
-	s.pool = mcp.NewPool(s.poolServers(s.servers), mcp.Options{
-		Log:     m.log,
-		Elicit:  s.elicit,
-		OnState: s.onState,
-	})
+	s.srv = mcpservers.New(mcpservers.Options{Config: m.opts.Config.MCPServers, Cwd: m.opts.Cwd, Sources: m.opts.ConfigSources,
+		Log: m.log, Notify: m.notify, Elicit: s.elicit})
 	return s
 }
 
-// poolServers turns the enabled configured servers into what the pool
-// starts: the environment of a stdio server, the headers of an HTTP one.
-func (s *mcpState) poolServers(cfg map[string]config.MCPServer) []mcp.Server {
-	var out []mcp.Server
-	for _, name := range sortedNames(cfg) {
-		c := cfg[name]
-		if !c.Enabled {
-			continue
-		}
-		srv := mcp.Server{Name: name, StartupTimeout: c.StartupTimeout}
-		if c.Stdio() {
-			srv.Command, srv.Args, srv.Cwd = c.Command, c.Args, c.Cwd
-			if srv.Cwd == "" {
-				srv.Cwd = s.m.opts.Cwd
-			}
-			for _, k := range append(slices.Clone(defaultMCPEnv), c.EnvVars...) {
-				if v, ok := os.LookupEnv(k); ok {
-					srv.Env = append(srv.Env, k+"="+v)
-				}
-			}
-			for _, k := range sortedNames(c.Env) {
-				srv.Env = append(srv.Env, k+"="+c.Env[k])
-			}
-		} else {
-			srv.URL = c.URL
-			srv.Headers = map[string]string{}
-			for k, v := range c.HTTPHeaders {
-				srv.Headers[k] = v
-			}
-			for k, env := range c.EnvHTTPHeaders {
-				if v := os.Getenv(env); v != "" {
-					srv.Headers[k] = v
-				}
-			}
-			if c.BearerTokenEnvVar != "" {
-				if v := os.Getenv(c.BearerTokenEnvVar); v != "" {
-					srv.Headers["Authorization"] = "Bearer " + v
-				} else {
-					s.m.log.Warn("MCP server's bearer_token_env_var is not set", "server", name, "var", c.BearerTokenEnvVar)
-				}
-			}
-		}
-		out = append(out, srv)
-	}
-	return out
-}
+func (s *mcpState) close() { s.srv.Close() }
 
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func (s *mcpState) close() { s.pool.Close() }
-
-func (s *mcpState) config() map[string]config.MCPServer {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.servers
-}
-
-// onState tells clients how a server's start went
-// (mcpServer/startupStatus/updated).
-func (s *mcpState) onState(name string, st mcp.State, err error) {
-	n := protocol.McpServerStatusUpdatedNotification{Name: name}
-	switch st {
-	case mcp.Starting:
-		n.Status = protocol.McpStartupStarting
-	case mcp.Connected:
-		n.Status = protocol.McpStartupReady
-	case mcp.Failed:
-		n.Status = protocol.McpStartupFailed
-		if err != nil {
-			n.Error = ptr(err.Error())
-		}
-	default:
-		return
-	}
-	s.m.notify(protocol.NotifyMcpServerStartupStatus, n)
-}
+func (s *mcpState) config() map[string]config.MCPServer { return s.srv.Config() }
 
 // tools lists the MCP tools of the servers that are connected now (or
 // were, and stopped), under
@@ -175,10 +83,10 @@ func (s *mcpState) onState(name string, st mcp.State, err error) {
 func (s *mcpState) tools() []mcpToolRef {
 	cfg := s.config()
 	var refs []mcpToolRef
-	for _, name := range s.pool.Names() {
+	for _, name := range s.srv.Pool.Names() {
 		// A server that stopped keeps offering the tools it had: calling
 		// one starts it again (mcp.Pool, after its backoff).
-		st, ok := s.pool.Status(name)
+		st, ok := s.srv.Pool.Status(name)
 		if !ok || (st.State != mcp.Connected && st.State != mcp.Failed) {
 			continue
 		}
@@ -282,8 +190,8 @@ func (t *thread) mcpStartup(tr *turn, then func()) bool {
 	s := t.m.mcp
 	cfg := s.config()
 	var pending []string
-	for _, name := range s.pool.Names() {
-		if st, ok := s.pool.Status(name); ok && (st.State == mcp.NotStarted || st.State == mcp.Starting) {
+	for _, name := range s.srv.Pool.Names() {
+		if st, ok := s.srv.Pool.Status(name); ok && (st.State == mcp.NotStarted || st.State == mcp.Starting) {
 			pending = append(pending, name)
 		}
 	}
@@ -294,7 +202,7 @@ func (t *thread) mcpStartup(tr *turn, then func()) bool {
 	go func() {
 		var wg sync.WaitGroup
 		for _, name := range pending {
-			wg.Go(func() { _ = s.pool.Start(ctx, name, false) })
+			wg.Go(func() { _ = s.srv.Pool.Start(ctx, name, false) })
 		}
 		wg.Wait()
 		t.postEvent(ctx, func() {
@@ -302,7 +210,7 @@ func (t *thread) mcpStartup(tr *turn, then func()) bool {
 				return
 			}
 			for _, name := range pending {
-				if st, _ := s.pool.Status(name); cfg[name].Required && st.State == mcp.Failed {
+				if st, _ := s.srv.Pool.Status(name); cfg[name].Required && st.State == mcp.Failed {
 					t.failTurn(tr, fmt.Errorf("the required MCP server %s failed to start: %s", name, st.Err))
 					return
 				}
@@ -482,7 +390,7 @@ func (t *thread) startMCPCall(tr *turn, c *mcpCall) {
 	tctx := tr.ctx
 	go func() {
 		ctx, cancel := context.WithTimeout(context.WithValue(tctx, mcpCallKey{}, c), timeout)
-		res, err := s.pool.Call(ctx, c.ref.server, c.ref.tool.Name, c.item.Arguments, func(msg string) {
+		res, err := s.srv.Pool.Call(ctx, c.ref.server, c.ref.tool.Name, c.item.Arguments, func(msg string) {
 			t.postEvent(tctx, func() {
 				if t.turn == tr {
 					t.notify(protocol.NotifyMcpToolCallProgress, protocol.McpToolCallProgressNotification{ThreadID: t.id, TurnID: tr.id, ItemID: c.item.ID, Message: msg})
@@ -669,168 +577,4 @@ func (s *mcpState) elicit(ctx context.Context, server string, req mcp.ElicitRequ
 	case <-ctx.Done():
 		return mcp.ElicitResult{}, ctx.Err()
 	}
-}
-
-// ListMcpServerStatus implements mcpServerStatus/list: every configured
-// server (or the one named), sorted by name, with its runtime status,
-// tools and resources. A server no one has started yet is started first;
-// one that failed is shown failed (it restarts on its next use).
-func (m *Manager) ListMcpServerStatus(ctx context.Context, p protocol.McpServerStatusListParams, reply Reply) {
-	s := m.mcp
-	cfg := s.config()
-	names := sortedNames(cfg)
-	if p.ServerName != nil {
-		if _, ok := cfg[*p.ServerName]; !ok {
-			reply(nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: serverName: no MCP server %q is configured", *p.ServerName))
-			return
-		}
-		names = []string{*p.ServerName}
-	}
-	start := 0
-	if p.Cursor != nil {
-		start, _ = strconv.Atoi(*p.Cursor)
-	}
-	limit := 100
-	if p.Limit != nil && *p.Limit > 0 {
-		limit = int(*p.Limit)
-	}
-	start = min(start, len(names))
-	end := min(start+limit, len(names))
-	page := names[start:end]
-	go func() {
-		var wg sync.WaitGroup
-		for _, n := range page {
-			if cfg[n].Enabled {
-				wg.Go(func() { _ = s.pool.Start(context.WithoutCancel(ctx), n, false) })
-			}
-		}
-		wg.Wait()
-		res := protocol.McpServerStatusListResult{Data: make([]protocol.McpServerStatus, 0, len(page))}
-		for _, n := range page {
-			st := s.status(n, cfg[n])
-			if p.Detail != nil && *p.Detail == "toolsAndAuthOnly" {
-				st.Resources, st.ResourceTemplates = []json.RawMessage{}, []json.RawMessage{}
-			}
-			res.Data = append(res.Data, st)
-		}
-		if end < len(names) {
-			res.NextCursor = ptr(strconv.Itoa(end))
-		}
-		reply(res, nil)
-	}()
-}
-
-// status is one server's entry in mcpServerStatus/list.
-func (s *mcpState) status(name string, c config.MCPServer) protocol.McpServerStatus {
-	out := protocol.McpServerStatus{Name: name, AuthStatus: "unsupported", Tools: map[string]json.RawMessage{},
-		Resources: []json.RawMessage{}, ResourceTemplates: []json.RawMessage{}, RuntimeStatus: protocol.McpDisabled}
-	if c.BearerTokenEnvVar != "" {
-		out.AuthStatus = "bearerToken"
-	}
-	if u, err := url.Parse(c.URL); err == nil && c.URL != "" {
-		out.HTTPOrigin = ptr(u.Scheme + "://" + u.Host)
-	}
-	st, ok := s.pool.Status(name)
-	if !c.Enabled || !ok {
-		return out
-	}
-	switch st.State {
-	case mcp.NotStarted:
-		out.RuntimeStatus = protocol.McpNotStarted
-	case mcp.Starting:
-		out.RuntimeStatus = protocol.McpStarting
-	case mcp.Connected:
-		out.RuntimeStatus = protocol.McpConnected
-	case mcp.Failed:
-		out.RuntimeStatus = protocol.McpFailed
-		out.ToolsError = ptr(st.Err)
-	}
-	for _, tl := range st.Tools {
-		if c.ToolEnabled(tl.Name) {
-			out.Tools[tl.Name] = tl.Raw
-		}
-	}
-	out.Resources = append(out.Resources, st.Resources...)
-	out.ResourceTemplates = append(out.ResourceTemplates, st.Templates...)
-	out.ServerInfo = st.Info
-	return out
-}
-
-// CallMcpTool implements mcpServer/tool/call: the client calls a tool
-// itself (no approval: the user asked), within the server's tool timeout.
-func (m *Manager) CallMcpTool(ctx context.Context, p protocol.McpServerToolCallParams, reply Reply) {
-	c, ok := m.mcp.config()[p.Server]
-	if !ok || !c.Enabled {
-		reply(nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: server: no enabled MCP server %q is configured", p.Server))
-		return
-	}
-	if !c.ToolEnabled(p.Tool) {
-		reply(nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: tool: %q is not enabled on MCP server %q", p.Tool, p.Server))
-		return
-	}
-	args := p.Arguments
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
-	}
-	go func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ToolTimeout)
-		defer cancel()
-		res, err := m.mcp.pool.Call(cctx, p.Server, p.Tool, args, nil)
-		if err != nil {
-			reply(nil, fmt.Errorf("mcpServer/tool/call: %w", err))
-			return
-		}
-		out := protocol.McpServerToolCallResult{Content: res.Content, StructuredContent: res.Structured, Meta: res.Meta}
-		if res.IsError {
-			out.IsError = ptr(true)
-		}
-		reply(out, nil)
-	}()
-}
-
-// ReadMcpResource implements mcpServer/resource/read.
-func (m *Manager) ReadMcpResource(ctx context.Context, p protocol.McpResourceReadParams, reply Reply) {
-	c, ok := m.mcp.config()[p.Server]
-	if !ok || !c.Enabled {
-		reply(nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: server: no enabled MCP server %q is configured", p.Server))
-		return
-	}
-	go func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.ToolTimeout)
-		defer cancel()
-		contents, err := m.mcp.pool.ReadResource(cctx, p.Server, p.URI)
-		if err != nil {
-			reply(nil, fmt.Errorf("mcpServer/resource/read: %w", err))
-			return
-		}
-		reply(protocol.McpResourceReadResult{Contents: contents}, nil)
-	}()
-}
-
-// ReloadMcpServers implements config/mcpServer/reload: the config files
-// are read again; a server whose configuration changed, or that is gone,
-// is stopped, and new or changed ones start on their next use.
-func (m *Manager) ReloadMcpServers(ctx context.Context, _ protocol.Empty, reply Reply) {
-	src := m.opts.ConfigSources
-	ws := m.opts.Cwd
-	if src.WorkspaceFile != "" {
-		ws = filepath.Dir(filepath.Dir(src.WorkspaceFile))
-	}
-	if ws == "" {
-		ws, _ = os.Getwd()
-	}
-	cfg, err := config.Load(config.LoadOptions{UserFile: src.UserFile, Workspace: ws})
-	if err != nil {
-		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "config/mcpServer/reload: %v", err))
-		return
-	}
-	for _, w := range cfg.Warnings {
-		m.log.Warn(w)
-	}
-	s := m.mcp
-	s.mu.Lock()
-	s.servers = cfg.MCPServers
-	s.mu.Unlock()
-	s.pool.Reload(s.poolServers(cfg.MCPServers))
-	reply(protocol.Empty{}, nil)
 }

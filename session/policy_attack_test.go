@@ -323,12 +323,9 @@ func TestExplainIsThePlan(t *testing.T) {
 					if escalated {
 						p.SandboxPermissions = &esc
 					}
-					res := th.judge().explain(p)
+					res := th.judge().judgment(p).Command
 					plan := th.planCommand(cmd, escalated)
-					opaque := ""
-					if res.Opaque != nil {
-						opaque = *res.Opaque
-					}
+					opaque := res.Opaque
 					if res.Effective != plan.effective() || res.Decision != plan.ruleDecision() || opaque != plan.opaque() || res.Escalated != escalated {
 						t.Errorf("explain %q (%s, %s, escalated %v) = %s/%s opaque %q; plan %s/%s opaque %q",
 							cmd, approval, sb, escalated, res.Decision, res.Effective, opaque, plan.ruleDecision(), plan.effective(), plan.opaque())
@@ -361,12 +358,9 @@ func FuzzExplainIsThePlan(f *testing.F) {
 		if escalated {
 			p.SandboxPermissions = &esc
 		}
-		res := th.judge().explain(p)
+		res := th.judge().judgment(p).Command
 		plan := th.planCommand(cmd, escalated)
-		opaque := ""
-		if res.Opaque != nil {
-			opaque = *res.Opaque
-		}
+		opaque := res.Opaque
 		if res.Effective != plan.effective() || res.Decision != plan.ruleDecision() || opaque != plan.opaque() {
 			t.Fatalf("explain %q (%s, %s, escalated %v) = %s/%s; plan %s/%s", cmd, approval, sb, escalated, res.Decision, res.Effective, plan.ruleDecision(), plan.effective())
 		}

@@ -86,7 +86,7 @@ type turn struct {
 	// kind is turnKindCompact for a thread/compact/start turn (it cannot
 	// be steered); compacting is the compaction in flight (compact.go).
 	kind       string
-	compacting *compaction
+	compacting *compactRun
 	// stepStart is len(t.history) when the last response's tool calls
 	// began to run (inStep); a compaction keeps that step verbatim.
 	stepStart int
@@ -199,7 +199,7 @@ func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 		modelName: modelName,
 		stamps:    map[string]files.Stamp{},
 		client:    t.m.modelClient(provider),
-		prompt:    systemPrompt(t.settings.Cwd, t.settings.BaseInstructions, t.m.opts.Config.Instructions, t.settings.DeveloperInstructions) + sandboxNote(t.settings.Sandbox),
+		prompt:    systemPrompt(t.settings.Cwd, t.settings.BaseInstructions, t.m.opts.Config.Instructions, t.settings.DeveloperInstructions) + sandboxNote(t.settings.Sandbox) + t.projectContext(),
 	}
 	tr.schema = outputSchema(p.OutputSchema)
 	if t.persistent() {
@@ -246,7 +246,9 @@ func (t *thread) runTurn(tr *turn, user userInput, auto *fullauto.TurnInput) {
 			return
 		}
 	}
-	t.sampleNext(tr) // pre-turn compaction check (compact.go)
+	if !t.routeIntent(tr, user, auto) { // the manager's intent from chat (intenthook.go)
+		t.sampleNext(tr) // pre-turn compaction check (compact.go)
+	}
 }
 
 func truncate(s string, n int) string {
@@ -428,7 +430,7 @@ func (t *thread) commitItem(tr *turn, item protocol.ThreadItem, hist []model.Ent
 		}
 		var h json.RawMessage
 		if len(hist) > 0 {
-			h, _ = json.Marshal(hist)
+			h, _ = protocol.Marshal(hist) // one allocation of its size (largejson.go)
 		}
 		db, err := t.m.store()
 		if err == nil {
@@ -887,6 +889,7 @@ func (t *thread) completeTurn(tr *turn, status protocol.TurnStatus, te *protocol
 	}
 	tr.requests = nil
 	t.turnEnded(tr, string(status), te) // full auto takes the plain string
+	t.summarizeIdle()                   // the project's summary of the thread (brainhook.go)
 }
 
 // execLimits bound commands.

@@ -62,3 +62,36 @@ func TestAppendItemLarge(t *testing.T) {
 		t.Errorf("big item stored as %s (history %s), want text", typ, htyp)
 	}
 }
+
+// TestAppendItemHugeFreesHeapFirst: an item of hugeItem bytes or more
+// (item and history together) is stored after the heap's unused memory is
+// handed back (freeHeap), so that SQLite's copies of it do not come on top
+// of garbage; smaller items are stored without that collection.
+func TestAppendItemHugeFreesHeapFirst(t *testing.T) {
+	calls := 0
+	defer func(f func()) { freeHeap = f }(freeHeap)
+	freeHeap = func() { calls++ }
+	s := openTest(t, "")
+	mkThread(t, s, Thread{ID: "th"})
+	startTurn(t, s, "th", "tu", 1)
+	appendItem(t, s, "th", "tu", "small")
+	if calls != 0 {
+		t.Fatalf("freeHeap called %d times for a small item", calls)
+	}
+	half := strings.Repeat("x", hugeItem/2)
+	big := json.RawMessage(`{"id":"h","type":"agentMessage","text":"` + half + `"}`)
+	hist := json.RawMessage(`[{"Kind":2,"Text":"` + half + `"}]`)
+	if _, err := s.AppendItem(ctx, Item{ThreadID: "th", TurnID: "tu", ID: "h", Type: "agentMessage", Item: big, History: hist, CompletedAt: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if calls != 1 {
+		t.Fatalf("freeHeap called %d times for an item of %d bytes, want 1", calls, len(big)+len(hist))
+	}
+	items, err := s.Items(ctx, "th")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 2 || !bytes.Equal(items[1].Item, big) || !bytes.Equal(items[1].History, hist) {
+		t.Fatalf("huge item not stored whole: %d items", len(items))
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime/debug"
 	"strconv"
 )
 
@@ -156,6 +157,9 @@ func (s *Store) AppendItem(ctx context.Context, it Item) (Item, error) {
 	if err := checkJSON("item history", it.History); err != nil {
 		return Item{}, err
 	}
+	if len(it.Item)+len(it.History) >= hugeItem {
+		freeHeap()
+	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var err error
 		if it.Seq, err = s.insertItem(ctx, tx, it); err != nil {
@@ -191,6 +195,21 @@ const insBigItemSQL = `INSERT INTO items (thread_id, turn_id, id, seq, type, ite
 	VALUES (@thread, @turn, @id, COALESCE((SELECT MAX(seq) FROM items WHERE thread_id = +@thread), 0) + 1,
 	@type, @item, @history, @at)
 	RETURNING seq`
+
+// hugeItem is the size from which an item is stored only after the Go
+// heap has handed back to the system the memory it no longer uses.
+// SQLite copies a statement's text twice in C (the bound value, then the
+// row's record), outside the Go heap; what the heap holds at that moment
+// but no longer needs (an answer's streamed chunks, once joined; the
+// buffers its encodings were built in; a request line already decoded)
+// would stay resident beside those copies until the runtime's background
+// scavenger got to it: at an answer cut at 64 MiB the server's peak RSS
+// was 412 MiB with them, 288 MiB without. A forced collection costs a few
+// milliseconds, nothing beside such a statement.
+const hugeItem = 4 << 20
+
+// freeHeap is debug.FreeOSMemory; tests count its calls.
+var freeHeap = debug.FreeOSMemory
 
 // insertItem inserts it (its History as given) and returns its seq.
 func (s *Store) insertItem(ctx context.Context, tx *sql.Tx, it Item) (int, error) {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/apserver/apserver/cluster"
@@ -120,6 +121,15 @@ func clusterRuns(cfg config.Config, log *slog.Logger) (runner.RunStore, runner.W
 		return nil, nil, nil, err
 	}
 	var q runner.WorkQueue = runner.InProcess{}
+	var lease *cluster.Lease
+	if cfg.Cluster.Execute != "workers" {
+		// This process does its runs' work: it holds their leases, and
+		// takes up the runs of processes that died (cluster/lease.go).
+		lease = cluster.NewLease(pool, log)
+		s.Execute, s.Lease = cluster.ExecuteHere, lease
+	} else {
+		s.Execute = "workers"
+	}
 	if cfg.Cluster.Execute == "workers" {
 		// Every slow effect: the run is driven by whichever worker claims
 		// its job; this process only appends what its clients answer.
@@ -128,14 +138,25 @@ func clusterRuns(cfg config.Config, log *slog.Logger) (runner.RunStore, runner.W
 	}
 	follow := func(rn *runner.Runner) func() {
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
 		go func() {
-			defer close(done)
+			defer wg.Done()
 			cluster.Follow(ctx, pool, rn, log)
 		}()
+		if lease != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cluster.KeepDriving(ctx, s, lease, rn, 0, log)
+			}()
+		}
 		return func() {
 			cancel()
-			<-done
+			wg.Wait()
+			if lease != nil {
+				lease.Close()
+			}
 			pool.Close()
 		}
 	}

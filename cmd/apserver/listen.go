@@ -15,7 +15,6 @@ import (
 	"syscall"
 
 	"github.com/apserver/apserver/config"
-	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/server"
 )
 
@@ -97,15 +96,14 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 	mgr := newManager(cfg, f, dataDir, hub.Client(), log)
 	rn := newRunner(cfg, dataDir, mgr, log)
 	bs := newBlueprints(cfg, mgr, hub.Client(), log)
-	ps := newProjects(mgr, rn, bs, hub.Client(), log)
+	ps := newProjects(cfg, mgr, rn, bs, hub.Client(), log)
 	rn.SetBlueprints(bs) // runs from a blueprint, and their evidence
 	hub.OnAbandoned = mgr.ReleaseEphemeral
-	hub.OnWatchGone = func(id string) {
-		mgr.UnwatchFS(context.Background(), protocol.FsUnwatchParams{WatchID: id}, func(any, error) {})
-	}
-	hub.OnProcessGone = mgr.TerminateProcess
+	svc := server.NewServices(mgr) // one set for every connection
+	hub.OnWatchGone = svc.ForgetWatch
+	hub.OnProcessGone = svc.TerminateProcess
 	fmt.Fprintln(os.Stderr, "apserver: listening on", server.URL(l))
-	stopBeat := heartbeat(ctx, ps)
+	stopBeat := heartbeat(ctx, ps, cfg.Manager)
 	err = server.Serve(ctx, l, server.ListenOptions{
 		TokenSHA256:  token,
 		AllowOrigins: lf.origins,
@@ -118,6 +116,7 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 		},
 		Setup: func(s *server.Server) {
 			server.Register(s, mgr)
+			server.RegisterServices(s, svc)
 			server.RegisterRuns(s, rn)
 			server.RegisterBlueprints(s, bs)
 			server.RegisterManager(s, ps) // one driver for every connection: one lock per workspace

@@ -18,6 +18,7 @@ import (
 	"github.com/apserver/apserver/protocol"
 
 	"github.com/apserver/apserver/blueprints"
+	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/projects"
 	"github.com/apserver/apserver/runner"
 	"github.com/apserver/apserver/server"
@@ -26,8 +27,24 @@ import (
 
 // newProjects makes the manager's driver (docs/manager.md) over the
 // runner and the blueprints service; its notifications go to c.
-func newProjects(mgr *session.Manager, rn *runner.Runner, bs *blueprints.Service, c interface{ Notify(string, any) }, log *slog.Logger) *projects.Service {
-	return projects.New(projects.Options{Store: mgr.Store, Runs: server.RunnerRuns{Runner: rn}, Blueprints: bs, Notify: c.Notify, Log: log})
+func newProjects(cfg config.Config, mgr *session.Manager, rn *runner.Runner, bs *blueprints.Service, c interface{ Notify(string, any) }, log *slog.Logger) *projects.Service {
+	ps := projects.New(projects.Options{Store: mgr.Store, Runs: server.RunnerRuns{Runner: rn}, Blueprints: bs, Notify: c.Notify, Log: log,
+		Intent: projects.IntentOptions{Tree: bs, Config: cfg}, Attention: mgr.SetProjectAttention})
+	mgr.SetIntentRouter(intentRouter{ps}) // intent from chat in project threads
+	return ps
+}
+
+// intentRouter is the manager's intent from chat as the session's
+// IntentRouter (projects does not import session).
+type intentRouter struct{ ps *projects.Service }
+
+func (r intentRouter) RouteIntent(ctx context.Context, q session.IntentRequest) session.IntentOutcome {
+	o := r.ps.RouteIntent(ctx, projects.IntentRequest{ThreadID: q.ThreadID, Cwd: q.Cwd, Model: q.Model, Provider: q.Provider, Text: q.Text})
+	out := session.IntentOutcome{Message: o.Message, Answer: o.Answer}
+	if o.Confirm != nil {
+		out.Confirm = &session.IntentConfirm{Question: o.Confirm.Question, Apply: o.Confirm.Apply}
+	}
+	return out
 }
 
 // runProjectManager is `apserver project status|tick|autopilot` (the
@@ -184,6 +201,7 @@ func autopilot(ctx context.Context, ps *projects.Service, cwd string, every time
 	t := time.NewTicker(every)
 	defer t.Stop()
 	last := ""
+	recheck := false // the last tick may have seen a run that ended before the status was read
 	for {
 		d, err := ps.Tick(ctx, cwd)
 		if err != nil {
@@ -196,6 +214,7 @@ func autopilot(ctx context.Context, ps *projects.Service, cwd string, every time
 		}
 		switch d.Result {
 		case manager.ResultStartedRun, manager.ResultAdvancedRun:
+			recheck = false
 			continue
 		case manager.ResultIdle, manager.ResultWaitingForApproval, manager.ResultBudgetExhausted:
 			fmt.Println(line)
@@ -215,6 +234,11 @@ func autopilot(ctx context.Context, ps *projects.Service, cwd string, every time
 				active += n
 			}
 		}
+		if active == 0 && !recheck {
+			recheck = true // a run ended between the tick and the status: tick again first
+			continue
+		}
+		recheck = false
 		if active == 0 {
 			fmt.Println(line)
 			return &exitError{code: exitRunFailed, msg: fmt.Sprintf("phase %s cannot go on: %v; runs %v", s.Phase, s.Tasks, s.Runs)}
@@ -227,14 +251,18 @@ func autopilot(ctx context.Context, ps *projects.Service, cwd string, every time
 	}
 }
 
-// heartbeat runs the manager's heartbeat (projects.Service.Heartbeat) until
-// the returned stop is called; stop waits for it.
-func heartbeat(ctx context.Context, ps *projects.Service) (stop func()) {
+// heartbeat runs the manager's heartbeat (projects.Service.Heartbeat) at
+// [manager]'s intervals until the returned stop is called; stop waits for
+// it. An interval of 0 is no heartbeat.
+func heartbeat(ctx context.Context, ps *projects.Service, mc config.ManagerConfig) (stop func()) {
+	if mc.HeartbeatInterval <= 0 {
+		return func() {}
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ps.Heartbeat(ctx, projects.DefaultHeartbeat, projects.DefaultHeartbeatMax)
+		ps.Heartbeat(ctx, mc.HeartbeatInterval, mc.HeartbeatMax)
 	}()
 	return func() { cancel(); <-done }
 }

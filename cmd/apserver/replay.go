@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,10 +10,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
+	"github.com/apserver/apserver/brain"
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/controller"
 	"github.com/apserver/apserver/fullauto"
+	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 )
 
@@ -22,16 +26,18 @@ var errReplayDiffers = errors.New("replay: decisions differ")
 // runReplay is `apserver replay THREAD`: every receipt of the thread's
 // full-auto runs is re-decided by today's controller and state machine
 // (fullauto.ReplayDecision: the decision and how it was carried out,
-// overrides included) from its stored inputs. It prints one line per receipt and exits 1 naming each decision
-// that differs.
+// overrides included) from its stored inputs, and every alignment verdict
+// by today's rules of the project brain (brain.ReplayVerdict, the
+// validator's stored answers given back). It prints one line per receipt
+// and exits 1 naming each decision that differs.
 func runReplay(args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: apserver replay [--data-dir DIR] [--config FILE] [-v] THREAD
 
 Re-runs the full-auto controller on the inputs stored with every decision
-(and every automatic approval) of THREAD and compares with what was decided
-then. Exits 0 when all agree, 1 naming each one that differs.
+(and every automatic approval) of THREAD, and the project brain's rules on
+every action it judged, and compares with what was decided then. Exits 0 when all agree, 1 naming each one that differs.
 
 `)
 		printFlags(fs.Output(), fs)
@@ -129,6 +135,13 @@ func replayLog(w io.Writer, sl store.FullAutoLog, rs []store.Receipt) error {
 func replay(w io.Writer, rs []store.Receipt, verbose bool) error {
 	var differ []string
 	decisions := 0
+	sets := brain.DecisionSets{} // alignment receipts hold a set of decisions once
+	for _, r := range rs {
+		var rec brain.Record
+		if r.Kind == brain.ReceiptKind && json.Unmarshal(r.Input, &rec) == nil {
+			sets.Add(rec)
+		}
+	}
 	for _, r := range rs {
 		var line, why string
 		var same bool
@@ -138,6 +151,8 @@ func replay(w io.Writer, rs []store.Receipt, verbose bool) error {
 			line, why, same = replayDecision(r)
 		case store.ReceiptApproval:
 			line, why, same = replayApproval(r)
+		case brain.ReceiptKind:
+			line, why, same = replayAlignment(r, sets)
 		default:
 			line, same = fmt.Sprintf("unknown receipt kind %q", r.Kind), false
 		}
@@ -225,4 +240,42 @@ func label(r controller.ApprovalRequest) string {
 		return fmt.Sprint(r.Paths)
 	}
 	return ""
+}
+
+// replayAlignment judges an alignment receipt's action again from its
+// record (brain.ReplayVerdict: today's rules, the validator's stored
+// answers) and compares with the stored verdict. Its decisions are its
+// own or, left out, those another receipt of the thread holds (sets).
+func replayAlignment(r store.Receipt, sets brain.DecisionSets) (line, why string, same bool) {
+	var rec brain.Record
+	var want protocol.AlignmentVerdict
+	if err := json.Unmarshal(r.Input, &rec); err != nil {
+		return "undecodable input", err.Error(), false
+	}
+	if err := json.Unmarshal(r.Output, &want); err != nil {
+		return "undecodable output", err.Error(), false
+	}
+	if err := sets.Resolve(&rec); err != nil {
+		return "decisions missing", err.Error(), false
+	}
+	got := brain.ReplayVerdict(rec)
+	what := rec.Action.Command
+	if rec.Action.Kind != protocol.ActionCommand {
+		what = string(rec.Action.Kind) + " " + rec.Action.Path
+	}
+	line = fmt.Sprintf("%q: %s", what, describeVerdict(want))
+	wb, _ := json.Marshal(want)
+	gb, _ := json.Marshal(got)
+	if !bytes.Equal(wb, gb) {
+		return line + "  now: " + describeVerdict(got), "stored " + string(wb) + ", now " + string(gb), false
+	}
+	return line, strings.Join(want.Reasons, "; "), true
+}
+
+func describeVerdict(v protocol.AlignmentVerdict) string {
+	s := fmt.Sprintf("%s (%s", v.Status, v.Pass)
+	for _, d := range v.Decisions {
+		s += ", " + d.ID
+	}
+	return s + ")"
 }

@@ -7,8 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apserver/apserver/brain"
 	"github.com/apserver/apserver/controller"
 	"github.com/apserver/apserver/fullauto"
+	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 )
 
@@ -98,6 +100,40 @@ func TestReplay(t *testing.T) {
 		}
 		if strings.Join(diffLines, " ") != strings.Join(tc.differs, " ") {
 			t.Errorf("%s: receipts reported as differing = %v, want %v\n%s", tc.name, diffLines, tc.differs, out.String())
+		}
+	}
+}
+
+// TestReplayAlignment: an alignment receipt replays to its verdict from
+// its record; a stored verdict the rules would not give now differs.
+func TestReplayAlignment(t *testing.T) {
+	ds := []protocol.ProjectDecision{{ID: "dec_1", Title: "Use PostgreSQL", Text: "All data in PostgreSQL.", Alternatives: []string{"MySQL"}, Status: protocol.DecisionActive}}
+	v, rec := brain.JudgeRecorded(protocol.AlignmentAction{Kind: protocol.ActionCommand, Command: "pip install mysql-connector-python"}, brain.Task{}, ds, nil)
+	if v.Status != protocol.AlignmentConflicting {
+		t.Fatalf("verdict = %+v", v)
+	}
+	in, _ := json.Marshal(rec)
+	out, _ := json.Marshal(v)
+	wrong := v
+	wrong.Status = protocol.AlignmentAligned
+	wo, _ := json.Marshal(wrong)
+	lean := rec
+	lean.Decisions = nil // as AlignThread stores a set the thread's receipts hold already
+	li, _ := json.Marshal(lean)
+	lost := lean
+	lost.DecisionsHash = "0123" // a set no receipt holds
+	lo, _ := json.Marshal(lost)
+	rs := []store.Receipt{
+		{Seq: 1, Kind: brain.ReceiptKind, TurnID: "t1", Input: li, Output: out}, // stored before the receipt that holds its set
+		{Seq: 2, Kind: brain.ReceiptKind, TurnID: "t1", Input: in, Output: out},
+		{Seq: 3, Kind: brain.ReceiptKind, TurnID: "t1", Input: lo, Output: out},
+		{Seq: 4, Kind: brain.ReceiptKind, TurnID: "t1", Input: in, Output: wo},
+	}
+	var buf bytes.Buffer
+	err := replay(&buf, rs, false)
+	for _, want := range []string{"ok   #1 alignment", "ok   #2 alignment", "DIFF #3 alignment", "DIFF #4 alignment", "conflicting (rules, dec_1)"} {
+		if !errors.Is(err, errReplayDiffers) || !strings.Contains(buf.String(), want) {
+			t.Errorf("replay = %v, want %q in\n%s", err, want, buf.String())
 		}
 	}
 }

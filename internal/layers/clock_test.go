@@ -18,10 +18,6 @@ var drivers = []string{"session", "runner", "fullauto", "runs", "manager", "proj
 // clock themselves, each with why.
 var wallClockOK = map[string]string{
 	"internal/clock/clock.go": "the clock's implementation",
-	// Owned by the move of non-thread code out of session (issue 22 item
-	// 2): it sets a read deadline of now (expire at once), which reads no
-	// time a test would fake.
-	"session/commandexec.go": "SetReadDeadline(time.Now()): an immediate deadline",
 	// Owned by the move of compaction planning out of session (issue 22
 	// item 2); listed until it moves.
 	"session/compact.go": "compaction, moving out of session",

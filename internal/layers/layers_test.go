@@ -26,10 +26,11 @@ var layers = []struct {
 	{"cmd/", 0}, {"bench", 0}, {"e2e", 0}, {"internal/editor/inprocess", 0}, {"internal/layers", 0},
 	{"server", 1}, {"cluster", 1},
 	{"runner", 2}, {"blueprints", 2}, {"brains", 2}, {"projects", 2},
+	{"services", 2}, // beside session, never importing it: command/exec, fs/watch, config/read, ...
 	{"session", 3},
 	{"session/port", 4},
-	{"fullauto", 4}, {"runs", 4}, {"blueprint", 4}, {"brain", 4}, {"manager", 4}, {"controller", 4}, {"tools", 4}, {"store", 4}, {"model", 4}, {"config", 4},
-	{"github", 4}, {"mcp", 4}, {"internal/", 4},
+	{"fullauto", 4}, {"runs", 4}, {"compaction", 4}, {"blueprint", 4}, {"brain", 4}, {"manager", 4}, {"controller", 4}, {"tools", 4}, {"store", 4}, {"model", 4}, {"config", 4},
+	{"github", 4}, {"mcp", 4}, {"mcpservers", 4}, {"internal/", 4},
 	{"protocol", 5},
 }
 
@@ -70,6 +71,8 @@ var pure = []struct {
 	{"brain", []string{"protocol"},
 		[]string{"time", "math/rand", "math/rand/v2", "os", "os/exec", "net", "net/http", "sync", "io/fs", "path/filepath", "log", "log/slog"}},
 	{"manager", []string{"protocol"},
+		[]string{"time", "math/rand", "math/rand/v2", "os", "os/exec", "net", "net/http", "sync", "io/fs", "path/filepath", "log", "log/slog"}},
+	{"compaction", []string{"protocol"},
 		[]string{"time", "math/rand", "math/rand/v2", "os", "os/exec", "net", "net/http", "sync", "io/fs", "path/filepath", "log", "log/slog"}},
 	{"protocol", nil, nil},
 }
@@ -228,6 +231,33 @@ func TestPortOnly(t *testing.T) {
 		}
 		if !reachesPort {
 			t.Errorf("%s does not use session/port; this test expects it to", user)
+		}
+	}
+}
+
+// beside are the packages that live beside session rather than above it:
+// the services that never touch a thread. They may use session/port's
+// plain types, never session itself (nor anything that reaches it).
+var beside = []string{"services"}
+
+// TestServicesBesideSession: no package under services reaches session.
+func TestServicesBesideSession(t *testing.T) {
+	pkgs := list(t)
+	for _, root := range beside {
+		found := false
+		for _, rel := range sorted(pkgs) {
+			if rel != root && !strings.HasPrefix(rel, root+"/") {
+				continue
+			}
+			found = true
+			for _, d := range pkgs[rel].Deps {
+				if d == module+"/session" {
+					t.Errorf("%s reaches session; a service beside the threads may use session/port only", rel)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s is not in the module", root)
 		}
 	}
 }

@@ -14,12 +14,17 @@
 // copy of the outcomes, published by the thread's goroutine after the
 // notification is queued.
 //
+// It also holds the plain types session offers the services beside it
+// (package services, mcpservers): Defaults, PolicyJudgment,
+// ErrSearchCancelled; a service names them without importing session.
+//
 // port must import nothing but protocol and the standard library.
 package port
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/apserver/apserver/protocol"
 )
@@ -173,3 +178,58 @@ func (TurnEnded) outcome()       {}
 func (ItemCompleted) outcome()   {}
 func (FullAutoChanged) outcome() {}
 func (RequestAsked) outcome()    {}
+
+// Defaults are the settings a thread started without overrides gets: what
+// the services beside the threads (config/read, command/exec, skills/list,
+// policy/explain without a thread) read of the session. The provider may
+// change while the server runs (modelProvider/default/set), so a service
+// asks for them at each request.
+type Defaults struct {
+	Cwd            string
+	Model          string
+	Provider       string
+	ApprovalPolicy protocol.ApprovalPolicy
+	Sandbox        protocol.SandboxMode
+}
+
+// PolicyJudgment is what session decides for a policy/explain question:
+// the very plan a command or a file change of the thread (or of a thread
+// with the server's defaults) would get. The policy/explain service
+// reports it.
+type PolicyJudgment struct {
+	Sandbox  protocol.SandboxMode
+	Approval protocol.ApprovalPolicy
+	Command  *CommandJudgment // the question was a command
+	File     *FileJudgment    // the question was a path
+}
+
+// CommandJudgment is the plan of a command.
+type CommandJudgment struct {
+	Escalated bool // run outside the sandbox was asked for
+	// Decision and Reason are the rules' verdict; Effective what happens:
+	// "run", "runSandboxed", "ask" or "refuse" (with Refusal, the model's
+	// answer).
+	Decision, Reason, Effective, Refusal string
+	// Opaque and Privileged say what the rules could not read, or what
+	// runs as another user; Part is the part of the command that decided.
+	Opaque, Privileged, Part string
+	// Rule is the deciding rule ("decision prefix"), "" the default; its
+	// Source and Line (0 none).
+	Rule, Source string
+	Line         int
+}
+
+// FileJudgment is the plan of a change to a file.
+type FileJudgment struct {
+	// Resolved is the absolute path a change would write; "" when the file
+	// tools refuse it, with Refused saying why.
+	Resolved, Refused string
+	WritableRoots     []string
+	// Plan is "write", "ask" or "refuse".
+	Plan string
+}
+
+// ErrSearchCancelled is the answer of a thread search stopped by
+// thread/search/cancel, thread/search/stream/cancel or $/cancelRequest
+// (session.ErrSearchCancelled is the same error).
+var ErrSearchCancelled = errors.New("thread search cancelled")

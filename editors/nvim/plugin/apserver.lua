@@ -52,3 +52,8 @@ cmd("ApserverIngest", function(o) require("apserver.blueprint").ingest(o.args) e
   complete = "file",
   desc = "apserver: ingest a specification into a blueprint",
 })
+cmd("ApserverProject", function(o) require("apserver.project").open(o.args) end, {
+  nargs = "?",
+  complete = "dir",
+  desc = "apserver: the project's status, its manager and its decisions",
+})

@@ -298,10 +298,12 @@ describe("blueprints", function()
         table.insert(seen, app.statusline())
       end
     end
+    -- this ingestion: not one an earlier test made
+    local before = vim.deepcopy(bp.ingests)
     vim.cmd("ApserverIngest " .. ws .. "/spec.md")
     h.wait(function()
-      for _, g in pairs(bp.ingests) do
-        if g.status == "ready" then
+      for id, g in pairs(bp.ingests) do
+        if not before[id] and g.status == "ready" then
           return true
         end
       end

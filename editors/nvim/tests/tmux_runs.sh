@@ -4,9 +4,13 @@
 # edits the plan in its buffer (:w sends it), approves it and watches the
 # tasks complete while it measures how fast typed keys echo as the task
 # thread streams, answers a planner's question, then ingests a small
-# specification and looks at the tree.
+# specification, looks at the tree, makes a node's tasks and starts its
+# phase with `s` (the manager, full_auto), and watches the project buffer
+# as the manager's run completes.
 #
 #   tests/tmux_runs.sh [APSERVER_BIN]
+#   CAPTURE_OUT=FILE tests/tmux_runs.sh   also saves the screen with the tree
+#                                         and the project buffer at the end
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=${1:-${APSERVER_TEST_BIN:-$here/../../bin/apserver}}
@@ -47,6 +51,8 @@ outline=$(printf '{"nodes":[%s,%s,%s,%s],"next":""}' \
   '{"kind":"epic","heading":"Epic: Say hello","title":"Say hello","summary":"","priority":"","risk":"","estimate":"","dependsOn":[]}' \
   '{"kind":"task","heading":"Task: Print hello","title":"Print hello","summary":"","priority":"high","risk":"","estimate":"S","dependsOn":[]}' \
   '{"kind":"task","heading":"Task: Print bye","title":"Print bye","summary":"","priority":"","risk":"","estimate":"S","dependsOn":[]}' | json)
+node_tasks=$(printf '{"tasks":[%s],"next":""}' \
+  '{"title":"Write hello.sh","kind":"file_create","criteria":["it prints hello"],"checks":["test -f hello.sh"],"files":["hello.sh"],"dependsOn":[],"estimate":"S","risk":"low","excerpt":"The tool MUST print hello."}' | json)
 cat > "$tmp/script.json" <<JSON
 {"rules": [
   {"match": "Review task", "steps": [{"text": "{\"pass\":true,\"findings\":\"fine\"}"}]},
@@ -59,7 +65,11 @@ cat > "$tmp/script.json" <<JSON
   {"match": "N2-task", "steps": [
     {"text": "Working.", "tool_calls": [{"name": "exec_command", "arguments": {"cmd": "echo two > two.txt"}}]},
     {"text": "The task is complete."}]},
-  {"match": "[blueprint chunk 1/1", "steps": [{"text": "$outline"}]}],
+  {"match": "[blueprint chunk 1/1", "steps": [{"text": "$outline"}]},
+  {"match": "[blueprint tasks", "steps": [{"text": "$node_tasks"}]},
+  {"match": "Write hello.sh", "steps": [
+    {"text": "Writing.", "tool_calls": [{"name": "exec_command", "arguments": {"cmd": "echo 'echo hello' > hello.sh"}}]},
+    {"text": "The task is complete."}]}],
  "default": [{"text": "hello"}]}
 JSON
 "$bin" fake-model --script "$tmp/script.json" > "$tmp/url" 2>"$tmp/model.err" < /dev/null &
@@ -175,3 +185,26 @@ wait_for "    ○ task  Print bye  0/1"
 T send-keys -t t "/Print bye" Enter Enter
 wait_for "The tool prints bye."
 echo "ok    tmux runs: a blueprint ingested, its tree shown, <CR> to the source"
+
+# the tree again: the tasks of a node, then its phase started with `s`
+T send-keys -t t ":ApserverBlueprint" Enter
+wait_for "keys: <CR> source  t tasks  s start building"
+T send-keys -t t "/Print hello" Enter "t"
+wait_for "• Write hello.sh  [planned]" 30
+T send-keys -t t "gg" "/phase  Greetings" Enter "s"
+wait_for '2: the manager builds phase "Greetings" in mode full_auto' 10
+T send-keys -t t "2" Enter
+wait_for "manager: started_run" 30
+wait_for "manager full_auto:"
+echo "ok    tmux runs: a phase started from the tree (s), the manager started a run"
+
+# the project: under full_auto the next tick approves the run's plan (T
+# ticks now rather than waiting for the heartbeat); its task completes
+T send-keys -t t ":ApserverProject" Enter
+wait_for "mode full_auto" 10
+wait_for "last tick "
+T send-keys -t t "T"
+wait_for "runs: completed 1" 90
+wait_for "tasks: done 1"
+if [ -n "${CAPTURE_OUT:-}" ]; then screen > "$CAPTURE_OUT"; fi
+echo "ok    tmux runs: the project buffer shows the manager's run completed"

@@ -3315,11 +3315,25 @@ export type ManagerExplainParams = {
   cwd: string;
 };
 export type ManagerExplainResponse = {
+  intents?: ManagerRecord[];
   next?: string[] | null;
   phase: string;
   runs?: ProjectRunRef[] | null;
   summary: string;
   waiting?: ProjectRunRef[] | null;
+};
+export type ManagerRecord = {
+  atMs: number;
+  confidence?: number;
+  error?: string;
+  intent?: "QUESTION" | "START_BUILD" | "CONTINUE_BUILD" | "PAUSE_AUTOPILOT" | "ADJUST_PLAN" | "UPDATE_REQUIREMENTS" | "OTHER";
+  kind: "tick" | "intent";
+  message?: string;
+  reason?: string;
+  result?: string;
+  seq: number;
+  target?: string;
+  threadId?: string;
 };
 export type ManagerTickParams = {
   cwd: string;
@@ -4504,6 +4518,7 @@ export type ProjectDecision = {
   createdAtMs: number;
   cwd: string;
   id: string;
+  runId?: string;
   scope: DecisionScope;
   source: string;
   status: DecisionStatus;
@@ -4646,6 +4661,7 @@ export type ProjectStatusParams = {
   cwd: string;
 };
 export type ProjectStatusResponse = {
+  attention?: AttentionItem[];
   blueprintId: string;
   cwd: string;
   lastTick: ManagerTickResponse | null;
@@ -4654,9 +4670,23 @@ export type ProjectStatusResponse = {
   paused: boolean;
   phase: string;
   phaseDone: boolean;
+  recent?: ManagerRecord[];
   runs: { [key: string]: number };
   spend: ProjectSpend;
   tasks: { [key: string]: number };
+};
+export type ProjectSummaryListParams = {
+  cwd: string;
+};
+export type ProjectSummaryListResponse = {
+  summaries: ProjectThreadSummary[];
+};
+export type ProjectThreadSummary = {
+  cwd: string;
+  summary: string;
+  threadId: string;
+  turns: number;
+  updatedAtMs: number;
 };
 export type ProjectUpdateParams = {
   metadata?: { [key: string]: string } | null;
@@ -8137,6 +8167,8 @@ export interface ClientRequests {
   "project/snapshot/read": { params: ProjectSnapshotReadParams; result: ProjectSnapshotReadResponse };
   /** apserver extension. */
   "project/status": { params: ProjectStatusParams; result: ProjectStatusResponse };
+  /** apserver extension. */
+  "project/summary/list": { params: ProjectSummaryListParams; result: ProjectSummaryListResponse };
   "project/update": { params: ProjectUpdateParams; result: ProjectUpdateResponse };
   "remoteControl/client/list": { params: RemoteControlClientsListParams; result: RemoteControlClientsListResponse };
   "remoteControl/client/revoke": { params: RemoteControlClientsRevokeParams; result: RemoteControlClientsRevokeResponse };

@@ -93,6 +93,7 @@ func Start(ctx context.Context, o Options) *Server {
 		Cwd:            o.Cwd,
 	})
 	server.Register(srv, mgr)
+	server.RegisterServices(srv, server.NewServices(mgr))
 	s.Manager = mgr
 	go func() {
 		defer close(s.done)

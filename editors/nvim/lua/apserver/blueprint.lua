@@ -7,6 +7,7 @@
 local config = require("apserver.config")
 local methods = require("apserver.methods")
 local client_mod = require("apserver.client")
+local buffers = require("apserver.buffers")
 local nn = client_mod.nn
 
 local M = {}
@@ -20,38 +21,7 @@ M.ingests = {}
 M.paths = {}
 M.bufs = {}
 
-local function app()
-  return require("apserver")
-end
-
-local function notify(msg, level)
-  vim.notify("apserver: " .. msg, level or vim.log.levels.INFO)
-end
-
-local function call(method, params, cb)
-  app().client(function(err, c)
-    if err then
-      notify(err.message or "could not start apserver", vim.log.levels.ERROR)
-      return
-    end
-    c:request(method, params, function(e, res)
-      if e then
-        notify(method .. ": " .. (e.message or "?"), vim.log.levels.ERROR)
-        if cb then
-          cb(nil, e)
-        end
-        return
-      end
-      if cb then
-        cb(res)
-      end
-    end)
-  end)
-end
-
-local function redraw_status()
-  pcall(vim.cmd, "redrawstatus!")
-end
+local notify, call, redraw_status = buffers.notify, buffers.call, buffers.redraw_status
 
 -- the documents' paths survive a restart of Neovim in a small JSON file
 local function paths_file()
@@ -160,7 +130,11 @@ function M.render(tree)
   local pr = bp.primary or {}
   local lines, at = {}, {}
   table.insert(lines, ("Blueprint %s (%s, v%s) · %d nodes"):format(bp.title or "?", bp.id or "?", tostring(pr.number or "?"), #tree.nodes))
-  table.insert(lines, "keys: <CR> source  t tasks  za fold  gr refresh  q close")
+  table.insert(lines, "keys: <CR> source  t tasks  s start building  za fold  gr refresh  q close")
+  local did = M.manager and M.manager[bp.id]
+  if did then
+    table.insert(lines, did)
+  end
   local prog = M.progress(tree.nodes)
   for _, n in ipairs(tree.nodes) do
     local p = prog[n.id] or { done = 0, total = 0 }
@@ -187,28 +161,15 @@ function M.draw(id)
   local lines, at = M.render(tree)
   M.at = M.at or {}
   M.at[b] = at
-  local cursors = {}
-  for _, w in ipairs(vim.fn.win_findbuf(b)) do
-    cursors[w] = vim.api.nvim_win_get_cursor(w)
-  end
-  vim.bo[b].modifiable = true
-  vim.api.nvim_buf_set_lines(b, 0, -1, false, lines)
-  vim.bo[b].modifiable = false
-  for w, c in pairs(cursors) do
-    pcall(vim.api.nvim_win_set_cursor, w, { math.min(c[1], #lines), c[2] })
-  end
+  buffers.set_lines(b, lines)
 end
 
-local pending = {}
 local function schedule_draw(id)
-  if pending[id] or not M.bufs[id] then
-    return
+  if M.bufs[id] then
+    buffers.schedule("blueprint:" .. id, function()
+      M.draw(id)
+    end)
   end
-  pending[id] = true
-  vim.defer_fn(function()
-    pending[id] = nil
-    M.draw(id)
-  end, config.options.flush_ms or 30)
 end
 
 -- M.read reads every node of blueprint id (pages of blueprint/read);
@@ -301,36 +262,148 @@ function M.tasks()
   end)
 end
 
+-- building ------------------------------------------------------------------
+
+-- M.phase_of is the phase node holding node (node itself when a phase, the
+-- outermost ancestor when no phase is above it).
+function M.phase_of(tree, node)
+  local n = node
+  while n do
+    if n.kind == "phase" then
+      return n
+    end
+    local p = nn(n.parentId)
+    if not (p and tree.by_id[p]) then
+      return n
+    end
+    n = tree.by_id[p]
+  end
+end
+
+-- M.start_choices lists what `s` offers for node under the project's
+-- settings st: a run of the node's tasks (a node below a phase), the
+-- manager building its phase (in each mode when the manager is off, else
+-- in its mode, resumed when paused), and cancel. Each choice is {label,
+-- action}; action is {run = true} or {mode = m} or nil (cancel).
+function M.start_choices(tree, node, st)
+  local phase = M.phase_of(tree, node)
+  local out = {}
+  if node.kind ~= "phase" then
+    table.insert(out, { ("a run of the tasks of %s %q, now"):format(node.kind, node.title), { run = true } })
+  end
+  local mode = nn(st.mode) or "off"
+  if mode == "off" then
+    for _, m in ipairs({ "semi_auto", "full_auto", "suggest" }) do
+      table.insert(out, { ("the manager builds phase %q in mode %s"):format(phase.title, m), { mode = m, phase = phase } })
+    end
+  else
+    table.insert(out, { ("the manager builds phase %q (mode %s%s)"):format(phase.title, mode, st.paused and ", resumed" or ""), { phase = phase } })
+  end
+  table.insert(out, { "cancel" })
+  return out
+end
+
+local function project_cwd(tree)
+  local bp = tree.blueprint or {}
+  local cwd = nn(bp.cwd)
+  if cwd and cwd ~= "" then
+    return cwd
+  end
+  return buffers.cwd()
+end
+
+-- M.build applies a choice of M.start_choices for node of blueprint id:
+-- a run of the node (its buffer opens), or the project's settings (this
+-- blueprint, the phase, the mode, not paused) and a tick; what the manager
+-- did is said and shown in the tree. cb(result of run/start or the tick).
+function M.build(id, node, action, cb)
+  local tree = M.trees[id]
+  local cwd = project_cwd(tree)
+  local function done(res)
+    if cb then
+      cb(res)
+    end
+  end
+  if action.run then
+    call(methods.MethodRunStart, { cwd = cwd, blueprint = { blueprintId = id, nodeId = node.id } }, function(res)
+      if not res then
+        return done(nil)
+      end
+      local runs = require("apserver.runs")
+      runs.put(res.run)
+      M.manager = M.manager or {}
+      M.manager[id] = ("started run %s for %s %q"):format(res.run.id, node.kind, node.title)
+      M.draw(id)
+      runs.open(res.run.id)
+      done(res)
+    end)
+    return
+  end
+  local p = { cwd = cwd, blueprintId = id, phase = action.phase.id, paused = false }
+  if action.mode then
+    p.mode = action.mode
+  end
+  call(methods.MethodProjectSettingsUpdate, p, function(res)
+    if not res then
+      return done(nil)
+    end
+    local project = require("apserver.project")
+    project.watched[cwd] = true
+    project.watched[buffers.cwd()] = true
+    project.tick(cwd, function(t)
+      if t then
+        M.manager = M.manager or {}
+        M.manager[id] = project.describe_tick(t)
+        M.draw(id)
+      end
+      done(t)
+    end)
+  end)
+end
+
+-- M.start_building is `s`: asks what to start for the node under the
+-- cursor (M.start_choices), then does it (M.build).
+function M.start_building()
+  local e, id = at_cursor()
+  if not e then
+    return
+  end
+  local tree = M.trees[id]
+  local node = e.node
+  call(methods.MethodProjectSettingsRead, { cwd = project_cwd(tree) }, function(res)
+    if not res then
+      return
+    end
+    local choices = M.start_choices(tree, node, res.settings or {})
+    local labels = {}
+    for _, c in ipairs(choices) do
+      table.insert(labels, c[1])
+    end
+    vim.ui.select(labels, { prompt = ("apserver: start building %s %q?"):format(node.kind, node.title) }, function(_, idx)
+      local c = idx and choices[idx]
+      if c and c[2] then
+        M.build(id, node, c[2])
+      end
+    end)
+  end)
+end
+
 local function open_buf(id)
   local b = M.bufs[id]
   if not (b and vim.api.nvim_buf_is_valid(b)) then
-    b = vim.api.nvim_create_buf(false, true)
-    vim.bo[b].buftype = "nofile"
-    vim.bo[b].bufhidden = "hide"
-    vim.bo[b].swapfile = false
-    vim.bo[b].filetype = "apserver-blueprint"
-    pcall(vim.api.nvim_buf_set_name, b, "apserver://blueprint/" .. id)
-    vim.b[b].apserver_blueprint = id
+    b = buffers.scratch("apserver://blueprint/" .. id, "apserver-blueprint", { apserver_blueprint = id }, {
+      { "<CR>", M.goto_source, "open the document at the node" },
+      { "t", M.tasks, "the node's tasks" },
+      { "s", M.start_building, "start building the phase or node" },
+      { "gr", function()
+        M.read(id, function()
+          M.draw(id)
+        end)
+      end, "read the tree again" },
+    })
     M.bufs[id] = b
-    local function map(lhs, fn, desc)
-      vim.keymap.set("n", lhs, fn, { buffer = b, nowait = true, silent = true, desc = desc })
-    end
-    map("<CR>", M.goto_source, "open the document at the node")
-    map("t", M.tasks, "the node's tasks")
-    map("gr", function()
-      M.read(id, function()
-        M.draw(id)
-      end)
-    end, "read the tree again")
-    map("q", "<cmd>close<CR>", "close")
   end
-  local w = vim.fn.win_findbuf(b)[1]
-  if w then
-    vim.api.nvim_set_current_win(w)
-  else
-    vim.cmd("topleft vsplit")
-    vim.api.nvim_win_set_buf(0, b)
-  end
+  buffers.show(b, "topleft vsplit")
   vim.wo.wrap = false
   vim.wo.number = false
   vim.bo[b].shiftwidth = 2

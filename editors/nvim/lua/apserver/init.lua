@@ -120,6 +120,10 @@ local function on_notification(method, params)
   elseif method:sub(1, 10) == "blueprint/" then
     require("apserver.blueprint").on_notification(method, params)
   end
+  -- the project's status follows ticks, settings, runs and the attention summary
+  if package.loaded["apserver.project"] then
+    require("apserver.project").on_notification(method, params)
+  end
   local tid = nn(params.threadId) or (type(params.thread) == "table" and params.thread.id)
   local chat = tid and S.chats[tid]
   if chat then
@@ -159,6 +163,8 @@ function M.client(cb)
         redraw_status()
       end,
       on_ready = function(_, restarted)
+        -- the manager's mode and state for the status line
+        require("apserver.project").watch()
         if restarted then
           M._resume_all()
         end
@@ -537,7 +543,9 @@ end
 
 -- M.statusline is the status line component: the current thread's full
 -- auto state (M.auto_status), "working" during a turn, the server's state
--- when it is not ready, blueprint ingestions in flight ("ingest 3/7"), and
+-- when it is not ready, blueprint ingestions in flight ("ingest 3/7"), the
+-- workspace's manager when its mode is not off ("manager full_auto:
+-- waiting for you (1): run planApproval", apserver.project), and
 -- ⚑N when N things wait on a human, with what they are (M.attention_kinds).
 function M.statusline()
   local parts = {}
@@ -555,6 +563,10 @@ function M.statusline()
   local ingest = package.loaded["apserver.blueprint"] and package.loaded["apserver.blueprint"].status() or ""
   if ingest ~= "" then
     table.insert(parts, ingest)
+  end
+  local manager = package.loaded["apserver.project"] and package.loaded["apserver.project"].statusline() or ""
+  if manager ~= "" then
+    table.insert(parts, manager)
   end
   if (S.attention or 0) > 0 then
     table.insert(parts, "⚑" .. S.attention .. M.attention_kinds())

@@ -8,6 +8,7 @@ local config = require("apserver.config")
 local methods = require("apserver.methods")
 local client_mod = require("apserver.client")
 local yaml = require("apserver.plan_yaml")
+local buffers = require("apserver.buffers")
 local nn = client_mod.nn
 
 local M = {}
@@ -23,38 +24,15 @@ local function app()
   return require("apserver")
 end
 
-local function notify(msg, level)
-  vim.notify("apserver: " .. msg, level or vim.log.levels.INFO)
-end
+local notify, with_client = buffers.notify, buffers.with_client
 
-local function with_client(fn)
-  app().client(function(err, c)
-    if err then
-      notify(err.message or "could not start apserver", vim.log.levels.ERROR)
-      return
-    end
-    fn(c)
-  end)
-end
-
--- call sends a request and hands the result to cb; an error is shown.
+-- call sends a request and hands the result to cb; an error is shown. A
+-- run in the result is stored.
 local function call(method, params, cb)
-  with_client(function(c)
-    c:request(method, params, function(err, res)
-      if err then
-        notify(method .. ": " .. (err.message or "?"), vim.log.levels.ERROR)
-        if cb then
-          cb(nil, err)
-        end
-        return
-      end
-      if res and type(res.run) == "table" then
-        M.put(res.run)
-      end
-      if cb then
-        cb(res)
-      end
-    end)
+  buffers.call(method, params, cb, function(res)
+    if res and type(res.run) == "table" then
+      M.put(res.run)
+    end
   end)
 end
 
@@ -178,21 +156,7 @@ end
 
 -- buffers ---------------------------------------------------------------
 
-local pending_render = {}
-
-local function set_lines(b, lines)
-  local wins = vim.fn.win_findbuf(b)
-  local cursors = {}
-  for _, w in ipairs(wins) do
-    cursors[w] = vim.api.nvim_win_get_cursor(w)
-  end
-  vim.bo[b].modifiable = true
-  vim.api.nvim_buf_set_lines(b, 0, -1, false, lines)
-  vim.bo[b].modifiable = false
-  for w, cpos in pairs(cursors) do
-    pcall(vim.api.nvim_win_set_cursor, w, { math.min(cpos[1], #lines), cpos[2] })
-  end
-end
+local set_lines = buffers.set_lines
 
 -- M.draw redraws run id's buffer now.
 function M.draw(id)
@@ -208,27 +172,16 @@ function M.draw(id)
   set_lines(b, lines)
 end
 
--- redraws are coalesced: at most one per flush_ms per buffer, so that a
--- stream of notifications never takes the editor's time from typing
-local function schedule(key, fn)
-  if pending_render[key] then
-    return
-  end
-  pending_render[key] = true
-  vim.defer_fn(function()
-    pending_render[key] = nil
-    fn()
-  end, config.options.flush_ms or 30)
-end
+local schedule = buffers.schedule
 
 local function changed(id)
   if M.bufs[id] then
-    schedule(id, function()
+    schedule("run:" .. id, function()
       M.draw(id)
     end)
   end
   if M.list_buf then
-    schedule("list", M.draw_list)
+    schedule("runs:list", M.draw_list)
   end
 end
 
@@ -251,45 +204,29 @@ local function buf_run(b)
   end
 end
 
-local function map(b, lhs, fn, desc)
-  vim.keymap.set("n", lhs, fn, { buffer = b, nowait = true, silent = true, desc = desc })
-end
+local map = buffers.map
 
 -- M.open shows run id in its buffer (reading it when needed).
 function M.open(id, opts)
   opts = opts or {}
   local b = M.bufs[id]
   if not (b and vim.api.nvim_buf_is_valid(b)) then
-    b = vim.api.nvim_create_buf(false, true)
-    vim.bo[b].buftype = "nofile"
-    vim.bo[b].bufhidden = "hide"
-    vim.bo[b].swapfile = false
-    vim.bo[b].filetype = "apserver-run"
-    pcall(vim.api.nvim_buf_set_name, b, "apserver://run/" .. id)
-    vim.api.nvim_buf_set_var(b, "apserver_run", id)
+    b = buffers.scratch("apserver://run/" .. id, "apserver-run", { apserver_run = id }, {
+      { "a", M.approve, "approve the plan, the gated task or the repair" },
+      { "s", M.skip, "skip the task at the high-risk gate" },
+      { "e", M.edit, "edit the plan as YAML (:w sends it)" },
+      { "r", M.reject, "reject the plan with feedback" },
+      { "c", M.answer, "answer the clarification" },
+      { "p", function() M.simple(methods.MethodRunPause) end, "pause the run" },
+      { "R", function() M.simple(methods.MethodRunResume) end, "resume the run" },
+      { "X", M.cancel, "cancel the run" },
+      { "<CR>", M.task_thread, "open the task's thread" },
+      { "gr", function() M.refresh(id) end, "read the run again" },
+    })
     M.bufs[id] = b
-    map(b, "a", M.approve, "approve the plan, the gated task or the repair")
-    map(b, "s", M.skip, "skip the task at the high-risk gate")
-    map(b, "e", M.edit, "edit the plan as YAML (:w sends it)")
-    map(b, "r", M.reject, "reject the plan with feedback")
-    map(b, "c", M.answer, "answer the clarification")
-    map(b, "p", function() M.simple(methods.MethodRunPause) end, "pause the run")
-    map(b, "R", function() M.simple(methods.MethodRunResume) end, "resume the run")
-    map(b, "X", M.cancel, "cancel the run")
-    map(b, "<CR>", M.task_thread, "open the task's thread")
-    map(b, "gr", function() M.refresh(id) end, "read the run again")
-    map(b, "q", "<cmd>close<CR>", "close")
   end
   if not opts.no_window then
-    local w = vim.fn.win_findbuf(b)[1]
-    if w then
-      vim.api.nvim_set_current_win(w)
-    else
-      vim.cmd("botright vsplit")
-      vim.api.nvim_win_set_buf(0, b)
-      vim.wo.wrap = false
-      vim.wo.number = false
-    end
+    buffers.show(b, "botright vsplit")
   end
   if M.runs[id] then
     M.draw(id)
@@ -571,28 +508,18 @@ end
 function M.list()
   local b = M.list_buf
   if not (b and vim.api.nvim_buf_is_valid(b)) then
-    b = vim.api.nvim_create_buf(false, true)
-    vim.bo[b].buftype = "nofile"
-    vim.bo[b].bufhidden = "hide"
-    vim.bo[b].filetype = "apserver-runs"
-    pcall(vim.api.nvim_buf_set_name, b, "apserver://runs")
+    b = buffers.scratch("apserver://runs", "apserver-runs", {}, {
+      { "<CR>", function()
+        local id = buffers.line_at(M.list_ids)
+        if id then
+          M.open(id)
+        end
+      end, "open the run" },
+      { "gr", M.load_list, "read the list again" },
+    })
     M.list_buf = b
-    map(b, "<CR>", function()
-      local id = (M.list_ids or {})[vim.api.nvim_win_get_cursor(0)[1]]
-      if id then
-        M.open(id)
-      end
-    end, "open the run")
-    map(b, "gr", M.load_list, "read the list again")
-    map(b, "q", "<cmd>close<CR>", "close")
   end
-  local w = vim.fn.win_findbuf(b)[1]
-  if w then
-    vim.api.nvim_set_current_win(w)
-  else
-    vim.cmd("botright split")
-    vim.api.nvim_win_set_buf(0, b)
-  end
+  buffers.show(b, "botright split")
   M.draw_list()
   M.load_list()
   return b

@@ -1,0 +1,45 @@
+package mcpservers
+
+import (
+	"io"
+	"log/slog"
+	"reflect"
+	"testing"
+
+	"github.com/apserver/apserver/config"
+)
+
+// TestPoolServers: what the pool starts of the configuration: enabled
+// servers only, sorted; a stdio server gets the default variables, the
+// ones it names, then its literal ones, and the default cwd; an HTTP
+// server its literal headers, those from the environment and the bearer
+// token. Nothing else of apserver's environment reaches a server.
+func TestPoolServers(t *testing.T) {
+	t.Setenv("PATH", "/bin")
+	t.Setenv("MCPTEST_SHARED", "shared")
+	t.Setenv("MCPTEST_SECRET", "secret")
+	t.Setenv("MCPTEST_TOKEN", "tok")
+	t.Setenv("MCPTEST_HDR", "hv")
+	s := &Servers{cwd: "/ws", log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	got := s.poolServers(map[string]config.MCPServer{
+		"b-stdio": {Command: "srv", Args: []string{"-x"}, EnvVars: []string{"MCPTEST_SHARED"}, Env: map[string]string{"K": "v"}, Enabled: true},
+		"a-http": {URL: "https://mcp.example/", HTTPHeaders: map[string]string{"X-A": "1"}, EnvHTTPHeaders: map[string]string{"X-B": "MCPTEST_HDR"},
+			BearerTokenEnvVar: "MCPTEST_TOKEN", Enabled: true},
+		"c-off": {Command: "off"},
+	})
+	if len(got) != 2 || got[0].Name != "a-http" || got[1].Name != "b-stdio" {
+		t.Fatalf("poolServers = %+v, want a-http and b-stdio, in that order", got)
+	}
+	h := got[0]
+	if want := map[string]string{"X-A": "1", "X-B": "hv", "Authorization": "Bearer tok"}; h.URL != "https://mcp.example/" || !reflect.DeepEqual(h.Headers, want) {
+		t.Errorf("HTTP server = %s %v, want headers %v", h.URL, h.Headers, want)
+	}
+	st := got[1]
+	env := map[string]bool{}
+	for _, kv := range st.Env {
+		env[kv] = true
+	}
+	if st.Command != "srv" || st.Cwd != "/ws" || !env["PATH=/bin"] || !env["MCPTEST_SHARED=shared"] || !env["K=v"] || env["MCPTEST_SECRET=secret"] {
+		t.Errorf("stdio server = %s in %s with %v; want srv in /ws with PATH, MCPTEST_SHARED and K, without MCPTEST_SECRET", st.Command, st.Cwd, st.Env)
+	}
+}

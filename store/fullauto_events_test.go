@@ -55,3 +55,20 @@ func join(es []json.RawMessage) string {
 	}
 	return strings.Join(out, " ")
 }
+
+// BenchmarkAppendFullAutoEvent: the cost of storing one event of a
+// drive's log (a write transaction), what full auto adds per event.
+func BenchmarkAppendFullAutoEvent(b *testing.B) {
+	s := openTest(b, "")
+	mkThread(b, s, Thread{ID: "a"})
+	entry := json.RawMessage(`{"atMs":1,"type":"responseDone","data":{"turnId":"t1","usage":{"Input":1200,"Cached":200,"Output":300}}}`)
+	if err := s.AppendFullAutoEvent(ctx, "a", 1, entry, true, json.RawMessage(`{}`)); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := s.AppendFullAutoEvent(ctx, "a", int64(i), entry, false, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

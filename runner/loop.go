@@ -219,6 +219,7 @@ func (x *run) apply(effs []runs.Effect) {
 		switch e := e.(type) {
 		case runs.Notify:
 			rn.threads.Notify(e.Method, e.Params)
+			x.changed(e.Method)
 		case runs.SetAttention:
 			rn.threads.SetRunAttention(x.id, protocol.AttentionItem{ThreadID: e.ThreadID, Kind: e.Kind, Reason: e.Reason, SinceMs: e.SinceMs, TaskID: e.TaskID})
 		case runs.ClearAttention:

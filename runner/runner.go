@@ -89,6 +89,8 @@ type Runner struct {
 	restored bool
 	// blueprints is the blueprints service (SetBlueprints; blueprint.go).
 	blueprints Blueprints
+	// onChange hears of runs' changes (SetOnChange; changes.go).
+	onChange func(cwd string)
 }
 
 // New makes a Runner. Call Restore once the client is ready to take up the

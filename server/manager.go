@@ -17,6 +17,7 @@ func RegisterManager(s *Server, svc *projects.Service) {
 	handleLater(s, protocol.MethodProjectStatus, svc.Status)
 	handleLater(s, protocol.MethodManagerTick, svc.TickWire)
 	handleLater(s, protocol.MethodManagerExplain, svc.Explain)
+	handleLater(s, protocol.MethodManagerApprove, svc.ApproveWire)
 }
 
 // RunnerRuns is the runner as the manager's projects.Runs: run/start,
@@ -64,7 +65,7 @@ func waitCall[R any](ctx context.Context, c runner.Call[R]) (R, error) {
 func managerLane(method string) (string, bool) {
 	switch method {
 	case protocol.MethodProjectSettingsRead, protocol.MethodProjectSettingsUpdate, protocol.MethodProjectStatus,
-		protocol.MethodManagerTick, protocol.MethodManagerExplain:
+		protocol.MethodManagerTick, protocol.MethodManagerExplain, protocol.MethodManagerApprove:
 		return "\x00manager", true
 	}
 	return "", false

@@ -12,6 +12,7 @@ import (
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/tools/files"
 )
@@ -599,6 +600,9 @@ func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 			ThreadID: t.id, TurnID: tr.id,
 			TokenUsage: protocol.ThreadTokenUsage{Total: t.usage, Last: last, ModelContextWindow: t.contextWindow(tr)},
 		})
+		// The port's streams hear the usage with the model that answered
+		// (a run counts its tokens and cost: the manager's budgets).
+		t.m.watchers.publish(port.UsageReported{ThreadID: t.id, TurnID: tr.id, Model: tr.modelName, Usage: last})
 		t.responseUsage(tr, last) // full auto: spent tokens, goal progress (fullauto_turn.go)
 		tr.sampling = false
 		t.afterResponse(tr)

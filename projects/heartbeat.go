@@ -82,7 +82,7 @@ func (s *Service) beat(ctx context.Context) (moved, any bool) {
 			continue
 		}
 		if st.Paused {
-			s.attend(cwd, st, nil, s.opts.Now()) // a pause waits on a human (after a restart too)
+			s.attend(cwd, st, nil, s.opts.Clock.Now()) // a pause waits on a human (after a restart too)
 			continue
 		}
 		any = true

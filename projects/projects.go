@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/manager"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
@@ -38,8 +39,8 @@ type Options struct {
 	Store      func() (*store.Store, error)
 	Runs       Runs
 	Blueprints Blueprints
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
+	// Clock is the service's clock (package clock); nil means the real one.
+	Clock clock.Clock
 	// Notify sends a notification to the clients (project/updated).
 	Notify func(method string, params any)
 	// Prices are the models' prices (the configuration's [prices]): the
@@ -74,9 +75,7 @@ type Service struct {
 
 // New returns a Service.
 func New(opts Options) *Service {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	opts.Clock = clock.Or(opts.Clock)
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
@@ -177,7 +176,7 @@ func (s *Service) UpdateSettings(ctx context.Context, cwd string, update func(*m
 	if err := s.save(ctx, ws, st); err != nil {
 		return old, err
 	}
-	s.attend(ws, st, nil, s.opts.Now())
+	s.attend(ws, st, nil, s.opts.Clock.Now())
 	s.notify(ws)
 	return st, nil
 }
@@ -240,7 +239,7 @@ func (s *Service) state(ctx context.Context, ws string, st manager.Settings) (ma
 	if err != nil {
 		return in, err
 	}
-	today := dayStart(s.opts.Now())
+	today := dayStart(s.opts.Clock.Now())
 	if in.Spend, err = s.usageSpend(ctx, db, ids, today); err != nil {
 		return in, err
 	}
@@ -295,7 +294,7 @@ func (s *Service) Tick(ctx context.Context, cwd string) (manager.Decision, error
 	if rerr := s.record(ctx, ws, in, core, d, err); rerr != nil && err == nil {
 		err = rerr
 	}
-	s.attend(ws, st, &d, s.opts.Now())
+	s.attend(ws, st, &d, s.opts.Clock.Now())
 	s.notify(ws)
 	return d, err
 }
@@ -310,7 +309,7 @@ func (s *Service) apply(ctx context.Context, ws string, st *manager.Settings, d 
 		switch e.Kind {
 		case manager.EffStartRun:
 			for _, id := range e.TaskIDs {
-				if err := db.ClaimTask(ctx, store.ManagerClaim{BlueprintID: e.BlueprintID, TaskID: id, Cwd: ws, At: s.opts.Now().UnixMilli()}); err != nil {
+				if err := db.ClaimTask(ctx, store.ManagerClaim{BlueprintID: e.BlueprintID, TaskID: id, Cwd: ws, At: s.opts.Clock.Now().UnixMilli()}); err != nil {
 					if errors.Is(err, store.ErrClaimed) {
 						return manager.Decision{Result: manager.ResultNothingToDo, Reason: fmt.Sprintf("task %s was started by an earlier tick", id)}, nil
 					}
@@ -342,7 +341,7 @@ func (s *Service) apply(ctx context.Context, ws string, st *manager.Settings, d 
 				}
 			}
 		case manager.EffPropose:
-			st.Proposal = &manager.Proposal{ID: e.ProposalID, BlueprintID: e.BlueprintID, Phase: e.Phase, TaskIDs: e.TaskIDs, At: s.opts.Now().UnixMilli()}
+			st.Proposal = &manager.Proposal{ID: e.ProposalID, BlueprintID: e.BlueprintID, Phase: e.Phase, TaskIDs: e.TaskIDs, At: s.opts.Clock.Now().UnixMilli()}
 			if err := s.save(ctx, ws, *st); err != nil {
 				return d, err
 			}
@@ -388,7 +387,7 @@ func (s *Service) record(ctx context.Context, ws string, in manager.State, core,
 	if err != nil {
 		return err
 	}
-	_, err = db.AppendManagerTick(ctx, store.ManagerTick{Cwd: ws, Input: ib, Decision: db2, Result: string(d.Result), At: s.opts.Now().UnixMilli()})
+	_, err = db.AppendManagerTick(ctx, store.ManagerTick{Cwd: ws, Input: ib, Decision: db2, Result: string(d.Result), At: s.opts.Clock.Now().UnixMilli()})
 	return err
 }
 

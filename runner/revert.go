@@ -77,7 +77,7 @@ func (rn *Runner) revert(ctx context.Context, id, taskID string, then func(proto
 		fail(err)
 		return
 	}
-	ev := runs.Event{Type: runs.EvReverted, AtMs: rn.opts.Now(), Revert: &rv}
+	ev := runs.Event{Type: runs.EvReverted, AtMs: rn.now(), Revert: &rv}
 	rn.mu.Lock()
 	x := rn.active[id]
 	rn.mu.Unlock()
@@ -93,7 +93,7 @@ func (rn *Runner) revert(ctx context.Context, id, taskID string, then func(proto
 		})
 		return
 	}
-	effs := m.Apply(ev)
+	effs := m.Apply(ev.AtMs, ev)
 	if err := rn.store(ctx, m, ev); err != nil {
 		fail(fmt.Errorf("run %s: recording the revert %s: %w", id, rv.Commit, err))
 		return

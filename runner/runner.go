@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
 	"github.com/apserver/apserver/session/port"
@@ -33,8 +33,9 @@ type Options struct {
 	// DataDir holds the runs' worktrees (DataDir/worktrees/<run id>).
 	DataDir string
 	Logger  *slog.Logger
-	// Now is the time in unix ms; nil means the real clock.
-	Now func() int64
+	// Clock is the run loops' time and timers (package clock); nil means
+	// the real one.
+	Clock clock.Clock
 	// Runs is the run event log; nil means the SQLite store (Store).
 	Runs RunStore
 	// Queue says where slow effects are carried out; nil means here
@@ -100,9 +101,7 @@ func New(opts Options) *Runner {
 	if n <= 0 {
 		n = config.DefaultMaxParallelRuns
 	}
-	if opts.Now == nil {
-		opts.Now = func() int64 { return time.Now().UnixMilli() }
-	}
+	opts.Clock = clock.Or(opts.Clock)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -345,7 +344,7 @@ func (rn *Runner) Restore() {
 			x.post(func() {
 				if !x.restored {
 					x.restored = true
-					x.apply(x.m.Restore(rn.opts.Now()))
+					x.apply(x.m.Restore(rn.now()))
 				}
 			})
 		}
@@ -375,7 +374,7 @@ func (rn *Runner) TakeUp(id string) Call[protocol.Run] {
 			ok := x.post(func() {
 				if !x.restored {
 					x.restored = true
-					x.apply(x.m.Restore(rn.opts.Now()))
+					x.apply(x.m.Restore(rn.now()))
 				}
 				then(x.m.Run(), nil)
 			})
@@ -541,3 +540,6 @@ func (rn *Runner) Resume(p protocol.RunParams) Call[protocol.Run] {
 func (rn *Runner) Cancel(p protocol.RunParams) Call[protocol.Run] {
 	return rn.human(&p, p.RunID, func() runs.Event { return runs.Event{Type: runs.EvCancelled} })
 }
+
+// now is the Runner's clock in unix ms, the time the run machine takes.
+func (rn *Runner) now() int64 { return clock.Ms(rn.opts.Clock) }

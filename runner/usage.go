@@ -27,7 +27,7 @@ func (x *run) recordUsage(ctx context.Context, tag usageTag, o port.UsageReporte
 	db, err := x.rn.opts.Store()
 	if err == nil {
 		err = db.AddRunUsage(context.WithoutCancel(ctx), store.RunUsage{RunID: x.id, Stage: tag.stage, TaskID: tag.taskID, Model: o.Model,
-			Input: o.Usage.InputTokens, Cached: o.Usage.CachedInputTokens, Output: o.Usage.OutputTokens, At: x.rn.opts.Now()})
+			Input: o.Usage.InputTokens, Cached: o.Usage.CachedInputTokens, Output: o.Usage.OutputTokens, At: x.rn.now()})
 	}
 	if err != nil {
 		x.rn.log.Warn("recording a run's token usage", "run", x.id, "err", err)

@@ -527,7 +527,7 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 	final.Run.WaitingFor, final.Run.Reason, final.Run.CurrentTaskID = nil, nil, nil
 	if !e.Into {
 		// The committed state.md says what the run's end will be.
-		final.LastEvent = runs.Event{Type: runs.EvMerged, AtMs: x.rn.opts.Now()}
+		final.LastEvent = runs.Event{Type: runs.EvMerged, AtMs: x.rn.now()}
 	}
 	if err := writeArtifacts(cfg.Worktree, final); err != nil {
 		return err
@@ -588,7 +588,7 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 // the run once its worktree is removed.
 func (x *run) leave(ctx context.Context, cfg runs.Config, final runs.Snapshot, reason string) error {
 	if reason != "" {
-		now := x.rn.opts.Now()
+		now := x.rn.now()
 		final.Run.Reason = &reason
 		final.LastEvent = runs.Event{Type: runs.EvMerged, AtMs: now, Reason: reason}
 		final.Decisions = append(final.Decisions, runs.Decision{AtMs: now, Text: fmt.Sprintf("branch %s not merged: %s", cfg.Branch, reason)})

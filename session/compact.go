@@ -478,7 +478,7 @@ func (t *thread) compactedHistory(tr *turn, summary string) (hist []model.Entry,
 // the thread was loaded, the one the last compaction pinned is carried.
 func (t *thread) pinnedContext(tr *turn) string {
 	objective := ""
-	if r := t.autoRun(); r != nil {
+	if r := t.autoDrive(); r != nil {
 		objective = r.Objective
 	}
 	plan := tr.plan

@@ -18,9 +18,6 @@ var drivers = []string{"session", "runner", "fullauto", "runs", "manager", "proj
 // clock themselves, each with why.
 var wallClockOK = map[string]string{
 	"internal/clock/clock.go": "the clock's implementation",
-	// Owned by the move of compaction planning out of session (issue 22
-	// item 2); listed until it moves.
-	"session/compact.go": "compaction, moving out of session",
 }
 
 var wallClock = regexp.MustCompile(`\btime\.(Now|Since|Until)\b`)

@@ -261,6 +261,9 @@ export class Controller implements vscode.Disposable {
       case "restartServer":
         await this.restartServer();
         return;
+      case "openDashboard":
+        void vscode.commands.executeCommand("apserver.openDashboard");
+        return;
       case "showLog":
         this.showLog();
         return;

@@ -303,7 +303,10 @@ export interface AlignmentStop {
   reasons: string;
 }
 
-const ALIGN_RE = /^The project brain judged this (\w+)(?: against decision (.*?))?: ([\s\S]*?)(?:\. Approving records a decision that supersedes it\.)?$/;
+const DEC = String.raw`dec_[A-Za-z0-9]+ "(?:[^"\\]|\\.)*"`;
+const ALIGN_RE = new RegExp(
+  String.raw`^The project brain judged this (\w+)(?: against decision (${DEC}(?:, ${DEC})*))?: ([\s\S]*?)(?:\. Approving records a decision that supersedes it\.)?$`,
+);
 
 /** The verdict, decisions and reasons of an approval's reason, or undefined when the alignment check did not stop it. */
 export function parseAlignmentReason(reason: string | null | undefined): AlignmentStop | undefined {

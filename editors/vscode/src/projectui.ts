@@ -93,6 +93,19 @@ export class Project implements vscode.Disposable {
     if (method === "project/updated") {
       const cwd = (params as { cwd?: string }).cwd;
       if (!cwd || cwd === this.cwd) void this.refresh();
+    } else if (method === "run/completed" || method === "run/started" || method === "run/updated") {
+      // A run ended (or changed): the manager's next task need not wait for
+      // the heartbeat (15 s, then backing off): tick now. Ticks are safe to
+      // repeat (one at a time per workspace on the server).
+      const st = this.status;
+      if (method === "run/completed" && st && (st.mode === "semi_auto" || st.mode === "full_auto") && !st.paused && !st.phaseDone && this.cwd) {
+        void this.ctl
+          .call("manager/tick", { cwd: this.cwd })
+          .catch(() => undefined)
+          .then(() => this.refresh());
+      } else {
+        this.changed.fire();
+      }
     } else if (method === "blueprint/progress") {
       const p = params as BlueprintProgressNotification;
       this.progress.get(p.blueprintId)?.(p);

@@ -64,6 +64,8 @@ export class Project implements vscode.Disposable {
   readonly onDidChange = this.changed.event;
   /** blueprint/progress of ingestions in flight, by blueprint id. */
   readonly progress = new Map<string, (p: BlueprintProgressNotification) => void>();
+  /** The last blueprint/progress of each version: an ingestion may end before its caller listens. */
+  readonly lastProgress = new Map<string, BlueprintProgressNotification>();
   private refreshing: Promise<void> | undefined;
   private again = false;
   private supported = true;
@@ -108,6 +110,7 @@ export class Project implements vscode.Disposable {
       }
     } else if (method === "blueprint/progress") {
       const p = params as BlueprintProgressNotification;
+      this.lastProgress.set(p.versionId, p);
       this.progress.get(p.blueprintId)?.(p);
       if (p.status === "ready" && this.model.blueprint?.id === p.blueprintId) void this.refresh(true);
     } else if (method === "blueprint/updated") {
@@ -589,7 +592,6 @@ export async function ingestBlueprint(project: Project, file?: string): Promise<
     async (progress, token) => {
       const res = await project.ctl.call("blueprint/ingest", { cwd, path: abs });
       const id = res.blueprint.id;
-      await project.setSource(id, abs);
       let last = 0;
       const done = new Promise<BlueprintProgressNotification>((resolve) => {
         const report = (p: BlueprintProgressNotification) => {
@@ -600,12 +602,16 @@ export async function ingestBlueprint(project: Project, file?: string): Promise<
           if (p.status !== "ingesting") resolve(p);
         };
         project.progress.set(id, report);
+        // What came before this listener (notifications arrive while blueprint/ingest's answer is read).
+        const seen = project.lastProgress.get(res.version.id);
+        if (seen) report(seen);
         if (res.version.status !== "ingesting") resolve({ ...res.version, blueprintId: id, versionId: res.version.id });
         token.onCancellationRequested(() => {
           void project.ctl.call("blueprint/cancel", { blueprintId: id }).catch(() => undefined);
         });
       });
       const end = await done.finally(() => project.progress.delete(id));
+      await project.setSource(id, abs);
       if (end.status === "failed") throw new Error(`Ingestion failed: ${end.error ?? "unknown error"}`);
       if (end.status === "cancelled") {
         void vscode.window.showWarningMessage(`Ingestion of ${path.basename(abs)} cancelled.`);

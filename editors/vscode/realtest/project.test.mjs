@@ -19,7 +19,8 @@ describe("real VS Code: a blueprint built by the manager", () => {
   let vs, model, page;
   const git = (...args) => execFileSync("git", args, { cwd: vs.workspace, encoding: "utf8" }).trim();
   const frames = `iframe.webview[src*="extensionId=${EXT_ID}"]`;
-  const row = (text) => page.locator(".monaco-list-row", { hasText: text }).first();
+  // A row of a view (not of the notifications' list).
+  const row = (text) => page.locator(".pane-body .monaco-list-row", { hasText: text }).first();
 
   /** The webview whose page holds selector (the dashboard or the panel). */
   async function frameWith(selector, timeoutMs = 30000) {

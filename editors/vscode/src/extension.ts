@@ -24,6 +24,7 @@ import {
   verifyNode,
 } from "./projectui";
 import { waitingForYou } from "./project";
+import { MCP_VIEW_ID, McpViewProvider } from "./mcpview";
 
 let controller: Controller | undefined;
 
@@ -91,6 +92,8 @@ export function activate(context: vscode.ExtensionContext): Controller {
   const managerStatus = new ManagerStatus(project);
   const dashboard = new Dashboard(project);
   const coverage = vscode.languages.createDiagnosticCollection?.("apserver-blueprint");
+  const mcpView = new McpViewProvider(ctl);
+  const mcpTree = vscode.window.createTreeView(MCP_VIEW_ID, { treeDataProvider: mcpView });
   let lastWaiting = -1;
   const updateBadge = () => {
     const runsWaiting = runsView.update();
@@ -131,6 +134,8 @@ export function activate(context: vscode.ExtensionContext): Controller {
     blueprintTree,
     managerStatus,
     dashboard,
+    mcpView,
+    mcpTree,
     ...(coverage ? [coverage] : []),
     { dispose: () => void ctl.dispose() },
     vscode.window.registerWebviewViewProvider(VIEW_ID, provider, { webviewOptions: { retainContextWhenHidden: true } }),
@@ -280,6 +285,7 @@ export function activate(context: vscode.ExtensionContext): Controller {
     vscode.commands.registerCommand("apserver.manager.pause", run(() => project.updateSettings({ paused: true }))),
     vscode.commands.registerCommand("apserver.manager.resume", run(() => project.updateSettings({ paused: false }))),
     vscode.commands.registerCommand("apserver.openDashboard", run(() => dashboard.open())),
+    vscode.commands.registerCommand("apserver.reloadMcp", run(() => mcpView.reload())),
     vscode.languages.registerCodeActionsProvider({ scheme: "file" }, new FixProblemProvider(), {
       providedCodeActionKinds: FixProblemProvider.kinds,
     }),

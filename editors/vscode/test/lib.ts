@@ -14,3 +14,4 @@ export * from "../src/runs";
 export * from "../src/dynamictools";
 export * from "../src/blueprints";
 export * from "../src/project";
+export * from "../src/mcp";

@@ -93,6 +93,14 @@ describe("the project in the extension host (stub vscode, real apserver)", () =>
     assert.equal(managerItem().command, "apserver.manager.menu");
   });
 
+  test("the MCP Servers view lists what apserver has (none here) and Reload asks apserver to reload", async () => {
+    const mcp = stub.rec.treeViews.get("apserver.mcp").options.treeDataProvider;
+    const rows = await mcp.getChildren();
+    assert.deepEqual(rows.map((r) => mcp.getTreeItem(r).label), ["No MCP server configured (docs/mcp.md)."]);
+    await stub.vscode.commands.executeCommand("apserver.reloadMcp");
+    assert.ok(!stub.rec.messages.some((m) => m.level === "error"), JSON.stringify(stub.rec.messages));
+  });
+
   test("Go to Source opens the specification at the node's heading", async () => {
     await stub.vscode.commands.executeCommand("apserver.blueprint.goToSource", feature);
     const shown = stub.rec.shown.pop();

@@ -5,7 +5,7 @@ import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { lib } from "./helpers.mjs";
 
-const { managerPill, recordStatus, startedRun, renderDashboard, progressChart, risksOf, parseAlignmentReason, waitingForYou, MAX_TICKS } = lib;
+const { managerPill, recordStatus, startedRun, renderDashboard, progressChart, risksOf, parseAlignmentReason, waitingForYou, MAX_TICKS, mcpRows } = lib;
 
 const status = (over = {}) => ({
   cwd: "/ws",
@@ -160,5 +160,31 @@ describe("approvals stopped by the alignment check", () => {
     });
     assert.equal(parseAlignmentReason("The command writes outside the workspace."), undefined);
     assert.equal(parseAlignmentReason(null), undefined);
+  });
+});
+
+describe("the MCP section", () => {
+  test("servers by name with status, tool count, auth and errors; tools sorted with their first line", () => {
+    const tool = (name, description) => ({ name, description, inputSchema: {} });
+    const rows = mcpRows(
+      [
+        { name: "tickets", authStatus: "bearerToken", runtimeStatus: "connected", tools: { b: tool("search", "Search tickets.\nMore."), a: tool("create", "Create one") }, resources: [], resourceTemplates: [], httpOrigin: "https://mcp.example.com", serverInfo: { name: "tix", version: "1.2" } },
+        { name: "docs", authStatus: "unsupported", tools: {}, resources: [], resourceTemplates: [], toolsError: "spawn docs-mcp ENOENT" },
+      ],
+      { docs: { status: "failed", error: "spawn docs-mcp ENOENT" } },
+    );
+    assert.deepEqual(
+      rows.map((r) => [r.name, r.status, r.icon, r.description]),
+      [
+        ["docs", "failed", "error", "failed · 0 tools"],
+        ["tickets", "connected", "pass-filled", "connected · 2 tools · bearerToken"],
+      ],
+    );
+    assert.deepEqual(rows[1].tools, [
+      { name: "create", description: "Create one" },
+      { name: "search", description: "Search tickets." },
+    ]);
+    assert.match(rows[1].tooltip, /tix 1\.2\nhttps:\/\/mcp\.example\.com/);
+    assert.match(rows[0].tooltip, /error: spawn docs-mcp ENOENT/);
   });
 });

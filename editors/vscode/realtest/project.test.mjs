@@ -80,13 +80,17 @@ describe("real VS Code: a blueprint built by the manager", () => {
     await row("Phase 1: Greeting").waitFor({ timeout: 20000 });
     assert.match(await row("Phase 1: Greeting").textContent(), /phase · 0\/1/);
     await row("Phase 2: Later").waitFor();
+    // A click opens the node's source; the twistie expands it.
     await row("Phase 1: Greeting").click();
+    await page.locator(".tab", { hasText: "spec.md" }).waitFor({ timeout: 20000 });
+    await row("Phase 1: Greeting").locator(".monaco-tl-twistie").click();
     await row("Feature: Shout").waitFor({ timeout: 20000 });
   });
 
   test("Generate Tasks for Node from the feature's context menu; the tree shows them", async () => {
     await row("Feature: Shout").click({ button: "right" });
     await page.locator(".monaco-menu .action-label", { hasText: "Generate Tasks for Node" }).click();
+    // The node opens on its new tasks.
     await row("S1 make greet.sh accept --shout").waitFor({ timeout: 60000 });
     await row("S3 document --shout").waitFor();
     assert.match(await row("Feature: Shout").textContent(), /feature · 0\/3/);

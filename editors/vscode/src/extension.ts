@@ -275,7 +275,11 @@ export function activate(context: vscode.ExtensionContext): Controller {
     vscode.commands.registerCommand("apserver.diffBlueprint", run(() => diffPrevious(project))),
     vscode.commands.registerCommand(
       "apserver.generateTasks",
-      run(async (arg?: unknown) => generateTasks(project, blueprintView, await nodeArg(project, arg, "Generate the tasks of…"))),
+      run(async (arg?: unknown) => {
+        const shown = await generateTasks(project, blueprintView, await nodeArg(project, arg, "Generate the tasks of…"));
+        // Show the new tasks: the node opens.
+        if (shown?.hasChildren) await blueprintTree.reveal?.(shown, { expand: true, select: false, focus: false });
+      }),
     ),
     vscode.commands.registerCommand("apserver.startBuilding", run(async (arg?: unknown) => startBuilding(project, await nodeArg(project, arg, "Start building…")))),
     vscode.commands.registerCommand("apserver.verifyNode", run(async (arg?: unknown) => verifyNode(project, await nodeArg(project, arg, "Verify…")))),

@@ -44,8 +44,11 @@ const PILL_ICON: Record<PillState, string> = {
 /** Runs counted as running (not waiting) and waiting for a human. */
 export function runCounts(status: ProjectStatusResponse | undefined, runs: Run[] = []): { running: number; waiting: number } {
   const byStatus = status?.runs ?? {};
-  const waitingRuns = runs.filter((r) => r.status === "waiting").length;
-  return { running: byStatus.running ?? 0, waiting: Math.max(byStatus.waiting ?? 0, waitingRuns) };
+  if (!runs.length) return { running: byStatus.running ?? 0, waiting: byStatus.waiting ?? 0 };
+  // Under full_auto the manager approves its runs' plans: those wait for it, not for you.
+  const forYou = runs.filter((r) => r.status === "waiting" && !(status?.mode === "full_auto" && r.waitingFor === "planApproval"));
+  const managerWaits = runs.filter((r) => r.status === "waiting").length - forYou.length;
+  return { running: (byStatus.running ?? 0) + managerWaits, waiting: forYou.length };
 }
 
 /** The manager's status bar item: mode and a pill (idle, running N, waiting for you, paused, budget exhausted, error). */

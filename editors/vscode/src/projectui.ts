@@ -96,18 +96,13 @@ export class Project implements vscode.Disposable {
       const cwd = (params as { cwd?: string }).cwd;
       if (!cwd || cwd === this.cwd) void this.refresh();
     } else if (method === "run/completed" || method === "run/started" || method === "run/updated") {
-      // A run ended (or changed): the manager's next task need not wait for
-      // the heartbeat (15 s, then backing off): tick now. Ticks are safe to
-      // repeat (one at a time per workspace on the server).
-      const st = this.status;
-      if (method === "run/completed" && st && (st.mode === "semi_auto" || st.mode === "full_auto") && !st.paused && !st.phaseDone && this.cwd) {
-        void this.ctl
-          .call("manager/tick", { cwd: this.cwd })
-          .catch(() => undefined)
-          .then(() => this.refresh());
-      } else {
-        this.changed.fire();
-      }
+      // A run ended, or waits for its plan's approval: the manager's next
+      // step need not wait for the server's heartbeat (15 s, backing off to
+      // 5 min, and a project switched on looks again only then): tick now.
+      // Ticks are safe to repeat (one at a time per workspace on the server).
+      const p = params as { waitingFor?: string | null };
+      if (method === "run/completed" || p?.waitingFor === "planApproval") this.scheduleTick();
+      this.changed.fire();
     } else if (method === "blueprint/progress") {
       const p = params as BlueprintProgressNotification;
       this.lastProgress.set(p.versionId, p);
@@ -121,6 +116,22 @@ export class Project implements vscode.Disposable {
         this.nodeChanged.fire(undefined);
       }
     }
+  }
+
+  private tickTimer: ReturnType<typeof setTimeout> | undefined;
+
+  /** One manager/tick soon (coalesced), when the manager is on. */
+  private scheduleTick(): void {
+    const st = this.status;
+    const cwd = this.cwd;
+    if (!cwd || !st || !(st.mode === "semi_auto" || st.mode === "full_auto") || st.paused || st.phaseDone || this.tickTimer) return;
+    this.tickTimer = setTimeout(() => {
+      this.tickTimer = undefined;
+      void this.ctl
+        .call("manager/tick", { cwd })
+        .catch(() => undefined)
+        .then(() => this.refresh());
+    }, 300);
   }
 
   /** Reads the project's settings, status and blueprints again (one at a time; a call during one runs once after). */
@@ -204,6 +215,7 @@ export class Project implements vscode.Disposable {
   }
 
   dispose(): void {
+    if (this.tickTimer) clearTimeout(this.tickTimer);
     for (const s of this.subs) s.dispose();
     this.changed.dispose();
     this.nodeChanged.dispose();
@@ -654,9 +666,9 @@ export async function goToSource(project: Project, e: ExplorerNode | undefined):
   await vscode.window.showTextDocument(doc, { selection: new vscode.Range(start, end), preview: true });
 }
 
-export async function generateTasks(project: Project, view: BlueprintViewProvider, e: ExplorerNode | undefined): Promise<void> {
+export async function generateTasks(project: Project, view: BlueprintViewProvider, e: ExplorerNode | undefined): Promise<ExplorerNode | undefined> {
   const bp = project.model.blueprint;
-  if (!bp || !e || e.task) return;
+  if (!bp || !e || e.task) return undefined;
   const res = await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: `Generating the tasks of "${e.node.title}"` },
     () => project.ctl.call("blueprint/node/tasks", { blueprintId: bp.id, nodeId: e.node.id }),
@@ -664,6 +676,7 @@ export async function generateTasks(project: Project, view: BlueprintViewProvide
   const shown = project.model.setTasks(e.node.id, res.tasks);
   view.refresh(shown);
   void vscode.window.showInformationMessage(`${res.tasks.length} task(s) for "${e.node.title}".`);
+  return shown;
 }
 
 export async function startBuilding(project: Project, e: ExplorerNode | undefined): Promise<void> {

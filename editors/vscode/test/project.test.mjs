@@ -47,6 +47,10 @@ describe("the manager's pill", () => {
       ],
     );
     assert.equal(managerPill(status({ mode: "semi_auto" }), [{ status: "waiting" }, { status: "waiting" }]).text, "$(bell-dot) Manager Semi: 2 waiting for you");
+    // Under full_auto the manager approves the plans itself: not for you.
+    const planWait = { status: "waiting", waitingFor: "planApproval" };
+    assert.equal(managerPill(status({ runs: { waiting: 1 } }), [planWait]).text, "$(sync~spin) Manager Full: running 1");
+    assert.equal(managerPill(status({ mode: "semi_auto", runs: { waiting: 1 } }), [planWait]).text, "$(bell-dot) Manager Semi: waiting for you");
     const tip = managerPill(status({ lastTick: { result: "started_run", reason: "task t_1 is ready", runId: "r1" } })).tooltip;
     assert.match(tip, /Full — starts runs and approves/);
     assert.match(tip, /Last tick: started_run — task t_1 is ready/);

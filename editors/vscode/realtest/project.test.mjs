@@ -73,7 +73,13 @@ describe("real VS Code: a blueprint built by the manager", () => {
     await runCommand(page, "apserver: Ingest Blueprint…");
     const input = page.locator(".quick-input-widget input");
     await input.waitFor({ timeout: 20000 });
-    await input.fill(join(vs.workspace, "spec.md"));
+    // The picker (VS Code's simple file dialog) lists the folder first, and resets its input while it does.
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "spec.md" }).waitFor({ timeout: 20000 });
+    const want = join(vs.workspace, "spec.md");
+    await until(async () => {
+      await input.fill(want);
+      return (await input.inputValue()) === want;
+    }, 20000, "the picker's path");
     await input.press("Enter");
     await page.locator(".notification-toast", { hasText: /Blueprint ".*" ready: 4 nodes/ }).waitFor({ timeout: 60000 });
     await runCommand(page, "Focus on Blueprint View");

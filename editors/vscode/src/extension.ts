@@ -23,7 +23,7 @@ import {
   startBuilding,
   verifyNode,
 } from "./projectui";
-import { waitingForYou } from "./project";
+import { runsWaitingForYou, waitingForYou } from "./project";
 import { MCP_VIEW_ID, McpViewProvider } from "./mcpview";
 
 let controller: Controller | undefined;
@@ -96,8 +96,8 @@ export function activate(context: vscode.ExtensionContext): Controller {
   const mcpTree = vscode.window.createTreeView(MCP_VIEW_ID, { treeDataProvider: mcpView });
   let lastWaiting = -1;
   const updateBadge = () => {
-    const runsWaiting = runsView.update();
-    const waiting = waitingForYou(runsWaiting, project.status);
+    runsView.update();
+    const waiting = waitingForYou(runsWaitingForYou(Object.values(ctl.state.runs), project.status), project.status);
     if (waiting !== lastWaiting) {
       lastWaiting = waiting;
       runsTree.badge = waiting > 0 ? { value: waiting, tooltip: `${waiting} waiting for you` } : undefined;

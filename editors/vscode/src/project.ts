@@ -46,9 +46,9 @@ export function runCounts(status: ProjectStatusResponse | undefined, runs: Run[]
   const byStatus = status?.runs ?? {};
   if (!runs.length) return { running: byStatus.running ?? 0, waiting: byStatus.waiting ?? 0 };
   // Under full_auto the manager approves its runs' plans: those wait for it, not for you.
-  const forYou = runs.filter((r) => r.status === "waiting" && !(status?.mode === "full_auto" && r.waitingFor === "planApproval"));
-  const managerWaits = runs.filter((r) => r.status === "waiting").length - forYou.length;
-  return { running: (byStatus.running ?? 0) + managerWaits, waiting: forYou.length };
+  const forYou = runsWaitingForYou(runs, status);
+  const managerWaits = runs.filter((r) => r.status === "waiting").length - forYou;
+  return { running: (byStatus.running ?? 0) + managerWaits, waiting: forYou };
 }
 
 /** The manager's status bar item: mode and a pill (idle, running N, waiting for you, paused, budget exhausted, error). */
@@ -91,6 +91,11 @@ export function managerPill(status: ProjectStatusResponse | undefined, runs: Run
   lines.push("Click to choose the mode, pause or resume, or the phase.");
   const text = state === "off" ? `${PILL_ICON.off} Manager: Off` : `${PILL_ICON[state]} Manager ${mode}: ${what}`;
   return { state, text, tooltip: lines.join("\n"), attention: state === "waiting" || state === "budget" || state === "error" };
+}
+
+/** Runs waiting for you: under full_auto a run waiting for its plan's approval waits for the manager. */
+export function runsWaitingForYou(runs: Run[], status: ProjectStatusResponse | undefined): number {
+  return runs.filter((r) => r.status === "waiting" && !(status?.mode === "full_auto" && !status.paused && r.waitingFor === "planApproval")).length;
 }
 
 /** What the Runs view's badge counts: runs waiting for you, and the manager's suggestion waiting for a yes. */

@@ -5,7 +5,7 @@ import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { lib } from "./helpers.mjs";
 
-const { managerPill, recordStatus, startedRun, renderDashboard, progressChart, risksOf, parseAlignmentReason, waitingForYou, MAX_TICKS, mcpRows } = lib;
+const { managerPill, recordStatus, startedRun, renderDashboard, progressChart, risksOf, parseAlignmentReason, waitingForYou, runsWaitingForYou, MAX_TICKS, mcpRows } = lib;
 
 const status = (over = {}) => ({
   cwd: "/ws",
@@ -59,6 +59,10 @@ describe("the manager's pill", () => {
 
   test("the Runs badge counts runs waiting and a suggestion waiting for a yes", () => {
     assert.equal(waitingForYou(2, status()), 2);
+    const runs = [{ status: "waiting", waitingFor: "planApproval" }, { status: "waiting", waitingFor: "taskApproval" }, { status: "running" }];
+    assert.equal(runsWaitingForYou(runs, status()), 1, "under full_auto the manager approves the plan");
+    assert.equal(runsWaitingForYou(runs, status({ paused: true })), 2, "paused, it does not");
+    assert.equal(runsWaitingForYou(runs, status({ mode: "semi_auto" })), 2);
     assert.equal(waitingForYou(0, status({ mode: "suggest", lastTick: { result: "waiting_for_approval", reason: "would start t_1", taskIds: ["t_1"] } })), 1);
     assert.equal(waitingForYou(1, status({ mode: "suggest", paused: true, lastTick: { result: "waiting_for_approval", reason: "" } })), 1);
   });

@@ -55,7 +55,7 @@ describe("real VS Code: a blueprint built by the manager", () => {
     git("config", "user.email", "test@example.com");
     git("add", "-A");
     git("commit", "-q", "-m", "greet");
-    git("checkout", "-q", "-b", "feature"); // the runs merge into main
+    git("checkout", "-q", "-b", "feature"); // the runs branch from and merge into the checked-out branch
     const context = await vs.browser.newContext({ viewport: { width: 1400, height: 900 }, deviceScaleFactor: 1 });
     page = await context.newPage();
     page.on("pageerror", (e) => vs.output.push(`pageerror: ${e.message}`));
@@ -134,7 +134,7 @@ describe("real VS Code: a blueprint built by the manager", () => {
     await p.getByRole("button", { name: "Approve task" }).click();
     await d.locator("#d-blueprint .badge.done").waitFor({ timeout: 200000 });
     await page.locator(`.statusbar-item`, { hasText: /Manager Full: phase done/ }).waitFor({ timeout: 30000 });
-    assert.match(git("show", "main:README.md"), /--shout/);
+    assert.match(git("show", "feature:README.md"), /--shout/, "S3's change merged");
     assert.match(await row("Feature: Shout").textContent(), /3\/3/);
   });
 

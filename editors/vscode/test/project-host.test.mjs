@@ -35,19 +35,21 @@ describe("the project in the extension host (stub vscode, real apserver)", () =>
     // apserver writes .apserver/memory.md into the checkout; a run that commits its own copy
     // could then not be merged into the checked-out branch (reported, not this test's subject).
     writeFileSync(join(ws, ".gitignore"), ".apserver/\n");
+    // A configuration file of its own (empty): MCP reload reads it.
+    writeFileSync(join(data.path, "config.toml"), "");
     git("init", "-q", "-b", "main");
     git("config", "user.name", "Test User");
     git("config", "user.email", "test@example.com");
     git("add", "-A");
     git("commit", "-q", "-m", "greet");
-    // As e2e/runs_test.go's shoutRepo: the runs merge into main, so the checkout is elsewhere.
+    // As e2e/runs_test.go's shoutRepo: a branch of its own (the runs branch from it and merge into it).
     git("checkout", "-q", "-b", "feature");
     stub = createVscodeStub({
       answers,
       config: {
         __workspace: ws,
         "apserver.path": apserverBin(),
-        "apserver.extraArgs": ["--data-dir", join(data.path, "db"), "--base-url", model.url, "--model", "scripted"],
+        "apserver.extraArgs": ["--data-dir", join(data.path, "db"), "--config", join(data.path, "config.toml"), "--base-url", model.url, "--model", "scripted"],
         "apserver.env": { OPENAI_API_KEY: serveEnv().OPENAI_API_KEY },
       },
     });

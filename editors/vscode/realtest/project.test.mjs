@@ -85,6 +85,9 @@ describe("real VS Code: a blueprint built by the manager", () => {
     await runCommand(page, "Focus on Blueprint View");
     await row("Phase 1: Greeting").waitFor({ timeout: 20000 });
     assert.match(await row("Phase 1: Greeting").textContent(), /phase · 0\/1/);
+    // The preamble is in no node: a coverage warning heads the tree.
+    await row("Coverage").waitFor({ timeout: 20000 });
+    assert.match(await row("Coverage").textContent(), /% covered · 1 gap/);
     await row("Phase 2: Later").waitFor();
     // A click opens the node's source; the twistie expands it.
     await row("Phase 1: Greeting").click();

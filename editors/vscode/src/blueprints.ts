@@ -286,6 +286,16 @@ export function coverageMarkdown(
   return out.join("\n") + "\n";
 }
 
+/** The tree's warning line for a coverage with gaps or unmapped normative sentences; undefined when all is covered. */
+export function coverageWarning(c: ClientRequests["blueprint/coverage"]["result"]): string | undefined {
+  const unmapped = c.normativeTotal - c.normativeMapped;
+  if (!c.gaps.length && unmapped <= 0) return undefined;
+  const parts = [`${(c.ratio * 100).toFixed(1)}% covered`];
+  if (c.gaps.length) parts.push(`${c.gaps.length}${c.nextCursor ? "+" : ""} gap${c.gaps.length === 1 ? "" : "s"}`);
+  if (unmapped > 0) parts.push(`${unmapped} normative sentence${unmapped === 1 ? "" : "s"} unmapped`);
+  return parts.join(" · ");
+}
+
 /** A diff between two versions as Markdown (Diff Against Previous Version). */
 export function diffMarkdown(title: string, d: ClientRequests["blueprint/diff"]["result"]): string {
   const out = [`# ${title}: ${d.from} → ${d.to}`, ""];

@@ -12,6 +12,7 @@ import {
   byteSlice,
   byteToCharOffset,
   coverageMarkdown,
+  coverageWarning,
   diffMarkdown,
   nodeDescription,
   nodeLabel,
@@ -201,11 +202,19 @@ export class Project implements vscode.Disposable {
     const f = this.sourceOf(blueprintId);
     if (!f) return undefined;
     try {
-      return fs.readFileSync(f);
+      // Every tree item's hover reads it: read once per change of the file.
+      const mtimeMs = fs.statSync(f).mtimeMs;
+      const c = this.sourceCache;
+      if (c && c.file === f && c.mtimeMs === mtimeMs) return c.bytes;
+      const bytes = fs.readFileSync(f);
+      this.sourceCache = { file: f, mtimeMs, bytes };
+      return bytes;
     } catch {
       return undefined;
     }
   }
+
+  private sourceCache: { file: string; mtimeMs: number; bytes: Uint8Array } | undefined;
 
   async updateSettings(p: Partial<Omit<ProjectSettingsUpdateParams, "cwd">>): Promise<void> {
     const cwd = this.cwd;
@@ -224,10 +233,19 @@ export class Project implements vscode.Disposable {
 
 // ---------- the blueprint explorer ----------
 
-export class BlueprintViewProvider implements vscode.TreeDataProvider<ExplorerNode>, vscode.Disposable {
-  private readonly changed = new vscode.EventEmitter<ExplorerNode | undefined>();
+/** The tree's first row when the blueprint leaves part of its document out: a warning that opens the coverage. */
+interface CoverageItem {
+  coverage: string;
+}
+type BlueprintItem = ExplorerNode | CoverageItem;
+const isCoverage = (i: BlueprintItem): i is CoverageItem => (i as CoverageItem).coverage !== undefined;
+
+export class BlueprintViewProvider implements vscode.TreeDataProvider<BlueprintItem>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<BlueprintItem | undefined>();
   readonly onDidChangeTreeData = this.changed.event;
   private readonly sub: vscode.Disposable;
+  /** The coverage warning of a version (one blueprint/coverage per version shown). */
+  private coverage: { versionId: string; warning: string | undefined } | undefined;
 
   constructor(private readonly project: Project) {
     this.sub = project.nodeChanged.event((e) => this.changed.fire(e));
@@ -237,23 +255,49 @@ export class BlueprintViewProvider implements vscode.TreeDataProvider<ExplorerNo
     this.changed.fire(e);
   }
 
-  async getChildren(node?: ExplorerNode): Promise<ExplorerNode[]> {
+  private async coverageItem(): Promise<CoverageItem[]> {
+    const bp = this.project.model.blueprint;
+    if (!bp?.primary || bp.primary.status !== "ready") return [];
+    if (this.coverage?.versionId !== bp.primary.id) {
+      try {
+        const c = await this.project.ctl.call("blueprint/coverage", { blueprintId: bp.id });
+        this.coverage = { versionId: bp.primary.id, warning: coverageWarning(c) };
+      } catch {
+        return [];
+      }
+    }
+    return this.coverage.warning ? [{ coverage: this.coverage.warning }] : [];
+  }
+
+  async getChildren(node?: BlueprintItem): Promise<BlueprintItem[]> {
+    if (node && isCoverage(node)) return [];
     if (!node && !this.project.model.blueprint) {
       await this.project.refresh();
     }
     try {
-      return await this.project.model.children(node);
+      const kids = await this.project.model.children(node);
+      return node ? kids : [...(await this.coverageItem()), ...kids];
     } catch (e) {
       this.project.ctl.showError(e);
       return [];
     }
   }
 
-  getParent(node: ExplorerNode): ExplorerNode | undefined {
+  getParent(node: BlueprintItem): ExplorerNode | undefined {
+    if (isCoverage(node)) return undefined;
     return node.node.parentId ? this.project.model.find(node.node.parentId) : undefined;
   }
 
-  getTreeItem(e: ExplorerNode): vscode.TreeItem {
+  getTreeItem(e: BlueprintItem): vscode.TreeItem {
+    if (isCoverage(e)) {
+      const item = new vscode.TreeItem("Coverage", vscode.TreeItemCollapsibleState.None);
+      item.id = "bp:coverage";
+      item.description = e.coverage;
+      item.tooltip = "Parts of the document no node covers. Click for the gaps (also in the Problems view).";
+      item.iconPath = new vscode.ThemeIcon("warning", new vscode.ThemeColor("problemsWarningIcon.foreground"));
+      item.command = { command: "apserver.showCoverage", title: "Show Coverage" };
+      return item;
+    }
     const item = new vscode.TreeItem(
       nodeLabel(e.node),
       e.hasChildren ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None,

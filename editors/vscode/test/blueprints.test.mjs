@@ -6,7 +6,7 @@ import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { lib } from "./helpers.mjs";
 
-const { BlueprintTreeModel, childrenOf, nodeDescription, nodeTooltip, byteToCharOffset, byteSlice, coverageMarkdown, diffMarkdown, verifySummary, activeBlueprint, READ_LIMIT } = lib;
+const { BlueprintTreeModel, childrenOf, nodeDescription, nodeTooltip, byteToCharOffset, byteSlice, coverageMarkdown, diffMarkdown, verifySummary, activeBlueprint, READ_LIMIT, coverageWarning } = lib;
 
 /** A tree in reading order: phases × epics × features × tasks. */
 function bigTree(phases = 5, epics = 10, features = 10, tasks = 20) {
@@ -199,6 +199,10 @@ describe("blueprint explorer model", () => {
     assert.match(d, /## Added \(1\)\n\n- story \*\*New\*\* `n_2`/);
     assert.match(d, /## Modified \(1\)/);
     assert.match(d, /## Tasks to review \(1\)\n\n- Count `t_1`/);
+    const cov = (over) => ({ totalBytes: 100, coveredBytes: 100, ratio: 1, gaps: [], normativeTotal: 2, normativeMapped: 2, normative: [], uncovered: [], ...over });
+    assert.equal(coverageWarning(cov({})), undefined, "all covered: no warning row");
+    assert.equal(coverageWarning(cov({ ratio: 0.999, gaps: [{ start: 0, end: 9 }] })), "99.9% covered · 1 gap");
+    assert.equal(coverageWarning(cov({ ratio: 0.5, gaps: Array(100).fill({ start: 0, end: 1 }), nextCursor: "100", normativeMapped: 1 })), "50.0% covered · 100+ gaps · 1 normative sentence unmapped");
     assert.deepEqual(verifySummary({ data: [] }), { text: "No done task under this node to verify.", failed: 0 });
     const v = verifySummary({ data: [{ taskId: "t_1", title: "A", passed: true, reopened: false, checks: [] }, { taskId: "t_2", title: "B", passed: false, reopened: true, checks: [] }] });
     assert.deepEqual(v, { failed: 1, text: "1 of 2 done task(s) still pass; reopened: B." });

@@ -4,7 +4,10 @@
 // answers, for `apserver fake-model` (as e2e/manager_test.go scripts them).
 // S2 is a high-risk task: a human approves it even under full_auto.
 
-export const SPEC = `# Phase 1: Greeting
+// The preamble before the first heading is in no node: a coverage gap.
+export const SPEC = `A greeting tool, specified.
+
+# Phase 1: Greeting
 
 ## Feature: Shout
 

@@ -81,7 +81,13 @@ describe("the project in the extension host (stub vscode, real apserver)", () =>
     assert.equal(prog.cancellable, true);
     assert.ok(prog.reports.some((r) => /^1\/1 chunks, \d+ nodes$/.test(r.message)), JSON.stringify(prog.reports));
     assert.ok(stub.rec.messages.some((m) => /Blueprint ".*" ready: 4 nodes/.test(m.text)), JSON.stringify(stub.rec.messages));
-    const roots = await tree.getChildren();
+    const [gap, ...roots] = await tree.getChildren();
+    // The preamble is in no node: a warning row first, which opens the coverage.
+    const gapItem = tree.getTreeItem(gap);
+    assert.equal(gapItem.label, "Coverage");
+    assert.match(gapItem.description, /^\d+\.\d% covered · 1 gap$/);
+    assert.equal(gapItem.iconPath.id, "warning");
+    assert.equal(gapItem.command.command, "apserver.showCoverage");
     assert.deepEqual(roots.map((r) => r.node.title), ["Phase 1: Greeting", "Phase 2: Later"]);
     phase1 = roots[0];
     const item = tree.getTreeItem(phase1);
@@ -107,7 +113,7 @@ describe("the project in the extension host (stub vscode, real apserver)", () =>
     await stub.vscode.commands.executeCommand("apserver.blueprint.goToSource", feature);
     const shown = stub.rec.shown.pop();
     assert.equal(shown.doc.uri.fsPath, join(ws, "spec.md"));
-    assert.deepEqual(shown.opts.selection.start, { line: 2, character: 0 });
+    assert.deepEqual(shown.opts.selection.start, { line: 4, character: 0 });
   });
 
   test("Generate Tasks for Node shows the planner's tasks under it", async () => {
@@ -120,7 +126,12 @@ describe("the project in the extension host (stub vscode, real apserver)", () =>
 
   test("Show Coverage reports what the tree covers", async () => {
     await stub.vscode.commands.executeCommand("apserver.showCoverage");
-    assert.match(stub.rec.shown.pop().doc.content, /# Coverage of .*\n\n\d+ of \d+ bytes in some node .*; 1 of 1 normative sentences mapped\./);
+    assert.match(stub.rec.shown.pop().doc.content, /# Coverage of .*\n\n\d+ of \d+ bytes in some node .*; 1 of 1 normative sentences mapped\.\n\n## Gaps \(1\)\n\n- ⚠ bytes 0–\d+: A greeting tool, specified\./);
+    // The gap is a warning on the specification, in the Problems view.
+    const diags = stub.rec.diagnostics.get(stub.vscode.Uri.file(join(ws, "spec.md")).toString());
+    assert.equal(diags.length, 1);
+    assert.equal(diags[0].message, "Not covered by any blueprint node");
+    assert.deepEqual(diags[0].range.start, { line: 0, character: 0 });
   });
 
   test("Start Building a phase under full_auto: the manager starts a run, the toast says so, the pill and the dashboard follow", async () => {

@@ -487,8 +487,17 @@ export class Dashboard implements vscode.Disposable {
   /** The last body posted (tests read it). */
   lastBody = "";
 
+  private updateTimer: ReturnType<typeof setTimeout> | undefined;
+
   constructor(private readonly project: Project) {
-    this.sub = project.onDidChange(() => void this.update());
+    // Runs change often while they work: one render (and its two reads) per burst.
+    this.sub = project.onDidChange(() => {
+      if (!this.panel || this.updateTimer) return;
+      this.updateTimer = setTimeout(() => {
+        this.updateTimer = undefined;
+        void this.update();
+      }, 150);
+    });
   }
 
   open(): vscode.WebviewPanel {
@@ -600,6 +609,7 @@ export class Dashboard implements vscode.Disposable {
   }
 
   dispose(): void {
+    if (this.updateTimer) clearTimeout(this.updateTimer);
     this.sub.dispose();
     this.panel?.dispose();
   }

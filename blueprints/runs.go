@@ -77,6 +77,16 @@ func (s *Service) runTasks(ctx context.Context, p protocol.RunBlueprintParams, a
 		}
 		return out
 	}
+	if p.NodeID == "" && len(p.TaskIDs) == 1 {
+		// The manager names the work blueprint.Next offers, which is a
+		// node of the tree itself while no task has been made for it (a
+		// blueprint without tasks): that node's run, which makes them.
+		if _, task := byID[p.TaskIDs[0]]; !task {
+			if _, node := t.Index()[p.TaskIDs[0]]; node {
+				p.NodeID, p.TaskIDs = p.TaskIDs[0], nil
+			}
+		}
+	}
 	var picked []string
 	title := ""
 	if p.NodeID != "" {

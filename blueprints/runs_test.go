@@ -123,6 +123,11 @@ func TestRunTasks(t *testing.T) {
 	if err != nil || !slices.Equal(ids(plan), []string{bb.ID, c.ID, d.ID}) || len(plan[0].Dependencies) != 0 {
 		t.Fatalf("after A done: %v %v", plan, err)
 	}
+	// The manager names a node as blueprint.Next offers it: the node's run.
+	link, byNode, _, _, err := s.RunTasks(ctx, protocol.RunBlueprintParams{BlueprintID: b.ID, TaskIDs: []string{story.ID}})
+	if err != nil || !slices.Equal(ids(byNode), ids(plan)) || link.NodeID != story.ID {
+		t.Fatalf("a node named as the task: %v, link %+v, %v; want %v", ids(byNode), link, err, ids(plan))
+	}
 	for _, x := range []string{bb.ID, c.ID, d.ID} {
 		setStatus(t, s, b.ID, x, protocol.NodeDone)
 	}

@@ -33,6 +33,7 @@ import (
 
 	"github.com/apserver/apserver/brain"
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 )
@@ -54,8 +55,9 @@ type Options struct {
 	// Debounce is the wait before projections are rewritten after a
 	// change (DefaultDebounce when 0; negative: at once).
 	Debounce time.Duration
-	// Now is the time in unix ms; nil means the real clock.
-	Now func() int64
+	// Clock is the service's clock (package clock); nil means the real
+	// one.
+	Clock clock.Clock
 	// Budgets are the context block's token budgets by role (planner,
 	// implementer, reviewer, thread), over the configuration's ([brain]
 	// budgets); a role in neither gets brain.DefaultBudget.
@@ -95,9 +97,7 @@ func New(opts Options) *Service {
 	if opts.Debounce == 0 {
 		opts.Debounce = DefaultDebounce
 	}
-	if opts.Now == nil {
-		opts.Now = func() int64 { return time.Now().UnixMilli() }
-	}
+	opts.Clock = clock.Or(opts.Clock)
 	ctx, stop := context.WithCancel(context.Background())
 	return &Service{opts: opts, log: opts.Logger, ctx: ctx, stop: stop, timers: map[string]*time.Timer{}, cache: map[string]cachedVerdict{}, sentSets: map[string]string{}}
 }
@@ -211,7 +211,7 @@ func (s *Service) addDecision(ctx context.Context, p protocol.ProjectDecisionAdd
 	if d.Source == "" {
 		d.Source = "user"
 	}
-	now := s.opts.Now()
+	now := clock.Ms(s.opts.Clock)
 	id := newID()
 	evs := []brain.Event{{Type: brain.EventRecorded, ID: id, AtMs: now, Decision: &d}}
 	cur := map[string]*protocol.ProjectDecision{}
@@ -253,7 +253,7 @@ func (s *Service) UpdateDecision(ctx context.Context, p protocol.ProjectDecision
 	if err != nil {
 		return res, err
 	}
-	now := s.opts.Now()
+	now := clock.Ms(s.opts.Clock)
 	var evs []brain.Event
 	patch := brain.Patch{Title: p.Title, Text: p.Text, Why: p.Why, Alternatives: p.Alternatives, Scope: p.Scope}
 	if patch != (brain.Patch{}) {
@@ -291,7 +291,7 @@ func (s *Service) RevokeDecision(ctx context.Context, p protocol.ProjectDecision
 		return res, err
 	}
 	out, err := s.change(ctx, st, d.Cwd, map[string]*protocol.ProjectDecision{d.ID: &d},
-		[]brain.Event{{Type: brain.EventRevoked, ID: d.ID, AtMs: s.opts.Now(), Reason: p.Reason}})
+		[]brain.Event{{Type: brain.EventRevoked, ID: d.ID, AtMs: clock.Ms(s.opts.Clock), Reason: p.Reason}})
 	if err != nil {
 		return res, err
 	}

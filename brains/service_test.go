@@ -13,6 +13,7 @@ import (
 
 	"github.com/apserver/apserver/brain"
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 )
@@ -36,7 +37,7 @@ func TestDecisionsAndProjections(t *testing.T) {
 	st := openStore(t, filepath.Join(dir, "a.db"))
 	defer st.Close()
 	now := int64(1000)
-	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Debounce: -1, Now: func() int64 { now++; return now }})
+	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Debounce: -1, Clock: clock.Func(func() time.Time { now++; return time.UnixMilli(now) })})
 	defer s.Close()
 
 	pg, err := s.AddDecision(ctx, protocol.ProjectDecisionAddParams{Cwd: proj, Title: "Use PostgreSQL", Text: "All data in PostgreSQL.", Alternatives: []string{"MySQL"}})
@@ -211,7 +212,7 @@ func TestSummariesInTheContext(t *testing.T) {
 	dir := t.TempDir()
 	st := openStore(t, filepath.Join(dir, "a.db"))
 	defer st.Close()
-	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Debounce: -1, Now: func() int64 { return 5000 }})
+	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Debounce: -1, Clock: clock.Func(func() time.Time { return time.UnixMilli(5000) })})
 	defer s.Close()
 	proj := filepath.Join(dir, "shop")
 	if err := st.CreateThread(ctx, store.Thread{ID: "th1", Cwd: proj, CreatedAt: 1, UpdatedAt: 1}); err != nil {

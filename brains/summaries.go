@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/apserver/apserver/brain"
+	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 )
@@ -55,7 +56,7 @@ func (s *Service) SaveSummary(ctx context.Context, threadID, cwd, summary string
 	if len(summary) > maxSummaryBytes {
 		summary = clipText(summary, maxSummaryBytes)
 	}
-	return st.PutThreadSummary(ctx, store.ThreadSummary{ThreadID: threadID, Cwd: Project(cwd), Summary: summary, Turns: turns, UpdatedAt: s.opts.Now()})
+	return st.PutThreadSummary(ctx, store.ThreadSummary{ThreadID: threadID, Cwd: Project(cwd), Summary: summary, Turns: turns, UpdatedAt: clock.Ms(s.opts.Clock)})
 }
 
 // summaries are a project's thread summaries for the context builder.

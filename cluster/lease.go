@@ -295,14 +295,7 @@ func takeUp(ctx context.Context, s *Store, l *Lease, d Driver, id string, log *s
 		return err
 	}
 	log.Info("cluster: taking up a run whose process died", "run", id, "status", status)
-	ch := make(chan error, 1)
-	d.TakeUp(ctx, id, func(_ any, err error) { ch <- err })
-	select {
-	case err = <-ch:
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if err != nil {
+	if _, err := d.TakeUp(id).Do(ctx); err != nil {
 		return errors.Join(fmt.Errorf("run %s", id), err)
 	}
 	return nil

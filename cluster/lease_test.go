@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runner"
-	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/store"
 )
 
@@ -22,11 +22,13 @@ type fakeDriver struct {
 	busy  map[string]bool
 }
 
-func (d *fakeDriver) TakeUp(_ context.Context, id string, reply port.Reply) {
-	d.mu.Lock()
-	d.taken = append(d.taken, id)
-	d.mu.Unlock()
-	reply(nil, nil)
+func (d *fakeDriver) TakeUp(id string) runner.Call[protocol.Run] {
+	return func(_ context.Context, then func(protocol.Run, error)) {
+		d.mu.Lock()
+		d.taken = append(d.taken, id)
+		d.mu.Unlock()
+		then(protocol.Run{ID: id}, nil)
+	}
 }
 
 func (d *fakeDriver) Busy(_ context.Context, id string) (bool, string, bool) {

@@ -20,15 +20,15 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/runner"
 	"github.com/apserver/apserver/runs"
-	"github.com/apserver/apserver/session/port"
 )
 
 // Driver is what a worker drives runs with (runner.Runner): take a run up
 // from its log, see whether it has steps in flight, and drop it when the
 // job ends.
 type Driver interface {
-	TakeUp(ctx context.Context, id string, reply port.Reply)
+	TakeUp(id string) runner.Call[protocol.Run]
 	Busy(ctx context.Context, id string) (busy bool, status string, ok bool)
 	Forget(id string)
 }
@@ -345,7 +345,7 @@ func (j *jobWorker) Work(ctx context.Context, job *river.Job[WorkArgs]) error {
 	}
 	defer w.drv.Forget(id)
 	ch := make(chan error, 1)
-	w.drv.TakeUp(ctx, id, func(_ any, err error) { ch <- err })
+	w.drv.TakeUp(id).Then(ctx, func(_ protocol.Run, err error) { ch <- err })
 	select {
 	case err := <-ch:
 		if err != nil {

@@ -146,6 +146,10 @@ func runScenario(t *testing.T, path string) {
 	if !bytes.Contains(out, []byte(" 0 differ")) {
 		t.Errorf("apserver replay output:\n%s", out)
 	}
+	// and so does the run's event log, replayed through the machine.
+	if !bytes.Contains(out, []byte("decisions replayed, 0 differ")) {
+		t.Errorf("apserver replay did not replay the run's event log:\n%s", out)
+	}
 }
 
 // decisionScript renders the thread's receipts as the golden decision

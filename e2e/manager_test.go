@@ -67,6 +67,34 @@ func managerTasks(t *testing.T) string {
 // the two features' ids.
 func managerProject(t *testing.T) (repo string, cli func(args ...string) *exec.Cmd, features []string) {
 	t.Helper()
+	return managerProjectWith(t, "")
+}
+
+// managerProjectWith is managerProject with config as the user's
+// configuration file.
+func managerProjectWith(t *testing.T, config string) (repo string, cli func(args ...string) *exec.Cmd, features []string) {
+	t.Helper()
+	e := newManagerEnv(t, config)
+	return e.repo, e.cli, e.features
+}
+
+// managerEnv is managerProject's project with its model and data dir
+// (a server on the same data dir sees the same project).
+type managerEnv struct {
+	repo     string
+	cli      func(args ...string) *exec.Cmd
+	features []string
+	model    *scripted.Server
+	dataDir  string
+}
+
+func newManagerEnv(t *testing.T, config string) *managerEnv {
+	t.Helper()
+	var (
+		repo     string
+		cli      func(args ...string) *exec.Cmd
+		features []string
+	)
 	rules := append([]scripted.Rule{
 		{Match: "[blueprint chunk 1/1 cursor=start]", Steps: []scripted.Step{{Text: managerOutline(t)}}},
 		{Match: "[blueprint tasks n_", Steps: []scripted.Step{{Text: managerTasks(t)}}},
@@ -78,7 +106,7 @@ func managerProject(t *testing.T) (repo string, cli func(args ...string) *exec.C
 	}
 	home, dataDir := t.TempDir(), t.TempDir()
 	cfg := filepath.Join(home, "config.toml")
-	os.WriteFile(cfg, nil, 0o600)
+	os.WriteFile(cfg, []byte(config), 0o600)
 	cli = func(args ...string) *exec.Cmd {
 		cmd := exec.Command(binPath, append(append([]string{}, args[:2]...), append([]string{"--data-dir", dataDir, "--config", cfg, "--model", "scripted-model"}, args[2:]...)...)...)
 		cmd.Dir = repo
@@ -107,7 +135,7 @@ func managerProject(t *testing.T) (repo string, cli func(args ...string) *exec.C
 	if out, err := cli("blueprint", "tasks", features[0]).CombinedOutput(); err != nil || strings.Count(string(out), "\tplanned\t") != 3 {
 		t.Fatalf("tasks of %s: %v\n%s", features[0], err, out)
 	}
-	return repo, cli, features
+	return &managerEnv{repo: repo, cli: cli, features: features, model: model, dataDir: dataDir}
 }
 
 // TestManagerAutopilot: in off the tick is idle; `apserver project

@@ -1,6 +1,9 @@
 package fullauto
 
-import "github.com/apserver/apserver/controller"
+import (
+	"github.com/apserver/apserver/controller"
+	"github.com/apserver/apserver/protocol"
+)
 
 // Effect is what the machine asks its driver to do. The driver applies a
 // batch in order, after its reply to the request that caused it, and feeds
@@ -20,14 +23,14 @@ type Notify struct {
 	Params any
 }
 
-// SaveRun stores the run (its JSON and state).
-type SaveRun struct {
+// SaveDrive stores the drive (its JSON and state).
+type SaveDrive struct {
 	State string
-	Run   []byte
+	Data  []byte
 }
 
-// DeleteRun forgets the stored run.
-type DeleteRun struct{}
+// DeleteDrive forgets the stored drive.
+type DeleteDrive struct{}
 
 // StoreReceipt stores a receipt. For a decision receipt the driver then
 // reports the id and sequence number it got with ReceiptStored, which
@@ -45,19 +48,20 @@ type StoreReceipt struct {
 	CreatedAtMs int64
 }
 
-// TurnInput is how a turn the run begins starts: a visible user message
+// TurnInput is how a turn the drive begins starts: a visible user message
 // (Text), hidden input the model sees as the user's (Hidden, already
 // wrapped), or items carried over from before a restart (Resume, the
 // driver's own payload, passed through).
 type TurnInput struct {
-	Kind   string
-	Text   string
-	Hidden string
-	Resume any
+	Kind   string `json:"kind,omitempty"`
+	Text   string `json:"text,omitempty"`
+	Hidden string `json:"hidden,omitempty"`
+	// Resume is not logged: the drive never looks at it.
+	Resume any `json:"-"`
 }
 
 // StartTurn begins a turn with Input after DelayMs. A delayed start comes
-// back as TimerFired(Token, Input), which starts it if the run is still
+// back as TimerFired(Token, Input), which starts it if the drive is still
 // where it was.
 type StartTurn struct {
 	Input   TurnInput
@@ -102,16 +106,16 @@ type Resend struct {
 // Interrupt interrupts the running turn.
 type Interrupt struct{}
 
-// Handoff continues the run in a fresh thread: the driver creates it
-// (forked from this one, without its turns), feeds Adopt(Run, handoff) to
+// Handoff continues the drive in a fresh thread: the driver creates it
+// (forked from this one, without its turns), feeds Adopt(Drive, handoff) to
 // the new thread's machine, where handoff holds the objective, the plan
 // and the latest compaction summary, then HandedOff(id) back here.
 type Handoff struct {
-	Run Run
+	Drive Drive
 }
 
 // TurnDeadline asks for DeadlineReached(TurnID) after DelayMs, unless the
-// turn ends first: the run's time budget runs out then.
+// turn ends first: the drive's time budget runs out then.
 type TurnDeadline struct {
 	TurnID  string
 	DelayMs int64
@@ -119,8 +123,8 @@ type TurnDeadline struct {
 
 func (Notify) effect()         {}
 func (Handoff) effect()        {}
-func (SaveRun) effect()        {}
-func (DeleteRun) effect()      {}
+func (SaveDrive) effect()      {}
+func (DeleteDrive) effect()    {}
 func (StoreReceipt) effect()   {}
 func (StartTurn) effect()      {}
 func (Fingerprint) effect()    {}
@@ -131,3 +135,62 @@ func (DropPending) effect()    {}
 func (Resend) effect()         {}
 func (Interrupt) effect()      {}
 func (TurnDeadline) effect()   {}
+
+// LogEvent appends the event just applied to the thread's event log: the
+// driver stores it before it carries out the event's other effects
+// (store-before-apply). Fresh starts a new log (a drive was installed: the
+// earlier drive's events are dropped); Base is then the thread's turn as the
+// drive found it (Replay starts from it).
+type LogEvent struct {
+	Entry Entry
+	Fresh bool
+	Base  Base
+}
+
+// The answers. An event that asks something of the machine (a request's
+// method, a question of the approval ladder) gets its answer as an effect
+// among the others; the driver reads it and carries out the rest in order.
+
+// Refused answers a request the machine refuses: nothing changed, and the
+// request fails with Err (a protocol error).
+type Refused struct{ Err error }
+
+// GoalAnswer answers SetGoal: the goal to reply with.
+type GoalAnswer struct{ Goal protocol.ThreadGoal }
+
+// GoalCleared answers ClearGoal: whether there was a goal to clear.
+type GoalCleared struct{ Cleared bool }
+
+// Verdict answers RequestAsked (rung 1) and ModelAnsweredRequest (rung 2):
+// accept or decline (the client never sees the request), or forward.
+// RequestAsked gets none when full auto has no say.
+type Verdict struct{ Outcome string }
+
+// AskAboutRequest answers RequestPassedOn when the decision model is to
+// answer the request (rung 2): Input is the receipt input to give back in
+// ModelAnsweredRequest. No AskAboutRequest: the request goes to the editor.
+type AskAboutRequest struct {
+	Objective string
+	Input     ApprovalInput
+}
+
+// Tracked answers RequestForwarded when the drive tracks the request (the
+// driver stores it for a restart); its wait times out after TimeoutMs (0:
+// never).
+type Tracked struct{ TimeoutMs int64 }
+
+// CarryOn answers ResentAnswered when the drive goes on: the driver starts
+// (Carry with Token) a turn of Kind that begins with the request's outcome.
+type CarryOn struct {
+	Kind  string
+	Token int
+}
+
+func (LogEvent) effect()        {}
+func (Refused) effect()         {}
+func (GoalAnswer) effect()      {}
+func (GoalCleared) effect()     {}
+func (Verdict) effect()         {}
+func (AskAboutRequest) effect() {}
+func (Tracked) effect()         {}
+func (CarryOn) effect()         {}

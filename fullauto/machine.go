@@ -14,40 +14,40 @@ import (
 // Options are what a thread's machine knows of its surroundings. They are
 // fixed for the machine's life.
 type Options struct {
-	ThreadID string
+	ThreadID string `json:"threadId"`
 	// Ephemeral: the thread has no store and no goals; the machine numbers
-	// its receipts (Run.Seq) and emits no SaveRun.
-	Ephemeral bool
+	// its receipts (Drive.Seq) and emits no SaveDrive.
+	Ephemeral bool `json:"ephemeral,omitempty"`
 	// DecisionModel: a decision model is configured.
-	DecisionModel bool
+	DecisionModel bool `json:"decisionModel,omitempty"`
 	// QuestionMinConfidence: the decision model's answers to approvals and
 	// questions count only at this confidence or above.
-	QuestionMinConfidence float64
+	QuestionMinConfidence float64 `json:"questionMinConfidence,omitempty"`
 	// ErrorBackoffMs is the cooldown before retrying a failed turn
 	// (Backoff).
-	ErrorBackoffMs int64
+	ErrorBackoffMs int64 `json:"errorBackoffMs,omitempty"`
 	// ApprovalTimeoutMs is fullAuto/start's default approvalTimeoutMs.
-	ApprovalTimeoutMs int64
-	// OnRestartPaused: a run that was going when apserver stopped waits
+	ApprovalTimeoutMs int64 `json:"approvalTimeoutMs,omitempty"`
+	// OnRestartPaused: a drive that was going when apserver stopped waits
 	// paused instead of going on.
-	OnRestartPaused bool
+	OnRestartPaused bool `json:"onRestartPaused,omitempty"`
 }
 
 // Machine is one thread's full-auto state machine. It is not safe for
 // concurrent use: the thread goroutine owns it. Every method takes the
 // time (unix ms) and returns the effects its driver must apply in order.
 type Machine struct {
-	opts Options
-	run  *Run
-	// since is when the run last became running or waiting (accruing);
+	opts  Options
+	drive *Drive
+	// since is when the drive last became running or waiting (accruing);
 	// Spent.TimeMs grows by the time since.
 	since    int64
 	accruing bool
-	// epoch changes whenever the run changes state, so that answers to
+	// epoch changes whenever the drive changes state, so that answers to
 	// delayed work (a backoff timer, a fingerprint, a decision model
 	// question) can tell they are stale.
 	epoch int
-	// turnID is the running turn ("" when idle); cur is what the run
+	// turnID is the running turn ("" when idle); cur is what the drive
 	// collects about it.
 	turnID string
 	cur    *turnAcc
@@ -63,6 +63,11 @@ type Machine struct {
 	// the machine again for a request it already let through.
 	forwarded  string
 	modelAsked map[string]bool
+
+	// log is the drive's events (Apply); installed says the event being
+	// applied installed a new drive.
+	log       Log
+	installed bool
 
 	out []Effect
 }
@@ -86,31 +91,28 @@ type awaitReceipt struct {
 	executed bool
 }
 
-// New makes a thread's machine, with no run.
+// New makes a thread's machine, with no drive.
 func New(opts Options) *Machine {
 	return &Machine{opts: opts, pending: map[int64]pending{}}
 }
 
-// Load installs a run read from the store, without effects.
-func (m *Machine) Load(r *Run) { m.run = r }
+// Drive is the current drive, or nil. The caller must not change it.
+func (m *Machine) Drive() *Drive { return m.drive }
 
-// Run is the current run, or nil. The caller must not change it.
-func (m *Machine) Run() *Run { return m.run }
-
-// Token identifies the run's current state for delayed work (see Carry).
+// Token identifies the drive's current state for delayed work (see Carry).
 func (m *Machine) Token() int { return m.epoch }
 
-// Wire renders the run for the client (nil run: the zero value).
+// Wire renders the drive for the client (nil drive: the zero value).
 func (m *Machine) Wire(now int64) protocol.FullAutoRun {
-	if m.run == nil {
+	if m.drive == nil {
 		return protocol.FullAutoRun{}
 	}
-	return WireRun(m.opts.ThreadID, m.run, m.extra(now))
+	return WireDrive(m.opts.ThreadID, m.drive, m.extra(now))
 }
 
-// Goal renders the run as a Codex goal.
+// Goal renders the drive as a Codex goal.
 func (m *Machine) Goal(now int64) protocol.ThreadGoal {
-	return WireGoal(m.opts.ThreadID, m.run, m.extra(now))
+	return WireGoal(m.opts.ThreadID, m.drive, m.extra(now))
 }
 
 func (m *Machine) extra(now int64) int64 {
@@ -128,11 +130,15 @@ func (m *Machine) take() []Effect {
 	return out
 }
 
-// ---- run lifecycle ----
+// ---- drive lifecycle ----
 
 // errors of the fullAuto/* and thread/goal/* methods.
-func errRunActive(id string) error {
+func errDriveActive(id string) error {
 	return protocol.Errorf(protocol.ErrInvalidRequest, "full auto is already running on thread %s; stop it first", id)
+}
+
+func errNoDrive(id string) error {
+	return protocol.Errorf(protocol.ErrInvalidRequest, "no full-auto run on thread %s", id)
 }
 
 func errStopped(id string) error {
@@ -143,11 +149,11 @@ func goalErr(format string, args ...any) error {
 	return protocol.Errorf(protocol.ErrInvalidRequest, format, args...)
 }
 
-// Start is fullAuto/start. preview is the thread's first message, the
+// onStart is fullAuto/start. preview is the thread's first message, the
 // objective when none is given.
-func (m *Machine) Start(now int64, p protocol.FullAutoStartParams, preview string) ([]Effect, error) {
-	if m.run.Active() {
-		return nil, errRunActive(m.opts.ThreadID)
+func (m *Machine) onStart(now int64, p protocol.FullAutoStartParams, preview string) ([]Effect, error) {
+	if m.drive.Active() {
+		return nil, errDriveActive(m.opts.ThreadID)
 	}
 	objective := ""
 	if p.Objective != nil {
@@ -161,7 +167,7 @@ func (m *Machine) Start(now int64, p protocol.FullAutoStartParams, preview strin
 	if objective == "" && idle {
 		return nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: objective is required on a thread with no messages")
 	}
-	r := newRun(objective, now)
+	r := newDrive(objective, now)
 	r.Config.Budgets = BudgetsFrom(p.Budgets)
 	if p.Approvals != nil {
 		r.Approvals = controller.ApprovalStrategy(*p.Approvals)
@@ -188,9 +194,10 @@ func (m *Machine) Start(now int64, p protocol.FullAutoStartParams, preview strin
 	return m.take(), nil
 }
 
-// install makes r the run, replacing any earlier one.
-func (m *Machine) install(now int64, r *Run) {
-	m.run = r
+// install makes r the drive, replacing any earlier one.
+func (m *Machine) install(now int64, r *Drive) {
+	m.drive = r
+	m.installed = true
 	m.epoch++
 	m.since, m.accruing = now, true
 	m.emit(ClearAttention{})
@@ -205,19 +212,19 @@ func (m *Machine) announce(now int64) {
 	m.goalChanged(now, nil)
 }
 
-// Pause is fullAuto/pause: no new turn starts; a running turn finishes and
+// onPause is fullAuto/pause: no new turn starts; a running turn finishes and
 // its decision is dropped.
-func (m *Machine) Pause(now int64) []Effect {
-	if m.run.Active() {
+func (m *Machine) onPause(now int64) []Effect {
+	if m.drive.Active() {
 		m.setState(now, protocol.FullAutoPaused, "paused by the user", controller.StopNone)
 	}
 	return m.take()
 }
 
-// Resume is fullAuto/resume: a paused run goes on; on an idle thread a
+// onResume is fullAuto/resume: a paused drive goes on; on an idle thread a
 // turn starts.
-func (m *Machine) Resume(now int64) ([]Effect, error) {
-	r := m.run
+func (m *Machine) onResume(now int64) ([]Effect, error) {
+	r := m.drive
 	if r.State == protocol.FullAutoStopped {
 		return nil, errStopped(m.opts.ThreadID)
 	}
@@ -227,16 +234,16 @@ func (m *Machine) Resume(now int64) ([]Effect, error) {
 }
 
 func (m *Machine) resume(now int64, reason string) {
-	if r := m.run; r.State != protocol.FullAutoRunning {
+	if r := m.drive; r.State != protocol.FullAutoRunning {
 		r.Retries = 0
 		m.setState(now, protocol.FullAutoRunning, reason, controller.StopNone)
 	}
 }
 
-// Stop is fullAuto/stop: the run ends with userStop at once (a decision
+// onStop is fullAuto/stop: the drive ends with userStop at once (a decision
 // receipt records it) and a running turn is interrupted.
-func (m *Machine) Stop(now int64) []Effect {
-	if r := m.run; r.State != protocol.FullAutoStopped {
+func (m *Machine) onStop(now int64) []Effect {
+	if r := m.drive; r.State != protocol.FullAutoStopped {
 		in := controller.Input{
 			Objective: r.Objective, Config: r.Config, Spent: r.Spent, RunElapsedMs: now - r.StartedAtMs,
 			History: slices.Clone(r.History), Recent: slices.Clone(r.Recent),
@@ -253,10 +260,10 @@ func (m *Machine) Stop(now int64) []Effect {
 	return m.take()
 }
 
-// setState changes the run's state, stores it and tells the client
+// setState changes the drive's state, stores it and tells the client
 // (fullAuto/statusChanged, the goal view, attention).
 func (m *Machine) setState(now int64, st protocol.FullAutoState, reason string, cond controller.StopCondition) {
-	r := m.run
+	r := m.drive
 	if r == nil {
 		return
 	}
@@ -283,9 +290,9 @@ func (m *Machine) setState(now int64, st protocol.FullAutoState, reason string, 
 	m.goalChanged(now, nil)
 }
 
-// accrue adds the time the run was active since m.since to Spent.
+// accrue adds the time the drive was active since m.since to Spent.
 func (m *Machine) accrue(now int64) {
-	r := m.run
+	r := m.drive
 	if r == nil || !m.accruing {
 		return
 	}
@@ -298,19 +305,19 @@ func (m *Machine) accrue(now int64) {
 }
 
 func (m *Machine) save() {
-	if m.run == nil || m.opts.Ephemeral {
+	if m.drive == nil || m.opts.Ephemeral {
 		return
 	}
-	b, err := json.Marshal(m.run)
+	b, err := json.Marshal(m.drive)
 	if err != nil {
 		return // a Run always encodes (no NaN reaches it)
 	}
-	m.emit(SaveRun{State: string(m.run.State), Run: b})
+	m.emit(SaveDrive{State: string(m.drive.State), Data: b})
 }
 
 // goalChanged sends thread/goal/updated (turnID: the turn it happened in).
 func (m *Machine) goalChanged(now int64, turnID *string) {
-	r := m.run
+	r := m.drive
 	if r == nil || m.opts.Ephemeral {
 		return
 	}
@@ -320,9 +327,9 @@ func (m *Machine) goalChanged(now int64, turnID *string) {
 	}})
 }
 
-// startTurn starts a turn for the run when the thread is idle.
+// startTurn starts a turn for the drive when the thread is idle.
 func (m *Machine) startTurn(in TurnInput) {
-	r := m.run
+	r := m.drive
 	if m.turnID != "" || !r.Active() {
 		return
 	}
@@ -334,7 +341,7 @@ func (m *Machine) startTurn(in TurnInput) {
 }
 
 // startTurnAfter starts a turn after delayMs (a cooldown after a failure),
-// unless the run changed meanwhile (TimerFired).
+// unless the drive changed meanwhile (TimerFired).
 func (m *Machine) startTurnAfter(in TurnInput, delayMs int64) {
 	if delayMs <= 0 {
 		m.startTurn(in)
@@ -344,8 +351,8 @@ func (m *Machine) startTurnAfter(in TurnInput, delayMs int64) {
 	m.emit(StartTurn{DelayMs: delayMs, Token: m.epoch})
 }
 
-// TimerFired: the delay of a StartTurn with Token is over.
-func (m *Machine) TimerFired(now int64, token int) []Effect {
+// onTimerFired: the delay of a StartTurn with Token is over.
+func (m *Machine) onTimerFired(now int64, token int) []Effect {
 	if token == m.epoch && m.delayed != nil {
 		in := *m.delayed
 		m.delayed = nil
@@ -354,15 +361,15 @@ func (m *Machine) TimerFired(now int64, token int) []Effect {
 	return m.take()
 }
 
-// TurnStartFailed: the driver could not start the turn of a StartTurn.
-func (m *Machine) TurnStartFailed(now int64, msg string) []Effect {
+// onTurnStartFailed: the driver could not start the turn of a StartTurn.
+func (m *Machine) onTurnStartFailed(now int64, msg string) []Effect {
 	m.setState(now, protocol.FullAutoPaused, "could not start a turn: "+msg, controller.StopWaitingOnHuman)
 	return m.take()
 }
 
-// Carry starts a turn with in if the run is still in the state Token
-// returned (a turn that carries a run on after a restart).
-func (m *Machine) Carry(now int64, token int, in TurnInput) []Effect {
+// onCarry starts a turn with in if the drive is still in the state Token
+// returned (a turn that carries a drive on after a restart).
+func (m *Machine) onCarry(now int64, token int, in TurnInput) []Effect {
 	if token == m.epoch {
 		m.startTurn(in)
 	}
@@ -371,19 +378,19 @@ func (m *Machine) Carry(now int64, token int, in TurnInput) []Effect {
 
 // ---- turns ----
 
-// TurnStarted: a turn began (any turn: a client's or the run's); kind is
+// onTurnStarted: a turn began (any turn: a client's or the drive's); kind is
 // its TurnInput's, "" for a client's. Under a time budget the turn gets a
 // deadline (TurnDeadline): the budget is enforced during the turn, not
 // only after it. A wrap-up turn (the soft landing the controller grants as
 // a budget runs out) gets none: it is left to finish its handoff, bounded
 // by the session's turn caps (turn_max_time_ms).
-func (m *Machine) TurnStarted(now int64, turnID, kind string) []Effect {
+func (m *Machine) onTurnStarted(now int64, turnID, kind string) []Effect {
 	if kind == "" {
 		kind = controller.KindNormal
 	}
 	m.turnID = turnID
 	m.cur = &turnAcc{id: turnID, kind: kind}
-	r := m.run
+	r := m.drive
 	if !r.Active() || r.Config.Budgets.TimeMs <= 0 || kind == controller.KindWrapUp {
 		return nil
 	}
@@ -393,28 +400,28 @@ func (m *Machine) TurnStarted(now int64, turnID, kind string) []Effect {
 	return []Effect{TurnDeadline{TurnID: turnID, DelayMs: max(0, r.Config.Budgets.TimeMs-spent) + 1}}
 }
 
-// DeadlineReached: the TurnDeadline of turnID is over. If the turn still
-// runs under an active run it is interrupted; the decision after it finds
+// onDeadlineReached: the TurnDeadline of turnID is over. If the turn still
+// runs under an active drive it is interrupted; the decision after it finds
 // the time budget spent (budgets come before everything but a user stop)
-// and stops the run, as after any turn.
-func (m *Machine) DeadlineReached(now int64, turnID string) []Effect {
-	if m.turnID != turnID || !m.run.Active() {
+// and stops the drive, as after any turn.
+func (m *Machine) onDeadlineReached(now int64, turnID string) []Effect {
+	if m.turnID != turnID || !m.drive.Active() {
 		return nil
 	}
 	return []Effect{Interrupt{}}
 }
 
-// Compacted: the turn compacted its context (an automatic compaction or a
+// onCompacted: the turn compacted its context (an automatic compaction or a
 // thread/compact/start turn); ratio is the prompt's share of the model's
 // context window after it (0 when the window is unknown). The turn's
 // summary carries the latest ratio into the decision and its receipt.
-func (m *Machine) Compacted(now int64, turnID string, ratio float64) []Effect {
+func (m *Machine) onCompacted(now int64, turnID string, ratio float64) []Effect {
 	cur := m.cur
 	if cur == nil || cur.id != turnID {
 		return nil
 	}
 	cur.ratio = ratio
-	r := m.run
+	r := m.drive
 	if !r.Active() {
 		return nil
 	}
@@ -427,21 +434,21 @@ func (m *Machine) Compacted(now int64, turnID string, ratio float64) []Effect {
 	return m.take()
 }
 
-// HandedOff: the driver carried out a Handoff; the run continues in
+// onHandedOff: the driver carried out a Handoff; the drive continues in
 // thread id and stops here.
-func (m *Machine) HandedOff(now int64, id string) []Effect {
-	if m.run == nil {
+func (m *Machine) onHandedOff(now int64, id string) []Effect {
+	if m.drive == nil {
 		return nil
 	}
 	m.setState(now, protocol.FullAutoStopped, fmt.Sprintf("continued in thread %s: compaction left the context above %.0f%% of the window %d times in a row", id, HandoffRatio*100, HandoffAfter), controller.StopHandoff)
 	return m.take()
 }
 
-// Adopt starts, on a fresh thread, the run that thread from handed off:
+// onAdopt starts, on a fresh thread, the drive that thread from handed off:
 // the same objective, strategy, budgets and spending, and a first turn
 // whose hidden input is handoff.
-func (m *Machine) Adopt(now int64, from Run, fromThread, handoff string) []Effect {
-	r := newRun(from.Objective, now)
+func (m *Machine) onAdopt(now int64, from Drive, fromThread, handoff string) []Effect {
+	r := newDrive(from.Objective, now)
 	r.Approvals, r.Config, r.Spent = from.Approvals, from.Config, from.Spent
 	r.ApprovalTimeoutMs, r.OnTimeout = from.ApprovalTimeoutMs, from.OnTimeout
 	r.HandedOffFrom = fromThread
@@ -465,9 +472,9 @@ type Response struct {
 	Price         Price
 }
 
-// ResponseDone: a model response of the turn completed. The run counts
+// onResponseDone: a model response of the turn completed. The drive counts
 // the tokens and cost, and a goal reports its progress.
-func (m *Machine) ResponseDone(now int64, turnID string, u Response) []Effect {
+func (m *Machine) onResponseDone(now int64, turnID string, u Response) []Effect {
 	cur := m.cur
 	if cur == nil || cur.id != turnID {
 		return nil
@@ -475,7 +482,7 @@ func (m *Machine) ResponseDone(now int64, turnID string, u Response) []Effect {
 	cur.usage.Input += u.Input
 	cur.usage.Cached += u.Cached
 	cur.usage.Output += u.Output
-	r := m.run
+	r := m.drive
 	if !r.Active() {
 		return nil
 	}
@@ -501,13 +508,13 @@ type TurnEnd struct {
 	// Replaced: the turn was interrupted to make way for a turn that
 	// starts at once (a client's thread/compact/start). It is counted,
 	// but not decided on: the decision comes after the turn that
-	// replaced it, so a compaction does not pause the run.
+	// replaced it, so a compaction does not pause the drive.
 	Replaced bool
 }
 
-// TurnEnded: turn/completed was sent. The run sums the turn up and asks
+// onTurnEnded: turn/completed was sent. The drive sums the turn up and asks
 // for the workspace fingerprint (Fingerprint), then decides.
-func (m *Machine) TurnEnded(now int64, te TurnEnd) []Effect {
+func (m *Machine) onTurnEnded(now int64, te TurnEnd) []Effect {
 	s := te.Summary
 	cur := m.cur
 	if cur == nil || cur.id != s.TurnID {
@@ -527,7 +534,7 @@ func (m *Machine) TurnEnded(now int64, te TurnEnd) []Effect {
 			}
 		}
 	}
-	r := m.run
+	r := m.drive
 	if !r.Active() {
 		return m.take()
 	}
@@ -580,12 +587,12 @@ func (m *Machine) TurnEnded(now int64, te TurnEnd) []Effect {
 	return m.take()
 }
 
-// Fingerprinted: the workspace fingerprint asked for by Fingerprint. The
+// onFingerprinted: the workspace fingerprint asked for by Fingerprint. The
 // decision model is asked when it has a say (AskModel); otherwise the
 // policy decides at once.
-func (m *Machine) Fingerprinted(now int64, token int, fp string) []Effect {
+func (m *Machine) onFingerprinted(now int64, token int, fp string) []Effect {
 	in := m.deciding
-	if in == nil || token != m.epoch || m.run == nil {
+	if in == nil || token != m.epoch || m.drive == nil {
 		return nil // stopped, paused or replaced meanwhile
 	}
 	in.Turn.WorkspaceFingerprint = fp
@@ -598,11 +605,11 @@ func (m *Machine) Fingerprinted(now int64, token int, fp string) []Effect {
 	return m.take()
 }
 
-// ModelAnswered: the decision model's answer to AskModel (nil when it
+// onModelAnswered: the decision model's answer to AskModel (nil when it
 // failed: the policy decides).
-func (m *Machine) ModelAnswered(now int64, token int, ans *controller.ModelAnswer) []Effect {
+func (m *Machine) onModelAnswered(now int64, token int, ans *controller.ModelAnswer) []Effect {
 	in := m.deciding
-	if in == nil || token != m.epoch || m.run == nil {
+	if in == nil || token != m.epoch || m.drive == nil {
 		return nil
 	}
 	m.deciding = nil
@@ -618,22 +625,22 @@ func ModelHasSay(in controller.Input) bool {
 	return controller.Decide(in).Source == controller.SourceModel
 }
 
-// RunContext is what, besides the controller's input, decides how a
+// DriveContext is what, besides the controller's input, decides how a
 // decision is carried out (Resolve). It is stored with the receipt so that
 // replay checks the overrides too.
-type RunContext struct {
+type DriveContext struct {
 	Goal        bool               `json:"goal,omitempty"`
 	OnTimeout   protocol.OnTimeout `json:"onApprovalTimeout"`
 	TurnRunning bool               `json:"turnRunning,omitempty"`
-	// ContextHigh is Run.ContextHigh when the decision was made.
+	// ContextHigh is Drive.ContextHigh when the decision was made.
 	ContextHigh int `json:"contextHigh,omitempty"`
 }
 
 // DecisionInput is the stored input of a decision receipt: the
-// controller's input and the run's context.
+// controller's input and the drive's context.
 type DecisionInput struct {
 	controller.Input
-	Run *RunContext `json:"run,omitempty"`
+	Drive *DriveContext `json:"run,omitempty"`
 }
 
 // Resolve says how a decision is carried out: the action, and when it is
@@ -647,7 +654,7 @@ type DecisionInput struct {
 //     next one (OverrideTurnStarted);
 //   - a continue after HandoffAfter compactions in a row above
 //     HandoffRatio goes on in a fresh thread (OverrideHandoff).
-func Resolve(d controller.Decision, c RunContext) (action controller.Action, executed bool, override string) {
+func Resolve(d controller.Decision, c DriveContext) (action controller.Action, executed bool, override string) {
 	switch {
 	case d.Action == controller.ActStop && d.StopCondition == controller.StopApprovalTimeout && c.OnTimeout != protocol.OnTimeoutStop:
 		return controller.ActPause, false, OverrideTimeoutMode
@@ -664,8 +671,8 @@ func Resolve(d controller.Decision, c RunContext) (action controller.Action, exe
 // execute records the decision (StoreReceipt); ReceiptStored carries it
 // out.
 func (m *Machine) execute(now int64, in controller.Input, d controller.Decision) {
-	r := m.run
-	c := RunContext{Goal: r.Goal, OnTimeout: r.OnTimeout, TurnRunning: m.turnID != "", ContextHigh: r.ContextHigh}
+	r := m.drive
+	c := DriveContext{Goal: r.Goal, OnTimeout: r.OnTimeout, TurnRunning: m.turnID != "", ContextHigh: r.ContextHigh}
 	action, executed, override := Resolve(d, c)
 	rec := controller.Receipt{
 		ThreadID: m.opts.ThreadID, TurnID: in.Turn.TurnID, Input: in, Output: d,
@@ -678,17 +685,17 @@ func (m *Machine) execute(now int64, in controller.Input, d controller.Decision)
 	r.Retries = in.Retries
 	m.await = &awaitReceipt{rec: rec, action: action, executed: executed}
 	m.emit(StoreReceipt{
-		Kind: ReceiptDecision, TurnID: rec.TurnID, Input: DecisionInput{Input: in, Run: &c}, Output: d,
+		Kind: ReceiptDecision, TurnID: rec.TurnID, Input: DecisionInput{Input: in, Drive: &c}, Output: d,
 		PolicyHash: rec.PolicyHash, Executed: executed, Override: override, Seq: m.ephemeralSeq(), CreatedAtMs: now,
 	})
 }
 
 func (m *Machine) ephemeralSeq() int {
-	if !m.opts.Ephemeral || m.run == nil {
+	if !m.opts.Ephemeral || m.drive == nil {
 		return 0
 	}
-	m.run.Seq++
-	return m.run.Seq
+	m.drive.Seq++
+	return m.drive.Seq
 }
 
 func lastTurnID(h []controller.TurnSummary) string {
@@ -698,15 +705,15 @@ func lastTurnID(h []controller.TurnSummary) string {
 	return h[len(h)-1].TurnID
 }
 
-// ReceiptStored: the decision receipt of the last StoreReceipt was stored
+// onReceiptStored: the decision receipt of the last StoreReceipt was stored
 // as id, seq. The decision is announced and carried out.
-func (m *Machine) ReceiptStored(now int64, id string, seq int) []Effect {
+func (m *Machine) onReceiptStored(now int64, id string, seq int) []Effect {
 	a := m.await
 	if a == nil {
 		return nil
 	}
 	m.await = nil
-	r := m.run
+	r := m.drive
 	rec := a.rec
 	rec.ID, rec.Seq = id, seq
 	w := WireReceipt(rec)
@@ -723,7 +730,7 @@ func (m *Machine) ReceiptStored(now int64, id string, seq int) []Effect {
 		if rec.Override == OverrideHandoff {
 			r.ContextHigh = 0
 			m.save()
-			m.emit(Handoff{Run: *r})
+			m.emit(Handoff{Drive: *r})
 			break
 		}
 		next := TurnInput{Kind: controller.KindNormal, Hidden: d.NextInput}
@@ -751,9 +758,9 @@ func (m *Machine) ReceiptStored(now int64, id string, seq int) []Effect {
 
 // ---- goals ----
 
-// SetGoal is thread/goal/set, with Codex's semantics and error messages.
+// onSetGoal is thread/goal/set, with Codex's semantics and error messages.
 // The result is the goal to answer with.
-func (m *Machine) SetGoal(now int64, p protocol.ThreadGoalSetParams) (protocol.ThreadGoal, []Effect, error) {
+func (m *Machine) onSetGoal(now int64, p protocol.ThreadGoalSetParams) (protocol.ThreadGoal, []Effect, error) {
 	if m.opts.Ephemeral {
 		return protocol.ThreadGoal{}, nil, goalErr("ephemeral thread does not support goals: %s", m.opts.ThreadID)
 	}
@@ -763,14 +770,14 @@ func (m *Machine) SetGoal(now int64, p protocol.ThreadGoalSetParams) (protocol.T
 	if v := p.TokenBudget.Value; p.TokenBudget.Present && v != nil && *v <= 0 {
 		return protocol.ThreadGoal{}, nil, goalErr("goal budgets must be positive when provided")
 	}
-	r := m.run
+	r := m.drive
 	startTurn := false
 	switch {
 	case r == nil && p.Objective == nil:
 		return protocol.ThreadGoal{}, nil, goalErr("cannot update goal for thread %s: no goal exists", m.opts.ThreadID)
 	case p.Objective != nil && (r == nil || r.State == protocol.FullAutoStopped):
 		// A new goal, or one replacing a finished one.
-		r = newRun(strings.TrimSpace(*p.Objective), now)
+		r = newDrive(strings.TrimSpace(*p.Objective), now)
 		r.Goal = true
 		r.Approvals = controller.ApproveAsk
 		r.GoalCreatedAt = now / 1000
@@ -827,27 +834,27 @@ func (m *Machine) SetGoal(now int64, p protocol.ThreadGoalSetParams) (protocol.T
 	return g, m.take(), nil
 }
 
-// ClearGoal is thread/goal/clear: the run ends and is forgotten.
-func (m *Machine) ClearGoal(now int64) (cleared bool, effects []Effect) {
-	if m.run == nil {
+// onClearGoal is thread/goal/clear: the drive ends and is forgotten.
+func (m *Machine) onClearGoal(now int64) (cleared bool, effects []Effect) {
+	if m.drive == nil {
 		return false, nil
 	}
 	m.epoch++
 	m.accrue(now)
-	m.run, m.accruing, m.delayed, m.deciding = nil, false, nil, nil
-	m.emit(ClearAttention{}, DeleteRun{})
+	m.drive, m.accruing, m.delayed, m.deciding = nil, false, nil, nil
+	m.emit(ClearAttention{}, DeleteDrive{})
 	m.emit(Notify{protocol.NotifyThreadGoalCleared, protocol.ThreadGoalClearedNotification{ThreadID: m.opts.ThreadID}})
 	return true, m.take()
 }
 
-// GoalOnResume syncs a resuming client with the thread's goal, as Codex
+// onGoalOnResume syncs a resuming client with the thread's goal, as Codex
 // 0.169 does: thread/goal/updated when there is one, thread/goal/cleared
 // when there is none.
-func (m *Machine) GoalOnResume(now int64) []Effect {
+func (m *Machine) onGoalOnResume(now int64) []Effect {
 	if m.opts.Ephemeral {
 		return nil
 	}
-	if m.run == nil {
+	if m.drive == nil {
 		return []Effect{Notify{protocol.NotifyThreadGoalCleared, protocol.ThreadGoalClearedNotification{ThreadID: m.opts.ThreadID}}}
 	}
 	return []Effect{Notify{protocol.NotifyThreadGoalUpdated, protocol.ThreadGoalUpdatedNotification{ThreadID: m.opts.ThreadID, Goal: m.Goal(now)}}}
@@ -871,12 +878,12 @@ type ApprovalOutput struct {
 	Source string `json:"source"` // "policy" or "model"
 }
 
-// RequestAsked is rung 1 of the approval ladder: a request the agent needs
-// (key names it) is answered by controller.Approve under the run's
-// strategy. outcome is "" when full auto has no say (no active run, or the
+// onRequestAsked is rung 1 of the approval ladder: a request the agent needs
+// (key names it) is answered by controller.Approve under the drive's
+// strategy. outcome is "" when full auto has no say (no active drive, or the
 // request was already passed on), else accept, decline or forward.
-func (m *Machine) RequestAsked(now int64, turnID, key string, req controller.ApprovalRequest) (outcome string, effects []Effect) {
-	r := m.run
+func (m *Machine) onRequestAsked(now int64, turnID, key string, req controller.ApprovalRequest) (outcome string, effects []Effect) {
+	r := m.drive
 	if !r.Active() || key == m.forwarded {
 		return "", nil
 	}
@@ -893,12 +900,12 @@ func (m *Machine) RequestAsked(now int64, turnID, key string, req controller.App
 	return v.Outcome, m.take()
 }
 
-// ModelMayAnswer is rung 2: whether the decision model is asked to answer
+// onModelMayAnswer is rung 2: whether the decision model is asked to answer
 // the request (key) the rules passed on. It is not under strategy "ask",
 // never for a forbidden command (a human's call) and once per request.
 // in is the receipt input to give ModelAnsweredRequest.
-func (m *Machine) ModelMayAnswer(key string, req controller.ApprovalRequest) (ok bool, objective string, in ApprovalInput) {
-	r := m.run
+func (m *Machine) onModelMayAnswer(key string, req controller.ApprovalRequest) (ok bool, objective string, in ApprovalInput) {
+	r := m.drive
 	if !r.Active() || !ModelMayAnswerRequest(r.Approvals, req) || !m.opts.DecisionModel || m.modelAsked[key] {
 		return false, "", in
 	}
@@ -929,10 +936,10 @@ type RequestAnswer struct {
 	Raw        json.RawMessage // the model's answer, for the receipt
 }
 
-// ModelAnsweredRequest: the decision model answered (failed: errMsg). The
+// onModelAnsweredRequest: the decision model answered (failed: errMsg). The
 // answer counts at QuestionMinConfidence or above; otherwise the request
 // goes to the editor after all.
-func (m *Machine) ModelAnsweredRequest(now int64, turnID string, in ApprovalInput, ans RequestAnswer, errMsg string) (accepted bool, effects []Effect) {
+func (m *Machine) onModelAnsweredRequest(now int64, turnID string, in ApprovalInput, ans RequestAnswer, errMsg string) (accepted bool, effects []Effect) {
 	in.Model = ans.Raw
 	out := ApprovalOutput{Source: controller.SourceModel}
 	if errMsg == "" && ans.Confidence >= m.opts.QuestionMinConfidence {
@@ -949,11 +956,11 @@ func (m *Machine) ModelAnsweredRequest(now int64, turnID string, in ApprovalInpu
 	return false, m.take()
 }
 
-// RequestForwarded is rung 3: request id went to the editor. Under an
-// active run it is tracked (the driver stores it for a restart), the run
+// onRequestForwarded is rung 3: request id went to the editor. Under an
+// active drive it is tracked (the driver stores it for a restart), the drive
 // waits, and the wait times out after timeoutMs (0: never).
-func (m *Machine) RequestForwarded(now int64, turnID string, id int64, kind, command, reason string) (tracked bool, timeoutMs int64, effects []Effect) {
-	r := m.run
+func (m *Machine) onRequestForwarded(now int64, turnID string, id int64, kind, command, reason string) (tracked bool, timeoutMs int64, effects []Effect) {
+	r := m.drive
 	if !r.Active() {
 		return false, 0, nil
 	}
@@ -971,9 +978,9 @@ type Settled struct {
 	Declined bool
 }
 
-// RequestSettled: a forwarded request was answered or timed out. A human's
+// onRequestSettled: a forwarded request was answered or timed out. A human's
 // denial counts against the command's prefix.
-func (m *Machine) RequestSettled(now int64, turnID string, id int64, s Settled) []Effect {
+func (m *Machine) onRequestSettled(now int64, turnID string, id int64, s Settled) []Effect {
 	p, ok := m.pending[id]
 	if !ok {
 		return nil
@@ -983,7 +990,7 @@ func (m *Machine) RequestSettled(now int64, turnID string, id int64, s Settled) 
 	if s.TimedOut && m.cur != nil && m.cur.id == turnID {
 		m.cur.timeouts++
 	}
-	r := m.run
+	r := m.drive
 	if r == nil {
 		return m.take()
 	}
@@ -997,7 +1004,7 @@ func (m *Machine) RequestSettled(now int64, turnID string, id int64, s Settled) 
 }
 
 func (m *Machine) deny(prefix string) {
-	r := m.run
+	r := m.drive
 	if r.Denials == nil {
 		r.Denials = map[string]int{}
 	}
@@ -1015,11 +1022,11 @@ type Pending struct {
 	Command string
 }
 
-// Restore brings a run back after a restart (the thread is idle): requests
+// onRestore brings a drive back after a restart (the thread is idle): requests
 // it waited on are sent again (Resend); otherwise it goes on with a new
 // turn, or waits paused (Options.OnRestartPaused).
-func (m *Machine) Restore(now int64, pend []Pending) []Effect {
-	r := m.run
+func (m *Machine) onRestore(now int64, pend []Pending) []Effect {
+	r := m.drive
 	if !r.Active() || m.turnID != "" {
 		return nil
 	}
@@ -1049,25 +1056,25 @@ func (m *Machine) Restore(now int64, pend []Pending) []Effect {
 	return m.take()
 }
 
-// RequestMoved: a resent request got another id from the client.
-func (m *Machine) RequestMoved(old, id int64) {
+// onRequestMoved: a resent request got another id from the client.
+func (m *Machine) onRequestMoved(old, id int64) {
 	if p, ok := m.pending[old]; ok {
 		delete(m.pending, old)
 		m.pending[id] = p
 	}
 }
 
-// ResentAnswered: a request resent after a restart was answered. When
-// carry is true the driver carries the run on in a new turn of kind (Carry
+// onResentAnswered: a request resent after a restart was answered. When
+// carry is true the driver carries the drive on in a new turn of kind (Carry
 // with Token) that starts with the request's outcome.
-func (m *Machine) ResentAnswered(now int64, id int64, s Settled) (carry bool, kind string, effects []Effect) {
+func (m *Machine) onResentAnswered(now int64, id int64, s Settled) (carry bool, kind string, effects []Effect) {
 	p, ok := m.pending[id]
 	if !ok {
 		return false, "", nil
 	}
 	delete(m.pending, id)
 	m.emit(DropPending{Request: id})
-	r := m.run
+	r := m.drive
 	if !r.Active() {
 		return false, "", m.take()
 	}

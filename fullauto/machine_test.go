@@ -11,7 +11,7 @@ import (
 	"github.com/apserver/apserver/protocol"
 )
 
-// newDriver starts a run on an idle thread and returns the driver, with
+// newDriver starts a drive on an idle thread and returns the driver, with
 // the first turn's StartTurn recorded.
 func newDriver(t *testing.T, opts Options, p protocol.FullAutoStartParams) *driver {
 	t.Helper()
@@ -31,7 +31,7 @@ func newDriver(t *testing.T, opts Options, p protocol.FullAutoStartParams) *driv
 	return d
 }
 
-// turn plays one turn of the run (the one it last started) that ends with
+// turn plays one turn of the drive (the one it last started) that ends with
 // summary s, and returns the decision's receipt.
 func (d *driver) turn(id string, s controller.TurnSummary) StoreReceipt {
 	d.t.Helper()
@@ -121,8 +121,8 @@ func TestOverrides(t *testing.T) {
 			if mode == protocol.OnTimeoutStop {
 				wantState, wantOverride = protocol.FullAutoStopped, ""
 			}
-			if d.m.Run().State != wantState || rec.Override != wantOverride || d.m.Run().Stop != controller.StopApprovalTimeout {
-				t.Errorf("%s: state %s (%s), override %q; want %s, %q", mode, d.m.Run().State, d.m.Run().Stop, rec.Override, wantState, wantOverride)
+			if d.m.Drive().State != wantState || rec.Override != wantOverride || d.m.Drive().Stop != controller.StopApprovalTimeout {
+				t.Errorf("%s: state %s (%s), override %q; want %s, %q", mode, d.m.Drive().State, d.m.Drive().Stop, rec.Override, wantState, wantOverride)
 			}
 			mustReplay(t, rec)
 		}
@@ -137,9 +137,9 @@ func TestOverrides(t *testing.T) {
 		}
 		d.apply(effs)
 		rec := d.turn("t1", controller.TurnSummary{Status: controller.StatusInterrupted})
-		if rec.Executed || rec.Override != OverrideGoalInterrupted || m.Run().State != protocol.FullAutoRunning || len(d.starts) != 0 {
+		if rec.Executed || rec.Override != OverrideGoalInterrupted || m.Drive().State != protocol.FullAutoRunning || len(d.starts) != 0 {
 			t.Errorf("interrupted goal turn: executed %t override %q state %s, %d turns started; want the goal active with no continuation",
-				rec.Executed, rec.Override, m.Run().State, len(d.starts))
+				rec.Executed, rec.Override, m.Drive().State, len(d.starts))
 		}
 		mustReplay(t, rec)
 		// The next turn that completes re-arms it.
@@ -165,7 +165,7 @@ func TestRunLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.apply(effs)
-	r := m.Run()
+	r := m.Drive()
 	if r.Objective != "do it" || r.Approvals != controller.ApproveNever || !r.Config.ReviewOnDone || r.Config.Budgets.Turns != 5 || r.ApprovalTimeoutMs != 600000 {
 		t.Errorf("run = %+v", r)
 	}
@@ -223,8 +223,8 @@ func TestRunLifecycle(t *testing.T) {
 	if _, err := m.Resume(d.now); !errors.Is(err, protocol.ErrInvalidRequest) {
 		t.Errorf("resume a stopped run: %v", err)
 	}
-	if d.m.Run().Last == nil || d.m.Run().Last.Seq != d.seq {
-		t.Errorf("last decision = %+v, want the stop's receipt #%d", d.m.Run().Last, d.seq)
+	if d.m.Drive().Last == nil || d.m.Drive().Last.Seq != d.seq {
+		t.Errorf("last decision = %+v, want the stop's receipt #%d", d.m.Drive().Last, d.seq)
 	}
 }
 
@@ -255,7 +255,7 @@ func TestStartOnBusyOrEmptyThread(t *testing.T) {
 		switch e.(type) {
 		case StartTurn:
 			t.Errorf("a turn started on a busy thread")
-		case SaveRun:
+		case SaveDrive:
 			t.Errorf("an ephemeral thread's run is saved")
 		}
 		if n, ok := e.(Notify); ok && n.Method == protocol.NotifyThreadGoalUpdated {
@@ -276,7 +276,7 @@ func TestRetryCooldown(t *testing.T) {
 	if len(d.starts) != 1 || d.starts[0].Hidden != "" || d.starts[0].Kind != controller.KindNormal {
 		t.Errorf("retry = %+v, want the same turn again with no new input", d.starts)
 	}
-	// A timer that fires after the run changed starts nothing.
+	// A timer that fires after the drive changed starts nothing.
 	d.starts = nil
 	d.m.TurnStarted(d.now, "t2", "")
 	effs := d.m.TurnEnded(d.now, TurnEnd{Summary: controller.TurnSummary{TurnID: "t2", Status: controller.StatusFailed, Error: fail.Error}})
@@ -301,10 +301,10 @@ func TestRetryCooldown(t *testing.T) {
 	if effs := d.m.TimerFired(d.now+2000, timer.Token); len(effs) != 0 {
 		t.Errorf("a stale timer: %v", effs)
 	}
-	// A failed start pauses the run.
+	// A failed start pauses the drive.
 	d2 := newDriver(t, Options{}, protocol.FullAutoStartParams{})
 	d2.apply(d2.m.TurnStartFailed(d2.now, "store unavailable"))
-	if r := d2.m.Run(); r.State != protocol.FullAutoPaused || !strings.Contains(r.Reason, "store unavailable") {
+	if r := d2.m.Drive(); r.State != protocol.FullAutoPaused || !strings.Contains(r.Reason, "store unavailable") {
 		t.Errorf("after a failed start: %s %q", r.State, r.Reason)
 	}
 }
@@ -323,8 +323,8 @@ func TestDecisionModel(t *testing.T) {
 	}
 	d.apply(d.m.ModelAnswered(d.now, d.asked.Token, &controller.ModelAnswer{Action: controller.ActStop, Reason: "done?", Confidence: 0.3}))
 	rec := d.decided[0]
-	if got := rec.Output.(controller.Decision); got.Rule != "model.lowConfidence" || d.m.Run().State != protocol.FullAutoPaused {
-		t.Errorf("low-confidence answer: %s, state %s", got.Rule, d.m.Run().State)
+	if got := rec.Output.(controller.Decision); got.Rule != "model.lowConfidence" || d.m.Drive().State != protocol.FullAutoPaused {
+		t.Errorf("low-confidence answer: %s, state %s", got.Rule, d.m.Drive().State)
 	}
 	mustReplay(t, rec)
 
@@ -387,12 +387,12 @@ func TestApprovalLadder(t *testing.T) {
 		id := int64(10 + i)
 		tracked, _, effs := m.RequestForwarded(d.now, "t1", id, "command", "rm -rf build", "approve")
 		d.apply(effs)
-		if !tracked || m.Run().State != protocol.FullAutoWaiting {
-			t.Fatalf("forwarded request: tracked %t, state %s", tracked, m.Run().State)
+		if !tracked || m.Drive().State != protocol.FullAutoWaiting {
+			t.Fatalf("forwarded request: tracked %t, state %s", tracked, m.Drive().State)
 		}
 		d.apply(m.RequestSettled(d.now, "t1", id, Settled{Declined: true}))
-		if m.Run().State != protocol.FullAutoRunning {
-			t.Errorf("answered request: state %s, want running", m.Run().State)
+		if m.Drive().State != protocol.FullAutoRunning {
+			t.Errorf("answered request: state %s, want running", m.Drive().State)
 		}
 	}
 	if len(m.RequestSettled(d.now, "t1", 99, Settled{})) != 0 {
@@ -411,7 +411,7 @@ func TestApprovalLadder(t *testing.T) {
 	if in2.Turn.PendingApprovals != 1 || in2.Turn.PendingQuestions != 1 {
 		t.Errorf("pending at the end: %d approvals, %d questions; want 1, 1", in2.Turn.PendingApprovals, in2.Turn.PendingQuestions)
 	}
-	// No run, no say.
+	// No drive, no say.
 	idle := New(Options{ThreadID: "x"})
 	if o, effs := idle.RequestAsked(0, "t", "k", req); o != "" || effs != nil {
 		t.Errorf("RequestAsked without a run = %q", o)
@@ -456,8 +456,8 @@ func TestGoalSet(t *testing.T) {
 			}
 		}
 	}
-	if goals != 1 || starts != 1 || m.Run().Approvals != controller.ApproveAsk {
-		t.Errorf("new goal: %d goal updates, %d turns, approvals %s; want 1, 1, ask", goals, starts, m.Run().Approvals)
+	if goals != 1 || starts != 1 || m.Drive().Approvals != controller.ApproveAsk {
+		t.Errorf("new goal: %d goal updates, %d turns, approvals %s; want 1, 1, ask", goals, starts, m.Drive().Approvals)
 	}
 	for _, tc := range []struct {
 		status protocol.ThreadGoalStatus
@@ -485,7 +485,7 @@ func TestGoalSet(t *testing.T) {
 		t.Errorf("GoalOnResume with a goal = %v", effs)
 	}
 	cleared, effs := m.ClearGoal(20_000)
-	if !cleared || m.Run() != nil || len(effs) != 3 {
+	if !cleared || m.Drive() != nil || len(effs) != 3 {
 		t.Errorf("ClearGoal = %t, %v", cleared, effs)
 	}
 	if cleared, _ := m.ClearGoal(0); cleared {
@@ -503,13 +503,13 @@ func TestGoalSet(t *testing.T) {
 	}
 }
 
-// TestRestore: after a restart a run resends what it waited on, or goes
+// TestRestore: after a restart a drive resends what it waited on, or goes
 // on, or waits paused; answers carry it on, time out, or count denials.
 func TestRestore(t *testing.T) {
 	load := func(opts Options, st protocol.FullAutoState, onTimeout protocol.OnTimeout) *driver {
 		opts.ThreadID = "th"
 		m := New(opts)
-		r := newRun("o", 0)
+		r := newDrive("o", 0)
 		r.State, r.OnTimeout, r.ApprovalTimeoutMs, r.LastKind = st, onTimeout, 300, controller.KindReview
 		m.Load(r)
 		return &driver{t: t, m: m, now: 50_000}
@@ -534,13 +534,13 @@ func TestRestore(t *testing.T) {
 	}
 	carry, kind, effs := d.m.ResentAnswered(d.now, 4, Settled{Declined: true})
 	d.apply(effs)
-	if !carry || kind != controller.KindReview || d.m.Run().Denials["make deploy"] != 1 || d.m.Run().State != protocol.FullAutoWaiting {
-		t.Errorf("declined: carry %t kind %s denials %v state %s", carry, kind, d.m.Run().Denials, d.m.Run().State)
+	if !carry || kind != controller.KindReview || d.m.Drive().Denials["make deploy"] != 1 || d.m.Drive().State != protocol.FullAutoWaiting {
+		t.Errorf("declined: carry %t kind %s denials %v state %s", carry, kind, d.m.Drive().Denials, d.m.Drive().State)
 	}
 	carry, _, effs = d.m.ResentAnswered(d.now, 50, Settled{})
 	d.apply(effs)
-	if !carry || d.m.Run().State != protocol.FullAutoRunning {
-		t.Errorf("last answer: carry %t, state %s", carry, d.m.Run().State)
+	if !carry || d.m.Drive().State != protocol.FullAutoRunning {
+		t.Errorf("last answer: carry %t, state %s", carry, d.m.Drive().State)
 	}
 	tok := d.m.Token()
 	d.apply(d.m.Carry(d.now, tok, TurnInput{Kind: kind, Resume: "items"}))
@@ -560,15 +560,15 @@ func TestRestore(t *testing.T) {
 		if mode == protocol.OnTimeoutStop {
 			want = protocol.FullAutoStopped
 		}
-		if carry || d.m.Run().State != want || d.m.Run().Stop != controller.StopApprovalTimeout {
-			t.Errorf("%s: timed out: carry %t state %s (%s)", mode, carry, d.m.Run().State, d.m.Run().Stop)
+		if carry || d.m.Drive().State != want || d.m.Drive().Stop != controller.StopApprovalTimeout {
+			t.Errorf("%s: timed out: carry %t state %s (%s)", mode, carry, d.m.Drive().State, d.m.Drive().Stop)
 		}
 	}
 
 	d = load(Options{}, protocol.FullAutoWaiting, "")
 	d.apply(d.m.Restore(d.now, nil))
-	if d.m.Run().State != protocol.FullAutoRunning || len(d.starts) != 1 || !strings.Contains(d.starts[0].Hidden, RestartText("o")) {
-		t.Errorf("restart without requests: %s, %+v", d.m.Run().State, d.starts)
+	if d.m.Drive().State != protocol.FullAutoRunning || len(d.starts) != 1 || !strings.Contains(d.starts[0].Hidden, RestartText("o")) {
+		t.Errorf("restart without requests: %s, %+v", d.m.Drive().State, d.starts)
 	}
 	d = load(Options{}, protocol.FullAutoRunning, "")
 	d.apply(d.m.Restore(d.now, nil))
@@ -577,8 +577,8 @@ func TestRestore(t *testing.T) {
 	}
 	d = load(Options{OnRestartPaused: true}, protocol.FullAutoRunning, "")
 	d.apply(d.m.Restore(d.now, nil))
-	if d.m.Run().State != protocol.FullAutoPaused || d.m.Run().Reason != "apserver restarted" || len(d.starts) != 0 {
-		t.Errorf("on_restart paused: %s %q", d.m.Run().State, d.m.Run().Reason)
+	if d.m.Drive().State != protocol.FullAutoPaused || d.m.Drive().Reason != "apserver restarted" || len(d.starts) != 0 {
+		t.Errorf("on_restart paused: %s %q", d.m.Drive().State, d.m.Drive().Reason)
 	}
 	if effs := d.m.Restore(d.now, nil); effs != nil {
 		t.Errorf("restoring a paused run: %v", effs)
@@ -605,7 +605,7 @@ func TestCompactionEvents(t *testing.T) {
 // TestReplacedTurn: a turn interrupted to make way for a client's
 // compaction turn is counted but not decided on (no fingerprint, no
 // receipt, no pause); the decision after the compaction turn carries the
-// run on.
+// drive on.
 func TestReplacedTurn(t *testing.T) {
 	d := newDriver(t, Options{}, protocol.FullAutoStartParams{})
 	d.m.TurnStarted(d.now, "t1", "")
@@ -614,14 +614,14 @@ func TestReplacedTurn(t *testing.T) {
 	if d.fp != nil || len(d.decided) != 0 {
 		t.Fatalf("a replaced turn was decided on (fingerprint %v, %d receipts)", d.fp, len(d.decided))
 	}
-	if r := d.m.Run(); r.State != protocol.FullAutoRunning || r.Spent.Turns != 1 {
+	if r := d.m.Drive(); r.State != protocol.FullAutoRunning || r.Spent.Turns != 1 {
 		t.Fatalf("after a replaced turn: state %s, %d turns spent; want running, 1", r.State, r.Spent.Turns)
 	}
 	rec := d.turn("compact", controller.TurnSummary{})
 	if rec.Output.(controller.Decision).Action != controller.ActContinue || len(d.starts) != 1 {
 		t.Errorf("after the compaction turn: %+v, %d turns started; want continue, 1", rec.Output, len(d.starts))
 	}
-	if r := d.m.Run(); r.Spent.Turns != 2 {
+	if r := d.m.Drive(); r.Spent.Turns != 2 {
 		t.Errorf("%d turns spent, want 2", r.Spent.Turns)
 	}
 }
@@ -629,7 +629,7 @@ func TestReplacedTurn(t *testing.T) {
 // TestHandoff: two compactions in a row that leave the context above
 // HandoffRatio turn the next continue into a handoff to a fresh thread,
 // recorded on the receipt and replayed; one below resets the count. The
-// fresh thread's machine adopts the run with the handoff as hidden input.
+// fresh thread's machine adopts the drive with the handoff as hidden input.
 func TestHandoff(t *testing.T) {
 	more := controller.TurnSummary{AgentMessage: "Halfway; more to do.", Steps: []controller.Step{{Tool: "x", Action: "x: 1"}}, Compactions: 1}
 	d := newDriver(t, Options{}, protocol.FullAutoStartParams{})
@@ -653,13 +653,13 @@ func TestHandoff(t *testing.T) {
 		t.Errorf("a handoff also started a turn here: %+v", d.starts)
 	}
 	d.apply(d.m.HandedOff(d.now, "fresh"))
-	if r := d.m.Run(); r.State != protocol.FullAutoStopped || r.Stop != controller.StopHandoff || !strings.Contains(r.Reason, "fresh") {
+	if r := d.m.Drive(); r.State != protocol.FullAutoStopped || r.Stop != controller.StopHandoff || !strings.Contains(r.Reason, "fresh") {
 		t.Errorf("after the handoff: %s %s %q", r.State, r.Stop, r.Reason)
 	}
 
 	n := &driver{t: t, m: New(Options{ThreadID: "fresh"}), now: d.now}
-	n.apply(n.m.Adopt(n.now, d.handoffs[0].Run, "th", "HANDOFF TEXT"))
-	if r := n.m.Run(); !r.Active() || r.Objective != "make it work" || r.HandedOffFrom != "th" || r.Spent.Turns != 2 {
+	n.apply(n.m.Adopt(n.now, d.handoffs[0].Drive, "th", "HANDOFF TEXT"))
+	if r := n.m.Drive(); !r.Active() || r.Objective != "make it work" || r.HandedOffFrom != "th" || r.Spent.Turns != 2 {
 		t.Errorf("adopted run: %+v", r)
 	}
 	if len(n.starts) != 1 || !strings.Contains(n.starts[0].Hidden, "HANDOFF TEXT") {
@@ -729,21 +729,21 @@ func TestTexts(t *testing.T) {
 	if s := WrapHidden(nil, "x"); s != "<apserver_full_auto turn=\"1\">\nx\n</apserver_full_auto>" {
 		t.Errorf("WrapHidden = %q", s)
 	}
-	r := &Run{Objective: "o", Spent: controller.Spent{Tokens: 7000}, Config: controller.Config{Budgets: controller.Budgets{Tokens: 5000}}}
+	r := &Drive{Objective: "o", Spent: controller.Spent{Tokens: 7000}, Config: controller.Config{Budgets: controller.Budgets{Tokens: 5000}}}
 	if s := GoalText(r); !strings.Contains(s, "used: 7000, remaining: 0") {
 		t.Errorf("GoalText over budget = %q", s)
 	}
-	w := WireRun("th", &Run{State: protocol.FullAutoStopped, Reason: "r", Stop: controller.StopCompleted, Last: &protocol.FullAutoReceipt{ID: "x"},
+	w := WireDrive("th", &Drive{State: protocol.FullAutoStopped, Reason: "r", Stop: controller.StopCompleted, Last: &protocol.FullAutoReceipt{ID: "x"},
 		Config: controller.Config{Budgets: controller.Budgets{Tokens: 1, Turns: 2, TimeMs: 3, CostUSD: 4}}}, 0)
 	b := BudgetsFrom(&w.Budgets)
 	if b != (controller.Budgets{Tokens: 1, Turns: 2, TimeMs: 3, CostUSD: 4}) || *w.StopCondition != "completed" || w.LastDecision.ID != "x" {
-		t.Errorf("WireRun/BudgetsFrom round trip = %+v, %+v", w, b)
+		t.Errorf("WireDrive/BudgetsFrom round trip = %+v, %+v", w, b)
 	}
 }
 
 // TestTimeBudgetDuringTurn: under a time budget each turn gets a deadline
 // at the budget's end; reaching it interrupts the turn, and the decision
-// after it stops the run on the budget.
+// after it stops the drive on the budget.
 func TestTimeBudgetDuringTurn(t *testing.T) {
 	d := newDriver(t, Options{}, protocol.FullAutoStartParams{Budgets: &protocol.FullAutoBudgets{TimeMs: ptr(int64(5000))}})
 	d.now += 1200
@@ -760,8 +760,8 @@ func TestTimeBudgetDuringTurn(t *testing.T) {
 	}
 	d.now -= 1000 // end() adds a second
 	rec := d.end("t1", controller.TurnSummary{Status: controller.StatusInterrupted})
-	if got := rec.Output.(controller.Decision); got.Rule != "budget.time" || d.m.Run().State != protocol.FullAutoStopped {
-		t.Errorf("after the deadline: rule %s, state %s; want budget.time, stopped", got.Rule, d.m.Run().State)
+	if got := rec.Output.(controller.Decision); got.Rule != "budget.time" || d.m.Drive().State != protocol.FullAutoStopped {
+		t.Errorf("after the deadline: rule %s, state %s; want budget.time, stopped", got.Rule, d.m.Drive().State)
 	}
 	if got := d.m.DeadlineReached(d.now, "t1"); got != nil {
 		t.Errorf("a deadline after the turn ended = %v", got)

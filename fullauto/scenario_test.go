@@ -16,13 +16,13 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the expected decisions of testdata/unit/*.json")
 
-// A scenario scripts a run: its turns, in order, and the decision expected
+// A scenario scripts a drive: its turns, in order, and the decision expected
 // after each. The harness drives a real Machine, so the accounting is the
 // machine's (tokens from each turn's one model response, time from a clock
 // that moves by each turn's ElapsedMs, cost at the scenario's prices,
 // retries, the last 20 turns and decisions, the turn kinds it starts, the
 // pending requests and timeouts it saw). A turn with userStop is stopped
-// by the user while it runs. A paused run is resumed before the next turn.
+// by the user while it runs. A paused drive is resumed before the next turn.
 // Go test -update rewrites every "want" from the machine; review the diff.
 type scenario struct {
 	Description     string            `json:"description"`
@@ -134,7 +134,7 @@ func playScenario(t *testing.T, sc *scenario) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.run.Config = sc.Config
+	m.drive.Config = sc.Config
 	d.apply(effs)
 	for i := range sc.Turns {
 		st := &sc.Turns[i]
@@ -142,7 +142,7 @@ func playScenario(t *testing.T, sc *scenario) {
 		if err := strictDecode(st.Turn, &turn); err != nil {
 			t.Fatalf("turn %d: %v", i+1, err)
 		}
-		switch m.run.State {
+		switch m.drive.State {
 		case protocol.FullAutoStopped:
 			t.Fatalf("turn %d follows a stop decision; end the script there", i+1)
 		case protocol.FullAutoPaused:

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// ContinueText is the hidden input of a turn that (re)starts a run on an
+// ContinueText is the hidden input of a turn that (re)starts a drive on an
 // idle thread without a new user message.
 func ContinueText(objective string) string {
 	return "Continue working toward the objective:\n" + objective + "\n\n" +
@@ -14,7 +14,7 @@ func ContinueText(objective string) string {
 		"If you are blocked, say exactly what blocks you."
 }
 
-// RestartText is the hidden input of the turn a restarted run goes on with.
+// RestartText is the hidden input of the turn a restarted drive goes on with.
 func RestartText(objective string) string {
 	return "apserver restarted while this run was in progress; the last turn was interrupted. " +
 		"Check the state of the workspace, then continue working toward the objective:\n" + objective + "\n\n" +
@@ -30,7 +30,7 @@ func FileChangeRestartText(answer, objective string) string {
 }
 
 // GoalText is the hidden input of a goal's continuation turn, after Codex's.
-func GoalText(r *Run) string {
+func GoalText(r *Drive) string {
 	var b strings.Builder
 	b.WriteString("Continue working toward the active thread goal.\n\nObjective:\n")
 	b.WriteString(r.Objective)
@@ -47,10 +47,10 @@ func GoalText(r *Run) string {
 	return b.String()
 }
 
-// WrapHidden marks hidden input as the run's, not the user's, and numbers
-// the run's turns (the model can tell an automated continuation from a
+// WrapHidden marks hidden input as the drive's, not the user's, and numbers
+// the drive's turns (the model can tell an automated continuation from a
 // human; a scripted test model can match on the turn).
-func WrapHidden(r *Run, text string) string {
+func WrapHidden(r *Drive, text string) string {
 	n := 1
 	if r != nil {
 		n = r.Spent.Turns + 1

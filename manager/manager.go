@@ -47,6 +47,11 @@ type Settings struct {
 	Budget          Budget `json:"budget"`
 	// DonePhases are the phases the manager marked done.
 	DonePhases []string `json:"donePhases,omitempty"`
+	// Proposal is suggest's pending proposal (nil when none waits).
+	Proposal *Proposal `json:"proposal,omitempty"`
+	// Approved are the proposals a human approved (manager/approve) whose
+	// run has not started yet.
+	Approved []string `json:"approved,omitempty"`
 }
 
 // Validate names the first bad field.
@@ -66,11 +71,14 @@ func (s Settings) Validate() error {
 	return nil
 }
 
-// Spend is what the project used today.
+// Spend is what the project used today: the tokens and cost of its runs
+// (Cost counts the models with a price; those without are Unpriced, and
+// Cost is then a lower bound) and the runs the manager started.
 type Spend struct {
-	Tokens int64   `json:"tokens"`
-	Cost   float64 `json:"cost"`
-	Runs   int     `json:"runs"`
+	Tokens   int64    `json:"tokens"`
+	Cost     float64  `json:"cost"`
+	Runs     int      `json:"runs"`
+	Unpriced []string `json:"unpriced,omitempty"`
 }
 
 // PhaseWork is the active phase as the blueprint has it: its id, its
@@ -155,6 +163,7 @@ const (
 	EffStartRun      EffectKind = "start_run"       // run/start with blueprint {blueprintId, taskIds}
 	EffApprovePlan   EffectKind = "approve_plan"    // run/plan/approve of RunID
 	EffMarkPhaseDone EffectKind = "mark_phase_done" // record that Phase is done
+	EffPropose       EffectKind = "propose"         // (suggest) record the proposal ProposalID of TaskIDs for a human
 )
 
 // Effect is one thing for the driver to do.
@@ -164,6 +173,7 @@ type Effect struct {
 	Phase       string     `json:"phase,omitempty"`
 	TaskIDs     []string   `json:"taskIds,omitempty"`
 	RunID       string     `json:"runId,omitempty"`
+	ProposalID  string     `json:"proposalId,omitempty"`
 }
 
 // Decision is a tick's result, why, and its effects.
@@ -172,7 +182,10 @@ type Decision struct {
 	Reason  string   `json:"reason"`
 	TaskIDs []string `json:"taskIds,omitempty"` // started, or suggested
 	RunID   string   `json:"runId,omitempty"`   // advanced (the driver fills a started run's)
-	Effects []Effect `json:"effects,omitempty"`
+	// ProposalID is suggest's proposal waiting for manager/approve, or
+	// the approved proposal a run starts for.
+	ProposalID string   `json:"proposalId,omitempty"`
+	Effects    []Effect `json:"effects,omitempty"`
 }
 
 // Tick decides what the manager does now. It starts at most one run (of
@@ -256,18 +269,22 @@ func Tick(s State) Decision {
 	if len(candidates) == 0 || len(active) >= max {
 		return idle()
 	}
-	b := st.Budget
-	switch {
-	case b.RunsPerDay > 0 && s.Spend.Runs >= b.RunsPerDay:
-		return Decision{Result: ResultBudgetExhausted, Reason: fmt.Sprintf("runs today: %d of %d", s.Spend.Runs, b.RunsPerDay)}
-	case b.TokensPerDay > 0 && s.Spend.Tokens >= b.TokensPerDay:
-		return Decision{Result: ResultBudgetExhausted, Reason: fmt.Sprintf("tokens today: %d of %d", s.Spend.Tokens, b.TokensPerDay)}
-	case b.CostPerDay > 0 && s.Spend.Cost >= b.CostPerDay:
-		return Decision{Result: ResultBudgetExhausted, Reason: fmt.Sprintf("cost today: %.2f of %.2f", s.Spend.Cost, b.CostPerDay)}
+	if why := Exhausted(st.Budget, s.Spend); why != "" {
+		return Decision{Result: ResultBudgetExhausted, Reason: why}
 	}
 	task := []string{candidates[0]}
 	if st.Mode == ModeSuggest {
-		return Decision{Result: ResultWaitingForApproval, Reason: "suggest: start a run for task " + task[0] + " once approved", TaskIDs: task}
+		id := ProposalID(st.BlueprintID, task)
+		if !slices.Contains(st.Approved, id) {
+			d := Decision{Result: ResultWaitingForApproval, Reason: fmt.Sprintf("suggest: proposes a run for task %s; approve proposal %s (manager/approve) to start it", task[0], id),
+				TaskIDs: task, ProposalID: id}
+			if st.Proposal == nil || st.Proposal.ID != id {
+				d.Effects = []Effect{{Kind: EffPropose, BlueprintID: st.BlueprintID, Phase: s.Phase, TaskIDs: task, ProposalID: id}}
+			}
+			return d
+		}
+		return Decision{Result: ResultStartedRun, Reason: fmt.Sprintf("task %s: proposal %s was approved", task[0], id), TaskIDs: task, ProposalID: id,
+			Effects: []Effect{{Kind: EffStartRun, BlueprintID: st.BlueprintID, Phase: s.Phase, TaskIDs: task, ProposalID: id}}}
 	}
 	return Decision{Result: ResultStartedRun, Reason: fmt.Sprintf("task %s is ready (%d of %d runs in progress)", task[0], len(active), max), TaskIDs: task,
 		Effects: []Effect{{Kind: EffStartRun, BlueprintID: st.BlueprintID, Phase: s.Phase, TaskIDs: task}}}

@@ -47,7 +47,27 @@ func TestTick(t *testing.T) {
 			Runs: []Run{{ID: "r1", TaskIDs: []string{"a"}, Status: protocol.RunWaiting, WaitingFor: wait(protocol.WaitPlanApproval)}}}, ResultWaitingForApproval, nil, nil},
 		{"a high-risk task waits for a human", State{Settings: with(func(s *Settings) { s.MaxParallelRuns = 1 }), Phase: "p1", Ready: []string{"c"}, Open: 3,
 			Runs: []Run{{ID: "r1", TaskIDs: []string{"a"}, Status: protocol.RunWaiting, WaitingFor: wait(protocol.WaitTaskApproval)}}}, ResultWaitingForApproval, nil, nil},
-		{"suggest starts nothing", State{Settings: with(func(s *Settings) { s.Mode = ModeSuggest }), Phase: "p1", Ready: []string{"a"}, Open: 1}, ResultWaitingForApproval, []string{"a"}, nil},
+		{"suggest starts nothing: it proposes", State{Settings: with(func(s *Settings) { s.Mode = ModeSuggest }), Phase: "p1", Ready: []string{"a"}, Open: 1}, ResultWaitingForApproval, []string{"a"},
+			[]Effect{{Kind: EffPropose, BlueprintID: "bp", Phase: "p1", TaskIDs: []string{"a"}, ProposalID: ProposalID("bp", []string{"a"})}}},
+		{"suggest proposes once", State{Settings: with(func(s *Settings) {
+			s.Mode = ModeSuggest
+			s.Proposal = &Proposal{ID: ProposalID("bp", []string{"a"}), TaskIDs: []string{"a"}}
+		}), Phase: "p1", Ready: []string{"a"}, Open: 1}, ResultWaitingForApproval, []string{"a"}, nil},
+		{"suggest: another task's approval starts nothing", State{Settings: with(func(s *Settings) {
+			s.Mode = ModeSuggest
+			s.Approved = []string{ProposalID("bp", []string{"b"}), ProposalID("bp2", []string{"a"})}
+		}), Phase: "p1", Ready: []string{"a"}, Open: 1}, ResultWaitingForApproval, []string{"a"},
+			[]Effect{{Kind: EffPropose, BlueprintID: "bp", Phase: "p1", TaskIDs: []string{"a"}, ProposalID: ProposalID("bp", []string{"a"})}}},
+		{"suggest starts an approved proposal", State{Settings: with(func(s *Settings) {
+			s.Mode = ModeSuggest
+			s.Approved = []string{ProposalID("bp", []string{"a"})}
+		}), Phase: "p1", Ready: []string{"a"}, Open: 1}, ResultStartedRun, []string{"a"},
+			[]Effect{{Kind: EffStartRun, BlueprintID: "bp", Phase: "p1", TaskIDs: []string{"a"}, ProposalID: ProposalID("bp", []string{"a"})}}},
+		{"suggest: an approved proposal waits for a budget", State{Settings: with(func(s *Settings) {
+			s.Mode = ModeSuggest
+			s.Budget.RunsPerDay = 1
+			s.Approved = []string{ProposalID("bp", []string{"a"})}
+		}), Phase: "p1", Ready: []string{"a"}, Open: 1, Spend: Spend{Runs: 1}}, ResultBudgetExhausted, nil, nil},
 		{"runs per day", State{Settings: with(func(s *Settings) { s.Budget.RunsPerDay = 3 }), Phase: "p1", Ready: []string{"a"}, Open: 1, Spend: Spend{Runs: 3}}, ResultBudgetExhausted, nil, nil},
 		{"tokens per day", State{Settings: with(func(s *Settings) { s.Budget.TokensPerDay = 100 }), Phase: "p1", Ready: []string{"a"}, Open: 1, Spend: Spend{Tokens: 100}}, ResultBudgetExhausted, nil, nil},
 		{"cost per day", State{Settings: with(func(s *Settings) { s.Budget.CostPerDay = 1.5 }), Phase: "p1", Ready: []string{"a"}, Open: 1, Spend: Spend{Cost: 2}}, ResultBudgetExhausted, nil, nil},

@@ -3,7 +3,9 @@ package mcpservers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -301,7 +303,13 @@ func (s *Servers) Reload(ctx context.Context, _ protocol.Empty, reply port.Reply
 	if ws == "" {
 		ws, _ = os.Getwd()
 	}
-	cfg, err := config.Load(config.LoadOptions{UserFile: src.UserFile, Workspace: ws})
+	opts := config.LoadOptions{UserFile: src.UserFile, Workspace: ws}
+	if _, err := os.Stat(src.UserFile); errors.Is(err, fs.ErrNotExist) {
+		// No user file, as at start (the default path, or one removed
+		// since): its servers are none.
+		opts.UserFile, opts.NoUserFile = "", true
+	}
+	cfg, err := config.Load(opts)
 	if err != nil {
 		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "config/mcpServer/reload: %v", err))
 		return

@@ -1,12 +1,16 @@
 package mcpservers
 
 import (
+	"context"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/protocol"
 )
 
 // TestPoolServers: what the pool starts of the configuration: enabled
@@ -41,5 +45,37 @@ func TestPoolServers(t *testing.T) {
 	}
 	if st.Command != "srv" || st.Cwd != "/ws" || !env["PATH=/bin"] || !env["MCPTEST_SHARED=shared"] || !env["K=v"] || env["MCPTEST_SECRET=secret"] {
 		t.Errorf("stdio server = %s in %s with %v; want srv in /ws with PATH, MCPTEST_SHARED and K, without MCPTEST_SECRET", st.Command, st.Cwd, st.Env)
+	}
+}
+
+// TestReloadWithoutUserFile: with no user config file (the default path
+// names none), a reload reads the workspace's file alone, as the start
+// did, instead of failing; a user file that is there is read.
+func TestReloadWithoutUserFile(t *testing.T) {
+	ws := t.TempDir()
+	home := t.TempDir()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s := New(Options{Cwd: ws, Sources: config.Sources{UserFile: filepath.Join(home, "config.toml")}, Log: log})
+	defer s.Close()
+	reload := func() error {
+		var got error
+		s.Reload(context.Background(), protocol.Empty{}, func(_ any, err error) { got = err })
+		return got
+	}
+	if err := reload(); err != nil {
+		t.Fatalf("reload without a user file: %v", err)
+	}
+	user := "[mcp_servers.docs]\ncommand = \"docs-server\"\n"
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(user), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := reload(); err != nil {
+		t.Fatalf("reload with a user file: %v", err)
+	}
+	s.mu.Lock()
+	_, ok := s.servers["docs"]
+	s.mu.Unlock()
+	if !ok {
+		t.Fatalf("the user file's server was not read: %v", s.servers)
 	}
 }

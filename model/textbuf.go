@@ -1,6 +1,9 @@
 package model
 
-import "strings"
+import (
+	"runtime/debug"
+	"strings"
+)
 
 // TextBuffer accumulates streamed text (a message's deltas) in chunks, so
 // that a long answer costs its own size while it streams, and once more
@@ -55,3 +58,44 @@ func (b *TextBuffer) String() string {
 
 // Reset empties the buffer and lets go of its memory.
 func (b *TextBuffer) Reset() { *b = TextBuffer{} }
+
+// Take returns the text written so far and empties the buffer. A text of
+// HugeText bytes or more is joined without holding it twice: the heap is
+// first handed back to the system (what the stream left behind: its
+// deltas, its lines), then each chunk is let go of once copied, and the
+// heap handed back again every takeStep bytes. The joined string's memory
+// is only touched as it is written, so the process holds the text about
+// once (plus a step) instead of the chunks and the text side by side: an
+// answer cut at a 64 MiB response cap cost 64 MiB more at that moment.
+// The forced collections cost a few milliseconds each, only at that size.
+func (b *TextBuffer) Take() string {
+	if b.n < HugeText {
+		s := b.String()
+		b.Reset()
+		return s
+	}
+	freeHeap()
+	var s strings.Builder
+	s.Grow(b.n)
+	step := 0
+	for i := range b.chunks {
+		s.Write(b.chunks[i])
+		step += len(b.chunks[i])
+		b.chunks[i] = nil
+		if step >= takeStep {
+			freeHeap()
+			step = 0
+		}
+	}
+	b.Reset()
+	return s.String()
+}
+
+// HugeText is the length from which Take hands memory back as it joins.
+const HugeText = 4 << 20
+
+// takeStep is how much Take copies between two hand-backs.
+const takeStep = 8 << 20
+
+// freeHeap is debug.FreeOSMemory; tests count its calls.
+var freeHeap = debug.FreeOSMemory

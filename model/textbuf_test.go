@@ -57,3 +57,53 @@ func BenchmarkTextBuffer(b *testing.B) {
 		}
 	})
 }
+
+// TestTextBufferTake: Take gives what String gives and empties the
+// buffer; a huge text is joined with the heap handed back first and as
+// its chunks are let go of (each hand-back sees fewer chunks held), a
+// small one without any.
+func TestTextBufferTake(t *testing.T) {
+	var b TextBuffer
+	var held []int // chunks still held at each hand-back
+	defer func(f func()) { freeHeap = f }(freeHeap)
+	freeHeap = func() {
+		n := 0
+		for _, c := range b.chunks {
+			if c != nil {
+				n++
+			}
+		}
+		held = append(held, n)
+	}
+	for _, size := range []int{0, 5, HugeText - 1, HugeText, 3*takeStep + 12345} {
+		held = nil
+		delta := strings.Repeat("é", 8000)
+		for b.Len() < size {
+			b.WriteString(delta[:min(len(delta), size-b.Len())])
+		}
+		want := b.String()
+		if got := b.Take(); got != want || len(got) != size {
+			t.Errorf("Take of %d bytes = %d bytes, not String's", size, len(got))
+		}
+		if b.Len() != 0 || b.String() != "" || b.chunks != nil {
+			t.Errorf("after Take of %d bytes: Len %d", size, b.Len())
+		}
+		if size < HugeText {
+			if len(held) != 0 {
+				t.Errorf("Take of %d bytes handed the heap back %d times", size, len(held))
+			}
+			continue
+		}
+		// Once first, then once per full step but perhaps the last (the
+		// chunks are not a step's multiple).
+		if want := 1 + max(0, size/takeStep-1); len(held) < want {
+			t.Fatalf("Take of %d bytes handed the heap back %d times, want %d", size, len(held), want)
+		}
+		for i := 1; i < len(held); i++ {
+			if held[i] >= held[i-1] {
+				t.Errorf("Take of %d bytes: chunks held at each hand-back %v, want fewer each time", size, held)
+				break
+			}
+		}
+	}
+}

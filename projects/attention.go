@@ -29,6 +29,9 @@ func managerWait(ws string, st manager.Settings, last *manager.Decision, since i
 	case last.Result == manager.ResultWaitingForApproval && len(last.TaskIDs) > 0:
 		it.Kind, it.Reason = protocol.AttentionApproval, fmt.Sprintf("project %s: %s", ws, last.Reason)
 		it.TaskID = last.TaskIDs[0]
+		if last.ProposalID != "" { // suggest: manager/approve {cwd, proposalId}
+			it.ProposalID, it.Cwd = last.ProposalID, ws
+		}
 	case last.Result == manager.ResultBudgetExhausted:
 		it.Kind, it.Reason = protocol.AttentionPaused, fmt.Sprintf("project %s: a daily budget is spent (%s)", ws, last.Reason)
 	default:

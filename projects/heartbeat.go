@@ -19,6 +19,7 @@ const (
 // paused, until ctx ends: every interval while a tick starts or advances
 // a run, twice as long after each round where none did (backing off while
 // idle), up to max; with no such project it only looks again after max.
+// Wake (a run changed) makes it tick at once.
 // Its timers are the time package's (tests run it under testing/synctest).
 func (s *Service) Heartbeat(ctx context.Context, every, max time.Duration) {
 	if every <= 0 {
@@ -35,6 +36,14 @@ func (s *Service) Heartbeat(ctx context.Context, every, max time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-s.wake:
+			// A run changed: tick now, not at the interval.
+			if !t.Stop() {
+				select {
+				case <-t.C:
+				default:
+				}
+			}
 		}
 		moved, any := s.beat(ctx)
 		switch {
@@ -73,7 +82,7 @@ func (s *Service) beat(ctx context.Context) (moved, any bool) {
 			continue
 		}
 		if st.Paused {
-			s.attend(cwd, st, nil, s.opts.Now()) // a pause waits on a human (after a restart too)
+			s.attend(cwd, st, nil, s.opts.Clock.Now()) // a pause waits on a human (after a restart too)
 			continue
 		}
 		any = true
@@ -85,4 +94,16 @@ func (s *Service) beat(ctx context.Context) (moved, any bool) {
 		moved = moved || d.Result == manager.ResultStartedRun || d.Result == manager.ResultAdvancedRun
 	}
 	return moved, any
+}
+
+// Wake makes the heartbeat tick now rather than at its next interval: a
+// run of cwd changed (the runner's OnChange). It never blocks; wakes while
+// a round is due coalesce. (A settings update does not wake it: a project
+// set to full_auto starts at the next interval, or when asked: a tick, a
+// message in chat.)
+func (s *Service) Wake(cwd string) {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
 }

@@ -68,6 +68,36 @@ func TestHeartbeat(t *testing.T) {
 	})
 }
 
+// TestHeartbeatWake: a run's change (Wake) makes the heartbeat tick at
+// once, not at its interval: with an interval of an hour, finishing a's
+// run and waking the heartbeat starts b without the clock moving.
+func TestHeartbeatWake(t *testing.T) {
+	f := newFake(map[string][]string{"b": {"a"}}, []string{"a", "b"})
+	s0, _ := newService(t, f, time.Now)
+	ws := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		s := New(Options{Store: s0.opts.Store, Runs: f, Blueprints: f})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go s.Heartbeat(ctx, time.Hour, time.Hour)
+		if _, err := s.UpdateSettings(ctx, ws, fullAuto(2)); err != nil {
+			t.Fatal(err)
+		}
+		s.Wake(ws)
+		synctest.Wait()
+		start := time.Now()
+		if f.starts != 1 {
+			t.Fatalf("%d runs started after a wake, want 1 (a)", f.starts)
+		}
+		f.finish()
+		s.Wake(ws)
+		synctest.Wait()
+		if f.starts != 2 || time.Since(start) != 0 {
+			t.Errorf("after a run's change: %d runs started, %v later; want b started at once", f.starts, time.Since(start))
+		}
+	})
+}
+
 // TestHeartbeatSkipsAPausedProject: on a fake clock, a paused project is
 // never ticked; resumed, it is ticked at the configured interval again.
 func TestHeartbeatSkipsAPausedProject(t *testing.T) {

@@ -339,7 +339,7 @@ func (s *Service) recordIntent(ctx context.Context, ws string, in intentInput, r
 		var ib, rb []byte
 		if ib, err = json.Marshal(in); err == nil {
 			if rb, err = json.Marshal(rec); err == nil {
-				_, err = db.AppendManagerTick(ctx, store.ManagerTick{Cwd: ws, Input: ib, Decision: rb, Result: ResultIntent, At: s.opts.Now().UnixMilli()})
+				_, err = db.AppendManagerTick(ctx, store.ManagerTick{Cwd: ws, Input: ib, Decision: rb, Result: ResultIntent, At: s.opts.Clock.Now().UnixMilli()})
 			}
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/manager"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
@@ -38,10 +39,13 @@ type Options struct {
 	Store      func() (*store.Store, error)
 	Runs       Runs
 	Blueprints Blueprints
-	// Now is the clock (time.Now when nil).
-	Now func() time.Time
+	// Clock is the service's clock (package clock); nil means the real one.
+	Clock clock.Clock
 	// Notify sends a notification to the clients (project/updated).
 	Notify func(method string, params any)
+	// Prices are the models' prices (the configuration's [prices]): the
+	// cost of the runs' tokens against a cost budget.
+	Prices map[string]manager.Price
 	Log    *slog.Logger
 	// Intent configures intent from chat (intent.go).
 	Intent IntentOptions
@@ -57,6 +61,9 @@ type Options struct {
 type Service struct {
 	opts Options
 
+	// wake (1-buffered) makes the heartbeat tick now (Wake).
+	wake chan struct{}
+
 	mu    sync.Mutex
 	locks map[string]chan struct{} // per workspace (1-buffered): ticks and settings updates
 	// onWait, when set (tests), is called when a tick is about to wait
@@ -68,13 +75,11 @@ type Service struct {
 
 // New returns a Service.
 func New(opts Options) *Service {
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
+	opts.Clock = clock.Or(opts.Clock)
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{opts: opts, locks: map[string]chan struct{}{}}
+	return &Service{opts: opts, locks: map[string]chan struct{}{}, wake: make(chan struct{}, 1)}
 }
 
 // lock takes the workspace's lock and returns its unlock, or ctx's error.
@@ -171,7 +176,7 @@ func (s *Service) UpdateSettings(ctx context.Context, cwd string, update func(*m
 	if err := s.save(ctx, ws, st); err != nil {
 		return old, err
 	}
-	s.attend(ws, st, nil, s.opts.Now())
+	s.attend(ws, st, nil, s.opts.Clock.Now())
 	s.notify(ws)
 	return st, nil
 }
@@ -217,7 +222,9 @@ func (s *Service) state(ctx context.Context, ws string, st manager.Settings) (ma
 		return in, fmt.Errorf("listing runs: %w", err)
 	}
 	seen := map[string]bool{}
+	ids := make([]string, 0, len(runs))
 	for _, r := range runs {
+		ids = append(ids, r.ID)
 		if r.Blueprint == nil || r.Blueprint.BlueprintID != st.BlueprintID {
 			continue
 		}
@@ -232,7 +239,10 @@ func (s *Service) state(ctx context.Context, ws string, st manager.Settings) (ma
 	if err != nil {
 		return in, err
 	}
-	today := dayStart(s.opts.Now())
+	today := dayStart(s.opts.Clock.Now())
+	if in.Spend, err = s.usageSpend(ctx, db, ids, today); err != nil {
+		return in, err
+	}
 	for _, c := range claims {
 		if c.At >= today {
 			in.Spend.Runs++
@@ -277,17 +287,20 @@ func (s *Service) Tick(ctx context.Context, cwd string) (manager.Decision, error
 		}
 	}
 	core := manager.Tick(in)
-	d, err := s.apply(ctx, ws, st, core)
+	d, err := s.apply(ctx, ws, &st, core)
+	if err == nil {
+		err = s.settleProposal(ctx, ws, &st, d)
+	}
 	if rerr := s.record(ctx, ws, in, core, d, err); rerr != nil && err == nil {
 		err = rerr
 	}
-	s.attend(ws, st, &d, s.opts.Now())
+	s.attend(ws, st, &d, s.opts.Clock.Now())
 	s.notify(ws)
 	return d, err
 }
 
 // apply carries out a decision's effects.
-func (s *Service) apply(ctx context.Context, ws string, st manager.Settings, d manager.Decision) (manager.Decision, error) {
+func (s *Service) apply(ctx context.Context, ws string, st *manager.Settings, d manager.Decision) (manager.Decision, error) {
 	db, err := s.opts.Store()
 	if err != nil {
 		return d, err
@@ -296,7 +309,7 @@ func (s *Service) apply(ctx context.Context, ws string, st manager.Settings, d m
 		switch e.Kind {
 		case manager.EffStartRun:
 			for _, id := range e.TaskIDs {
-				if err := db.ClaimTask(ctx, store.ManagerClaim{BlueprintID: e.BlueprintID, TaskID: id, Cwd: ws, At: s.opts.Now().UnixMilli()}); err != nil {
+				if err := db.ClaimTask(ctx, store.ManagerClaim{BlueprintID: e.BlueprintID, TaskID: id, Cwd: ws, At: s.opts.Clock.Now().UnixMilli()}); err != nil {
 					if errors.Is(err, store.ErrClaimed) {
 						return manager.Decision{Result: manager.ResultNothingToDo, Reason: fmt.Sprintf("task %s was started by an earlier tick", id)}, nil
 					}
@@ -319,6 +332,19 @@ func (s *Service) apply(ctx context.Context, ws string, st manager.Settings, d m
 					return d, err
 				}
 			}
+			if e.ProposalID != "" {
+				// The approval is used up: the next proposal waits again.
+				// (A copy: the tick's stored input shares the slice.)
+				st.Approved = slices.DeleteFunc(slices.Clone(st.Approved), func(p string) bool { return p == e.ProposalID })
+				if err := s.save(ctx, ws, *st); err != nil {
+					return d, err
+				}
+			}
+		case manager.EffPropose:
+			st.Proposal = &manager.Proposal{ID: e.ProposalID, BlueprintID: e.BlueprintID, Phase: e.Phase, TaskIDs: e.TaskIDs, At: s.opts.Clock.Now().UnixMilli()}
+			if err := s.save(ctx, ws, *st); err != nil {
+				return d, err
+			}
 		case manager.EffApprovePlan:
 			if err := s.opts.Runs.ApprovePlan(ctx, e.RunID); err != nil {
 				return d, fmt.Errorf("approving the plan of run %s: %w", e.RunID, err)
@@ -326,7 +352,7 @@ func (s *Service) apply(ctx context.Context, ws string, st manager.Settings, d m
 		case manager.EffMarkPhaseDone:
 			if !slices.Contains(st.DonePhases, e.Phase) {
 				st.DonePhases = append(st.DonePhases, e.Phase)
-				if err := s.save(ctx, ws, st); err != nil {
+				if err := s.save(ctx, ws, *st); err != nil {
 					return d, err
 				}
 			}
@@ -361,7 +387,7 @@ func (s *Service) record(ctx context.Context, ws string, in manager.State, core,
 	if err != nil {
 		return err
 	}
-	_, err = db.AppendManagerTick(ctx, store.ManagerTick{Cwd: ws, Input: ib, Decision: db2, Result: string(d.Result), At: s.opts.Now().UnixMilli()})
+	_, err = db.AppendManagerTick(ctx, store.ManagerTick{Cwd: ws, Input: ib, Decision: db2, Result: string(d.Result), At: s.opts.Clock.Now().UnixMilli()})
 	return err
 }
 

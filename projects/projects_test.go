@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/manager"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
@@ -108,7 +109,7 @@ func newService(t *testing.T, f *fakeProject, now func() time.Time) (*Service, *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	s := New(Options{Store: func() (*store.Store, error) { return db, nil }, Runs: f, Blueprints: f, Now: now})
+	s := New(Options{Store: func() (*store.Store, error) { return db, nil }, Runs: f, Blueprints: f, Clock: clock.Func(now)})
 	return s, db
 }
 

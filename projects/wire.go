@@ -21,7 +21,7 @@ func wireSettings(st manager.Settings) protocol.ProjectSettings {
 }
 
 func wireDecision(d manager.Decision) protocol.ManagerTickResult {
-	return protocol.ManagerTickResult{Result: string(d.Result), Reason: d.Reason, RunID: d.RunID, TaskIDs: d.TaskIDs}
+	return protocol.ManagerTickResult{Result: string(d.Result), Reason: d.Reason, RunID: d.RunID, TaskIDs: d.TaskIDs, ProposalID: d.ProposalID}
 }
 
 // SettingsRead implements project/settings/read.
@@ -89,6 +89,9 @@ func (s *Service) Status(ctx context.Context, p protocol.ProjectCwdParams) (prot
 	out = protocol.ProjectStatusResult{Cwd: ws, Mode: string(st.Mode), Paused: st.Paused, BlueprintID: st.BlueprintID, Phase: st.Phase,
 		Tasks: map[string]int{}, Runs: map[string]int{},
 		Spend: protocol.ProjectSpend{Budget: wireSettings(st).Budget}}
+	if p := st.Proposal; p != nil {
+		out.Proposal = &protocol.ManagerProposal{ID: p.ID, TaskIDs: p.TaskIDs, Phase: p.Phase, SinceMs: p.At}
+	}
 	db, err := s.opts.Store()
 	if err != nil {
 		return out, err
@@ -136,6 +139,8 @@ func (s *Service) Status(ctx context.Context, p protocol.ProjectCwdParams) (prot
 			}
 		}
 		out.Spend.Runs, out.Spend.Tokens, out.Spend.Cost = in.Spend.Runs, in.Spend.Tokens, in.Spend.Cost
+		out.Spend.CostUnknown, out.Spend.UnpricedModels = len(in.Spend.Unpriced) > 0, in.Spend.Unpriced
+		out.Spend.Exhausted = manager.Exhausted(st.Budget, in.Spend)
 		out.Attention = append(runWaits(in.Runs), out.Attention...)
 	}
 	return out, nil

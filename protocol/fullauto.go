@@ -206,6 +206,10 @@ type AttentionItem struct {
 	// TaskID is the run's task the item is about (the task waiting at the
 	// high-risk gate, or whose thread waits), when there is one.
 	TaskID string `json:"taskId,omitempty"`
+	// ProposalID and Cwd: the manager's proposal (suggest mode) for the
+	// project of Cwd, waiting for manager/approve (docs/manager.md).
+	ProposalID string `json:"proposalId,omitempty"`
+	Cwd        string `json:"cwd,omitempty"`
 }
 
 // AttentionNotification: attention. One summary across every thread,

@@ -63,7 +63,10 @@ type ManagerTickResult struct {
 	Reason  string   `json:"reason"`
 	RunID   string   `json:"runId,omitempty"`
 	TaskIDs []string `json:"taskIds,omitempty"`
-	Error   string   `json:"error,omitempty"`
+	// ProposalID (suggest) is the proposal waiting for manager/approve,
+	// or the approved one a run started for.
+	ProposalID string `json:"proposalId,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 // ProjectRunRef is a run of the project's blueprint.
@@ -80,6 +83,13 @@ type ProjectSpend struct {
 	Cost   float64       `json:"cost"`
 	Runs   int           `json:"runs"`
 	Budget ProjectBudget `json:"budget"`
+	// CostUnknown: some tokens are of models without a price
+	// (UnpricedModels); Cost counts the others only.
+	CostUnknown    bool     `json:"costUnknown,omitempty"`
+	UnpricedModels []string `json:"unpricedModels,omitempty"`
+	// Exhausted names the budget spent, with the figures ("tokens today:
+	// 1200 of 1000"); "" while none is.
+	Exhausted string `json:"exhausted,omitempty"`
 }
 
 // ProjectStatusResult answers project/status.
@@ -95,10 +105,21 @@ type ProjectStatusResult struct {
 	Tasks       map[string]int     `json:"tasks"`
 	Runs        map[string]int     `json:"runs"`
 	Spend       ProjectSpend       `json:"spend"`
+	// Proposal is suggest's pending proposal, waiting for
+	// manager/approve; nil when none waits.
+	Proposal *ManagerProposal `json:"proposal,omitempty"`
 	// Recent are the manager's last decisions (ticks and intent routings), newest first.
 	Recent []ManagerRecord `json:"recent,omitempty"`
 	// Attention is what of the project waits on a human (runs, the manager's proposals, budgets, a pause).
 	Attention []AttentionItem `json:"attention,omitempty"`
+}
+
+// ManagerProposal is a run suggest mode proposes (docs/manager.md#suggest).
+type ManagerProposal struct {
+	ID      string   `json:"id"`
+	TaskIDs []string `json:"taskIds"`
+	Phase   string   `json:"phase"`
+	SinceMs int64    `json:"sinceMs"`
 }
 
 // ManagerExplainResult answers manager/explain: the active phase, the
@@ -132,3 +153,24 @@ type (
 	ProjectStatusResponse         = ProjectStatusResult
 	ManagerExplainResponse        = ManagerExplainResult
 )
+
+// ManagerApproveParams approves suggest mode's pending proposal of a
+// project (manager/approve).
+type ManagerApproveParams struct {
+	Cwd        string `json:"cwd"`
+	ProposalID string `json:"proposalId"`
+}
+
+// Validate checks the params.
+func (p ManagerApproveParams) Validate() error {
+	switch {
+	case p.Cwd == "":
+		return Errorf(ErrInvalidParams, "Invalid params: cwd: missing")
+	case p.ProposalID == "":
+		return Errorf(ErrInvalidParams, "Invalid params: proposalId: missing")
+	}
+	return nil
+}
+
+// ManagerApproveResponse is the tick that follows the approval.
+type ManagerApproveResponse = ManagerTickResult

@@ -210,6 +210,7 @@ const (
 	MethodFullAutoStart          = "fullAuto/start"
 	MethodFullAutoStatus         = "fullAuto/status"
 	MethodFullAutoStop           = "fullAuto/stop"
+	MethodManagerApprove         = "manager/approve"
 	MethodManagerExplain         = "manager/explain"
 	MethodManagerTick            = "manager/tick"
 	MethodPolicyExplain          = "policy/explain"
@@ -464,6 +465,7 @@ var Methods = []MethodInfo{
 	{"fuzzyFileSearch/sessionUpdate", KindClientRequest, "FuzzyFileSearchSessionUpdateParams", "", false},
 	{MethodHooksList, KindClientRequest, "HooksListParams", "HooksListResponse", false},
 	{MethodInitialize, KindClientRequest, "InitializeParams", "InitializeResponse", false},
+	{MethodManagerApprove, KindClientRequest, "ManagerApproveParams", "ManagerApproveResponse", true},
 	{MethodManagerExplain, KindClientRequest, "ManagerExplainParams", "ManagerExplainResponse", true},
 	{MethodManagerTick, KindClientRequest, "ManagerTickParams", "ManagerTickResponse", true},
 	{MethodMarketplaceAdd, KindClientRequest, "MarketplaceAddParams", "MarketplaceAddResponse", false},

@@ -22,6 +22,11 @@
 // up with what they appended (shared.go); remote.go has the hooks a
 // cluster worker drives runs with (paths in its cache, pushes, merges).
 //
+// Its API is typed Go (call.go): each run/* method returns a Call whose
+// answer is a Go value; the headless commands and the manager wait for it
+// (Call.Do), and server turns it into a JSON-RPC reply in one place
+// (Call.Then, which answers before the run's notifications).
+//
 // runner must not import server, nor session itself: only session/port
 // (the layering test in internal/layers checks it).
 package runner

@@ -101,7 +101,7 @@ func (x *run) ghError(err error) {
 	case errors.Is(err, gitwork.ErrPushRejected):
 		kind = "pushRejected"
 	}
-	now := time.UnixMilli(x.rn.opts.Now())
+	now := time.UnixMilli(x.rn.now())
 	x.result(runs.Event{Type: runs.EvGitHubError, Reason: err.Error(),
 		GitHub: &runs.GitHubData{Kind: kind, WaitMs: github.Wait(err, now).Milliseconds()}})
 }

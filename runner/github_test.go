@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/internal/drive"
 	"github.com/apserver/apserver/internal/githubfake"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
@@ -106,7 +107,7 @@ func TestReplyNotTwice(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	x := &run{rn: &Runner{opts: Options{Getenv: func(string) string { return "tok" }}, log: slog.New(slog.NewTextHandler(io.Discard, nil))},
-		id: "r1", inbox: make(chan func(), 16), ctx: ctx}
+		id: "r1", owner: drive.NewOwner(ctx, 16), ctx: ctx}
 	cfg := runs.Config{ID: "r1", GitHub: &runs.GitHubConfig{Owner: "acme", Name: "greet", REST: fake.APIURL(), GraphQL: fake.URL + "/api/graphql"}}
 	e := runs.ReplyAndResolve{PR: protocol.RunPullRequest{Number: 1}, Commit: "abc123", TaskID: "review-1",
 		Comments: []runs.ReviewComment{{ID: 11, ThreadID: "PRRT_1"}, {ID: 12, ThreadID: "PRRT_2"}}}
@@ -122,7 +123,7 @@ func TestReplyNotTwice(t *testing.T) {
 			}
 		}
 	})
-	if len(x.inbox) != 2 {
-		t.Errorf("%d results posted, want 2 (one per call)", len(x.inbox))
+	if x.owner.Queued() != 2 {
+		t.Errorf("%d results posted, want 2 (one per call)", x.owner.Queued())
 	}
 }

@@ -114,7 +114,7 @@ func (rn *Runner) Import(ctx context.Context, dir string) ([]Imported, error) {
 			out = append(out, Imported{Run: r, Skipped: err.Error()})
 			continue
 		}
-		m.Apply(ev)
+		m.Apply(ev.AtMs, ev)
 		if err := rn.store(ctx, m, ev); err != nil {
 			return out, err
 		}

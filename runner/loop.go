@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apserver/apserver/internal/drive"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
 	"github.com/apserver/apserver/store"
@@ -23,7 +24,7 @@ type run struct {
 	rn    *Runner
 	id    string
 	m     *runs.Machine
-	inbox chan func()
+	owner *drive.Owner
 	ctx   context.Context
 	stop  context.CancelFunc
 
@@ -56,33 +57,41 @@ type run struct {
 
 func (rn *Runner) spawn(id string, m *runs.Machine, seq int64) *run {
 	ctx, cancel := context.WithCancel(rn.ctx)
-	x := &run{rn: rn, id: id, m: m, inbox: make(chan func(), 16), ctx: ctx, stop: cancel, seq: seq}
+	x := &run{rn: rn, id: id, m: m, owner: drive.NewOwner(ctx, 16), ctx: ctx, stop: cancel, seq: seq}
 	rn.mu.Lock()
 	rn.active[id] = x
 	rn.mu.Unlock()
 	rn.wg.Add(1)
 	go func() {
 		defer rn.wg.Done()
-		for {
-			select {
-			case f := <-x.inbox:
-				x.guard(f) // a panic fails the run (panics.go)
-			case <-ctx.Done():
-				return
-			}
-		}
+		x.owner.Run(x.guard) // a panic fails the run (panics.go)
 	}()
 	return x
 }
 
 // post runs f on the run's goroutine. It returns false when the runner is
 // closing.
-func (x *run) post(f func()) bool {
-	select {
-	case x.inbox <- f:
-		return true
-	case <-x.ctx.Done():
-		return false
+func (x *run) post(f func()) bool { return x.owner.Post(f) }
+
+// driver is how the run's goroutine feeds its machine (package drive): an
+// event comes with its time (handle stamps it from the Runner's clock) or
+// takes the clock's, is applied, stored with the work it queues
+// (persist), answered, and its effects carried out.
+func (x *run) driver() *drive.Driver[runs.Event, runs.Effect] {
+	return &drive.Driver[runs.Event, runs.Effect]{
+		Clock: x.rn.opts.Clock,
+		Apply: func(now int64, ev runs.Event) []runs.Effect {
+			if ev.AtMs != 0 {
+				now = ev.AtMs // a result that carries its own time
+			}
+			panicPoint("apply", x.id, ev)
+			return x.m.Apply(now, ev)
+		},
+		Store: func(ev runs.Event, effs []runs.Effect) ([]runs.Effect, error) {
+			work, effs := x.queued(effs)
+			return effs, x.persist(ev, work)
+		},
+		Carry: x.apply,
 	}
 }
 
@@ -108,7 +117,7 @@ func (x *run) handle(ev runs.Event, done func(error)) {
 		}
 	}()
 	if ev.AtMs == 0 {
-		ev.AtMs = x.rn.opts.Now()
+		ev.AtMs = x.rn.now()
 	}
 	if ev.Type == runs.EvStarted && x.m.Run().ID != "" {
 		done(fmt.Errorf("run %s has already started", x.id))
@@ -122,10 +131,13 @@ func (x *run) handle(ev runs.Event, done func(error)) {
 		done(err)
 		return
 	}
-	panicPoint("apply", x.id, ev)
-	effs := x.m.Apply(ev)
-	work, effs := x.queued(effs)
-	err := x.persist(ev, work)
+	err := x.driver().Do(ev, func(_ []runs.Effect, err error) {
+		if err == nil {
+			answered = true
+			done(nil)
+			x.brainSaw(ev) // decisions the event made (runner/brain.go)
+		}
+	})
 	if errors.Is(err, ErrLogMoved) && x.rebuild() == nil {
 		// Another process appended between the catch-up and this append:
 		// the machine, rebuilt from the log, judges the event again.
@@ -137,15 +149,11 @@ func (x *run) handle(ev runs.Event, done func(error)) {
 		// The machine is ahead of the log: stop driving this run; the
 		// next process replays what was stored.
 		x.rn.log.Error("storing a run event; the run stops here", "run", x.id, "event", ev.Type, "err", err)
+		answered = true
 		done(err)
 		x.stop()
 		x.dropShared()
-		return
 	}
-	answered = true
-	done(nil)
-	x.brainSaw(ev) // decisions the event made (runner/brain.go)
-	x.apply(effs)
 }
 
 // result posts the result of an effect; a stale one is dropped.
@@ -211,6 +219,7 @@ func (x *run) apply(effs []runs.Effect) {
 		switch e := e.(type) {
 		case runs.Notify:
 			rn.threads.Notify(e.Method, e.Params)
+			x.changed(e.Method)
 		case runs.SetAttention:
 			rn.threads.SetRunAttention(x.id, protocol.AttentionItem{ThreadID: e.ThreadID, Kind: e.Kind, Reason: e.Reason, SinceMs: e.SinceMs, TaskID: e.TaskID})
 		case runs.ClearAttention:

@@ -167,21 +167,11 @@ func TestPanicFailsTheRunOnly(t *testing.T) {
 			t.Cleanup(func() { testPanic.Store(nil) })
 
 			start := func() string {
-				ch := make(chan any, 1)
-				rn.Start(context.Background(), protocol.RunStartParams{Cwd: repo, Request: "write a.txt"}, func(v any, err error) {
-					if err != nil {
-						ch <- err
-						return
-					}
-					ch <- v
-				})
-				switch v := (<-ch).(type) {
-				case protocol.RunResult:
-					return v.Run.ID
-				default:
-					t.Fatalf("run/start = %v", v)
+				r, err := rn.Start(protocol.RunStartParams{Cwd: repo, Request: "write a.txt"}).Do(context.Background())
+				if err != nil {
+					t.Fatalf("run/start: %v", err)
 				}
-				return ""
+				return r.ID
 			}
 			victim := start()
 			want := "internal error: injected panic at " + tc.site
@@ -190,10 +180,8 @@ func TestPanicFailsTheRunOnly(t *testing.T) {
 				t.Errorf("run/updated failed with reason %v, want %q", failed.Reason, want)
 			}
 			// Stored: run/read rebuilds the run from its log.
-			ch := make(chan any, 1)
-			rn.Read(context.Background(), protocol.RunParams{RunID: victim}, func(v any, err error) { ch <- v })
-			if r, ok := (<-ch).(protocol.RunResult); !ok || r.Run.Status != protocol.RunFailed || r.Run.Reason == nil || !strings.Contains(*r.Run.Reason, want) {
-				t.Errorf("run/read after the panic = %+v", r.Run)
+			if r, err := rn.Read(protocol.RunParams{RunID: victim}).Do(context.Background()); err != nil || r.Status != protocol.RunFailed || r.Reason == nil || !strings.Contains(*r.Reason, want) {
+				t.Errorf("run/read after the panic = %+v, %v", r, err)
 			}
 			if l := logs.String(); !strings.Contains(l, "bug: panic in a run") || !strings.Contains(l, "goroutine ") {
 				t.Errorf("the log has no panic with its stack:\n%s", l)

@@ -10,7 +10,6 @@ import (
 	"github.com/apserver/apserver/github"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
-	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/tools/gitwork"
 )
@@ -27,34 +26,39 @@ import (
 const RevertTrailer = "Apserver-Revert-Of"
 
 // Revert implements run/revert.
-func (rn *Runner) Revert(ctx context.Context, p protocol.RunParams, reply port.Reply) {
-	if err := p.Validate(); err != nil {
-		reply(nil, err)
-		return
+func (rn *Runner) Revert(p protocol.RunParams) Call[protocol.RunRevertResult] {
+	return func(ctx context.Context, then func(protocol.RunRevertResult, error)) {
+		if err := p.Validate(); err != nil {
+			then(protocol.RunRevertResult{}, err)
+			return
+		}
+		go rn.revert(ctx, p.RunID, "", then)
 	}
-	go rn.revert(ctx, p.RunID, "", reply)
 }
 
 // TaskRevert implements run/task/revert.
-func (rn *Runner) TaskRevert(ctx context.Context, p protocol.RunTaskRevertParams, reply port.Reply) {
-	if err := p.Validate(); err != nil {
-		reply(nil, err)
-		return
+func (rn *Runner) TaskRevert(p protocol.RunTaskRevertParams) Call[protocol.RunRevertResult] {
+	return func(ctx context.Context, then func(protocol.RunRevertResult, error)) {
+		if err := p.Validate(); err != nil {
+			then(protocol.RunRevertResult{}, err)
+			return
+		}
+		go rn.revert(ctx, p.RunID, p.TaskID, then)
 	}
-	go rn.revert(ctx, p.RunID, p.TaskID, reply)
 }
 
-func (rn *Runner) revert(ctx context.Context, id, taskID string, reply port.Reply) {
+func (rn *Runner) revert(ctx context.Context, id, taskID string, then func(protocol.RunRevertResult, error)) {
+	fail := func(err error) { then(protocol.RunRevertResult{}, err) }
 	// One undo at a time: each reads the run's log, changes git, appends.
 	rn.revertMu.Lock()
 	defer rn.revertMu.Unlock()
 	m, err := rn.replay(ctx, id)
 	if err != nil {
-		reply(nil, err)
+		fail(err)
 		return
 	}
 	if err := m.Check(runs.Event{Type: runs.EvReverted, Revert: &protocol.RunRevert{}}); err != nil {
-		reply(nil, err)
+		fail(err)
 		return
 	}
 	r := m.Run()
@@ -64,16 +68,16 @@ func (rn *Runner) revert(ctx context.Context, id, taskID string, reply port.Repl
 			if taskID != "" {
 				what = "task " + taskID + " of run " + id
 			}
-			reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "%s was already undone (%s %s on %s)", what, rv.Kind, rv.Commit, rv.Branch))
+			fail(protocol.Errorf(protocol.ErrInvalidRequest, "%s was already undone (%s %s on %s)", what, rv.Kind, rv.Commit, rv.Branch))
 			return
 		}
 	}
 	rv, err := rn.undo(ctx, m.Config(), r, taskID)
 	if err != nil {
-		reply(nil, err)
+		fail(err)
 		return
 	}
-	ev := runs.Event{Type: runs.EvReverted, AtMs: rn.opts.Now(), Revert: &rv}
+	ev := runs.Event{Type: runs.EvReverted, AtMs: rn.now(), Revert: &rv}
 	rn.mu.Lock()
 	x := rn.active[id]
 	rn.mu.Unlock()
@@ -81,21 +85,21 @@ func (rn *Runner) revert(ctx context.Context, id, taskID string, reply port.Repl
 		// A failed run still has its loop: the event goes through it.
 		x.do(ev, func(err error) {
 			if err != nil {
-				reply(nil, err)
+				fail(err)
 				return
 			}
 			out := x.m.Run()
-			reply(protocol.RunRevertResult{Run: out, Revert: out.Reverts[len(out.Reverts)-1]}, nil)
+			then(protocol.RunRevertResult{Run: out, Revert: out.Reverts[len(out.Reverts)-1]}, nil)
 		})
 		return
 	}
-	effs := m.Apply(ev)
+	effs := m.Apply(ev.AtMs, ev)
 	if err := rn.store(ctx, m, ev); err != nil {
-		reply(nil, fmt.Errorf("run %s: recording the revert %s: %w", id, rv.Commit, err))
+		fail(fmt.Errorf("run %s: recording the revert %s: %w", id, rv.Commit, err))
 		return
 	}
 	out := m.Run()
-	reply(protocol.RunRevertResult{Run: out, Revert: out.Reverts[len(out.Reverts)-1]}, nil)
+	then(protocol.RunRevertResult{Run: out, Revert: out.Reverts[len(out.Reverts)-1]}, nil)
 	for _, e := range effs {
 		switch e := e.(type) {
 		case runs.Notify:

@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
 	"github.com/apserver/apserver/session/port"
@@ -33,8 +33,9 @@ type Options struct {
 	// DataDir holds the runs' worktrees (DataDir/worktrees/<run id>).
 	DataDir string
 	Logger  *slog.Logger
-	// Now is the time in unix ms; nil means the real clock.
-	Now func() int64
+	// Clock is the run loops' time and timers (package clock); nil means
+	// the real one.
+	Clock clock.Clock
 	// Runs is the run event log; nil means the SQLite store (Store).
 	Runs RunStore
 	// Queue says where slow effects are carried out; nil means here
@@ -88,6 +89,8 @@ type Runner struct {
 	restored bool
 	// blueprints is the blueprints service (SetBlueprints; blueprint.go).
 	blueprints Blueprints
+	// onChange hears of runs' changes (SetOnChange; changes.go).
+	onChange func(cwd string)
 }
 
 // New makes a Runner. Call Restore once the client is ready to take up the
@@ -98,9 +101,7 @@ func New(opts Options) *Runner {
 	if n <= 0 {
 		n = config.DefaultMaxParallelRuns
 	}
-	if opts.Now == nil {
-		opts.Now = func() int64 { return time.Now().UnixMilli() }
-	}
+	opts.Clock = clock.Or(opts.Clock)
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -137,45 +138,48 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Start implements run/start.
-func (rn *Runner) Start(ctx context.Context, p protocol.RunStartParams, reply port.Reply) {
-	if err := p.Validate(); err != nil {
-		reply(nil, err)
-		return
-	}
-	go func() {
-		var (
-			link    *protocol.RunBlueprint
-			tasks   []protocol.PlanTask
-			summary string
-		)
-		if p.Blueprint != nil {
-			var err error
-			if link, tasks, summary, err = rn.fromBlueprint(ctx, &p); err != nil {
-				reply(nil, err)
-				return
-			}
-		}
-		c, err := rn.config(ctx, p)
-		if err != nil {
-			reply(nil, err)
+// Start implements run/start: the run, once its start is stored.
+func (rn *Runner) Start(p protocol.RunStartParams) Call[protocol.Run] {
+	return func(ctx context.Context, then func(protocol.Run, error)) {
+		if err := p.Validate(); err != nil {
+			then(protocol.Run{}, err)
 			return
 		}
-		if link != nil {
-			c.Blueprint, c.Tasks, c.Summary = link, tasks, summary
-			(&run{rn: rn}).markForbidden(c, c.Tasks)
-		}
-		x := rn.spawn(c.ID, runs.New(), 0)
-		x.restored = true // a new run has nothing to take up
-		ev := runs.Event{Type: runs.EvStarted, Config: &c}
-		x.do(ev, func(err error) {
+		p := p // fromBlueprint fills it in; a Call may be made again
+		go func() {
+			var (
+				link    *protocol.RunBlueprint
+				tasks   []protocol.PlanTask
+				summary string
+			)
+			if p.Blueprint != nil {
+				var err error
+				if link, tasks, summary, err = rn.fromBlueprint(ctx, &p); err != nil {
+					then(protocol.Run{}, err)
+					return
+				}
+			}
+			c, err := rn.config(ctx, p)
 			if err != nil {
-				reply(nil, err)
+				then(protocol.Run{}, err)
 				return
 			}
-			reply(protocol.RunResult{Run: x.m.Run()}, nil)
-		})
-	}()
+			if link != nil {
+				c.Blueprint, c.Tasks, c.Summary = link, tasks, summary
+				(&run{rn: rn}).markForbidden(c, c.Tasks)
+			}
+			x := rn.spawn(c.ID, runs.New(), 0)
+			x.restored = true // a new run has nothing to take up
+			ev := runs.Event{Type: runs.EvStarted, Config: &c}
+			x.do(ev, func(err error) {
+				if err != nil {
+					then(protocol.Run{}, err)
+					return
+				}
+				then(x.m.Run(), nil)
+			})
+		}()
+	}
 }
 
 // config is a new run's configuration: run/start's params over [runs].
@@ -340,7 +344,7 @@ func (rn *Runner) Restore() {
 			x.post(func() {
 				if !x.restored {
 					x.restored = true
-					x.apply(x.m.Restore(rn.opts.Now()))
+					x.apply(x.m.Restore(rn.now()))
 				}
 			})
 		}
@@ -348,83 +352,101 @@ func (rn *Runner) Restore() {
 }
 
 // TakeUp takes up one stored run, as Restore does for all: the run is
-// replayed and the work it had in flight asked for again. The reply is the
-// run as it stands; a run that is over is only read.
-func (rn *Runner) TakeUp(ctx context.Context, id string, reply port.Reply) {
-	go func() {
-		m, err := rn.replay(ctx, id)
-		if err != nil {
-			reply(nil, err)
-			return
-		}
-		if st := m.Run().Status; st == protocol.RunCompleted || st == protocol.RunCancelled {
-			reply(protocol.RunResult{Run: m.Run()}, nil)
-			return
-		}
-		x, err := rn.find(ctx, id)
-		if err != nil {
-			reply(nil, err)
-			return
-		}
-		ok := x.post(func() {
-			if !x.restored {
-				x.restored = true
-				x.apply(x.m.Restore(rn.opts.Now()))
+// replayed and the work it had in flight asked for again. The answer is
+// the run as it stands; a run that is over is only read.
+func (rn *Runner) TakeUp(id string) Call[protocol.Run] {
+	return func(ctx context.Context, then func(protocol.Run, error)) {
+		go func() {
+			m, err := rn.replay(ctx, id)
+			if err != nil {
+				then(protocol.Run{}, err)
+				return
 			}
-			reply(protocol.RunResult{Run: x.m.Run()}, nil)
-		})
-		if !ok {
-			reply(nil, fmt.Errorf("taking up run %s: the runner is closing", id))
-		}
-	}()
+			if st := m.Run().Status; st == protocol.RunCompleted || st == protocol.RunCancelled {
+				then(m.Run(), nil)
+				return
+			}
+			x, err := rn.find(ctx, id)
+			if err != nil {
+				then(protocol.Run{}, err)
+				return
+			}
+			ok := x.post(func() {
+				if !x.restored {
+					x.restored = true
+					x.apply(x.m.Restore(rn.now()))
+				}
+				then(x.m.Run(), nil)
+			})
+			if !ok {
+				then(protocol.Run{}, fmt.Errorf("taking up run %s: the runner is closing", id))
+			}
+		}()
+	}
 }
 
-// List implements run/list.
-func (rn *Runner) List(ctx context.Context, p protocol.RunListParams, reply port.Reply) {
-	go func() {
-		rows, err := rn.opts.Runs.RunRows(ctx)
-		if err != nil {
-			reply(nil, err)
-			return
-		}
-		out := []protocol.Run{}
-		for _, row := range rows {
-			if p.Cwd != nil && *p.Cwd != "" {
-				if abs, _ := filepath.Abs(*p.Cwd); abs != row.Cwd && *p.Cwd != row.Cwd {
+// List implements run/list: the stored runs (of p.Cwd, when set).
+func (rn *Runner) List(p protocol.RunListParams) Call[[]protocol.Run] {
+	return func(ctx context.Context, then func([]protocol.Run, error)) {
+		go func() {
+			rows, err := rn.opts.Runs.RunRows(ctx)
+			if err != nil {
+				then(nil, err)
+				return
+			}
+			out := []protocol.Run{}
+			for _, row := range rows {
+				if p.Cwd != nil && *p.Cwd != "" {
+					if abs, _ := filepath.Abs(*p.Cwd); abs != row.Cwd && *p.Cwd != row.Cwd {
+						continue
+					}
+				}
+				var r protocol.Run
+				if err := json.Unmarshal(row.Run, &r); err != nil {
+					rn.log.Error("run/list: a stored run does not decode", "run", row.ID, "err", err)
 					continue
 				}
+				out = append(out, r)
 			}
-			var r protocol.Run
-			if err := json.Unmarshal(row.Run, &r); err != nil {
-				rn.log.Error("run/list: a stored run does not decode", "run", row.ID, "err", err)
-				continue
-			}
-			out = append(out, r)
-		}
-		reply(protocol.RunListResult{Runs: out}, nil)
-	}()
+			then(out, nil)
+		}()
+	}
 }
 
 // Read implements run/read: the run rebuilt from its stored events (the
 // live machine of a run being driven is the same state).
-func (rn *Runner) Read(ctx context.Context, p protocol.RunParams, reply port.Reply) {
-	if err := p.Validate(); err != nil {
-		reply(nil, err)
-		return
-	}
-	go func() {
-		m, err := rn.replay(ctx, p.RunID)
-		if err != nil {
-			reply(nil, err)
+func (rn *Runner) Read(p protocol.RunParams) Call[protocol.Run] {
+	return func(ctx context.Context, then func(protocol.Run, error)) {
+		if err := p.Validate(); err != nil {
+			then(protocol.Run{}, err)
 			return
 		}
-		reply(protocol.RunResult{Run: m.Run()}, nil)
-	}()
+		go func() {
+			m, err := rn.replay(ctx, p.RunID)
+			if err != nil {
+				then(protocol.Run{}, err)
+				return
+			}
+			then(m.Run(), nil)
+		}()
+	}
 }
 
-// human applies a human's event (an approval, an answer, pause, resume,
-// cancel) to the run and answers {run}.
-func (rn *Runner) human(ctx context.Context, id string, ev runs.Event, reply port.Reply) {
+// human is the call that applies a human's event (an approval, an
+// answer, pause, resume, cancel) to run id and answers the run: valid
+// checks the params first, ev builds the event from them.
+func (rn *Runner) human(valid interface{ Validate() error }, id string, ev func() runs.Event) Call[protocol.Run] {
+	return func(ctx context.Context, then func(protocol.Run, error)) {
+		if err := valid.Validate(); err != nil {
+			then(protocol.Run{}, err)
+			return
+		}
+		rn.apply(ctx, id, ev(), then)
+	}
+}
+
+// apply applies ev to run id and answers {run}.
+func (rn *Runner) apply(ctx context.Context, id string, ev runs.Event, then func(protocol.Run, error)) {
 	go func() {
 		rn.mu.Lock()
 		live := rn.active[id] != nil
@@ -433,7 +455,7 @@ func (rn *Runner) human(ctx context.Context, id string, ev runs.Event, reply por
 			// A run that is over needs no loop to refuse a request.
 			m, err := rn.replay(ctx, id)
 			if err != nil {
-				reply(nil, err)
+				then(protocol.Run{}, err)
 				return
 			}
 			if st := m.Run().Status; st == protocol.RunCompleted || st == protocol.RunCancelled {
@@ -441,110 +463,83 @@ func (rn *Runner) human(ctx context.Context, id string, ev runs.Event, reply por
 				if err == nil {
 					err = protocol.Errorf(protocol.ErrInvalidRequest, "run %s is %s", id, st)
 				}
-				reply(nil, err)
+				then(protocol.Run{}, err)
 				return
 			}
 		}
 		x, err := rn.find(ctx, id)
 		if err != nil {
-			reply(nil, err)
+			then(protocol.Run{}, err)
 			return
 		}
 		x.do(ev, func(err error) {
 			if err != nil {
-				reply(nil, err)
+				then(protocol.Run{}, err)
 				return
 			}
-			reply(protocol.RunResult{Run: x.m.Run()}, nil)
+			then(x.m.Run(), nil)
 		})
 	}()
 }
 
 // PlanUpdate implements run/plan/update.
-func (rn *Runner) PlanUpdate(ctx context.Context, p protocol.RunPlanUpdateParams, reply port.Reply) {
-	if err := p.Validate(); err != nil {
-		reply(nil, err)
-		return
-	}
-	rn.human(ctx, p.RunID, runs.Event{Type: runs.EvPlanUpdated, Tasks: p.Tasks}, reply)
+func (rn *Runner) PlanUpdate(p protocol.RunPlanUpdateParams) Call[protocol.Run] {
+	return rn.human(&p, p.RunID, func() runs.Event { return runs.Event{Type: runs.EvPlanUpdated, Tasks: p.Tasks} })
 }
 
 // PlanApprove implements run/plan/approve.
-func (rn *Runner) PlanApprove(ctx context.Context, p protocol.RunParams, reply port.Reply) {
-	if err := p.Validate(); err != nil {
-		reply(nil, err)
-		return
-	}
-	rn.human(ctx, p.RunID, runs.Event{Type: runs.EvPlanApproved}, reply)
+func (rn *Runner) PlanApprove(p protocol.RunParams) Call[protocol.Run] {
+	return rn.human(&p, p.RunID, func() runs.Event { return runs.Event{Type: runs.EvPlanApproved} })
 }
 
 // PlanReject implements run/plan/reject.
-func (rn *Runner) PlanReject(ctx context.Context, p protocol.RunPlanRejectParams, reply port.Reply) {
-	if err := p.Validate(); err != nil {
-		reply(nil, err)
-		return
-	}
-	rn.human(ctx, p.RunID, runs.Event{Type: runs.EvPlanRejected, Text: p.Feedback}, reply)
+func (rn *Runner) PlanReject(p protocol.RunPlanRejectParams) Call[protocol.Run] {
+	return rn.human(&p, p.RunID, func() runs.Event { return runs.Event{Type: runs.EvPlanRejected, Text: p.Feedback} })
 }
 
 // TaskApprove implements run/task/approve.
-func (rn *Runner) TaskApprove(ctx context.Context, p protocol.RunTaskApproveParams, reply port.Reply) {
-	if err := p.Validate(); err != nil {
-		reply(nil, err)
-		return
-	}
-	d := protocol.TaskDecisionApprove
-	if p.Decision != nil {
-		d = *p.Decision
-	}
-	rn.human(ctx, p.RunID, runs.Event{Type: runs.EvTaskApproved, TaskID: p.TaskID, Decision: d}, reply)
+func (rn *Runner) TaskApprove(p protocol.RunTaskApproveParams) Call[protocol.Run] {
+	return rn.human(&p, p.RunID, func() runs.Event {
+		d := protocol.TaskDecisionApprove
+		if p.Decision != nil {
+			d = *p.Decision
+		}
+		return runs.Event{Type: runs.EvTaskApproved, TaskID: p.TaskID, Decision: d}
+	})
 }
 
 // ClarificationAnswer implements run/clarification/answer.
-func (rn *Runner) ClarificationAnswer(ctx context.Context, p protocol.RunClarificationAnswerParams, reply port.Reply) {
-	if err := p.Validate(); err != nil {
-		reply(nil, err)
-		return
-	}
-	rn.human(ctx, p.RunID, runs.Event{Type: runs.EvClarificationAnswered, ID: p.ClarificationID, Text: p.Answer}, reply)
+func (rn *Runner) ClarificationAnswer(p protocol.RunClarificationAnswerParams) Call[protocol.Run] {
+	return rn.human(&p, p.RunID, func() runs.Event {
+		return runs.Event{Type: runs.EvClarificationAnswered, ID: p.ClarificationID, Text: p.Answer}
+	})
 }
 
 // RepairApprove implements run/repair/approve.
-func (rn *Runner) RepairApprove(ctx context.Context, p protocol.RunRepairApproveParams, reply port.Reply) {
-	if err := p.Validate(); err != nil {
-		reply(nil, err)
-		return
-	}
-	ev := runs.Event{Type: runs.EvRepairApproved, TaskID: p.TaskID}
-	if p.Task != nil {
-		ev.Tasks = []protocol.PlanTask{*p.Task}
-	}
-	rn.human(ctx, p.RunID, ev, reply)
+func (rn *Runner) RepairApprove(p protocol.RunRepairApproveParams) Call[protocol.Run] {
+	return rn.human(&p, p.RunID, func() runs.Event {
+		ev := runs.Event{Type: runs.EvRepairApproved, TaskID: p.TaskID}
+		if p.Task != nil {
+			ev.Tasks = []protocol.PlanTask{*p.Task}
+		}
+		return ev
+	})
 }
 
 // Pause implements run/pause.
-func (rn *Runner) Pause(ctx context.Context, p protocol.RunParams, reply port.Reply) {
-	if err := p.Validate(); err != nil {
-		reply(nil, err)
-		return
-	}
-	rn.human(ctx, p.RunID, runs.Event{Type: runs.EvPaused}, reply)
+func (rn *Runner) Pause(p protocol.RunParams) Call[protocol.Run] {
+	return rn.human(&p, p.RunID, func() runs.Event { return runs.Event{Type: runs.EvPaused} })
 }
 
 // Resume implements run/resume.
-func (rn *Runner) Resume(ctx context.Context, p protocol.RunParams, reply port.Reply) {
-	if err := p.Validate(); err != nil {
-		reply(nil, err)
-		return
-	}
-	rn.human(ctx, p.RunID, runs.Event{Type: runs.EvResumed}, reply)
+func (rn *Runner) Resume(p protocol.RunParams) Call[protocol.Run] {
+	return rn.human(&p, p.RunID, func() runs.Event { return runs.Event{Type: runs.EvResumed} })
 }
 
 // Cancel implements run/cancel.
-func (rn *Runner) Cancel(ctx context.Context, p protocol.RunParams, reply port.Reply) {
-	if err := p.Validate(); err != nil {
-		reply(nil, err)
-		return
-	}
-	rn.human(ctx, p.RunID, runs.Event{Type: runs.EvCancelled}, reply)
+func (rn *Runner) Cancel(p protocol.RunParams) Call[protocol.Run] {
+	return rn.human(&p, p.RunID, func() runs.Event { return runs.Event{Type: runs.EvCancelled} })
 }
+
+// now is the Runner's clock in unix ms, the time the run machine takes.
+func (rn *Runner) now() int64 { return clock.Ms(rn.opts.Clock) }

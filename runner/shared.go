@@ -70,7 +70,7 @@ func (x *run) catchUpLog(ctx context.Context) error {
 		return err
 	}
 	for i, ev := range log {
-		effs := x.m.Apply(ev)
+		effs := x.m.Apply(ev.AtMs, ev)
 		x.seq = evs[i].Seq
 		var tell []runs.Effect
 		for _, e := range effs {

@@ -99,7 +99,7 @@ func (x *run) startThread(ctx context.Context, cfg runs.Config, sandboxMode prot
 
 // turn runs one turn on a thread and returns the text of its last agent
 // message.
-func (x *run) turn(ctx context.Context, thread, input string, schema json.RawMessage) (string, error) {
+func (x *run) turn(ctx context.Context, tag usageTag, thread, input string, schema json.RawMessage) (string, error) {
 	// After a restart the thread is loaded again first.
 	if err := x.rn.threads.Resume(ctx, thread, protocol.ThreadSettings{}); err != nil {
 		return "", fmt.Errorf("resuming thread %s: %w", thread, err)
@@ -119,6 +119,8 @@ func (x *run) turn(ctx context.Context, thread, input string, schema json.RawMes
 			return "", err
 		}
 		switch o := o.(type) {
+		case port.UsageReported:
+			x.recordUsage(ctx, tag, o)
 		case port.ItemCompleted:
 			if m, ok := o.Item.(*protocol.AgentMessageItem); ok && o.TurnID == tr.ID {
 				last = m.Text
@@ -195,7 +197,7 @@ func (x *run) plan(ctx context.Context, cfg runs.Config, e runs.StartPlanner) er
 			return nil // the run moved on
 		}
 	}
-	text, err := x.turn(ctx, thread, e.Prompt, planSchema)
+	text, err := x.turn(ctx, usageTag{stage: "planning"}, thread, e.Prompt, planSchema)
 	if err != nil {
 		if ctx.Err() == nil {
 			x.result(runs.Event{Type: runs.EvPlannerFailed, Reason: err.Error()})
@@ -317,6 +319,10 @@ func (x *run) implement(ctx context.Context, cfg runs.Config, e runs.StartTask) 
 		o, err := w.Next(ctx)
 		if err != nil {
 			return nil
+		}
+		if u, ok := o.(port.UsageReported); ok {
+			x.recordUsage(ctx, usageTag{"task", e.Task.ID}, u)
+			continue
 		}
 		p, ok := o.(port.FullAutoChanged)
 		if !ok {
@@ -463,14 +469,14 @@ func (x *run) review(ctx context.Context, cfg runs.Config, t protocol.RunTask) (
 		fmt.Fprintf(&b, "- %s\n", c)
 	}
 	fmt.Fprintf(&b, "\nThe diff:\n```diff\n%s```\n", diff)
-	text, err := x.turn(ctx, thread, b.String(), reviewSchema)
+	text, err := x.turn(ctx, usageTag{"review", t.ID}, thread, b.String(), reviewSchema)
 	if err != nil {
 		return false, "", err
 	}
 	r, perr := runs.ParseReview(text)
 	if perr != nil {
 		// Model output is untrusted: ask once more, saying what was wrong.
-		text, err = x.turn(ctx, thread, fmt.Sprintf("Your answer is not valid: %v. Answer again with JSON only: "+
+		text, err = x.turn(ctx, usageTag{"review", t.ID}, thread, fmt.Sprintf("Your answer is not valid: %v. Answer again with JSON only: "+
 			`{"pass": true or false, "findings": "what is wrong, or why it is right"}.`, perr), reviewSchema)
 		if err != nil {
 			return false, "", err
@@ -521,7 +527,7 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 	final.Run.WaitingFor, final.Run.Reason, final.Run.CurrentTaskID = nil, nil, nil
 	if !e.Into {
 		// The committed state.md says what the run's end will be.
-		final.LastEvent = runs.Event{Type: runs.EvMerged, AtMs: x.rn.opts.Now()}
+		final.LastEvent = runs.Event{Type: runs.EvMerged, AtMs: x.rn.now()}
 	}
 	if err := writeArtifacts(cfg.Worktree, final); err != nil {
 		return err
@@ -582,7 +588,7 @@ func (x *run) merge(ctx context.Context, cfg runs.Config, snap runs.Snapshot, e 
 // the run once its worktree is removed.
 func (x *run) leave(ctx context.Context, cfg runs.Config, final runs.Snapshot, reason string) error {
 	if reason != "" {
-		now := x.rn.opts.Now()
+		now := x.rn.now()
 		final.Run.Reason = &reason
 		final.LastEvent = runs.Event{Type: runs.EvMerged, AtMs: now, Reason: reason}
 		final.Decisions = append(final.Decisions, runs.Decision{AtMs: now, Text: fmt.Sprintf("branch %s not merged: %s", cfg.Branch, reason)})

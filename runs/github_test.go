@@ -365,7 +365,7 @@ func TestImported(t *testing.T) {
 	if err := m.Accepts(ev); err != nil {
 		t.Fatal(err)
 	}
-	m.Apply(ev)
+	m.Apply(ev.AtMs, ev)
 	got := m.Run()
 	if got.ID != "r9" || got.Status != protocol.RunCompleted || deref(got.MergeCommit) != "abc" || got.Counts.Completed != 1 || m.Config().Branch != "b" {
 		t.Errorf("imported run %+v", got)

@@ -257,10 +257,14 @@ func (m *Machine) Accepts(ev Event) error {
 	return nil
 }
 
-// Apply applies one event and returns the effects. An event that does not
-// fit (Check) is ignored, with no effects: a stale result (the answer of a
-// thread of a cancelled run) is dropped the same way.
-func (m *Machine) Apply(ev Event) []Effect {
+// Apply applies one event at now (unix ms) and returns the effects: the
+// contract of every pure core (fullauto.Machine.Apply too). The event is
+// stamped with now (ev.AtMs), as its driver stores it; a replay passes
+// each stored event's AtMs. An event that does not fit (Check) is ignored,
+// with no effects: a stale result (the answer of a thread of a cancelled
+// run) is dropped the same way.
+func (m *Machine) Apply(now int64, ev Event) []Effect {
+	ev.AtMs = now
 	m.out = nil
 	if err := m.Check(ev); err != nil {
 		return nil
@@ -1287,7 +1291,7 @@ func (m *Machine) takeOut() []Effect {
 func Replay(events []Event) *Machine {
 	m := New()
 	for _, ev := range events {
-		m.Apply(ev)
+		m.Apply(ev.AtMs, ev)
 	}
 	return m
 }

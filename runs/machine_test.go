@@ -48,7 +48,7 @@ func (h *harness) do(ev Event) {
 	if err := h.m.Check(ev); err != nil {
 		h.t.Fatalf("Check(%s) = %v", ev.Type, err)
 	}
-	h.out = h.m.Apply(ev)
+	h.out = h.m.Apply(ev.AtMs, ev)
 	h.log = append(h.log, ev)
 }
 
@@ -378,7 +378,7 @@ func TestPauseFinishesTaskThenStops(t *testing.T) {
 	h.status(protocol.RunCancelled, "")
 	h.want(Released{})
 	// A late result of the cancelled task is dropped.
-	if out := h.m.Apply(Event{Type: EvTaskImplemented, TaskID: "t2", OK: true, AtMs: h.now + 1}); len(out) != 0 {
+	if out := h.m.Apply(h.now+1, Event{Type: EvTaskImplemented, TaskID: "t2", OK: true}); len(out) != 0 {
 		t.Errorf("a result after cancel gave effects %s", kinds(out))
 	}
 }
@@ -403,7 +403,7 @@ func TestStaleResultsAreDropped(t *testing.T) {
 		{Type: EvPlanProposed, Tasks: plan3},
 		{Type: EvMerged},
 	} {
-		if out := h.m.Apply(ev); len(out) != 0 {
+		if out := h.m.Apply(ev.AtMs, ev); len(out) != 0 {
 			t.Errorf("Apply(stale %s %s) = %s, want nothing", ev.Type, ev.TaskID, kinds(out))
 		}
 	}
@@ -443,7 +443,7 @@ func TestReplayEveryPrefix(t *testing.T) {
 
 	live := New()
 	for i, ev := range h.log {
-		live.Apply(ev)
+		live.Apply(ev.AtMs, ev)
 		// Through JSON, as the store keeps it.
 		var logged []Event
 		b, _ := json.Marshal(h.log[:i+1])

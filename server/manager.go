@@ -17,50 +17,45 @@ func RegisterManager(s *Server, svc *projects.Service) {
 	handleLater(s, protocol.MethodProjectStatus, svc.Status)
 	handleLater(s, protocol.MethodManagerTick, svc.TickWire)
 	handleLater(s, protocol.MethodManagerExplain, svc.Explain)
+	handleLater(s, protocol.MethodManagerApprove, svc.ApproveWire)
 }
 
 // RunnerRuns is the runner as the manager's projects.Runs: run/start,
 // run/list and run/plan/approve, waited for.
 type RunnerRuns struct{ Runner *runner.Runner }
 
-type answer struct {
-	v   any
-	err error
-}
-
-func wait(ctx context.Context, f func(reply func(any, error))) (any, error) {
-	ch := make(chan answer, 1)
-	f(func(v any, err error) { ch <- answer{v, err} })
-	select {
-	case a := <-ch:
-		return a.v, a.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
 // Start implements projects.Runs.
 func (r RunnerRuns) Start(ctx context.Context, p protocol.RunStartParams) (protocol.Run, error) {
-	v, err := wait(ctx, func(reply func(any, error)) { r.Runner.Start(ctx, p, reply) })
-	if err != nil {
-		return protocol.Run{}, err
-	}
-	return v.(protocol.RunResult).Run, nil
+	return waitCall(ctx, r.Runner.Start(p))
 }
 
 // List implements projects.Runs.
 func (r RunnerRuns) List(ctx context.Context, cwd string) ([]protocol.Run, error) {
-	v, err := wait(ctx, func(reply func(any, error)) { r.Runner.List(ctx, protocol.RunListParams{Cwd: &cwd}, reply) })
-	if err != nil {
-		return nil, err
-	}
-	return v.(protocol.RunListResult).Runs, nil
+	return waitCall(ctx, r.Runner.List(protocol.RunListParams{Cwd: &cwd}))
 }
 
 // ApprovePlan implements projects.Runs.
 func (r RunnerRuns) ApprovePlan(ctx context.Context, runID string) error {
-	_, err := wait(ctx, func(reply func(any, error)) { r.Runner.PlanApprove(ctx, protocol.RunParams{RunID: runID}, reply) })
+	_, err := waitCall(ctx, r.Runner.PlanApprove(protocol.RunParams{RunID: runID}))
 	return err
+}
+
+// waitCall is c's answer, or ctx's error once ctx is done: a tick does not
+// outlive its request waiting on a busy run.
+func waitCall[R any](ctx context.Context, c runner.Call[R]) (R, error) {
+	type answer struct {
+		v   R
+		err error
+	}
+	ch := make(chan answer, 1)
+	c.Then(ctx, func(v R, err error) { ch <- answer{v, err} })
+	select {
+	case a := <-ch:
+		return a.v, a.err
+	case <-ctx.Done():
+		var zero R
+		return zero, ctx.Err()
+	}
 }
 
 // managerLane is the lane of the manager's requests: a tick may start a
@@ -70,7 +65,7 @@ func (r RunnerRuns) ApprovePlan(ctx context.Context, runID string) error {
 func managerLane(method string) (string, bool) {
 	switch method {
 	case protocol.MethodProjectSettingsRead, protocol.MethodProjectSettingsUpdate, protocol.MethodProjectStatus,
-		protocol.MethodManagerTick, protocol.MethodManagerExplain:
+		protocol.MethodManagerTick, protocol.MethodManagerExplain, protocol.MethodManagerApprove:
 		return "\x00manager", true
 	}
 	return "", false

@@ -43,7 +43,7 @@ type Aligner interface {
 
 // aligning reports whether the thread's actions are judged now.
 func (t *thread) aligning() bool {
-	return t.m.opts.Align != nil && t.autoRun().Active()
+	return t.m.opts.Align != nil && t.autoDrive().Active()
 }
 
 // alignCommand starts the check of a command; it reports whether it did
@@ -287,7 +287,7 @@ type Summarizer interface {
 // due. A full-auto run's thread waits for the run's end.
 func (t *thread) summarizeIdle() {
 	sm, ok := t.m.opts.Align.(Summarizer)
-	if !ok || !t.m.opts.Config.Brain.ProjectContext || !t.persistent() || t.turn != nil || t.autoRun().Active() {
+	if !ok || !t.m.opts.Config.Brain.ProjectContext || !t.persistent() || t.turn != nil || t.autoDrive().Active() {
 		return
 	}
 	modelName, provider, err := t.m.opts.Config.ResolveThreadModel(t.settings.Model, t.settings.Provider)

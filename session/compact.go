@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/apserver/apserver/compaction"
 	"github.com/apserver/apserver/config"
@@ -283,7 +282,7 @@ func (t *thread) startCompaction(tr *turn, auto bool, then func()) {
 	ctx, cancel := context.WithCancel(tr.ctx)
 	c := &compactRun{item: protocol.ContextCompactionItem{ID: t.uniqueItemID("")}, auto: auto, before: t.promptTokens(tr), cancel: cancel, then: then}
 	tr.compacting = c
-	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: c.item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: time.Now().UnixMilli()})
+	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: c.item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: t.m.clock.Now().UnixMilli()})
 
 	modelName, client := tr.modelName, tr.client
 	if t.m.opts.Config.HasRole(config.CompactionRole) {
@@ -387,7 +386,7 @@ func (t *thread) finishCompaction(tr *turn, c *compactRun, summary string, err e
 		c.then()
 		return
 	}
-	now := time.Now()
+	now := t.m.clock.Now()
 	if t.persistent() {
 		raw, _ := json.Marshal(c.item)
 		h, _ := json.Marshal(hist)
@@ -478,7 +477,7 @@ func (t *thread) compactedHistory(tr *turn, summary string) (hist []model.Entry,
 // the thread was loaded, the one the last compaction pinned is carried.
 func (t *thread) pinnedContext(tr *turn) string {
 	objective := ""
-	if r := t.autoRun(); r != nil {
+	if r := t.autoDrive(); r != nil {
 		objective = r.Objective
 	}
 	plan := tr.plan

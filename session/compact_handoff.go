@@ -10,30 +10,32 @@ import (
 )
 
 // handoff carries out fullauto.Handoff: compaction keeps leaving the
-// context too full to work in, so the run goes on in a fresh thread,
+// context too full to work in, so the drive goes on in a fresh thread,
 // forked from this one without its turns and started with a handoff (the
-// objective, the plan and the latest compaction summary). This run stops,
+// objective, the plan and the latest compaction summary). This drive stops,
 // naming the new thread (fullauto.Machine.HandedOff).
 func (t *thread) handoff(e fullauto.Handoff) {
-	text := t.handoffText(e.Run.Objective)
+	text := t.handoffText(e.Drive.Objective)
 	now := t.m.clock.Now().UnixMilli()
 	meta := store.Thread{
-		ID: newID(), ForkedFromID: t.id, Cwd: t.settings.Cwd, Preview: truncate(e.Run.Objective, 200),
+		ID: newID(), ForkedFromID: t.id, Cwd: t.settings.Cwd, Preview: truncate(e.Drive.Objective, 200),
 		Ephemeral: t.meta.Ephemeral, CreatedAt: now, UpdatedAt: now,
 	}
 	nt := t.m.newThread(meta, t.settings)
-	from, run := t.id, e.Run
+	from, run := t.id, e.Drive
 	nt.post(func() {
 		var failed error
 		nt.create(func(_ any, err error) { failed = err })
 		if failed != nil {
 			t.m.log.Error("full auto: creating the handoff thread", "thread", from, "err", failed)
-			t.post(func() { t.apply(t.fsm().TurnStartFailed(t.nowMs(), "handing off to a fresh thread: "+failed.Error())) })
+			t.post(func() {
+				t.drive(fullauto.TurnStartFailed{Message: "handing off to a fresh thread: " + failed.Error()}, nil)
+			})
 			return
 		}
-		nt.apply(nt.fsm().Adopt(nt.nowMs(), run, from, text))
+		nt.drive(fullauto.Adopt{From: run, FromThread: from, Handoff: text}, nil)
 	})
-	t.apply(t.fsm().HandedOff(t.nowMs(), meta.ID))
+	t.drive(fullauto.HandedOff{ThreadID: meta.ID}, nil)
 }
 
 // handoffText is the hidden input of the fresh thread's first turn.

@@ -226,7 +226,7 @@ func (t *thread) finishCommandOnly(tr *turn, run *commandRun, status protocol.It
 // startExec runs the command in a child goroutine that streams its output
 // back as events.
 func (t *thread) startExec(tr *turn, run *commandRun) {
-	run.started = time.Now()
+	run.started = t.m.clock.Now()
 	ctx := tr.ctx
 	req := tools.ExecRequest{Command: run.command, Dir: run.dir, Timeout: run.timeout}
 	run.plan.confine(&req)
@@ -256,7 +256,7 @@ func (t *thread) onCommandDone(tr *turn, run *commandRun, res tools.ExecResult, 
 	if err != nil {
 		run.item.ExitCode = ptr(-1)
 		run.item.AggregatedOutput = ptr(err.Error())
-		run.item.DurationMs = ptr(time.Since(run.started).Milliseconds())
+		run.item.DurationMs = ptr(t.m.clock.Now().Sub(run.started).Milliseconds())
 		t.finishCommand(tr, run, protocol.ItemFailed, "The command could not be started: "+err.Error())
 		return
 	}

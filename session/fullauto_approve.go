@@ -17,14 +17,14 @@ import (
 
 // Approvals under full auto. The ladder for a request the agent needs:
 //
-//  1. the rules (controller.Approve under the run's strategy) accept or
+//  1. the rules (controller.Approve under the drive's strategy) accept or
 //     decline it, or pass it on (autoAnswer, fullauto RequestAsked);
 //  2. when the config has a decision model and the strategy is not "ask",
 //     the model answers it if it is confident enough (answerLater,
 //     ModelMayAnswer, ModelAnsweredRequest);
-//  3. the editor: the run waits (state "waiting", an attention item); a
-//     request no human answers within the run's timeout is declined, and
-//     the decision after the turn pauses or stops the run
+//  3. the editor: the drive waits (state "waiting", an attention item); a
+//     request no human answers within the drive's timeout is declined, and
+//     the decision after the turn pauses or stops the drive
 //     (requestWait, settleRequest; RequestForwarded, RequestSettled).
 //
 // The machine decides and stores the receipts; this file does the I/O.
@@ -78,9 +78,11 @@ func (t *thread) autoAnswer(tr *turn, req serverRequest) (raw json.RawMessage, o
 	if req.Alignment != nil { // the project brain stopped it: a human's call
 		return nil, false
 	}
-	outcome, effs := t.fsm().RequestAsked(t.nowMs(), tr.id, requestKey(req), approvalRequest(req))
-	t.apply(effs)
-	switch outcome {
+	var v fullauto.Verdict
+	t.drive(fullauto.RequestAsked{TurnID: tr.id, Key: requestKey(req), Request: approvalRequest(req)}, func(effs []fullauto.Effect) {
+		v, _ = answer[fullauto.Verdict](effs)
+	})
+	switch v.Outcome {
 	case controller.OutcomeAccept:
 		return decisionJSON(protocol.DecisionAccept), true
 	case controller.OutcomeDecline:
@@ -94,7 +96,15 @@ func (t *thread) autoAnswer(tr *turn, req serverRequest) (raw json.RawMessage, o
 // request goes to the editor after all. It reports whether it took the
 // request; onAnswer is then called later on the thread goroutine.
 func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID int64, raw json.RawMessage, err error)) bool {
-	ok, objective, in := t.fsm().ModelMayAnswer(requestKey(req), approvalRequest(req))
+	if req.Alignment != nil || t.m.decisionModel() == nil {
+		return false
+	}
+	var ask fullauto.AskAboutRequest
+	var ok bool
+	t.drive(fullauto.RequestPassedOn{Key: requestKey(req), Request: approvalRequest(req)}, func(effs []fullauto.Effect) {
+		ask, ok = answer[fullauto.AskAboutRequest](effs)
+	})
+	objective, in := ask.Objective, ask.Input
 	dm := t.m.decisionModel()
 	if !ok || dm == nil || req.Alignment != nil {
 		return false
@@ -110,11 +120,11 @@ func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID in
 			if err != nil {
 				msg = err.Error()
 			}
-			accepted, effs := t.fsm().ModelAnsweredRequest(t.nowMs(), tr.id, in, fullauto.RequestAnswer{
-				Outcome: ans.outcome, Reason: ans.reason, Confidence: ans.confidence, Raw: ans.raw,
-			}, msg)
-			t.apply(effs)
-			if accepted {
+			var v fullauto.Verdict
+			t.drive(fullauto.ModelAnsweredRequest{TurnID: tr.id, Input: in, Answer: fullauto.RequestAnswer{
+				Outcome: ans.outcome, Reason: ans.reason, Confidence: ans.confidence, Raw: rawJSON(ans.raw),
+			}, Err: msg}, func(effs []fullauto.Effect) { v, _ = answer[fullauto.Verdict](effs) })
+			if v.Outcome != controller.OutcomeForward {
 				if len(t.status.ActiveFlags) > 0 {
 					t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
 				}
@@ -127,18 +137,34 @@ func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID in
 	return true
 }
 
+// rawJSON is the decision model's raw answer as JSON for the log and the
+// receipt: an answer that is not JSON (the model's mistake) is kept as a
+// JSON string, so the event and its receipt still encode.
+func rawJSON(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	if json.Valid(b) {
+		return b
+	}
+	s, _ := json.Marshal(string(b))
+	return s
+}
+
 // requestWait is rung 3: the request went to the client as id. It shows in
-// attention; under a run it is tracked (and stored, for a restart), the
-// run waits, and the wait times out after the run's approval timeout. It
+// attention; under a drive it is tracked (and stored, for a restart), the
+// drive waits, and the wait times out after the drive's approval timeout. It
 // returns how the request's wait context is derived from the turn's.
 func (t *thread) requestWait(tr *turn, req serverRequest, id int64) func(context.Context) (context.Context, context.CancelFunc) {
 	key := attnKey{t.id, attentionKind(req.Kind), id}
 	t.m.fa.attn.set(key, protocol.AttentionItem{ThreadID: t.id, Kind: key.kind, Reason: requestReason(req), SinceMs: t.nowMs()})
-	tracked, timeoutMs, effs := t.fsm().RequestForwarded(t.nowMs(), tr.id, id, req.Kind, req.Command, requestReason(req))
-	if tracked {
-		t.storePending(tr, req, id)
-	}
-	t.apply(effs)
+	var timeoutMs int64
+	t.drive(fullauto.RequestForwarded{TurnID: tr.id, ID: id, Kind: req.Kind, Command: req.Command, Reason: requestReason(req)}, func(effs []fullauto.Effect) {
+		if tk, tracked := answer[fullauto.Tracked](effs); tracked {
+			timeoutMs = tk.TimeoutMs
+			t.storePending(tr, req, id) // before the run's effects
+		}
+	})
 	timeout := time.Duration(timeoutMs) * time.Millisecond
 	return func(ctx context.Context) (context.Context, context.CancelFunc) {
 		wctx, cancel := context.WithCancelCause(ctx)
@@ -183,7 +209,7 @@ func requestReason(req serverRequest) string {
 	return "answer " + req.Method
 }
 
-// storePending stores a request a run waits on, for a restart.
+// storePending stores a request a drive waits on, for a restart.
 func (t *thread) storePending(tr *turn, req serverRequest, id int64) {
 	if !t.persistent() {
 		return
@@ -233,7 +259,7 @@ func (t *thread) settleRequest(ctx, wctx context.Context, tr *turn, req serverRe
 		return raw, err
 	}
 	s := fullauto.Settled{TimedOut: timedOut, Declined: !timedOut && declined(raw, err)}
-	t.postEvent(ctx, func() { t.apply(t.fsm().RequestSettled(t.nowMs(), tr.id, id, s)) })
+	t.postEvent(ctx, func() { t.drive(fullauto.RequestSettled{TurnID: tr.id, ID: id, Settled: s}, nil) })
 	return raw, err
 }
 

@@ -15,11 +15,11 @@ import (
 	"github.com/apserver/apserver/tools"
 )
 
-// Full auto across a restart. A run that was running or waiting when
+// Full auto across a restart. A drive that was running or waiting when
 // apserver stopped (even by kill -9) comes back when the client has
 // initialized: a request it was waiting on is sent again with the same id,
-// and answering it carries the run on in a new turn (the interrupted one
-// cannot resume); a run that was between or inside turns goes on with a new
+// and answering it carries the drive on in a new turn (the interrupted one
+// cannot resume); a drive that was between or inside turns goes on with a new
 // turn, or waits paused, as full_auto.on_restart says.
 
 // callerWithID is a Client that can re-send a request under an old id
@@ -28,19 +28,19 @@ type callerWithID interface {
 	CallWithID(id int64, method string, params any) ClientCall
 }
 
-// RestoreFullAuto brings back the runs that were going when apserver last
+// RestoreFullAuto brings back the drives that were going when apserver last
 // stopped. The server calls it once the client has initialized; later
 // calls do nothing.
 func (m *Manager) RestoreFullAuto() {
-	m.fa.restoreOnce.Do(func() { go m.restoreRuns() })
+	m.fa.restoreOnce.Do(func() { go m.restoreDrives() })
 }
 
-func (m *Manager) restoreRuns() {
+func (m *Manager) restoreDrives() {
 	db, err := m.store()
 	if err != nil {
 		return
 	}
-	runs, err := db.Runs(m.ctx, string(protocol.FullAutoRunning), string(protocol.FullAutoWaiting))
+	runs, err := db.Drives(m.ctx, string(protocol.FullAutoRunning), string(protocol.FullAutoWaiting))
 	if err != nil {
 		m.log.Error("full auto: listing runs to restore", "err", err)
 		return
@@ -51,18 +51,18 @@ func (m *Manager) restoreRuns() {
 			m.log.Error("full auto: loading a thread to restore its run", "thread", sr.ThreadID, "err", err)
 			continue
 		}
-		t.post(t.restoreRun)
+		t.post(t.restoreDrive)
 	}
 }
 
-// restoreRun runs on the thread goroutine after a restart.
-func (t *thread) restoreRun() {
+// restoreDrive runs on the thread goroutine after a restart.
+func (t *thread) restoreDrive() {
 	if t.auto.restored {
 		return
 	}
 	t.auto.restored = true
 	fsm := t.fsm()
-	if !fsm.Run().Active() || t.turn != nil {
+	if !fsm.Drive().Active() || t.turn != nil {
 		return
 	}
 	db, err := t.m.store()
@@ -88,7 +88,7 @@ func (t *thread) restoreRun() {
 	} else if t.m.opts.Config.FullAuto.OnRestart != config.OnRestartPaused {
 		t.m.log.Info("full auto: run goes on after a restart", "thread", t.id)
 	}
-	t.apply(fsm.Restore(t.nowMs(), pend))
+	t.drive(fullauto.Restore{Pending: pend}, nil)
 }
 
 // resend sends a stored pending request again, under its old id when the
@@ -113,7 +113,7 @@ func (t *thread) resend(e fullauto.Resend) {
 	if id != p.RequestID {
 		// Store it under the id the client now knows.
 		t.dropPending(p.RequestID)
-		t.fsm().RequestMoved(p.RequestID, id)
+		t.drive(fullauto.RequestMoved{Old: p.RequestID, ID: id}, nil)
 		p.RequestID = id
 		if db, err := t.m.store(); err == nil {
 			_ = db.PutPendingRequest(context.WithoutCancel(t.ctx), p)
@@ -152,18 +152,22 @@ func (t *thread) resend(e fullauto.Resend) {
 }
 
 // resentAnswered acts on the answer to a request re-sent after a restart:
-// the run goes on in a new turn that starts with the outcome of the
+// the drive goes on in a new turn that starts with the outcome of the
 // request (the approved command's run, the declined command, the answer to
 // the question).
 func (t *thread) resentAnswered(p store.PendingRequest, rd resumeData, id int64, raw json.RawMessage, err error, timedOut bool) {
 	delete(t.portAnswers, id)
 	t.notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.id, RequestID: id})
 	fsm := t.fsm()
-	carry, kind, effs := fsm.ResentAnswered(t.nowMs(), id, fullauto.Settled{TimedOut: timedOut, Declined: !timedOut && declined(raw, err)})
-	t.apply(effs)
+	var c fullauto.CarryOn
+	var carry bool
+	t.drive(fullauto.ResentAnswered{ID: id, Settled: fullauto.Settled{TimedOut: timedOut, Declined: !timedOut && declined(raw, err)}}, func(effs []fullauto.Effect) {
+		c, carry = answer[fullauto.CarryOn](effs)
+	})
 	if !carry {
 		return
 	}
+	kind := c.Kind
 	switch p.Method {
 	case protocol.RequestCommandApproval:
 		var params protocol.CommandApprovalParams
@@ -184,14 +188,14 @@ func (t *thread) resentAnswered(p store.PendingRequest, rd resumeData, id int64,
 		if d, perr := protocol.ParseApprovalResponse(raw); err == nil && perr == nil {
 			answer = string(d.Kind)
 		}
-		t.carry(fsm.Token(), fullauto.TurnInput{Kind: kind, Hidden: fullauto.FileChangeRestartText(answer, fsm.Run().Objective)})
+		t.carry(fsm.Token(), fullauto.TurnInput{Kind: kind, Hidden: fullauto.FileChangeRestartText(answer, fsm.Drive().Objective)})
 	}
 }
 
-// carry starts the turn that carries a run on, if the run is still as it
+// carry starts the turn that carries a drive on, if the drive is still as it
 // was at token.
 func (t *thread) carry(token int, in fullauto.TurnInput) {
-	t.apply(t.fsm().Carry(t.nowMs(), token, in))
+	t.drive(fullauto.Carry{Token: token, Input: in}, nil)
 }
 
 // resumedCall is a tool call that was waiting for approval when apserver

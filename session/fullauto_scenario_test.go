@@ -319,7 +319,7 @@ func replayReceipts(t *testing.T, rs []store.Receipt) {
 			if json.Unmarshal(r.Input, &in) != nil || json.Unmarshal(r.Output, &out) != nil {
 				t.Fatalf("receipt #%d does not decode", r.Seq)
 			}
-			if in.Run == nil {
+			if in.Drive == nil {
 				t.Errorf("decision receipt #%d holds no run context: its overrides cannot be replayed", r.Seq)
 			}
 			_, why, same = fullauto.ReplayDecision(in, out, r.PolicyHash, r.Executed, r.Override)

@@ -23,7 +23,7 @@ import (
 	"github.com/apserver/apserver/tools/rules"
 )
 
-// responseUsage runs after each model response (turn.go): the run counts
+// responseUsage runs after each model response (turn.go): the drive counts
 // the tokens and cost, and a goal reports its progress.
 func (t *thread) responseUsage(tr *turn, last protocol.TokenUsageBreakdown) {
 	u := fullauto.Response{Input: last.InputTokens, Cached: last.CachedInputTokens, Output: last.OutputTokens}
@@ -33,18 +33,18 @@ func (t *thread) responseUsage(tr *turn, last protocol.TokenUsageBreakdown) {
 	if p, ok := t.m.opts.Config.Prices[tr.modelName]; ok {
 		u.Price = fullauto.Price{InputPerMTok: p.InputPerMTok, CachedInputPerMTok: p.CachedInputPerMTok, OutputPerMTok: p.OutputPerMTok}
 	}
-	t.apply(t.fsm().ResponseDone(t.nowMs(), tr.id, u))
+	t.drive(fullauto.ResponseDone{TurnID: tr.id, Usage: u}, nil)
 }
 
-// turnEnded runs right after turn/completed has been sent for tr: the run
+// turnEnded runs right after turn/completed has been sent for tr: the drive
 // sums the turn up and decides what comes next.
 func (t *thread) turnEnded(tr *turn, status string, te *protocol.TurnError) {
 	end := fullauto.TurnEnd{Summary: controller.TurnSummary{TurnID: tr.id, Status: status}}
-	if t.autoRun().Active() { // only a run decides on the turn
+	if t.autoDrive().Active() { // only a run decides on the turn
 		end = fullauto.TurnEnd{Summary: t.summarize(tr, status, te), EndSnapshot: tr.ckpt.End, NoTools: tr.startSnap == nil}
 	}
 	end.Replaced = tr.replaced
-	t.apply(t.fsm().TurnEnded(t.nowMs(), end))
+	t.drive(fullauto.TurnEnded{End: end}, nil)
 }
 
 // fingerprint takes the workspace fingerprint off the thread goroutine
@@ -60,7 +60,7 @@ func (t *thread) fingerprint(e fullauto.Fingerprint) {
 		}
 		t.postEvent(ctx, func() {
 			t.auto.fpCache = cache
-			t.apply(t.fsm().Fingerprinted(t.nowMs(), e.Token, fp))
+			t.drive(fullauto.Fingerprinted{Token: e.Token, Fingerprint: fp}, nil)
 		})
 	}()
 }
@@ -80,7 +80,7 @@ func (t *thread) askDecisionModel(e fullauto.AskModel) {
 				ans = &a
 			}
 		}
-		t.postEvent(ctx, func() { t.apply(t.fsm().ModelAnswered(t.nowMs(), e.Token, ans)) })
+		t.postEvent(ctx, func() { t.drive(fullauto.ModelAnswered{Token: e.Token, Answer: ans}, nil) })
 	}()
 }
 

@@ -3,13 +3,14 @@ package session
 import (
 	"context"
 
+	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/protocol"
 )
 
 // Codex's thread goals (protocol/codex/CORE.md §7) are a view of the thread's full-auto
-// run: the objective, the token budget and six statuses mapped from the
-// run's state and stop condition (fullauto.Run.GoalStatus). thread/goal/set
-// makes a run that asks the editor for every approval, like Codex's goal
+// drive: the objective, the token budget and six statuses mapped from the
+// drive's state and stop condition (fullauto.Drive.GoalStatus). thread/goal/set
+// makes a drive that asks the editor for every approval, like Codex's goal
 // mode; its continuation turns start without a userMessage item. The
 // machine (fullauto.Machine.SetGoal, ClearGoal, GoalOnResume) decides;
 // this file answers and applies.
@@ -17,7 +18,7 @@ import (
 // goalOnResume syncs a resuming client with the thread's goal, as Codex
 // 0.169 does.
 func (t *thread) goalOnResume() {
-	t.apply(t.fsm().GoalOnResume(t.nowMs()))
+	t.drive(fullauto.GoalOnResume{}, nil)
 }
 
 // SetGoal implements thread/goal/set.
@@ -28,12 +29,14 @@ func (m *Manager) SetGoal(ctx context.Context, p protocol.ThreadGoalSetParams, r
 		return
 	}
 	t.post(func() {
-		g, effs, err := t.fsm().SetGoal(t.nowMs(), p)
-		if err != nil {
-			reply(nil, err)
-			return
-		}
-		t.reply(effs, func() { reply(protocol.ThreadGoalSetResult{Goal: g}, nil) })
+		t.drive(fullauto.SetGoal{Params: p}, func(effs []fullauto.Effect) {
+			if r, ok := answer[fullauto.Refused](effs); ok {
+				reply(nil, r.Err)
+				return
+			}
+			g, _ := answer[fullauto.GoalAnswer](effs)
+			reply(protocol.ThreadGoalSetResult{Goal: g.Goal}, nil)
+		})
 	})
 }
 
@@ -45,7 +48,7 @@ func (m *Manager) GetGoal(ctx context.Context, p protocol.ThreadIDParams, reply 
 		return
 	}
 	t.post(func() {
-		if t.autoRun() == nil || t.meta.Ephemeral {
+		if t.autoDrive() == nil || t.meta.Ephemeral {
 			reply(protocol.ThreadGoalGetResult{}, nil)
 			return
 		}
@@ -54,7 +57,7 @@ func (m *Manager) GetGoal(ctx context.Context, p protocol.ThreadIDParams, reply 
 	})
 }
 
-// ClearGoal implements thread/goal/clear: the run ends and is forgotten.
+// ClearGoal implements thread/goal/clear: the drive ends and is forgotten.
 func (m *Manager) ClearGoal(ctx context.Context, p protocol.ThreadGoalClearParams, reply Reply) {
 	t, err := m.load(ctx, p.ThreadID)
 	if err != nil {
@@ -62,7 +65,9 @@ func (m *Manager) ClearGoal(ctx context.Context, p protocol.ThreadGoalClearParam
 		return
 	}
 	t.post(func() {
-		cleared, effs := t.fsm().ClearGoal(t.nowMs())
-		t.reply(effs, func() { reply(protocol.ThreadGoalClearResult{Cleared: cleared}, nil) })
+		t.drive(fullauto.ClearGoal{}, func(effs []fullauto.Effect) {
+			c, _ := answer[fullauto.GoalCleared](effs)
+			reply(protocol.ThreadGoalClearResult{Cleared: c.Cleared}, nil)
+		})
 	})
 }

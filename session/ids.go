@@ -3,14 +3,15 @@ package session
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"time"
+
+	"github.com/apserver/apserver/internal/clock"
 )
 
 // newID returns a UUIDv7 string: time-ordered, so ids sort by creation.
 func newID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	ms := uint64(time.Now().UnixMilli())
+	ms := uint64(clock.Real{}.Now().UnixMilli()) // wall time whatever clock drives the thread: ids sort across processes
 	b[0] = byte(ms >> 40)
 	b[1] = byte(ms >> 32)
 	b[2] = byte(ms >> 24)

@@ -65,7 +65,7 @@ const (
 func (t *thread) routeIntent(tr *turn, user userInput, auto *fullauto.TurnInput) bool {
 	r := t.m.opts.Intents
 	text := protocol.InputText(user.content)
-	if r == nil || auto != nil || text == "" || tr.schema != nil || tr.readOnly || tr.kind != "" || t.autoRun().Active() {
+	if r == nil || auto != nil || text == "" || tr.schema != nil || tr.readOnly || tr.kind != "" || t.autoDrive().Active() {
 		return false
 	}
 	req := IntentRequest{ThreadID: t.id, Cwd: t.settings.Cwd, Model: tr.modelName, Provider: t.settings.Provider, Text: text}

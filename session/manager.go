@@ -11,9 +11,9 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
@@ -150,7 +150,7 @@ func NewManager(opts Options) *Manager {
 	m.sched = newScheduler(opts.Config.MaxConcurrentModelCalls)
 	m.clock = opts.Clock
 	if m.clock == nil {
-		m.clock = realClock{}
+		m.clock = clock.Real{}
 	}
 	go func() {
 		defer close(m.storeReady)
@@ -324,7 +324,7 @@ func (m *Manager) StartThread(ctx context.Context, p protocol.ThreadStartParams,
 		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "cwd is not a directory: %s", s.Cwd))
 		return
 	}
-	now := time.Now()
+	now := m.clock.Now()
 	meta := store.Thread{
 		ID:        newID(),
 		Cwd:       s.Cwd,
@@ -410,7 +410,7 @@ func (m *Manager) ForkThread(ctx context.Context, p protocol.ThreadForkParams, r
 		reply(nil, err)
 		return
 	}
-	now := time.Now()
+	now := m.clock.Now()
 	meta := src
 	meta.ID = newID()
 	meta.ForkedFromID = src.ID
@@ -514,7 +514,7 @@ func (m *Manager) ArchiveThread(ctx context.Context, p protocol.ThreadIDParams, 
 			t.unload()
 		}
 		meta.Archived = true
-		meta.UpdatedAt = time.Now().UnixMilli()
+		meta.UpdatedAt = m.clock.Now().UnixMilli()
 		if err := db.UpdateThread(ctx, meta); err != nil {
 			reply(nil, err)
 			return
@@ -533,7 +533,7 @@ func (m *Manager) UnarchiveThread(ctx context.Context, p protocol.ThreadIDParams
 			return
 		}
 		meta.Archived = false
-		meta.UpdatedAt = time.Now().UnixMilli()
+		meta.UpdatedAt = m.clock.Now().UnixMilli()
 		if err := db.UpdateThread(ctx, meta); err != nil {
 			reply(nil, err)
 			return
@@ -556,7 +556,7 @@ func (m *Manager) SetThreadName(ctx context.Context, p protocol.ThreadNameSetPar
 			return
 		}
 		meta.Name = *p.Name
-		meta.UpdatedAt = time.Now().UnixMilli()
+		meta.UpdatedAt = m.clock.Now().UnixMilli()
 		if err := db.UpdateThread(ctx, meta); err != nil {
 			reply(nil, err)
 			return

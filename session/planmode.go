@@ -2,7 +2,6 @@ package session
 
 import (
 	"strings"
-	"time"
 
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
@@ -107,7 +106,7 @@ func (t *thread) finishModeTurn(tr *turn) bool {
 			return true
 		}
 		item := protocol.PlanItem{ID: t.uniqueItemID(""), Text: plan}
-		t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: time.Now().UnixMilli()})
+		t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: t.m.clock.Now().UnixMilli()})
 		if err := t.commitItem(tr, item, []model.Entry(nil)); err != nil {
 			t.failTurn(tr, err)
 			return false

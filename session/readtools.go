@@ -3,7 +3,6 @@ package session
 import (
 	"encoding/json"
 	"path/filepath"
-	"time"
 
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
@@ -25,9 +24,9 @@ func (t *thread) runReadCall(tr *turn, call model.ToolCall) {
 	}
 	item := protocol.DynamicToolCallItem{ID: t.uniqueItemID(call.CallID), Tool: call.Name, Arguments: args, Status: protocol.ItemInProgress, ContentItems: []protocol.DynamicToolCallContent{}}
 	t.notifyItemStarted(tr, item)
-	start := time.Now()
+	start := t.m.clock.Now()
 	out, err := t.readTool(tr, call)
-	item.DurationMs = ptr(time.Since(start).Milliseconds())
+	item.DurationMs = ptr(t.m.clock.Now().Sub(start).Milliseconds())
 	if err != nil {
 		out = call.Name + ": " + err.Error()
 		item.Status, item.Success = protocol.ItemFailed, ptr(false)

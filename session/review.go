@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
@@ -80,7 +79,7 @@ func (t *thread) startReview(p protocol.ReviewStartParams, reply Reply) {
 	case t.turn != nil:
 		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "a turn is in progress on thread %s; start the review when it ends", t.id))
 		return
-	case t.autoRun().Active():
+	case t.autoDrive().Active():
 		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "a full-auto run is active on thread %s; pause it first", t.id))
 		return
 	}
@@ -103,7 +102,7 @@ func (t *thread) startReview(p protocol.ReviewStartParams, reply Reply) {
 	t.notify(protocol.NotifyTurnStarted, protocol.TurnNotification{ThreadID: t.id, Turn: started})
 	tr.histStart = len(t.history)
 	entered := protocol.ReviewModeItem{ID: t.uniqueItemID(""), Review: hint}
-	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: entered, ThreadID: t.id, TurnID: tr.id, StartedAtMs: time.Now().UnixMilli()})
+	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: entered, ThreadID: t.id, TurnID: tr.id, StartedAtMs: t.m.clock.Now().UnixMilli()})
 	if err := t.commitItem(tr, entered, nil); err != nil {
 		t.failTurn(tr, err)
 		return
@@ -123,7 +122,7 @@ func (t *thread) exitReview(tr *turn) bool {
 		text = tr.lastAgent.Text
 	}
 	item := protocol.ReviewModeItem{ID: t.uniqueItemID(""), Review: text, Exited: true}
-	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: time.Now().UnixMilli()})
+	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: t.m.clock.Now().UnixMilli()})
 	if err := t.commitItem(tr, item, []model.Entry(nil)); err != nil {
 		t.failTurn(tr, err)
 		return false

@@ -48,6 +48,6 @@ func (m *Manager) RestoreFullAutoOf(ctx context.Context, threadID string) error 
 	if err != nil {
 		return err
 	}
-	t.post(t.restoreRun)
+	t.post(t.restoreDrive)
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
@@ -139,12 +138,12 @@ func (m *Manager) newThread(meta store.Thread, s threadSettings) *thread {
 	m.threads[t.id] = t
 	m.mu.Unlock()
 	m.wg.Add(1)
-	go t.run()
+	go t.loop()
 	return t
 }
 
-// run is the thread's goroutine.
-func (t *thread) run() {
+// loop is the thread's goroutine.
+func (t *thread) loop() {
 	defer t.m.wg.Done()
 	defer close(t.done)
 	for {
@@ -431,7 +430,7 @@ func (t *thread) fork(srcID, through string, excludeTurns bool, reply Reply) {
 
 func (t *thread) setName(name string, reply Reply) {
 	t.meta.Name = name
-	t.meta.UpdatedAt = time.Now().UnixMilli()
+	t.meta.UpdatedAt = t.m.clock.Now().UnixMilli()
 	if err := t.saveMeta(); err != nil {
 		reply(nil, err)
 		return

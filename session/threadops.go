@@ -149,7 +149,7 @@ func (t *thread) shellCommand(p protocol.ThreadShellCommandParams, reply Reply) 
 	case t.turn != nil:
 		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "a turn is in progress on thread %s; run the command when it ends", t.id))
 		return
-	case t.autoRun().Active():
+	case t.autoDrive().Active():
 		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "a full-auto run is active on thread %s; pause it first", t.id))
 		return
 	}
@@ -188,7 +188,7 @@ func (t *thread) shellCommand(p protocol.ThreadShellCommandParams, reply Reply) 
 	// The turn's checkpoints, as for the agent's commands: thread/revert
 	// undoes what the user's command changed, and the turn has a diff.
 	t.afterStartCheckpoint(tr, func() {
-		run.started = time.Now()
+		run.started = t.m.clock.Now()
 		ctx := tr.ctx
 		req := tools.ExecRequest{Command: run.command, Dir: run.dir, Timeout: run.timeout, Sandbox: sb}
 		go func() {
@@ -204,7 +204,7 @@ func (t *thread) onUserShellDone(tr *turn, run *commandRun, res tools.ExecResult
 	if t.turn != tr {
 		return
 	}
-	run.item.DurationMs = ptr(time.Since(run.started).Milliseconds())
+	run.item.DurationMs = ptr(t.m.clock.Now().Sub(run.started).Milliseconds())
 	if err != nil {
 		run.item.ExitCode = ptr(-1)
 		run.item.AggregatedOutput = ptr(err.Error())

@@ -124,11 +124,11 @@ func (p threadPort) FullAuto(ctx context.Context, threadID string) (port.FullAut
 	}
 	ch := make(chan *protocol.FullAutoRun, 1)
 	t.post(func() {
-		if t.autoRun() == nil {
+		if t.autoDrive() == nil {
 			ch <- nil
 			return
 		}
-		w := t.wireRun()
+		w := t.wireDrive()
 		ch <- &w
 	})
 	var st port.FullAutoState

@@ -88,11 +88,16 @@ func TestPortOutcomes(t *testing.T) {
 			if o.Error != nil {
 				t.Errorf("completed turn with error %+v", o.Error)
 			}
+		case port.UsageReported:
+			kinds = append(kinds, "usage")
+			if o.TurnID != ta.ID || o.Model == "" || o.Usage.InputTokens <= 0 || o.Usage.TotalTokens != o.Usage.InputTokens+o.Usage.OutputTokens {
+				t.Errorf("usage outcome %+v", o)
+			}
 		default:
 			kinds = append(kinds, "other")
 		}
 	}
-	if s, want := strings.Join(kinds, ","), "item:userMessage,item:agentMessage,turnEnded:completed"; s != want {
+	if s, want := strings.Join(kinds, ","), "item:userMessage,item:agentMessage,usage,turnEnded:completed"; s != want {
 		t.Errorf("A's outcomes = %s, want %s", s, want)
 	}
 	h.c.waitNotify(t, protocol.NotifyTurnCompleted, b)

@@ -12,6 +12,7 @@ import (
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/tools/files"
 )
@@ -424,7 +425,7 @@ func (t *thread) commitItem(tr *turn, item protocol.ThreadItem, hist []model.Ent
 	now := t.m.clock.Now()
 	hist = t.budgetOutputs(tr, item, hist) // tooloutput.go
 	if t.persistent() {
-		raw, err := encodeItem(item)
+		raw, enc, err := encodeItem(item)
 		if err != nil {
 			return fmt.Errorf("encoding item %s: %w", item.ItemID(), err)
 		}
@@ -434,7 +435,7 @@ func (t *thread) commitItem(tr *turn, item protocol.ThreadItem, hist []model.Ent
 		}
 		db, err := t.m.store()
 		if err == nil {
-			_, err = db.AppendItem(tr.ctx, store.Item{ThreadID: t.id, TurnID: tr.id, ID: item.ItemID(), Type: item.ItemType(), Item: raw, History: h, CompletedAt: now.UnixMilli()})
+			_, err = db.AppendItem(tr.ctx, store.Item{ThreadID: t.id, TurnID: tr.id, ID: item.ItemID(), Type: item.ItemType(), Item: raw, Encoding: enc, History: h, CompletedAt: now.UnixMilli()})
 		}
 		if err != nil {
 			return fmt.Errorf("storing item %s: %w", item.ItemID(), err)
@@ -452,12 +453,23 @@ func (t *thread) commitItem(tr *turn, item protocol.ThreadItem, hist []model.Ent
 // encodeItem is the stored JSON of item. Every item type encodes itself
 // (compact, with its "type" tag); calling that directly spares the copy
 // json.Marshal makes of the result, which for an answer cut at a 64 MiB
-// response cap is 64 MiB more at the worst moment.
-func encodeItem(item protocol.ThreadItem) ([]byte, error) {
-	if m, ok := item.(json.Marshaler); ok {
-		return m.MarshalJSON()
+// response cap is 64 MiB more at the worst moment. An item whose encoding
+// is protocol.HugeEncoding or more comes back as an encoding that escapes
+// its long strings as it is written (the same bytes): the store writes it
+// straight to the item's side file, and the JSON is never held whole.
+func encodeItem(item protocol.ThreadItem) ([]byte, store.Encoding, error) {
+	if l, ok, err := protocol.MarshalLarge(item, true); err == nil && ok {
+		if l.Len() >= protocol.HugeEncoding {
+			return nil, l, nil
+		}
+		return l.AppendTo(make([]byte, 0, l.Len())), nil, nil
 	}
-	return json.Marshal(item)
+	if m, ok := item.(json.Marshaler); ok {
+		b, err := m.MarshalJSON()
+		return b, nil, err
+	}
+	b, err := json.Marshal(item)
+	return b, nil, err
 }
 
 // postEvent queues an event from a child goroutine; it is dropped if the
@@ -599,6 +611,9 @@ func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 			ThreadID: t.id, TurnID: tr.id,
 			TokenUsage: protocol.ThreadTokenUsage{Total: t.usage, Last: last, ModelContextWindow: t.contextWindow(tr)},
 		})
+		// The port's streams hear the usage with the model that answered
+		// (a run counts its tokens and cost: the manager's budgets).
+		t.m.watchers.publish(port.UsageReported{ThreadID: t.id, TurnID: tr.id, Model: tr.modelName, Usage: last})
 		t.responseUsage(tr, last) // full auto: spent tokens, goal progress (fullauto_turn.go)
 		tr.sampling = false
 		t.afterResponse(tr)
@@ -635,12 +650,11 @@ func (t *thread) startMessage(tr *turn, modelID string) {
 // the authoritative full text.
 func (t *thread) completeMessage(tr *turn, text string) bool {
 	item := *tr.msg
-	item.Text = tr.msgText.String()
+	item.Text = tr.msgText.Take()
 	if text != "" {
 		item.Text = text
 	}
 	tr.msg = nil
-	tr.msgText.Reset()
 	if err := t.commitItem(tr, item, []model.Entry{{Kind: model.EntryAssistant, Text: item.Text}}); err != nil {
 		t.failTurn(tr, err)
 		return false
@@ -682,7 +696,7 @@ func (tr *turn) reasoningItem() protocol.ReasoningItem {
 		}
 		for i := range bufs {
 			if bufs[i].Len() > 0 {
-				parts[i] = bufs[i].String()
+				parts[i] = bufs[i].Take()
 			}
 		}
 		*dst = parts
@@ -953,9 +967,8 @@ func (t *thread) closeOpenItems(tr *turn) {
 		switch item := it.(type) {
 		case protocol.AgentMessageItem:
 			if tr.msg != nil && tr.msg.ID == item.ID {
-				item.Text = tr.msgText.String()
+				item.Text = tr.msgText.Take()
 				tr.msg = nil
-				tr.msgText.Reset()
 			}
 			it = item
 		case protocol.ReasoningItem:

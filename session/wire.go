@@ -284,21 +284,25 @@ func compactJSON(b []byte) bool {
 		return false
 	}
 	depth, inString := 0, false
+	quote := -1 // the first quote at or after i, once found: a string of
+	// many escapes must not be searched to its end again at each one
 	for i := 0; i < len(b); i++ {
 		c := b[i]
 		if inString {
 			// Jump to the string's next quote or backslash: item
 			// strings (command output, messages) are most of the bytes.
-			rest := b[i:]
-			q := bytes.IndexByte(rest, '"')
-			if q < 0 {
-				return false
+			if quote < i {
+				q := bytes.IndexByte(b[i:], '"')
+				if q < 0 {
+					return false
+				}
+				quote = i + q
 			}
-			if e := bytes.IndexByte(rest[:q], '\\'); e >= 0 {
+			if e := bytes.IndexByte(b[i:quote], '\\'); e >= 0 {
 				i += e + 1 // skip the escaped byte
 				continue
 			}
-			i += q
+			i = quote
 			inString = false
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apserver/apserver/protocol"
@@ -186,5 +187,23 @@ func TestCompactJSONAgreesWithCompact(t *testing.T) {
 				t.Errorf("compactJSON(%s) = %v, want %v", in, !want, want)
 			}
 		}
+	}
+}
+
+// TestCompactJSONManyEscapes: a stored item whose long string is mostly
+// escapes (a 4 MiB answer of '<', each stored as \u003c) is scanned once:
+// searching to the string's closing quote again at every escape made
+// thread/read of such an item spin for hours (without the fix this test
+// does not finish).
+func TestCompactJSONManyEscapes(t *testing.T) {
+	b, err := json.Marshal(map[string]string{"type": "agentMessage", "text": strings.Repeat("<", 4<<20)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !compactJSON(b) {
+		t.Errorf("compactJSON of a compact item of escapes = false")
+	}
+	if compactJSON(append(b[:len(b)-1:len(b)-1], ' ', '}')) {
+		t.Errorf("compactJSON with a space after the long string = true")
 	}
 }

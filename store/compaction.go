@@ -157,7 +157,10 @@ func (s *Store) PromptSource(ctx context.Context, threadID string) (PromptSource
 			rows.Close()
 			return fail(err)
 		}
-		it.History = rawOrNil(h)
+		if it.History, err = s.sideRead(threadID, it.ID, "history", rawOrNil(h)); err != nil {
+			rows.Close()
+			return fail(err)
+		}
 		src.Items = append(src.Items, it)
 	}
 	rows.Close()
@@ -216,7 +219,9 @@ func (s *Store) WireItems(ctx context.Context, threadID string) ([]Item, error) 
 		if err := rows.Scan(&it.TurnID, &it.ID, &it.Seq, &it.Type, &body, &it.CompletedAt); err != nil {
 			return nil, fmt.Errorf("store: items of %q: %w", threadID, err)
 		}
-		it.Item = body
+		if it.Item, err = s.sideRead(threadID, it.ID, "item", body); err != nil {
+			return nil, fmt.Errorf("store: items of %q: %w", threadID, err)
+		}
 		out = append(out, it)
 	}
 	if err := rows.Err(); err != nil {

@@ -19,6 +19,10 @@
 // PromptSource reads what the next prompt is built from: the latest
 // compaction and the items after it, never the whole thread.
 //
+// An item's wire JSON or history of 4 MiB or more is kept out of its row,
+// in a side file under items/ beside the database file, the row holding a
+// marker; every read gives the file back in its place (sidefile.go).
+//
 // Items, turn errors, history records, settings, event payloads and state
 // values are opaque JSON to this package.
 //

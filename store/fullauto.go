@@ -8,26 +8,26 @@ import (
 	"fmt"
 )
 
-// Run is the persisted state of one thread's full-auto run. Run is opaque
-// JSON owned by the caller; State is copied out of it so runs can be listed
+// Drive is the persisted state of one thread's full-auto drive. Drive is opaque
+// JSON owned by the caller; State is copied out of it so drives can be listed
 // by state.
-type Run struct {
+type Drive struct {
 	ThreadID  string
 	State     string
-	Run       json.RawMessage
+	Data      json.RawMessage
 	UpdatedAt int64 // unix ms
 }
 
-// PutRun stores (or replaces) the thread's run. A missing thread wraps
+// PutDrive stores (or replaces) the thread's drive. A missing thread wraps
 // ErrNotFound.
-func (s *Store) PutRun(ctx context.Context, r Run) error {
+func (s *Store) PutDrive(ctx context.Context, r Drive) error {
 	if r.ThreadID == "" || r.State == "" {
 		return errors.New("store: put run: empty thread id or state")
 	}
-	if len(r.Run) == 0 {
+	if len(r.Data) == 0 {
 		return errors.New("store: put run: empty run")
 	}
-	if err := checkJSON("run", r.Run); err != nil {
+	if err := checkJSON("run", r.Data); err != nil {
 		return err
 	}
 	if r.UpdatedAt == 0 {
@@ -36,7 +36,7 @@ func (s *Store) PutRun(ctx context.Context, r Run) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO fullauto_runs (thread_id, state, run, updated_at) VALUES (?, ?, ?, ?)
 			ON CONFLICT (thread_id) DO UPDATE SET state = excluded.state, run = excluded.run, updated_at = excluded.updated_at`,
-			r.ThreadID, r.State, string(r.Run), r.UpdatedAt)
+			r.ThreadID, r.State, string(r.Data), r.UpdatedAt)
 		return classify(err)
 	})
 	if err != nil {
@@ -45,25 +45,25 @@ func (s *Store) PutRun(ctx context.Context, r Run) error {
 	return nil
 }
 
-// GetRun returns the thread's run, or an error wrapping ErrNotFound.
-func (s *Store) GetRun(ctx context.Context, threadID string) (Run, error) {
-	r := Run{ThreadID: threadID}
+// GetDrive returns the thread's drive, or an error wrapping ErrNotFound.
+func (s *Store) GetDrive(ctx context.Context, threadID string) (Drive, error) {
+	r := Drive{ThreadID: threadID}
 	var b []byte
 	err := s.r.QueryRowContext(ctx, `SELECT state, run, updated_at FROM fullauto_runs WHERE thread_id = ?`, threadID).
 		Scan(&r.State, &b, &r.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Run{}, fmt.Errorf("store: run of thread %q: %w", threadID, ErrNotFound)
+		return Drive{}, fmt.Errorf("store: run of thread %q: %w", threadID, ErrNotFound)
 	}
 	if err != nil {
-		return Run{}, fmt.Errorf("store: run of thread %q: %w", threadID, err)
+		return Drive{}, fmt.Errorf("store: run of thread %q: %w", threadID, err)
 	}
-	r.Run = b
+	r.Data = b
 	return r, nil
 }
 
-// Runs returns every run whose state is one of states (all runs when
+// Drives returns every drive whose state is one of states (all drives when
 // states is empty), oldest update first.
-func (s *Store) Runs(ctx context.Context, states ...string) ([]Run, error) {
+func (s *Store) Drives(ctx context.Context, states ...string) ([]Drive, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT thread_id, state, run, updated_at FROM fullauto_runs ORDER BY updated_at, thread_id`)
 	if err != nil {
 		return nil, fmt.Errorf("store: runs: %w", err)
@@ -73,9 +73,9 @@ func (s *Store) Runs(ctx context.Context, states ...string) ([]Run, error) {
 	for _, st := range states {
 		want[st] = true
 	}
-	var out []Run
+	var out []Drive
 	for rows.Next() {
-		var r Run
+		var r Drive
 		var b []byte
 		if err := rows.Scan(&r.ThreadID, &r.State, &b, &r.UpdatedAt); err != nil {
 			return nil, fmt.Errorf("store: runs: %w", err)
@@ -83,7 +83,7 @@ func (s *Store) Runs(ctx context.Context, states ...string) ([]Run, error) {
 		if len(want) > 0 && !want[r.State] {
 			continue
 		}
-		r.Run = b
+		r.Data = b
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
@@ -92,8 +92,8 @@ func (s *Store) Runs(ctx context.Context, states ...string) ([]Run, error) {
 	return out, nil
 }
 
-// DeleteRun removes the thread's run; a missing run is not an error.
-func (s *Store) DeleteRun(ctx context.Context, threadID string) error {
+// DeleteDrive removes the thread's drive; a missing drive is not an error.
+func (s *Store) DeleteDrive(ctx context.Context, threadID string) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM fullauto_runs WHERE thread_id = ?`, threadID)
 		return err

@@ -69,28 +69,28 @@ func TestRunsAndPendingRequests(t *testing.T) {
 	s := openTest(t, path)
 	mkThread(t, s, Thread{ID: "a"})
 	mkThread(t, s, Thread{ID: "b"})
-	if _, err := s.GetRun(ctx, "a"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("GetRun(a) = %v, want ErrNotFound", err)
+	if _, err := s.GetDrive(ctx, "a"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("GetDrive(a) = %v, want ErrNotFound", err)
 	}
-	if err := s.PutRun(ctx, Run{ThreadID: "a", State: "running", Run: json.RawMessage(`{"n":1}`), UpdatedAt: 5}); err != nil {
+	if err := s.PutDrive(ctx, Drive{ThreadID: "a", State: "running", Data: json.RawMessage(`{"n":1}`), UpdatedAt: 5}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutRun(ctx, Run{ThreadID: "a", State: "paused", Run: json.RawMessage(`{"n":2}`), UpdatedAt: 6}); err != nil {
+	if err := s.PutDrive(ctx, Drive{ThreadID: "a", State: "paused", Data: json.RawMessage(`{"n":2}`), UpdatedAt: 6}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutRun(ctx, Run{ThreadID: "b", State: "stopped", Run: json.RawMessage(`{}`), UpdatedAt: 7}); err != nil {
+	if err := s.PutDrive(ctx, Drive{ThreadID: "b", State: "stopped", Data: json.RawMessage(`{}`), UpdatedAt: 7}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.PutRun(ctx, Run{ThreadID: "zz", State: "running", Run: json.RawMessage(`{}`)}); !errors.Is(err, ErrNotFound) {
-		t.Errorf("PutRun(zz) = %v, want ErrNotFound", err)
+	if err := s.PutDrive(ctx, Drive{ThreadID: "zz", State: "running", Data: json.RawMessage(`{}`)}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("PutDrive(zz) = %v, want ErrNotFound", err)
 	}
-	if r, err := s.GetRun(ctx, "a"); err != nil || r.State != "paused" || string(r.Run) != `{"n":2}` || r.UpdatedAt != 6 {
-		t.Errorf("GetRun(a) = %+v, %v; want the replaced run", r, err)
+	if r, err := s.GetDrive(ctx, "a"); err != nil || r.State != "paused" || string(r.Data) != `{"n":2}` || r.UpdatedAt != 6 {
+		t.Errorf("GetDrive(a) = %+v, %v; want the replaced run", r, err)
 	}
-	if rs, err := s.Runs(ctx, "running", "paused"); err != nil || len(rs) != 1 || rs[0].ThreadID != "a" {
+	if rs, err := s.Drives(ctx, "running", "paused"); err != nil || len(rs) != 1 || rs[0].ThreadID != "a" {
 		t.Errorf("Runs(running, paused) = %+v, %v; want a only", rs, err)
 	}
-	if rs, err := s.Runs(ctx); err != nil || len(rs) != 2 {
+	if rs, err := s.Drives(ctx); err != nil || len(rs) != 2 {
 		t.Errorf("Runs() = %+v, %v; want both", rs, err)
 	}
 
@@ -128,11 +128,11 @@ func TestRunsAndPendingRequests(t *testing.T) {
 	if h, err := s.HiddenInputs(ctx, "a"); err != nil || h["t2"] != "continue please" || len(h) != 1 {
 		t.Errorf("HiddenInputs(a) = %v, %v", h, err)
 	}
-	if err := s.DeleteRun(ctx, "a"); err != nil {
+	if err := s.DeleteDrive(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.GetRun(ctx, "a"); !errors.Is(err, ErrNotFound) {
-		t.Errorf("GetRun(a) after DeleteRun = %v, want ErrNotFound", err)
+	if _, err := s.GetDrive(ctx, "a"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("GetDrive(a) after DeleteDrive = %v, want ErrNotFound", err)
 	}
 }
 

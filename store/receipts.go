@@ -106,7 +106,7 @@ func (s *Store) Receipts(ctx context.Context, threadID string) ([]Receipt, error
 // OpenReadOnly opens an existing database file for reading only: no
 // migration, no crash recovery, no writes. It is safe while another
 // process serves from the file (apserver replay). Use only the read
-// methods (Receipts, GetRun, Runs, PendingRequests, Items, Turns, …); a
+// methods (Receipts, GetDrive, Drives, PendingRequests, Items, Turns, …); a
 // write fails.
 func OpenReadOnly(path string) (*Store, error) {
 	abs, err := filepath.Abs(path)

@@ -23,14 +23,24 @@ func CursorAfter(t Thread, sortKey string, ascending bool) string {
 // whose stored JSON contains term (case-insensitive): a superset of the
 // messages whose text does, which the caller checks.
 func (s *Store) MessageItems(ctx context.Context, threadID, term string) ([]Item, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+itemCols+` FROM items WHERE thread_id = ?
-		AND type IN ('userMessage', 'agentMessage') AND apserver_contains_fold(item, ?) ORDER BY seq`, threadID, term)
+	rows, err := s.r.QueryContext(ctx, `SELECT `+itemCols+` FROM items WHERE thread_id = ?1
+		AND type IN ('userMessage', 'agentMessage') AND (apserver_contains_fold(item, ?2) OR item = ?3) ORDER BY seq`, threadID, term, textArg(sideMarkers["item"]))
 	if err != nil {
 		return nil, fmt.Errorf("store: messages of %q: %w", threadID, err)
 	}
 	out, err := scanItems(rows)
+	if err == nil {
+		err = s.resolveItems(out)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: messages of %q: %w", threadID, err)
 	}
-	return out, nil
+	// An item read back from its side file was selected by its marker.
+	kept := out[:0]
+	for _, it := range out {
+		if len(it.Item) < sideMin || containsFold(string(it.Item), term) {
+			kept = append(kept, it)
+		}
+	}
+	return kept, nil
 }

@@ -95,6 +95,10 @@ type Store struct {
 	recovered []TurnRef
 	now       func() time.Time
 
+	// afterCommit holds what the running write transaction asked to do
+	// once it is committed (removing side files), run under wmu.
+	afterCommit []func()
+
 	// Background WAL checkpointing (see checkpointLoop).
 	ck      *sql.DB
 	commits atomic.Int64 // write transactions committed so far
@@ -229,6 +233,9 @@ func Open(path string, opts Options) (*Store, error) {
 		return fail(err)
 	}
 	if err := s.recover(ctx); err != nil {
+		return fail(err)
+	}
+	if err := s.sweepSideFiles(ctx); err != nil {
 		return fail(err)
 	}
 	if s.ck, err = sql.Open(driverName, ckdsn); err != nil {
@@ -399,6 +406,7 @@ func (s *Store) prepare(ctx context.Context) error {
 func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	s.afterCommit = s.afterCommit[:0]
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -409,6 +417,9 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	if err := tx.Commit(); err != nil {
 		return err
+	}
+	for _, f := range s.afterCommit {
+		f()
 	}
 	if s.commits.Add(1)%checkpointEvery == 0 && s.ckKick != nil {
 		select {

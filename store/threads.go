@@ -107,6 +107,7 @@ func (s *Store) DeleteThread(ctx context.Context, id string) error {
 		if n, _ := res.RowsAffected(); n == 0 {
 			return ErrNotFound
 		}
+		s.afterCommit = append(s.afterCommit, func() { s.removeThreadSide(id) })
 		return nil
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"runtime/debug"
 	"strconv"
@@ -29,6 +30,19 @@ type Item struct {
 	Item                 json.RawMessage // the completed wire item (opaque JSON)
 	History              json.RawMessage // model-facing history records for this item (opaque JSON, may be nil)
 	CompletedAt          int64
+
+	// Encoding, when Item is empty, writes the wire item instead (AppendItem
+	// only). An item of sideMin bytes or more given this way is written
+	// straight into its side file, never held whole in memory; a smaller
+	// one is written into Item first. The store trusts it to write valid
+	// JSON of Len bytes (it is the server's own encoder, not input).
+	Encoding Encoding
+}
+
+// Encoding is a JSON value written on demand (protocol.Large is one).
+type Encoding interface {
+	io.WriterTo
+	Len() int
 }
 
 // StartTurn inserts a running turn, assigns its Seq, bumps the thread's
@@ -148,7 +162,14 @@ func (s *Store) AppendItem(ctx context.Context, it Item) (Item, error) {
 	if it.ThreadID == "" || it.TurnID == "" || it.ID == "" {
 		return Item{}, errors.New("store: append item: empty thread, turn or item id")
 	}
-	if len(it.Item) == 0 {
+	if len(it.Item) == 0 && it.Encoding != nil && !s.sideable(it, it.Encoding.Len()) {
+		b, err := encodeAll(it.Encoding)
+		if err != nil {
+			return Item{}, fmt.Errorf("store: append item %q: %w", it.ID, err)
+		}
+		it.Item, it.Encoding = b, nil
+	}
+	if len(it.Item) == 0 && it.Encoding == nil {
 		return Item{}, fmt.Errorf("store: append item %q: empty item", it.ID)
 	}
 	if err := checkJSON("item", it.Item); err != nil {
@@ -160,10 +181,24 @@ func (s *Store) AppendItem(ctx context.Context, it Item) (Item, error) {
 	if len(it.Item)+len(it.History) >= hugeItem {
 		freeHeap()
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	row := it // what the row holds: markers for what went to side files
+	side, err := s.stageSide(&row)
+	if err != nil {
+		return Item{}, fmt.Errorf("store: append item %q to thread %q: %w", it.ID, it.ThreadID, err)
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		if it.Seq, err = s.insertItem(ctx, tx, it); err != nil {
+		if it.Seq, err = s.insertItem(ctx, tx, row); err != nil {
+			dropSide(side)
 			return err
+		}
+		if err := s.commitSide(side); err != nil {
+			return err
+		}
+		if sideHook != nil {
+			if err := sideHook(); err != nil {
+				return err
+			}
 		}
 		payload := appendJSONString([]byte(`{"type":`), it.Type)
 		payload = append(payload, `,"seq":`...)
@@ -173,6 +208,7 @@ func (s *Store) AppendItem(ctx context.Context, it Item) (Item, error) {
 		return err
 	})
 	if err != nil {
+		dropSide(side) // a transaction that failed before its files were renamed
 		return Item{}, fmt.Errorf("store: append item %q to thread %q: %w", it.ID, it.ThreadID, err)
 	}
 	return it, nil
@@ -207,6 +243,10 @@ const insBigItemSQL = `INSERT INTO items (thread_id, turn_id, id, seq, type, ite
 // was 412 MiB with them, 288 MiB without. A forced collection costs a few
 // milliseconds, nothing beside such a statement.
 const hugeItem = 4 << 20
+
+// sideHook, when set by a test, runs between an item's side files being
+// named and its row's commit; an error stands for a crash at that point.
+var sideHook func() error
 
 // freeHeap is debug.FreeOSMemory; tests count its calls.
 var freeHeap = debug.FreeOSMemory
@@ -254,6 +294,9 @@ func (s *Store) Items(ctx context.Context, threadID string) ([]Item, error) {
 		return nil, fmt.Errorf("store: items of %q: %w", threadID, err)
 	}
 	out, err := scanItems(rows)
+	if err == nil {
+		err = s.resolveItems(out)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("store: items of %q: %w", threadID, err)
 	}
@@ -317,6 +360,9 @@ func (s *Store) Fork(ctx context.Context, srcID string, dst Thread, throughTurnI
 			return err
 		}
 		nItems, _ := res.RowsAffected()
+		if err := s.linkSide(ctx, tx, srcID, dst.ID); err != nil {
+			return err
+		}
 		// Compactions of the copied turns, pointing at the copied items'
 		// new seqs: the fork's prompt starts where the source's did.
 		if _, err := tx.ExecContext(ctx, `INSERT INTO compactions (`+compactionCols+`)
@@ -378,6 +424,14 @@ func (s *Store) DropTurnsFrom(ctx context.Context, threadID, turnID string) erro
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
+		}
+		sideIDs, err := s.sideItemIDs(ctx, tx, threadID, `SELECT id FROM items WHERE thread_id = ?1 AND turn_id IN
+			(SELECT id FROM turns WHERE thread_id = ?1 AND seq >= ?2)`, seq)
+		if err != nil {
+			return err
+		}
+		if len(sideIDs) > 0 {
+			s.afterCommit = append(s.afterCommit, func() { s.removeItemSide(threadID, sideIDs) })
 		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM items WHERE thread_id = ?1 AND turn_id IN
 			(SELECT id FROM turns WHERE thread_id = ?1 AND seq >= ?2)`, threadID, seq)
@@ -464,14 +518,14 @@ func (s *Store) WireTurns(ctx context.Context, threadID string, turn func(Turn) 
 		}
 		return nil
 	}
-	rows, err = tx.QueryContext(ctx, `SELECT turn_id, item FROM items WHERE thread_id = ? ORDER BY seq`, threadID)
+	rows, err = tx.QueryContext(ctx, `SELECT turn_id, id, item FROM items WHERE thread_id = ? ORDER BY seq`, threadID)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	var turnID, body sql.RawBytes
+	var turnID, itemID, body sql.RawBytes
 	for rows.Next() {
-		if err := rows.Scan(&turnID, &body); err != nil {
+		if err := rows.Scan(&turnID, &itemID, &body); err != nil {
 			return err
 		}
 		k, ok := index[string(turnID)]
@@ -484,7 +538,11 @@ func (s *Store) WireTurns(ctx context.Context, threadID string, turn func(Turn) 
 		if err := open(k); err != nil {
 			return err
 		}
-		if err := item(json.RawMessage(body)); err != nil {
+		b, err := s.sideRead(threadID, string(itemID), "item", body)
+		if err != nil {
+			return err
+		}
+		if err := item(json.RawMessage(b)); err != nil {
 			return err
 		}
 	}

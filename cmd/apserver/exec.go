@@ -327,34 +327,6 @@ notifications. Exit codes: 0 done, 1 error, 2 usage, 3 budget exhausted,
 
 func ptrTo[T any](v T) *T { return &v }
 
-// execCall calls a method that answers through a Reply (the runner's, for
-// apserver run) and waits for its answer; path, when set, picks a string
-// out of the result.
-func execCall(call func(session.Reply), path string) (string, error) {
-	type answer struct {
-		v   any
-		err error
-	}
-	ch := make(chan answer, 1)
-	call(func(v any, err error) { ch <- answer{v, err} })
-	a := <-ch
-	if a.err != nil || path == "" {
-		return "", a.err
-	}
-	b, err := json.Marshal(a.v)
-	if err != nil {
-		return "", err
-	}
-	var m any
-	_ = json.Unmarshal(b, &m)
-	for _, k := range strings.Split(path, ".") {
-		mm, _ := m.(map[string]any)
-		m = mm[k]
-	}
-	s, _ := m.(string)
-	return s, nil
-}
-
 // execEndOf waits on the thread's outcomes for exec's end: the turn's end
 // (one turn), or full auto stopped or paused; it returns the exit code, or
 // ctx's error.

@@ -29,9 +29,20 @@ import (
 // runner and the blueprints service; its notifications go to c.
 func newProjects(cfg config.Config, mgr *session.Manager, rn *runner.Runner, bs *blueprints.Service, c interface{ Notify(string, any) }, log *slog.Logger) *projects.Service {
 	ps := projects.New(projects.Options{Store: mgr.Store, Runs: server.RunnerRuns{Runner: rn}, Blueprints: bs, Notify: c.Notify, Log: log,
-		Intent: projects.IntentOptions{Tree: bs, Config: cfg}, Attention: mgr.SetProjectAttention})
+		Intent: projects.IntentOptions{Tree: bs, Config: cfg}, Attention: mgr.SetProjectAttention, Prices: managerPrices(cfg)})
 	mgr.SetIntentRouter(intentRouter{ps}) // intent from chat in project threads
+	rn.SetOnChange(ps.Wake)               // a run's change wakes the heartbeat
 	return ps
+}
+
+// managerPrices are the configuration's [prices] as the manager counts a
+// cost budget with them.
+func managerPrices(cfg config.Config) map[string]manager.Price {
+	out := make(map[string]manager.Price, len(cfg.Prices))
+	for m, p := range cfg.Prices {
+		out[m] = manager.Price{InputPerMTok: p.InputPerMTok, CachedInputPerMTok: p.CachedInputPerMTok, OutputPerMTok: p.OutputPerMTok}
+	}
+	return out
 }
 
 // intentRouter is the manager's intent from chat as the session's
@@ -56,7 +67,7 @@ func runProjectManager(args []string) (handled bool, err error) {
 	}
 	verb := args[0]
 	switch verb {
-	case "status", "tick", "autopilot", "replay":
+	case "status", "tick", "autopilot", "replay", "approve":
 	default:
 		return false, nil
 	}
@@ -69,18 +80,24 @@ func runProjectManager(args []string) (handled bool, err error) {
 	bpID := fs.String("blueprint", "", "autopilot: the blueprint (default: the project's, else the newest of the directory)")
 	maxPar := fs.Int("max-parallel-runs", 0, "autopilot: set max_parallel_runs first")
 	runsPerDay := fs.Int("runs-per-day", -1, "autopilot: set the budget of runs a day first (0: no limit)")
+	tokensPerDay := fs.Int64("tokens-per-day", -1, "autopilot: set the budget of tokens a day first (0: no limit)")
+	costPerDay := fs.Float64("cost-per-day", -1, "autopilot: set the budget of cost (USD) a day first (0: no limit)")
 	every := fs.Duration("interval", 500*time.Millisecond, "autopilot: how often to look at the runs while they work")
 	jsonOut := fs.Bool("json", false, "status and tick: print the answer as JSON")
 	fs.SetOutput(io.Discard)
-	if _, err := parseInterspersed(fs, args[1:]); err != nil {
+	rest, err := parseInterspersed(fs, args[1:])
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Print(`Usage: apserver project status|tick|autopilot [flags]
 
 status     the project's mode, phase, last tick, tasks and runs by status, spend
 tick       one tick of the manager (manager/tick)
+approve    PROPOSAL_ID: approve suggest mode's pending proposal, then tick
+           (manager/approve)
 replay     decide again on every stored tick's input: exit 0 when every
            decision is the one stored, 1 listing those that differ
-autopilot  [--mode full_auto] [--phase ID] [--blueprint ID] [--max-parallel-runs N] [--runs-per-day N]:
+autopilot  [--mode full_auto] [--phase ID] [--blueprint ID] [--max-parallel-runs N]
+           [--runs-per-day N] [--tokens-per-day N] [--cost-per-day USD]:
            ticks until the phase is done (exit 0) or needs a human (exit 5:
            a run waits, a budget is exhausted, the mode is off or paused) or
            cannot go on (exit 6: a run failed, tasks are blocked)
@@ -104,7 +121,8 @@ autopilot  [--mode full_auto] [--phase ID] [--blueprint ID] [--max-parallel-runs
 		return true, err
 	}
 	defer env.Close()
-	ps := projects.New(projects.Options{Store: env.mgr.Store, Runs: server.RunnerRuns{Runner: env.rn}, Blueprints: env.bs, Log: env.log})
+	ps := projects.New(projects.Options{Store: env.mgr.Store, Runs: server.RunnerRuns{Runner: env.rn}, Blueprints: env.bs, Log: env.log,
+		Prices: managerPrices(env.cfg)})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	print := func(v any, text string) {
@@ -125,9 +143,17 @@ autopilot  [--mode full_auto] [--phase ID] [--blueprint ID] [--max-parallel-runs
 		if s.LastTick != nil {
 			last = s.LastTick.Result + ": " + s.LastTick.Reason
 		}
-		print(s, fmt.Sprintf("mode %s%s, blueprint %s, phase %s (done: %v)\nlast tick: %s\ntasks: %v\nruns: %v\nspend today: %d runs (budget %d), %d tokens (budget %d)",
+		cost := fmt.Sprintf("%.4f USD", s.Spend.Cost)
+		if s.Spend.CostUnknown {
+			cost = fmt.Sprintf("unknown (at least %.4f USD; no price for %v)", s.Spend.Cost, s.Spend.UnpricedModels)
+		}
+		text := fmt.Sprintf("mode %s%s, blueprint %s, phase %s (done: %v)\nlast tick: %s\ntasks: %v\nruns: %v\nspend today: %d runs (budget %d), %d tokens (budget %d), cost %s (budget %g)",
 			s.Mode, map[bool]string{true: " (paused)"}[s.Paused], s.BlueprintID, s.Phase, s.PhaseDone, last, s.Tasks, s.Runs,
-			s.Spend.Runs, s.Spend.Budget.RunsPerDay, s.Spend.Tokens, s.Spend.Budget.TokensPerDay))
+			s.Spend.Runs, s.Spend.Budget.RunsPerDay, s.Spend.Tokens, s.Spend.Budget.TokensPerDay, cost, s.Spend.Budget.CostPerDay)
+		if s.Spend.Exhausted != "" {
+			text += "\nbudget exhausted: " + s.Spend.Exhausted
+		}
+		print(s, text)
 		return true, nil
 	case "replay":
 		n, diffs, err := ps.Replay(ctx, cwd)
@@ -141,6 +167,17 @@ autopilot  [--mode full_auto] [--phase ID] [--blueprint ID] [--max-parallel-runs
 		if len(diffs) > 0 {
 			return true, &exitError{code: 1}
 		}
+		return true, nil
+	case "approve":
+		if len(rest) != 1 {
+			fmt.Fprintln(os.Stderr, "apserver project approve: give the proposal's id (project status or tick shows it)")
+			return true, errUsage
+		}
+		d, err := ps.ApproveWire(ctx, protocol.ManagerApproveParams{Cwd: cwd, ProposalID: rest[0]})
+		if err != nil {
+			return true, &exitError{code: 1, msg: plainError(err)}
+		}
+		print(d, tickLine(d))
 		return true, nil
 	case "tick":
 		d, err := ps.TickWire(ctx, protocol.ProjectCwdParams{Cwd: cwd})
@@ -167,6 +204,12 @@ autopilot  [--mode full_auto] [--phase ID] [--blueprint ID] [--max-parallel-runs
 		if *runsPerDay >= 0 {
 			st.Budget.RunsPerDay = *runsPerDay
 		}
+		if *tokensPerDay >= 0 {
+			st.Budget.TokensPerDay = *tokensPerDay
+		}
+		if *costPerDay >= 0 {
+			st.Budget.CostPerDay = *costPerDay
+		}
 	}); err != nil {
 		return true, &exitError{code: 1, msg: plainError(err)}
 	}
@@ -191,6 +234,9 @@ func tickLine(d protocol.ManagerTickResult) string {
 	s := d.Result + ": " + d.Reason
 	if d.RunID != "" {
 		s += " (run " + d.RunID + ")"
+	}
+	if d.ProposalID != "" && d.RunID == "" {
+		s += " (proposal " + d.ProposalID + ")"
 	}
 	return s
 }

@@ -73,7 +73,62 @@ every action it judged, and compares with what was decided then. Exits 0 when al
 	if err != nil {
 		return fmt.Errorf("replay: %w", err)
 	}
-	return replay(os.Stdout, rs, *verbose)
+	err = replay(os.Stdout, rs, *verbose)
+	lg, lerr := db.GetFullAutoLog(context.Background(), fs.Arg(0))
+	if errors.Is(lerr, store.ErrNotFound) {
+		return err // no run, or one stored before runs had a log
+	}
+	if lerr != nil {
+		return fmt.Errorf("replay: %w", lerr)
+	}
+	if lerr := replayLog(os.Stdout, lg, rs); lerr != nil && err == nil {
+		err = lerr
+	}
+	return err
+}
+
+// replayLog replays the event log of the thread's latest run through
+// today's machine (fullauto.ReplayLog) and checks that every decision it
+// makes again is the one stored under the receipt the log names.
+func replayLog(w io.Writer, sl store.FullAutoLog, rs []store.Receipt) error {
+	lg, err := fullauto.DecodeLog(sl.Base, sl.Entries)
+	if err != nil {
+		return fmt.Errorf("replay: the run's event log: %w", err)
+	}
+	byID := map[string]store.Receipt{}
+	for _, r := range rs {
+		byID[r.ID] = r
+	}
+	var differ []string
+	got := fullauto.ReplayLog(lg)
+	for _, d := range got {
+		stored, ok := byID[d.ReceiptID]
+		if !ok {
+			if d.ReceiptID != "" {
+				differ = append(differ, fmt.Sprintf("receipt %s, named by the log, is not stored", d.ReceiptID))
+			}
+			continue
+		}
+		var want controller.Decision
+		if err := json.Unmarshal(stored.Output, &want); err != nil {
+			differ = append(differ, fmt.Sprintf("#%d: undecodable output: %v", stored.Seq, err))
+			continue
+		}
+		now, _ := d.Receipt.Output.(controller.Decision)
+		wantJSON, _ := json.Marshal(want)
+		nowJSON, _ := json.Marshal(now)
+		if string(wantJSON) != string(nowJSON) || stored.Executed != d.Receipt.Executed || stored.Override != d.Receipt.Override {
+			differ = append(differ, fmt.Sprintf("#%d (turn %s): stored %s, the log now gives %s", stored.Seq, stored.TurnID, describeDecision(want), describeDecision(now)))
+		}
+	}
+	fmt.Fprintf(w, "event log: %d events, %d decisions replayed, %d differ\n", len(lg.Events), len(got), len(differ))
+	if len(differ) > 0 {
+		for _, d := range differ {
+			fmt.Fprintln(os.Stderr, "apserver replay: the event log differs:", d)
+		}
+		return errReplayDiffers
+	}
+	return nil
 }
 
 // replay checks each receipt and reports on w.

@@ -24,10 +24,10 @@ func decisionReceipt(t *testing.T, seq int, in controller.Input, out controller.
 
 // contextReceipt is a decision receipt that holds the run's context, and
 // how the decision was carried out.
-func contextReceipt(t *testing.T, seq int, in controller.Input, c fullauto.RunContext, executed bool, override string) store.Receipt {
+func contextReceipt(t *testing.T, seq int, in controller.Input, c fullauto.DriveContext, executed bool, override string) store.Receipt {
 	t.Helper()
 	r := decisionReceipt(t, seq, in, controller.Decide(in))
-	r.Input, _ = json.Marshal(fullauto.DecisionInput{Input: in, Run: &c})
+	r.Input, _ = json.Marshal(fullauto.DecisionInput{Input: in, Drive: &c})
 	r.Executed, r.Override = executed, override
 	return r
 }
@@ -50,8 +50,8 @@ func TestReplay(t *testing.T) {
 	interrupted.Turn.Status = controller.StatusInterrupted
 	timedOut := done
 	timedOut.Turn.ApprovalTimeouts = 1
-	goal := fullauto.RunContext{Goal: true, OnTimeout: "pause"}
-	stopOnTimeout := fullauto.RunContext{OnTimeout: "stop"}
+	goal := fullauto.DriveContext{Goal: true, OnTimeout: "pause"}
+	stopOnTimeout := fullauto.DriveContext{OnTimeout: "stop"}
 
 	tampered := controller.Decide(goOn)
 	tampered.Action, tampered.Rule = controller.ActStop, "done"
@@ -72,12 +72,12 @@ func TestReplay(t *testing.T) {
 			contextReceipt(t, 1, interrupted, goal, false, fullauto.OverrideGoalInterrupted),
 			contextReceipt(t, 2, timedOut, goal, false, fullauto.OverrideTimeoutMode),
 			contextReceipt(t, 3, timedOut, stopOnTimeout, true, ""),
-			contextReceipt(t, 4, goOn, fullauto.RunContext{TurnRunning: true}, false, fullauto.OverrideTurnStarted),
+			contextReceipt(t, 4, goOn, fullauto.DriveContext{TurnRunning: true}, false, fullauto.OverrideTurnStarted),
 		}, nil},
 		{"overrides the machine would not apply", []store.Receipt{
-			contextReceipt(t, 1, interrupted, fullauto.RunContext{OnTimeout: "pause"}, false, fullauto.OverrideGoalInterrupted),
+			contextReceipt(t, 1, interrupted, fullauto.DriveContext{OnTimeout: "pause"}, false, fullauto.OverrideGoalInterrupted),
 			contextReceipt(t, 2, timedOut, stopOnTimeout, false, fullauto.OverrideTimeoutMode),
-			contextReceipt(t, 3, goOn, fullauto.RunContext{}, false, fullauto.OverrideTurnStarted),
+			contextReceipt(t, 3, goOn, fullauto.DriveContext{}, false, fullauto.OverrideTurnStarted),
 		}, []string{"#1", "#2", "#3"}},
 		{"a tampered decision, a wrong approval and another policy", []store.Receipt{
 			decisionReceipt(t, 1, goOn, tampered),

@@ -19,7 +19,6 @@ import (
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runner"
-	"github.com/apserver/apserver/session"
 	"github.com/apserver/apserver/tools/gitwork"
 )
 
@@ -191,10 +190,11 @@ Examples:
 		if !*jsonOut {
 			fmt.Fprintln(os.Stderr, pre)
 		}
-		res, err = execCall(func(r session.Reply) { rn.Start(ctx, p, r) }, "run.id")
+		started, err := rn.Start(p).Do(ctx)
 		if err != nil {
 			return &exitError{code: 1, msg: plainError(err)}
 		}
+		res = started.ID
 		rc.setRun(res)
 	}
 	for {
@@ -215,7 +215,7 @@ Examples:
 			lines = newLineReader(os.Stdin)
 		}
 		pr := &prompter{ctx: ctx, in: lines, out: os.Stderr, echo: !stdinIsTerminal()}
-		fn, goesOn, err := pr.step(ctx, env, end)
+		call, goesOn, err := pr.step(env, end)
 		if err != nil {
 			return err
 		}
@@ -224,13 +224,13 @@ Examples:
 			printNext(os.Stdout, end, env.hintFlags())
 			return &exitError{code: exitInterrupted}
 		}
-		if fn == nil {
+		if call == nil {
 			break // the user left: the run waits, as without a terminal
 		}
 		if goesOn {
 			rc.arm(res)
 		}
-		nr, err := env.call(fn)
+		nr, err := call.Do(ctx)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, plainError(err))
 			over = true
@@ -257,19 +257,10 @@ Examples:
 // (over); a paused (waiting for run/resume) or failed run is resumed, as
 // the user asked by naming it; a running one goes on.
 func takeUp(ctx context.Context, rn *runner.Runner, id string) (protocol.Run, bool, error) {
-	ch := make(chan protocol.Run, 1)
-	_, err := execCall(func(reply session.Reply) {
-		rn.TakeUp(ctx, id, func(v any, err error) {
-			if r, ok := v.(protocol.RunResult); ok {
-				ch <- r.Run
-			}
-			reply(v, err)
-		})
-	}, "")
+	r, err := rn.TakeUp(id).Do(ctx)
 	if err != nil {
 		return protocol.Run{}, false, err
 	}
-	r := <-ch
 	resumable := r.Status == protocol.RunFailed || (r.Status == protocol.RunPaused && r.WaitingFor != nil && *r.WaitingFor == protocol.WaitResume)
 	switch {
 	case r.Status == protocol.RunRunning, r.Status == protocol.RunPausing, r.Status == protocol.RunQueued:
@@ -277,7 +268,7 @@ func takeUp(ctx context.Context, rn *runner.Runner, id string) (protocol.Run, bo
 		// to its slot).
 		return r, false, nil
 	case resumable:
-		_, err := execCall(func(reply session.Reply) { rn.Resume(ctx, protocol.RunParams{RunID: id}, reply) }, "")
+		_, err := rn.Resume(protocol.RunParams{RunID: id}).Do(ctx)
 		return r, false, err
 	}
 	return r, true, nil

@@ -111,25 +111,9 @@ func (e *runEnv) Close() {
 	e.closers = nil
 }
 
-// call makes one runner call whose answer is {run}.
-func (e *runEnv) call(fn func(session.Reply)) (protocol.Run, error) {
-	type answer struct {
-		v   any
-		err error
-	}
-	ch := make(chan answer, 1)
-	fn(func(v any, err error) { ch <- answer{v, err} })
-	a := <-ch
-	if a.err != nil {
-		return protocol.Run{}, a.err
-	}
-	r, _ := a.v.(protocol.RunResult)
-	return r.Run, nil
-}
-
 // read is the run as stored.
 func (e *runEnv) read(id string) (protocol.Run, error) {
-	return e.call(func(r session.Reply) { e.rn.Read(context.Background(), protocol.RunParams{RunID: id}, r) })
+	return e.rn.Read(protocol.RunParams{RunID: id}).Do(context.Background())
 }
 
 // errInterrupted ends a command whose run was interrupted (exit 130).
@@ -642,15 +626,13 @@ func runRuns(args []string) error {
 		printNext(os.Stdout, r, e.hintFlags())
 		return nil
 	case "pause":
-		return e.act(ctx, id, false, func(rep session.Reply) { e.rn.Pause(ctx, protocol.RunParams{RunID: id}, rep) })
+		return e.act(ctx, id, false, e.rn.Pause(protocol.RunParams{RunID: id}))
 	case "cancel":
-		return e.act(ctx, id, false, func(rep session.Reply) { e.rn.Cancel(ctx, protocol.RunParams{RunID: id}, rep) })
+		return e.act(ctx, id, false, e.rn.Cancel(protocol.RunParams{RunID: id}))
 	case "resume":
-		return e.act(ctx, id, !*noWait, func(rep session.Reply) { e.rn.Resume(ctx, protocol.RunParams{RunID: id}, rep) })
+		return e.act(ctx, id, !*noWait, e.rn.Resume(protocol.RunParams{RunID: id}))
 	case "reject":
-		return e.act(ctx, id, !*noWait, func(rep session.Reply) {
-			e.rn.PlanReject(ctx, protocol.RunPlanRejectParams{RunID: id, Feedback: *feedback}, rep)
-		})
+		return e.act(ctx, id, !*noWait, e.rn.PlanReject(protocol.RunPlanRejectParams{RunID: id, Feedback: *feedback}))
 	case "edit":
 		if r.WaitingFor == nil || *r.WaitingFor != protocol.WaitPlanApproval {
 			return &exitError{code: 1, msg: fmt.Sprintf("run %s is %s, not waiting for its plan's approval: its plan can no longer be edited", id, describeWait(r))}
@@ -664,9 +646,7 @@ func runRuns(args []string) error {
 			printNext(os.Stdout, r, e.hintFlags())
 			return &exitError{code: exitRunWaiting}
 		}
-		nr, err := e.call(func(rep session.Reply) {
-			e.rn.PlanUpdate(ctx, protocol.RunPlanUpdateParams{RunID: id, Tasks: tasks}, rep)
-		})
+		nr, err := e.rn.PlanUpdate(protocol.RunPlanUpdateParams{RunID: id, Tasks: tasks}).Do(ctx)
 		if err != nil {
 			return e.errorOf(id, err)
 		}
@@ -674,11 +654,11 @@ func runRuns(args []string) error {
 		printNext(os.Stdout, nr, e.hintFlags())
 		return &exitError{code: exitRunWaiting}
 	case "approve", "answer":
-		fn, err := humanAnswer(ctx, e.rn, r, verb == "approve" || *approve, *reject, *text)
+		call, err := humanAnswer(e.rn, r, verb == "approve" || *approve, *reject, *text)
 		if err != nil {
 			return &exitError{code: 1, msg: err.Error()}
 		}
-		return e.act(ctx, id, !*noWait, fn)
+		return e.act(ctx, id, !*noWait, call)
 	}
 	return nil
 }
@@ -694,7 +674,7 @@ func describeWait(r protocol.Run) string {
 // humanAnswer is the runner call that answers what r waits for: approve
 // (the plan, the gate, the repair), reject (the gate: skip the task) or
 // text (the open question).
-func humanAnswer(ctx context.Context, rn *runner.Runner, r protocol.Run, approve, reject bool, text string) (func(session.Reply), error) {
+func humanAnswer(rn *runner.Runner, r protocol.Run, approve, reject bool, text string) (runner.Call[protocol.Run], error) {
 	w := protocol.RunWaitingFor("")
 	if r.WaitingFor != nil {
 		w = *r.WaitingFor
@@ -706,11 +686,9 @@ func humanAnswer(ctx context.Context, rn *runner.Runner, r protocol.Run, approve
 		if w != protocol.WaitClarification || q == nil {
 			return nil, fmt.Errorf("run %s asks no question (it is %s): --text answers a clarification", id, describeWait(r))
 		}
-		return func(rep session.Reply) {
-			rn.ClarificationAnswer(ctx, protocol.RunClarificationAnswerParams{RunID: id, ClarificationID: q.ID, Answer: text}, rep)
-		}, nil
+		return rn.ClarificationAnswer(protocol.RunClarificationAnswerParams{RunID: id, ClarificationID: q.ID, Answer: text}), nil
 	case w == protocol.WaitPlanApproval && approve:
-		return func(rep session.Reply) { rn.PlanApprove(ctx, protocol.RunParams{RunID: id}, rep) }, nil
+		return rn.PlanApprove(protocol.RunParams{RunID: id}), nil
 	case w == protocol.WaitPlanApproval:
 		return nil, fmt.Errorf("run %s waits for its plan's approval: apserver runs reject %s --feedback TEXT sends it back", id, id)
 	case w == protocol.WaitTaskApproval && r.CurrentTaskID != nil:
@@ -719,14 +697,10 @@ func humanAnswer(ctx context.Context, rn *runner.Runner, r protocol.Run, approve
 			d = protocol.TaskDecisionSkip
 		}
 		task := *r.CurrentTaskID
-		return func(rep session.Reply) {
-			rn.TaskApprove(ctx, protocol.RunTaskApproveParams{RunID: id, TaskID: task, Decision: &d}, rep)
-		}, nil
+		return rn.TaskApprove(protocol.RunTaskApproveParams{RunID: id, TaskID: task, Decision: &d}), nil
 	case w == protocol.WaitRepair && r.RepairProposal != nil && approve:
 		task := r.RepairProposal.TaskID
-		return func(rep session.Reply) {
-			rn.RepairApprove(ctx, protocol.RunRepairApproveParams{RunID: id, TaskID: task}, rep)
-		}, nil
+		return rn.RepairApprove(protocol.RunRepairApproveParams{RunID: id, TaskID: task}), nil
 	case w == protocol.WaitRepair:
 		return nil, fmt.Errorf("run %s is blocked: apserver runs approve %s inserts the proposed fix, apserver runs cancel %s ends the run", id, id, id)
 	}
@@ -735,16 +709,16 @@ func humanAnswer(ctx context.Context, rn *runner.Runner, r protocol.Run, approve
 
 // act sends a human's answer to run id; with carry, it then carries the
 // run on to its next stop and reports it as apserver run does.
-func (e *runEnv) act(ctx context.Context, id string, carry bool, fn func(session.Reply)) error {
+func (e *runEnv) act(ctx context.Context, id string, carry bool, call runner.Call[protocol.Run]) error {
 	if carry {
 		// Take the run up first (its work in flight asked for again), so
 		// that the answer lands on a run this process drives.
-		if _, err := e.call(func(rep session.Reply) { e.rn.TakeUp(ctx, id, rep) }); err != nil {
+		if _, err := e.rn.TakeUp(id).Do(ctx); err != nil {
 			return e.errorOf(id, err)
 		}
 		e.rc.arm(id)
 	}
-	r, err := e.call(fn)
+	r, err := call.Do(ctx)
 	if err != nil {
 		return e.errorOf(id, err)
 	}
@@ -779,28 +753,17 @@ func (e *runEnv) list(cwd string) error {
 		abs, _ := filepath.Abs(cwd)
 		p.Cwd = &abs
 	}
-	ch := make(chan protocol.RunListResult, 1)
-	var lerr error
-	done := make(chan struct{})
-	e.rn.List(context.Background(), p, func(v any, err error) {
-		if r, ok := v.(protocol.RunListResult); ok {
-			ch <- r
-		}
-		lerr = err
-		close(done)
-	})
-	<-done
-	if lerr != nil {
-		return lerr
+	res, err := e.rn.List(p).Do(context.Background())
+	if err != nil {
+		return err
 	}
-	res := <-ch
-	if len(res.Runs) == 0 {
+	if len(res) == 0 {
 		fmt.Fprintf(os.Stdout, "no runs in %s\n", e.dataDir)
 		return nil
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tSTAGE\tTASKS\tUPDATED\tREQUEST")
-	for _, r := range res.Runs {
+	for _, r := range res {
 		st := string(r.Status)
 		if r.WaitingFor != nil {
 			st += " (" + string(*r.WaitingFor) + ")"
@@ -838,15 +801,8 @@ func parseAge(s string) (time.Duration, error) {
 // (a failed run's too: it is over once nobody resumes it for that long)
 // and their branches when merged into the base (--force: all).
 func (e *runEnv) prune(ctx context.Context, age time.Duration, force bool) error {
-	var runs []protocol.Run
-	done := make(chan error, 1)
-	e.rn.List(ctx, protocol.RunListParams{}, func(v any, err error) {
-		if r, ok := v.(protocol.RunListResult); ok {
-			runs = r.Runs
-		}
-		done <- err
-	})
-	if err := <-done; err != nil {
+	runs, err := e.rn.List(protocol.RunListParams{}).Do(ctx)
+	if err != nil {
 		return err
 	}
 	sort.Slice(runs, func(i, j int) bool { return runs[i].UpdatedAtMs < runs[j].UpdatedAtMs })
@@ -984,7 +940,7 @@ func (p *prompter) ask(q string) (string, bool) {
 // does it, and whether the run then goes on (false: ask again, the run
 // still waits). A nil call means the user left: apserver run ends as
 // without a terminal.
-func (p *prompter) step(ctx context.Context, e *runEnv, r protocol.Run) (func(session.Reply), bool, error) {
+func (p *prompter) step(e *runEnv, r protocol.Run) (runner.Call[protocol.Run], bool, error) {
 	w := protocol.RunWaitingFor("")
 	if r.WaitingFor != nil {
 		w = *r.WaitingFor
@@ -1000,7 +956,7 @@ func (p *prompter) step(ctx context.Context, e *runEnv, r protocol.Run) (func(se
 			}
 			switch strings.ToLower(a) {
 			case "y", "yes":
-				return func(rep session.Reply) { e.rn.PlanApprove(ctx, protocol.RunParams{RunID: id}, rep) }, true, nil
+				return e.rn.PlanApprove(protocol.RunParams{RunID: id}), true, nil
 			case "e", "edit":
 				tasks, err := editPlan(r, os.Stdin, os.Stderr)
 				if err != nil {
@@ -1011,17 +967,13 @@ func (p *prompter) step(ctx context.Context, e *runEnv, r protocol.Run) (func(se
 					fmt.Fprintln(p.out, "the plan is unchanged")
 					continue
 				}
-				return func(rep session.Reply) {
-					e.rn.PlanUpdate(ctx, protocol.RunPlanUpdateParams{RunID: id, Tasks: tasks}, rep)
-				}, false, nil
+				return e.rn.PlanUpdate(protocol.RunPlanUpdateParams{RunID: id, Tasks: tasks}), false, nil
 			case "n", "no":
 				fb, ok := p.ask("What should the planner change? ")
 				if !ok || fb == "" {
 					continue
 				}
-				return func(rep session.Reply) {
-					e.rn.PlanReject(ctx, protocol.RunPlanRejectParams{RunID: id, Feedback: fb}, rep)
-				}, true, nil
+				return e.rn.PlanReject(protocol.RunPlanRejectParams{RunID: id, Feedback: fb}), true, nil
 			case "q", "quit":
 				return nil, false, nil
 			}
@@ -1047,9 +999,7 @@ func (p *prompter) step(ctx context.Context, e *runEnv, r protocol.Run) (func(se
 				a = q.Options[n-1]
 			}
 			qid := q.ID
-			return func(rep session.Reply) {
-				e.rn.ClarificationAnswer(ctx, protocol.RunClarificationAnswerParams{RunID: id, ClarificationID: qid, Answer: a}, rep)
-			}, true, nil
+			return e.rn.ClarificationAnswer(protocol.RunClarificationAnswerParams{RunID: id, ClarificationID: qid, Answer: a}), true, nil
 		}
 	case w == protocol.WaitTaskApproval && r.CurrentTaskID != nil:
 		task := *r.CurrentTaskID
@@ -1076,9 +1026,7 @@ func (p *prompter) step(ctx context.Context, e *runEnv, r protocol.Run) (func(se
 			default:
 				continue
 			}
-			return func(rep session.Reply) {
-				e.rn.TaskApprove(ctx, protocol.RunTaskApproveParams{RunID: id, TaskID: task, Decision: &d}, rep)
-			}, true, nil
+			return e.rn.TaskApprove(protocol.RunTaskApproveParams{RunID: id, TaskID: task, Decision: &d}), true, nil
 		}
 	case w == protocol.WaitRepair && r.RepairProposal != nil:
 		rp := r.RepairProposal
@@ -1088,9 +1036,7 @@ func (p *prompter) step(ctx context.Context, e *runEnv, r protocol.Run) (func(se
 			return nil, false, nil
 		}
 		task := rp.TaskID
-		return func(rep session.Reply) {
-			e.rn.RepairApprove(ctx, protocol.RunRepairApproveParams{RunID: id, TaskID: task}, rep)
-		}, true, nil
+		return e.rn.RepairApprove(protocol.RunRepairApproveParams{RunID: id, TaskID: task}), true, nil
 	case r.Status == protocol.RunPaused && w == protocol.WaitResume:
 		if r.Reason != nil {
 			fmt.Fprintf(p.out, "The run is paused: %s\n", *r.Reason)
@@ -1099,7 +1045,7 @@ func (p *prompter) step(ctx context.Context, e *runEnv, r protocol.Run) (func(se
 		if !ok || !strings.HasPrefix(strings.ToLower(a), "y") {
 			return nil, false, nil
 		}
-		return func(rep session.Reply) { e.rn.Resume(ctx, protocol.RunParams{RunID: id}, rep) }, true, nil
+		return e.rn.Resume(protocol.RunParams{RunID: id}), true, nil
 	}
 	return nil, false, nil
 }

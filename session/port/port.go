@@ -126,7 +126,7 @@ type errClosed struct{}
 func (errClosed) Error() string { return "the outcome stream is closed" }
 
 // Outcome is one thing that happened on a thread: TurnEnded,
-// ItemCompleted, FullAutoChanged or RequestAsked.
+// ItemCompleted, FullAutoChanged, RequestAsked or UsageReported.
 type Outcome interface {
 	// Thread is the id of the thread it happened on.
 	Thread() string
@@ -168,6 +168,17 @@ type RequestAsked struct {
 	// Params are the request's params (protocol.CommandApprovalParams, …).
 	Params any
 }
+
+// UsageReported: a model response of a turn reported its token usage
+// (thread/tokenUsage/updated), with the model that answered.
+type UsageReported struct {
+	ThreadID, TurnID string
+	Model            string
+	Usage            protocol.TokenUsageBreakdown
+}
+
+func (o UsageReported) Thread() string { return o.ThreadID }
+func (UsageReported) outcome()         {}
 
 func (o TurnEnded) Thread() string       { return o.ThreadID }
 func (o ItemCompleted) Thread() string   { return o.ThreadID }

@@ -103,6 +103,10 @@ export class Controller implements vscode.Disposable {
   private readonly approvalResolvers = new Map<string, (d: ApprovalDecision) => void>();
   private readonly sidesCache = new Map<string, Sides>();
   private readonly listeners: (() => void)[] = [];
+  /** Every server notification, for the blueprint, manager and dashboard views (project.ts). */
+  readonly serverNotifications = new Set<(method: string, params: unknown) => void>();
+  /** Called after each (re)connection, for views that read the server's state. */
+  readonly connectedListeners = new Set<() => void>();
   private config: Config;
   /** Called after every state change (the status bar listens). */
   onChange: (() => void) | undefined;
@@ -256,6 +260,9 @@ export class Controller implements vscode.Disposable {
         return;
       case "restartServer":
         await this.restartServer();
+        return;
+      case "openDashboard":
+        void vscode.commands.executeCommand("apserver.openDashboard");
         return;
       case "showLog":
         this.showLog();
@@ -428,6 +435,7 @@ export class Controller implements vscode.Disposable {
     const offs = [
       client.onNotification.on((method, params) => {
         if (isStoreNotification(method)) this.dispatch({ kind: "notification", method, params });
+        for (const fn of this.serverNotifications) fn(method, params);
         // Decisions carry no spend: refresh the runs so the meters move.
         if (method === "fullAuto/decision") this.scheduleFullAutoSync();
         // A run this window has not seen (started elsewhere): read it whole.
@@ -503,6 +511,18 @@ export class Controller implements vscode.Disposable {
     }
     await this.syncFullAuto();
     await this.refreshRuns().catch((e) => this.log(`run/list: ${errorText(e)}`));
+    for (const fn of this.connectedListeners) fn();
+  }
+
+  /** One request to apserver (started first if need be), for the project views. */
+  async call<M extends keyof ClientRequests>(method: M, params: ClientRequests[M]["params"]): Promise<ClientRequests[M]["result"]> {
+    const client = await this.rpc();
+    return (await client.request(method, params as never)) as ClientRequests[M]["result"];
+  }
+
+  /** The workspace's directory (the project's cwd), if a folder is open. */
+  projectCwd(): string | undefined {
+    return this.workspaceCwd();
   }
 
   async restartServer(): Promise<void> {

@@ -5,6 +5,26 @@ import { PanelProvider, VIEW_ID } from "./panel";
 import { RUN_PRESETS, runThisRequest } from "./runs";
 import { RUNS_VIEW_ID, RunsViewProvider, runIdOf } from "./runsview";
 import type { ViewState } from "./store";
+import {
+  BLUEPRINT_VIEW_ID,
+  BlueprintViewProvider,
+  Dashboard,
+  diffPrevious,
+  generateTasks,
+  goToSource,
+  ingestBlueprint,
+  managerMenu,
+  ManagerStatus,
+  chooseMode,
+  choosePhase,
+  nodeArg,
+  Project,
+  showCoverage,
+  startBuilding,
+  verifyNode,
+} from "./projectui";
+import { runsWaitingForYou, waitingForYou } from "./project";
+import { MCP_VIEW_ID, McpViewProvider } from "./mcpview";
 
 let controller: Controller | undefined;
 
@@ -66,15 +86,29 @@ export function activate(context: vscode.ExtensionContext): Controller {
   };
   const runsView = new RunsViewProvider(ctl);
   const runsTree = vscode.window.createTreeView(RUNS_VIEW_ID, { treeDataProvider: runsView, showCollapseAll: false });
+  const project = new Project(ctl, context.workspaceState);
+  const blueprintView = new BlueprintViewProvider(project);
+  const blueprintTree = vscode.window.createTreeView(BLUEPRINT_VIEW_ID, { treeDataProvider: blueprintView, showCollapseAll: true });
+  const managerStatus = new ManagerStatus(project);
+  const dashboard = new Dashboard(project);
+  const coverage = vscode.languages.createDiagnosticCollection?.("apserver-blueprint");
+  const mcpView = new McpViewProvider(ctl);
+  const mcpTree = vscode.window.createTreeView(MCP_VIEW_ID, { treeDataProvider: mcpView });
   let lastWaiting = -1;
-  ctl.onChange = () => {
-    updateStatus();
-    const waiting = runsView.update();
+  const updateBadge = () => {
+    runsView.update();
+    const waiting = waitingForYou(runsWaitingForYou(Object.values(ctl.state.runs), project.status), project.status);
     if (waiting !== lastWaiting) {
       lastWaiting = waiting;
-      runsTree.badge = waiting > 0 ? { value: waiting, tooltip: `${waiting} run(s) waiting on you` } : undefined;
+      runsTree.badge = waiting > 0 ? { value: waiting, tooltip: `${waiting} waiting for you` } : undefined;
     }
   };
+  ctl.onChange = () => {
+    updateStatus();
+    updateBadge();
+    managerStatus.update();
+  };
+  project.onDidChange(updateBadge);
   runsTree.onDidChangeVisibility?.((e) => {
     if (e.visible) void ctl.refreshRuns().catch(() => undefined);
   });
@@ -95,6 +129,14 @@ export function activate(context: vscode.ExtensionContext): Controller {
     status,
     runsView,
     runsTree,
+    project,
+    blueprintView,
+    blueprintTree,
+    managerStatus,
+    dashboard,
+    mcpView,
+    mcpTree,
+    ...(coverage ? [coverage] : []),
     { dispose: () => void ctl.dispose() },
     vscode.window.registerWebviewViewProvider(VIEW_ID, provider, { webviewOptions: { retainContextWhenHidden: true } }),
     vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, {
@@ -226,6 +268,28 @@ export function activate(context: vscode.ExtensionContext): Controller {
         await ctl.startRun(request, { trust: preset.trust, autonomy: preset.autonomy });
       }),
     ),
+    vscode.commands.registerCommand("apserver.ingestBlueprint", run((file?: unknown) => ingestBlueprint(project, typeof file === "string" ? file : undefined))),
+    vscode.commands.registerCommand("apserver.refreshBlueprint", run(() => project.refresh(true))),
+    vscode.commands.registerCommand("apserver.blueprint.goToSource", run(async (arg?: unknown) => goToSource(project, await nodeArg(project, arg, "Go to the source of…")))),
+    vscode.commands.registerCommand("apserver.showCoverage", run(() => showCoverage(project, coverage!))),
+    vscode.commands.registerCommand("apserver.diffBlueprint", run(() => diffPrevious(project))),
+    vscode.commands.registerCommand(
+      "apserver.generateTasks",
+      run(async (arg?: unknown) => {
+        const shown = await generateTasks(project, blueprintView, await nodeArg(project, arg, "Generate the tasks of…"));
+        // Show the new tasks: the node opens.
+        if (shown?.hasChildren) await blueprintTree.reveal?.(shown, { expand: true, select: false, focus: false });
+      }),
+    ),
+    vscode.commands.registerCommand("apserver.startBuilding", run(async (arg?: unknown) => startBuilding(project, await nodeArg(project, arg, "Start building…")))),
+    vscode.commands.registerCommand("apserver.verifyNode", run(async (arg?: unknown) => verifyNode(project, await nodeArg(project, arg, "Verify…")))),
+    vscode.commands.registerCommand("apserver.manager.menu", run(() => managerMenu(project))),
+    vscode.commands.registerCommand("apserver.manager.chooseMode", run(() => chooseMode(project))),
+    vscode.commands.registerCommand("apserver.manager.choosePhase", run(() => choosePhase(project))),
+    vscode.commands.registerCommand("apserver.manager.pause", run(() => project.updateSettings({ paused: true }))),
+    vscode.commands.registerCommand("apserver.manager.resume", run(() => project.updateSettings({ paused: false }))),
+    vscode.commands.registerCommand("apserver.openDashboard", run(() => dashboard.open())),
+    vscode.commands.registerCommand("apserver.reloadMcp", run(() => mcpView.reload())),
     vscode.languages.registerCodeActionsProvider({ scheme: "file" }, new FixProblemProvider(), {
       providedCodeActionKinds: FixProblemProvider.kinds,
     }),

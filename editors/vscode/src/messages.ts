@@ -37,6 +37,7 @@ export type WebviewMessage =
   | { type: "dismissNotice"; id: number }
   | { type: "restartServer" }
   | { type: "showLog" }
+  | { type: "openDashboard" }
   /** Open VS Code's workspace trust editor (the folder is not trusted). */
   | { type: "manageTrust" }
   // ---- runs ----
@@ -75,6 +76,7 @@ const WEBVIEW_TYPES = new Set<WebviewMessage["type"]>([
   "dismissNotice",
   "restartServer",
   "showLog",
+  "openDashboard",
   "manageTrust",
   "runStart",
   "openRun",

@@ -411,9 +411,11 @@ export type AsyncUserInputQuestion = {
   options?: string[] | null;
   title: string;
 };
-/** One thing waiting on a human. threadId is the thread to look at; for a run's item (runId set) it is the planner's or the task's thread, empty while the run has none yet. taskId (a run's item) is the task it is about: the task at the high-risk gate, or whose thread waits. */
+/** One thing waiting on a human. threadId is the thread to look at; for a run's item (runId set) it is the planner's or the task's thread, empty while the run has none yet. taskId (a run's item) is the task it is about: the task at the high-risk gate, or whose thread waits. proposalId and cwd: the manager's proposal (suggest mode) of the project of cwd, waiting for manager/approve. */
 export type AttentionItem = {
+  cwd?: string;
   kind: "approval" | "question" | "paused";
+  proposalId?: string;
   reason: string;
   runId?: string;
   sinceMs: number;
@@ -3311,6 +3313,12 @@ export type ManagedHooksRequirements = {
   managedDir?: string | null;
   windowsManagedDir?: string | null;
 };
+/** Approves suggest mode's pending proposal proposalId (manager/tick's, project/status's, attention's) of the project of cwd; the manager then ticks and starts its run. The answer is that tick's. */
+export type ManagerApproveParams = {
+  cwd: string;
+  proposalId: string;
+};
+export type ManagerApproveResponse = ManagerTickResponse;
 export type ManagerExplainParams = {
   cwd: string;
 };
@@ -3321,6 +3329,13 @@ export type ManagerExplainResponse = {
   runs?: ProjectRunRef[] | null;
   summary: string;
   waiting?: ProjectRunRef[] | null;
+};
+/** A run suggest mode proposes, waiting for manager/approve. */
+export type ManagerProposal = {
+  id: string;
+  phase: string;
+  sinceMs: number;
+  taskIds: string[];
 };
 export type ManagerRecord = {
   atMs: number;
@@ -3340,6 +3355,7 @@ export type ManagerTickParams = {
 };
 export type ManagerTickResponse = {
   error?: string;
+  proposalId?: string;
   reason: string;
   result: "idle" | "waiting_for_approval" | "advanced_run" | "started_run" | "nothing_to_do" | "budget_exhausted";
   runId?: string;
@@ -4654,8 +4670,11 @@ export type ProjectSortKey = "position" | "recencyAt";
 export type ProjectSpend = {
   budget: ProjectBudget;
   cost: number;
+  costUnknown?: boolean;
+  exhausted?: string;
   runs: number;
   tokens: number;
+  unpricedModels?: string[];
 };
 export type ProjectStatusParams = {
   cwd: string;
@@ -4670,6 +4689,7 @@ export type ProjectStatusResponse = {
   paused: boolean;
   phase: string;
   phaseDone: boolean;
+  proposal?: ManagerProposal;
   recent?: ManagerRecord[];
   runs: { [key: string]: number };
   spend: ProjectSpend;
@@ -8102,6 +8122,8 @@ export interface ClientRequests {
   "fuzzyFileSearch/sessionUpdate": { params: FuzzyFileSearchSessionUpdateParams; result: unknown };
   "hooks/list": { params: HooksListParams; result: HooksListResponse };
   "initialize": { params: InitializeParams; result: InitializeResponse };
+  /** apserver extension. */
+  "manager/approve": { params: ManagerApproveParams; result: ManagerApproveResponse };
   /** apserver extension. */
   "manager/explain": { params: ManagerExplainParams; result: ManagerExplainResponse };
   /** apserver extension. */

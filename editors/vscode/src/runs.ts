@@ -70,6 +70,7 @@ export function applyRunNotification(s: RunsSlice, method: string, p: any): { ch
       if (p.reason !== undefined) run.reason = p.reason;
       if (p.currentTaskId !== undefined) run.currentTaskId = p.currentTaskId;
       if (p.counts) run.counts = p.counts;
+      if (p.pullRequest !== undefined) run.pullRequest = p.pullRequest;
       return { changed: true, unknownRunId: null };
     }
     case "run/plan/updated": {
@@ -403,4 +404,11 @@ export function runThisRequest(
   while (target.text.includes(ticks)) ticks += "`";
   const lines = target.startLine === target.endLine ? `line ${target.startLine}` : `lines ${target.startLine}-${target.endLine}`;
   return `${what}\n\nIn \`${target.path}\` ${lines}:\n\n${ticks}${target.languageId ?? ""}\n${target.text.replace(/\n$/, "")}\n${ticks}`;
+}
+
+/** The run's pull request as a person reads it: "#12 open · checks passed · 2 unresolved comments". */
+export function pullRequestText(pr: NonNullable<Run["pullRequest"]>): string {
+  const checks = pr.checks?.state ? `checks ${pr.checks.state === "actionRequired" ? "need action" : pr.checks.state}` : "";
+  const comments = pr.unresolvedComments ? `${pr.unresolvedComments} unresolved comment${pr.unresolvedComments === 1 ? "" : "s"}` : "no unresolved comments";
+  return [`#${pr.number} ${pr.state}`, checks, comments].filter(Boolean).join(" · ");
 }

@@ -12,3 +12,6 @@ export { renderMarkdown, renderInline, escapeHtml, safeUrl } from "../webview/ma
 export * from "../src/serverlock";
 export * from "../src/runs";
 export * from "../src/dynamictools";
+export * from "../src/blueprints";
+export * from "../src/project";
+export * from "../src/mcp";

@@ -277,6 +277,17 @@ describe("the run view in headless Chromium", () => {
     await page.locator("#run-task-thread").waitFor({ state: "detached" });
   });
 
+  test("a run's pull request: the link, its checks and its unresolved comments", async () => {
+    const pullRequest = { number: 12, url: "https://github.com/acme/greet/pull/12", state: "open", headSha: "9c1e2f3", checks: { state: "failed", summary: "1 of 3 checks failed: lint" }, unresolvedComments: 2 };
+    await events([n("run/updated", { runId: RUN_ID, status: "running", stage: "implementation", waitingFor: null, reason: null, currentTaskId: "t3", counts: counts(sampleRun().plan.tasks), pullRequest })]);
+    await page.locator("#run-pr").waitFor({ timeout: 5000 });
+    assert.equal(await page.locator("#run-pr-link").textContent(), "pull request #12");
+    assert.equal(await page.locator("#run-pr-status").textContent(), "open · checks failed · 2 unresolved comments");
+    assert.match(await page.locator("#run-pr").textContent(), /1 of 3 checks failed: lint/);
+    await page.locator("#run-pr-link").click();
+    assert.deepEqual(await lastPosted("openLink"), { type: "openLink", href: "https://github.com/acme/greet/pull/12" });
+  });
+
   test("a completed run shows its merge; attention with a runId opens the run", async () => {
     const tasks = sampleRun().plan.tasks.map((t, i) => ({ ...t, status: "completed", commit: `c0ffee${i}0000000000` }));
     await events([n("run/completed", { run: sampleRun({ status: "completed", stage: "done", waitingFor: null, reason: null, counts: counts(tasks), plan: { ...sampleRun().plan, tasks, approved: true }, mergeCommit: "4b7d00112233" }) })]);

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { lib } from "./helpers.mjs";
 import { RUN_ID, sampleRun, task, counts } from "./runs-fixture.mjs";
 
-const { initialState, applyEvent, isStoreNotification, isWebviewMessage, applyPlanEdit, planTasksOf, planGraph, groupRuns, runFile, runThisRequest, gatedTask, openClarifications, newTaskId } = lib;
+const { initialState, applyEvent, isStoreNotification, isWebviewMessage, applyPlanEdit, planTasksOf, planGraph, groupRuns, runFile, runThisRequest, gatedTask, openClarifications, newTaskId, pullRequestText } = lib;
 const n = (method, params) => ({ kind: "notification", method, params });
 
 describe("run notifications", () => {
@@ -168,5 +168,18 @@ describe("the Runs view and Run this", () => {
     const sel = runThisRequest("make it shout", { path: "greet.sh", languageId: "shellscript", startLine: 2, endLine: 3, text: "echo hi\necho ```x```\n" });
     assert.equal(sel, "make it shout\n\nIn `greet.sh` lines 2-3:\n\n````shellscript\necho hi\necho ```x```\n````");
     assert.equal(runThisRequest("add tests", { path: "src/a.ts" }), "add tests\n\nThe file: `src/a.ts`.");
+  });
+
+  test("a run's pull request: run/updated carries it into the state, and it reads as link, checks and unresolved comments", () => {
+    const s = initialState();
+    applyEvent(s, { kind: "runList", runs: [sampleRun()] });
+    const pr = { number: 12, url: "https://github.com/acme/greet/pull/12", state: "open", headSha: "9c1e2f3", checks: { state: "failed", summary: "1 of 3 checks failed: lint" }, unresolvedComments: 2 };
+    applyEvent(s, n("run/updated", { runId: RUN_ID, status: "running", stage: "implementation", waitingFor: null, reason: null, currentTaskId: null, counts: counts([]), pullRequest: pr }));
+    assert.deepEqual(s.runs[RUN_ID].pullRequest, pr);
+    assert.equal(pullRequestText(pr), "#12 open · checks failed · 2 unresolved comments");
+    assert.equal(pullRequestText({ ...pr, state: "merged", checks: { state: "", summary: "" }, unresolvedComments: 1 }), "#12 merged · 1 unresolved comment");
+    assert.equal(pullRequestText({ ...pr, checks: { state: "actionRequired", summary: "" }, unresolvedComments: 0 }), "#12 open · checks need action · no unresolved comments");
+    applyEvent(s, n("run/updated", { runId: RUN_ID, status: "running", stage: "implementation", waitingFor: null, reason: null, currentTaskId: null, counts: counts([]) }));
+    assert.deepEqual(s.runs[RUN_ID].pullRequest, pr, "a run/updated without the field keeps it");
   });
 });

@@ -2,6 +2,7 @@
 // extension uses, recording what the extension registers and shows. It is
 // injected through the CommonJS loader (see installVscodeStub).
 import Module from "node:module";
+import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 
 class Uri {
@@ -60,6 +61,12 @@ class ThemeColor {
 
 class Range {
   constructor(sl, sc, el, ec) {
+    // new Range(startLine, startChar, endLine, endChar) or new Range(start, end)
+    if (typeof sl === "object") {
+      this.start = sl;
+      this.end = sc;
+      return;
+    }
     this.start = { line: sl, character: sc };
     this.end = { line: el, character: ec };
   }
@@ -81,6 +88,14 @@ class ThemeIcon {
 class MarkdownString {
   constructor(value) {
     this.value = value ?? "";
+  }
+}
+
+class Diagnostic {
+  constructor(range, message, severity) {
+    this.range = range;
+    this.message = message;
+    this.severity = severity;
   }
 }
 
@@ -108,6 +123,9 @@ export function createVscodeStub({ config = {}, answers = {} } = {}) {
     codeActionProviders: [],
     treeViews: new Map(),
     opened: [],
+    shown: [],
+    progress: [],
+    diagnostics: new Map(),
   };
   const disposable = () => ({ dispose() {} });
   const showMessage = (level) => async (text, ...items) => {
@@ -122,6 +140,9 @@ export function createVscodeStub({ config = {}, answers = {} } = {}) {
     ThemeColor,
     Range,
     CodeAction,
+    Diagnostic,
+    DiagnosticSeverity: { Error: 0, Warning: 1, Information: 2, Hint: 3 },
+    ProgressLocation: { SourceControl: 1, Window: 10, Notification: 15 },
     TreeItem,
     ThemeIcon,
     MarkdownString,
@@ -133,6 +154,9 @@ export function createVscodeStub({ config = {}, answers = {} } = {}) {
         return disposable();
       },
       getDiagnostics: () => [],
+      createDiagnosticCollection(name) {
+        return { name, set: (uri, d) => rec.diagnostics.set(String(uri), d), clear: () => rec.diagnostics.clear(), dispose() {} };
+      },
     },
     StatusBarAlignment: { Left: 1, Right: 2 },
     ViewColumn: { Active: -1, Beside: -2, One: 1 },
@@ -173,7 +197,18 @@ export function createVscodeStub({ config = {}, answers = {} } = {}) {
       showErrorMessage: showMessage("error"),
       showInputBox: async (opts) => (answers.input ? answers.input(opts) : undefined),
       showQuickPick: async (items, opts) => (answers.quickPick ? answers.quickPick(items, opts) : undefined),
-      showTextDocument: async (doc) => doc,
+      showTextDocument: async (doc, opts) => {
+        rec.shown.push({ doc, opts });
+        return doc;
+      },
+      showOpenDialog: async (opts) => (answers.openDialog ? answers.openDialog(opts) : undefined),
+      async withProgress(opts, task) {
+        const entry = { title: opts.title, cancellable: !!opts.cancellable, reports: [] };
+        rec.progress.push(entry);
+        const cancel = new EventEmitter();
+        entry.cancel = () => cancel.fire();
+        return task({ report: (r) => entry.reports.push(r) }, { isCancellationRequested: false, onCancellationRequested: cancel.event });
+      },
     },
     commands: {
       registerCommand(id, fn) {
@@ -203,6 +238,15 @@ export function createVscodeStub({ config = {}, answers = {} } = {}) {
       },
       openTextDocument: async (opts) => {
         rec.opened.push(opts);
+        if (opts instanceof Uri) {
+          // A file: its text, and positions as VS Code counts them (UTF-16 offsets).
+          const text = readFileSync(opts.fsPath, "utf8");
+          const positionAt = (off) => {
+            const before = text.slice(0, off).split("\n");
+            return { line: before.length - 1, character: before[before.length - 1].length };
+          };
+          return { uri: opts, getText: () => text, positionAt };
+        }
         return { ...opts };
       },
       getWorkspaceFolder: (uri) =>

@@ -370,4 +370,31 @@ describe("webview in headless Chromium", () => {
     await undo.click();
     assert.deepEqual((await posted()).filter((m) => m.type === "revertTurn").pop(), { type: "revertTurn", threadId: T, turnId: "turn-2" });
   });
+  test("an approval stopped by the alignment check shows the verdict, the reasons and the decision; approve supersedes, decline declines", async () => {
+    const reason =
+      'The project brain judged this conflicting against decision dec_1a2b3c4d5e6f "Use PostgreSQL": adds mysql-connector-python (mysql); against decision dec_1a2b3c4d5e6f "Use PostgreSQL", which chose postgres. Approving records a decision that supersedes it.';
+    await send({
+      type: "events",
+      events: [
+        n("item/started", { threadId: T, turnId: "turn-3", item: { type: "commandExecution", id: "c9", command: "/bin/bash -lc 'pip install mysql-connector-python'", cwd: "/home/dev/app", status: "inProgress", aggregatedOutput: null, exitCode: null, durationMs: null } }),
+        { kind: "approvalRequested", approval: { key: "9", requestId: 9, method: "item/commandExecution/requestApproval", threadId: T, turnId: "turn-3", itemId: "c9", reason, command: "/bin/bash -lc 'pip install mysql-connector-python'", cwd: "/home/dev/app", grantRoot: null, receivedAtMs: Date.now() } },
+      ],
+    });
+    const card = page.locator('.item[data-item-id="c9"] .approval.alignment');
+    await card.waitFor({ timeout: 5000 });
+    assert.equal((await card.locator(".badge.verdict").textContent()).trim(), "conflicting");
+    assert.match(await card.locator(".alignment-decision").textContent(), /Conflicts with decision Use PostgreSQL dec_1a2b3c4d5e6f/);
+    assert.deepEqual(await card.locator(".alignment-reasons li").allTextContents(), [
+      "adds mysql-connector-python (mysql)",
+      'against decision dec_1a2b3c4d5e6f "Use PostgreSQL", which chose postgres',
+    ]);
+    const names = (await card.getByRole("button").allTextContents()).map((t) => t.trim());
+    assert.deepEqual(names, ["Approve and supersede the decision", "Decline", "Decisions…"]);
+    await page.screenshot({ path: join(SHOT_DIR, "vscode-panel-alignment.png") });
+    await card.getByRole("button", { name: "Decisions…" }).click();
+    assert.deepEqual((await posted()).filter((m) => m.type === "openDashboard").pop(), { type: "openDashboard" });
+    await card.getByRole("button", { name: "Approve and supersede the decision" }).click();
+    assert.deepEqual((await posted()).filter((m) => m.type === "approval").pop(), { type: "approval", key: "9", decision: "accept" });
+    assert.deepEqual(await page.evaluate(() => window.__csp), []);
+  });
 });

@@ -18,6 +18,7 @@ import {
   type ViewState,
 } from "../src/store";
 import { diffStat } from "../src/diffstat";
+import { parseAlignmentReason } from "../src/project";
 import { escapeHtml as esc, renderInline, renderMarkdown } from "./markdown";
 import { invalidateRun, renderRun, renderRunOptions, runClick, runStartMessage } from "./runs";
 
@@ -176,6 +177,9 @@ document.addEventListener("click", (e: MouseEvent) => {
     case "archiveThread":
       e.stopPropagation();
       post({ type: "archiveThread", threadId: d.threadId ?? "" });
+      break;
+    case "openDashboard":
+      post({ type: "openDashboard" });
       break;
     case "approve": {
       const key = d.key ?? "";
@@ -772,6 +776,27 @@ function renderApproval(a: PendingApproval): string {
   const title = isCmd ? "Run this command?" : "Apply these changes?";
   const btn = (decision: ApprovalDecision, label: string, cls: string) =>
     `<button type="button" class="${cls}" data-action="approve" data-key="${esc(a.key)}" data-decision="${decision}">${label}</button>`;
+  const align = parseAlignmentReason(a.reason);
+  if (align) {
+    // Stopped by the project brain: what it judged, why, and against which decision.
+    const names = align.decisions.map((d) => `<b>${esc(d.title)}</b> <span class="muted">${esc(d.id)}</span>`).join(", ");
+    return (
+      `<div class="approval alignment verdict-${esc(align.verdict)}" data-key="${esc(a.key)}" role="group" aria-label="${title}">` +
+      `<div class="approval-title">⚠ ${title} <span class="badge verdict">${esc(align.verdict)}</span></div>` +
+      (isCmd && a.command ? `<pre class="approval-cmd">${esc(shellInner(a.command))}</pre>` : "") +
+      (a.cwd ? `<div class="muted">in ${esc(a.cwd)}</div>` : "") +
+      (names ? `<div class="alignment-decision">Conflicts with decision ${names}</div>` : "") +
+      `<ul class="alignment-reasons">${align.reasons
+        .split("; ")
+        .map((r) => `<li>${esc(r)}</li>`)
+        .join("")}</ul>` +
+      `<div class="buttons">` +
+      btn("accept", names ? "Approve and supersede the decision" : "Approve", "primary") +
+      btn("decline", "Decline", "secondary") +
+      `<button type="button" class="secondary link" data-action="openDashboard">Decisions…</button>` +
+      `</div></div>`
+    );
+  }
   return (
     `<div class="approval" data-key="${esc(a.key)}" role="group" aria-label="${title}">` +
     `<div class="approval-title">⚠ ${title}</div>` +

@@ -7,9 +7,9 @@
 import type { WebviewMessage } from "../src/messages";
 import type { RunAutonomy as Autonomy, Run, RunTask, RunTaskRisk as TaskRisk, RunTrustValue as Trust } from "../src/protocol";
 import { RUN_STAGES } from "../src/wire";
-import { gatedTask, openClarifications, planGraph, runLabel, stageText, waitingText, type PlanEdit } from "../src/runs";
+import { gatedTask, openClarifications, planGraph, pullRequestText, runLabel, stageText, waitingText, type PlanEdit } from "../src/runs";
 import type { ViewState } from "../src/store";
-import { escapeHtml as esc, renderInline, renderMarkdown } from "./markdown";
+import { escapeHtml as esc, renderInline, renderMarkdown, safeUrl } from "./markdown";
 
 type Post = (m: WebviewMessage) => void;
 
@@ -113,6 +113,7 @@ function runHtml(run: Run): string {
     `<span>autonomy ${esc(run.autonomy)}</span>${trust ? `<span>trust: ${esc(trust)}</span>` : ""}</div>` +
     `<ol class="stages" id="run-stages">${stages}</ol>` +
     (run.reason ? `<div class="run-reason" id="run-reason">${renderInline(run.reason)}</div>` : "") +
+    prHtml(run) +
     progress +
     actions +
     waitCards(run) +
@@ -272,6 +273,19 @@ function planHtml(run: Run): string {
     (plan.summary ? `<div class="plan-summary markdown">${renderMarkdown(plan.summary)}</div>` : "") +
     `<ol class="run-tasks" id="run-tasks">${rows}</ol>${add}</div>` +
     approval
+  );
+}
+
+function prHtml(run: Run): string {
+  const pr = run.pullRequest;
+  if (!pr) return "";
+  const url = safeUrl(pr.url);
+  const link = url ? `<a href="#" data-href="${esc(url)}" id="run-pr-link">pull request #${esc(String(pr.number))}</a>` : `pull request #${esc(String(pr.number))}`;
+  return (
+    `<div class="run-pr pr-${esc(pr.state)} checks-${esc(pr.checks?.state || "none")}" id="run-pr">⇅ ${link} ` +
+    `<span class="muted" id="run-pr-status">${esc(pullRequestText(pr).replace(/^#\d+ /, ""))}</span>` +
+    (pr.checks?.summary ? `<div class="muted">${esc(pr.checks.summary)}</div>` : "") +
+    `</div>`
   );
 }
 

@@ -5,7 +5,7 @@ import (
 	"github.com/apserver/apserver/protocol"
 )
 
-// Limits on what a run keeps for the controller.
+// Limits on what a drive keeps for the controller.
 const (
 	HistoryTurns    = 20
 	RecentDecisions = 20
@@ -30,7 +30,7 @@ const (
 	OverrideHandoff = "handoff"
 )
 
-// A run hands off to a fresh thread when HandoffAfter compactions in a
+// A drive hands off to a fresh thread when HandoffAfter compactions in a
 // row leave the context above HandoffRatio of the model's window:
 // compacting again would free too little to work in.
 const (
@@ -38,10 +38,10 @@ const (
 	HandoffAfter = 2
 )
 
-// Run is one thread's run: everything the controller needs across turns.
-// It is stored as JSON (store.Run) after every change; the field names are
+// Drive is one thread's drive: everything the controller needs across turns.
+// It is stored as JSON (store.Drive) after every change; the field names are
 // the stored format.
-type Run struct {
+type Drive struct {
 	Objective string                      `json:"objective"`
 	State     protocol.FullAutoState      `json:"state"`
 	Reason    string                      `json:"reason,omitempty"`
@@ -52,7 +52,7 @@ type Run struct {
 	ApprovalTimeoutMs int64              `json:"approvalTimeoutMs,omitempty"`
 	OnTimeout         protocol.OnTimeout `json:"onApprovalTimeout"`
 
-	// Goal: the run was made by thread/goal/set.
+	// Goal: the drive was made by thread/goal/set.
 	Goal          bool  `json:"goal,omitempty"`
 	GoalCreatedAt int64 `json:"goalCreatedAt,omitempty"` // unix s
 	GoalUpdatedAt int64 `json:"goalUpdatedAt,omitempty"` // unix s
@@ -64,7 +64,7 @@ type Run struct {
 	Retries     int                       `json:"retries,omitempty"`
 	Denials     map[string]int            `json:"denials,omitempty"`
 	Last        *protocol.FullAutoReceipt `json:"last,omitempty"`
-	// LastKind is the kind of the last turn the run started; a retry runs
+	// LastKind is the kind of the last turn the drive started; a retry runs
 	// the same kind again.
 	LastKind string `json:"lastKind,omitempty"`
 	// Seq numbers receipts of threads without a store (ephemeral).
@@ -72,18 +72,18 @@ type Run struct {
 	// ContextHigh counts the compactions in a row that left the context
 	// above HandoffRatio of the window (Compacted).
 	ContextHigh int `json:"contextHigh,omitempty"`
-	// HandedOffFrom is the thread whose run this one continues (Adopt).
+	// HandedOffFrom is the thread whose drive this one continues (Adopt).
 	HandedOffFrom string `json:"handedOffFrom,omitempty"`
 }
 
 // Active: running or waiting.
-func (r *Run) Active() bool {
+func (r *Drive) Active() bool {
 	return r != nil && (r.State == protocol.FullAutoRunning || r.State == protocol.FullAutoWaiting)
 }
 
-// newRun makes a fresh run from defaults.
-func newRun(objective string, nowMs int64) *Run {
-	return &Run{
+// newDrive makes a fresh drive from defaults.
+func newDrive(objective string, nowMs int64) *Drive {
+	return &Drive{
 		Objective:   objective,
 		State:       protocol.FullAutoRunning,
 		Approvals:   controller.ApprovePolicy,
@@ -96,8 +96,8 @@ func newRun(objective string, nowMs int64) *Run {
 	}
 }
 
-// GoalStatus maps a run onto Codex's goal statuses.
-func (r *Run) GoalStatus() protocol.ThreadGoalStatus {
+// GoalStatus maps a drive onto Codex's goal statuses.
+func (r *Drive) GoalStatus() protocol.ThreadGoalStatus {
 	budget := false
 	switch r.Stop {
 	case controller.StopBudgetTokens, controller.StopBudgetTurns, controller.StopBudgetTime, controller.StopBudgetCost:
@@ -126,9 +126,9 @@ func (r *Run) GoalStatus() protocol.ThreadGoalStatus {
 	return protocol.GoalBlocked
 }
 
-// WireRun renders a run for the client; extraMs is the time of the
+// WireDrive renders a drive for the client; extraMs is the time of the
 // current stretch, not yet in Spent.
-func WireRun(threadID string, r *Run, extraMs int64) protocol.FullAutoRun {
+func WireDrive(threadID string, r *Drive, extraMs int64) protocol.FullAutoRun {
 	spent := r.Spent
 	spent.TimeMs += extraMs
 	w := protocol.FullAutoRun{
@@ -154,8 +154,8 @@ func WireRun(threadID string, r *Run, extraMs int64) protocol.FullAutoRun {
 	return w
 }
 
-// WireGoal renders a run as a Codex goal (extraMs as for WireRun).
-func WireGoal(threadID string, r *Run, extraMs int64) protocol.ThreadGoal {
+// WireGoal renders a drive as a Codex goal (extraMs as for WireDrive).
+func WireGoal(threadID string, r *Drive, extraMs int64) protocol.ThreadGoal {
 	spent := r.Spent.TimeMs + extraMs
 	g := protocol.ThreadGoal{
 		ThreadID: threadID, Objective: r.Objective, Status: r.GoalStatus(),

@@ -43,7 +43,7 @@ func TestGoalStatus(t *testing.T) {
 		{protocol.FullAutoStopped, controller.StopStuckLoop, protocol.GoalBlocked},
 		{protocol.FullAutoStopped, controller.StopApprovalTimeout, protocol.GoalBlocked},
 	} {
-		r := &Run{State: tc.state, Stop: tc.stop}
+		r := &Drive{State: tc.state, Stop: tc.stop}
 		if got := r.GoalStatus(); got != tc.want {
 			t.Errorf("GoalStatus(%s, %s) = %s, want %s", tc.state, tc.stop, got, tc.want)
 		}
@@ -64,10 +64,10 @@ func TestCost(t *testing.T) {
 		m.Start(0, protocol.FullAutoStartParams{ThreadID: "th", Objective: ptr("o")}, "")
 		m.TurnStarted(0, "t1", "")
 		m.ResponseDone(10, "t1", Response{Input: 1_000_000, Cached: 400_000, Output: 100_000, Price: tc.price})
-		if got := m.Run().Spent.CostUSD; fmt.Sprintf("%.6f", got) != fmt.Sprintf("%.6f", tc.want) {
+		if got := m.Drive().Spent.CostUSD; fmt.Sprintf("%.6f", got) != fmt.Sprintf("%.6f", tc.want) {
 			t.Errorf("cost at %+v = %v, want %v", tc.price, got, tc.want)
 		}
-		if got := m.Run().Spent.Tokens; got != 700_000 {
+		if got := m.Drive().Spent.Tokens; got != 700_000 {
 			t.Errorf("spent tokens = %d, want 700000 (non-cached input plus output)", got)
 		}
 	}

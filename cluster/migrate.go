@@ -43,6 +43,23 @@ var migrations = []string{
 	// 2: who carries out a run's work: "here" (the process that appends
 	// its events, cluster/lease.go) or "workers" ('' before 2).
 	`ALTER TABLE apserver_runs ADD COLUMN execute text NOT NULL DEFAULT '';`,
+	// 3: server→client requests of workers' threads relayed to the
+	// editors (cluster/relay.go): answer is set once, by the first
+	// editor; closed when the worker stopped waiting.
+	`CREATE TABLE apserver_relay (
+		id bigserial PRIMARY KEY,
+		run_id text NOT NULL DEFAULT '',
+		thread_id text NOT NULL DEFAULT '',
+		item_id text NOT NULL DEFAULT '',
+		method text NOT NULL,
+		params json NOT NULL,
+		worker text NOT NULL DEFAULT '',
+		created_at bigint NOT NULL,
+		answer json,
+		answered_by text,
+		closed boolean NOT NULL DEFAULT false
+	);
+	CREATE INDEX apserver_relay_pending ON apserver_relay (id) WHERE answer IS NULL AND NOT closed;`,
 }
 
 // migrateLock is the advisory lock that serializes migrations: workers

@@ -242,6 +242,11 @@ func (w *Worker) Run(ctx context.Context) error {
 			} else if n > 0 {
 				w.log.Info("rescued the jobs of dead workers", "jobs", n)
 			}
+			if n, err := GiveUpDead(ctx, w.store.pool, 3*w.opts.Heartbeat); err != nil && ctx.Err() == nil {
+				w.log.Warn("giving up the relayed requests of dead workers", "err", err)
+			} else if n > 0 {
+				w.log.Info("gave up the relayed requests of dead workers", "requests", n)
+			}
 		}
 	}
 }

@@ -26,6 +26,14 @@ func (m *Manager) ClearRunAttention(runID string) {
 	m.fa.attn.clear(runAttnKey(runID))
 }
 
+// SetRelayAttention, ClearRelayAttention: the item of a request relayed from a cluster worker's thread (cluster/relay.go), the thread's own.
+func (m *Manager) SetRelayAttention(id int64, it protocol.AttentionItem) {
+	m.fa.attn.set(attnKey{thread: it.ThreadID, kind: "relayed", req: id}, it)
+}
+func (m *Manager) ClearRelayAttention(id int64, threadID string) {
+	m.fa.attn.clear(attnKey{thread: threadID, kind: "relayed", req: id})
+}
+
 // Store waits for the store to be open and returns it: runs keep their
 // event logs in the same database as threads.
 func (m *Manager) Store() (*store.Store, error) { return m.store() }

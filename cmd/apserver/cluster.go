@@ -15,6 +15,7 @@ import (
 	"github.com/apserver/apserver/cluster"
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/runner"
+	"github.com/apserver/apserver/session"
 	"github.com/apserver/apserver/store"
 )
 
@@ -161,6 +162,34 @@ func clusterRuns(cfg config.Config, log *slog.Logger) (runner.RunStore, runner.W
 		}
 	}
 	return s, q, follow, nil
+}
+
+// startRelay forwards the requests that workers' threads relay
+// (approvals, questions) to this server's client and shows them in its
+// attention summary, when the config names a database (cluster/relay.go).
+// Nothing is sent before ready says the client initialized (nil: always).
+// The returned function stops it.
+func startRelay(cfg config.Config, mgr *session.Manager, c session.Client, ready func() bool, log *slog.Logger) func() {
+	if cfg.Cluster.DatabaseURL == "" {
+		return func() {}
+	}
+	pool, err := cluster.Connect(context.Background(), cfg.Cluster.DatabaseURL)
+	if err != nil {
+		log.Error("the cluster's database: workers' approvals will not reach this editor", "err", err)
+		return func() {}
+	}
+	host, _ := os.Hostname()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cluster.Relayed(ctx, pool, c, mgr, fmt.Sprintf("%s-%d", host, os.Getpid()), ready, log)
+	}()
+	return func() {
+		cancel()
+		<-done
+		pool.Close()
+	}
 }
 
 // brokenRuns is the run store of a server whose cluster database cannot

@@ -104,6 +104,7 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 	hub.OnProcessGone = svc.TerminateProcess
 	fmt.Fprintln(os.Stderr, "apserver: listening on", server.URL(l))
 	stopBeat := heartbeat(ctx, ps, cfg.Manager)
+	stopRelay := startRelay(cfg, mgr, hub.Client(), nil, log)
 	err = server.Serve(ctx, l, server.ListenOptions{
 		TokenSHA256:  token,
 		AllowOrigins: lf.origins,
@@ -122,6 +123,7 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 			server.RegisterManager(s, ps) // one driver for every connection: one lock per workspace
 		},
 	})
+	stopRelay()
 	stopBeat()
 	bs.Close()
 	rn.Close()

@@ -100,7 +100,9 @@ docs/cluster.md.
 		OpenStore: func() (*store.Store, error) {
 			return store.Open(filepath.Join(dataDir, store.FileName), store.Options{})
 		},
-		Config: cfg, Client: newExecClient(io.Discard, io.Discard, execHuman, cwd), Logger: log, Version: version,
+		// Requests of the threads (approvals, questions) go to the editors
+		// through the database (cluster/relay.go).
+		Config: cfg, Client: cluster.NewRelayClient(ctx, pool, *id, newExecClient(io.Discard, io.Discard, execHuman, cwd), log), Logger: log, Version: version,
 		CoalesceDeltas: true, DataDir: dataDir,
 	})
 	defer mgr.Close()

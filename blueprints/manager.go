@@ -88,7 +88,15 @@ func phaseWork(wt *blueprint.Tree, phase string) (manager.PhaseWork, error) {
 	}
 	lo, hi := 0, len(nodes)
 	if w.Phase != "" {
-		if i, ok := wt.Index()[w.Phase]; ok {
+		// The phase's position (the last node of that id, as Index has
+		// it), without building an index of the whole tree.
+		i := -1
+		for j := range nodes {
+			if nodes[j].ID == w.Phase {
+				i = j
+			}
+		}
+		if i >= 0 {
 			lo, hi = i, i+1
 			for hi < len(nodes) && nodes[hi].Depth > nodes[i].Depth {
 				hi++

@@ -89,3 +89,41 @@ func TestTickInputStoredOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestSameInput: two inputs are the same (the second stored as a
+// reference to the first) only when every field is, the ready list and
+// the dependencies included (nil and empty differ: they are stored
+// differently).
+func TestSameInput(t *testing.T) {
+	base := func() manager.State {
+		return manager.State{Settings: manager.Settings{Mode: manager.ModeFullAuto, BlueprintID: "bp", DonePhases: []string{"p0"}}, Phase: "p1",
+			Ready: []string{"a", "b"}, Deps: map[string][]string{"b": {"x"}}, Open: 3,
+			Runs: []manager.Run{{ID: "r1", TaskIDs: []string{"x"}, Status: "running"}}, Spend: manager.Spend{Tokens: 10}}
+	}
+	if !sameInput(base(), base()) {
+		t.Fatal("equal inputs differ")
+	}
+	for name, change := range map[string]func(*manager.State){
+		"ready order":    func(s *manager.State) { s.Ready = []string{"b", "a"} },
+		"ready nil":      func(s *manager.State) { s.Ready = nil },
+		"ready empty":    func(s *manager.State) { s.Ready = s.Ready[:0] },
+		"a dependency":   func(s *manager.State) { s.Deps["b"] = []string{"y"} },
+		"deps nil":       func(s *manager.State) { s.Deps = nil },
+		"another dep":    func(s *manager.State) { s.Deps["a"] = []string{"x"} },
+		"a run's status": func(s *manager.State) { s.Runs[0].Status = "completed" },
+		"spend":          func(s *manager.State) { s.Spend.Tokens++ },
+		"settings":       func(s *manager.State) { s.Settings.DonePhases = append(s.Settings.DonePhases, "p1") },
+		"open":           func(s *manager.State) { s.Open-- },
+		"phase done":     func(s *manager.State) { s.PhaseDone = true },
+		"phase":          func(s *manager.State) { s.Phase = "p2" },
+	} {
+		b := base()
+		change(&b)
+		if sameInput(base(), b) || sameInput(b, base()) {
+			t.Errorf("%s changed: still the same input", name)
+		}
+	}
+	if sameInput(manager.State{}, manager.State{Ready: []string{}}) || sameInput(manager.State{}, manager.State{Deps: map[string][]string{}}) {
+		t.Error("nil and empty: the same input")
+	}
+}

@@ -114,22 +114,36 @@ func Next(t *Tree, opt NextOptions) (NextPage, error) {
 		}
 	}
 
-	// Dependents, for the chains.
-	dependents := make([][]int, len(nodes))
+	// Dependents, for the chains: the unfinished work waiting on node j
+	// is deps[start[j]:start[j+1]], in tree order (a counting sort of the
+	// edges, which are found in tree order).
+	type edge struct{ from, to int32 }
+	var edges []edge
+	start := make([]int32, len(nodes)+1)
 	for i, n := range nodes {
-		if !isWork(i) || !unfinished(i) {
+		if len(n.DependsOn) == 0 || !isWork(i) || !unfinished(i) {
 			continue
 		}
 		for _, d := range n.DependsOn {
 			if j, ok := idx[d]; ok {
-				dependents[j] = append(dependents[j], i)
+				edges = append(edges, edge{int32(j), int32(i)})
+				start[j+1]++
 			}
 		}
 	}
-	chain := make([]int, len(nodes))
+	for j := range nodes {
+		start[j+1] += start[j]
+	}
+	deps := make([]int32, len(edges))
+	fill := slices.Clone(start[:len(nodes)])
+	for _, e := range edges {
+		deps[fill[e.from]] = e.to
+		fill[e.from]++
+	}
+	chain := make([]int32, len(nodes))
 	state := make([]uint8, len(nodes)) // 0 new, 1 visiting, 2 done
-	var visit func(i int) int
-	visit = func(i int) int {
+	var visit func(i int32) int32
+	visit = func(i int32) int32 {
 		switch state[i] {
 		case 1:
 			return 0 // a cycle: edits refuse them, never loop
@@ -137,8 +151,8 @@ func Next(t *Tree, opt NextOptions) (NextPage, error) {
 			return chain[i]
 		}
 		state[i] = 1
-		best := 0
-		for _, j := range dependents[i] {
+		best := int32(0)
+		for _, j := range deps[start[i]:start[i+1]] {
 			best = max(best, 1+visit(j))
 		}
 		state[i] = 2
@@ -146,10 +160,16 @@ func Next(t *Tree, opt NextOptions) (NextPage, error) {
 		return best
 	}
 
-	var ready []protocol.NextTask
-	var pos []int // position in the tree, the last tie-break
+	// The ready work, as sort keys; only the page is made NextTasks.
+	type cand struct {
+		pos, chain int32
+		inProg     bool
+		prio, est  int
+		order      int
+	}
+	var ready []cand
 	for i := lo; i < hi; i++ {
-		n := nodes[i]
+		n := &nodes[i]
 		if !isWork(i) || (n.Status != protocol.NodePlanned && n.Status != protocol.NodeInProgress) {
 			continue
 		}
@@ -173,42 +193,38 @@ func Next(t *Tree, opt NextOptions) (NextPage, error) {
 			}
 			j = p
 		}
-		ready = append(ready, protocol.NextTask{Node: n, Chain: visit(i), InProgressNode: inProg})
-		pos = append(pos, i)
+		ready = append(ready, cand{pos: int32(i), chain: visit(int32(i)), inProg: inProg,
+			prio: n.Priority.Rank(), est: n.Estimate.Rank(), order: n.Order})
 	}
-	order := make([]int, len(ready))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(x, y int) int {
-		a, b := ready[x], ready[y]
+	// Best first: in-progress nodes, the longest chain, priority, the
+	// smaller estimate, reading order (Order, then the position in the
+	// tree, which makes the order total).
+	slices.SortFunc(ready, func(a, b cand) int {
 		switch {
-		case a.InProgressNode != b.InProgressNode:
-			if a.InProgressNode {
+		case a.inProg != b.inProg:
+			if a.inProg {
 				return -1
 			}
 			return 1
-		case a.Chain != b.Chain:
-			return b.Chain - a.Chain
-		case a.Node.Priority.Rank() != b.Node.Priority.Rank():
-			return a.Node.Priority.Rank() - b.Node.Priority.Rank()
-		case a.Node.Estimate.Rank() != b.Node.Estimate.Rank():
-			return a.Node.Estimate.Rank() - b.Node.Estimate.Rank()
-		case a.Node.Order != b.Node.Order:
-			return a.Node.Order - b.Node.Order
+		case a.chain != b.chain:
+			return int(b.chain - a.chain)
+		case a.prio != b.prio:
+			return a.prio - b.prio
+		case a.est != b.est:
+			return a.est - b.est
+		case a.order != b.order:
+			return a.order - b.order
 		}
-		return pos[x] - pos[y]
+		return int(a.pos - b.pos)
 	})
-	sorted := make([]protocol.NextTask, len(ready))
-	for i, j := range order {
-		sorted[i] = ready[j]
-	}
-	ready = sorted
 	if off > len(ready) {
 		off = len(ready)
 	}
 	end := min(off+limit, len(ready))
-	page.Tasks = ready[off:end]
+	page.Tasks = make([]protocol.NextTask, 0, end-off)
+	for _, c := range ready[off:end] {
+		page.Tasks = append(page.Tasks, protocol.NextTask{Node: nodes[c.pos], Chain: int(c.chain), InProgressNode: c.inProg})
+	}
 	if end < len(ready) {
 		page.Next = strconv.Itoa(end)
 	}

@@ -3,7 +3,10 @@ package blueprints
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/apserver/apserver/blueprint"
 	"github.com/apserver/apserver/manager"
@@ -14,9 +17,24 @@ import (
 // phase of the primary version (the first unfinished one when phase is
 // empty) with every ready task, best first (blueprint.Next), and the
 // phase's work counted by status. It implements projects.Blueprints.
+//
+// The manager asks on every tick, mostly of a blueprint that has not
+// changed since, so the answer is cached (workCache) under what it is
+// computed from: the primary version, the decoded tree (an edit in this
+// process replaces it) and the blueprint's event seq (every write of its
+// nodes or tasks, by any process, appends an event). The seq is read
+// before the tree and the tasks, so a cached answer is never older than
+// its key: a task marked done is never offered again from the cache.
 func (s *Service) PhaseWork(ctx context.Context, bpID, phase string) (manager.PhaseWork, error) {
 	var w manager.PhaseWork
 	st, err := s.store()
+	if err != nil {
+		return w, err
+	}
+	if bpID == "" {
+		return w, protocol.MissingField("blueprintId")
+	}
+	seq, err := st.BlueprintEventSeq(ctx, bpID)
 	if err != nil {
 		return w, err
 	}
@@ -28,11 +46,25 @@ func (s *Service) PhaseWork(ctx context.Context, bpID, phase string) (manager.Ph
 	if err != nil {
 		return w, err
 	}
+	key := workKey{blueprint: bpID, version: v.ID, phase: phase, seq: seq, tree: t}
+	if w, ok := s.work.get(key); ok {
+		return w, nil
+	}
 	tasks, err := s.tasks(ctx, st, v.ID)
 	if err != nil {
 		return w, err
 	}
-	wt := blueprint.WithTasks(t, tasks)
+	w, err = phaseWork(blueprint.WithTasks(t, tasks), phase)
+	if err != nil {
+		return w, err
+	}
+	s.work.put(key, w)
+	return cloneWork(w), nil
+}
+
+// phaseWork computes PhaseWork's answer on a tree with its tasks.
+func phaseWork(wt *blueprint.Tree, phase string) (manager.PhaseWork, error) {
+	var w manager.PhaseWork
 	page, err := blueprint.Next(wt, blueprint.NextOptions{Phase: phase, Limit: blueprint.MaxNextLimit})
 	switch {
 	case errors.Is(err, blueprint.ErrUnknownPhase):
@@ -56,7 +88,15 @@ func (s *Service) PhaseWork(ctx context.Context, bpID, phase string) (manager.Ph
 	}
 	lo, hi := 0, len(nodes)
 	if w.Phase != "" {
-		if i, ok := wt.Index()[w.Phase]; ok {
+		// The phase's position (the last node of that id, as Index has
+		// it), without building an index of the whole tree.
+		i := -1
+		for j := range nodes {
+			if nodes[j].ID == w.Phase {
+				i = j
+			}
+		}
+		if i >= 0 {
 			lo, hi = i, i+1
 			for hi < len(nodes) && nodes[hi].Depth > nodes[i].Depth {
 				hi++
@@ -71,6 +111,62 @@ func (s *Service) PhaseWork(ctx context.Context, bpID, phase string) (manager.Ph
 		}
 	}
 	return w, nil
+}
+
+// workKey is what a PhaseWork answer is computed from.
+type workKey struct {
+	blueprint, version, phase string
+	seq                       int64
+	tree                      *blueprint.Tree
+}
+
+// maxCachedWork bounds the answers kept (a few projects, a phase each).
+const maxCachedWork = 8
+
+// workCache holds PhaseWork's newest answers, newest last. An answer is
+// never handed out itself: callers get a copy they may change.
+type workCache struct {
+	mu      sync.Mutex
+	entries []workEntry
+}
+
+type workEntry struct {
+	key  workKey
+	work manager.PhaseWork
+}
+
+func (c *workCache) get(k workKey) (manager.PhaseWork, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.entries {
+		if e.key == k {
+			return cloneWork(e.work), true
+		}
+	}
+	return manager.PhaseWork{}, false
+}
+
+// put keeps w under k; it replaces the answer of the same blueprint and
+// phase (an older key cannot be asked again: seqs only grow).
+func (c *workCache) put(k workKey, w manager.PhaseWork) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries = slices.DeleteFunc(c.entries, func(e workEntry) bool {
+		return e.key.blueprint == k.blueprint && e.key.phase == k.phase
+	})
+	c.entries = append(c.entries, workEntry{k, w})
+	if len(c.entries) > maxCachedWork {
+		c.entries = slices.Delete(c.entries, 0, len(c.entries)-maxCachedWork)
+	}
+}
+
+// cloneWork copies w's slices and maps (a dependency list is shared: it
+// is the tree's, never changed).
+func cloneWork(w manager.PhaseWork) manager.PhaseWork {
+	w.Ready = slices.Clone(w.Ready)
+	w.Counts = maps.Clone(w.Counts)
+	w.Deps = maps.Clone(w.Deps)
+	return w
 }
 
 // Tree is a blueprint's nodes (its primary version, with task status), in

@@ -75,6 +75,8 @@ type Service struct {
 	// newest last (at most maxCachedTrees). A cached tree is never
 	// mutated: an edit replaces it.
 	trees []cachedTree
+	// work caches PhaseWork's answers (manager.go).
+	work workCache
 }
 
 // maxCachedTrees bounds the trees kept decoded.

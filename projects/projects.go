@@ -2,11 +2,15 @@ package projects
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -71,6 +75,9 @@ type Service struct {
 	onWait func()
 	// lastDecision is each workspace's last tick's decision (attention.go).
 	lastDecision map[string]manager.Decision
+	// lastInput is each workspace's tick input last stored in full
+	// (record).
+	lastInput map[string]recordedInput
 }
 
 // New returns a Service.
@@ -362,7 +369,8 @@ func (s *Service) apply(ctx context.Context, ws string, st *manager.Settings, d 
 }
 
 // tickReceipt is a tick's decision as stored (its input is stored
-// beside it): the core's decision, the decision as applied (a run's id
+// beside it, or a reference to the same input of an earlier tick: record):
+// the core's decision, the decision as applied (a run's id
 // filled, a claim lost to an earlier tick) and the error applying it.
 type tickReceipt struct {
 	Core     manager.Decision `json:"core"`
@@ -375,10 +383,6 @@ func (s *Service) record(ctx context.Context, ws string, in manager.State, core,
 	if err != nil {
 		return err
 	}
-	ib, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
 	r := tickReceipt{Core: core, Decision: d}
 	if applyErr != nil {
 		r.Error = applyErr.Error()
@@ -387,8 +391,94 @@ func (s *Service) record(ctx context.Context, ws string, in manager.State, core,
 	if err != nil {
 		return err
 	}
-	_, err = db.AppendManagerTick(ctx, store.ManagerTick{Cwd: ws, Input: ib, Decision: db2, Result: string(d.Result), At: s.opts.Clock.Now().UnixMilli()})
-	return err
+	// Most ticks decide on the same input as the one before (nothing
+	// changed): that input is stored once, and the ticks after it refer to
+	// it (inputRef) instead of repeating its hundreds of task ids.
+	s.mu.Lock()
+	last, same := s.lastInput[ws]
+	s.mu.Unlock()
+	same = same && sameInput(last.in, in)
+	var ib []byte
+	var sum [sha256.Size]byte
+	if same {
+		ib, err = json.Marshal(storedInput{Ref: &inputRef{Seq: last.seq, SHA256: hex.EncodeToString(last.sum[:])}})
+	} else {
+		ib, err = json.Marshal(in)
+		sum = sha256.Sum256(ib)
+	}
+	if err != nil {
+		return err
+	}
+	t, err := db.AppendManagerTick(ctx, store.ManagerTick{Cwd: ws, Input: ib, Decision: db2, Result: string(d.Result), At: s.opts.Clock.Now().UnixMilli()})
+	if err != nil || same {
+		return err
+	}
+	s.mu.Lock()
+	if s.lastInput == nil {
+		s.lastInput = map[string]recordedInput{}
+	}
+	// in is not changed after its tick (every tick gathers a new one).
+	s.lastInput[ws] = recordedInput{seq: t.Seq, sum: sum, in: in}
+	s.mu.Unlock()
+	return nil
+}
+
+// sameInput reports whether two tick inputs are equal (and so stored the
+// same): reflect.DeepEqual, but the large ready list and dependencies are
+// compared directly (DeepEqual on them is most of a tick's time).
+func sameInput(a, b manager.State) bool {
+	strs := func(x, y []string) bool { return (x == nil) == (y == nil) && slices.Equal(x, y) }
+	if !strs(a.Ready, b.Ready) || (a.Deps == nil) != (b.Deps == nil) || !maps.EqualFunc(a.Deps, b.Deps, strs) {
+		return false
+	}
+	a.Ready, a.Deps, b.Ready, b.Deps = nil, nil, nil, nil
+	return reflect.DeepEqual(a, b)
+}
+
+// storedInput is a tick's input as stored when it is the same as an
+// earlier tick's: a reference to that tick. A tick's input is otherwise
+// the manager.State itself, which has no field "inputOf".
+type storedInput struct {
+	Ref *inputRef `json:"inputOf,omitempty"`
+}
+
+// inputRef names the earlier tick whose stored input (the JSON bytes,
+// with this SHA-256) a tick decided on.
+type inputRef struct {
+	Seq    int64  `json:"seq"`
+	SHA256 string `json:"sha256"`
+}
+
+// recordedInput is the input last stored in full for a workspace.
+type recordedInput struct {
+	seq int64
+	sum [sha256.Size]byte
+	in  manager.State
+}
+
+// tickInput is the input a stored tick decided on: its own, or the one it
+// refers to among the ticks before it (by seq).
+func tickInput(t store.ManagerTick, bySeq map[int64]store.ManagerTick) (manager.State, error) {
+	var in manager.State
+	var ref storedInput
+	if err := json.Unmarshal(t.Input, &ref); err != nil {
+		return in, err
+	}
+	raw := t.Input
+	if r := ref.Ref; r != nil {
+		base, ok := bySeq[r.Seq]
+		if !ok || r.Seq >= t.Seq {
+			return in, fmt.Errorf("its input is that of tick %d, which is not stored before it", r.Seq)
+		}
+		if sum := sha256.Sum256(base.Input); hex.EncodeToString(sum[:]) != r.SHA256 {
+			return in, fmt.Errorf("its input is that of tick %d, whose stored input has another SHA-256", r.Seq)
+		}
+		raw = base.Input
+	}
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return in, err
+	}
+	return in, nil
 }
 
 // Replay decides again on every stored tick of a workspace and reports
@@ -407,6 +497,10 @@ func (s *Service) Replay(ctx context.Context, cwd string) (ticks int, diffs []st
 	if err != nil {
 		return 0, nil, err
 	}
+	bySeq := make(map[int64]store.ManagerTick, len(all))
+	for _, t := range all {
+		bySeq[t.Seq] = t
+	}
 	for _, t := range all {
 		if t.Result == ResultIntent {
 			d, err := replayIntent(t)
@@ -418,9 +512,9 @@ func (s *Service) Replay(ctx context.Context, cwd string) (ticks int, diffs []st
 			}
 			continue
 		}
-		var in manager.State
 		var r tickReceipt
-		if err := json.Unmarshal(t.Input, &in); err != nil {
+		in, err := tickInput(t, bySeq)
+		if err != nil {
 			return 0, nil, fmt.Errorf("tick %d: %w", t.Seq, err)
 		}
 		if err := json.Unmarshal(t.Decision, &r); err != nil {

@@ -767,6 +767,9 @@ func (s *Server) initialize(id jsonrpc2.ID, raw json.RawMessage) {
 		PlatformFamily: "unix",
 		PlatformOS:     platformOS(),
 	}, nil)
+	if s.hub != nil {
+		s.hub.initialized(s) // after the answer: requests come after it
+	}
 }
 
 // userAgent is the initialize result's userAgent in Codex's format,

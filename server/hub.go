@@ -71,6 +71,54 @@ func NewHub(log *slog.Logger) *Hub {
 // Client returns the hub as the session sees it.
 func (h *Hub) Client() session.Client { return hubClient{h} }
 
+// Broadcast is a client whose requests and notifications go to every
+// initialized connection, whatever thread they name: for the requests of
+// threads that no connection here can follow (a cluster worker's threads,
+// relayed through the database). A connection that initializes while such
+// a request waits gets it too; the first answer settles it for all.
+func (h *Hub) Broadcast() session.Client { return broadcastClient{hubClient{h}} }
+
+type broadcastClient struct{ hubClient }
+
+func (c broadcastClient) Notify(method string, params any) { c.NotifyThread("", method, params) }
+
+func (c broadcastClient) Call(method string, params any) session.ClientCall {
+	h := c.h
+	call := &hubCall{h: h, id: h.nextID.Add(1) - 1, method: method, everyone: true, done: make(chan struct{}), sent: map[*Server]bool{}}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		call.finish(nil, err)
+		return call
+	}
+	call.params = raw
+	call.threadID = threadOf(raw)
+	h.mu.Lock()
+	h.pending[call.id] = call
+	h.mu.Unlock()
+	for _, s := range h.targets("") {
+		if s.state.Load() != nil {
+			call.sendTo(s)
+		}
+	}
+	return call
+}
+
+// initialized sends a connection that has just initialized the requests
+// for everyone still waiting for an answer.
+func (h *Hub) initialized(s *Server) {
+	h.mu.Lock()
+	var resend []*hubCall
+	for _, c := range h.pending {
+		if c.everyone {
+			resend = append(resend, c)
+		}
+	}
+	h.mu.Unlock()
+	for _, c := range resend {
+		c.sendTo(s)
+	}
+}
+
 // Subscribed reports whether s receives threadID's notifications.
 func (h *Hub) Subscribed(s *Server, threadID string) bool {
 	h.mu.Lock()
@@ -466,6 +514,9 @@ type hubCall struct {
 	method   string
 	params   json.RawMessage
 	threadID string
+	// everyone: sent to every initialized connection (Broadcast), not
+	// only to those following threadID.
+	everyone bool
 	done     chan struct{}
 	result   json.RawMessage
 	err      error

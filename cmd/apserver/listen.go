@@ -104,7 +104,9 @@ func runListener(ctx context.Context, cfg config.Config, f *serveFlags, lf *list
 	hub.OnProcessGone = svc.TerminateProcess
 	fmt.Fprintln(os.Stderr, "apserver: listening on", server.URL(l))
 	stopBeat := heartbeat(ctx, ps, cfg.Manager)
-	stopRelay := startRelay(cfg, mgr, hub.Client(), nil, log)
+	// Workers' threads are followed by no connection here: their
+	// relayed requests go to every client.
+	stopRelay := startRelay(cfg, mgr, hub.Broadcast(), nil, log)
 	err = server.Serve(ctx, l, server.ListenOptions{
 		TokenSHA256:  token,
 		AllowOrigins: lf.origins,

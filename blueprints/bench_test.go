@@ -48,6 +48,50 @@ func BenchmarkIngestLarge(b *testing.B) {
 // the stored tree, decode it, order the ready tasks) on a tree of 10,000
 // tasks.
 func BenchmarkNextMethod10k(b *testing.B) {
+	s := tenThousandTasks(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := s.Next(ctx, protocol.BlueprintNextParams{BlueprintID: "bp_bench", Limit: 50})
+		if err != nil || len(r.Data) == 0 {
+			b.Fatal(len(r.Data), err)
+		}
+	}
+}
+
+// BenchmarkReadExpand10k: what an editor's tree asks when a node of a
+// 10,000-task blueprint is expanded (blueprint/read from that node, two
+// levels, every page): the phase (1,000 stories and their 10,000 tasks)
+// and one story (its ten tasks).
+func BenchmarkReadExpand10k(b *testing.B) {
+	s := tenThousandTasks(b)
+	ctx := context.Background()
+	for _, node := range []string{"P", "s500"} {
+		b.Run(node, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				n, cursor := 0, ""
+				for {
+					r, err := s.Read(ctx, protocol.BlueprintReadParams{BlueprintID: "bp_bench", NodeID: node, Depth: 2, Cursor: cursor, Limit: 1000})
+					if err != nil {
+						b.Fatal(err)
+					}
+					n += len(r.Nodes)
+					if cursor = r.NextCursor; cursor == "" {
+						break
+					}
+				}
+				if n == 0 {
+					b.Fatal("no nodes")
+				}
+			}
+		})
+	}
+}
+
+// tenThousandTasks is a service holding blueprint bp_bench: one phase P,
+// stories s0..s999 of ten chained tasks each, a quarter of them done.
+func tenThousandTasks(b *testing.B) *Service {
 	f := newFixture(b, scripted.Script{})
 	s, _ := f.service(b, 0, 4, nil)
 	st := mustStore(b, s)
@@ -82,11 +126,5 @@ func BenchmarkNextMethod10k(b *testing.B) {
 	if err := st.FinishBlueprintVersion(ctx, "v1", rows, nil, json.RawMessage(`{}`)); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		r, err := s.Next(ctx, protocol.BlueprintNextParams{BlueprintID: "bp_bench", Limit: 50})
-		if err != nil || len(r.Data) == 0 {
-			b.Fatal(len(r.Data), err)
-		}
-	}
+	return s
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
+	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/store"
 )
 
 // RecordRunDecisions records the decisions a run made in its project
@@ -56,39 +56,63 @@ func (s *Service) OwnsMemory(ctx context.Context, cwd string) bool {
 	return err == nil && len(ds) > 0
 }
 
-// RunMemory puts a finished run's section ("## Run …", runs.MemoryEntry)
-// into the project's .apserver/memory.md, replacing the run's earlier one;
-// the decisions above it are the brain's projection, rewritten after.
-func (s *Service) RunMemory(cwd, runID, section string) {
+// RunMemory stores a finished run's section ("## Run …",
+// runs.MemoryEntry) of the project's .apserver/memory.md, replacing the
+// run's earlier one, with the project marked dirty in the same
+// transaction; then the projection writes the file at once (so that the
+// section is there when the run reports its end), or, after a crash
+// between the two, at the next start. An error means the section is not
+// stored.
+func (s *Service) RunMemory(ctx context.Context, cwd, runID, section string) error {
 	cwd = Project(cwd)
-	s.proj.Lock()
-	p := filepath.Join(cwd, filepath.FromSlash(MemoryFile))
-	old, err := os.ReadFile(p)
-	if err == nil || errors.Is(err, os.ErrNotExist) {
-		text := replaceRunSection(string(old), runID, section)
-		err = writeAtomic(p, text)
-	}
-	s.proj.Unlock()
+	st, err := s.store()
 	if err != nil {
-		s.log.Warn("writing a run's section of memory.md", "cwd", cwd, "run", runID, "err", err)
+		return err
 	}
-	s.Touch(cwd)
+	if err := st.PutRunSection(ctx, cwd, store.RunSection{RunID: runID, Section: section, At: clock.Ms(s.opts.Clock)}); err != nil {
+		return err
+	}
+	s.flushLogged(cwd)
+	return nil
 }
 
-// replaceRunSection is memory text with the run's section added at the
-// end, or put where the run's earlier section was.
-func replaceRunSection(text, runID, section string) string {
-	head := fmt.Sprintf("\n## Run %s ", runID)
-	if i := strings.Index(text, head); i >= 0 {
-		end := strings.Index(text[i+len(head):], "\n## Run ")
-		if end < 0 {
-			text = text[:i]
-		} else {
-			text = text[:i] + text[i+len(head)+end:]
+// runHead starts a run's section in memory.md.
+const runHead = "\n## Run "
+
+// fileSections are the runs' sections of a memory.md's text, in order;
+// At is their place in the file (1, 2, …), so that adopted ones keep
+// their order, before every section stored since.
+func fileSections(text string) []store.RunSection {
+	var out []store.RunSection
+	for {
+		i := strings.Index(text, runHead)
+		if i < 0 {
+			return out
+		}
+		text = text[i:]
+		end := strings.Index(text[len(runHead):], runHead)
+		sec := text
+		if end >= 0 {
+			sec = text[:len(runHead)+end]
+		}
+		text = text[len(sec):]
+		id, _, _ := strings.Cut(sec[len(runHead):], " ")
+		if id = strings.TrimSpace(id); id != "" {
+			out = append(out, store.RunSection{RunID: id, Section: sec, At: int64(len(out) + 1)})
 		}
 	}
-	if strings.TrimSpace(text) == "" {
-		text = "# apserver memory\n"
+}
+
+// memorySections are the runs' sections as memory.md holds them (each
+// starting "\n## Run "), oldest first.
+func memorySections(rs []store.RunSection) string {
+	var b strings.Builder
+	for _, r := range rs {
+		sec := r.Section
+		if !strings.HasPrefix(sec, "\n") {
+			sec = "\n" + sec
+		}
+		b.WriteString(strings.TrimRight(sec, "\n") + "\n")
 	}
-	return strings.TrimRight(text, "\n") + "\n" + section
+	return b.String()
 }

@@ -65,6 +65,10 @@ type Options struct {
 	// Ask, when set, answers the validator instead of the configured
 	// "validator" role's model (tests of the rules' second pass).
 	Ask func(ctx context.Context, prompt string) (string, error)
+	// HoldProjections, for tests of a crash, writes no projection: a
+	// project stays marked as if the process had been killed before each
+	// rewrite (cmd sets it from APSERVER_TEST_HOLD_PROJECTIONS).
+	HoldProjections bool
 }
 
 // Service records decisions, keeps the projections and judges actions.

@@ -32,8 +32,10 @@ type Brain interface {
 	// .apserver/memory.md; a run then leaves the file alone and hands its
 	// section to RunMemory.
 	OwnsMemory(ctx context.Context, cwd string) bool
-	// RunMemory puts a finished run's section into memory.md.
-	RunMemory(cwd, runID, section string)
+	// RunMemory stores a finished run's section of memory.md (durably,
+	// before it is projected into the file); an error means it is not
+	// stored.
+	RunMemory(ctx context.Context, cwd, runID, section string) error
 }
 
 // withContext returns a stage's instructions with the project's context
@@ -65,8 +67,7 @@ func (rn *Runner) runEnded(cwd string) {
 // run's merge there).
 func (x *run) writeRunMemory(ctx context.Context, cfg runs.Config, s runs.Snapshot) error {
 	if b := x.rn.opts.Brain; b != nil && b.OwnsMemory(ctx, cfg.Cwd) {
-		b.RunMemory(cfg.Cwd, cfg.ID, runs.MemoryEntry(s))
-		return nil
+		return b.RunMemory(ctx, cfg.Cwd, cfg.ID, runs.MemoryEntry(s))
 	}
 	return writeMemory(cfg.Worktree, s)
 }

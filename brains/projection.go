@@ -28,6 +28,7 @@ func (s *Service) Touch(cwd string) {
 		return
 	}
 	s.schedule(cwd)
+	s.attend(s.ctx, cwd) // a run that ended leaves its proposed decisions to a human
 }
 
 // schedule rewrites a project's projections after the debounce; changes
@@ -67,7 +68,9 @@ func (s *Service) flushLogged(cwd string) {
 }
 
 // Restore rewrites the projections of every project marked out of date:
-// what a crash between a change and its projection left behind.
+// what a crash between a change and its projection left behind; and puts
+// the proposed decisions that wait on a human back in the attention
+// summary.
 func (s *Service) Restore() {
 	st, err := s.store()
 	if err != nil {
@@ -82,6 +85,7 @@ func (s *Service) Restore() {
 	for _, cwd := range sortedKeys(dirty) {
 		s.flushLogged(cwd)
 	}
+	s.restoreAttention(s.ctx, st)
 }
 
 // Flush writes a project's projections now, from the store, and clears

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/apserver/apserver/brain"
 	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
@@ -19,31 +21,50 @@ func (s *Service) RecordRunDecisions(ctx context.Context, cwd, runID string, ds 
 	var errs []error
 	for _, p := range ds {
 		p.Cwd = cwd
-		if _, err := s.addDecision(ctx, p, runID); err != nil {
+		if _, err := s.addDecision(ctx, p, runID, ""); err != nil {
 			errs = append(errs, fmt.Errorf("recording %q of run %s: %w", p.Title, runID, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// ConfirmRunDecisions makes active the proposed decisions the run's
-// planner stated, once its plan is approved (runner.Brain).
-func (s *Service) ConfirmRunDecisions(ctx context.Context, cwd, runID string) error {
+// ConfirmRunDecisions makes active the run's proposed decisions of the
+// given sources that belong to taskID ("" for the run's plan: the
+// planner's stated decisions, the model's in the planner's thread), with
+// by as who confirmed them (runner.Brain): the plan's approval, or the
+// run's trust where it lets the stage go on without a human.
+func (s *Service) ConfirmRunDecisions(ctx context.Context, cwd, runID, taskID, by string, sources ...string) error {
 	ds, err := s.Decisions(ctx, cwd)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	active := protocol.DecisionActive
 	for _, d := range ds {
-		if d.RunID != runID || d.Status != protocol.DecisionProposed || d.Source != "planner" {
+		if d.RunID != runID || d.TaskID != taskID || d.Status != protocol.DecisionProposed || !slices.Contains(sources, d.Source) {
 			continue
 		}
-		if _, err := s.UpdateDecision(ctx, protocol.ProjectDecisionUpdateParams{ID: d.ID, Status: &active}); err != nil {
+		if err := s.confirm(ctx, d.ID, by); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// confirm makes a proposed decision active, by whom.
+func (s *Service) confirm(ctx context.Context, id, by string) error {
+	st, err := s.store()
+	if err != nil {
+		return err
+	}
+	s.edit.Lock()
+	defer s.edit.Unlock()
+	d, err := s.load(ctx, st, id)
+	if err != nil || d.Status != protocol.DecisionProposed {
+		return err
+	}
+	_, err = s.change(ctx, st, d.Cwd, map[string]*protocol.ProjectDecision{d.ID: &d},
+		[]brain.Event{{Type: brain.EventConfirmed, ID: d.ID, AtMs: clock.Ms(s.opts.Clock), By: by}})
+	return err
 }
 
 // OwnsMemory reports whether the brain writes the project's

@@ -7,8 +7,11 @@
 // rules of package brain, then the validator model for what they leave
 // undecided (validated, asked again once, cached per action, each verdict
 // returned with the record that replays it). It also records the
-// decisions runs make, writes a run's section of memory.md where it owns
-// the file, and keeps the threads' rolling summaries
+// decisions runs make (and confirms those a run's trust lets go on
+// without a human; the proposed ones that wait on a human go to the
+// attention summary), stores a run's section of memory.md where it owns
+// the file (memory.md is rendered from the store: decisions, then the
+// runs' sections), and keeps the threads' rolling summaries
 // (project/summary/list).
 //
 // The decisions (transitions, rendering, ranking, rules) are package

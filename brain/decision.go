@@ -23,7 +23,8 @@ const (
 
 // Event is one change of one decision. Decision carries the whole record
 // for EventRecorded and the changed fields (those non-nil in Patch) for
-// EventUpdated; By names the superseding decision.
+// EventUpdated; By names the superseding decision, or who confirmed a
+// proposed one ("user", "run/plan/approve", "run trust implementation=auto").
 type Event struct {
 	Type     EventType                 `json:"type"`
 	ID       string                    `json:"id"`
@@ -101,6 +102,7 @@ func Apply(cur *protocol.ProjectDecision, ev Event) (protocol.ProjectDecision, e
 			return d, fmt.Errorf("confirming %s (%s): %w", d.ID, d.Status, ErrTransition)
 		}
 		d.Status = protocol.DecisionActive
+		d.ConfirmedBy = ev.By
 	case EventRevoked:
 		if !live {
 			return d, fmt.Errorf("revoking %s (%s): %w", d.ID, d.Status, ErrTransition)

@@ -257,6 +257,9 @@ func writeDecision(b *strings.Builder, d protocol.ProjectDecision) {
 	if d.SupersededBy != "" {
 		fmt.Fprintf(b, " by %s", d.SupersededBy)
 	}
+	if d.ConfirmedBy != "" {
+		fmt.Fprintf(b, "; confirmed by %s", d.ConfirmedBy)
+	}
 	b.WriteByte('\n')
 }
 

@@ -3,8 +3,6 @@ package brains
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/apserver/apserver/brain"
@@ -170,27 +168,29 @@ func (s *Service) input(ctx context.Context, role, cwd string, budget int) (brai
 		}
 	}
 	if len(state.Decisions) > 0 {
-		in.Memory = runSections(cwd)
+		if in.Memory, err = s.runSections(ctx, cwd); err != nil {
+			return brain.Input{}, err
+		}
 	}
 	return in, nil
 }
 
 // runSections are the finished runs' sections of the project's
-// memory.md ("## Run …"): in a project that keeps decisions the brain
-// owns the file and runs no longer commit it, so stages read the runs'
-// history in their context block's Memory section. "" when there is none.
-func runSections(cwd string) string {
-	b, err := os.ReadFile(filepath.Join(Project(cwd), filepath.FromSlash(MemoryFile)))
+// memory.md ("## Run …"), from the store: in a project that keeps
+// decisions the brain owns the file and runs no longer commit it, so
+// stages read the runs' history in their context block's Memory section.
+// "" when there is none.
+func (s *Service) runSections(ctx context.Context, cwd string) (string, error) {
+	st, err := s.store()
 	if err != nil {
-		return ""
+		return "", err
 	}
-	text := string(b)
-	i := strings.Index(text, "\n## Run ")
-	if i < 0 {
-		return ""
+	rs, err := st.RunSections(ctx, Project(cwd))
+	if err != nil || len(rs) == 0 {
+		return "", err
 	}
 	// A level lower: they sit under the block's "## Memory".
-	return strings.TrimSpace(strings.ReplaceAll(text[i:], "\n## Run ", "\n### Run "))
+	return strings.TrimSpace(strings.ReplaceAll(memorySections(rs), runHead, "\n### Run ")), nil
 }
 
 // ContextPreview implements project/context/preview: exactly the block a

@@ -12,8 +12,9 @@ import (
 )
 
 // ThreadScope is the project and task of a thread: a run's task thread
-// belongs to the run's repository and its task; another thread to its own
-// directory, with no task.
+// belongs to the run's repository and its task, its planner's thread to
+// the run's repository; another thread to its own directory, with no
+// task.
 func (s *Service) ThreadScope(ctx context.Context, threadID string) (string, brain.Task, error) {
 	st, err := s.store()
 	if err != nil {
@@ -32,6 +33,9 @@ func (s *Service) ThreadScope(ctx context.Context, threadID string) (string, bra
 			if t.ThreadID != nil && *t.ThreadID == threadID {
 				return Project(run.Cwd), TaskOf(t.PlanTask), nil
 			}
+		}
+		if run.PlannerThreadID != nil && *run.PlannerThreadID == threadID {
+			return Project(run.Cwd), brain.Task{}, nil
 		}
 	}
 	th, err := st.GetThread(ctx, threadID)
@@ -140,8 +144,25 @@ func clipText(s string, n int) string {
 }
 
 // RecordDecision records a decision in the thread's project
-// (session.Aligner: the model's record_decision tool, as proposed).
+// (session.Aligner: the model's record_decision tool, as proposed). In a
+// run's planner or task thread it carries the run's id (and the task's):
+// the run's trust confirms it where it lets the stage go on without a
+// human (runner: ConfirmRunDecisions), else it waits on a human, in the
+// attention summary.
 func (s *Service) RecordDecision(ctx context.Context, threadID string, p protocol.ProjectDecisionAddParams) (protocol.ProjectDecision, error) {
+	st, err := s.store()
+	if err != nil {
+		return protocol.ProjectDecision{}, err
+	}
+	run, taskID, err := s.threadRun(ctx, st, threadID)
+	if err != nil {
+		return protocol.ProjectDecision{}, err
+	}
+	if run != nil {
+		p.Cwd = Project(run.Cwd)
+		r, err := s.addDecision(ctx, p, run.ID, taskID)
+		return r.Decision, err
+	}
 	cwd, _, err := s.ThreadScope(ctx, threadID)
 	if err != nil {
 		return protocol.ProjectDecision{}, err

@@ -28,6 +28,7 @@ func (s *Service) Touch(cwd string) {
 		return
 	}
 	s.schedule(cwd)
+	s.attend(s.ctx, cwd) // a run that ended leaves its proposed decisions to a human
 }
 
 // schedule rewrites a project's projections after the debounce; changes
@@ -67,7 +68,9 @@ func (s *Service) flushLogged(cwd string) {
 }
 
 // Restore rewrites the projections of every project marked out of date:
-// what a crash between a change and its projection left behind.
+// what a crash between a change and its projection left behind; and puts
+// the proposed decisions that wait on a human back in the attention
+// summary.
 func (s *Service) Restore() {
 	st, err := s.store()
 	if err != nil {
@@ -82,6 +85,7 @@ func (s *Service) Restore() {
 	for _, cwd := range sortedKeys(dirty) {
 		s.flushLogged(cwd)
 	}
+	s.restoreAttention(s.ctx, st)
 }
 
 // Flush writes a project's projections now, from the store, and clears
@@ -113,13 +117,27 @@ func (s *Service) Flush(ctx context.Context, cwd string) error {
 		}
 		return nil
 	}
+	if s.opts.HoldProjections {
+		// A test's stand-in for a process killed before the projection:
+		// nothing is written, the project stays marked.
+		s.log.Info("brain projections held", "cwd", cwd)
+		return nil
+	}
 	memPath := filepath.Join(cwd, filepath.FromSlash(MemoryFile))
 	old, err := os.ReadFile(memPath)
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	mem := MemoryText(string(old), state.Project, state.Decisions)
-	if err := writeAtomic(memPath, mem); err != nil {
+	// Sections a run wrote into the file before the store kept them are
+	// adopted once; from then on the file is the store's projection.
+	if err := st.AdoptRunSections(ctx, cwd, fileSections(string(old))); err != nil {
+		return err
+	}
+	sections, err := st.RunSections(ctx, cwd)
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(memPath, MemoryText(state.Project, state.Decisions, sections)); err != nil {
 		return err
 	}
 	if err := writeAtomic(filepath.Join(cwd, filepath.FromSlash(SnapshotFile)), brain.Snapshot(state)); err != nil {
@@ -131,15 +149,11 @@ func (s *Service) Flush(ctx context.Context, cwd string) error {
 	return nil
 }
 
-// MemoryText is memory.md: the decisions (brain.Memory), then the
-// sections that finished runs append ("## Run …", docs/runs.md), kept as
-// they are.
-func MemoryText(old, project string, ds []protocol.ProjectDecision) string {
-	runs := ""
-	if i := strings.Index(old, "\n## Run "); i >= 0 {
-		runs = old[i:]
-	}
-	return strings.TrimRight(brain.Memory(project, ds), "\n") + "\n" + runs
+// MemoryText is memory.md, a projection of the store: the decisions
+// (brain.Memory), then the runs' sections ("## Run …", docs/runs.md),
+// oldest first.
+func MemoryText(project string, ds []protocol.ProjectDecision, sections []store.RunSection) string {
+	return strings.TrimRight(brain.Memory(project, ds), "\n") + "\n" + memorySections(sections)
 }
 
 func writeAtomic(path, text string) error {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/apserver/apserver/brain"
+	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/store"
 )
 
 // RecordRunDecisions records the decisions a run made in its project
@@ -19,31 +21,50 @@ func (s *Service) RecordRunDecisions(ctx context.Context, cwd, runID string, ds 
 	var errs []error
 	for _, p := range ds {
 		p.Cwd = cwd
-		if _, err := s.addDecision(ctx, p, runID); err != nil {
+		if _, err := s.addDecision(ctx, p, runID, ""); err != nil {
 			errs = append(errs, fmt.Errorf("recording %q of run %s: %w", p.Title, runID, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// ConfirmRunDecisions makes active the proposed decisions the run's
-// planner stated, once its plan is approved (runner.Brain).
-func (s *Service) ConfirmRunDecisions(ctx context.Context, cwd, runID string) error {
+// ConfirmRunDecisions makes active the run's proposed decisions of the
+// given sources that belong to taskID ("" for the run's plan: the
+// planner's stated decisions, the model's in the planner's thread), with
+// by as who confirmed them (runner.Brain): the plan's approval, or the
+// run's trust where it lets the stage go on without a human.
+func (s *Service) ConfirmRunDecisions(ctx context.Context, cwd, runID, taskID, by string, sources ...string) error {
 	ds, err := s.Decisions(ctx, cwd)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	active := protocol.DecisionActive
 	for _, d := range ds {
-		if d.RunID != runID || d.Status != protocol.DecisionProposed || d.Source != "planner" {
+		if d.RunID != runID || d.TaskID != taskID || d.Status != protocol.DecisionProposed || !slices.Contains(sources, d.Source) {
 			continue
 		}
-		if _, err := s.UpdateDecision(ctx, protocol.ProjectDecisionUpdateParams{ID: d.ID, Status: &active}); err != nil {
+		if err := s.confirm(ctx, d.ID, by); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// confirm makes a proposed decision active, by whom.
+func (s *Service) confirm(ctx context.Context, id, by string) error {
+	st, err := s.store()
+	if err != nil {
+		return err
+	}
+	s.edit.Lock()
+	defer s.edit.Unlock()
+	d, err := s.load(ctx, st, id)
+	if err != nil || d.Status != protocol.DecisionProposed {
+		return err
+	}
+	_, err = s.change(ctx, st, d.Cwd, map[string]*protocol.ProjectDecision{d.ID: &d},
+		[]brain.Event{{Type: brain.EventConfirmed, ID: d.ID, AtMs: clock.Ms(s.opts.Clock), By: by}})
+	return err
 }
 
 // OwnsMemory reports whether the brain writes the project's
@@ -56,39 +77,63 @@ func (s *Service) OwnsMemory(ctx context.Context, cwd string) bool {
 	return err == nil && len(ds) > 0
 }
 
-// RunMemory puts a finished run's section ("## Run …", runs.MemoryEntry)
-// into the project's .apserver/memory.md, replacing the run's earlier one;
-// the decisions above it are the brain's projection, rewritten after.
-func (s *Service) RunMemory(cwd, runID, section string) {
+// RunMemory stores a finished run's section ("## Run …",
+// runs.MemoryEntry) of the project's .apserver/memory.md, replacing the
+// run's earlier one, with the project marked dirty in the same
+// transaction; then the projection writes the file at once (so that the
+// section is there when the run reports its end), or, after a crash
+// between the two, at the next start. An error means the section is not
+// stored.
+func (s *Service) RunMemory(ctx context.Context, cwd, runID, section string) error {
 	cwd = Project(cwd)
-	s.proj.Lock()
-	p := filepath.Join(cwd, filepath.FromSlash(MemoryFile))
-	old, err := os.ReadFile(p)
-	if err == nil || errors.Is(err, os.ErrNotExist) {
-		text := replaceRunSection(string(old), runID, section)
-		err = writeAtomic(p, text)
-	}
-	s.proj.Unlock()
+	st, err := s.store()
 	if err != nil {
-		s.log.Warn("writing a run's section of memory.md", "cwd", cwd, "run", runID, "err", err)
+		return err
 	}
-	s.Touch(cwd)
+	if err := st.PutRunSection(ctx, cwd, store.RunSection{RunID: runID, Section: section, At: clock.Ms(s.opts.Clock)}); err != nil {
+		return err
+	}
+	s.flushLogged(cwd)
+	return nil
 }
 
-// replaceRunSection is memory text with the run's section added at the
-// end, or put where the run's earlier section was.
-func replaceRunSection(text, runID, section string) string {
-	head := fmt.Sprintf("\n## Run %s ", runID)
-	if i := strings.Index(text, head); i >= 0 {
-		end := strings.Index(text[i+len(head):], "\n## Run ")
-		if end < 0 {
-			text = text[:i]
-		} else {
-			text = text[:i] + text[i+len(head)+end:]
+// runHead starts a run's section in memory.md.
+const runHead = "\n## Run "
+
+// fileSections are the runs' sections of a memory.md's text, in order;
+// At is their place in the file (1, 2, …), so that adopted ones keep
+// their order, before every section stored since.
+func fileSections(text string) []store.RunSection {
+	var out []store.RunSection
+	for {
+		i := strings.Index(text, runHead)
+		if i < 0 {
+			return out
+		}
+		text = text[i:]
+		end := strings.Index(text[len(runHead):], runHead)
+		sec := text
+		if end >= 0 {
+			sec = text[:len(runHead)+end]
+		}
+		text = text[len(sec):]
+		id, _, _ := strings.Cut(sec[len(runHead):], " ")
+		if id = strings.TrimSpace(id); id != "" {
+			out = append(out, store.RunSection{RunID: id, Section: sec, At: int64(len(out) + 1)})
 		}
 	}
-	if strings.TrimSpace(text) == "" {
-		text = "# apserver memory\n"
+}
+
+// memorySections are the runs' sections as memory.md holds them (each
+// starting "\n## Run "), oldest first.
+func memorySections(rs []store.RunSection) string {
+	var b strings.Builder
+	for _, r := range rs {
+		sec := r.Section
+		if !strings.HasPrefix(sec, "\n") {
+			sec = "\n" + sec
+		}
+		b.WriteString(strings.TrimRight(sec, "\n") + "\n")
 	}
-	return strings.TrimRight(text, "\n") + "\n" + section
+	return b.String()
 }

@@ -7,8 +7,11 @@
 // rules of package brain, then the validator model for what they leave
 // undecided (validated, asked again once, cached per action, each verdict
 // returned with the record that replays it). It also records the
-// decisions runs make, writes a run's section of memory.md where it owns
-// the file, and keeps the threads' rolling summaries
+// decisions runs make (and confirms those a run's trust lets go on
+// without a human; the proposed ones that wait on a human go to the
+// attention summary), stores a run's section of memory.md where it owns
+// the file (memory.md is rendered from the store: decisions, then the
+// runs' sections), and keeps the threads' rolling summaries
 // (project/summary/list).
 //
 // The decisions (transitions, rendering, ranking, rules) are package
@@ -65,6 +68,13 @@ type Options struct {
 	// Ask, when set, answers the validator instead of the configured
 	// "validator" role's model (tests of the rules' second pass).
 	Ask func(ctx context.Context, prompt string) (string, error)
+	// HoldProjections, for tests of a crash, writes no projection: a
+	// project stays marked as if the process had been killed before each
+	// rewrite (cmd sets it from APSERVER_TEST_HOLD_PROJECTIONS).
+	HoldProjections bool
+	// Attention puts a project's proposed decisions that wait on a human
+	// in the attention summary, or takes them out (nil); see SetAttention.
+	Attention func(cwd string, it *protocol.AttentionItem)
 }
 
 // Service records decisions, keeps the projections and judges actions.
@@ -180,16 +190,18 @@ func (s *Service) change(ctx context.Context, st *store.Store, cwd string, cur m
 	}
 	s.forgetVerdicts()
 	s.schedule(cwd)
+	s.attend(ctx, cwd)
 	return out, nil
 }
 
 // AddDecision implements project/decision/add.
 func (s *Service) AddDecision(ctx context.Context, p protocol.ProjectDecisionAddParams) (protocol.ProjectDecisionResult, error) {
-	return s.addDecision(ctx, p, "")
+	return s.addDecision(ctx, p, "", "")
 }
 
-// addDecision is AddDecision for a run (runID) or not ("").
-func (s *Service) addDecision(ctx context.Context, p protocol.ProjectDecisionAddParams, runID string) (protocol.ProjectDecisionResult, error) {
+// addDecision is AddDecision for a run (runID, and taskID when a task's
+// thread proposed it) or not ("").
+func (s *Service) addDecision(ctx context.Context, p protocol.ProjectDecisionAddParams, runID, taskID string) (protocol.ProjectDecisionResult, error) {
 	var res protocol.ProjectDecisionResult
 	if err := p.Validate(); err != nil {
 		return res, err
@@ -201,7 +213,7 @@ func (s *Service) addDecision(ctx context.Context, p protocol.ProjectDecisionAdd
 	cwd := Project(p.Cwd)
 	s.edit.Lock()
 	defer s.edit.Unlock()
-	d := protocol.ProjectDecision{Cwd: cwd, Title: strings.TrimSpace(p.Title), Text: p.Text, Why: p.Why, Alternatives: p.Alternatives, Source: p.Source, Status: protocol.DecisionActive, RunID: runID}
+	d := protocol.ProjectDecision{Cwd: cwd, Title: strings.TrimSpace(p.Title), Text: p.Text, Why: p.Why, Alternatives: p.Alternatives, Source: p.Source, Status: protocol.DecisionActive, RunID: runID, TaskID: taskID}
 	if p.Scope != nil {
 		d.Scope = *p.Scope
 	}
@@ -260,7 +272,7 @@ func (s *Service) UpdateDecision(ctx context.Context, p protocol.ProjectDecision
 		evs = append(evs, brain.Event{Type: brain.EventUpdated, ID: d.ID, AtMs: now, Patch: &patch})
 	}
 	if p.Status != nil && d.Status == protocol.DecisionProposed {
-		evs = append(evs, brain.Event{Type: brain.EventConfirmed, ID: d.ID, AtMs: now})
+		evs = append(evs, brain.Event{Type: brain.EventConfirmed, ID: d.ID, AtMs: now, By: "user"})
 	}
 	if len(evs) == 0 {
 		res.Decision = d

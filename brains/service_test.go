@@ -245,7 +245,9 @@ func TestSummariesInTheContext(t *testing.T) {
 		t.Errorf("ListSummaries without cwd: %v", err)
 	}
 	// A run's section of memory.md (the brain owns the file here).
-	s.RunMemory(proj, "run-7", "\n## Run run-7 (completed): orders\n\n- plan v1 approved by the user\n")
+	if err := s.RunMemory(ctx, proj, "run-7", "\n## Run run-7 (completed): orders\n\n- plan v1 approved by the user\n"); err != nil {
+		t.Fatal(err)
+	}
 	for _, role := range []string{"implementer", "thread"} {
 		pv, err := s.ContextPreview(ctx, protocol.ProjectContextPreviewParams{Cwd: proj, Role: role, ThreadID: "th2"})
 		if err != nil || !strings.Contains(pv.Context, "## Conversation summaries\n\n- th1: Talked about the orders table.") ||

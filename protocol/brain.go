@@ -45,7 +45,15 @@ type ProjectDecision struct {
 	SupersededBy string         `json:"supersededBy,omitempty"`
 	// RunID is the run that recorded it (sources planner, clarification,
 	// repair).
-	RunID       string `json:"runId,omitempty"`
+	RunID string `json:"runId,omitempty"`
+	// TaskID is the run's task whose thread proposed it (the model's
+	// record_decision in a task thread); the run's trust may confirm it
+	// when the task is committed.
+	TaskID string `json:"taskId,omitempty"`
+	// ConfirmedBy says who made a proposed decision active: "user" (a
+	// human, project/decision/update), "run/plan/approve", or the run's
+	// trust ("run trust planning=auto", "run trust implementation=auto").
+	ConfirmedBy string `json:"confirmedBy,omitempty"`
 	CreatedAtMs int64  `json:"createdAtMs"`
 	UpdatedAtMs int64  `json:"updatedAtMs"`
 }

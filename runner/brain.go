@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/apserver/apserver/brain"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
 )
@@ -25,15 +26,18 @@ type Brain interface {
 	// (the planner's as proposed; a clarification's answer, an approved
 	// repair as active), each with the run's id.
 	RecordRunDecisions(ctx context.Context, cwd, runID string, ds []protocol.ProjectDecisionAddParams) error
-	// ConfirmRunDecisions makes active the planner's proposed decisions
-	// of the run, once its plan is approved.
-	ConfirmRunDecisions(ctx context.Context, cwd, runID string) error
+	// ConfirmRunDecisions makes active the run's proposed decisions of
+	// the given sources that belong to taskID ("" for the plan's), with
+	// by as who confirmed them: the plan's approval, or the run's trust.
+	ConfirmRunDecisions(ctx context.Context, cwd, runID, taskID, by string, sources ...string) error
 	// OwnsMemory reports whether the brain writes the project's
 	// .apserver/memory.md; a run then leaves the file alone and hands its
 	// section to RunMemory.
 	OwnsMemory(ctx context.Context, cwd string) bool
-	// RunMemory puts a finished run's section into memory.md.
-	RunMemory(cwd, runID, section string)
+	// RunMemory stores a finished run's section of memory.md (durably,
+	// before it is projected into the file); an error means it is not
+	// stored.
+	RunMemory(ctx context.Context, cwd, runID, section string) error
 }
 
 // withContext returns a stage's instructions with the project's context
@@ -65,8 +69,7 @@ func (rn *Runner) runEnded(cwd string) {
 // run's merge there).
 func (x *run) writeRunMemory(ctx context.Context, cfg runs.Config, s runs.Snapshot) error {
 	if b := x.rn.opts.Brain; b != nil && b.OwnsMemory(ctx, cfg.Cwd) {
-		b.RunMemory(cfg.Cwd, cfg.ID, runs.MemoryEntry(s))
-		return nil
+		return b.RunMemory(ctx, cfg.Cwd, cfg.ID, runs.MemoryEntry(s))
 	}
 	return writeMemory(cfg.Worktree, s)
 }
@@ -145,7 +148,10 @@ func (x *run) recordPlannerDecisions(ctx context.Context, cfg runs.Config, ds []
 }
 
 // brainSaw records what an event the run stored decided, on the run's
-// goroutine: an approved plan confirms the planner's decisions; a
+// goroutine: an approved plan confirms the planner's decisions (and,
+// under planning trust auto, the model's in the planner's thread); a
+// task committed under a trust that needed no human confirms the
+// decisions its threads proposed; a
 // clarification's answer and an approved repair become active decisions
 // (source clarification, repair).
 func (x *run) brainSaw(ev runs.Event) {
@@ -158,9 +164,29 @@ func (x *run) brainSaw(ev runs.Event) {
 	var rec []protocol.ProjectDecisionAddParams
 	switch ev.Type {
 	case runs.EvPlanProposed, runs.EvPlanApproved:
-		if r.Plan.Approved {
-			if err := b.ConfirmRunDecisions(ctx, r.Cwd, r.ID); err != nil {
-				x.rn.log.Warn("run: confirming the planner's decisions", "run", x.id, "err", err)
+		if !r.Plan.Approved {
+			return
+		}
+		// A human's approval confirms the planner's stated decisions;
+		// planning trust auto also those the model recorded in the
+		// planner's thread (record_decision), which otherwise wait on a
+		// human.
+		by, sources := "run/plan/approve", []string{"planner"}
+		if ev.Type == runs.EvPlanProposed {
+			by, sources = brain.ByPlanningTrust, []string{"planner", "model"}
+		}
+		if err := b.ConfirmRunDecisions(ctx, r.Cwd, r.ID, "", by, sources...); err != nil {
+			x.rn.log.Warn("run: confirming the plan's decisions", "run", x.id, "err", err)
+		}
+		return
+	case runs.EvTaskCommitted:
+		// The task's threads' record_decision calls: confirmed by the
+		// run's trust when it let the task go on without a human.
+		for _, t := range r.Plan.Tasks {
+			if t.ID == ev.TaskID && brain.TaskTrusted(r, t) {
+				if err := b.ConfirmRunDecisions(ctx, r.Cwd, r.ID, t.ID, brain.ByImplementationTrust, "model"); err != nil {
+					x.rn.log.Warn("run: confirming the task's decisions", "run", x.id, "task", t.ID, "err", err)
+				}
 			}
 		}
 		return

@@ -189,11 +189,12 @@ func (t *thread) alignmentApproved(tr *turn, a protocol.AlignmentAction, v proto
 }
 
 // toolRecordDecision is the model's way to record a decision: a proposed
-// one, which a human (project/decision/update) confirms.
+// one, which a human (project/decision/update) or, in a run, the run's
+// trust confirms.
 const toolRecordDecision = "record_decision"
 
 var recordDecisionTool = model.Tool{Name: toolRecordDecision,
-	Description: "Record a decision about this project (a technology, a convention, a design choice) so that later work follows it. It is recorded as proposed; a human confirms it. Name the alternatives you rejected.",
+	Description: "Record a decision about this project (a technology, a convention, a design choice) so that later work follows it. It is recorded as proposed; a human, or the run's trust, confirms it. Name the alternatives you rejected.",
 	Parameters: json.RawMessage(`{"type":"object","properties":{
   "title":{"type":"string","description":"The decision in a few words, e.g. Use PostgreSQL."},
   "text":{"type":"string","description":"What was decided."},
@@ -225,7 +226,7 @@ func (t *thread) runDecisionCall(tr *turn, call model.ToolCall) {
 	ctx, al := tr.ctx, t.m.opts.Align
 	go func() {
 		d, err := al.RecordDecision(context.WithoutCancel(ctx), t.id, p)
-		out := fmt.Sprintf("Recorded decision %s %q as proposed; a human confirms it.", d.ID, d.Title)
+		out := fmt.Sprintf("Recorded decision %s %q as proposed; a human, or the run's trust, confirms it.", d.ID, d.Title)
 		if err != nil {
 			out = "record_decision: not recorded: " + err.Error()
 		}
@@ -321,6 +322,18 @@ func (t *thread) summarizeIdle() {
 			t.m.log.Warn("summarizing a thread for its project", "thread", id, "err", err)
 		}
 	}()
+}
+
+// SetDecisionAttention puts a project's proposed decisions that wait on a
+// human (the brain's item) in the attention summary, or takes them out
+// (nil). Any goroutine may call it.
+func (m *Manager) SetDecisionAttention(cwd string, it *protocol.AttentionItem) {
+	k := attnKey{thread: "decisions:" + cwd}
+	if it == nil {
+		m.fa.attn.clear(k)
+		return
+	}
+	m.fa.attn.set(k, *it)
 }
 
 // SetAligner sets Options.Align, for a Manager made before the brain

@@ -194,3 +194,22 @@ func (s *Store) ClearBrainDirty(ctx context.Context, cwd string, mark int64) err
 	}
 	return nil
 }
+
+// ProposedDecisionProjects returns the projects that have proposed
+// decisions, in order.
+func (s *Store) ProposedDecisionProjects(ctx context.Context) ([]string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT DISTINCT cwd FROM decisions WHERE status = 'proposed' ORDER BY cwd`)
+	if err != nil {
+		return nil, fmt.Errorf("store: projects with proposed decisions: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var cwd string
+		if err := rows.Scan(&cwd); err != nil {
+			return nil, fmt.Errorf("store: projects with proposed decisions: %w", err)
+		}
+		out = append(out, cwd)
+	}
+	return out, rows.Err()
+}

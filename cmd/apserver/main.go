@@ -283,6 +283,7 @@ func runServer(ctx context.Context, cfg config.Config, f *serveFlags, in io.Read
 	mgr = newManager(cfg, f, dataDir, srv.Client(), log)
 	br := newBrain(cfg, mgr.Store, log)
 	mgr.SetAligner(br)
+	br.SetAttention(mgr.SetDecisionAttention) // proposed decisions waiting on a human
 	rn := newRunnerWithBrain(cfg, dataDir, mgr, log, br)
 	server.Register(srv, mgr)
 	server.RegisterServices(srv, server.NewServices(mgr))

@@ -23,8 +23,10 @@ import (
 var _ session.Aligner = (*brains.Service)(nil)
 
 // newBrain makes the project brain's service over the session's store.
+// APSERVER_TEST_HOLD_PROJECTIONS=1 (tests of a crash only) writes no
+// projection, as if the process were killed before each rewrite.
 func newBrain(cfg config.Config, st func() (*store.Store, error), log *slog.Logger) *brains.Service {
-	return brains.New(brains.Options{Store: st, Config: cfg, Logger: log})
+	return brains.New(brains.Options{Store: st, Config: cfg, Logger: log, HoldProjections: os.Getenv("APSERVER_TEST_HOLD_PROJECTIONS") == "1"})
 }
 
 // newRunnerWithBrain is newRunner whose stages get the project's context

@@ -4531,6 +4531,7 @@ export type ProjectCreateResponse = {
 };
 export type ProjectDecision = {
   alternatives?: string[];
+  confirmedBy?: string;
   createdAtMs: number;
   cwd: string;
   id: string;
@@ -4539,6 +4540,7 @@ export type ProjectDecision = {
   source: string;
   status: DecisionStatus;
   supersededBy?: string;
+  taskId?: string;
   text: string;
   title: string;
   updatedAtMs: number;

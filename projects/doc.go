@@ -11,8 +11,8 @@
 // routing applied (set the phase and tick, resume, pause, re-ingest the
 // blueprint once confirmed), each routing a receipt among the ticks. What
 // of a project waits on a human goes to the attention summary
-// (attention.go). It does not import session: cmd/apserver adapts its
-// intent types to session.IntentRouter.
+// (attention.go). It does not import session: the intent types are the
+// thread port's (session/port), so Service is session's IntentRouter as it is.
 //
 // It sits beside runner and blueprints and imports neither: both are
 // reached through the small interfaces Runs and Blueprints (wired in

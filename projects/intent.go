@@ -11,6 +11,7 @@ import (
 	"github.com/apserver/apserver/manager"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/store"
 )
 
@@ -39,30 +40,14 @@ type IntentOptions struct {
 	Config config.Config
 }
 
-// IntentRequest is a user message of a thread to route: the thread, its
-// workspace, its model and provider (the classifier's unless
-// [roles.intent] names one), the text. (cmd/apserver adapts these types
-// to session.IntentRouter's: this package does not import session.)
-type IntentRequest struct {
-	ThreadID, Cwd, Model, Provider, Text string
-}
-
-// IntentOutcome is what the manager did with a message: its message to
-// the thread (what it did, or why it did nothing), whether the model
-// answers the message as usual, and a change that waits for the user's
-// confirmation.
-type IntentOutcome struct {
-	Message string
-	Answer  bool
-	Confirm *IntentConfirm
-}
-
-// IntentConfirm is a change the user confirms first: the question, and
-// what to do with the answer (it returns the manager's message).
-type IntentConfirm struct {
-	Question string
-	Apply    func(ctx context.Context, confirmed bool) string
-}
+// The router's request and answer are the thread port's
+// (session/port): session asks, this package answers, and neither
+// imports the other.
+type (
+	IntentRequest = port.IntentRequest
+	IntentOutcome = port.IntentOutcome
+	IntentConfirm = port.IntentConfirm
+)
 
 // ResultIntent is the result of a stored intent routing (a row of the
 // workspace's manager ticks that is not a tick).

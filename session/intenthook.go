@@ -8,6 +8,7 @@ import (
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session/port"
 )
 
 // IntentRouter is the manager's intent from chat as the session sees it
@@ -20,35 +21,13 @@ type IntentRouter interface {
 	RouteIntent(ctx context.Context, r IntentRequest) IntentOutcome
 }
 
-// IntentRequest is a user message to route: its thread, workspace, the
-// thread's model (the classifier's unless [roles.intent] names one) and
-// text.
-type IntentRequest struct {
-	ThreadID, Cwd, Model, Provider, Text string
-}
-
-// IntentOutcome is what the router did with a message.
-type IntentOutcome struct {
-	// Message, when not empty, is the manager's word to the thread (what
-	// it did, or why it did nothing): an agent message of the turn.
-	Message string
-	// Answer: the turn goes on and the model answers the message (a
-	// question, anything the manager does not act on, a workspace that is
-	// not a project). Otherwise the turn completes.
-	Answer bool
-	// Confirm, when set, is a change that waits for the user's
-	// confirmation: asked in the thread (item/tool/requestUserInput with
-	// the options Apply and Cancel), then applied or not.
-	Confirm *IntentConfirm
-}
-
-// IntentConfirm is a change the user confirms first.
-type IntentConfirm struct {
-	Question string
-	// Apply is called with the user's answer (true: Apply), never on a
-	// thread goroutine; it returns the manager's message about it.
-	Apply func(ctx context.Context, confirmed bool) string
-}
+// The router's request and answer are the port's (projects answers them
+// without importing session).
+type (
+	IntentRequest = port.IntentRequest
+	IntentOutcome = port.IntentOutcome
+	IntentConfirm = port.IntentConfirm
+)
 
 // Confirmation answers: the option labels of the question.
 const (

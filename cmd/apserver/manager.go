@@ -30,8 +30,8 @@ import (
 func newProjects(cfg config.Config, mgr *session.Manager, rn *runner.Runner, bs *blueprints.Service, c interface{ Notify(string, any) }, log *slog.Logger) *projects.Service {
 	ps := projects.New(projects.Options{Store: mgr.Store, Runs: server.RunnerRuns{Runner: rn}, Blueprints: bs, Notify: c.Notify, Log: log,
 		Intent: projects.IntentOptions{Tree: bs, Config: cfg}, Attention: mgr.SetProjectAttention, Prices: managerPrices(cfg)})
-	mgr.SetIntentRouter(intentRouter{ps}) // intent from chat in project threads
-	rn.SetOnChange(ps.Wake)               // a run's change wakes the heartbeat
+	mgr.SetIntentRouter(ps) // intent from chat in project threads
+	rn.SetOnChange(ps.Wake) // a run's change wakes the heartbeat
 	return ps
 }
 
@@ -41,19 +41,6 @@ func managerPrices(cfg config.Config) map[string]manager.Price {
 	out := make(map[string]manager.Price, len(cfg.Prices))
 	for m, p := range cfg.Prices {
 		out[m] = manager.Price{InputPerMTok: p.InputPerMTok, CachedInputPerMTok: p.CachedInputPerMTok, OutputPerMTok: p.OutputPerMTok}
-	}
-	return out
-}
-
-// intentRouter is the manager's intent from chat as the session's
-// IntentRouter (projects does not import session).
-type intentRouter struct{ ps *projects.Service }
-
-func (r intentRouter) RouteIntent(ctx context.Context, q session.IntentRequest) session.IntentOutcome {
-	o := r.ps.RouteIntent(ctx, projects.IntentRequest{ThreadID: q.ThreadID, Cwd: q.Cwd, Model: q.Model, Provider: q.Provider, Text: q.Text})
-	out := session.IntentOutcome{Message: o.Message, Answer: o.Answer}
-	if o.Confirm != nil {
-		out.Confirm = &session.IntentConfirm{Question: o.Confirm.Question, Apply: o.Confirm.Apply}
 	}
 	return out
 }

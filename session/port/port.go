@@ -244,3 +244,34 @@ type FileJudgment struct {
 // thread/search/cancel, thread/search/stream/cancel or $/cancelRequest
 // (session.ErrSearchCancelled is the same error).
 var ErrSearchCancelled = errors.New("thread search cancelled")
+
+// IntentRequest is a user message of a project's thread for the manager
+// to route (docs/manager.md#intent-from-chat): its thread, workspace, the
+// thread's model and provider (the classifier's unless [roles.intent]
+// names one) and text. Session asks; projects answers.
+type IntentRequest struct {
+	ThreadID, Cwd, Model, Provider, Text string
+}
+
+// IntentOutcome is what the manager did with a message.
+type IntentOutcome struct {
+	// Message, when not empty, is the manager's word to the thread (what
+	// it did, or why it did nothing): an agent message of the turn.
+	Message string
+	// Answer: the turn goes on and the model answers the message (a
+	// question, anything the manager does not act on, a workspace that is
+	// not a project). Otherwise the turn completes.
+	Answer bool
+	// Confirm, when set, is a change that waits for the user's
+	// confirmation: asked in the thread (item/tool/requestUserInput with
+	// the options Apply and Cancel), then applied or not.
+	Confirm *IntentConfirm
+}
+
+// IntentConfirm is a change the user confirms first.
+type IntentConfirm struct {
+	Question string
+	// Apply is called with the user's answer (true: Apply), never on a
+	// thread goroutine; it returns the manager's message about it.
+	Apply func(ctx context.Context, confirmed bool) string
+}

@@ -23,24 +23,32 @@ const PollEvery = 2 * time.Second
 // Follow tells f of every append (LISTEN on Channel) until ctx ends,
 // reconnecting when the connection drops, and polls every PollEvery.
 func Follow(ctx context.Context, pool *pgxpool.Pool, f Follower, log *slog.Logger) {
+	listenAndPoll(ctx, PollEvery, f.Poll, func(ctx context.Context) error { return listen(ctx, pool, f) },
+		log, "cluster: listening for run events; reconnecting")
+}
+
+// listenAndPoll calls poll every `every` and listen until ctx ends,
+// listening again a second after each failure (the connection dropped,
+// the database restarted), with a warning.
+func listenAndPoll(ctx context.Context, every time.Duration, poll func(), listen func(context.Context) error, log *slog.Logger, warning string) {
 	go func() {
-		t := time.NewTicker(PollEvery)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				f.Poll()
+				poll()
 			}
 		}
 	}()
 	for ctx.Err() == nil {
-		err := listen(ctx, pool, f)
+		err := listen(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		log.Warn("cluster: listening for run events; reconnecting", "err", err)
+		log.Warn(warning, "err", err)
 		select {
 		case <-ctx.Done():
 			return

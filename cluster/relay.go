@@ -81,30 +81,7 @@ func (w *relayWaker) wake() {
 }
 
 func (w *relayWaker) run(ctx context.Context) {
-	go func() {
-		t := time.NewTicker(RelayPollEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				w.wake()
-			}
-		}
-	}()
-	for ctx.Err() == nil {
-		err := w.listen(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		w.log.Warn("cluster: listening for relayed requests; reconnecting", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Second):
-		}
-	}
+	listenAndPoll(ctx, RelayPollEvery, w.wake, w.listen, w.log, "cluster: listening for relayed requests; reconnecting")
 }
 
 func (w *relayWaker) listen(ctx context.Context) error {

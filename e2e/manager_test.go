@@ -188,6 +188,15 @@ func TestManagerAutopilot(t *testing.T) {
 	if out, err := cli("project", "replay").CombinedOutput(); err != nil || !strings.Contains(string(out), " ticks replayed, 0 differ") {
 		t.Errorf("replay: %v\n%s", err, out)
 	}
+	// apserver replay, the command that replays threads' receipts, replays
+	// a project's ticks too
+	// (the same data dir and config as cli's: its --data-dir and --config)
+	pr := cli("project", "replay")
+	rp := exec.Command(binPath, append([]string{"replay", "--project", repo}, pr.Args[3:7]...)...)
+	rp.Env, rp.Dir = pr.Env, pr.Dir
+	if out, err := rp.CombinedOutput(); err != nil || !strings.Contains(string(out), " ticks replayed, 0 differ") || strings.Contains(string(out), " 0 ticks replayed") {
+		t.Errorf("apserver replay --project: %v\n%s", err, out)
+	}
 	st, err := cli("project", "status", "--json").Output()
 	if err != nil || !strings.Contains(string(st), `"phaseDone":true`) || !strings.Contains(string(st), `"completed":3`) {
 		t.Errorf("status: %v\n%s", err, st)

@@ -34,10 +34,13 @@ func runReplay(args []string) error {
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), `Usage: apserver replay [--data-dir DIR] [--config FILE] [-v] THREAD
+       apserver replay [--data-dir DIR] [--config FILE] --project DIR
 
 Re-runs the full-auto controller on the inputs stored with every decision
 (and every automatic approval) of THREAD, and the project brain's rules on
 every action it judged, and compares with what was decided then. Exits 0 when all agree, 1 naming each one that differs.
+With --project, decides again on every manager tick and intent routing of
+the project in DIR instead (as apserver project replay).
 
 `)
 		printFlags(fs.Output(), fs)
@@ -45,11 +48,27 @@ every action it judged, and compares with what was decided then. Exits 0 when al
 	dataDir := fs.String("data-dir", "", "apserver's data directory (default: from the config)")
 	cfgFile := fs.String("config", "", "user config file (default: $XDG_CONFIG_HOME/apserver/config.toml)")
 	verbose := fs.Bool("v", false, "also print the reason of each decision")
+	project := fs.String("project", "", "replay the manager's ticks and intent routings of the project in this directory, not a thread")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return errUsage
+	}
+	if *project != "" {
+		if fs.NArg() != 0 {
+			fs.Usage()
+			return errUsage
+		}
+		pargs := []string{"replay", "--cd", *project}
+		if *dataDir != "" {
+			pargs = append(pargs, "--data-dir", *dataDir)
+		}
+		if *cfgFile != "" {
+			pargs = append(pargs, "--config", *cfgFile)
+		}
+		_, err := runProjectManager(pargs)
+		return err
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()

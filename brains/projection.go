@@ -12,6 +12,7 @@ import (
 	"github.com/apserver/apserver/brain"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
+	"github.com/apserver/apserver/tools/gitwork"
 )
 
 // Touch marks a project's projections as out of date (a run finished, a
@@ -122,6 +123,14 @@ func (s *Service) Flush(ctx context.Context, cwd string) error {
 		// nothing is written, the project stays marked.
 		s.log.Info("brain projections held", "cwd", cwd)
 		return nil
+	}
+	// The projections are the brain's files in the user's checkout, never
+	// a run's: excluded locally, a run's merge that still brings one in (a
+	// run that ended before the project kept decisions) replaces it instead
+	// of stopping on an untracked file, and the next projection writes it
+	// again.
+	if err := gitwork.ExcludeLocally(ctx, cwd, MemoryFile, SnapshotFile); err != nil {
+		s.log.Warn("excluding the brain's projections from git", "cwd", cwd, "err", err)
 	}
 	memPath := filepath.Join(cwd, filepath.FromSlash(MemoryFile))
 	old, err := os.ReadFile(memPath)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -291,5 +292,39 @@ func TestAlignThreadHoldsDecisionsOnce(t *testing.T) {
 	}
 	if !held("pip install asyncpg") {
 		t.Error("a changed set of decisions is not held")
+	}
+}
+
+// TestProjectionsExcludedFromGit: in a git checkout the brain's
+// projections are excluded locally, so that a run's merge that brings in
+// a memory.md (written by a run that ended before the project kept
+// decisions) is not stopped by the brain's untracked file.
+func TestProjectionsExcludedFromGit(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	proj := filepath.Join(dir, "shop")
+	os.MkdirAll(proj, 0o755)
+	if out, err := exec.Command("git", "init", "-q", proj).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	st := openStore(t, filepath.Join(dir, "a.db"))
+	defer st.Close()
+	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Debounce: -1})
+	defer s.Close()
+	if _, err := s.AddDecision(ctx, protocol.ProjectDecisionAddParams{Cwd: proj, Title: "Use PostgreSQL", Text: "All data in PostgreSQL."}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(proj, ".apserver", "memory.md")); err != nil {
+		t.Fatalf("memory.md not written: %v", err)
+	}
+	ex, _ := os.ReadFile(filepath.Join(proj, ".git", "info", "exclude"))
+	for _, want := range []string{"/.apserver/memory.md\n", "/.apserver/snapshot.md\n"} {
+		if !strings.Contains(string(ex), want) {
+			t.Errorf("info/exclude lacks %q:\n%s", want, ex)
+		}
+	}
+	out, _ := exec.Command("git", "-C", proj, "status", "--porcelain", "--untracked-files=all").Output()
+	if strings.Contains(string(out), ".apserver/") {
+		t.Errorf("git status shows the projections:\n%s", out)
 	}
 }

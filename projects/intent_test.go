@@ -161,6 +161,11 @@ func TestIntentStartBuild(t *testing.T) {
 		status.Recent[1].Kind != "tick" || status.Recent[1].Result != "started_run" {
 		t.Errorf("status recent = %+v, want the routing then its tick", status.Recent)
 	}
+	// The tick names the run it started, so that a client shows it even
+	// when a later tick is the last one by the time it reads the status.
+	if r := status.Recent[1]; r.RunID == "" || r.RunID != status.LastTick.RunID || len(r.TaskIDs) != 1 {
+		t.Errorf("the started run in recent = %+v, lastTick %+v", r, status.LastTick)
+	}
 	ex, err := s.Explain(ctx, protocol.ProjectCwdParams{Cwd: ws})
 	if err != nil {
 		t.Fatal(err)

@@ -250,6 +250,7 @@ func records(rows []store.ManagerTick, only string, max int) []protocol.ManagerR
 				continue
 			}
 			rec.Result, rec.Reason, rec.Error = string(r.Decision.Result), r.Decision.Reason, r.Error
+			rec.RunID, rec.TaskIDs = r.Decision.RunID, r.Decision.TaskIDs
 		}
 		out = append(out, rec)
 	}

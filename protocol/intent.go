@@ -12,6 +12,9 @@ type ManagerRecord struct {
 	AtMs   int64  `json:"atMs"`
 	Result string `json:"result,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Ticks: the run a tick started or advanced, and its tasks.
+	RunID   string   `json:"runId,omitempty"`
+	TaskIDs []string `json:"taskIds,omitempty"`
 	// Intent routings.
 	Intent     string  `json:"intent,omitempty"`
 	Confidence float64 `json:"confidence,omitempty"`

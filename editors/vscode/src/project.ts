@@ -104,6 +104,25 @@ export function waitingForYou(runsWaiting: number, status: ProjectStatusResponse
   return runsWaiting + suggestion;
 }
 
+/**
+ * The runs the manager started after the tick numbered afterSeq, oldest
+ * first, from the status's recent ticks: a run's change wakes the
+ * manager, so the tick that started a run is often not the last one by
+ * the time the status is read. Older servers send no runId in recent;
+ * startedRun then reads the last tick alone.
+ */
+export function startedRuns(status: ProjectStatusResponse, afterSeq: number): { seq: number; runId: string; reason: string }[] {
+  return (status.recent ?? [])
+    .filter((r) => r.kind === "tick" && r.result === "started_run" && r.runId && r.seq > afterSeq)
+    .map((r) => ({ seq: r.seq, runId: r.runId as string, reason: r.reason ?? "" }))
+    .sort((a, b) => a.seq - b.seq);
+}
+
+/** The newest tick's number among the status's recent ones (0: none). */
+export function newestSeq(status: ProjectStatusResponse | undefined): number {
+  return Math.max(0, ...(status?.recent ?? []).map((r) => r.seq));
+}
+
 /** Whether a tick started a run (the toast "the manager started a run"). */
 export function startedRun(prev: ManagerTickResponse | null | undefined, prevAt: number, next: ProjectStatusResponse): string | undefined {
   const t = next.lastTick;

@@ -31,6 +31,8 @@ import {
   renderDashboard,
   risksOf,
   startedRun,
+  startedRuns,
+  newestSeq,
   type DashboardModel,
   type ManagerMode,
   type ProjectHistory,
@@ -156,6 +158,7 @@ export class Project implements vscode.Disposable {
     if (!cwd || !this.supported) return;
     const prevTick = this.status?.lastTick;
     const prevAt = this.status?.lastTickAtMs ?? 0;
+    const prevSeq = newestSeq(this.status);
     const first = this.status === undefined;
     try {
       const [settings, status, list] = await Promise.all([
@@ -172,11 +175,17 @@ export class Project implements vscode.Disposable {
       if (before?.id !== this.model.blueprint?.id || before?.primary?.id !== this.model.blueprint?.primary?.id) this.nodeChanged.fire(undefined);
       this.history = recordStatus(this.history, status, Date.now());
       void this.memento.update(HISTORY_KEY, this.history);
-      const run = first ? undefined : startedRun(prevTick, prevAt, status);
-      if (run) {
-        void vscode.window.showInformationMessage(`The manager started a run: ${status.lastTick?.reason ?? run}`, "Open Run").then((pick) => {
-          if (pick === "Open Run") void vscode.commands.executeCommand("apserver.openRun", run);
-        });
+      if (!first) {
+        const toast = (runId: string, reason: string) =>
+          void vscode.window.showInformationMessage(`The manager started a run: ${reason || runId}`, "Open Run").then((pick) => {
+            if (pick === "Open Run") void vscode.commands.executeCommand("apserver.openRun", runId);
+          });
+        const started = startedRuns(status, prevSeq);
+        if (started.length) for (const r of started) toast(r.runId, r.reason);
+        else if (!status.recent?.some((r) => r.runId)) {
+          const run = startedRun(prevTick, prevAt, status); // a server without runId in recent
+          if (run) toast(run, status.lastTick?.reason ?? "");
+        }
       }
     } catch (e) {
       const msg = e instanceof Error ? e.message : String(e);

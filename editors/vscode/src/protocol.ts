@@ -3346,8 +3346,10 @@ export type ManagerRecord = {
   message?: string;
   reason?: string;
   result?: string;
+  runId?: string;
   seq: number;
   target?: string;
+  taskIds?: string[];
   threadId?: string;
 };
 export type ManagerTickParams = {

@@ -5,7 +5,7 @@ import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import { lib } from "./helpers.mjs";
 
-const { managerPill, recordStatus, startedRun, renderDashboard, progressChart, risksOf, parseAlignmentReason, waitingForYou, runsWaitingForYou, MAX_TICKS, mcpRows } = lib;
+const { managerPill, recordStatus, startedRun, startedRuns, newestSeq, renderDashboard, progressChart, risksOf, parseAlignmentReason, waitingForYou, runsWaitingForYou, MAX_TICKS, mcpRows } = lib;
 
 const status = (over = {}) => ({
   cwd: "/ws",
@@ -73,6 +73,22 @@ describe("the manager's pill", () => {
     assert.equal(startedRun(t, 10, status({ lastTick: t, lastTickAtMs: 10 })), undefined);
     assert.equal(startedRun(t, 10, status({ lastTick: { ...t, runId: "r2" }, lastTickAtMs: 20 })), "r2");
     assert.equal(startedRun(t, 10, status({ lastTick: { result: "nothing_to_do", reason: "" }, lastTickAtMs: 20 })), undefined);
+  });
+
+  test("a toast for every run started since the last read, even when a later tick is the last one", () => {
+    // A run's change wakes the manager: by the time the status is read the
+    // tick that started r2 is behind a nothing_to_do tick.
+    const recent = [
+      { kind: "tick", seq: 7, atMs: 70, result: "nothing_to_do", reason: "1 runs in progress" },
+      { kind: "intent", seq: 6, atMs: 60, result: "paused" },
+      { kind: "tick", seq: 5, atMs: 50, result: "started_run", reason: "task t_2 is ready", runId: "r2", taskIds: ["t_2"] },
+      { kind: "tick", seq: 4, atMs: 40, result: "started_run", reason: "task t_1 is ready", runId: "r1", taskIds: ["t_1"] },
+    ];
+    const st = status({ lastTick: { result: "nothing_to_do", reason: "" }, lastTickAtMs: 70, recent });
+    assert.deepEqual(startedRuns(st, 3).map((r) => r.runId), ["r1", "r2"]);
+    assert.deepEqual(startedRuns(st, 4), [{ seq: 5, runId: "r2", reason: "task t_2 is ready" }]);
+    assert.deepEqual(startedRuns(st, newestSeq(st)), []);
+    assert.equal(newestSeq(status()), 0);
   });
 });
 

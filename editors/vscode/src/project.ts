@@ -135,8 +135,8 @@ export function startedRun(prev: ManagerTickResponse | null | undefined, prevAt:
 export interface ProjectHistory {
   /** [atMs, done, total] samples, one per change. */
   progress: [number, number, number][];
-  /** The ticks seen, newest last. */
-  ticks: { atMs: number; tick: ManagerTickResponse }[];
+  /** The ticks seen, newest last (seq: the tick's number, from status.recent). */
+  ticks: { atMs: number; seq?: number; tick: ManagerTickResponse }[];
 }
 
 export const MAX_SAMPLES = 500;
@@ -150,10 +150,25 @@ export function recordStatus(h: ProjectHistory, st: ProjectStatusResponse, nowMs
   const last = h.progress[h.progress.length - 1];
   const progress = !last || last[1] !== done || last[2] !== total ? [...h.progress, [nowMs, done, total] as [number, number, number]].slice(-MAX_SAMPLES) : h.progress;
   const lastTick = h.ticks[h.ticks.length - 1];
-  const ticks =
-    st.lastTick && st.lastTickAtMs && (!lastTick || lastTick.atMs !== st.lastTickAtMs)
-      ? [...h.ticks, { atMs: st.lastTickAtMs, tick: st.lastTick }].slice(-MAX_TICKS)
-      : h.ticks;
+  // Every tick since the last one recorded, from the recent ones: the
+  // manager may tick several times between two reads (a run's change
+  // wakes it). A server that sends no recent ticks: the last tick alone.
+  const recent = (st.recent ?? []).filter((r) => r.kind === "tick" && r.result);
+  const lastSeq = Math.max(0, ...h.ticks.map((t) => t.seq ?? 0));
+  let ticks = h.ticks;
+  if (recent.length) {
+    const fresh = recent
+      .filter((r) => (lastSeq ? r.seq > lastSeq : r.atMs > (lastTick?.atMs ?? 0)))
+      .sort((a, b) => a.seq - b.seq)
+      .map((r) => ({
+        atMs: r.atMs,
+        seq: r.seq,
+        tick: { result: r.result as ManagerTickResponse["result"], reason: r.reason ?? "", runId: r.runId, taskIds: r.taskIds, error: r.error },
+      }));
+    if (fresh.length) ticks = [...h.ticks, ...fresh].slice(-MAX_TICKS);
+  } else if (st.lastTick && st.lastTickAtMs && (!lastTick || lastTick.atMs !== st.lastTickAtMs)) {
+    ticks = [...h.ticks, { atMs: st.lastTickAtMs, tick: st.lastTick }].slice(-MAX_TICKS);
+  }
   return { progress, ticks };
 }
 

@@ -89,6 +89,12 @@ describe("the manager's pill", () => {
     assert.deepEqual(startedRuns(st, 4), [{ seq: 5, runId: "r2", reason: "task t_2 is ready" }]);
     assert.deepEqual(startedRuns(st, newestSeq(st)), []);
     assert.equal(newestSeq(status()), 0);
+    // The dashboard's history takes every tick since its last one, in order.
+    let h = recordStatus({ progress: [], ticks: [] }, status({ recent: recent.slice(2) }), 1);
+    assert.deepEqual(h.ticks.map((t) => t.seq), [4, 5]);
+    h = recordStatus(h, st, 2);
+    assert.deepEqual(h.ticks.map((t) => [t.seq, t.tick.result, t.tick.runId]), [[4, "started_run", "r1"], [5, "started_run", "r2"], [7, "nothing_to_do", undefined]]);
+    assert.equal(recordStatus(h, st, 3).ticks.length, 3, "the same ticks read again");
   });
 });
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/apserver/apserver/model"
+	"github.com/apserver/apserver/tooloutput"
 	"github.com/apserver/apserver/tools/files"
 )
 
@@ -131,7 +132,7 @@ func buildAgentTools(applyPatchTool string) []model.Tool {
 	return append(out,
 		model.Tool{Name: toolUpdatePlan, Description: updatePlanDescription, Parameters: updatePlanSchema},
 		model.Tool{Name: toolRequestUserInput, Description: requestUserInputDescription, Parameters: requestUserInputSchema},
-		model.Tool{Name: toolReadOutput, Description: readOutputDescription, Parameters: readOutputSchema},
+		model.Tool{Name: tooloutput.ToolName, Description: tooloutput.Description, Parameters: tooloutput.Schema},
 	)
 }
 
@@ -168,7 +169,7 @@ func (t *thread) dispatch(tr *turn, call model.ToolCall) {
 		t.runPatchCall(tr, call)
 	case call.Name == "edit_file", call.Name == "write_file":
 		t.runEditCall(tr, call)
-	case call.Name == "read_file", call.Name == "list_dir", call.Name == "search", call.Name == toolReadOutput:
+	case call.Name == "read_file", call.Name == "list_dir", call.Name == "search", call.Name == tooloutput.ToolName:
 		t.runReadCall(tr, call)
 	case call.Name == toolUpdatePlan:
 		t.runPlanCall(tr, call)

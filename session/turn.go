@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/apserver/apserver/fullauto"
+	"github.com/apserver/apserver/imageinput"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"
@@ -374,7 +375,7 @@ func (t *thread) userMessage(tr *turn, u userInput) error {
 	item := protocol.UserMessageItem{ID: t.uniqueItemID(""), ClientID: u.clientID, Content: in}
 	now := t.m.clock.Now()
 	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: now.UnixMilli()})
-	images, err := inputImages(in) // images.go
+	images, err := imageinput.Load(in)
 	if err != nil {
 		return err
 	}

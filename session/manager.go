@@ -17,6 +17,7 @@ import (
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
+	"github.com/apserver/apserver/threadwire"
 	"github.com/apserver/apserver/tools/checkpoint"
 	"github.com/apserver/apserver/tools/sandbox"
 )
@@ -497,7 +498,7 @@ func (m *Manager) ReadThread(ctx context.Context, p protocol.ThreadReadParams, r
 			reply(res, nil)
 			return
 		}
-		reply(streamTurns(ctx, db, m.opts.DataDir, res))
+		reply(threadwire.Stream(ctx, db, m.opts.DataDir, res))
 	}()
 }
 

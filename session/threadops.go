@@ -114,18 +114,6 @@ func patchGitInfo(cur *protocol.GitInfo, patch protocol.Optional[protocol.GitInf
 	return &g
 }
 
-// storedGitInfo reads the git metadata kept in a thread row's settings.
-func storedGitInfo(meta store.Thread) *protocol.GitInfo {
-	if len(meta.Settings) == 0 {
-		return nil
-	}
-	var s struct {
-		GitInfo *protocol.GitInfo `json:"gitInfo"`
-	}
-	_ = json.Unmarshal(meta.Settings, &s)
-	return s.GitInfo
-}
-
 // userShellTimeout is how long a thread/shellCommand may run when the
 // client names no timeout (Codex's default).
 const userShellTimeout = time.Hour

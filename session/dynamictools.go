@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/mcptool"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 )
@@ -87,7 +88,7 @@ func (t *thread) dynamicTools() []dynTool {
 func (t *thread) dynamicModelTools() []model.Tool {
 	var out []model.Tool
 	for _, d := range t.dynamicTools() {
-		out = append(out, model.Tool{Name: d.name, Description: d.spec.Description, Parameters: sanitizeSchema(d.spec.InputSchema)})
+		out = append(out, model.Tool{Name: d.name, Description: d.spec.Description, Parameters: mcptool.SanitizeSchema(d.spec.InputSchema)})
 	}
 	return out
 }
@@ -188,7 +189,7 @@ func (t *thread) onDynamicDone(tr *turn, call model.ToolCall, item protocol.Dyna
 			}
 			text := c.Text
 			if len(text) > limit {
-				text = cutUTF8(text, limit) + truncationMarker(limit, len(c.Text))
+				text = mcptool.CutUTF8(text, limit) + mcptool.TruncationMarker(limit, len(c.Text))
 			}
 			item.ContentItems = append(item.ContentItems, protocol.DynamicToolCallContent{Type: "inputText", Text: text})
 			sb.WriteString(c.Text)
@@ -196,7 +197,7 @@ func (t *thread) onDynamicDone(tr *turn, call model.ToolCall, item protocol.Dyna
 		}
 		out = strings.TrimSuffix(sb.String(), "\n")
 		if len(out) > limit {
-			out = cutUTF8(out, limit) + truncationMarker(limit, len(out))
+			out = mcptool.CutUTF8(out, limit) + mcptool.TruncationMarker(limit, len(out))
 		}
 		item.Success = ptr(res.Success)
 		item.Status = protocol.ItemCompleted

@@ -63,6 +63,33 @@ func gitInfo(meta store.Thread) *protocol.GitInfo {
 	return s.GitInfo
 }
 
+// PatchGitInfo applies a thread/metadata/update gitInfo patch; it returns
+// nil when nothing is left.
+func PatchGitInfo(cur *protocol.GitInfo, patch protocol.Optional[protocol.GitInfoUpdateParams]) *protocol.GitInfo {
+	if !patch.Present {
+		return cur
+	}
+	if patch.Value == nil {
+		return nil
+	}
+	g := protocol.GitInfo{}
+	if cur != nil {
+		g = *cur
+	}
+	set := func(dst **string, f protocol.Optional[string]) {
+		if f.Present {
+			*dst = f.Value
+		}
+	}
+	set(&g.SHA, patch.Value.SHA)
+	set(&g.Branch, patch.Value.Branch)
+	set(&g.OriginURL, patch.Value.OriginURL)
+	if g.SHA == nil && g.Branch == nil && g.OriginURL == nil {
+		return nil
+	}
+	return &g
+}
+
 // LoadTurns reads a thread's turns with all their items (itemsView full).
 func LoadTurns(ctx context.Context, db *store.Store, threadID string) ([]protocol.Turn, error) {
 	turns, err := db.Turns(ctx, threadID)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/apserver/apserver/agenttools"
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/mcptool"
 	"github.com/apserver/apserver/model"
@@ -37,7 +38,7 @@ func encodeDynamicTools(specs []protocol.DynamicToolSpec) (string, error) {
 		return "", nil
 	}
 	builtin := map[string]bool{}
-	for _, tl := range buildAgentTools("function") {
+	for _, tl := range agenttools.Build("function") {
 		builtin[tl.Name] = true
 	}
 	for n := range execAliases {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/apserver/apserver/agenttools"
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/model"
@@ -333,7 +334,7 @@ func (m *Manager) StartThread(ctx context.Context, p protocol.ThreadStartParams,
 		UpdatedAt: now.UnixMilli(),
 		Ephemeral: p.Ephemeral != nil && *p.Ephemeral,
 	}
-	s.DisabledTools = disabledTools(p.Config)
+	s.DisabledTools = agenttools.Disabled(p.Config)
 	if s.DynamicTools, err = encodeDynamicTools(p.DynamicTools); err != nil { // dynamictools.go
 		reply(nil, err)
 		return

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"github.com/apserver/apserver/agenttools"
 	"github.com/apserver/apserver/instructions"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
@@ -30,7 +31,7 @@ func (t *thread) disabledTools() string {
 		return off
 	}
 	for _, n := range readOnlyTools {
-		if !toolOff(off, n) {
+		if !agenttools.Off(off, n) {
 			if off != "" {
 				off += ","
 			}

@@ -40,7 +40,7 @@ func (t *thread) runCommandCall(tr *turn, call model.ToolCall) {
 		t.toolError(tr, call, "invalid arguments: cmd must be a non-empty string")
 		return
 	}
-	if text, ok := patchCommand(cmd); ok && args.Workdir == "" && !t.readOnlyTurn() {
+	if text, ok := agenttools.PatchCommand(cmd); ok && args.Workdir == "" && !t.readOnlyTurn() {
 		t.applyPatchText(tr, call, text)
 		return
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/apserver/apserver/agenttools"
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/dynamictools"
 	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/modelcatalog"
@@ -335,7 +336,7 @@ func (m *Manager) StartThread(ctx context.Context, p protocol.ThreadStartParams,
 		Ephemeral: p.Ephemeral != nil && *p.Ephemeral,
 	}
 	s.DisabledTools = agenttools.Disabled(p.Config)
-	if s.DynamicTools, err = encodeDynamicTools(p.DynamicTools); err != nil { // dynamictools.go
+	if s.DynamicTools, err = dynamictools.Encode(p.DynamicTools); err != nil {
 		reply(nil, err)
 		return
 	}

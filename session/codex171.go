@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/apserver/apserver/paramcheck"
 	"github.com/apserver/apserver/protocol"
 )
 
@@ -49,7 +50,7 @@ func (m *Manager) SetDefaultProvider(_ context.Context, p protocol.ModelProvider
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		reply(nil, invalidParams("unknown `providerId` `%s`, expected one of %s", p.ProviderID, strings.Join(names, ", ")))
+		reply(nil, paramcheck.Invalid("unknown `providerId` `%s`, expected one of %s", p.ProviderID, strings.Join(names, ", ")))
 		return
 	}
 	id := p.ProviderID

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/dynamictools"
+	"github.com/apserver/apserver/mcptool"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 )
@@ -19,58 +21,8 @@ import (
 // that does not answer within dynamic_tool_timeout_sec, answers with an
 // error or is gone fails the call and the turn goes on.
 
-// dynTool is one declared tool under the name the model calls it by:
-// its name, or NAMESPACE__NAME for a tool of a namespace.
-type dynTool struct {
-	name      string
-	tool      string
-	namespace *string
-	spec      protocol.DynamicToolSpec
-}
-
-// encodeDynamicTools keeps thread/start's dynamicTools with the thread's
-// settings (so they survive a resume), refusing a name the agent's own
-// tools or the MCP tools use.
-func encodeDynamicTools(specs []protocol.DynamicToolSpec) (string, error) {
-	if len(specs) == 0 {
-		return "", nil
-	}
-	builtin := map[string]bool{}
-	for _, tl := range buildAgentTools("function") {
-		builtin[tl.Name] = true
-	}
-	for n := range execAliases {
-		builtin[n] = true
-	}
-	for _, d := range flattenDynamicTools(specs) {
-		if builtin[d.name] || strings.HasPrefix(d.name, "mcp__") {
-			return "", protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: dynamicTools: %q is the name of one of apserver's own tools", d.name)
-		}
-	}
-	b, err := json.Marshal(specs)
-	if err != nil {
-		return "", fmt.Errorf("encoding dynamicTools: %w", err)
-	}
-	return string(b), nil
-}
-
-func flattenDynamicTools(specs []protocol.DynamicToolSpec) []dynTool {
-	var out []dynTool
-	for _, s := range specs {
-		if s.Type == "namespace" {
-			ns := s.Name
-			for _, t := range s.Tools {
-				out = append(out, dynTool{name: ns + "__" + t.Name, tool: t.Name, namespace: &ns, spec: t})
-			}
-			continue
-		}
-		out = append(out, dynTool{name: s.Name, tool: s.Name, spec: s})
-	}
-	return out
-}
-
 // dynamicTools are the tools the thread's client declared.
-func (t *thread) dynamicTools() []dynTool {
+func (t *thread) dynamicTools() []dynamictools.Tool {
 	if t.settings.DynamicTools == "" {
 		return nil
 	}
@@ -79,7 +31,7 @@ func (t *thread) dynamicTools() []dynTool {
 		t.m.log.Error("decoding the thread's dynamicTools", "thread", t.id, "err", err)
 		return nil
 	}
-	return flattenDynamicTools(specs)
+	return dynamictools.Flatten(specs)
 }
 
 // dynamicModelTools offers the client's tools to the model as function
@@ -87,7 +39,7 @@ func (t *thread) dynamicTools() []dynTool {
 func (t *thread) dynamicModelTools() []model.Tool {
 	var out []model.Tool
 	for _, d := range t.dynamicTools() {
-		out = append(out, model.Tool{Name: d.name, Description: d.spec.Description, Parameters: sanitizeSchema(d.spec.InputSchema)})
+		out = append(out, model.Tool{Name: d.Name, Description: d.Spec.Description, Parameters: mcptool.SanitizeSchema(d.Spec.InputSchema)})
 	}
 	return out
 }
@@ -95,9 +47,9 @@ func (t *thread) dynamicModelTools() []model.Tool {
 // runDynamicCall runs the call if it names a tool the client declared, and
 // reports whether it did.
 func (t *thread) runDynamicCall(tr *turn, call model.ToolCall) bool {
-	var d *dynTool
+	var d *dynamictools.Tool
 	for _, x := range t.dynamicTools() {
-		if x.name == call.Name {
+		if x.Name == call.Name {
 			d = &x
 			break
 		}
@@ -114,11 +66,11 @@ func (t *thread) runDynamicCall(tr *turn, call model.ToolCall) bool {
 		t.toolError(tr, call, fmt.Sprintf("invalid arguments for %s: the arguments must be a JSON object: %v", call.Name, err))
 		return true
 	}
-	item := protocol.DynamicToolCallItem{ID: t.uniqueItemID(call.CallID), Tool: d.tool, Namespace: d.namespace, Arguments: args, Status: protocol.ItemInProgress}
+	item := protocol.DynamicToolCallItem{ID: t.uniqueItemID(call.CallID), Tool: d.Tool, Namespace: d.Namespace, Arguments: args, Status: protocol.ItemInProgress}
 	t.notifyItemStarted(tr, item)
 	started := t.m.clock.Now()
 	cl := t.m.client.Call(protocol.RequestItemToolCall, protocol.DynamicToolCallParams{
-		ThreadID: t.id, TurnID: tr.id, CallID: item.ID, Tool: d.tool, Namespace: d.namespace, Arguments: args,
+		ThreadID: t.id, TurnID: tr.id, CallID: item.ID, Tool: d.Tool, Namespace: d.Namespace, Arguments: args,
 	})
 	id := cl.ID()
 	tr.requests = append(tr.requests, id)
@@ -151,16 +103,7 @@ func (t *thread) runDynamicCall(tr *turn, call model.ToolCall) bool {
 func (t *thread) onDynamicDone(tr *turn, call model.ToolCall, item protocol.DynamicToolCallItem, raw json.RawMessage, err error) {
 	var res protocol.DynamicToolCallResponse
 	if err == nil {
-		if uerr := json.Unmarshal(raw, &res); uerr != nil {
-			err = fmt.Errorf("the editor's answer is not {contentItems, success}: %v", uerr)
-		} else {
-			for i, c := range res.ContentItems {
-				if c.Type != "inputText" && c.Type != "inputImage" {
-					err = fmt.Errorf("the editor's answer has contentItems[%d].type %q, not inputText or inputImage", i, c.Type)
-					break
-				}
-			}
-		}
+		res, err = dynamictools.Decode(raw)
 	}
 	limit := int(t.m.opts.Config.MCPToolOutputMaxBytes)
 	if limit <= 0 {
@@ -176,28 +119,7 @@ func (t *thread) onDynamicDone(tr *turn, call model.ToolCall, item protocol.Dyna
 		out = "The editor's tool " + call.Name + " failed: " + err.Error()
 		t.m.log.Warn("dynamic tool call failed", "thread", t.id, "item", item.ID, "err", err)
 	} else {
-		var sb strings.Builder
-		if !res.Success {
-			sb.WriteString("The tool reported a failure:\n")
-		}
-		for _, c := range res.ContentItems {
-			if c.Type == "inputImage" {
-				item.ContentItems = append(item.ContentItems, protocol.DynamicToolCallContent{Type: c.Type, ImageURL: c.ImageURL})
-				sb.WriteString("[image]\n")
-				continue
-			}
-			text := c.Text
-			if len(text) > limit {
-				text = cutUTF8(text, limit) + truncationMarker(limit, len(c.Text))
-			}
-			item.ContentItems = append(item.ContentItems, protocol.DynamicToolCallContent{Type: "inputText", Text: text})
-			sb.WriteString(c.Text)
-			sb.WriteString("\n")
-		}
-		out = strings.TrimSuffix(sb.String(), "\n")
-		if len(out) > limit {
-			out = cutUTF8(out, limit) + truncationMarker(limit, len(out))
-		}
+		item.ContentItems, out = dynamictools.Output(res, limit)
 		item.Success = ptr(res.Success)
 		item.Status = protocol.ItemCompleted
 		if !res.Success {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apserver/apserver/agenttools"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/tools"
@@ -29,17 +30,17 @@ type commandRun struct {
 // runCommandCall runs an exec_command call: parse, judge (rules, sandbox,
 // approval policy), maybe ask, then execute.
 func (t *thread) runCommandCall(tr *turn, call model.ToolCall) {
-	var args execArgs
+	var args agenttools.ExecArgs
 	if err := json.Unmarshal([]byte(call.Arguments), &args); err != nil {
 		t.toolError(tr, call, fmt.Sprintf("invalid arguments for %s: %v", call.Name, err))
 		return
 	}
-	cmd := args.command()
+	cmd := args.CommandLine()
 	if cmd == "" {
 		t.toolError(tr, call, "invalid arguments: cmd must be a non-empty string")
 		return
 	}
-	if text, ok := patchCommand(cmd); ok && args.Workdir == "" && !t.readOnlyTurn() {
+	if text, ok := agenttools.PatchCommand(cmd); ok && args.Workdir == "" && !t.readOnlyTurn() {
 		t.applyPatchText(tr, call, text)
 		return
 	}

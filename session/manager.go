@@ -8,15 +8,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"sync/atomic"
 
+	"github.com/apserver/apserver/agenttools"
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/dynamictools"
 	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/model"
+	"github.com/apserver/apserver/modelcatalog"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
+	"github.com/apserver/apserver/threadwire"
 	"github.com/apserver/apserver/tools/checkpoint"
 	"github.com/apserver/apserver/tools/sandbox"
 )
@@ -332,8 +335,8 @@ func (m *Manager) StartThread(ctx context.Context, p protocol.ThreadStartParams,
 		UpdatedAt: now.UnixMilli(),
 		Ephemeral: p.Ephemeral != nil && *p.Ephemeral,
 	}
-	s.DisabledTools = disabledTools(p.Config)
-	if s.DynamicTools, err = encodeDynamicTools(p.DynamicTools); err != nil { // dynamictools.go
+	s.DisabledTools = agenttools.Disabled(p.Config)
+	if s.DynamicTools, err = dynamictools.Encode(p.DynamicTools); err != nil {
 		reply(nil, err)
 		return
 	}
@@ -497,7 +500,7 @@ func (m *Manager) ReadThread(ctx context.Context, p protocol.ThreadReadParams, r
 			reply(res, nil)
 			return
 		}
-		reply(streamTurns(ctx, db, m.opts.DataDir, res))
+		reply(threadwire.Stream(ctx, db, m.opts.DataDir, res))
 	}()
 }
 
@@ -611,53 +614,8 @@ func (m *Manager) InterruptTurn(ctx context.Context, p protocol.TurnInterruptPar
 	m.onThread(p.ThreadID, reply, func(t *thread) { t.interrupt(p.TurnID, reply) })
 }
 
-// ListModels implements model/list from the configured catalog.
+// ListModels implements model/list from the configured catalog
+// (modelcatalog.List).
 func (m *Manager) ListModels(ctx context.Context, p protocol.ModelListParams, reply Reply) {
-	c := m.opts.Config
-	var out []protocol.Model
-	seen := map[string]bool{}
-	add := func(mi config.ModelInfo) {
-		if seen[mi.ID] || (mi.Hidden && (p.IncludeHidden == nil || !*p.IncludeHidden)) {
-			return
-		}
-		if p.ModelProvider != nil && *p.ModelProvider != "" && mi.Provider != "" && mi.Provider != *p.ModelProvider {
-			return
-		}
-		if dp := m.defaultProvider.Load(); p.ModelProvider == nil && dp != nil && mi.Provider != "" && mi.Provider != *dp {
-			return // unscoped: modelProvider/default/set's provider
-		}
-		seen[mi.ID] = true
-		efforts := mi.ReasoningEfforts
-		if len(efforts) == 0 {
-			efforts = []string{"low", "medium", "high"}
-		}
-		def := mi.DefaultReasoningEffort
-		if def == "" {
-			def = "medium"
-		}
-		opts := make([]protocol.ReasoningEffortOption, 0, len(efforts))
-		for _, e := range efforts {
-			opts = append(opts, protocol.ReasoningEffortOption{ReasoningEffort: e, Description: e + " reasoning effort"})
-		}
-		name := mi.DisplayName
-		if name == "" {
-			name = mi.ID
-		}
-		out = append(out, protocol.Model{
-			ID: mi.ID, Model: mi.ID, DisplayName: name, Description: mi.Description, Hidden: mi.Hidden,
-			SupportedReasoningEfforts: opts, DefaultReasoningEffort: def,
-			InputModalities: []string{"text"}, IsDefault: mi.ID == c.Model,
-		})
-	}
-	for _, mi := range c.Models {
-		add(mi)
-	}
-	if c.Model != "" {
-		add(config.ModelInfo{ID: c.Model, Provider: c.Provider, Description: "Default model (from configuration)"})
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].IsDefault && !out[j].IsDefault })
-	if out == nil {
-		out = []protocol.Model{}
-	}
-	reply(protocol.ModelListResult{Data: out}, nil)
+	reply(protocol.ModelListResult{Data: modelcatalog.List(&m.opts.Config, p, m.defaultProvider.Load())}, nil)
 }

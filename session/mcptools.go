@@ -2,8 +2,6 @@ package session
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/mcp"
 	"github.com/apserver/apserver/mcpservers"
+	"github.com/apserver/apserver/mcptool"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 )
@@ -60,9 +59,6 @@ type mcpCall struct {
 // mcpCallKey is the context key of the *mcpCall a pool call is for.
 type mcpCallKey struct{}
 
-// maxToolName is the longest function name providers accept.
-const maxToolName = 64
-
 func newMCPState(m *Manager) *mcpState {
 	s := &mcpState{m: m, approved: map[string]bool{}, active: map[string][]*mcpCall{}}
 	s.srv = mcpservers.New(mcpservers.Options{Config: m.opts.Config.MCPServers, Cwd: m.opts.Cwd, Sources: m.opts.ConfigSources,
@@ -101,31 +97,16 @@ func (s *mcpState) tools() []mcpToolRef {
 	return mcpNames(refs)
 }
 
-// mcpNames gives each tool its model name (see tools).
+// mcpNames gives each tool its model name (mcptool.Names).
 func mcpNames(refs []mcpToolRef) []mcpToolRef {
-	seen := map[string]int{}
-	for i := range refs {
-		refs[i].name = sanitizeToolName("mcp__" + refs[i].server + "__" + refs[i].tool.Name)
-		seen[refs[i].name]++
+	ids := make([]mcptool.ID, len(refs))
+	for i, r := range refs {
+		ids[i] = mcptool.ID{Server: r.server, Tool: r.tool.Name}
 	}
-	for i := range refs {
-		if n := refs[i].name; len(n) > maxToolName || seen[n] > 1 {
-			sum := sha1.Sum([]byte(refs[i].server + "\x00" + refs[i].tool.Name))
-			h := hex.EncodeToString(sum[:])[:12]
-			refs[i].name = n[:min(len(n), maxToolName-len(h)-1)] + "_" + h
-		}
+	for i, n := range mcptool.Names(ids) {
+		refs[i].name = n
 	}
 	return refs
-}
-
-func sanitizeToolName(n string) string {
-	b := []byte(n)
-	for i, c := range b {
-		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			b[i] = '_'
-		}
-	}
-	return string(b)
 }
 
 // modelTool is the function tool the model is offered for ref.
@@ -134,29 +115,7 @@ func (ref mcpToolRef) modelTool() model.Tool {
 	if desc == "" {
 		desc = ref.tool.Title
 	}
-	return model.Tool{Name: ref.name, Description: desc, Parameters: sanitizeSchema(ref.tool.InputSchema)}
-}
-
-// sanitizeSchema makes an MCP input schema one every provider takes as
-// function parameters: an object with properties, without a top-level
-// $schema, $id, combinator or enum (OpenAI refuses those at the top).
-func sanitizeSchema(raw json.RawMessage) json.RawMessage {
-	var m map[string]any
-	if json.Unmarshal(raw, &m) != nil || m == nil {
-		return json.RawMessage(`{"type":"object","properties":{}}`)
-	}
-	for _, k := range []string{"$schema", "$id", "oneOf", "anyOf", "allOf", "not", "enum"} {
-		delete(m, k)
-	}
-	m["type"] = "object"
-	if p, ok := m["properties"].(map[string]any); !ok || p == nil {
-		m["properties"] = map[string]any{}
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return json.RawMessage(`{"type":"object","properties":{}}`)
-	}
-	return b
+	return model.Tool{Name: ref.name, Description: desc, Parameters: mcptool.SanitizeSchema(ref.tool.InputSchema)}
 }
 
 // mcpModelTools are the MCP tools the thread's model is offered.
@@ -243,7 +202,7 @@ func (t *thread) runMCPCall(tr *turn, call model.ToolCall, ref mcpToolRef) {
 	c.item = protocol.McpToolCallItem{ID: t.uniqueItemID(call.CallID), Server: ref.server, Tool: ref.tool.Name, Status: protocol.ItemInProgress, Arguments: args}
 	t.notifyItemStarted(tr, c.item)
 	mode := ref.cfg.ApprovalMode(ref.tool.Name)
-	if !mcpNeedsApproval(mode, ref.tool.Annotations, t.fullAccess()) || t.m.mcp.isApproved(t.id, ref) {
+	if !mcptool.NeedsApproval(mode, ref.tool.Annotations, t.fullAccess()) || t.m.mcp.isApproved(t.id, ref) {
 		t.startMCPCall(tr, c)
 		return
 	}
@@ -254,28 +213,6 @@ func (t *thread) runMCPCall(tr *turn, call model.ToolCall, ref mcpToolRef) {
 // for no MCP tool either.
 func (t *thread) fullAccess() bool {
 	return t.settings.ApprovalPolicy == protocol.ApprovalNever && t.settings.Sandbox == protocol.SandboxDangerFullAccess
-}
-
-// mcpNeedsApproval is Codex's rule: "approve" never asks, "prompt" always
-// does, and "auto" asks for a tool whose annotations say it may change
-// things or reach the outside world (destructive, or not read-only and
-// not known to be non-destructive and closed-world); a tool without
-// annotations is not asked about under "auto". Full access asks for
-// nothing.
-func mcpNeedsApproval(mode string, a *mcp.Annotations, fullAccess bool) bool {
-	switch {
-	case fullAccess, mode == config.MCPApprovalApprove:
-		return false
-	case mode == config.MCPApprovalPrompt:
-		return true
-	case a == nil:
-		return false
-	case a.Destructive != nil && *a.Destructive:
-		return true
-	case a.ReadOnly:
-		return false
-	}
-	return a.Destructive == nil || *a.Destructive || a.OpenWorld == nil || *a.OpenWorld
 }
 
 func mcpApprovalKey(threadID string, ref mcpToolRef) string {
@@ -319,41 +256,13 @@ func (t *thread) askMCPApproval(tr *turn, c *mcpCall, mode string) {
 	t.sendRequest(tr, req, onAnswer)
 }
 
-// mcpApprovalAnswer reads an answer: the client's {action, _meta} or a
-// {decision} from full auto's rules or decision model.
-func mcpApprovalAnswer(raw json.RawMessage) (action string, session bool, err error) {
-	var a struct {
-		Action   string `json:"action"`
-		Decision string `json:"decision"`
-		Meta     struct {
-			Persist string `json:"persist"`
-		} `json:"_meta"`
-	}
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return "", false, fmt.Errorf("decoding the answer: %w", err)
-	}
-	switch {
-	case a.Action == "accept" || a.Action == "decline" || a.Action == "cancel":
-		return a.Action, a.Action == "accept" && (a.Meta.Persist == "session" || a.Meta.Persist == "always"), nil
-	case a.Decision == string(protocol.DecisionAccept):
-		return "accept", false, nil
-	case a.Decision == string(protocol.DecisionAcceptForSession):
-		return "accept", true, nil
-	case a.Decision == string(protocol.DecisionDecline):
-		return "decline", false, nil
-	case a.Decision == string(protocol.DecisionCancel):
-		return "cancel", false, nil
-	}
-	return "", false, fmt.Errorf("action %q is not one of \"accept\", \"decline\", \"cancel\"", a.Action)
-}
-
 func (t *thread) onMCPApproval(tr *turn, c *mcpCall, mode string, reqID int64, raw json.RawMessage, callErr error) {
 	t.resolved(reqID)
 	if callErr != nil {
 		t.finishMCPCall(tr, c, "The approval request failed, so the tool was not called: "+callErr.Error())
 		return
 	}
-	action, forSession, err := mcpApprovalAnswer(raw)
+	action, forSession, err := mcptool.ApprovalAnswer(raw)
 	if err != nil {
 		t.m.log.Warn("MCP approval answer unusable; tool not called", "thread", t.id, "item", c.item.ID, "err", err)
 		t.finishMCPCall(tr, c, "The approval answer was unusable, so the tool was not called: "+err.Error())
@@ -421,7 +330,7 @@ func (t *thread) onMCPDone(tr *turn, c *mcpCall, res mcp.Result, err error) {
 	if limit <= 0 {
 		limit = config.DefaultMCPToolOutputMaxBytes
 	}
-	shown, forModel := mcpOutput(res, int(limit))
+	shown, forModel := mcptool.Output(res, int(limit))
 	c.item.Result = &protocol.McpToolCallResult{Content: shown, StructuredContent: res.Structured, Meta: res.Meta}
 	if len(res.Structured) > int(limit) {
 		c.item.Result.StructuredContent = nil
@@ -449,71 +358,6 @@ func (t *thread) finishMCPCall(tr *turn, c *mcpCall, msg string) {
 		return
 	}
 	t.runNextCall(tr)
-}
-
-// truncationMarker ends a tool output cut at the limit.
-func truncationMarker(shown, total int) string {
-	return fmt.Sprintf("\n… [output truncated: %d of %d bytes shown]", shown, total)
-}
-
-// mcpOutput is a tool result as the item shows it (content blocks, text cut
-// at limit) and as the model reads it (the text, other blocks as JSON,
-// cut at limit with a marker; an error result says so).
-func mcpOutput(res mcp.Result, limit int) ([]json.RawMessage, string) {
-	var sb strings.Builder
-	if res.IsError {
-		sb.WriteString("The tool reported an error:\n")
-	}
-	shown := make([]json.RawMessage, 0, len(res.Content))
-	budget := limit
-	for _, c := range res.Content {
-		var block struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		_ = json.Unmarshal(c, &block)
-		if block.Type == "text" {
-			sb.WriteString(block.Text)
-			sb.WriteString("\n")
-			txt := block.Text
-			if len(txt) > budget {
-				txt = cutUTF8(txt, max(budget, 0)) + truncationMarker(max(budget, 0), len(block.Text))
-			}
-			budget -= len(block.Text)
-			b, _ := json.Marshal(map[string]string{"type": "text", "text": txt})
-			shown = append(shown, b)
-			continue
-		}
-		if len(c) > budget {
-			b, _ := json.Marshal(map[string]string{"type": "text", "text": fmt.Sprintf("[%s content of %d bytes omitted]", block.Type, len(c))})
-			shown = append(shown, b)
-			sb.Write(b)
-		} else {
-			shown = append(shown, c)
-			sb.Write(c)
-		}
-		sb.WriteString("\n")
-		budget -= len(c)
-	}
-	if len(res.Content) == 0 && len(res.Structured) > 0 {
-		sb.Write(res.Structured)
-	}
-	out := strings.TrimSuffix(sb.String(), "\n")
-	if len(out) > limit {
-		out = cutUTF8(out, limit) + truncationMarker(limit, len(out))
-	}
-	return shown, out
-}
-
-// cutUTF8 cuts s to at most n bytes without splitting a character.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
 }
 
 // elicit forwards a server's elicitation to the client, as Codex does

@@ -1,8 +1,8 @@
 package session
 
 import (
-	"strings"
-
+	"github.com/apserver/apserver/agenttools"
+	"github.com/apserver/apserver/instructions"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 )
@@ -16,25 +16,6 @@ import (
 // ends with its plan in a <proposed_plan> block, which becomes a "plan"
 // item when the turn completes. Review turns (review.go) are read-only the
 // same way.
-
-// planInstructions are added to the system prompt of a plan-mode turn.
-const planInstructions = `
-
-# Plan mode
-
-You are in plan mode: plan the work, do not do it. You cannot change files
-in this turn: the file-editing tools are off and commands run in a read-only
-sandbox. Read the code and run read-only commands to understand the task,
-and ask the user (request_user_input) when a decision is theirs. When you
-know enough, answer with the plan: concrete steps, the files each one
-touches, and how the result will be checked. Put the final plan in one
-block:
-
-<proposed_plan>
-1. …
-</proposed_plan>
-
-The user will switch to the default mode to have it carried out.`
 
 // readOnlyTools are the tools a read-only turn does not offer.
 var readOnlyTools = []string{toolApplyPatch, "edit_file", "write_file"}
@@ -50,7 +31,7 @@ func (t *thread) disabledTools() string {
 		return off
 	}
 	for _, n := range readOnlyTools {
-		if !toolOff(off, n) {
+		if !agenttools.Off(off, n) {
 			if off != "" {
 				off += ","
 			}
@@ -58,15 +39,6 @@ func (t *thread) disabledTools() string {
 		}
 	}
 	return off
-}
-
-// readOnlyRefusal is what the model is told when a read-only turn refuses
-// a command.
-func readOnlyRefusal(escalated bool) string {
-	if escalated {
-		return "This turn is read-only (plan mode or a review): nothing runs outside the read-only sandbox. Run it without require_escalated, or leave the change for the plan."
-	}
-	return "This turn is read-only (plan mode or a review) and the sandbox cannot be enforced here, so only commands the rules allow run."
 }
 
 // applyMode records turn/start's collaborationMode on the thread (it
@@ -86,7 +58,7 @@ func (t *thread) applyMode(tr *turn, cm *protocol.CollaborationMode) {
 		return
 	}
 	tr.readOnly = true
-	tr.prompt += planInstructions
+	tr.prompt += instructions.Plan
 	if cm != nil && cm.Settings.DeveloperInstructions != nil && *cm.Settings.DeveloperInstructions != "" {
 		tr.prompt += "\n\n" + *cm.Settings.DeveloperInstructions
 	}
@@ -101,7 +73,7 @@ func (t *thread) finishModeTurn(tr *turn) bool {
 	case tr.review != "":
 		return t.exitReview(tr)
 	case tr.readOnly && tr.lastAgent != nil:
-		plan, ok := proposedPlan(tr.lastAgent.Text)
+		plan, ok := instructions.ProposedPlan(tr.lastAgent.Text)
 		if !ok {
 			return true
 		}
@@ -113,18 +85,4 @@ func (t *thread) finishModeTurn(tr *turn) bool {
 		}
 	}
 	return true
-}
-
-// proposedPlan returns the text of the last <proposed_plan> block.
-func proposedPlan(text string) (string, bool) {
-	i := strings.LastIndex(text, "<proposed_plan>")
-	if i < 0 {
-		return "", false
-	}
-	rest := text[i+len("<proposed_plan>"):]
-	if j := strings.Index(rest, "</proposed_plan>"); j >= 0 {
-		rest = rest[:j]
-	}
-	plan := strings.TrimSpace(rest)
-	return plan, plan != ""
 }

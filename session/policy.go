@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apserver/apserver/instructions"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/tools"
 	"github.com/apserver/apserver/tools/files"
@@ -298,7 +299,7 @@ func (j judge) planCommand(cmd string, escalated bool) commandPlan {
 	never := j.settings.ApprovalPolicy == protocol.ApprovalNever
 	switch {
 	case j.readOnly && (escalated || sbErr != nil && v.Decision != rules.Allow):
-		plan.refuse = readOnlyRefusal(escalated) // planmode.go
+		plan.refuse = instructions.ReadOnlyRefusal(escalated)
 	case v.Decision == rules.Forbidden:
 		if never {
 			plan.refuse = v.Reason + ". Forbidden commands need a human, and this thread never asks; do not try to run it another way."

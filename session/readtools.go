@@ -6,6 +6,7 @@ import (
 
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/tooloutput"
 	"github.com/apserver/apserver/tools/files"
 )
 
@@ -46,7 +47,7 @@ func (t *thread) runReadCall(tr *turn, call model.ToolCall) {
 }
 
 func (t *thread) readTool(tr *turn, call model.ToolCall) (string, error) {
-	if call.Name == toolReadOutput {
+	if call.Name == tooloutput.ToolName {
 		return t.readOutput(tr, []byte(call.Arguments)) // tooloutput.go
 	}
 	ws, err := t.workspace()

@@ -2,8 +2,8 @@ package session
 
 import (
 	"context"
-	"fmt"
 
+	"github.com/apserver/apserver/instructions"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 )
@@ -15,59 +15,6 @@ import (
 // reviewed), the userMessage with the review request, the model's work,
 // its agentMessage (the review), exitedReviewMode with the same text,
 // turn/completed.
-
-// reviewInstructions are added to the system prompt of a review turn.
-const reviewInstructions = `
-
-# Code review
-
-You are reviewing changes, not making them: this turn is read-only (no
-file tools; commands run in a read-only sandbox). Look at the changes with
-read-only commands (git status, git diff, git show, git log, reading the
-files around them) and judge them as a careful senior reviewer would.
-
-Report only problems the changes introduce, most serious first, each as:
-
-- [P0..P3] path:line: what is wrong, why it matters (the input or state
-  that breaks it), and the fix.
-
-P0 breaks the build, loses data or opens a hole; P1 is a bug users will
-hit; P2 a bug in a corner or a missing test for changed behaviour; P3 a
-clarity or maintenance issue worth the author's time. No praise, no
-restating the diff, no style nits a formatter would settle. If there is
-nothing worth reporting, say so. End with one line: "Verdict: the changes
-are correct" or "Verdict: the changes are incorrect", and why in one
-sentence.`
-
-// reviewRequest is the user message of a review turn and the short
-// description that enteredReviewMode carries.
-func reviewRequest(t protocol.ReviewTarget) (prompt, hint string) {
-	switch t.Type {
-	case "uncommittedChanges":
-		return "Review the uncommitted changes in this repository: staged, unstaged and untracked files (git status, git diff HEAD, and read the untracked files).",
-			"current changes"
-	case "baseBranch":
-		return fmt.Sprintf("Review the changes of the current branch against the base branch %q: find the merge base (git merge-base HEAD %q) and review git diff from it to the working tree.", t.Branch, t.Branch),
-			fmt.Sprintf("changes against '%s'", t.Branch)
-	case "commit":
-		hint := "commit " + shortSHA(t.SHA)
-		title := ""
-		if t.Title != nil && *t.Title != "" {
-			hint += ": " + *t.Title
-			title = fmt.Sprintf(" (%q)", *t.Title)
-		}
-		return fmt.Sprintf("Review the changes introduced by commit %s%s: git show %s.", t.SHA, title, t.SHA), hint
-	default: // custom
-		return t.Instructions, t.Instructions
-	}
-}
-
-func shortSHA(s string) string {
-	if len(s) > 7 {
-		return s[:7]
-	}
-	return s
-}
 
 // StartReview implements review/start.
 func (m *Manager) StartReview(ctx context.Context, p protocol.ReviewStartParams, reply Reply) {
@@ -83,7 +30,7 @@ func (t *thread) startReview(p protocol.ReviewStartParams, reply Reply) {
 		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "a full-auto run is active on thread %s; pause it first", t.id))
 		return
 	}
-	prompt, hint := reviewRequest(*p.Target)
+	prompt, hint := instructions.ReviewRequest(*p.Target)
 	input := []protocol.UserInput{protocol.TextInput(prompt)}
 	tr, err := t.beginTurn(protocol.TurnStartParams{ThreadID: t.id, Input: input})
 	if err != nil {
@@ -91,7 +38,7 @@ func (t *thread) startReview(p protocol.ReviewStartParams, reply Reply) {
 		return
 	}
 	tr.readOnly, tr.review = true, hint
-	tr.prompt += reviewInstructions
+	tr.prompt += instructions.Review
 	reply(protocol.ReviewStartResult{Turn: tr.wire(protocol.ItemsNotLoaded), ReviewThreadID: t.id}, nil)
 
 	// As runTurn, with enteredReviewMode first. (Codex sends it before

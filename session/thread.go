@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/apserver/apserver/instructions"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
+	"github.com/apserver/apserver/threadwire"
 )
 
 // threadSettings are a thread's effective settings. Turn overrides stick.
@@ -452,7 +454,7 @@ func (t *thread) sessionResult() protocol.ThreadSessionResult {
 		ApprovalsReviewer:  "user",
 		Sandbox:            protocol.SandboxPolicyFor(t.settings.Sandbox, t.m.opts.Config.SandboxNetwork, t.m.opts.Config.SandboxWritableRoots),
 		ReasoningEffort:    optional(t.settings.Effort),
-		InstructionSources: instructionSources(t.settings.Cwd),
+		InstructionSources: instructions.Sources(t.settings.Cwd),
 	}
 }
 
@@ -493,7 +495,7 @@ func (t *thread) withTurns(res protocol.ThreadSessionResult, want bool, wrap fun
 	}
 	ctx, id, dir := t.ctx, t.id, t.m.opts.DataDir
 	go func() {
-		result, err := streamTurns(ctx, db, dir, wrap(res))
+		result, err := threadwire.Stream(ctx, db, dir, wrap(res))
 		if err != nil {
 			err = fmt.Errorf("reading the turns of thread %s: %w", id, err)
 		}

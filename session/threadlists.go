@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/threadwire"
 )
 
 // ListLoadedThreads implements thread/loaded/list: the ids of the threads
@@ -104,7 +105,7 @@ func (m *Manager) turnsOf(ctx context.Context, id string) ([]protocol.Turn, erro
 	if err != nil {
 		return nil, err
 	}
-	return loadTurns(ctx, db, meta.ID)
+	return threadwire.LoadTurns(ctx, db, meta.ID)
 }
 
 // page cuts a list after the element whose key is cursor, limit long; the

@@ -10,6 +10,7 @@ import (
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
+	"github.com/apserver/apserver/threadwire"
 	"github.com/apserver/apserver/tools"
 	"github.com/apserver/apserver/tools/rules"
 	"github.com/apserver/apserver/tools/sandbox"
@@ -57,7 +58,7 @@ func (m *Manager) DeleteThread(ctx context.Context, p protocol.ThreadIDParams, r
 func (m *Manager) UpdateThreadMetadata(ctx context.Context, p protocol.ThreadMetadataUpdateParams, reply Reply) {
 	if t := m.loaded(p.ThreadID); t != nil {
 		t.post(func() {
-			t.settings.GitInfo = patchGitInfo(t.settings.GitInfo, p.GitInfo)
+			t.settings.GitInfo = threadwire.PatchGitInfo(t.settings.GitInfo, p.GitInfo)
 			if t.persistent() {
 				if err := t.saveMeta(); err != nil {
 					reply(nil, err)
@@ -77,7 +78,7 @@ func (m *Manager) UpdateThreadMetadata(ctx context.Context, p protocol.ThreadMet
 			return
 		}
 		s := settingsFromStore(meta, m.defaultSettings())
-		s.GitInfo = patchGitInfo(s.GitInfo, p.GitInfo)
+		s.GitInfo = threadwire.PatchGitInfo(s.GitInfo, p.GitInfo)
 		meta.Settings, _ = json.Marshal(s)
 		if err := db.UpdateThread(ctx, meta); err != nil {
 			reply(nil, err)
@@ -85,45 +86,6 @@ func (m *Manager) UpdateThreadMetadata(ctx context.Context, p protocol.ThreadMet
 		}
 		reply(protocol.ThreadResult{Thread: m.wireThread(meta, m.liveStatus(meta.ID))}, nil)
 	}()
-}
-
-// patchGitInfo applies a thread/metadata/update gitInfo patch; it returns
-// nil when nothing is left.
-func patchGitInfo(cur *protocol.GitInfo, patch protocol.Optional[protocol.GitInfoUpdateParams]) *protocol.GitInfo {
-	if !patch.Present {
-		return cur
-	}
-	if patch.Value == nil {
-		return nil
-	}
-	g := protocol.GitInfo{}
-	if cur != nil {
-		g = *cur
-	}
-	set := func(dst **string, f protocol.Optional[string]) {
-		if f.Present {
-			*dst = f.Value
-		}
-	}
-	set(&g.SHA, patch.Value.SHA)
-	set(&g.Branch, patch.Value.Branch)
-	set(&g.OriginURL, patch.Value.OriginURL)
-	if g.SHA == nil && g.Branch == nil && g.OriginURL == nil {
-		return nil
-	}
-	return &g
-}
-
-// storedGitInfo reads the git metadata kept in a thread row's settings.
-func storedGitInfo(meta store.Thread) *protocol.GitInfo {
-	if len(meta.Settings) == 0 {
-		return nil
-	}
-	var s struct {
-		GitInfo *protocol.GitInfo `json:"gitInfo"`
-	}
-	_ = json.Unmarshal(meta.Settings, &s)
-	return s.GitInfo
 }
 
 // userShellTimeout is how long a thread/shellCommand may run when the

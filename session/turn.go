@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/apserver/apserver/fullauto"
+	"github.com/apserver/apserver/imageinput"
+	"github.com/apserver/apserver/instructions"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"
@@ -200,7 +202,7 @@ func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 		modelName: modelName,
 		stamps:    map[string]files.Stamp{},
 		client:    t.m.modelClient(provider),
-		prompt:    systemPrompt(t.settings.Cwd, t.settings.BaseInstructions, t.m.opts.Config.Instructions, t.settings.DeveloperInstructions) + sandboxNote(t.settings.Sandbox) + t.projectContext(),
+		prompt:    instructions.System(t.settings.Cwd, t.settings.BaseInstructions, t.m.opts.Config.Instructions, t.settings.DeveloperInstructions) + instructions.SandboxNote(t.settings.Sandbox) + t.projectContext(),
 	}
 	tr.schema = outputSchema(p.OutputSchema)
 	if t.persistent() {
@@ -374,7 +376,7 @@ func (t *thread) userMessage(tr *turn, u userInput) error {
 	item := protocol.UserMessageItem{ID: t.uniqueItemID(""), ClientID: u.clientID, Content: in}
 	now := t.m.clock.Now()
 	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: now.UnixMilli()})
-	images, err := inputImages(in) // images.go
+	images, err := imageinput.Load(in)
 	if err != nil {
 		return err
 	}

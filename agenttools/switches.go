@@ -1,16 +1,15 @@
-package session
+package agenttools
 
 import (
-	"encoding/json"
 	"sort"
 	"strings"
 
 	"github.com/apserver/apserver/model"
 )
 
-// disabledTools reads the tool switches of a thread/start `config`
+// Disabled reads the tool switches of a thread/start `config`
 // override (Codex's keys; others are ignored) and returns the agent tools
-// they turn off, comma-separated and sorted (threadSettings stays
+// they turn off, comma-separated and sorted (a thread's settings stay
 // comparable). Codex's TUI turns everything off this way for the throwaway
 // thread that titles a conversation.
 //
@@ -18,32 +17,32 @@ import (
 //	tools.update_plan.enabled = false                    update_plan
 //	tools.experimental_request_user_input.enabled = false request_user_input
 //	default_permissions = ":read-only"                   apply_patch, edit_file, write_file
-func disabledTools(cfg map[string]any) string {
+func Disabled(cfg map[string]any) string {
 	var off []string
 	if v, ok := cfg["features.shell_tool"].(bool); ok && !v {
-		off = append(off, toolExecCommand)
+		off = append(off, ExecCommand)
 	}
 	if v, ok := cfg["tools.update_plan.enabled"].(bool); ok && !v {
-		off = append(off, toolUpdatePlan)
+		off = append(off, UpdatePlan)
 	}
 	if v, ok := cfg["tools.experimental_request_user_input.enabled"].(bool); ok && !v {
-		off = append(off, toolRequestUserInput)
+		off = append(off, RequestUserInput)
 	}
 	if v, ok := cfg["default_permissions"].(string); ok && v == ":read-only" {
-		off = append(off, toolApplyPatch, "edit_file", "write_file")
+		off = append(off, ApplyPatch, "edit_file", "write_file")
 	}
 	sort.Strings(off)
 	return strings.Join(off, ",")
 }
 
-// toolOff reports whether a call's tool (any alias of exec_command
+// Off reports whether a call's tool (any alias of exec_command
 // included) is among those turned off.
-func toolOff(off, name string) bool {
+func Off(off, name string) bool {
 	if off == "" {
 		return false
 	}
-	if execAliases[name] {
-		name = toolExecCommand
+	if ExecAliases[name] {
+		name = ExecCommand
 	}
 	for _, n := range strings.Split(off, ",") {
 		if n == name {
@@ -53,8 +52,8 @@ func toolOff(off, name string) bool {
 	return false
 }
 
-// withoutTools drops the tools named in off (disabledTools' form).
-func withoutTools(all []model.Tool, off string) []model.Tool {
+// Without drops the tools named in off (Disabled's form).
+func Without(all []model.Tool, off string) []model.Tool {
 	if off == "" {
 		return all
 	}
@@ -69,14 +68,4 @@ func withoutTools(all []model.Tool, off string) []model.Tool {
 		}
 	}
 	return out
-}
-
-// outputSchema is the structured output a turn asked for with
-// turn/start's outputSchema (nil: free text). The model is held to it.
-func outputSchema(raw json.RawMessage) *model.OutputSchema {
-	s := strings.TrimSpace(string(raw))
-	if s == "" || s == "null" {
-		return nil
-	}
-	return &model.OutputSchema{Name: "codex_output_schema", Schema: raw, Strict: true}
 }

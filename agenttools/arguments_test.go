@@ -1,4 +1,4 @@
-package session
+package agenttools
 
 import (
 	"testing"
@@ -18,8 +18,8 @@ func TestUnwrapArguments(t *testing.T) {
 		{model.ToolCall{Arguments: `"{not json"`}, `"{not json"`},               // not an object inside either
 		{model.ToolCall{Arguments: `"{\"a\":1}"`, Custom: true}, `"{\"a\":1}"`}, // free-form input is text
 	} {
-		if got := unwrapArguments(tc.in).Arguments; got != tc.want {
-			t.Errorf("unwrapArguments(%+v) = %s, want %s", tc.in, got, tc.want)
+		if got := UnwrapArguments(tc.in).Arguments; got != tc.want {
+			t.Errorf("UnwrapArguments(%+v) = %s, want %s", tc.in, got, tc.want)
 		}
 	}
 }

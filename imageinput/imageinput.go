@@ -1,4 +1,4 @@
-package session
+package imageinput
 
 import (
 	"encoding/base64"
@@ -12,14 +12,14 @@ import (
 	"github.com/apserver/apserver/protocol"
 )
 
-// maxImageBytes caps one local image sent to the model.
-const maxImageBytes = 20 << 20
+// MaxBytes caps one local image sent to the model.
+const MaxBytes = 20 << 20
 
-// inputImages returns the images of a user input as the model takes
-// them: an "image" input's URL as given (http, https or data:), a
-// "localImage" read from disk into a data: URL. An unreadable or non-image
-// file is an error naming it.
-func inputImages(in []protocol.UserInput) ([]string, error) {
+// Load returns the images of a user input as the model takes them: an
+// "image" input's URL as given (http, https or data:), a "localImage"
+// read from disk into a data: URL. An unreadable or non-image file is an
+// error naming it.
+func Load(in []protocol.UserInput) ([]string, error) {
 	var out []string
 	for _, u := range in {
 		switch u.Type {
@@ -48,8 +48,8 @@ func imageDataURL(path string) (string, error) {
 	if err != nil {
 		return "", protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: localImage %s: %v", path, err)
 	}
-	if !fi.Mode().IsRegular() || fi.Size() > maxImageBytes {
-		return "", protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: localImage %s: not a regular file of at most %d MiB", path, maxImageBytes>>20)
+	if !fi.Mode().IsRegular() || fi.Size() > MaxBytes {
+		return "", protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: localImage %s: not a regular file of at most %d MiB", path, MaxBytes>>20)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -66,14 +66,14 @@ func imageDataURL(path string) (string, error) {
 	return fmt.Sprintf("data:%s;base64,%s", typ, base64.StdEncoding.EncodeToString(b)), nil
 }
 
-// checkImages is turn/start's quick check of its images, on the read
+// Check is turn/start's quick check of its images, on the read
 // loop before anything changes: a URL's scheme, a local file's path, kind
 // and size (the turn reads it).
-func checkImages(in []protocol.UserInput) error {
+func Check(in []protocol.UserInput) error {
 	for _, u := range in {
 		switch u.Type {
 		case "image":
-			if _, err := inputImages([]protocol.UserInput{u}); err != nil {
+			if _, err := Load([]protocol.UserInput{u}); err != nil {
 				return err
 			}
 		case "localImage":
@@ -84,8 +84,8 @@ func checkImages(in []protocol.UserInput) error {
 			if err != nil {
 				return protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: localImage %s: %v", u.Path, err)
 			}
-			if !fi.Mode().IsRegular() || fi.Size() > maxImageBytes {
-				return protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: localImage %s: not a regular file of at most %d MiB", u.Path, maxImageBytes>>20)
+			if !fi.Mode().IsRegular() || fi.Size() > MaxBytes {
+				return protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: localImage %s: not a regular file of at most %d MiB", u.Path, MaxBytes>>20)
 			}
 		}
 	}

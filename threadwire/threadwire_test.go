@@ -1,4 +1,4 @@
-package session
+package threadwire
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 // turns of every status (one without items, one failed with an error) and
 // stored items that encoding/json has to compact, then checks that the
 // streamed answer of thread/read and thread/resume is byte for byte the
-// encoding of the same result built in memory (loadTurns, as before), with
+// encoding of the same result built in memory (LoadTurns, as before), with
 // the turns in memory and spilled to a file.
 func TestStreamedTurnsEncodeAsBefore(t *testing.T) {
 	ctx := context.Background()
@@ -76,19 +76,18 @@ func TestStreamedTurnsEncodeAsBefore(t *testing.T) {
 	turn("t4", store.StatusInProgress, nil)
 	add("t4", "x3", "agentMessage", []byte(`{"type":"agentMessage","id":"x3","text":"partial","phase":null}`))
 
-	m := &Manager{}
 	meta, err := db.GetThread(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	th := m.wireThread(meta, protocol.ThreadStatus{Type: protocol.StatusIdle})
+	th := Thread(meta, protocol.ThreadStatus{Type: protocol.StatusIdle}, "")
 	model := "m"
 	results := map[string]any{
 		"thread/read":   protocol.ThreadResult{Thread: th},
 		"thread/resume": protocol.ThreadResumeResult{ThreadSessionResult: protocol.ThreadSessionResult{Thread: th, Model: model, Cwd: "/w", InstructionSources: []string{}}},
 		"thread/fork":   protocol.ThreadSessionResult{Thread: th, Model: model, Cwd: "/w <&>"},
 	}
-	turns, err := loadTurns(ctx, db, id)
+	turns, err := LoadTurns(ctx, db, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,13 +95,13 @@ func TestStreamedTurnsEncodeAsBefore(t *testing.T) {
 		spillInMemory = spill
 		for name, res := range results {
 			want := encodeCompact(t, withThread(res, func() protocol.Thread { x := th; x.Turns = turns; return x }()))
-			got, err := streamTurns(ctx, db, t.TempDir(), res)
+			got, err := Stream(ctx, db, t.TempDir(), res)
 			if err != nil {
-				t.Fatalf("%s: streamTurns: %v", name, err)
+				t.Fatalf("%s: Stream: %v", name, err)
 			}
 			sr, ok := got.(*StreamedResult)
 			if !ok {
-				t.Fatalf("%s: streamTurns = %T, want *StreamedResult", name, got)
+				t.Fatalf("%s: Stream = %T, want *StreamedResult", name, got)
 			}
 			if (sr.file != nil) != (spill == 64) {
 				t.Errorf("%s: spill %d bytes: in a file = %v", name, spill, sr.file != nil)
@@ -127,12 +126,12 @@ func TestStreamedTurnsEncodeAsBefore(t *testing.T) {
 	// An item appended to an earlier turn after a later one's (not written
 	// by apserver): the answer is built in memory, the same as before.
 	add("t1", "late", "agentMessage", []byte(`{"type":"agentMessage","id":"late","text":"late","phase":null}`))
-	turns, err = loadTurns(ctx, db, id)
+	turns, err = LoadTurns(ctx, db, id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := protocol.ThreadResult{Thread: th}
-	got, err := streamTurns(ctx, db, t.TempDir(), res)
+	got, err := Stream(ctx, db, t.TempDir(), res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,8 +140,8 @@ func TestStreamedTurnsEncodeAsBefore(t *testing.T) {
 		t.Errorf("items out of order: got\n%s\nwant\n%s", g, w)
 	}
 
-	if _, err := streamTurns(ctx, db, t.TempDir(), protocol.ThreadResult{Thread: protocol.Thread{ID: "nope"}}); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("streamTurns of a missing thread: err = %v, want ErrNotFound", err)
+	if _, err := Stream(ctx, db, t.TempDir(), protocol.ThreadResult{Thread: protocol.Thread{ID: "nope"}}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Stream of a missing thread: err = %v, want ErrNotFound", err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package session
+package agenttools
 
 import "testing"
 
@@ -17,9 +17,9 @@ func TestPatchCommand(t *testing.T) {
 		{"echo apply_patch <<EOF", "", false},
 		{"apply_patch file.diff", "", false},
 	} {
-		got, ok := patchCommand(tc.cmd)
+		got, ok := PatchCommand(tc.cmd)
 		if ok != tc.ok || got != tc.want {
-			t.Errorf("patchCommand(%q) = %q, %v; want %q, %v", tc.cmd, got, ok, tc.want, tc.ok)
+			t.Errorf("PatchCommand(%q) = %q, %v; want %q, %v", tc.cmd, got, ok, tc.want, tc.ok)
 		}
 	}
 }

@@ -1,0 +1,11 @@
+// Package tooloutput budgets one tool output against the model's context
+// window (docs/protocol.md, "Compaction"): the budget arithmetic, the cut
+// to a head and a tail with a marker naming read_output, the id a cut
+// output is saved under, and the pages read_output returns.
+//
+// It is pure: strings in, strings out. It reads no clock and touches no
+// file; session saves and reads the whole outputs (session/tooloutput.go)
+// and calls this package for what the model sees.
+//
+// tooloutput imports nothing of the module (internal/layers checks it).
+package tooloutput

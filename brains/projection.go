@@ -129,8 +129,12 @@ func (s *Service) Flush(ctx context.Context, cwd string) error {
 	// run that ended before the project kept decisions) replaces it instead
 	// of stopping on an untracked file, and the next projection writes it
 	// again.
-	if err := gitwork.ExcludeLocally(ctx, cwd, MemoryFile, SnapshotFile); err != nil {
-		s.log.Warn("excluding the brain's projections from git", "cwd", cwd, "err", err)
+	if _, done := s.excluded.Load(cwd); !done {
+		if err := gitwork.ExcludeLocally(ctx, cwd, MemoryFile, SnapshotFile); err != nil {
+			s.log.Warn("excluding the brain's projections from git", "cwd", cwd, "err", err)
+		} else {
+			s.excluded.Store(cwd, true)
+		}
 	}
 	memPath := filepath.Join(cwd, filepath.FromSlash(MemoryFile))
 	old, err := os.ReadFile(memPath)

@@ -97,6 +97,9 @@ type Service struct {
 	// sentSets is the hash of the decisions each thread's last alignment
 	// record held (AlignThread).
 	sentSets map[string]string
+	// excluded are the projects whose projections this process has
+	// listed in git's exclude file (projection.go): once per project.
+	excluded sync.Map
 }
 
 // New makes a Service. Call Restore at start and Close to stop.

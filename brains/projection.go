@@ -137,9 +137,13 @@ func (s *Service) Flush(ctx context.Context, cwd string) error {
 		}
 	}
 	memPath := filepath.Join(cwd, filepath.FromSlash(MemoryFile))
-	old, err := os.ReadFile(memPath)
-	if err != nil && !os.IsNotExist(err) {
-		return err
+	var old []byte
+	if fi, err := os.Lstat(memPath); err == nil && fi.Mode().IsRegular() {
+		// (a link in its place is not read: its sections would reach the
+		// store and every stage's context; the projection replaces it)
+		if old, err = os.ReadFile(memPath); err != nil {
+			return err
+		}
 	}
 	// Sections a run wrote into the file before the store kept them are
 	// adopted once; from then on the file is the store's projection.
@@ -150,10 +154,10 @@ func (s *Service) Flush(ctx context.Context, cwd string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(memPath, MemoryText(state.Project, state.Decisions, sections)); err != nil {
+	if err := writeAtomic(cwd, memPath, MemoryText(state.Project, state.Decisions, sections)); err != nil {
 		return err
 	}
-	if err := writeAtomic(filepath.Join(cwd, filepath.FromSlash(SnapshotFile)), brain.Snapshot(state)); err != nil {
+	if err := writeAtomic(cwd, filepath.Join(cwd, filepath.FromSlash(SnapshotFile)), brain.Snapshot(state)); err != nil {
 		return err
 	}
 	if mark > 0 {
@@ -169,18 +173,48 @@ func MemoryText(project string, ds []protocol.ProjectDecision, sections []store.
 	return strings.TrimRight(brain.Memory(project, ds), "\n") + "\n" + memorySections(sections)
 }
 
-func writeAtomic(path, text string) error {
+func writeAtomic(cwd, path, text string) error {
 	if old, err := os.ReadFile(path); err == nil && string(old) == text {
 		return nil // unchanged: leave the file (and the checkout) alone
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
+	// The directory is the project's own: a repository that commits
+	// .apserver as a link elsewhere does not get apserver writing there.
+	realCwd, err := filepath.EvalSymlinks(cwd)
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return err
+	}
+	if rel, err := filepath.Rel(realCwd, realDir); err != nil || rel != filepath.Dir(filepath.FromSlash(MemoryFile)) {
+		return fmt.Errorf("%s leads outside the project (to %s): projections not written", dir, realDir)
+	}
+	// A new file of a name no one chose (a committed link named like the
+	// temporary file is never followed); the rename replaces a link at
+	// path itself, not what it points to.
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
 }
 
 // State reads the snapshot's state of a project from the store: its

@@ -328,3 +328,57 @@ func TestProjectionsExcludedFromGit(t *testing.T) {
 		t.Errorf("git status shows the projections:\n%s", out)
 	}
 }
+
+// TestProjectionsStayInTheProject: a repository that commits links where
+// the projections go does not get apserver writing or reading outside it:
+// a link named like memory.md is replaced, not followed or read (its
+// target is a secret's file: no "## Run" section of it reaches the
+// store); a link in the temporary file's old name is left alone; and
+// .apserver itself linked elsewhere gets nothing written.
+func TestProjectionsStayInTheProject(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	outside := filepath.Join(dir, "outside")
+	os.MkdirAll(outside, 0o755)
+	secret := filepath.Join(outside, "secret.md")
+	os.WriteFile(secret, []byte("## Run stolen (completed): x\n\nTOKEN=hunter2\n"), 0o600)
+	victim := filepath.Join(outside, "bashrc")
+	os.WriteFile(victim, []byte("# mine\n"), 0o644)
+
+	proj := filepath.Join(dir, "shop")
+	os.MkdirAll(filepath.Join(proj, ".apserver"), 0o755)
+	os.Symlink(secret, filepath.Join(proj, ".apserver", "memory.md"))
+	os.Symlink(victim, filepath.Join(proj, ".apserver", "memory.md.tmp"))
+	os.Symlink(victim, filepath.Join(proj, ".apserver", "snapshot.md.tmp"))
+
+	linked := filepath.Join(dir, "linked")
+	os.MkdirAll(linked, 0o755)
+	os.Symlink(outside, filepath.Join(linked, ".apserver"))
+
+	st := openStore(t, filepath.Join(dir, "a.db"))
+	defer st.Close()
+	s := New(Options{Store: func() (*store.Store, error) { return st, nil }, Debounce: -1})
+	defer s.Close()
+	for _, p := range []string{proj, linked} {
+		if _, err := s.AddDecision(ctx, protocol.ProjectDecisionAddParams{Cwd: p, Title: "Use PostgreSQL", Text: "All data in PostgreSQL."}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "# mine\n" {
+		t.Errorf("a file outside the project was written through a link:\n%s", b)
+	}
+	if b, _ := os.ReadFile(secret); !strings.HasPrefix(string(b), "## Run stolen") {
+		t.Errorf("the linked file was changed:\n%s", b)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "memory.md")); err == nil {
+		t.Error("memory.md written into the directory .apserver links to")
+	}
+	fi, err := os.Lstat(filepath.Join(proj, ".apserver", "memory.md"))
+	if err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("memory.md is not the project's own file: %v %v", fi, err)
+	}
+	mem, _ := os.ReadFile(filepath.Join(proj, ".apserver", "memory.md"))
+	if strings.Contains(string(mem), "hunter2") || !strings.Contains(string(mem), "Use PostgreSQL") {
+		t.Errorf("memory.md:\n%s", mem)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apserver/apserver/brain"
+	"github.com/apserver/apserver/internal/ownfile"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/tools/gitwork"
@@ -136,15 +137,9 @@ func (s *Service) Flush(ctx context.Context, cwd string) error {
 			s.excluded.Store(cwd, true)
 		}
 	}
-	memPath := filepath.Join(cwd, filepath.FromSlash(MemoryFile))
-	var old []byte
-	if fi, err := os.Lstat(memPath); err == nil && fi.Mode().IsRegular() {
-		// (a link in its place is not read: its sections would reach the
-		// store and every stage's context; the projection replaces it)
-		if old, err = os.ReadFile(memPath); err != nil {
-			return err
-		}
-	}
+	// (a link in its place is not read: its sections would reach the
+	// store and every stage's context; the projection replaces it)
+	old, _ := ownfile.Read(cwd, MemoryFile)
 	// Sections a run wrote into the file before the store kept them are
 	// adopted once; from then on the file is the store's projection.
 	if err := st.AdoptRunSections(ctx, cwd, fileSections(string(old))); err != nil {
@@ -154,10 +149,10 @@ func (s *Service) Flush(ctx context.Context, cwd string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(cwd, memPath, MemoryText(state.Project, state.Decisions, sections)); err != nil {
+	if err := ownfile.Write(cwd, MemoryFile, []byte(MemoryText(state.Project, state.Decisions, sections))); err != nil {
 		return err
 	}
-	if err := writeAtomic(cwd, filepath.Join(cwd, filepath.FromSlash(SnapshotFile)), brain.Snapshot(state)); err != nil {
+	if err := ownfile.Write(cwd, SnapshotFile, []byte(brain.Snapshot(state))); err != nil {
 		return err
 	}
 	if mark > 0 {
@@ -171,50 +166,6 @@ func (s *Service) Flush(ctx context.Context, cwd string) error {
 // oldest first.
 func MemoryText(project string, ds []protocol.ProjectDecision, sections []store.RunSection) string {
 	return strings.TrimRight(brain.Memory(project, ds), "\n") + "\n" + memorySections(sections)
-}
-
-func writeAtomic(cwd, path, text string) error {
-	if old, err := os.ReadFile(path); err == nil && string(old) == text {
-		return nil // unchanged: leave the file (and the checkout) alone
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	// The directory is the project's own: a repository that commits
-	// .apserver as a link elsewhere does not get apserver writing there.
-	realCwd, err := filepath.EvalSymlinks(cwd)
-	if err != nil {
-		return err
-	}
-	realDir, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return err
-	}
-	if rel, err := filepath.Rel(realCwd, realDir); err != nil || rel != filepath.Dir(filepath.FromSlash(MemoryFile)) {
-		return fmt.Errorf("%s leads outside the project (to %s): projections not written", dir, realDir)
-	}
-	// A new file of a name no one chose (a committed link named like the
-	// temporary file is never followed); the rename replaces a link at
-	// path itself, not what it points to.
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(text)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
 }
 
 // State reads the snapshot's state of a project from the store: its

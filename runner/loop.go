@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/apserver/apserver/internal/drive"
+	"github.com/apserver/apserver/internal/ownfile"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
 	"github.com/apserver/apserver/store"
@@ -402,14 +402,8 @@ func writeArtifacts(worktree string, s runs.Snapshot) error {
 		return nil // not created yet, or already removed
 	}
 	for rel, b := range runs.Artifacts(s) {
-		p := filepath.Join(worktree, filepath.FromSlash(rel))
-		if old, err := os.ReadFile(p); err == nil && string(old) == string(b) {
-			continue
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
+		// never through a link the repository committed (ownfile)
+		if err := ownfile.Write(worktree, rel, b); err != nil {
 			return err
 		}
 	}
@@ -419,15 +413,8 @@ func writeArtifacts(worktree string, s runs.Snapshot) error {
 // writeMemory adds (or replaces) the run's section of .apserver/memory.md
 // in the worktree.
 func writeMemory(worktree string, s runs.Snapshot) error {
-	p := filepath.Join(worktree, filepath.FromSlash(runs.MemoryFile))
-	old, err := os.ReadFile(p)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(p, []byte(memoryText(string(old), s)), 0o644)
+	old, _ := ownfile.Read(worktree, runs.MemoryFile) // a link in its place is replaced, not read
+	return ownfile.Write(worktree, runs.MemoryFile, []byte(memoryText(string(old), s)))
 }
 
 // memoryText is memory.md text with the run's section added, or replaced

@@ -44,15 +44,21 @@ func (wt *worktree) halfDone() bool {
 func (r *Repo) worktrees(ctx context.Context) ([]worktree, error) {
 	var out string
 	var err error
-	for range 5 {
+	wait := 20 * time.Millisecond
+	for range 8 {
 		// A git creating a worktree right now (one that a killed apserver
-		// left running) can make the listing fail for a moment.
+		// left running) can make the listing fail for a moment: it reads
+		// the new worktree's commondir while that git is still writing it
+		// ("failed to read …/commondir: Success"). On a loaded machine
+		// that moment lasted longer than 100 ms, so the waits double, to
+		// about 5 s in all.
 		if out, err = git(ctx, r.root, "worktree", "list", "--porcelain"); err == nil {
 			break
 		}
-		if perr := pause(ctx, 20*time.Millisecond); perr != nil {
+		if perr := pause(ctx, wait); perr != nil {
 			return nil, perr
 		}
+		wait *= 2
 	}
 	if err != nil {
 		return nil, fmt.Errorf("listing worktrees: %w", err)

@@ -193,7 +193,13 @@ func (r *relayCall) Wait(ctx context.Context) (json.RawMessage, error) {
 	defer stop()
 	for {
 		var text *string
-		err := r.c.pool.QueryRow(ctx, `SELECT answer::text FROM apserver_relay WHERE id = $1`, r.id).Scan(&text)
+		var closed bool
+		err := r.c.pool.QueryRow(ctx, `SELECT answer::text, closed FROM apserver_relay WHERE id = $1`, r.id).Scan(&text, &closed)
+		if err == nil && text == nil && closed {
+			// Given up elsewhere (its run ended, its worker was taken for
+			// dead): no answer will come.
+			return nil, fmt.Errorf("cluster: relayed request %d was withdrawn: its run ended", r.id)
+		}
 		if err == nil && text != nil {
 			var a relayAnswer
 			if err := json.Unmarshal([]byte(*text), &a); err != nil {
@@ -258,13 +264,16 @@ func Answer(ctx context.Context, pool *pgxpool.Pool, id int64, by string, result
 // GiveUpDead gives up the pending requests of workers whose last
 // heartbeat is older than deadAfter, or that stopped (their row is gone): their threads died with them (the
 // task starts again elsewhere, in a thread that asks again), so no answer
-// could reach them. It returns how many it gave up.
+// could reach them; and those of runs that ended (a cancel that landed
+// just as the request was relayed may not have interrupted the asking
+// turn: its wait ends here). It returns how many it gave up.
 func GiveUpDead(ctx context.Context, pool *pgxpool.Pool, deadAfter time.Duration) (int64, error) {
 	var n int64
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE apserver_relay SET closed = true WHERE answer IS NULL AND NOT closed
 			AND (worker IN (SELECT id FROM apserver_workers WHERE heartbeat_at < now() - make_interval(secs => $1))
-				OR worker NOT IN (SELECT id FROM apserver_workers))`, deadAfter.Seconds())
+				OR worker NOT IN (SELECT id FROM apserver_workers)
+				OR run_id IN (SELECT id FROM apserver_runs WHERE status IN ('completed', 'failed', 'cancelled')))`, deadAfter.Seconds())
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -278,5 +279,43 @@ func TestRelayedWaitsForReady(t *testing.T) {
 	c.answer <- json.RawMessage(`{"decision":"accept"}`)
 	if raw, err := call.Wait(ctx); err != nil || string(raw) != `{"decision":"accept"}` {
 		t.Fatalf("Wait = %s, %v", raw, err)
+	}
+}
+
+// A request of a run that ended is given up even while its worker lives
+// (a cancel that landed just as the request was relayed may not have
+// interrupted the asking turn), and the worker's wait for it ends with an
+// error saying so instead of waiting for ever.
+func TestRelayGiveUpEndedRun(t *testing.T) {
+	_, pool, _ := open(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := Heartbeat(ctx, pool, "w1", 1); err != nil {
+		t.Fatal(err)
+	}
+	for id, status := range map[string]string{"ended": "cancelled", "working": "running"} {
+		if _, err := pool.Exec(ctx, `INSERT INTO apserver_runs (id, cwd, status, run, created_at, updated_at) VALUES ($1, '/p', $2, '{}', 0, 0)`, id, status); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := NewRelayClient(ctx, pool, "w1", discard{}, nil)
+	ended := w.Call("item/commandExecution/requestApproval", map[string]any{"threadId": "a"})
+	working := w.Call("item/commandExecution/requestApproval", map[string]any{"threadId": "b"})
+	for id, run := range map[int64]string{ended.ID(): "ended", working.ID(): "working"} {
+		if _, err := pool.Exec(ctx, `UPDATE apserver_relay SET run_id = $2 WHERE id = $1`, id, run); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waited := make(chan error, 1)
+	go func() { _, err := ended.Wait(ctx); waited <- err }()
+	if n, err := GiveUpDead(ctx, pool, 15*time.Second); err != nil || n != 1 {
+		t.Fatalf("GiveUpDead = %d, %v; want 1 (the ended run's)", n, err)
+	}
+	if err := <-waited; err == nil || !strings.Contains(err.Error(), "withdrawn") {
+		t.Fatalf("the worker's wait ended with %v, want the request withdrawn", err)
+	}
+	p, err := Pending(ctx, pool)
+	if err != nil || len(p) != 1 || p[0].ID != working.ID() {
+		t.Fatalf("pending = %+v, %v; want only the working run's request", p, err)
 	}
 }

@@ -42,6 +42,9 @@
 // answer) live beside session in package services, registered by server;
 // session offers them its defaults, config, client and hooks (host.go).
 //
+// The command judge (rules, sandbox, approval policy) is package
+// commandpolicy's; policy.go builds it from a thread.
+//
 // session declares what it consumes: the editor (Client), the model
 // (via model.Client, configured from config), the store and the tools. It
 // must not import server or any JSON-RPC package.

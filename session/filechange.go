@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/apserver/apserver/commandpolicy"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/tools/files"
@@ -196,9 +197,9 @@ func (t *thread) proceedChanges(tr *turn, run *fileRun, plan string, paths []str
 
 // What happens to a file change.
 const (
-	fileWrite  = "write"
-	fileAsk    = "ask"
-	fileRefuse = "refuse"
+	fileWrite  = commandpolicy.FileWrite
+	fileAsk    = commandpolicy.FileAsk
+	fileRefuse = commandpolicy.FileRefuse
 )
 
 // fileChangePlan: see judge.fileChangePlan (policy.go).

@@ -43,7 +43,9 @@
 // session offers them its defaults, config, client and hooks (host.go).
 //
 // The command judge (rules, sandbox, approval policy) is package
-// commandpolicy's; policy.go builds it from a thread.
+// commandpolicy's; policy.go builds it from a thread. What a file change
+// is, without a thread (a patch applied in memory, its diffs, stale files),
+// is package filechange's.
 //
 // session declares what it consumes: the editor (Client), the model
 // (via model.Client, configured from config), the store and the tools. It

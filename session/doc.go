@@ -46,6 +46,9 @@
 // commandpolicy's; policy.go builds it from a thread. What a file change
 // is, without a thread (a patch applied in memory, its diffs, stale files),
 // is package filechange's.
+// The MCP tools' listing, session approvals and elicitation routing are
+// package mcpservers'; the saved tool outputs read_output pages through
+// are tooloutput/saved's.
 //
 // session declares what it consumes: the editor (Client), the model
 // (via model.Client, configured from config), the store and the tools. It

@@ -3,7 +3,6 @@ package session
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/apserver/apserver/agenttools"
@@ -44,19 +43,8 @@ func (t *thread) runCommandCall(tr *turn, call model.ToolCall) {
 		t.applyPatchText(tr, call, text)
 		return
 	}
-	dir := t.settings.Cwd
-	if args.Workdir != "" {
-		if filepath.IsAbs(args.Workdir) {
-			dir = filepath.Clean(args.Workdir)
-		} else {
-			dir = filepath.Join(t.settings.Cwd, args.Workdir)
-		}
-	}
-	timeout := defaultCommandTimeout
-	if args.TimeoutMs > 0 {
-		timeout = min(time.Duration(args.TimeoutMs)*time.Millisecond, maxCommandTimeout)
-	}
-	run := &commandRun{call: call, command: cmd, dir: dir, timeout: timeout}
+	dir := args.Dir(t.settings.Cwd)
+	run := &commandRun{call: call, command: cmd, dir: dir, timeout: args.Timeout(defaultCommandTimeout, maxCommandTimeout)}
 	run.item = protocol.CommandExecutionItem{
 		ID:             t.uniqueItemID(call.CallID),
 		Command:        tools.DisplayCommand(cmd),

@@ -64,7 +64,6 @@ func (j judge) planCommand(cmd string, escalated bool) commandPlan {
 }
 func (j judge) commandRules() *rules.Set             { return j.policy().CommandRules() }
 func (j judge) rulesContext() rules.Context          { return j.policy().RulesContext() }
-func (j judge) writableRoots() []string              { return j.policy().WritableRoots() }
 func (j judge) workspace() (*files.Workspace, error) { return j.policy().Workspace() }
 func (j judge) sandboxPolicy(escalated bool) (*sandbox.Policy, error) {
 	return j.policy().SandboxPolicy(escalated)

@@ -1,12 +1,15 @@
 package e2e
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/apserver/apserver/cluster"
 	"github.com/apserver/apserver/internal/pgtest"
 )
 
@@ -66,5 +69,82 @@ func TestClusterUsageCountsAgainstBudget(t *testing.T) {
 	}
 	if n := len(c.find("run/started", nil)); n != 1 {
 		t.Errorf("%d runs started, want 1 (the worker's tokens spent the budget)", n)
+	}
+}
+
+// TestClusterUsageHereTakeUp: with execute = "here" a run taken up by
+// another apserver (its first one killed -9 in the middle of t2) keeps
+// its usage in one place, PostgreSQL: the planner's responses, answered
+// on the first apserver, and t3's, answered on the second, are both
+// there. (Before, each process recorded into its own SQLite, and the
+// first one's was lost with it.)
+func TestClusterUsageHereTakeUp(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
+		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
+	}
+	mark := t.TempDir()
+	rules := shoutRules(t)
+	for i, r := range rules {
+		if r.Match == "S2 add test_greet.sh" {
+			// The first t2 says it runs, then sleeps until its apserver
+			// is killed.
+			rules[i] = taskRule(r.Match, `if mkdir `+mark+`/once 2>/dev/null; then pwd > `+mark+`/where.tmp && mv `+mark+`/where.tmp `+mark+`/where; sleep 120; fi; `+
+				`printf '%s\n' 'set -e' 'sh greet.sh bob | grep -q "Hello, bob"' 'sh greet.sh --shout bob | grep -q "HELLO, BOB"' > test_greet.sh`)
+		}
+	}
+	model := startModel(t, rules...)
+	repo := shoutRepo(t)
+	cfg := "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"here\"\n[sandbox_settings]\nwritable_roots = [\"" + mark + "\"]\n"
+	a := newRunsClient(t, model, faOptions{config: cfg})
+	b := newRunsClient(t, model, faOptions{config: cfg})
+	b.wait = 3 * time.Minute
+
+	id := a.startRun(map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main",
+		"trust": map[string]any{"planning": "auto"}})
+	readWhenThere(t, filepath.Join(mark, "where"), func() {
+		t.Logf("run/read %s = %s", id, b.call("run/read", map[string]any{"runId": id}).Raw)
+	})
+	a.kill()
+	if end := b.runEnd(id); end.str("run.status") != "completed" {
+		t.Fatalf("run end on the apserver that took it up = %s", end.Raw)
+	}
+
+	ctx := context.Background()
+	pool, err := cluster.Connect(ctx, pg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	rows, err := pool.Query(ctx, `SELECT DISTINCT stage || ':' || task_id FROM apserver_run_usage WHERE run_id = $1 AND input_tokens > 0 ORDER BY 1`, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// planning: on the first apserver only; t3 and its review: on the
+	// second only.
+	for _, want := range []string{"planning:", "task:t1", "task:t2", "task:t3", "review:t3"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("the run's usage in PostgreSQL has %v, no %s", got, want)
+		}
+	}
+	s, err := cluster.NewStore(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.RunsUsage(ctx, []string{id}, 0)
+	if err != nil || len(sum) == 0 {
+		t.Errorf("RunsUsage(%s) = %+v, %v; want the run's usage", id, sum, err)
 	}
 }

@@ -3,8 +3,10 @@ package cluster
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 
+	"github.com/apserver/apserver/internal/pgtest"
 	"github.com/apserver/apserver/store"
 )
 
@@ -61,6 +63,32 @@ func TestRunUsage(t *testing.T) {
 	}{{"", store.RunUsage{RunID: "r1", Stage: "task"}}, {"k9", store.RunUsage{Stage: "task"}}, {"k9", store.RunUsage{RunID: "r1"}}} {
 		if err := s.RecordRunUsage(ctx, bad.key, bad.u); err == nil {
 			t.Errorf("RecordRunUsage(%q, %+v): no error", bad.key, bad.u)
+		}
+	}
+}
+
+// BenchmarkRecordRunUsage: what recording one model response's usage
+// costs a run's thread in cluster mode (one INSERT on a local socket).
+func BenchmarkRecordRunUsage(b *testing.B) {
+	srv := pgtest.Start(b)
+	ctx := context.Background()
+	pool, err := Connect(ctx, srv.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := Migrate(ctx, pool); err != nil {
+		b.Fatal(err)
+	}
+	s, err := NewStore(pool)
+	if err != nil {
+		b.Fatal(err)
+	}
+	u := store.RunUsage{RunID: "r1", Stage: "task", TaskID: "t1", Model: "m", Input: 1000, Cached: 200, Output: 100, At: 1}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := s.RecordRunUsage(ctx, strconv.Itoa(i), u); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

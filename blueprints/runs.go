@@ -254,6 +254,11 @@ func (s *Service) RecordEvidence(ctx context.Context, link protocol.RunBlueprint
 		return fmt.Errorf("blueprints: evidence for task %s: %w", taskID, err)
 	}
 	on, err := repo.OnBranch(ctx, ev.Commit, ev.Branch)
+	if err == nil && !on {
+		// A run carried out by a cluster worker pushed its branch to the
+		// repository's remote, not here: look there.
+		on, err = onRemoteBranch(ctx, repo, ev.Commit, ev.Branch)
+	}
 	if err != nil {
 		return fmt.Errorf("blueprints: evidence for task %s: %w", taskID, err)
 	}
@@ -277,6 +282,20 @@ func (s *Service) RecordEvidence(ctx context.Context, link protocol.RunBlueprint
 		return fmt.Errorf("blueprints: evidence for an unknown task %s of blueprint %s", taskID, b.ID)
 	}
 	return nil
+}
+
+// onRemoteBranch says whether commit sha is on branch of the repository's
+// origin, fetching the branch first. A repository without origin, or an
+// origin without the branch, is false.
+func onRemoteBranch(ctx context.Context, repo *gitwork.Repo, sha, branch string) (bool, error) {
+	if _, err := gitwork.RemoteURL(ctx, repo.Root(), "origin"); err != nil {
+		return false, nil
+	}
+	tip, err := gitwork.Fetch(ctx, repo.Root(), "origin", branch)
+	if err != nil {
+		return false, nil // no such branch there (or no way to reach it): not on it
+	}
+	return repo.IsAncestor(ctx, sha, tip)
 }
 
 // changeRunTask finds task taskID in the blueprint's primary version, else in

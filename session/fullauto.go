@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apserver/apserver/autodrive"
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/internal/drive"
@@ -57,7 +58,7 @@ type threadAuto struct {
 	// from its log) on first use: see thread.fsm.
 	fsm *autoMachine
 	// fpCache speeds up the workspace fingerprint; nil while a walk has it.
-	fpCache fpCache
+	fpCache autodrive.FPCache
 	// resend are the requests stored before a restart, by id, while the
 	// machine has them resent.
 	resend map[int64]store.PendingRequest

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apserver/apserver/autodrive"
 	"github.com/apserver/apserver/controller"
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/protocol"
@@ -29,47 +30,14 @@ import (
 //
 // The machine decides and stores the receipts; this file does the I/O.
 
+// autoRequest is req as package autodrive reads it.
+func autoRequest(req serverRequest) autodrive.Request { return autodrive.Request(req) }
+
+// approvalRequest is req as the rules read it.
+func approvalRequest(req serverRequest) controller.ApprovalRequest { return autoRequest(req).Approval() }
+
 // errRequestTimeout is the cause of a request wait that timed out.
 var errRequestTimeout = errors.New("no answer within the approval timeout")
-
-// resumeData is stored with a pending request: what the session needs to
-// act on its answer after a restart.
-type resumeData struct {
-	TurnID  string `json:"turnId"`
-	Kind    string `json:"kind"`
-	Command string `json:"command,omitempty"`
-}
-
-// requestItemID is the item a request is about.
-func requestItemID(req serverRequest) string {
-	switch p := req.Params.(type) {
-	case protocol.CommandApprovalParams:
-		return p.ItemID
-	case protocol.FileChangeApprovalParams:
-		return p.ItemID
-	case protocol.ToolRequestUserInputParams:
-		return p.ItemID
-	case protocol.McpServerElicitationParams: // an MCP tool approval (mcptools.go)
-		return p.ItemID
-	}
-	return ""
-}
-
-func requestKey(req serverRequest) string { return req.Method + "\x00" + requestItemID(req) }
-
-func approvalRequest(req serverRequest) controller.ApprovalRequest {
-	return controller.ApprovalRequest{
-		Kind: req.Kind, Command: req.Command,
-		RuleDecision: req.Rule, Rule: req.RuleName, Paths: append([]string{}, req.Paths...),
-		InsideWritableRoots: req.InsideWorkspace, Sandboxed: req.Sandboxed,
-		Escalated: req.Escalated, Opaque: req.Opaque, Privileged: req.Privileged,
-	}
-}
-
-func decisionJSON(d protocol.Decision) json.RawMessage {
-	b, _ := json.Marshal(map[string]protocol.Decision{"decision": d})
-	return b
-}
 
 // autoAnswer is consulted before a server request goes to the client
 // (rung 1). When it returns ok, raw is taken as the client's answer and
@@ -79,14 +47,14 @@ func (t *thread) autoAnswer(tr *turn, req serverRequest) (raw json.RawMessage, o
 		return nil, false
 	}
 	var v fullauto.Verdict
-	t.drive(fullauto.RequestAsked{TurnID: tr.id, Key: requestKey(req), Request: approvalRequest(req)}, func(effs []fullauto.Effect) {
+	t.drive(fullauto.RequestAsked{TurnID: tr.id, Key: autoRequest(req).Key(), Request: autoRequest(req).Approval()}, func(effs []fullauto.Effect) {
 		v, _ = answer[fullauto.Verdict](effs)
 	})
 	switch v.Outcome {
 	case controller.OutcomeAccept:
-		return decisionJSON(protocol.DecisionAccept), true
+		return autodrive.DecisionJSON(protocol.DecisionAccept), true
 	case controller.OutcomeDecline:
-		return decisionJSON(protocol.DecisionDecline), true
+		return autodrive.DecisionJSON(protocol.DecisionDecline), true
 	}
 	return nil, false
 }
@@ -101,7 +69,7 @@ func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID in
 	}
 	var ask fullauto.AskAboutRequest
 	var ok bool
-	t.drive(fullauto.RequestPassedOn{Key: requestKey(req), Request: approvalRequest(req)}, func(effs []fullauto.Effect) {
+	t.drive(fullauto.RequestPassedOn{Key: autoRequest(req).Key(), Request: autoRequest(req).Approval()}, func(effs []fullauto.Effect) {
 		ask, ok = answer[fullauto.AskAboutRequest](effs)
 	})
 	objective, in := ask.Objective, ask.Input
@@ -122,7 +90,7 @@ func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID in
 			}
 			var v fullauto.Verdict
 			t.drive(fullauto.ModelAnsweredRequest{TurnID: tr.id, Input: in, Answer: fullauto.RequestAnswer{
-				Outcome: ans.outcome, Reason: ans.reason, Confidence: ans.confidence, Raw: rawJSON(ans.raw),
+				Outcome: ans.outcome, Reason: ans.reason, Confidence: ans.confidence, Raw: autodrive.RawJSON(ans.raw),
 			}, Err: msg}, func(effs []fullauto.Effect) { v, _ = answer[fullauto.Verdict](effs) })
 			if v.Outcome != controller.OutcomeForward {
 				if len(t.status.ActiveFlags) > 0 {
@@ -137,29 +105,15 @@ func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID in
 	return true
 }
 
-// rawJSON is the decision model's raw answer as JSON for the log and the
-// receipt: an answer that is not JSON (the model's mistake) is kept as a
-// JSON string, so the event and its receipt still encode.
-func rawJSON(b json.RawMessage) json.RawMessage {
-	if len(b) == 0 {
-		return nil
-	}
-	if json.Valid(b) {
-		return b
-	}
-	s, _ := json.Marshal(string(b))
-	return s
-}
-
 // requestWait is rung 3: the request went to the client as id. It shows in
 // attention; under a drive it is tracked (and stored, for a restart), the
 // drive waits, and the wait times out after the drive's approval timeout. It
 // returns how the request's wait context is derived from the turn's.
 func (t *thread) requestWait(tr *turn, req serverRequest, id int64) func(context.Context) (context.Context, context.CancelFunc) {
-	key := attnKey{t.id, attentionKind(req.Kind), id}
-	t.m.fa.attn.set(key, protocol.AttentionItem{ThreadID: t.id, Kind: key.kind, Reason: requestReason(req), SinceMs: t.nowMs()})
+	key := attnKey{t.id, autodrive.AttentionKind(req.Kind), id}
+	t.m.fa.attn.set(key, protocol.AttentionItem{ThreadID: t.id, Kind: key.kind, Reason: autoRequest(req).Reason(alignmentReason), SinceMs: t.nowMs()})
 	var timeoutMs int64
-	t.drive(fullauto.RequestForwarded{TurnID: tr.id, ID: id, Kind: req.Kind, Command: req.Command, Reason: requestReason(req)}, func(effs []fullauto.Effect) {
+	t.drive(fullauto.RequestForwarded{TurnID: tr.id, ID: id, Kind: req.Kind, Command: req.Command, Reason: autoRequest(req).Reason(alignmentReason)}, func(effs []fullauto.Effect) {
 		if tk, tracked := answer[fullauto.Tracked](effs); tracked {
 			timeoutMs = tk.TimeoutMs
 			t.storePending(tr, req, id) // before the run's effects
@@ -182,40 +136,13 @@ func (t *thread) requestWait(tr *turn, req serverRequest, id int64) func(context
 	}
 }
 
-func attentionKind(kind string) protocol.AttentionKind {
-	if kind == "question" {
-		return protocol.AttentionQuestion
-	}
-	return protocol.AttentionApproval
-}
-
-// requestReason says in a line what a request waits for.
-func requestReason(req serverRequest) string {
-	if req.Alignment != nil { // stopped by the project brain: say which decision
-		return alignmentReason(*req.Alignment)
-	}
-	switch p := req.Params.(type) {
-	case protocol.CommandApprovalParams:
-		return "approve command: " + truncate(req.Command, 200)
-	case protocol.FileChangeApprovalParams:
-		return "approve changes to " + truncate(strings.Join(req.Paths, ", "), 200)
-	case protocol.ToolRequestUserInputParams:
-		if len(p.Questions) > 0 {
-			return "answer: " + truncate(p.Questions[0].Question, 200)
-		}
-	case protocol.McpServerElicitationParams:
-		return truncate(p.Message, 200)
-	}
-	return "answer " + req.Method
-}
-
 // storePending stores a request a drive waits on, for a restart.
 func (t *thread) storePending(tr *turn, req serverRequest, id int64) {
 	if !t.persistent() {
 		return
 	}
 	params, err := json.Marshal(req.Params)
-	resume, _ := json.Marshal(resumeData{TurnID: tr.id, Kind: req.Kind, Command: req.Command})
+	resume, _ := json.Marshal(autodrive.ResumeData{TurnID: tr.id, Kind: req.Kind, Command: req.Command})
 	if err == nil {
 		var db *store.Store
 		db, err = t.m.store()
@@ -250,7 +177,7 @@ func (t *thread) settleRequest(ctx, wctx context.Context, tr *turn, req serverRe
 		if req.Kind == "question" {
 			raw, err = nil, errRequestTimeout
 		} else {
-			raw, err = decisionJSON(protocol.DecisionDecline), nil
+			raw, err = autodrive.DecisionJSON(protocol.DecisionDecline), nil
 		}
 	}
 	if ctx.Err() != nil {
@@ -258,18 +185,9 @@ func (t *thread) settleRequest(ctx, wctx context.Context, tr *turn, req serverRe
 		// shutting down (the request stays stored for the next start).
 		return raw, err
 	}
-	s := fullauto.Settled{TimedOut: timedOut, Declined: !timedOut && declined(raw, err)}
+	s := fullauto.Settled{TimedOut: timedOut, Declined: !timedOut && autodrive.Declined(raw, err)}
 	t.postEvent(ctx, func() { t.drive(fullauto.RequestSettled{TurnID: tr.id, ID: id, Settled: s}, nil) })
 	return raw, err
-}
-
-// declined: the answer to an approval declines (or cancels) it.
-func declined(raw json.RawMessage, err error) bool {
-	if err != nil {
-		return false
-	}
-	d, perr := protocol.ParseApprovalResponse(raw)
-	return perr == nil && (d.Kind == protocol.DecisionDecline || d.Kind == protocol.DecisionCancel)
 }
 
 // attnKey names one attention item.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apserver/apserver/autodrive"
 	"github.com/apserver/apserver/controller"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
@@ -185,6 +186,6 @@ func (d *decisionModel) answer(ctx context.Context, objective string, req server
 		return ra, fmt.Errorf("the decision model answered %q", v.Decision)
 	}
 	ra.outcome, ra.reason, ra.confidence = v.Decision, v.Reason, v.Confidence
-	ra.answer = decisionJSON(protocol.Decision(v.Decision))
+	ra.answer = autodrive.DecisionJSON(protocol.Decision(v.Decision))
 	return ra, nil
 }

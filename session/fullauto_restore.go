@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/apserver/apserver/autodrive"
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/model"
@@ -76,7 +77,7 @@ func (t *thread) restoreDrive() {
 	var pend []fullauto.Pending
 	t.auto.resend = map[int64]store.PendingRequest{}
 	for _, p := range stored {
-		var rd resumeData
+		var rd autodrive.ResumeData
 		if len(p.Resume) > 0 {
 			_ = json.Unmarshal(p.Resume, &rd)
 		}
@@ -99,7 +100,7 @@ func (t *thread) resend(e fullauto.Resend) {
 		return
 	}
 	delete(t.auto.resend, e.Request)
-	var rd resumeData
+	var rd autodrive.ResumeData
 	if len(p.Resume) > 0 {
 		_ = json.Unmarshal(p.Resume, &rd)
 	}
@@ -119,7 +120,7 @@ func (t *thread) resend(e fullauto.Resend) {
 			_ = db.PutPendingRequest(context.WithoutCancel(t.ctx), p)
 		}
 	}
-	key := attnKey{t.id, attentionKind(rd.Kind), id}
+	key := attnKey{t.id, autodrive.AttentionKind(rd.Kind), id}
 	t.m.fa.attn.set(key, protocol.AttentionItem{ThreadID: t.id, Kind: key.kind, Reason: "answer the request sent before the restart", SinceMs: t.nowMs()})
 	timeout := time.Duration(e.TimeoutMs) * time.Millisecond
 	ctx := t.ctx
@@ -155,13 +156,13 @@ func (t *thread) resend(e fullauto.Resend) {
 // the drive goes on in a new turn that starts with the outcome of the
 // request (the approved command's run, the declined command, the answer to
 // the question).
-func (t *thread) resentAnswered(p store.PendingRequest, rd resumeData, id int64, raw json.RawMessage, err error, timedOut bool) {
+func (t *thread) resentAnswered(p store.PendingRequest, rd autodrive.ResumeData, id int64, raw json.RawMessage, err error, timedOut bool) {
 	delete(t.portAnswers, id)
 	t.notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.id, RequestID: id})
 	fsm := t.fsm()
 	var c fullauto.CarryOn
 	var carry bool
-	t.drive(fullauto.ResentAnswered{ID: id, Settled: fullauto.Settled{TimedOut: timedOut, Declined: !timedOut && declined(raw, err)}}, func(effs []fullauto.Effect) {
+	t.drive(fullauto.ResentAnswered{ID: id, Settled: fullauto.Settled{TimedOut: timedOut, Declined: !timedOut && autodrive.Declined(raw, err)}}, func(effs []fullauto.Effect) {
 		c, carry = answer[fullauto.CarryOn](effs)
 	})
 	if !carry {
@@ -208,7 +209,7 @@ type resumedCall struct {
 
 // resumeCommand runs an approved command (or records it declined) and
 // starts the turn that carries on with its result.
-func (t *thread) resumeCommand(params protocol.CommandApprovalParams, rd resumeData, raw json.RawMessage, err error, kind string) {
+func (t *thread) resumeCommand(params protocol.CommandApprovalParams, rd autodrive.ResumeData, raw json.RawMessage, err error, kind string) {
 	cmd := rd.Command
 	dir := t.settings.Cwd
 	if params.Cwd != nil && *params.Cwd != "" {
@@ -281,4 +282,4 @@ func (t *thread) resumeCallItems(tr *turn, rc *resumedCall) error {
 }
 
 // hiddenEntry is the model history entry of hidden input.
-func hiddenEntry(text string) model.Entry { return model.Entry{Kind: model.EntryUser, Text: text} }
+func hiddenEntry(text string) model.Entry { return autodrive.HiddenEntry(text) }

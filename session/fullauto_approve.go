@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -34,7 +32,9 @@ import (
 func autoRequest(req serverRequest) autodrive.Request { return autodrive.Request(req) }
 
 // approvalRequest is req as the rules read it.
-func approvalRequest(req serverRequest) controller.ApprovalRequest { return autoRequest(req).Approval() }
+func approvalRequest(req serverRequest) controller.ApprovalRequest {
+	return autoRequest(req).Approval()
+}
 
 // errRequestTimeout is the cause of a request wait that timed out.
 var errRequestTimeout = errors.New("no answer within the approval timeout")
@@ -79,7 +79,7 @@ func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID in
 	}
 	ctx := tr.ctx
 	go func() {
-		ans, err := dm.answer(ctx, objective, req)
+		ans, err := dm.Answer(ctx, objective, autoRequest(req))
 		t.postEvent(ctx, func() {
 			if t.turn != tr {
 				return
@@ -90,13 +90,13 @@ func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID in
 			}
 			var v fullauto.Verdict
 			t.drive(fullauto.ModelAnsweredRequest{TurnID: tr.id, Input: in, Answer: fullauto.RequestAnswer{
-				Outcome: ans.outcome, Reason: ans.reason, Confidence: ans.confidence, Raw: autodrive.RawJSON(ans.raw),
+				Outcome: ans.Outcome, Reason: ans.Reason, Confidence: ans.Confidence, Raw: autodrive.RawJSON(ans.Raw),
 			}, Err: msg}, func(effs []fullauto.Effect) { v, _ = answer[fullauto.Verdict](effs) })
 			if v.Outcome != controller.OutcomeForward {
 				if len(t.status.ActiveFlags) > 0 {
 					t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
 				}
-				onAnswer(-1, ans.answer, nil)
+				onAnswer(-1, ans.Answer, nil)
 				return
 			}
 			t.sendRequest(tr, req, onAnswer)
@@ -190,99 +190,31 @@ func (t *thread) settleRequest(ctx, wctx context.Context, tr *turn, req serverRe
 	return raw, err
 }
 
-// attnKey names one attention item.
+// attnKey names one attention item (autodrive.AttnKey).
 type attnKey struct {
 	thread string
 	kind   protocol.AttentionKind
 	req    int64
 }
 
-// attention is the one summary of everything waiting on a human, across
-// threads. Any goroutine may change it; each change that alters the
-// summary sends it (under mu, so summaries go out in order).
+func (k attnKey) auto() autodrive.AttnKey {
+	return autodrive.AttnKey{Thread: k.thread, Kind: k.kind, Req: k.req}
+}
+
+// attention is the Manager's attention summary (autodrive.Attention),
+// sent to the Manager's client; made on first use.
 type attention struct {
 	m *Manager
 
-	mu    sync.Mutex
-	items map[attnKey]protocol.AttentionItem
-	sent  string // JSON of the last summary sent; "" = the empty one
+	once sync.Once
+	a    *autodrive.Attention
 }
 
-func (a *attention) set(k attnKey, it protocol.AttentionItem) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.items == nil {
-		a.items = map[attnKey]protocol.AttentionItem{}
-	}
-	if old, ok := a.items[k]; ok {
-		it.SinceMs = old.SinceMs
-	}
-	a.items[k] = it
-	a.sendLocked()
+func (a *attention) summary() *autodrive.Attention {
+	a.once.Do(func() { a.a = autodrive.NewAttention(a.m.notify) })
+	return a.a
 }
 
-func (a *attention) clear(k attnKey) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if _, ok := a.items[k]; !ok {
-		return
-	}
-	delete(a.items, k)
-	a.sendLocked()
-}
-
-func (a *attention) snapshot() protocol.AttentionNotification {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.summaryLocked()
-}
-
-// summaryLocked is the summary of the items. A run waiting on one of its
-// task threads that itself waits (an approval, a question, a pause) is one
-// wait, not two: the thread's own item stands for both, since the thread
-// is where a human acts on it (a client opens an item's run when it has a
-// runId, else its thread). The run's item shows while the thread has none.
-func (a *attention) summaryLocked() protocol.AttentionNotification {
-	own := map[string]bool{} // threads with items of their own
-	for k := range a.items {
-		if !strings.HasPrefix(k.thread, "run:") {
-			own[k.thread] = true
-		}
-	}
-	n := protocol.AttentionNotification{Items: make([]protocol.AttentionItem, 0, len(a.items))}
-	for k, it := range a.items {
-		if strings.HasPrefix(k.thread, "run:") && own[it.ThreadID] {
-			continue
-		}
-		n.Items = append(n.Items, it)
-	}
-	sort.Slice(n.Items, func(i, j int) bool {
-		x, y := n.Items[i], n.Items[j]
-		if x.SinceMs != y.SinceMs {
-			return x.SinceMs < y.SinceMs
-		}
-		if x.ThreadID != y.ThreadID {
-			return x.ThreadID < y.ThreadID
-		}
-		return x.Kind < y.Kind
-	})
-	n.Count = len(n.Items)
-	if n.Count > 0 {
-		n.OldestSinceMs = ptr(n.Items[0].SinceMs)
-	}
-	return n
-}
-
-func (a *attention) sendLocked() {
-	n := a.summaryLocked()
-	b, _ := json.Marshal(n)
-	s := string(b)
-	if n.Count == 0 {
-		s = ""
-	}
-	if s == a.sent {
-		return
-	}
-	a.sent = s
-	a.m.notify(protocol.NotifyAttention, n)
-}
+func (a *attention) set(k attnKey, it protocol.AttentionItem) { a.summary().Set(k.auto(), it) }
+func (a *attention) clear(k attnKey)                          { a.summary().Clear(k.auto()) }
+func (a *attention) snapshot() protocol.AttentionNotification { return a.summary().Snapshot() }

@@ -57,7 +57,7 @@ func (t *thread) askDecisionModel(e fullauto.AskModel) {
 	go func() {
 		var ans *controller.ModelAnswer
 		if dm != nil {
-			a, err := dm.decide(ctx, e.Input)
+			a, err := dm.Decide(ctx, e.Input)
 			if err != nil {
 				t.m.log.Warn("decision model failed; the policy decides", "thread", t.id, "err", err)
 			} else {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/apserver/apserver/autodrive"
-	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
@@ -57,49 +56,11 @@ func (m *Manager) restoreDrives() {
 }
 
 // restoreDrive runs on the thread goroutine after a restart.
-func (t *thread) restoreDrive() {
-	if t.auto.restored {
-		return
-	}
-	t.auto.restored = true
-	fsm := t.fsm()
-	if !fsm.Drive().Active() || t.turn != nil {
-		return
-	}
-	db, err := t.m.store()
-	if err != nil {
-		return
-	}
-	stored, err := db.PendingRequests(t.ctx, t.id)
-	if err != nil {
-		t.m.log.Error("full auto: reading pending requests", "thread", t.id, "err", err)
-	}
-	var pend []fullauto.Pending
-	t.auto.resend = map[int64]store.PendingRequest{}
-	for _, p := range stored {
-		var rd autodrive.ResumeData
-		if len(p.Resume) > 0 {
-			_ = json.Unmarshal(p.Resume, &rd)
-		}
-		pend = append(pend, fullauto.Pending{ID: p.RequestID, TurnID: rd.TurnID, Kind: rd.Kind, Command: rd.Command})
-		t.auto.resend[p.RequestID] = p
-	}
-	if len(pend) > 0 {
-		t.m.log.Info("full auto: re-sending the requests the run waits on", "thread", t.id, "requests", len(pend))
-	} else if t.m.opts.Config.FullAuto.OnRestart != config.OnRestartPaused {
-		t.m.log.Info("full auto: run goes on after a restart", "thread", t.id)
-	}
-	t.drive(fullauto.Restore{Pending: pend}, nil)
-}
+func (t *thread) restoreDrive() { t.autod().Restore(t.turn != nil) }
 
 // resend sends a stored pending request again, under its old id when the
 // client allows it.
-func (t *thread) resend(e fullauto.Resend) {
-	p, ok := t.auto.resend[e.Request]
-	if !ok {
-		return
-	}
-	delete(t.auto.resend, e.Request)
+func (t *thread) resend(p store.PendingRequest, timeoutMs int64) {
 	var rd autodrive.ResumeData
 	if len(p.Resume) > 0 {
 		_ = json.Unmarshal(p.Resume, &rd)
@@ -113,7 +74,7 @@ func (t *thread) resend(e fullauto.Resend) {
 	id := call.ID()
 	if id != p.RequestID {
 		// Store it under the id the client now knows.
-		t.dropPending(p.RequestID)
+		t.autod().DropPending(p.RequestID)
 		t.drive(fullauto.RequestMoved{Old: p.RequestID, ID: id}, nil)
 		p.RequestID = id
 		if db, err := t.m.store(); err == nil {
@@ -122,7 +83,7 @@ func (t *thread) resend(e fullauto.Resend) {
 	}
 	key := attnKey{t.id, autodrive.AttentionKind(rd.Kind), id}
 	t.m.fa.attn.set(key, protocol.AttentionItem{ThreadID: t.id, Kind: key.kind, Reason: "answer the request sent before the restart", SinceMs: t.nowMs()})
-	timeout := time.Duration(e.TimeoutMs) * time.Millisecond
+	timeout := time.Duration(timeoutMs) * time.Millisecond
 	ctx := t.ctx
 	// The thread port may answer it too (threads.go).
 	pctx, pcancel := context.WithCancel(ctx)
@@ -163,7 +124,7 @@ func (t *thread) resentAnswered(p store.PendingRequest, rd autodrive.ResumeData,
 	var c fullauto.CarryOn
 	var carry bool
 	t.drive(fullauto.ResentAnswered{ID: id, Settled: fullauto.Settled{TimedOut: timedOut, Declined: !timedOut && autodrive.Declined(raw, err)}}, func(effs []fullauto.Effect) {
-		c, carry = answer[fullauto.CarryOn](effs)
+		c, carry = autodrive.Answer[fullauto.CarryOn](effs)
 	})
 	if !carry {
 		return

@@ -31,43 +31,6 @@ func (t *thread) turnEnded(tr *turn, status string, te *protocol.TurnError) {
 	t.drive(fullauto.TurnEnded{End: end}, nil)
 }
 
-// fingerprint takes the workspace fingerprint off the thread goroutine
-// (unless the machine knows it) and hands it back.
-func (t *thread) fingerprint(e fullauto.Fingerprint) {
-	cwd, ctx := t.settings.Cwd, t.ctx
-	cache := t.auto.fpCache
-	t.auto.fpCache = nil
-	go func() {
-		fp := e.Known
-		if fp == "" {
-			fp, cache = autodrive.WorkspaceFingerprint(ctx, cwd, cache)
-		}
-		t.postEvent(ctx, func() {
-			t.auto.fpCache = cache
-			t.drive(fullauto.Fingerprinted{Token: e.Token, Fingerprint: fp}, nil)
-		})
-	}()
-}
-
-// askDecisionModel asks the decision model about a finished turn and
-// hands the answer back (nil when it failed: the policy decides).
-func (t *thread) askDecisionModel(e fullauto.AskModel) {
-	dm := t.m.decisionModel()
-	ctx := t.ctx
-	go func() {
-		var ans *controller.ModelAnswer
-		if dm != nil {
-			a, err := dm.Decide(ctx, e.Input)
-			if err != nil {
-				t.m.log.Warn("decision model failed; the policy decides", "thread", t.id, "err", err)
-			} else {
-				ans = &a
-			}
-		}
-		t.postEvent(ctx, func() { t.drive(fullauto.ModelAnswered{Token: e.Token, Answer: ans}, nil) })
-	}()
-}
-
 // summarize builds the controller's view of a finished turn
 // (autodrive.Summarize).
 func (t *thread) summarize(tr *turn, status string, te *protocol.TurnError) controller.TurnSummary {

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"github.com/apserver/apserver/autodrive"
 
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/protocol"
@@ -30,11 +31,11 @@ func (m *Manager) SetGoal(ctx context.Context, p protocol.ThreadGoalSetParams, r
 	}
 	t.post(func() {
 		t.drive(fullauto.SetGoal{Params: p}, func(effs []fullauto.Effect) {
-			if r, ok := answer[fullauto.Refused](effs); ok {
+			if r, ok := autodrive.Answer[fullauto.Refused](effs); ok {
 				reply(nil, r.Err)
 				return
 			}
-			g, _ := answer[fullauto.GoalAnswer](effs)
+			g, _ := autodrive.Answer[fullauto.GoalAnswer](effs)
 			reply(protocol.ThreadGoalSetResult{Goal: g.Goal}, nil)
 		})
 	})
@@ -66,7 +67,7 @@ func (m *Manager) ClearGoal(ctx context.Context, p protocol.ThreadGoalClearParam
 	}
 	t.post(func() {
 		t.drive(fullauto.ClearGoal{}, func(effs []fullauto.Effect) {
-			c, _ := answer[fullauto.GoalCleared](effs)
+			c, _ := autodrive.Answer[fullauto.GoalCleared](effs)
 			reply(protocol.ThreadGoalClearResult{Cleared: c.Cleared}, nil)
 		})
 	})

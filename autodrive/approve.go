@@ -6,7 +6,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/controller"
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/internal/clock"
@@ -180,52 +179,4 @@ func (d *Drive) DropPending(id int64) {
 			d.env.Log.Error("deleting a pending request", "thread", d.th.ID(), "request", id, "err", err)
 		}
 	}
-}
-
-// Restore brings the drive back after a restart, once: the requests it
-// waited on are resent, or it goes on, or waits paused, as
-// full_auto.on_restart says. busy: a turn runs (then it does nothing).
-func (d *Drive) Restore(busy bool) {
-	if d.restored {
-		return
-	}
-	d.restored = true
-	fsm := d.Machine()
-	if !fsm.Drive().Active() || busy {
-		return
-	}
-	db, err := d.env.Store()
-	if err != nil {
-		return
-	}
-	stored, err := db.PendingRequests(d.th.Context(), d.th.ID())
-	if err != nil {
-		d.env.Log.Error("full auto: reading pending requests", "thread", d.th.ID(), "err", err)
-	}
-	var pend []fullauto.Pending
-	d.resend = map[int64]store.PendingRequest{}
-	for _, p := range stored {
-		var rd ResumeData
-		if len(p.Resume) > 0 {
-			_ = json.Unmarshal(p.Resume, &rd)
-		}
-		pend = append(pend, fullauto.Pending{ID: p.RequestID, TurnID: rd.TurnID, Kind: rd.Kind, Command: rd.Command})
-		d.resend[p.RequestID] = p
-	}
-	if len(pend) > 0 {
-		d.env.Log.Info("full auto: re-sending the requests the run waits on", "thread", d.th.ID(), "requests", len(pend))
-	} else if d.env.Config.OnRestart != config.OnRestartPaused {
-		d.env.Log.Info("full auto: run goes on after a restart", "thread", d.th.ID())
-	}
-	d.Do(fullauto.Restore{Pending: pend}, nil)
-}
-
-// resendStored sends a stored pending request again (Thread.Resend).
-func (d *Drive) resendStored(e fullauto.Resend) {
-	p, ok := d.resend[e.Request]
-	if !ok {
-		return
-	}
-	delete(d.resend, e.Request)
-	d.th.Resend(p, e.TimeoutMs)
 }

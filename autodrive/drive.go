@@ -75,9 +75,20 @@ type Thread interface {
 	// TurnTimer calls f on the thread goroutine after d, if turn turnID is
 	// still running then; the turn's end stops the timer.
 	TurnTimer(turnID string, d time.Duration, f func())
-	// Resend sends p, a request stored before a restart, again; timeoutMs
-	// is how long it may wait for an answer (0: for ever).
-	Resend(p store.PendingRequest, timeoutMs int64)
+	// Ask sends p, a request stored before a restart, to the client
+	// again, under its old id when the client allows it.
+	Ask(p store.PendingRequest) Call
+	// Await lets the thread port answer request id too: the wait for the
+	// client's answer derives from ctx, which the port's answer ends; the
+	// answer is then on answer; release ends the port's chance.
+	Await(id int64, method string, params json.RawMessage) (ctx context.Context, answer <-chan json.RawMessage, release func())
+	// Answered: request id, resent after a restart, has its answer (the
+	// client hears serverRequest/resolved).
+	Answered(id int64)
+	// ResumeCommand runs an approved command of a request resent after a
+	// restart (or records it declined) and carries the drive on (Carry)
+	// with its result, in a turn of kind.
+	ResumeCommand(params protocol.CommandApprovalParams, command string, raw json.RawMessage, err error, kind string)
 	// Handoff carries out fullauto.Handoff: the drive goes on in a fresh
 	// thread.
 	Handoff(e fullauto.Handoff)

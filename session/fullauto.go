@@ -10,7 +10,6 @@ import (
 	"github.com/apserver/apserver/autodrive"
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/protocol"
-	"github.com/apserver/apserver/store"
 )
 
 // Full auto (docs/fullauto.md): a drive keeps a thread going by itself.
@@ -110,9 +109,6 @@ func (a autoThread) Cwd() string                        { return a.t.settings.Cw
 func (a autoThread) Notify(method string, params any)   { a.t.notify(method, params) }
 func (a autoThread) Post(ctx context.Context, f func()) { a.t.postEvent(ctx, f) }
 func (a autoThread) Handoff(e fullauto.Handoff)         { a.t.handoff(e) } // compact_handoff.go
-func (a autoThread) Resend(p store.PendingRequest, timeoutMs int64) {
-	a.t.resend(p, timeoutMs) // fullauto_restore.go
-}
 
 func (a autoThread) Interrupt() {
 	if a.t.turn != nil {

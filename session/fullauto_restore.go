@@ -3,8 +3,6 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"time"
 
 	"github.com/apserver/apserver/autodrive"
 	"github.com/apserver/apserver/fullauto"
@@ -55,123 +53,50 @@ func (m *Manager) restoreDrives() {
 	}
 }
 
-// restoreDrive runs on the thread goroutine after a restart.
+// restoreDrive runs on the thread goroutine after a restart
+// (autodrive.Drive.Restore).
 func (t *thread) restoreDrive() { t.autod().Restore(t.turn != nil) }
 
-// resend sends a stored pending request again, under its old id when the
-// client allows it.
-func (t *thread) resend(p store.PendingRequest, timeoutMs int64) {
-	var rd autodrive.ResumeData
-	if len(p.Resume) > 0 {
-		_ = json.Unmarshal(p.Resume, &rd)
+// Ask sends a stored request again, under its old id when the client
+// allows it (autodrive.Thread).
+func (a autoThread) Ask(p store.PendingRequest) autodrive.Call {
+	if c, ok := a.t.m.client.(callerWithID); ok {
+		return c.CallWithID(p.RequestID, p.Method, p.Params)
 	}
-	var call ClientCall
-	if c, ok := t.m.client.(callerWithID); ok {
-		call = c.CallWithID(p.RequestID, p.Method, p.Params)
-	} else {
-		call = t.m.client.Call(p.Method, p.Params)
-	}
-	id := call.ID()
-	if id != p.RequestID {
-		// Store it under the id the client now knows.
-		t.autod().DropPending(p.RequestID)
-		t.drive(fullauto.RequestMoved{Old: p.RequestID, ID: id}, nil)
-		p.RequestID = id
-		if db, err := t.m.store(); err == nil {
-			_ = db.PutPendingRequest(context.WithoutCancel(t.ctx), p)
-		}
-	}
-	key := attnKey{t.id, autodrive.AttentionKind(rd.Kind), id}
-	t.m.fa.attn.set(key, protocol.AttentionItem{ThreadID: t.id, Kind: key.kind, Reason: "answer the request sent before the restart", SinceMs: t.nowMs()})
-	timeout := time.Duration(timeoutMs) * time.Millisecond
-	ctx := t.ctx
-	// The thread port may answer it too (threads.go).
-	pctx, pcancel := context.WithCancel(ctx)
-	pa := portAnswer{answer: make(chan json.RawMessage, 1), cancel: pcancel, done: pctx.Done()}
-	t.portAnswers[id] = pa
-	t.m.watchers.publish(port.RequestAsked{ThreadID: t.id, RequestID: id, Method: p.Method, Params: p.Params})
-	go func() {
-		defer pcancel()
-		wctx, cancel := context.WithCancelCause(pctx)
-		if timeout > 0 {
-			timer := t.m.clock.AfterFunc(timeout, func() { cancel(errRequestTimeout) })
-			defer timer.Stop()
-		}
-		raw, err := call.Wait(wctx)
-		select {
-		case a := <-pa.answer:
-			raw, err = a, nil
-		default:
-		}
-		timedOut := err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), errRequestTimeout)
-		cancel(context.Canceled)
-		t.m.fa.attn.clear(key)
-		if ctx.Err() != nil {
-			return // shutting down: the request stays stored for the next start
-		}
-		t.postEvent(ctx, func() { t.resentAnswered(p, rd, id, raw, err, timedOut) })
-	}()
+	return a.t.m.client.Call(p.Method, p.Params)
 }
 
-// resentAnswered acts on the answer to a request re-sent after a restart:
-// the drive goes on in a new turn that starts with the outcome of the
-// request (the approved command's run, the declined command, the answer to
-// the question).
-func (t *thread) resentAnswered(p store.PendingRequest, rd autodrive.ResumeData, id int64, raw json.RawMessage, err error, timedOut bool) {
-	delete(t.portAnswers, id)
-	t.notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.id, RequestID: id})
-	fsm := t.fsm()
-	var c fullauto.CarryOn
-	var carry bool
-	t.drive(fullauto.ResentAnswered{ID: id, Settled: fullauto.Settled{TimedOut: timedOut, Declined: !timedOut && autodrive.Declined(raw, err)}}, func(effs []fullauto.Effect) {
-		c, carry = autodrive.Answer[fullauto.CarryOn](effs)
-	})
-	if !carry {
-		return
-	}
-	kind := c.Kind
-	switch p.Method {
-	case protocol.RequestCommandApproval:
-		var params protocol.CommandApprovalParams
-		_ = json.Unmarshal(p.Params, &params)
-		t.resumeCommand(params, rd, raw, err, kind)
-	case protocol.RequestUserInput:
-		var params protocol.ToolRequestUserInputParams
-		_ = json.Unmarshal(p.Params, &params)
-		out := string(raw)
-		if err != nil {
-			out = "request_user_input: the user did not answer: " + err.Error()
-		}
-		args, _ := json.Marshal(map[string]any{"questions": params.Questions})
-		call := model.ToolCall{CallID: params.ItemID, Name: toolRequestUserInput, Arguments: string(args)}
-		t.carry(fsm.Token(), fullauto.TurnInput{Kind: kind, Resume: &resumedCall{hist: callHistory(call, out)}})
-	default:
-		answer := "no usable answer"
-		if d, perr := protocol.ParseApprovalResponse(raw); err == nil && perr == nil {
-			answer = string(d.Kind)
-		}
-		t.carry(fsm.Token(), fullauto.TurnInput{Kind: kind, Hidden: fullauto.FileChangeRestartText(answer, fsm.Drive().Objective)})
-	}
+// Await lets the thread port answer a resent request too (threads.go).
+func (a autoThread) Await(id int64, method string, params json.RawMessage) (context.Context, <-chan json.RawMessage, func()) {
+	t := a.t
+	pctx, pcancel := context.WithCancel(t.ctx)
+	pa := portAnswer{answer: make(chan json.RawMessage, 1), cancel: pcancel, done: pctx.Done()}
+	t.portAnswers[id] = pa
+	t.m.watchers.publish(port.RequestAsked{ThreadID: t.id, RequestID: id, Method: method, Params: params})
+	return pctx, pa.answer, pcancel
 }
+
+// Answered: a resent request has its answer.
+func (a autoThread) Answered(id int64) {
+	delete(a.t.portAnswers, id)
+	a.t.notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: a.t.id, RequestID: id})
+}
+
+// ResumeCommand: see resumeCommand.
+func (a autoThread) ResumeCommand(params protocol.CommandApprovalParams, command string, raw json.RawMessage, err error, kind string) {
+	a.t.resumeCommand(params, command, raw, err, kind)
+}
+
+// resumedCall is a call carried over a restart (autodrive.ResumedCall).
+type resumedCall = autodrive.ResumedCall
 
 // carry starts the turn that carries a drive on, if the drive is still as it
 // was at token.
-func (t *thread) carry(token int, in fullauto.TurnInput) {
-	t.drive(fullauto.Carry{Token: token, Input: in}, nil)
-}
-
-// resumedCall is a tool call that was waiting for approval when apserver
-// stopped, with its outcome: the item to show (nil for none) and the
-// history it adds.
-type resumedCall struct {
-	item protocol.ThreadItem
-	hist []model.Entry
-}
+func (t *thread) carry(token int, in fullauto.TurnInput) { t.autod().Carry(token, in) }
 
 // resumeCommand runs an approved command (or records it declined) and
 // starts the turn that carries on with its result.
-func (t *thread) resumeCommand(params protocol.CommandApprovalParams, rd autodrive.ResumeData, raw json.RawMessage, err error, kind string) {
-	cmd := rd.Command
+func (t *thread) resumeCommand(params protocol.CommandApprovalParams, cmd string, raw json.RawMessage, err error, kind string) {
 	dir := t.settings.Cwd
 	if params.Cwd != nil && *params.Cwd != "" {
 		dir = *params.Cwd
@@ -190,13 +115,13 @@ func (t *thread) resumeCommand(params protocol.CommandApprovalParams, rd autodri
 	switch {
 	case err != nil:
 		item.Status = protocol.ItemFailed
-		t.carry(t.fsm().Token(), fullauto.TurnInput{Kind: kind, Resume: &resumedCall{item: item,
-			hist: callHistory(call, "The approval request failed, so the command was not run: "+err.Error())}})
+		t.carry(t.fsm().Token(), fullauto.TurnInput{Kind: kind, Resume: &resumedCall{Item: item,
+			Hist: callHistory(call, "The approval request failed, so the command was not run: "+err.Error())}})
 		return
 	case dec.Kind == protocol.DecisionDecline || dec.Kind == protocol.DecisionCancel:
 		item.Status = protocol.ItemDeclined
-		t.carry(t.fsm().Token(), fullauto.TurnInput{Kind: kind, Resume: &resumedCall{item: item,
-			hist: callHistory(call, "The user declined to run this command. Do not retry it; continue without it or explain what you needed.")}})
+		t.carry(t.fsm().Token(), fullauto.TurnInput{Kind: kind, Resume: &resumedCall{Item: item,
+			Hist: callHistory(call, "The user declined to run this command. Do not retry it; continue without it or explain what you needed.")}})
 		return
 	}
 	plan := t.planCommand(cmd, false)
@@ -221,7 +146,7 @@ func (t *thread) resumeCommand(params protocol.CommandApprovalParams, rd autodri
 				item.ExitCode, item.AggregatedOutput, item.DurationMs = ptr(res.ExitCode), ptr(res.Output), ptr(res.Duration.Milliseconds())
 				out = tools.FormatForModel(res)
 			}
-			t.carry(token, fullauto.TurnInput{Kind: kind, Resume: &resumedCall{item: item, hist: callHistory(call, out)}})
+			t.carry(token, fullauto.TurnInput{Kind: kind, Resume: &resumedCall{Item: item, Hist: callHistory(call, out)}})
 		})
 	}()
 }
@@ -229,17 +154,17 @@ func (t *thread) resumeCommand(params protocol.CommandApprovalParams, rd autodri
 // resumeCallItems adds a resumed call to the turn that carries on after a
 // restart.
 func (t *thread) resumeCallItems(tr *turn, rc *resumedCall) error {
-	if rc.item == nil {
-		t.history = append(t.history, rc.hist...)
+	if rc.Item == nil {
+		t.history = append(t.history, rc.Hist...)
 		return nil
 	}
-	started := rc.item
+	started := rc.Item
 	if ci, ok := started.(protocol.CommandExecutionItem); ok {
 		ci.Status, ci.ExitCode, ci.AggregatedOutput, ci.DurationMs = protocol.ItemInProgress, nil, nil, nil
 		started = ci
 	}
 	t.notifyItemStarted(tr, started)
-	return t.commitItem(tr, rc.item, rc.hist)
+	return t.commitItem(tr, rc.Item, rc.Hist)
 }
 
 // hiddenEntry is the model history entry of hidden input.

@@ -14,6 +14,7 @@ import (
 	"github.com/apserver/apserver/internal/drive"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
+	"github.com/apserver/apserver/tools"
 )
 
 // Full auto (docs/fullauto.md): a drive keeps a thread going by itself.
@@ -85,10 +86,13 @@ type Thread interface {
 	// Answered: request id, resent after a restart, has its answer (the
 	// client hears serverRequest/resolved).
 	Answered(id int64)
-	// ResumeCommand runs an approved command of a request resent after a
-	// restart (or records it declined) and carries the drive on (Carry)
-	// with its result, in a turn of kind.
-	ResumeCommand(params protocol.CommandApprovalParams, command string, raw json.RawMessage, err error, kind string)
+	// CommandActions is what a command does, as its item shows it.
+	CommandActions(command string) []protocol.CommandAction
+	// RunApproved runs command, approved in answer to a request resent
+	// after a restart (forSession: for the rest of the session), in dir
+	// under the thread's command policy, and calls done with the result on
+	// the thread goroutine.
+	RunApproved(command, dir string, forSession bool, done func(tools.ExecResult, error))
 	// Handoff carries out fullauto.Handoff: the drive goes on in a fresh
 	// thread.
 	Handoff(e fullauto.Handoff)
@@ -489,4 +493,25 @@ func (d *Drive) askModel(e fullauto.AskModel) {
 		}
 		d.th.Post(ctx, func() { d.Do(fullauto.ModelAnswered{Token: e.Token, Answer: ans}, nil) })
 	}()
+}
+
+// StoredRuns are the drives db holds, for the client, but for the threads
+// of seen (whose loaded drives the caller has).
+func StoredRuns(ctx context.Context, db *store.Store, seen map[string]bool) ([]protocol.FullAutoRun, error) {
+	stored, err := db.Drives(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var runs []protocol.FullAutoRun
+	for _, sr := range stored {
+		if seen[sr.ThreadID] {
+			continue
+		}
+		var r fullauto.Drive
+		if json.Unmarshal(sr.Data, &r) != nil {
+			continue
+		}
+		runs = append(runs, fullauto.WireDrive(sr.ThreadID, &r, 0))
+	}
+	return runs, nil
 }

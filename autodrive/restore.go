@@ -12,6 +12,7 @@ import (
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
+	"github.com/apserver/apserver/tools"
 )
 
 // Full auto across a restart. A drive that was running or waiting when
@@ -157,7 +158,7 @@ func (d *Drive) resentAnswered(p store.PendingRequest, rd ResumeData, id int64, 
 	case protocol.RequestCommandApproval:
 		var params protocol.CommandApprovalParams
 		_ = json.Unmarshal(p.Params, &params)
-		d.th.ResumeCommand(params, rd.Command, raw, err, kind)
+		d.resumeCommand(params, rd.Command, raw, err, kind)
 	case protocol.RequestUserInput:
 		var params protocol.ToolRequestUserInputParams
 		_ = json.Unmarshal(p.Params, &params)
@@ -182,3 +183,53 @@ func (d *Drive) resentAnswered(p store.PendingRequest, rd ResumeData, id int64, 
 func (d *Drive) Carry(token int, in fullauto.TurnInput) {
 	d.Do(fullauto.Carry{Token: token, Input: in}, nil)
 }
+
+// resumeCommand runs an approved command (or records it declined) and
+// starts the turn that carries on with its result.
+func (d *Drive) resumeCommand(params protocol.CommandApprovalParams, cmd string, raw json.RawMessage, err error, kind string) {
+	dir := d.th.Cwd()
+	if params.Cwd != nil && *params.Cwd != "" {
+		dir = *params.Cwd
+	}
+	args, _ := json.Marshal(map[string]string{"cmd": cmd, "workdir": dir})
+	call := model.ToolCall{CallID: params.ItemID, Name: agenttools.ExecCommand, Arguments: string(args)}
+	item := protocol.CommandExecutionItem{ID: params.ItemID, Command: tools.DisplayCommand(cmd), Cwd: dir, Source: "agent",
+		Status: protocol.ItemInProgress, CommandActions: params.CommandActions}
+	if item.CommandActions == nil {
+		item.CommandActions = d.th.CommandActions(cmd)
+	}
+	dec, perr := protocol.ParseApprovalResponse(raw)
+	if err == nil {
+		err = perr
+	}
+	switch {
+	case err != nil:
+		item.Status = protocol.ItemFailed
+		d.Carry(d.Machine().Token(), fullauto.TurnInput{Kind: kind, Resume: &ResumedCall{Item: item,
+			Hist: CallHistory(call, "The approval request failed, so the command was not run: "+err.Error())}})
+		return
+	case dec.Kind == protocol.DecisionDecline || dec.Kind == protocol.DecisionCancel:
+		item.Status = protocol.ItemDeclined
+		d.Carry(d.Machine().Token(), fullauto.TurnInput{Kind: kind, Resume: &ResumedCall{Item: item,
+			Hist: CallHistory(call, "The user declined to run this command. Do not retry it; continue without it or explain what you needed.")}})
+		return
+	}
+	token := d.Machine().Token()
+	d.th.RunApproved(cmd, dir, dec.Kind == protocol.DecisionAcceptForSession, func(res tools.ExecResult, xerr error) {
+		out := ""
+		if xerr != nil {
+			item.Status, item.ExitCode, item.AggregatedOutput = protocol.ItemFailed, ptr(-1), ptr(xerr.Error())
+			out = "The command could not be started: " + xerr.Error()
+		} else {
+			item.Status = protocol.ItemCompleted
+			if res.ExitCode != 0 {
+				item.Status = protocol.ItemFailed
+			}
+			item.ExitCode, item.AggregatedOutput, item.DurationMs = ptr(res.ExitCode), ptr(res.Output), ptr(res.Duration.Milliseconds())
+			out = tools.FormatForModel(res)
+		}
+		d.Carry(token, fullauto.TurnInput{Kind: kind, Resume: &ResumedCall{Item: item, Hist: CallHistory(call, out)}})
+	})
+}
+
+func ptr[T any](v T) *T { return &v }

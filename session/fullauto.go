@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -187,12 +186,7 @@ func errNoDrive(id string) error {
 
 // StartFullAuto implements fullAuto/start.
 func (m *Manager) StartFullAuto(ctx context.Context, p protocol.FullAutoStartParams, reply Reply) {
-	t, err := m.load(ctx, p.ThreadID)
-	if err != nil {
-		reply(nil, err)
-		return
-	}
-	t.post(func() {
+	m.onLoad(ctx, p.ThreadID, reply, func(t *thread) {
 		t.drive(fullauto.Start{Params: p, Preview: t.meta.Preview}, t.replyDrive(reply))
 	})
 }
@@ -253,21 +247,12 @@ func (m *Manager) FullAutoStatus(ctx context.Context, p protocol.FullAutoStatusP
 			}
 		}
 		if db, err := m.store(); err == nil {
-			stored, err := db.Drives(ctx)
+			stored, err := autodrive.StoredRuns(ctx, db, seen)
 			if err != nil {
 				reply(nil, err)
 				return
 			}
-			for _, sr := range stored {
-				if seen[sr.ThreadID] {
-					continue
-				}
-				var r fullauto.Drive
-				if json.Unmarshal(sr.Data, &r) != nil {
-					continue
-				}
-				runs = append(runs, fullauto.WireDrive(sr.ThreadID, &r, 0))
-			}
+			runs = append(runs, stored...)
 		}
 		reply(protocol.FullAutoStatusResult{Runs: runs, Attention: m.fa.attn.snapshot()}, nil)
 	}()
@@ -284,14 +269,20 @@ func (m *Manager) loadedThreads() []*thread {
 	return ts
 }
 
-// withDrive runs f on the thread goroutine when the thread has a drive.
-func (m *Manager) withDrive(ctx context.Context, id string, reply Reply, f func(t *thread)) {
+// onLoad runs f on the goroutine of thread id, loaded; a thread that
+// cannot be loaded is the reply.
+func (m *Manager) onLoad(ctx context.Context, id string, reply Reply, f func(t *thread)) {
 	t, err := m.load(ctx, id)
 	if err != nil {
 		reply(nil, err)
 		return
 	}
-	t.post(func() {
+	t.post(func() { f(t) })
+}
+
+// withDrive runs f on the thread goroutine when the thread has a drive.
+func (m *Manager) withDrive(ctx context.Context, id string, reply Reply, f func(t *thread)) {
+	m.onLoad(ctx, id, reply, func(t *thread) {
 		if t.autoDrive() == nil {
 			reply(nil, errNoDrive(id))
 			return

@@ -82,9 +82,27 @@ func (a autoThread) Answered(id int64) {
 	a.t.notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: a.t.id, RequestID: id})
 }
 
-// ResumeCommand: see resumeCommand.
-func (a autoThread) ResumeCommand(params protocol.CommandApprovalParams, command string, raw json.RawMessage, err error, kind string) {
-	a.t.resumeCommand(params, command, raw, err, kind)
+// CommandActions is what a command does, as its item shows it.
+func (a autoThread) CommandActions(command string) []protocol.CommandAction {
+	return commandActions(command)
+}
+
+// RunApproved runs an approved command, resent after a restart, under the
+// thread's command policy (as it would have run), and calls done with its
+// result on the thread goroutine.
+func (a autoThread) RunApproved(command, dir string, forSession bool, done func(tools.ExecResult, error)) {
+	t := a.t
+	plan := t.planCommand(command, false)
+	if forSession && plan.sessionApprovable() {
+		t.approved[approvalKey(command, false)] = true
+	}
+	req := tools.ExecRequest{Command: command, Dir: dir, Timeout: defaultCommandTimeout}
+	plan.confine(&req)
+	ctx := t.ctx
+	go func() {
+		res, err := tools.Exec(ctx, req, nil)
+		t.postEvent(ctx, func() { done(res, err) })
+	}()
 }
 
 // resumedCall is a call carried over a restart (autodrive.ResumedCall).
@@ -93,63 +111,6 @@ type resumedCall = autodrive.ResumedCall
 // carry starts the turn that carries a drive on, if the drive is still as it
 // was at token.
 func (t *thread) carry(token int, in fullauto.TurnInput) { t.autod().Carry(token, in) }
-
-// resumeCommand runs an approved command (or records it declined) and
-// starts the turn that carries on with its result.
-func (t *thread) resumeCommand(params protocol.CommandApprovalParams, cmd string, raw json.RawMessage, err error, kind string) {
-	dir := t.settings.Cwd
-	if params.Cwd != nil && *params.Cwd != "" {
-		dir = *params.Cwd
-	}
-	args, _ := json.Marshal(map[string]string{"cmd": cmd, "workdir": dir})
-	call := model.ToolCall{CallID: params.ItemID, Name: toolExecCommand, Arguments: string(args)}
-	item := protocol.CommandExecutionItem{ID: params.ItemID, Command: tools.DisplayCommand(cmd), Cwd: dir, Source: "agent",
-		Status: protocol.ItemInProgress, CommandActions: params.CommandActions}
-	if item.CommandActions == nil {
-		item.CommandActions = commandActions(cmd)
-	}
-	dec, perr := protocol.ParseApprovalResponse(raw)
-	if err == nil {
-		err = perr
-	}
-	switch {
-	case err != nil:
-		item.Status = protocol.ItemFailed
-		t.carry(t.fsm().Token(), fullauto.TurnInput{Kind: kind, Resume: &resumedCall{Item: item,
-			Hist: callHistory(call, "The approval request failed, so the command was not run: "+err.Error())}})
-		return
-	case dec.Kind == protocol.DecisionDecline || dec.Kind == protocol.DecisionCancel:
-		item.Status = protocol.ItemDeclined
-		t.carry(t.fsm().Token(), fullauto.TurnInput{Kind: kind, Resume: &resumedCall{Item: item,
-			Hist: callHistory(call, "The user declined to run this command. Do not retry it; continue without it or explain what you needed.")}})
-		return
-	}
-	plan := t.planCommand(cmd, false)
-	if dec.Kind == protocol.DecisionAcceptForSession && plan.sessionApprovable() {
-		t.approved[approvalKey(cmd, false)] = true
-	}
-	req := tools.ExecRequest{Command: cmd, Dir: dir, Timeout: defaultCommandTimeout}
-	plan.confine(&req)
-	ctx, token := t.ctx, t.fsm().Token()
-	go func() {
-		res, xerr := tools.Exec(ctx, req, nil)
-		t.postEvent(ctx, func() {
-			out := ""
-			if xerr != nil {
-				item.Status, item.ExitCode, item.AggregatedOutput = protocol.ItemFailed, ptr(-1), ptr(xerr.Error())
-				out = "The command could not be started: " + xerr.Error()
-			} else {
-				item.Status = protocol.ItemCompleted
-				if res.ExitCode != 0 {
-					item.Status = protocol.ItemFailed
-				}
-				item.ExitCode, item.AggregatedOutput, item.DurationMs = ptr(res.ExitCode), ptr(res.Output), ptr(res.Duration.Milliseconds())
-				out = tools.FormatForModel(res)
-			}
-			t.carry(token, fullauto.TurnInput{Kind: kind, Resume: &resumedCall{Item: item, Hist: callHistory(call, out)}})
-		})
-	}()
-}
 
 // resumeCallItems adds a resumed call to the turn that carries on after a
 // restart.

@@ -24,12 +24,7 @@ func (t *thread) goalOnResume() {
 
 // SetGoal implements thread/goal/set.
 func (m *Manager) SetGoal(ctx context.Context, p protocol.ThreadGoalSetParams, reply Reply) {
-	t, err := m.load(ctx, p.ThreadID)
-	if err != nil {
-		reply(nil, err)
-		return
-	}
-	t.post(func() {
+	m.onLoad(ctx, p.ThreadID, reply, func(t *thread) {
 		t.drive(fullauto.SetGoal{Params: p}, func(effs []fullauto.Effect) {
 			if r, ok := autodrive.Answer[fullauto.Refused](effs); ok {
 				reply(nil, r.Err)
@@ -43,12 +38,7 @@ func (m *Manager) SetGoal(ctx context.Context, p protocol.ThreadGoalSetParams, r
 
 // GetGoal implements thread/goal/get.
 func (m *Manager) GetGoal(ctx context.Context, p protocol.ThreadIDParams, reply Reply) {
-	t, err := m.load(ctx, p.ThreadID)
-	if err != nil {
-		reply(nil, err)
-		return
-	}
-	t.post(func() {
+	m.onLoad(ctx, p.ThreadID, reply, func(t *thread) {
 		if t.autoDrive() == nil || t.meta.Ephemeral {
 			reply(protocol.ThreadGoalGetResult{}, nil)
 			return
@@ -60,12 +50,7 @@ func (m *Manager) GetGoal(ctx context.Context, p protocol.ThreadIDParams, reply 
 
 // ClearGoal implements thread/goal/clear: the drive ends and is forgotten.
 func (m *Manager) ClearGoal(ctx context.Context, p protocol.ThreadGoalClearParams, reply Reply) {
-	t, err := m.load(ctx, p.ThreadID)
-	if err != nil {
-		reply(nil, err)
-		return
-	}
-	t.post(func() {
+	m.onLoad(ctx, p.ThreadID, reply, func(t *thread) {
 		t.drive(fullauto.ClearGoal{}, func(effs []fullauto.Effect) {
 			c, _ := autodrive.Answer[fullauto.GoalCleared](effs)
 			reply(protocol.ThreadGoalClearResult{Cleared: c.Cleared}, nil)

@@ -59,6 +59,29 @@ func (a *Attention) Clear(k AttnKey) {
 	a.sendLocked()
 }
 
+// SetRun puts (or replaces) run runID's item, one per run; it keeps the
+// time it was first set while it stays. A run waiting on a task thread
+// that has an item of its own hides behind it (see summaryLocked).
+func (a *Attention) SetRun(runID string, it protocol.AttentionItem) {
+	it.RunID = runID
+	a.Set(runKey(runID), it)
+}
+
+// ClearRun takes run runID's item out.
+func (a *Attention) ClearRun(runID string) { a.Clear(runKey(runID)) }
+
+func runKey(runID string) AttnKey { return AttnKey{Thread: "run:" + runID, Kind: "run"} }
+
+// SetRelay puts the item of request id, relayed from a cluster worker's
+// thread (the item's), in the summary; ClearRelay takes it out.
+func (a *Attention) SetRelay(id int64, it protocol.AttentionItem) {
+	a.Set(AttnKey{Thread: it.ThreadID, Kind: "relayed", Req: id}, it)
+}
+
+func (a *Attention) ClearRelay(id int64, threadID string) {
+	a.Clear(AttnKey{Thread: threadID, Kind: "relayed", Req: id})
+}
+
 // Snapshot is the summary now.
 func (a *Attention) Snapshot() protocol.AttentionNotification {
 	a.mu.Lock()

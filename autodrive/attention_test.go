@@ -45,3 +45,26 @@ func TestAttentionSummary(t *testing.T) {
 		t.Errorf("sent =\n%q\nwant\n%q", sent, want)
 	}
 }
+
+// TestAttentionRunsAndRelays: a run's item names the run and is one per
+// run; a relayed request's item is keyed by its id and thread.
+func TestAttentionRunsAndRelays(t *testing.T) {
+	a := NewAttention(func(string, any) {})
+	a.SetRun("r1", protocol.AttentionItem{ThreadID: "plan", Kind: protocol.AttentionPaused, SinceMs: 10})
+	a.SetRun("r1", protocol.AttentionItem{ThreadID: "plan", Kind: protocol.AttentionQuestion, SinceMs: 20})
+	a.SetRelay(4, protocol.AttentionItem{ThreadID: "w1", Kind: protocol.AttentionApproval, SinceMs: 30})
+	n := a.Snapshot()
+	if n.Count != 2 || n.Items[0].RunID != "r1" || n.Items[0].Kind != protocol.AttentionQuestion || n.Items[0].SinceMs != 10 || n.Items[1].ThreadID != "w1" {
+		t.Fatalf("Snapshot() = %+v, want the run's latest item (first set at 10) and the relayed request", n)
+	}
+	a.ClearRelay(4, "other") // another thread's request 4: not this one
+	a.ClearRun("r2")
+	if n := a.Snapshot(); n.Count != 2 {
+		t.Errorf("clearing other keys changed the summary: %+v", n)
+	}
+	a.ClearRelay(4, "w1")
+	a.ClearRun("r1")
+	if n := a.Snapshot(); n.Count != 0 {
+		t.Errorf("Snapshot() after clearing = %+v, want empty", n)
+	}
+}

@@ -86,8 +86,6 @@ type Thread interface {
 	// Answered: request id, resent after a restart, has its answer (the
 	// client hears serverRequest/resolved).
 	Answered(id int64)
-	// CommandActions is what a command does, as its item shows it.
-	CommandActions(command string) []protocol.CommandAction
 	// RunApproved runs command, approved in answer to a request resent
 	// after a restart (forSession: for the rest of the session), in dir
 	// under the thread's command policy, and calls done with the result on

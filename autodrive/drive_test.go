@@ -57,12 +57,11 @@ func (f *fakeThread) BeginTurn(in fullauto.TurnInput) error {
 	f.log = append(f.log, fmt.Sprintf("turn %q hidden=%t", in.Text, in.Hidden != ""))
 	return f.failing
 }
-func (f *fakeThread) Interrupt()                                     { f.log = append(f.log, "interrupt") }
-func (f *fakeThread) TurnTimer(string, time.Duration, func())        {}
-func (f *fakeThread) Handoff(fullauto.Handoff)                       { f.log = append(f.log, "handoff") }
-func (f *fakeThread) Ask(store.PendingRequest) Call                  { panic("no restart here") }
-func (f *fakeThread) Answered(int64)                                 {}
-func (f *fakeThread) CommandActions(string) []protocol.CommandAction { return nil }
+func (f *fakeThread) Interrupt()                              { f.log = append(f.log, "interrupt") }
+func (f *fakeThread) TurnTimer(string, time.Duration, func()) {}
+func (f *fakeThread) Handoff(fullauto.Handoff)                { f.log = append(f.log, "handoff") }
+func (f *fakeThread) Ask(store.PendingRequest) Call           { panic("no restart here") }
+func (f *fakeThread) Answered(int64)                          {}
 func (f *fakeThread) RunApproved(string, string, bool, func(tools.ExecResult, error)) {
 	panic("no restart here")
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/apserver/apserver/agenttools"
+	"github.com/apserver/apserver/commandpolicy"
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/model"
@@ -196,7 +197,7 @@ func (d *Drive) resumeCommand(params protocol.CommandApprovalParams, cmd string,
 	item := protocol.CommandExecutionItem{ID: params.ItemID, Command: tools.DisplayCommand(cmd), Cwd: dir, Source: "agent",
 		Status: protocol.ItemInProgress, CommandActions: params.CommandActions}
 	if item.CommandActions == nil {
-		item.CommandActions = d.th.CommandActions(cmd)
+		item.CommandActions = commandpolicy.CommandActions(cmd)
 	}
 	dec, perr := protocol.ParseApprovalResponse(raw)
 	if err == nil {

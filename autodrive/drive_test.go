@@ -14,6 +14,7 @@ import (
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/internal/clock"
+	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/tools"
@@ -168,5 +169,29 @@ func TestDriveThroughThread(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(th.log, "\n"), "notify "+protocol.NotifyFullAutoStatusChanged) {
 		t.Errorf("notifications = %q, want the drive's status", th.log)
+	}
+}
+
+// TestTurnBegan: a turn's start reaches the machine; a drive's input
+// gives back its carried-over call and hidden text, a client's turn
+// neither.
+func TestTurnBegan(t *testing.T) {
+	d, _, _ := newTestDrive(t)
+	if rc, hidden := d.TurnBegan("a", nil); rc != nil || hidden != "" {
+		t.Errorf("TurnBegan(client's turn) = %v, %q; want nothing", rc, hidden)
+	}
+	carried := &ResumedCall{Hist: CallHistory(model.ToolCall{CallID: "c", Name: "exec_command"}, "ok")}
+	rc, hidden := d.TurnBegan("b", &fullauto.TurnInput{Kind: "continue", Hidden: "go on", Resume: carried})
+	if rc != carried || hidden != "go on" {
+		t.Errorf("TurnBegan(drive's turn) = %v, %q; want its call and hidden text", rc, hidden)
+	}
+	if len(carried.Hist) != 2 || carried.Hist[1].Output != "ok" || carried.Hist[0].Name != "exec_command" {
+		t.Errorf("CallHistory = %+v, want the call and its output", carried.Hist)
+	}
+	if err := d.StoreHidden(context.Background(), "b", "go on"); err != nil {
+		t.Errorf("StoreHidden on an ephemeral thread = %v, want nil (nothing to store)", err)
+	}
+	if g := d.Goal(); g.Goal != nil {
+		t.Errorf("Goal() on an ephemeral thread = %+v, want none", g)
 	}
 }

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -142,24 +141,16 @@ func (a autoThread) BeginTurn(in fullauto.TurnInput) error {
 
 // runTurnInput records how a turn starts, for the drive (called right after
 // turn/started): a turn the drive began has its hidden input or carried-over
-// items, which the model sees as the user's but no item shows (like
-// Codex's goal continuation).
+// items (autodrive.Drive.TurnBegan).
 func (t *thread) runTurnInput(tr *turn, in *fullauto.TurnInput) error {
-	kind := ""
-	if in != nil {
-		kind = in.Kind
-	}
-	t.drive(fullauto.TurnStarted{TurnID: tr.id, Kind: kind}, nil)
-	if in == nil {
-		return nil
-	}
-	if rc, ok := in.Resume.(*resumedCall); ok && rc != nil {
+	rc, hidden := t.autod().TurnBegan(tr.id, in)
+	if rc != nil {
 		if err := t.resumeCallItems(tr, rc); err != nil {
 			return err
 		}
 	}
-	if in.Hidden != "" {
-		return t.hiddenInput(tr, in.Hidden)
+	if hidden != "" {
+		return t.hiddenInput(tr, hidden)
 	}
 	return nil
 }
@@ -167,14 +158,8 @@ func (t *thread) runTurnInput(tr *turn, in *fullauto.TurnInput) error {
 // hiddenInput adds text to the model history as user input, stored so a
 // reload rebuilds the same history (loadHidden), without an item.
 func (t *thread) hiddenInput(tr *turn, text string) error {
-	if t.persistent() {
-		db, err := t.m.store()
-		if err == nil {
-			err = db.PutHiddenInput(tr.ctx, t.id, tr.id, text)
-		}
-		if err != nil {
-			return fmt.Errorf("storing hidden input: %w", err)
-		}
+	if err := t.autod().StoreHidden(tr.ctx, tr.id, text); err != nil {
+		return err
 	}
 	t.history = append(t.history, hiddenEntry(text))
 	return nil

@@ -14,7 +14,7 @@ import (
 // makes a drive that asks the editor for every approval, like Codex's goal
 // mode; its continuation turns start without a userMessage item. The
 // machine (fullauto.Machine.SetGoal, ClearGoal, GoalOnResume) decides;
-// this file answers and applies.
+// autodrive reads its answers (goal.go there); this file answers.
 
 // goalOnResume syncs a resuming client with the thread's goal, as Codex
 // 0.169 does.
@@ -25,35 +25,20 @@ func (t *thread) goalOnResume() {
 // SetGoal implements thread/goal/set.
 func (m *Manager) SetGoal(ctx context.Context, p protocol.ThreadGoalSetParams, reply Reply) {
 	m.onLoad(ctx, p.ThreadID, reply, func(t *thread) {
-		t.drive(fullauto.SetGoal{Params: p}, func(effs []fullauto.Effect) {
-			if r, ok := autodrive.Answer[fullauto.Refused](effs); ok {
-				reply(nil, r.Err)
-				return
-			}
-			g, _ := autodrive.Answer[fullauto.GoalAnswer](effs)
-			reply(protocol.ThreadGoalSetResult{Goal: g.Goal}, nil)
-		})
+		t.drive(fullauto.SetGoal{Params: p}, func(effs []fullauto.Effect) { reply(autodrive.GoalSetResult(effs)) })
 	})
 }
 
 // GetGoal implements thread/goal/get.
 func (m *Manager) GetGoal(ctx context.Context, p protocol.ThreadIDParams, reply Reply) {
 	m.onLoad(ctx, p.ThreadID, reply, func(t *thread) {
-		if t.autoDrive() == nil || t.meta.Ephemeral {
-			reply(protocol.ThreadGoalGetResult{}, nil)
-			return
-		}
-		g := t.fsm().Goal(t.nowMs())
-		reply(protocol.ThreadGoalGetResult{Goal: &g}, nil)
+		reply(t.autod().Goal(), nil)
 	})
 }
 
 // ClearGoal implements thread/goal/clear: the drive ends and is forgotten.
 func (m *Manager) ClearGoal(ctx context.Context, p protocol.ThreadGoalClearParams, reply Reply) {
 	m.onLoad(ctx, p.ThreadID, reply, func(t *thread) {
-		t.drive(fullauto.ClearGoal{}, func(effs []fullauto.Effect) {
-			c, _ := autodrive.Answer[fullauto.GoalCleared](effs)
-			reply(protocol.ThreadGoalClearResult{Cleared: c.Cleared}, nil)
-		})
+		t.drive(fullauto.ClearGoal{}, func(effs []fullauto.Effect) { reply(autodrive.GoalClearResult(effs), nil) })
 	})
 }

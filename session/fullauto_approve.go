@@ -22,9 +22,6 @@ func approvalRequest(req serverRequest) controller.ApprovalRequest {
 	return autoRequest(req).Approval()
 }
 
-// errRequestTimeout is the cause of a request wait that timed out.
-var errRequestTimeout = autodrive.ErrRequestTimeout
-
 // autoAnswer is consulted before a server request goes to the client
 // (rung 1). When it returns ok, raw is taken as the client's answer and
 // the client never sees the request.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	"github.com/apserver/apserver/autodrive"
-	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"
@@ -107,10 +106,6 @@ func (a autoThread) RunApproved(command, dir string, forSession bool, done func(
 
 // resumedCall is a call carried over a restart (autodrive.ResumedCall).
 type resumedCall = autodrive.ResumedCall
-
-// carry starts the turn that carries a drive on, if the drive is still as it
-// was at token.
-func (t *thread) carry(token int, in fullauto.TurnInput) { t.autod().Carry(token, in) }
 
 // resumeCallItems adds a resumed call to the turn that carries on after a
 // restart.

@@ -2,7 +2,7 @@ package session
 
 // Full auto plugs into the agent loop at these points, all on the thread
 // goroutine unless noted, each feeding the thread's fullauto.Machine an
-// event and applying its effects:
+// event through its autodrive.Drive, which applies the effects:
 //
 //   - runTurnInput (fullauto.go), right after turn/started: TurnStarted,
 //     and a run's hidden input or carried-over items;

@@ -1,8 +1,7 @@
 package session
 
 import (
-	"strings"
-
+	"github.com/apserver/apserver/autodrive"
 	"github.com/apserver/apserver/compaction"
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/model"
@@ -38,20 +37,10 @@ func (t *thread) handoff(e fullauto.Handoff) {
 	t.drive(fullauto.HandedOff{ThreadID: meta.ID}, nil)
 }
 
-// handoffText is the hidden input of the fresh thread's first turn.
+// handoffText is the hidden input of the fresh thread's first turn
+// (autodrive.HandoffText).
 func (t *thread) handoffText(objective string) string {
-	var b strings.Builder
-	b.WriteString("This run continues from thread " + t.id + ", whose context had grown too large to work in. ")
-	b.WriteString("Everything you need from it is below; the workspace is as it left it.\n\n## Objective\n")
-	b.WriteString(objective)
-	if pinned := t.pinnedPlan(); pinned != "" {
-		b.WriteString(pinned)
-	}
-	if s := latestSummary(t.history); s != "" {
-		b.WriteString("\n\n## Summary of the work so far\n")
-		b.WriteString(s)
-	}
-	return b.String()
+	return autodrive.HandoffText(t.id, objective, t.pinnedPlan(), latestSummary(t.history))
 }
 
 // pinnedPlan is the plan section a compaction would pin now.

@@ -22,6 +22,8 @@
 // that the thread goroutine drives: it feeds events and applies the
 // effects (fullauto.go). The Manager owns what spans threads: the
 // model-call scheduler (sched.go) and the clock (clock.go).
+// Full auto's effects carrier is package autodrive (autodrive.Drive); the
+// thread is its autodrive.Thread (autoThread, fullauto.go).
 //
 // Beyond the agent's turns: thread/delete, thread/metadata/update,
 // thread/settings/update (threadops.go); the judgment of the user's own

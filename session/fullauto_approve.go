@@ -3,368 +3,82 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"sort"
-	"strings"
 	"sync"
-	"time"
 
+	"github.com/apserver/apserver/autodrive"
 	"github.com/apserver/apserver/controller"
-	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/protocol"
-	"github.com/apserver/apserver/store"
 )
 
-// Approvals under full auto. The ladder for a request the agent needs:
-//
-//  1. the rules (controller.Approve under the drive's strategy) accept or
-//     decline it, or pass it on (autoAnswer, fullauto RequestAsked);
-//  2. when the config has a decision model and the strategy is not "ask",
-//     the model answers it if it is confident enough (answerLater,
-//     ModelMayAnswer, ModelAnsweredRequest);
-//  3. the editor: the drive waits (state "waiting", an attention item); a
-//     request no human answers within the drive's timeout is declined, and
-//     the decision after the turn pauses or stops the drive
-//     (requestWait, settleRequest; RequestForwarded, RequestSettled).
-//
-// The machine decides and stores the receipts; this file does the I/O.
+// Approvals under full auto: the ladder (the rules, the decision model,
+// the editor) is autodrive's (autodrive.Drive.AutoAnswer, AnswerLater,
+// RequestWait, Settle); these are its entry points from the agent loop.
 
-// errRequestTimeout is the cause of a request wait that timed out.
-var errRequestTimeout = errors.New("no answer within the approval timeout")
+// autoRequest is req as package autodrive reads it.
+func autoRequest(req serverRequest) autodrive.Request { return autodrive.Request(req) }
 
-// resumeData is stored with a pending request: what the session needs to
-// act on its answer after a restart.
-type resumeData struct {
-	TurnID  string `json:"turnId"`
-	Kind    string `json:"kind"`
-	Command string `json:"command,omitempty"`
-}
-
-// requestItemID is the item a request is about.
-func requestItemID(req serverRequest) string {
-	switch p := req.Params.(type) {
-	case protocol.CommandApprovalParams:
-		return p.ItemID
-	case protocol.FileChangeApprovalParams:
-		return p.ItemID
-	case protocol.ToolRequestUserInputParams:
-		return p.ItemID
-	case protocol.McpServerElicitationParams: // an MCP tool approval (mcptools.go)
-		return p.ItemID
-	}
-	return ""
-}
-
-func requestKey(req serverRequest) string { return req.Method + "\x00" + requestItemID(req) }
-
+// approvalRequest is req as the rules read it.
 func approvalRequest(req serverRequest) controller.ApprovalRequest {
-	return controller.ApprovalRequest{
-		Kind: req.Kind, Command: req.Command,
-		RuleDecision: req.Rule, Rule: req.RuleName, Paths: append([]string{}, req.Paths...),
-		InsideWritableRoots: req.InsideWorkspace, Sandboxed: req.Sandboxed,
-		Escalated: req.Escalated, Opaque: req.Opaque, Privileged: req.Privileged,
-	}
-}
-
-func decisionJSON(d protocol.Decision) json.RawMessage {
-	b, _ := json.Marshal(map[string]protocol.Decision{"decision": d})
-	return b
+	return autoRequest(req).Approval()
 }
 
 // autoAnswer is consulted before a server request goes to the client
 // (rung 1). When it returns ok, raw is taken as the client's answer and
 // the client never sees the request.
 func (t *thread) autoAnswer(tr *turn, req serverRequest) (raw json.RawMessage, ok bool) {
-	if req.Alignment != nil { // the project brain stopped it: a human's call
-		return nil, false
-	}
-	var v fullauto.Verdict
-	t.drive(fullauto.RequestAsked{TurnID: tr.id, Key: requestKey(req), Request: approvalRequest(req)}, func(effs []fullauto.Effect) {
-		v, _ = answer[fullauto.Verdict](effs)
-	})
-	switch v.Outcome {
-	case controller.OutcomeAccept:
-		return decisionJSON(protocol.DecisionAccept), true
-	case controller.OutcomeDecline:
-		return decisionJSON(protocol.DecisionDecline), true
-	}
-	return nil, false
+	return t.autod().AutoAnswer(tr.id, autoRequest(req))
 }
 
-// answerLater is rung 2 of the ladder: the decision model answers a
-// request the rules passed on, if it is confident enough; otherwise the
-// request goes to the editor after all. It reports whether it took the
-// request; onAnswer is then called later on the thread goroutine.
+// answerLater is rung 2 of the ladder: the decision model may answer a
+// request the rules passed on. It reports whether it took the request;
+// onAnswer is then called later on the thread goroutine.
 func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID int64, raw json.RawMessage, err error)) bool {
-	if req.Alignment != nil || t.m.decisionModel() == nil {
-		return false
-	}
-	var ask fullauto.AskAboutRequest
-	var ok bool
-	t.drive(fullauto.RequestPassedOn{Key: requestKey(req), Request: approvalRequest(req)}, func(effs []fullauto.Effect) {
-		ask, ok = answer[fullauto.AskAboutRequest](effs)
-	})
-	objective, in := ask.Objective, ask.Input
-	dm := t.m.decisionModel()
-	if !ok || dm == nil || req.Alignment != nil {
-		return false
-	}
-	ctx := tr.ctx
-	go func() {
-		ans, err := dm.answer(ctx, objective, req)
-		t.postEvent(ctx, func() {
-			if t.turn != tr {
-				return
-			}
-			msg := ""
-			if err != nil {
-				msg = err.Error()
-			}
-			var v fullauto.Verdict
-			t.drive(fullauto.ModelAnsweredRequest{TurnID: tr.id, Input: in, Answer: fullauto.RequestAnswer{
-				Outcome: ans.outcome, Reason: ans.reason, Confidence: ans.confidence, Raw: rawJSON(ans.raw),
-			}, Err: msg}, func(effs []fullauto.Effect) { v, _ = answer[fullauto.Verdict](effs) })
-			if v.Outcome != controller.OutcomeForward {
-				if len(t.status.ActiveFlags) > 0 {
-					t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
-				}
-				onAnswer(-1, ans.answer, nil)
-				return
-			}
-			t.sendRequest(tr, req, onAnswer)
-		})
-	}()
-	return true
+	return t.autod().AnswerLater(tr.ctx, tr.id, autoRequest(req), func() bool { return t.turn == tr }, func(raw json.RawMessage) {
+		if len(t.status.ActiveFlags) > 0 {
+			t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
+		}
+		onAnswer(-1, raw, nil)
+	}, func() { t.sendRequest(tr, req, onAnswer) })
 }
 
-// rawJSON is the decision model's raw answer as JSON for the log and the
-// receipt: an answer that is not JSON (the model's mistake) is kept as a
-// JSON string, so the event and its receipt still encode.
-func rawJSON(b json.RawMessage) json.RawMessage {
-	if len(b) == 0 {
-		return nil
-	}
-	if json.Valid(b) {
-		return b
-	}
-	s, _ := json.Marshal(string(b))
-	return s
-}
-
-// requestWait is rung 3: the request went to the client as id. It shows in
-// attention; under a drive it is tracked (and stored, for a restart), the
-// drive waits, and the wait times out after the drive's approval timeout. It
-// returns how the request's wait context is derived from the turn's.
+// requestWait is rung 3: the request went to the client as id. It returns
+// how the request's wait context is derived from the turn's.
 func (t *thread) requestWait(tr *turn, req serverRequest, id int64) func(context.Context) (context.Context, context.CancelFunc) {
-	key := attnKey{t.id, attentionKind(req.Kind), id}
-	t.m.fa.attn.set(key, protocol.AttentionItem{ThreadID: t.id, Kind: key.kind, Reason: requestReason(req), SinceMs: t.nowMs()})
-	var timeoutMs int64
-	t.drive(fullauto.RequestForwarded{TurnID: tr.id, ID: id, Kind: req.Kind, Command: req.Command, Reason: requestReason(req)}, func(effs []fullauto.Effect) {
-		if tk, tracked := answer[fullauto.Tracked](effs); tracked {
-			timeoutMs = tk.TimeoutMs
-			t.storePending(tr, req, id) // before the run's effects
-		}
-	})
-	timeout := time.Duration(timeoutMs) * time.Millisecond
-	return func(ctx context.Context) (context.Context, context.CancelFunc) {
-		wctx, cancel := context.WithCancelCause(ctx)
-		var timer Timer
-		if timeout > 0 {
-			timer = t.m.clock.AfterFunc(timeout, func() { cancel(errRequestTimeout) })
-		}
-		return wctx, func() {
-			if timer != nil {
-				timer.Stop()
-			}
-			cancel(context.Canceled)
-			t.m.fa.attn.clear(key)
-		}
-	}
-}
-
-func attentionKind(kind string) protocol.AttentionKind {
-	if kind == "question" {
-		return protocol.AttentionQuestion
-	}
-	return protocol.AttentionApproval
-}
-
-// requestReason says in a line what a request waits for.
-func requestReason(req serverRequest) string {
-	if req.Alignment != nil { // stopped by the project brain: say which decision
-		return alignmentReason(*req.Alignment)
-	}
-	switch p := req.Params.(type) {
-	case protocol.CommandApprovalParams:
-		return "approve command: " + truncate(req.Command, 200)
-	case protocol.FileChangeApprovalParams:
-		return "approve changes to " + truncate(strings.Join(req.Paths, ", "), 200)
-	case protocol.ToolRequestUserInputParams:
-		if len(p.Questions) > 0 {
-			return "answer: " + truncate(p.Questions[0].Question, 200)
-		}
-	case protocol.McpServerElicitationParams:
-		return truncate(p.Message, 200)
-	}
-	return "answer " + req.Method
-}
-
-// storePending stores a request a drive waits on, for a restart.
-func (t *thread) storePending(tr *turn, req serverRequest, id int64) {
-	if !t.persistent() {
-		return
-	}
-	params, err := json.Marshal(req.Params)
-	resume, _ := json.Marshal(resumeData{TurnID: tr.id, Kind: req.Kind, Command: req.Command})
-	if err == nil {
-		var db *store.Store
-		db, err = t.m.store()
-		if err == nil {
-			err = db.PutPendingRequest(context.WithoutCancel(t.ctx), store.PendingRequest{ThreadID: t.id, RequestID: id,
-				Method: req.Method, Params: params, Resume: resume})
-		}
-	}
-	if err != nil {
-		t.m.log.Error("storing a pending request", "thread", t.id, "request", id, "err", err)
-	}
-}
-
-// dropPending forgets a stored pending request.
-func (t *thread) dropPending(id int64) {
-	if !t.persistent() {
-		return
-	}
-	if db, err := t.m.store(); err == nil {
-		if err := db.DeletePendingRequest(context.WithoutCancel(t.ctx), t.id, id); err != nil {
-			t.m.log.Error("deleting a pending request", "thread", t.id, "request", id, "err", err)
-		}
-	}
+	ar := autoRequest(req)
+	return t.autod().RequestWait(tr.id, ar, ar.Reason(alignmentReason), id)
 }
 
 // settleRequest runs on the request's wait goroutine once the wait is
-// over: a wait that timed out is answered here (an approval declined, a
-// question unanswered), and the thread learns how the request ended.
+// over (autodrive.Drive.Settle).
 func (t *thread) settleRequest(ctx, wctx context.Context, tr *turn, req serverRequest, id int64, raw json.RawMessage, err error) (json.RawMessage, error) {
-	timedOut := err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), errRequestTimeout)
-	if timedOut {
-		if req.Kind == "question" {
-			raw, err = nil, errRequestTimeout
-		} else {
-			raw, err = decisionJSON(protocol.DecisionDecline), nil
-		}
-	}
-	if ctx.Err() != nil {
-		// The turn ended (its end dropped the request) or the thread is
-		// shutting down (the request stays stored for the next start).
-		return raw, err
-	}
-	s := fullauto.Settled{TimedOut: timedOut, Declined: !timedOut && declined(raw, err)}
-	t.postEvent(ctx, func() { t.drive(fullauto.RequestSettled{TurnID: tr.id, ID: id, Settled: s}, nil) })
-	return raw, err
+	return t.auto.d.Settle(ctx, wctx, tr.id, req.Kind, id, raw, err)
 }
 
-// declined: the answer to an approval declines (or cancels) it.
-func declined(raw json.RawMessage, err error) bool {
-	if err != nil {
-		return false
-	}
-	d, perr := protocol.ParseApprovalResponse(raw)
-	return perr == nil && (d.Kind == protocol.DecisionDecline || d.Kind == protocol.DecisionCancel)
-}
-
-// attnKey names one attention item.
+// attnKey names one attention item (autodrive.AttnKey).
 type attnKey struct {
 	thread string
 	kind   protocol.AttentionKind
 	req    int64
 }
 
-// attention is the one summary of everything waiting on a human, across
-// threads. Any goroutine may change it; each change that alters the
-// summary sends it (under mu, so summaries go out in order).
+func (k attnKey) auto() autodrive.AttnKey {
+	return autodrive.AttnKey{Thread: k.thread, Kind: k.kind, Req: k.req}
+}
+
+// attention is the Manager's attention summary (autodrive.Attention),
+// sent to the Manager's client; made on first use.
 type attention struct {
 	m *Manager
 
-	mu    sync.Mutex
-	items map[attnKey]protocol.AttentionItem
-	sent  string // JSON of the last summary sent; "" = the empty one
+	once sync.Once
+	a    *autodrive.Attention
 }
 
-func (a *attention) set(k attnKey, it protocol.AttentionItem) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.items == nil {
-		a.items = map[attnKey]protocol.AttentionItem{}
-	}
-	if old, ok := a.items[k]; ok {
-		it.SinceMs = old.SinceMs
-	}
-	a.items[k] = it
-	a.sendLocked()
+func (a *attention) summary() *autodrive.Attention {
+	a.once.Do(func() { a.a = autodrive.NewAttention(a.m.notify) })
+	return a.a
 }
 
-func (a *attention) clear(k attnKey) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if _, ok := a.items[k]; !ok {
-		return
-	}
-	delete(a.items, k)
-	a.sendLocked()
-}
-
-func (a *attention) snapshot() protocol.AttentionNotification {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.summaryLocked()
-}
-
-// summaryLocked is the summary of the items. A run waiting on one of its
-// task threads that itself waits (an approval, a question, a pause) is one
-// wait, not two: the thread's own item stands for both, since the thread
-// is where a human acts on it (a client opens an item's run when it has a
-// runId, else its thread). The run's item shows while the thread has none.
-func (a *attention) summaryLocked() protocol.AttentionNotification {
-	own := map[string]bool{} // threads with items of their own
-	for k := range a.items {
-		if !strings.HasPrefix(k.thread, "run:") {
-			own[k.thread] = true
-		}
-	}
-	n := protocol.AttentionNotification{Items: make([]protocol.AttentionItem, 0, len(a.items))}
-	for k, it := range a.items {
-		if strings.HasPrefix(k.thread, "run:") && own[it.ThreadID] {
-			continue
-		}
-		n.Items = append(n.Items, it)
-	}
-	sort.Slice(n.Items, func(i, j int) bool {
-		x, y := n.Items[i], n.Items[j]
-		if x.SinceMs != y.SinceMs {
-			return x.SinceMs < y.SinceMs
-		}
-		if x.ThreadID != y.ThreadID {
-			return x.ThreadID < y.ThreadID
-		}
-		return x.Kind < y.Kind
-	})
-	n.Count = len(n.Items)
-	if n.Count > 0 {
-		n.OldestSinceMs = ptr(n.Items[0].SinceMs)
-	}
-	return n
-}
-
-func (a *attention) sendLocked() {
-	n := a.summaryLocked()
-	b, _ := json.Marshal(n)
-	s := string(b)
-	if n.Count == 0 {
-		s = ""
-	}
-	if s == a.sent {
-		return
-	}
-	a.sent = s
-	a.m.notify(protocol.NotifyAttention, n)
-}
+func (a *attention) set(k attnKey, it protocol.AttentionItem) { a.summary().Set(k.auto(), it) }
+func (a *attention) clear(k attnKey)                          { a.summary().Clear(k.auto()) }
+func (a *attention) snapshot() protocol.AttentionNotification { return a.summary().Snapshot() }

@@ -117,21 +117,3 @@ func contains(ss []string, s string) bool {
 	}
 	return false
 }
-
-// TestRawJSON: a decision model's answer that is not JSON still encodes
-// in the log entry and the receipt (as a string); JSON stays as it is.
-func TestRawJSON(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{`{"decision":"accept"}`, `{"decision":"accept"}`},
-		{`not json {`, `"not json {"`},
-		{``, ``},
-	} {
-		if got := string(rawJSON(json.RawMessage(tc.in))); got != tc.want {
-			t.Errorf("rawJSON(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-		e := fullauto.Entry{AtMs: 1, Event: fullauto.ModelAnsweredRequest{Answer: fullauto.RequestAnswer{Raw: rawJSON(json.RawMessage(tc.in))}}}
-		if _, err := json.Marshal(e); err != nil {
-			t.Errorf("the entry with the answer %q does not encode: %v", tc.in, err)
-		}
-	}
-}

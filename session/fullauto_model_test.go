@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"github.com/apserver/apserver/autodrive"
 	"io"
 	"log/slog"
 	"strings"
@@ -23,7 +24,7 @@ func decisionManager(t *testing.T, sc scripted.Script, role config.RoleConfig) (
 	}
 	t.Cleanup(srv.Close)
 	cfg := testConfig(t, srv.URL())
-	cfg.Roles = map[string]config.RoleConfig{decisionRole: role}
+	cfg.Roles = map[string]config.RoleConfig{autodrive.DecisionRole: role}
 	m := NewManager(Options{Config: cfg, Client: newFakeClient(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Version: "test"})
 	t.Cleanup(func() { _ = m.Close() })
 	return m, srv
@@ -75,7 +76,7 @@ func TestDecisionModelAnswers(t *testing.T) {
 		{"unknown", serverRequest{Method: "item/unknown", Params: struct{}{}}, "", "", nil, "cannot answer item/unknown"},
 	} {
 		before := len(srv.Requests())
-		ra, err := dm.answer(context.Background(), tc.objective, tc.req)
+		ra, err := dm.Answer(context.Background(), tc.objective, autoRequest(tc.req))
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%s: answer() error = %v, want %q", tc.objective, err, tc.err)
@@ -86,8 +87,8 @@ func TestDecisionModelAnswers(t *testing.T) {
 			t.Errorf("%s: answer() = %v", tc.objective, err)
 			continue
 		}
-		if ra.outcome != tc.outcome || string(ra.answer) != tc.answer || ra.reason == "" || ra.confidence == 0 {
-			t.Errorf("%s: answer() = %s %s (%q, %v), want %s %s", tc.objective, ra.outcome, ra.answer, ra.reason, ra.confidence, tc.outcome, tc.answer)
+		if ra.Outcome != tc.outcome || string(ra.Answer) != tc.answer || ra.Reason == "" || ra.Confidence == 0 {
+			t.Errorf("%s: answer() = %s %s (%q, %v), want %s %s", tc.objective, ra.Outcome, ra.Answer, ra.Reason, ra.Confidence, tc.outcome, tc.answer)
 		}
 		reqs := srv.Requests()[before:]
 		if len(reqs) != 1 {
@@ -112,7 +113,7 @@ func TestDecisionModelDecideFails(t *testing.T) {
 	for _, step := range []scripted.Step{{HTTPError: 400, ErrorMessage: "bad request"}, {Text: "continue, I think"}} {
 		m, _ := decisionManager(t, scripted.Script{Default: []scripted.Step{step}}, config.RoleConfig{Model: "scripted-decision"})
 		in := controller.Input{Objective: "o", Turn: controller.TurnSummary{TurnID: "t1", Status: controller.StatusCompleted, AgentMessage: "done"}}
-		if a, err := m.decisionModel().decide(context.Background(), in); err == nil {
+		if a, err := m.decisionModel().Decide(context.Background(), in); err == nil {
 			t.Errorf("decide() with a model answering %+v = %+v, want an error", step, a)
 		}
 	}

@@ -3,11 +3,8 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"time"
 
-	"github.com/apserver/apserver/config"
-	"github.com/apserver/apserver/fullauto"
+	"github.com/apserver/apserver/autodrive"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"
@@ -55,230 +52,76 @@ func (m *Manager) restoreDrives() {
 	}
 }
 
-// restoreDrive runs on the thread goroutine after a restart.
-func (t *thread) restoreDrive() {
-	if t.auto.restored {
-		return
+// restoreDrive runs on the thread goroutine after a restart
+// (autodrive.Drive.Restore).
+func (t *thread) restoreDrive() { t.autod().Restore(t.turn != nil) }
+
+// Ask sends a stored request again, under its old id when the client
+// allows it (autodrive.Thread).
+func (a autoThread) Ask(p store.PendingRequest) autodrive.Call {
+	if c, ok := a.t.m.client.(callerWithID); ok {
+		return c.CallWithID(p.RequestID, p.Method, p.Params)
 	}
-	t.auto.restored = true
-	fsm := t.fsm()
-	if !fsm.Drive().Active() || t.turn != nil {
-		return
-	}
-	db, err := t.m.store()
-	if err != nil {
-		return
-	}
-	stored, err := db.PendingRequests(t.ctx, t.id)
-	if err != nil {
-		t.m.log.Error("full auto: reading pending requests", "thread", t.id, "err", err)
-	}
-	var pend []fullauto.Pending
-	t.auto.resend = map[int64]store.PendingRequest{}
-	for _, p := range stored {
-		var rd resumeData
-		if len(p.Resume) > 0 {
-			_ = json.Unmarshal(p.Resume, &rd)
-		}
-		pend = append(pend, fullauto.Pending{ID: p.RequestID, TurnID: rd.TurnID, Kind: rd.Kind, Command: rd.Command})
-		t.auto.resend[p.RequestID] = p
-	}
-	if len(pend) > 0 {
-		t.m.log.Info("full auto: re-sending the requests the run waits on", "thread", t.id, "requests", len(pend))
-	} else if t.m.opts.Config.FullAuto.OnRestart != config.OnRestartPaused {
-		t.m.log.Info("full auto: run goes on after a restart", "thread", t.id)
-	}
-	t.drive(fullauto.Restore{Pending: pend}, nil)
+	return a.t.m.client.Call(p.Method, p.Params)
 }
 
-// resend sends a stored pending request again, under its old id when the
-// client allows it.
-func (t *thread) resend(e fullauto.Resend) {
-	p, ok := t.auto.resend[e.Request]
-	if !ok {
-		return
-	}
-	delete(t.auto.resend, e.Request)
-	var rd resumeData
-	if len(p.Resume) > 0 {
-		_ = json.Unmarshal(p.Resume, &rd)
-	}
-	var call ClientCall
-	if c, ok := t.m.client.(callerWithID); ok {
-		call = c.CallWithID(p.RequestID, p.Method, p.Params)
-	} else {
-		call = t.m.client.Call(p.Method, p.Params)
-	}
-	id := call.ID()
-	if id != p.RequestID {
-		// Store it under the id the client now knows.
-		t.dropPending(p.RequestID)
-		t.drive(fullauto.RequestMoved{Old: p.RequestID, ID: id}, nil)
-		p.RequestID = id
-		if db, err := t.m.store(); err == nil {
-			_ = db.PutPendingRequest(context.WithoutCancel(t.ctx), p)
-		}
-	}
-	key := attnKey{t.id, attentionKind(rd.Kind), id}
-	t.m.fa.attn.set(key, protocol.AttentionItem{ThreadID: t.id, Kind: key.kind, Reason: "answer the request sent before the restart", SinceMs: t.nowMs()})
-	timeout := time.Duration(e.TimeoutMs) * time.Millisecond
-	ctx := t.ctx
-	// The thread port may answer it too (threads.go).
-	pctx, pcancel := context.WithCancel(ctx)
+// Await lets the thread port answer a resent request too (threads.go).
+func (a autoThread) Await(id int64, method string, params json.RawMessage) (context.Context, <-chan json.RawMessage, func()) {
+	t := a.t
+	pctx, pcancel := context.WithCancel(t.ctx)
 	pa := portAnswer{answer: make(chan json.RawMessage, 1), cancel: pcancel, done: pctx.Done()}
 	t.portAnswers[id] = pa
-	t.m.watchers.publish(port.RequestAsked{ThreadID: t.id, RequestID: id, Method: p.Method, Params: p.Params})
-	go func() {
-		defer pcancel()
-		wctx, cancel := context.WithCancelCause(pctx)
-		if timeout > 0 {
-			timer := t.m.clock.AfterFunc(timeout, func() { cancel(errRequestTimeout) })
-			defer timer.Stop()
-		}
-		raw, err := call.Wait(wctx)
-		select {
-		case a := <-pa.answer:
-			raw, err = a, nil
-		default:
-		}
-		timedOut := err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), errRequestTimeout)
-		cancel(context.Canceled)
-		t.m.fa.attn.clear(key)
-		if ctx.Err() != nil {
-			return // shutting down: the request stays stored for the next start
-		}
-		t.postEvent(ctx, func() { t.resentAnswered(p, rd, id, raw, err, timedOut) })
-	}()
+	t.m.watchers.publish(port.RequestAsked{ThreadID: t.id, RequestID: id, Method: method, Params: params})
+	return pctx, pa.answer, pcancel
 }
 
-// resentAnswered acts on the answer to a request re-sent after a restart:
-// the drive goes on in a new turn that starts with the outcome of the
-// request (the approved command's run, the declined command, the answer to
-// the question).
-func (t *thread) resentAnswered(p store.PendingRequest, rd resumeData, id int64, raw json.RawMessage, err error, timedOut bool) {
-	delete(t.portAnswers, id)
-	t.notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: t.id, RequestID: id})
-	fsm := t.fsm()
-	var c fullauto.CarryOn
-	var carry bool
-	t.drive(fullauto.ResentAnswered{ID: id, Settled: fullauto.Settled{TimedOut: timedOut, Declined: !timedOut && declined(raw, err)}}, func(effs []fullauto.Effect) {
-		c, carry = answer[fullauto.CarryOn](effs)
-	})
-	if !carry {
-		return
-	}
-	kind := c.Kind
-	switch p.Method {
-	case protocol.RequestCommandApproval:
-		var params protocol.CommandApprovalParams
-		_ = json.Unmarshal(p.Params, &params)
-		t.resumeCommand(params, rd, raw, err, kind)
-	case protocol.RequestUserInput:
-		var params protocol.ToolRequestUserInputParams
-		_ = json.Unmarshal(p.Params, &params)
-		out := string(raw)
-		if err != nil {
-			out = "request_user_input: the user did not answer: " + err.Error()
-		}
-		args, _ := json.Marshal(map[string]any{"questions": params.Questions})
-		call := model.ToolCall{CallID: params.ItemID, Name: toolRequestUserInput, Arguments: string(args)}
-		t.carry(fsm.Token(), fullauto.TurnInput{Kind: kind, Resume: &resumedCall{hist: callHistory(call, out)}})
-	default:
-		answer := "no usable answer"
-		if d, perr := protocol.ParseApprovalResponse(raw); err == nil && perr == nil {
-			answer = string(d.Kind)
-		}
-		t.carry(fsm.Token(), fullauto.TurnInput{Kind: kind, Hidden: fullauto.FileChangeRestartText(answer, fsm.Drive().Objective)})
-	}
+// Answered: a resent request has its answer.
+func (a autoThread) Answered(id int64) {
+	delete(a.t.portAnswers, id)
+	a.t.notify(protocol.NotifyServerRequestResolved, protocol.ServerRequestResolvedNotification{ThreadID: a.t.id, RequestID: id})
 }
 
-// carry starts the turn that carries a drive on, if the drive is still as it
-// was at token.
-func (t *thread) carry(token int, in fullauto.TurnInput) {
-	t.drive(fullauto.Carry{Token: token, Input: in}, nil)
+// CommandActions is what a command does, as its item shows it.
+func (a autoThread) CommandActions(command string) []protocol.CommandAction {
+	return commandActions(command)
 }
 
-// resumedCall is a tool call that was waiting for approval when apserver
-// stopped, with its outcome: the item to show (nil for none) and the
-// history it adds.
-type resumedCall struct {
-	item protocol.ThreadItem
-	hist []model.Entry
-}
-
-// resumeCommand runs an approved command (or records it declined) and
-// starts the turn that carries on with its result.
-func (t *thread) resumeCommand(params protocol.CommandApprovalParams, rd resumeData, raw json.RawMessage, err error, kind string) {
-	cmd := rd.Command
-	dir := t.settings.Cwd
-	if params.Cwd != nil && *params.Cwd != "" {
-		dir = *params.Cwd
+// RunApproved runs an approved command, resent after a restart, under the
+// thread's command policy (as it would have run), and calls done with its
+// result on the thread goroutine.
+func (a autoThread) RunApproved(command, dir string, forSession bool, done func(tools.ExecResult, error)) {
+	t := a.t
+	plan := t.planCommand(command, false)
+	if forSession && plan.sessionApprovable() {
+		t.approved[approvalKey(command, false)] = true
 	}
-	args, _ := json.Marshal(map[string]string{"cmd": cmd, "workdir": dir})
-	call := model.ToolCall{CallID: params.ItemID, Name: toolExecCommand, Arguments: string(args)}
-	item := protocol.CommandExecutionItem{ID: params.ItemID, Command: tools.DisplayCommand(cmd), Cwd: dir, Source: "agent",
-		Status: protocol.ItemInProgress, CommandActions: params.CommandActions}
-	if item.CommandActions == nil {
-		item.CommandActions = commandActions(cmd)
-	}
-	dec, perr := protocol.ParseApprovalResponse(raw)
-	if err == nil {
-		err = perr
-	}
-	switch {
-	case err != nil:
-		item.Status = protocol.ItemFailed
-		t.carry(t.fsm().Token(), fullauto.TurnInput{Kind: kind, Resume: &resumedCall{item: item,
-			hist: callHistory(call, "The approval request failed, so the command was not run: "+err.Error())}})
-		return
-	case dec.Kind == protocol.DecisionDecline || dec.Kind == protocol.DecisionCancel:
-		item.Status = protocol.ItemDeclined
-		t.carry(t.fsm().Token(), fullauto.TurnInput{Kind: kind, Resume: &resumedCall{item: item,
-			hist: callHistory(call, "The user declined to run this command. Do not retry it; continue without it or explain what you needed.")}})
-		return
-	}
-	plan := t.planCommand(cmd, false)
-	if dec.Kind == protocol.DecisionAcceptForSession && plan.sessionApprovable() {
-		t.approved[approvalKey(cmd, false)] = true
-	}
-	req := tools.ExecRequest{Command: cmd, Dir: dir, Timeout: defaultCommandTimeout}
+	req := tools.ExecRequest{Command: command, Dir: dir, Timeout: defaultCommandTimeout}
 	plan.confine(&req)
-	ctx, token := t.ctx, t.fsm().Token()
+	ctx := t.ctx
 	go func() {
-		res, xerr := tools.Exec(ctx, req, nil)
-		t.postEvent(ctx, func() {
-			out := ""
-			if xerr != nil {
-				item.Status, item.ExitCode, item.AggregatedOutput = protocol.ItemFailed, ptr(-1), ptr(xerr.Error())
-				out = "The command could not be started: " + xerr.Error()
-			} else {
-				item.Status = protocol.ItemCompleted
-				if res.ExitCode != 0 {
-					item.Status = protocol.ItemFailed
-				}
-				item.ExitCode, item.AggregatedOutput, item.DurationMs = ptr(res.ExitCode), ptr(res.Output), ptr(res.Duration.Milliseconds())
-				out = tools.FormatForModel(res)
-			}
-			t.carry(token, fullauto.TurnInput{Kind: kind, Resume: &resumedCall{item: item, hist: callHistory(call, out)}})
-		})
+		res, err := tools.Exec(ctx, req, nil)
+		t.postEvent(ctx, func() { done(res, err) })
 	}()
 }
+
+// resumedCall is a call carried over a restart (autodrive.ResumedCall).
+type resumedCall = autodrive.ResumedCall
 
 // resumeCallItems adds a resumed call to the turn that carries on after a
 // restart.
 func (t *thread) resumeCallItems(tr *turn, rc *resumedCall) error {
-	if rc.item == nil {
-		t.history = append(t.history, rc.hist...)
+	if rc.Item == nil {
+		t.history = append(t.history, rc.Hist...)
 		return nil
 	}
-	started := rc.item
+	started := rc.Item
 	if ci, ok := started.(protocol.CommandExecutionItem); ok {
 		ci.Status, ci.ExitCode, ci.AggregatedOutput, ci.DurationMs = protocol.ItemInProgress, nil, nil, nil
 		started = ci
 	}
 	t.notifyItemStarted(tr, started)
-	return t.commitItem(tr, rc.item, rc.hist)
+	return t.commitItem(tr, rc.Item, rc.Hist)
 }
 
 // hiddenEntry is the model history entry of hidden input.
-func hiddenEntry(text string) model.Entry { return model.Entry{Kind: model.EntryUser, Text: text} }
+func hiddenEntry(text string) model.Entry { return autodrive.HiddenEntry(text) }

@@ -4,19 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/apserver/apserver/controller"
-	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/model/scripted"
 	"github.com/apserver/apserver/protocol"
-	"github.com/apserver/apserver/tools/rules"
 )
 
 // TestSchedulerCapAndOrder: at most n slots are held; waiters get freed
@@ -110,144 +105,6 @@ func TestSchedulerRoundRobin(t *testing.T) {
 			t.Errorf("served per thread = %v, want equal shares (±1)", served)
 		}
 	})
-}
-
-func TestNormalizeResult(t *testing.T) {
-	for _, tc := range []struct{ a, b string }{
-		{"Exit code: 0\nWall time: 0.1 seconds\nOutput:\nok", "Exit code: 0\nWall time: 2.7 seconds\nOutput:\nok"},
-		{"ok  \tpkg\t0.012s", "ok  \tpkg\t1.5s"},
-		{"2026-11-22T00:20:10.462Z started", "2025-01-02T03:04:05Z started"},
-		{"wrote /tmp/go-build12345/x.o", "wrote /tmp/go-build99/x.o"},
-		{"commit 9fceb02d0ae598e95dc970b74767f19372d61af8", "commit 1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b"},
-		{"pid 4242 exited", "pid 17 exited"},
-	} {
-		if x, y := normalizeResult(tc.a), normalizeResult(tc.b); x != y {
-			t.Errorf("normalizeResult(%q) = %q, normalizeResult(%q) = %q; want equal", tc.a, x, tc.b, y)
-		}
-	}
-	if normalizeResult("FAIL: TestA") == normalizeResult("FAIL: TestB") {
-		t.Error("different failures normalize to the same result")
-	}
-	long := strings.Repeat("line of output\n", 200)
-	if r := normalizeResult(long); len(r) > resultDigestBytes+40 || !strings.Contains(r, "#") {
-		t.Errorf("normalizeResult(long) = %d bytes %q…, want a clipped digest", len(r), r[:40])
-	}
-	if normalizeResult(long) == normalizeResult(long+"x") {
-		t.Error("the digest of a long result ignores its tail")
-	}
-}
-
-func TestSteps(t *testing.T) {
-	hist := []model.Entry{
-		{Kind: model.EntryUser, Text: "go"},
-		{Kind: model.EntryToolCall, CallID: "c1", Name: "exec_command", Arguments: `{"cmd":"go test ./..."}`},
-		{Kind: model.EntryToolOutput, CallID: "c1", Output: "Exit code: 1\nWall time: 1.0 seconds\nOutput:\nFAIL"},
-		{Kind: model.EntryToolCall, CallID: "c2", Name: "read_file", Arguments: `{"path":"a.go","limit":5}`},
-		{Kind: model.EntryToolOutput, CallID: "c2", Output: "package a"},
-		{Kind: model.EntryToolCall, CallID: "c3", Name: "update_plan", Arguments: `{"plan":[]}`},
-		{Kind: model.EntryToolOutput, CallID: "c3", Output: "update_plan: invalid arguments: empty"},
-		{Kind: model.EntryAssistant, Text: "hm"},
-	}
-	items := map[string]protocol.ThreadItem{
-		"c1": protocol.CommandExecutionItem{ID: "c1", Status: protocol.ItemFailed},
-	}
-	got := steps(hist, items)
-	want := []controller.Step{
-		{Tool: "exec_command", Action: "exec_command: go test ./...", Result: "Exit code: 1 Wall time: <dur> Output: FAIL", Error: true},
-		{Tool: "read_file", Action: `read_file: {"limit":5,"path":"a.go"}`, Result: "package a"},
-		{Tool: "update_plan", Action: `update_plan: {"plan":[]}`, Result: "update_plan: invalid arguments: empty", Error: true},
-	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("steps =\n%v\nwant\n%v", got, want)
-	}
-}
-
-func TestIsCheck(t *testing.T) {
-	for cmd, want := range map[string]bool{
-		"go test ./...":                          true,
-		"cd x && make test":                      true,
-		"npm test":                               true,
-		"pytest -q":                              true,
-		"touch fixed && make":                    true,
-		"/bin/bash -c 'make test'":               true, // the form command items carry
-		"/bin/bash -c 'cd x && go test ./...'":   true,
-		"timeout 60 pytest -q":                   true,
-		"set -o pipefail; make test 2>&1 | tail": true,
-		"make test 2>&1":                         true,
-		"make test 2>&1 | tail":                  false, // tail's status, not the tests'
-		"make test || true":                      false,
-		"go test ./...; echo done":               false,
-		"echo go test":                           false, // mentions a check, runs none
-		"grep -r tox .":                          false,
-		"cat /usr/share/doc/make":                false,
-		"ls -la":                                 false,
-		"cat go.mod":                             false,
-		"git commit -m 'testing'":                false,
-		"make install":                           false,
-	} {
-		if got := isCheck(rules.Builtin(), rules.Context{Cwd: "/w"}, cmd); got != want {
-			t.Errorf("isCheck(%q) = %t, want %t", cmd, got, want)
-		}
-	}
-}
-
-func TestTurnErrorRecoverable(t *testing.T) {
-	for info, want := range map[string]bool{
-		`"internalServerError"`: true,
-		`{"responseTooManyFailedAttempts":{"httpStatusCode":429}}`: true,
-		`{"responseStreamDisconnected":{"httpStatusCode":null}}`:   true,
-		`"contextWindowExceeded"`:                                  false,
-		`"unauthorized"`:                                           false,
-		`"other"`:                                                  false,
-		`null`:                                                     false,
-	} {
-		te := turnError(&protocol.TurnError{Message: "m", CodexErrorInfo: json.RawMessage(info)})
-		if te.Recoverable != want {
-			t.Errorf("turnError(%s).Recoverable = %t, want %t", info, te.Recoverable, want)
-		}
-	}
-}
-
-func TestWorkspaceFingerprint(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, text string) {
-		t.Helper()
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("a.go", "package a")
-	write("sub/b.txt", "b")
-	write(".git/HEAD", "ref")
-	ctx := context.Background()
-	fp1, cache := workspaceFingerprint(ctx, dir, nil)
-	fp2, cache := workspaceFingerprint(ctx, dir, cache)
-	if fp1 != fp2 || len(cache) != 2 {
-		t.Fatalf("unchanged tree: %s then %s (cache %d files, want 2: .git skipped)", fp1, fp2, len(cache))
-	}
-	write(".git/HEAD", "other")
-	if fp, _ := workspaceFingerprint(ctx, dir, cache); fp != fp1 {
-		t.Errorf("a change inside .git changed the fingerprint")
-	}
-	write("sub/b.txt", "B")
-	fp3, cache := workspaceFingerprint(ctx, dir, cache)
-	if fp3 == fp1 {
-		t.Errorf("a content change left the fingerprint unchanged")
-	}
-	write("sub/b.txt", "b")
-	if fp, _ := workspaceFingerprint(ctx, dir, cache); fp != fp1 {
-		t.Errorf("restoring the content did not restore the fingerprint")
-	}
-	if err := os.Rename(filepath.Join(dir, "a.go"), filepath.Join(dir, "c.go")); err != nil {
-		t.Fatal(err)
-	}
-	if fp, _ := workspaceFingerprint(ctx, dir, nil); fp == fp1 {
-		t.Errorf("a rename left the fingerprint unchanged")
-	}
 }
 
 // TestAttention: one summary across threads, sent only when it changes,

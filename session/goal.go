@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"github.com/apserver/apserver/autodrive"
 
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/protocol"
@@ -13,7 +14,7 @@ import (
 // makes a drive that asks the editor for every approval, like Codex's goal
 // mode; its continuation turns start without a userMessage item. The
 // machine (fullauto.Machine.SetGoal, ClearGoal, GoalOnResume) decides;
-// this file answers and applies.
+// autodrive reads its answers (goal.go there); this file answers.
 
 // goalOnResume syncs a resuming client with the thread's goal, as Codex
 // 0.169 does.
@@ -23,51 +24,21 @@ func (t *thread) goalOnResume() {
 
 // SetGoal implements thread/goal/set.
 func (m *Manager) SetGoal(ctx context.Context, p protocol.ThreadGoalSetParams, reply Reply) {
-	t, err := m.load(ctx, p.ThreadID)
-	if err != nil {
-		reply(nil, err)
-		return
-	}
-	t.post(func() {
-		t.drive(fullauto.SetGoal{Params: p}, func(effs []fullauto.Effect) {
-			if r, ok := answer[fullauto.Refused](effs); ok {
-				reply(nil, r.Err)
-				return
-			}
-			g, _ := answer[fullauto.GoalAnswer](effs)
-			reply(protocol.ThreadGoalSetResult{Goal: g.Goal}, nil)
-		})
+	m.onLoad(ctx, p.ThreadID, reply, func(t *thread) {
+		t.drive(fullauto.SetGoal{Params: p}, func(effs []fullauto.Effect) { reply(autodrive.GoalSetResult(effs)) })
 	})
 }
 
 // GetGoal implements thread/goal/get.
 func (m *Manager) GetGoal(ctx context.Context, p protocol.ThreadIDParams, reply Reply) {
-	t, err := m.load(ctx, p.ThreadID)
-	if err != nil {
-		reply(nil, err)
-		return
-	}
-	t.post(func() {
-		if t.autoDrive() == nil || t.meta.Ephemeral {
-			reply(protocol.ThreadGoalGetResult{}, nil)
-			return
-		}
-		g := t.fsm().Goal(t.nowMs())
-		reply(protocol.ThreadGoalGetResult{Goal: &g}, nil)
+	m.onLoad(ctx, p.ThreadID, reply, func(t *thread) {
+		reply(t.autod().Goal(), nil)
 	})
 }
 
 // ClearGoal implements thread/goal/clear: the drive ends and is forgotten.
 func (m *Manager) ClearGoal(ctx context.Context, p protocol.ThreadGoalClearParams, reply Reply) {
-	t, err := m.load(ctx, p.ThreadID)
-	if err != nil {
-		reply(nil, err)
-		return
-	}
-	t.post(func() {
-		t.drive(fullauto.ClearGoal{}, func(effs []fullauto.Effect) {
-			c, _ := answer[fullauto.GoalCleared](effs)
-			reply(protocol.ThreadGoalClearResult{Cleared: c.Cleared}, nil)
-		})
+	m.onLoad(ctx, p.ThreadID, reply, func(t *thread) {
+		t.drive(fullauto.ClearGoal{}, func(effs []fullauto.Effect) { reply(autodrive.GoalClearResult(effs), nil) })
 	})
 }

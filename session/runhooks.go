@@ -10,28 +10,21 @@ import (
 // Hooks for runs (package runner), which drive threads as a client would
 // and need only these two things the protocol has no method for.
 
-// runAttnKey is the attention key of a run: one item per run.
-func runAttnKey(runID string) attnKey { return attnKey{thread: "run:" + runID, kind: "run"} }
-
 // SetRunAttention puts (or replaces) a run's item in the attention
-// summary, which is re-sent if it changed. The item keeps the time it was
-// first set while it stays.
+// summary (autodrive.Attention.SetRun).
 func (m *Manager) SetRunAttention(runID string, it protocol.AttentionItem) {
-	it.RunID = runID
-	m.fa.attn.set(runAttnKey(runID), it)
+	m.fa.attn.summary().SetRun(runID, it)
 }
 
 // ClearRunAttention takes a run's item out of the attention summary.
-func (m *Manager) ClearRunAttention(runID string) {
-	m.fa.attn.clear(runAttnKey(runID))
-}
+func (m *Manager) ClearRunAttention(runID string) { m.fa.attn.summary().ClearRun(runID) }
 
 // SetRelayAttention, ClearRelayAttention: the item of a request relayed from a cluster worker's thread (cluster/relay.go), the thread's own.
 func (m *Manager) SetRelayAttention(id int64, it protocol.AttentionItem) {
-	m.fa.attn.set(attnKey{thread: it.ThreadID, kind: "relayed", req: id}, it)
+	m.fa.attn.summary().SetRelay(id, it)
 }
 func (m *Manager) ClearRelayAttention(id int64, threadID string) {
-	m.fa.attn.clear(attnKey{thread: threadID, kind: "relayed", req: id})
+	m.fa.attn.summary().ClearRelay(id, threadID)
 }
 
 // Store waits for the store to be open and returns it: runs keep their

@@ -12,6 +12,7 @@ import (
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
+	"github.com/apserver/apserver/turnwire"
 )
 
 // Context compaction (docs/protocol.md, "Compaction").
@@ -93,7 +94,7 @@ func (t *thread) messageTooBigFor(tr *turn, n int, fate string) error {
 	window, _ := t.turnLimits(tr)
 	learned := t.m.opts.Config.ContextWindow(tr.modelName) == 0
 	if msg := compaction.MessageTooBig(tr.modelName, window, learned, n, len(tr.prompt)+t.toolsBytes(), fate); msg != "" {
-		return &contextError{msg: msg}
+		return &turnwire.ContextError{Msg: msg}
 	}
 	return nil
 }
@@ -252,7 +253,7 @@ func (t *thread) compactStart(reply Reply) {
 	tr, err := t.beginTurn(protocol.TurnStartParams{})
 	if err != nil {
 		t.m.log.Error("starting a compaction turn", "thread", t.id, "err", err)
-		t.notify(protocol.NotifyError, protocol.ErrorNotification{Error: turnErrorFrom(err, ""), ThreadID: t.id})
+		t.notify(protocol.NotifyError, protocol.ErrorNotification{Error: turnwire.ErrorFrom(err, ""), ThreadID: t.id})
 		return
 	}
 	tr.kind = turnKindCompact
@@ -371,7 +372,7 @@ func (t *thread) finishCompaction(tr *turn, c *compactRun, summary string, err e
 		if o.Verdict == compaction.Fail {
 			// The prompt is over the trigger and cannot be made smaller.
 			tr.dropOpen(c.item.ID)
-			t.failTurn(tr, &contextError{msg: o.Message})
+			t.failTurn(tr, &turnwire.ContextError{Msg: o.Message})
 			return
 		}
 		// A client's compaction of a thread too small to gain from one:
@@ -416,17 +417,11 @@ func (t *thread) finishCompaction(tr *turn, c *compactRun, summary string, err e
 	}
 	t.compactStreak = o.Streak // reset only by real user input (userMessage)
 	if o.Verdict == compaction.Fail {
-		t.failTurn(tr, &contextError{msg: o.Message})
+		t.failTurn(tr, &turnwire.ContextError{Msg: o.Message})
 		return
 	}
 	c.then()
 }
-
-// contextError ends a turn that compaction cannot help: its TurnError has
-// codexErrorInfo "contextWindowExceeded".
-type contextError struct{ msg string }
-
-func (e *contextError) Error() string { return e.msg }
 
 // savedHistory is an ephemeral thread's history before a compaction in
 // turn turnID, for thread/revert (a persistent thread's store keeps it).

@@ -45,4 +45,8 @@
 // session declares what it consumes: the editor (Client), the model
 // (via model.Client, configured from config), the store and the tools. It
 // must not import server or any JSON-RPC package.
+//
+// A turn's parts that need no thread are leaves session calls:
+// the TurnError of what ended a turn, an item's stored JSON, reasoning
+// joined from its parts and the request's service tier are turnwire's.
 package session

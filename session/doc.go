@@ -49,4 +49,5 @@
 // A turn's parts that need no thread are leaves session calls:
 // the TurnError of what ended a turn, an item's stored JSON, reasoning
 // joined from its parts and the request's service tier are turnwire's.
+// The thread port's outcome streams are package outcomes (threads.go publishes).
 package session

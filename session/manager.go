@@ -17,6 +17,7 @@ import (
 	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/modelcatalog"
+	"github.com/apserver/apserver/outcomes"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/threadwire"
@@ -220,7 +221,7 @@ func (m *Manager) notifyAbout(threadID, method string, params any) {
 	} else {
 		m.client.Notify(method, params)
 	}
-	if o := outcomeOf(threadID, method, params); o != nil {
+	if o := outcomes.Of(threadID, method, params); o != nil {
 		m.watchers.publish(o)
 	}
 	if method == protocol.NotifyTurnCompleted {

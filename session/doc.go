@@ -50,4 +50,5 @@
 // the TurnError of what ended a turn, an item's stored JSON, reasoning
 // joined from its parts and the request's service tier are turnwire's.
 // The thread port's outcome streams are package outcomes (threads.go publishes).
+// Paging of the thread lists and thread/list's store options are threadwire's.
 package session

@@ -437,27 +437,7 @@ func (m *Manager) ListThreads(ctx context.Context, p protocol.ThreadListParams, 
 			reply(nil, err)
 			return
 		}
-		o := store.ListOptions{}
-		if p.Cursor != nil {
-			o.Cursor = *p.Cursor
-		}
-		if p.Limit != nil {
-			o.Limit = *p.Limit
-		}
-		if p.SortKey != nil && *p.SortKey != "created_at" { // recency and (without sections) section position follow updates
-			o.SortKey = "updated_at"
-		}
-		o.Ascending = p.SortDirection != nil && *p.SortDirection == "asc"
-		o.Archived = p.Archived != nil && *p.Archived
-		o.Cwds, _ = p.Cwds()
-		if p.SearchTerm != nil {
-			o.SearchTerm = *p.SearchTerm
-		}
-		o.ModelProviders = p.ModelProviders
-		if p.IncludedThreadIDs != nil {
-			o.OnlyIDs, o.IDs = true, *p.IncludedThreadIDs
-		}
-		rows, next, err := db.ListThreads(ctx, o)
+		rows, next, err := db.ListThreads(ctx, threadwire.ListOptions(p))
 		if err != nil {
 			if errors.Is(err, store.ErrBadCursor) {
 				err = protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: invalid cursor")

@@ -51,4 +51,6 @@
 // joined from its parts and the request's service tier are turnwire's.
 // The thread port's outcome streams are package outcomes (threads.go publishes).
 // Paging of the thread lists and thread/list's store options are threadwire's.
+// Opening each workspace's snapshot store once, a turn's checkpoint record and
+// revert's plan and refusal are tools/checkpoint's (turns.go).
 package session

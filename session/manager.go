@@ -100,7 +100,7 @@ type Manager struct {
 	turnEnded chan struct{}      // closed at the next turn/completed, for Drain; nil: nobody waits
 	threads   map[string]*thread // loaded threads
 	models    map[string]*model.Client
-	ckpts     map[string]*checkpointOpening // snapshot stores by workspace (checkpoint.go)
+	ckpts     *checkpoint.Stores // snapshot stores by workspace (checkpoint.go)
 	// atClose and atInterrupt are the services' hooks (host.go).
 	atClose, atInterrupt []func()
 
@@ -129,7 +129,7 @@ func NewManager(opts Options) *Manager {
 		storeReady: make(chan struct{}),
 		threads:    map[string]*thread{},
 		models:     map[string]*model.Client{},
-		ckpts:      map[string]*checkpointOpening{},
+		ckpts:      checkpoint.NewStores(ctx, opts.DataDir, opts.Checkpoints),
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.NewTextHandler(os.Stderr, nil))

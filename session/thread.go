@@ -11,6 +11,7 @@ import (
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/threadwire"
+	"github.com/apserver/apserver/tools/checkpoint"
 )
 
 // threadSettings are a thread's effective settings. Turn overrides stick.
@@ -81,7 +82,7 @@ type thread struct {
 	approvedPaths map[string]bool
 	// ckpts are the checkpoints of an ephemeral thread's turns (persistent
 	// threads keep them in the store).
-	ckpts map[string]turnCheckpoints
+	ckpts map[string]checkpoint.Turn
 	// histMark is len(history) when each turn started (for reverting
 	// ephemeral threads).
 	histMark map[string]int
@@ -129,7 +130,7 @@ func (m *Manager) newThread(meta store.Thread, s threadSettings) *thread {
 		approved: map[string]bool{},
 
 		approvedPaths: map[string]bool{},
-		ckpts:         map[string]turnCheckpoints{},
+		ckpts:         map[string]checkpoint.Turn{},
 		histMark:      map[string]int{},
 		itemIDs:       map[string]bool{},
 		portAnswers:   map[int64]portAnswer{},

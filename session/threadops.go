@@ -12,6 +12,7 @@ import (
 	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/threadwire"
 	"github.com/apserver/apserver/tools"
+	"github.com/apserver/apserver/tools/checkpoint"
 	"github.com/apserver/apserver/tools/rules"
 	"github.com/apserver/apserver/tools/sandbox"
 )
@@ -40,7 +41,7 @@ func (m *Manager) DeleteThread(ctx context.Context, p protocol.ThreadIDParams, r
 				reply(nil, wrapNotFound(p.ThreadID, err))
 				return
 			}
-			if keys, err := db.ListState(ctx, checkpointKey(p.ThreadID, "")); err == nil {
+			if keys, err := db.ListState(ctx, checkpoint.TurnKey(p.ThreadID, "")); err == nil {
 				for k := range keys {
 					_ = db.DeleteState(ctx, k)
 				}

@@ -16,6 +16,7 @@ import (
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/store"
+	"github.com/apserver/apserver/tools/checkpoint"
 	"github.com/apserver/apserver/tools/files"
 	"github.com/apserver/apserver/turnwire"
 )
@@ -99,7 +100,7 @@ type turn struct {
 	// Checkpoints: the start snapshot being taken, the ids recorded so far,
 	// whether a diff was sent and the end snapshot recorded.
 	startSnap   *pendingSnapshot
-	ckpt        turnCheckpoints
+	ckpt        checkpoint.Turn
 	ckptWarned  bool
 	diffSent    bool
 	endRecorded bool

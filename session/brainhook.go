@@ -10,6 +10,7 @@ import (
 	"github.com/apserver/apserver/brain"
 	"github.com/apserver/apserver/compaction"
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/contextwindow"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
@@ -302,7 +303,7 @@ func (t *thread) summarizeIdle() {
 		}
 	}
 	window, _ := t.compactLimits(client.Provider().Name, modelName)
-	input := compaction.FitSummaryInput(compaction.Summarizable(entries(t.history)), window)
+	input := compaction.FitSummaryInput(compaction.Summarizable(contextwindow.Entries(t.history)), window)
 	if len(input) == 0 {
 		return
 	}

@@ -53,4 +53,6 @@
 // Paging of the thread lists and thread/list's store options are threadwire's.
 // Opening each workspace's snapshot store once, a turn's checkpoint record and
 // revert's plan and refusal are tools/checkpoint's (turns.go).
+// Context windows, learned or configured, and the history as compaction reads
+// it are contextwindow's.
 package session

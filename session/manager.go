@@ -13,6 +13,7 @@ import (
 
 	"github.com/apserver/apserver/agenttools"
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/contextwindow"
 	"github.com/apserver/apserver/dynamictools"
 	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/model"
@@ -104,10 +105,9 @@ type Manager struct {
 	// atClose and atInterrupt are the services' hooks (host.go).
 	atClose, atInterrupt []func()
 
-	// learnedWindows are context windows learned from requests a provider
-	// refused as too long, for models no configuration sizes (compact.go):
-	// windowKey (provider and model name) → tokens.
-	learnedWindows sync.Map
+	// windows are the context windows learned from requests a provider
+	// refused as too long (compact.go).
+	windows contextwindow.Windows
 
 	mcp      *mcpState // MCP servers (mcptools.go); set by NewManager
 	watchers watchers  // the thread port's outcome streams (threads.go)

@@ -55,4 +55,8 @@
 // revert's plan and refusal are tools/checkpoint's (turns.go).
 // Context windows, learned or configured, and the history as compaction reads
 // it are contextwindow's.
+// The hooks' interfaces (Aligner, ProjectContexter, Summarizer, IntentRouter)
+// are session/port's (hooks.go); an alignment's approval reason is brain's,
+// record_decision's tool and arguments agenttools', the intent confirmation's
+// question and answer manager's.
 package session

@@ -59,4 +59,5 @@
 // are session/port's (hooks.go); an alignment's approval reason is brain's,
 // record_decision's tool and arguments agenttools', the intent confirmation's
 // question and answer manager's.
+// The queue of model events to the thread and the merging of deltas are modelstream's.
 package session

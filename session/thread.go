@@ -8,6 +8,7 @@ import (
 
 	"github.com/apserver/apserver/instructions"
 	"github.com/apserver/apserver/model"
+	"github.com/apserver/apserver/modelstream"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/threadwire"
@@ -121,7 +122,7 @@ func (m *Manager) newThread(meta store.Thread, s threadSettings) *thread {
 		m:        m,
 		id:       meta.ID,
 		inbox:    make(chan func(), 256),
-		events:   newEventQueue(),
+		events:   modelstream.NewQueue[*turn](),
 		done:     make(chan struct{}),
 		ctx:      ctx,
 		stop:     cancel,
@@ -160,7 +161,7 @@ func (t *thread) loop() {
 				return
 			}
 			t.guard("inbox", f)
-		case <-t.events.wake:
+		case <-t.events.Wake():
 			if t.ctx.Err() != nil {
 				t.abandonTurn()
 				return

@@ -488,9 +488,9 @@ func (t *thread) sample(tr *turn) {
 		defer t.childRecover(ctx, tr) // a panic fails the turn (panics.go)
 		panicPoint("sampling", t.id)
 		err := t.m.sched.stream(ctx, client, req, func(ev model.Event) { // capped across threads (sched.go)
-			t.events.push(ctx, modelEvent{tr: tr, gen: gen, ev: ev})
+			t.events.Push(ctx, modelEvent{Turn: tr, Gen: gen, Ev: ev})
 		})
-		t.events.push(ctx, modelEvent{tr: tr, gen: gen, done: true, err: err})
+		t.events.Push(ctx, modelEvent{Turn: tr, Gen: gen, Done: true, Err: err})
 	}()
 }
 

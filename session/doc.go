@@ -50,7 +50,9 @@
 // the TurnError of what ended a turn, an item's stored JSON, reasoning
 // joined from its parts and the request's service tier are turnwire's.
 // The thread port's outcome streams are package outcomes (threads.go publishes).
-// Paging of the thread lists and thread/list's store options are threadwire's.
+// Paging of the thread lists and thread/list's store options are threadwire's,
+// and so are a thread's settings: stored, overridden by thread/start, resume,
+// fork, turn/start and thread/settings/update.
 // Opening each workspace's snapshot store once, a turn's checkpoint record and
 // revert's plan and refusal are tools/checkpoint's (turns.go).
 // Context windows, learned or configured, and the history as compaction reads

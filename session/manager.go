@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 
@@ -259,42 +258,6 @@ func wrapNotFound(id string, err error) error {
 	return err
 }
 
-// resolveSettings merges request overrides onto a base.
-func (m *Manager) resolveSettings(base threadSettings, o protocol.ThreadSettings) (threadSettings, error) {
-	s := base
-	if o.Cwd != nil && *o.Cwd != "" {
-		if !filepath.IsAbs(*o.Cwd) {
-			return s, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: cwd must be an absolute path: %s", *o.Cwd)
-		}
-		s.Cwd = filepath.Clean(*o.Cwd)
-	}
-	if o.Model != nil && *o.Model != "" {
-		s.Model = *o.Model
-	}
-	if o.ModelProvider != nil && *o.ModelProvider != "" {
-		s.Provider = *o.ModelProvider // checked by ValidateThreadSettings
-	}
-	if o.ServiceTier != nil {
-		s.ServiceTier = *o.ServiceTier
-	}
-	if o.ApprovalPolicy != nil {
-		if o.ApprovalPolicy.Granular != nil {
-			return s, protocol.Errorf(protocol.ErrInvalidRequest, "askForApproval.granular requires experimentalApi capability")
-		}
-		s.ApprovalPolicy = o.ApprovalPolicy.Mode
-	}
-	if o.Sandbox != nil {
-		s.Sandbox = *o.Sandbox
-	}
-	if o.BaseInstructions != nil {
-		s.BaseInstructions = *o.BaseInstructions
-	}
-	if o.DeveloperInstructions != nil {
-		s.DeveloperInstructions = *o.DeveloperInstructions
-	}
-	return s, nil
-}
-
 func (m *Manager) defaultSettings() threadSettings {
 	c := m.opts.Config
 	cwd := m.opts.Cwd
@@ -319,7 +282,7 @@ func (m *Manager) defaultSettings() threadSettings {
 
 // StartThread implements thread/start: the response, then thread/started.
 func (m *Manager) StartThread(ctx context.Context, p protocol.ThreadStartParams, reply Reply) {
-	s, err := m.resolveSettings(m.defaultSettings(), p.ThreadSettings)
+	s, err := threadwire.ResolveSettings(m.defaultSettings(), p.ThreadSettings)
 	if err != nil {
 		reply(nil, err)
 		return
@@ -380,7 +343,7 @@ func (m *Manager) load(ctx context.Context, id string) (*thread, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading thread %s: %w", id, wrapNotFound(id, err))
 	}
-	s := settingsFromStore(meta, m.defaultSettings())
+	s := threadwire.SettingsFromStore(meta, m.defaultSettings())
 	m.mu.Lock()
 	if t := m.threads[id]; t != nil { // lost a race with another load
 		m.mu.Unlock()
@@ -409,7 +372,7 @@ func (m *Manager) ForkThread(ctx context.Context, p protocol.ThreadForkParams, r
 		reply(nil, wrapNotFound(p.ThreadID, err))
 		return
 	}
-	s, err := m.resolveSettings(settingsFromStore(src, m.defaultSettings()), p.ThreadSettings)
+	s, err := threadwire.ResolveSettings(threadwire.SettingsFromStore(src, m.defaultSettings()), p.ThreadSettings)
 	if err != nil {
 		reply(nil, err)
 		return

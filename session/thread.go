@@ -15,48 +15,8 @@ import (
 	"github.com/apserver/apserver/tools/checkpoint"
 )
 
-// threadSettings are a thread's effective settings. Turn overrides stick.
-type threadSettings struct {
-	Cwd                   string                  `json:"cwd"`
-	Model                 string                  `json:"model"`
-	Provider              string                  `json:"provider"`
-	ApprovalPolicy        protocol.ApprovalPolicy `json:"approvalPolicy"`
-	Sandbox               protocol.SandboxMode    `json:"sandbox"`
-	Effort                string                  `json:"effort,omitempty"`
-	Summary               string                  `json:"summary,omitempty"` // reasoning summary (turn/start summary)
-	ServiceTier           string                  `json:"serviceTier,omitempty"`
-	BaseInstructions      string                  `json:"baseInstructions,omitempty"`
-	DeveloperInstructions string                  `json:"developerInstructions,omitempty"`
-	DisabledTools         string                  `json:"disabledTools,omitempty"` // from thread/start config (configtools.go)
-	DynamicTools          string                  `json:"dynamicTools,omitempty"`  // thread/start's dynamicTools as JSON (dynamictools.go)
-	// Mode is the collaboration mode turn/start set last (planmode.go).
-	Mode string `json:"mode,omitempty"`
-	// GitInfo is what thread/metadata/update stored (threadops.go).
-	GitInfo *protocol.GitInfo `json:"gitInfo,omitempty"`
-}
-
-func settingsFromStore(meta store.Thread, def threadSettings) threadSettings {
-	s := def
-	if len(meta.Settings) > 0 {
-		_ = json.Unmarshal(meta.Settings, &s)
-	}
-	if meta.Cwd != "" {
-		s.Cwd = meta.Cwd
-	}
-	if meta.Model != "" {
-		s.Model = meta.Model
-	}
-	if meta.ModelProvider != "" {
-		s.Provider = meta.ModelProvider
-	}
-	if meta.ApprovalPolicy != "" {
-		s.ApprovalPolicy = protocol.ApprovalPolicy(meta.ApprovalPolicy)
-	}
-	if meta.Sandbox != "" {
-		s.Sandbox = protocol.SandboxMode(meta.Sandbox)
-	}
-	return s
-}
+// threadSettings are a thread's effective settings (threadwire.Settings).
+type threadSettings = threadwire.Settings
 
 // thread is one loaded conversation. Every field below mu-free is owned by
 // the thread's goroutine (run); other goroutines only post closures.
@@ -370,7 +330,7 @@ func (t *thread) reloadHistory(db *store.Store) error {
 
 // resume answers thread/resume.
 func (t *thread) resume(p protocol.ThreadResumeParams, reply Reply) {
-	s, err := t.m.resolveSettings(t.settings, p.ThreadSettings)
+	s, err := threadwire.ResolveSettings(t.settings, p.ThreadSettings)
 	if err != nil {
 		reply(nil, err)
 		return

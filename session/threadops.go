@@ -78,7 +78,7 @@ func (m *Manager) UpdateThreadMetadata(ctx context.Context, p protocol.ThreadMet
 			reply(nil, err)
 			return
 		}
-		s := settingsFromStore(meta, m.defaultSettings())
+		s := threadwire.SettingsFromStore(meta, m.defaultSettings())
 		s.GitInfo = threadwire.PatchGitInfo(s.GitInfo, p.GitInfo)
 		meta.Settings, _ = json.Marshal(s)
 		if err := db.UpdateThread(ctx, meta); err != nil {
@@ -222,33 +222,10 @@ func (m *Manager) UpdateThreadSettings(ctx context.Context, p protocol.ThreadSet
 }
 
 func (t *thread) updateSettings(p protocol.ThreadSettingsUpdateParams, reply Reply) {
-	s := t.settings
-	set := func(dst *string, v *string) {
-		if v != nil && *v != "" {
-			*dst = *v
-		}
-	}
-	set(&s.Cwd, p.Cwd)
-	set(&s.Model, p.Model)
-	set(&s.Effort, p.Effort)
-	if p.ApprovalPolicy != nil {
-		if p.ApprovalPolicy.Granular != nil {
-			reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "askForApproval.granular requires experimentalApi capability"))
-			return
-		}
-		if p.ApprovalPolicy.Mode != "" {
-			s.ApprovalPolicy = p.ApprovalPolicy.Mode
-		}
-	}
-	if p.SandboxPolicy != nil {
-		mode := protocol.SandboxModeFor(*p.SandboxPolicy)
-		s.Sandbox = mode
-	}
-	if cm := p.CollaborationMode; cm != nil {
-		s.Mode = cm.Mode
-		if cm.Mode == protocol.ModeDefault {
-			s.Mode = ""
-		}
+	s, err := t.settings.Updated(p)
+	if err != nil {
+		reply(nil, err)
+		return
 	}
 	if s != t.settings {
 		old := t.settings

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 	"unicode/utf8"
 
@@ -143,35 +142,13 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 	t.runTurn(tr, userInput{p.Input, p.ClientUserMessage}, nil)
 }
 
-// setSetting sets *dst to a non-empty *v and notes whether that changed it.
-func setSetting[T ~string](dst, v *T, changed *bool) {
-	if v != nil && *v != "" && *dst != *v {
-		*dst, *changed = *v, true
-	}
-}
-
 // beginTurn makes the thread's next turn from p (its settings overrides
 // stick) and records it; the caller answers, then calls runTurn. Both
 // turn/start and a full-auto run start turns this way.
 func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
-	changed := false
-	if p.Cwd != nil && *p.Cwd != "" && !filepath.IsAbs(*p.Cwd) {
-		return nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: cwd must be an absolute path: %s", *p.Cwd)
-	}
-	setSetting(&t.settings.Cwd, p.Cwd, &changed)
-	setSetting(&t.settings.Model, p.Model, &changed)
-	setSetting(&t.settings.Effort, p.Effort, &changed)
-	setSetting(&t.settings.Summary, p.Summary, &changed)
-	setSetting(&t.settings.ServiceTier, p.ServiceTier, &changed)
-	if p.ApprovalPolicy != nil {
-		if p.ApprovalPolicy.Granular != nil {
-			return nil, protocol.Errorf(protocol.ErrInvalidRequest, "askForApproval.granular requires experimentalApi capability")
-		}
-		setSetting(&t.settings.ApprovalPolicy, &p.ApprovalPolicy.Mode, &changed)
-	}
-	if p.SandboxPolicy != nil {
-		mode := protocol.SandboxModeFor(*p.SandboxPolicy)
-		setSetting(&t.settings.Sandbox, &mode, &changed)
+	changed, err := t.settings.ApplyTurn(p)
+	if err != nil {
+		return nil, err
 	}
 	modelName, provider, err := t.m.opts.Config.ResolveThreadModel(t.settings.Model, t.settings.Provider)
 	if err != nil {

@@ -1,8 +1,10 @@
 // Package contextwindow is what session knows of a model's context window
 // without a thread: the window and the compaction trigger of a model as a
 // provider serves it, configured or learned from a request the provider
-// refused as too long (Windows), and the model's history entries as the
-// pure package compaction reads them, with their size.
+// refused as too long (Windows); the model's history entries as the
+// pure package compaction reads them, with their size; the summary request
+// a compaction makes (Summarize) and the history that replaces the old one
+// (Compacted). What to compact and when is the pure package compaction's.
 //
 // It must not import session or server.
 package contextwindow

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/apserver/apserver/compaction"
 	"github.com/apserver/apserver/config"
@@ -243,43 +242,9 @@ func (t *thread) startCompaction(tr *turn, auto bool, then func()) {
 }
 
 // summarizeContext asks the compaction model for the handoff summary of
-// entries (already fitted to the window: compaction.FitSummaryInput). One
-// the model refuses as too long drops the oldest entry and retries.
+// entries, in a scheduler's slot (contextwindow.Summarize).
 func (t *thread) summarizeContext(ctx context.Context, client *model.Client, modelName string, entries []compaction.Entry) (string, error) {
-	for attempt := 0; ; attempt++ {
-		req := model.Request{
-			Model:        modelName,
-			Instructions: compaction.Instructions,
-			Input:        []model.Entry{{Kind: model.EntryUser, Text: compaction.SummaryRequest(entries)}},
-		}
-		var text, final strings.Builder
-		err := t.m.sched.stream(ctx, client, req, func(ev model.Event) {
-			switch ev.Kind {
-			case model.EvTextDelta:
-				text.WriteString(ev.Text)
-			case model.EvMessageDone:
-				final.WriteString(ev.Text)
-			}
-		})
-		var me *model.Error
-		if errors.As(err, &me) && me.Kind == model.ErrKindContextWindow {
-			if shorter, ok := compaction.RetryShorter(entries, attempt); ok {
-				entries = shorter
-				continue
-			}
-		}
-		if err != nil {
-			return "", err
-		}
-		s := final.String()
-		if s == "" {
-			s = text.String()
-		}
-		if strings.TrimSpace(s) == "" {
-			return "", errors.New("the compaction model returned an empty summary")
-		}
-		return strings.TrimSpace(s), nil
-	}
+	return contextwindow.Summarize(ctx, t.m.sched.stream, client, modelName, entries)
 }
 
 // finishCompaction installs the summary: the new history, the tombstone in
@@ -393,17 +358,7 @@ func (t *thread) undoCompactions(dropped []string) {
 func (t *thread) compactedHistory(tr *turn, summary string) (hist []model.Entry, inflight int) {
 	p := compaction.Replace(contextwindow.Entries(t.history), compaction.Step{InStep: tr.inStep, Start: tr.stepStart},
 		summary, t.pinnedContext(tr), compaction.KeptBudget(t.outputBudget(tr)))
-	hist = append(hist, model.Entry{Kind: model.EntryUser, Text: p.Summary})
-	if p.Pinned != "" {
-		hist = append(hist, model.Entry{Kind: model.EntryUser, Text: p.Pinned})
-	}
-	for _, k := range p.Users {
-		e := t.history[k.Index] // its images too
-		e.Text = k.Text
-		hist = append(hist, e)
-	}
-	hist = append(hist, t.history[p.Tail:]...)
-	return hist, p.Inflight(len(t.history))
+	return contextwindow.Compacted(t.history, p)
 }
 
 // pinnedContext is what no summary may lose: the full-auto objective and

@@ -55,8 +55,8 @@
 // fork, turn/start and thread/settings/update.
 // Opening each workspace's snapshot store once, a turn's checkpoint record and
 // revert's plan and refusal are tools/checkpoint's (turns.go).
-// Context windows, learned or configured, and the history as compaction reads
-// it are contextwindow's.
+// Context windows, learned or configured, the history as compaction reads
+// it, the summary request and the compacted history are contextwindow's.
 // The hooks' interfaces (Aligner, ProjectContexter, Summarizer, IntentRouter)
 // are session/port's (hooks.go); an alignment's approval reason is brain's,
 // record_decision's tool and arguments agenttools', the intent confirmation's

@@ -207,13 +207,6 @@ func (t *thread) compactStart(reply Reply) {
 	})
 }
 
-// notSteerable is turn/steer's answer while a compaction turn runs.
-func notSteerable(kind string) error {
-	msg := "cannot steer a " + kind + " turn"
-	data, _ := json.Marshal(protocol.TurnError{Message: msg, CodexErrorInfo: protocol.ErrorInfoNotSteerable(kind)})
-	return &protocol.Error{Kind: protocol.ErrInvalidRequest, Msg: msg, Data: data}
-}
-
 // startCompaction compacts the thread's history within tr: item/started
 // contextCompaction, the summary request (off the thread goroutine), then
 // finishCompaction. then runs after a successful compaction.

@@ -8,6 +8,7 @@ import (
 	"github.com/apserver/apserver/outcomes"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"
+	"github.com/apserver/apserver/threadwire"
 )
 
 // The thread port (package port): what the layers above session (runner,
@@ -71,19 +72,13 @@ func (p threadPort) StartThread(ctx context.Context, s port.ThreadSpec) (string,
 }
 
 func (p threadPort) Resume(ctx context.Context, threadID string, s protocol.ThreadSettings) error {
-	if p.m.Loaded(threadID) && isZeroSettings(s) {
+	if p.m.Loaded(threadID) && threadwire.NoOverrides(s) {
 		return nil
 	}
 	_, err := await[protocol.ThreadResumeResult](ctx, "thread/resume", func(r Reply) {
 		p.m.ResumeThread(ctx, protocol.ThreadResumeParams{ThreadID: threadID, ThreadSettings: s, ExcludeTurns: true}, r)
 	})
 	return err
-}
-
-func isZeroSettings(s protocol.ThreadSettings) bool {
-	return s.Cwd == nil && s.Model == nil && s.ModelProvider == nil && s.ServiceTier == nil && s.ApprovalPolicy == nil &&
-		s.ApprovalsReviewer == nil && s.Sandbox == nil && len(s.Config) == 0 && s.BaseInstructions == nil &&
-		s.DeveloperInstructions == nil && s.Personality == nil
 }
 
 func (p threadPort) StartTurn(ctx context.Context, tp protocol.TurnStartParams) (protocol.Turn, error) {

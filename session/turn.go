@@ -123,7 +123,7 @@ const turnKindCompact = "compact"
 func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 	if tr := t.turn; tr != nil {
 		if tr.kind == turnKindCompact {
-			reply(nil, notSteerable(tr.kind))
+			reply(nil, turnwire.NotSteerable(tr.kind))
 			return
 		}
 		// Codex: turn/start on a busy thread steers the active turn.
@@ -253,7 +253,7 @@ func (t *thread) steer(p protocol.TurnSteerParams, reply Reply) {
 		return
 	}
 	if tr.kind == turnKindCompact {
-		reply(nil, notSteerable(tr.kind))
+		reply(nil, turnwire.NotSteerable(tr.kind))
 		return
 	}
 	tr.pendingInput = append(tr.pendingInput, userInput{p.Input, p.ClientUserMessage})
@@ -556,13 +556,7 @@ func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 		if !t.flushInFlight(tr) {
 			return
 		}
-		last := protocol.TokenUsageBreakdown{
-			TotalTokens: ev.Usage.TotalTokens, InputTokens: ev.Usage.InputTokens, CachedInputTokens: ev.Usage.CachedInputTokens,
-			OutputTokens: ev.Usage.OutputTokens, ReasoningOutputTokens: ev.Usage.ReasoningOutputTokens,
-		}
-		if last.TotalTokens == 0 {
-			last.TotalTokens = last.InputTokens + last.OutputTokens
-		}
+		last := turnwire.Usage(ev.Usage)
 		t.usage.Add(last)
 		t.lastUsage = usageMark{valid: true, tokens: last.InputTokens + last.OutputTokens, histLen: len(t.history)}
 		t.notify(protocol.NotifyThreadTokenUsage, protocol.ThreadTokenUsageUpdatedNotification{

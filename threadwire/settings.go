@@ -154,3 +154,11 @@ func (s Settings) Updated(p protocol.ThreadSettingsUpdateParams) (Settings, erro
 	}
 	return s, nil
 }
+
+// NoOverrides reports whether o overrides no setting (a resume of a loaded
+// thread with it changes nothing).
+func NoOverrides(o protocol.ThreadSettings) bool {
+	return o.Cwd == nil && o.Model == nil && o.ModelProvider == nil && o.ServiceTier == nil && o.ApprovalPolicy == nil &&
+		o.ApprovalsReviewer == nil && o.Sandbox == nil && len(o.Config) == 0 && o.BaseInstructions == nil &&
+		o.DeveloperInstructions == nil && o.Personality == nil
+}

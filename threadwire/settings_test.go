@@ -83,3 +83,16 @@ func TestUpdated(t *testing.T) {
 		t.Errorf("granular approvals: %v, want invalid request", err)
 	}
 }
+
+func TestNoOverrides(t *testing.T) {
+	ro := protocol.SandboxReadOnly
+	if !NoOverrides(protocol.ThreadSettings{}) || !NoOverrides(protocol.ThreadSettings{Config: map[string]any{}}) {
+		t.Error("NoOverrides of empty settings = false")
+	}
+	for _, o := range []protocol.ThreadSettings{{Cwd: sp("/a")}, {Model: sp("")}, {Sandbox: &ro}, {Config: map[string]any{"k": 1}},
+		{ApprovalPolicy: &protocol.AskForApproval{}}, {Personality: sp("p")}, {ApprovalsReviewer: sp("r")}} {
+		if NoOverrides(o) {
+			t.Errorf("NoOverrides(%+v) = true", o)
+		}
+	}
+}

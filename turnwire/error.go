@@ -1,6 +1,7 @@
 package turnwire
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -99,4 +100,25 @@ func RequestTier(tier string) string {
 		return "priority"
 	}
 	return tier
+}
+
+// NotSteerable is turn/start's and turn/steer's answer while a turn of
+// kind (Codex's activeTurnNotSteerable: a compaction turn) runs.
+func NotSteerable(kind string) error {
+	msg := "cannot steer a " + kind + " turn"
+	data, _ := json.Marshal(protocol.TurnError{Message: msg, CodexErrorInfo: protocol.ErrorInfoNotSteerable(kind)})
+	return &protocol.Error{Kind: protocol.ErrInvalidRequest, Msg: msg, Data: data}
+}
+
+// Usage is a response's token usage as the wire reports it; a provider
+// that gives no total gets input plus output.
+func Usage(u model.Usage) protocol.TokenUsageBreakdown {
+	last := protocol.TokenUsageBreakdown{
+		TotalTokens: u.TotalTokens, InputTokens: u.InputTokens, CachedInputTokens: u.CachedInputTokens,
+		OutputTokens: u.OutputTokens, ReasoningOutputTokens: u.ReasoningOutputTokens,
+	}
+	if last.TotalTokens == 0 {
+		last.TotalTokens = last.InputTokens + last.OutputTokens
+	}
+	return last
 }

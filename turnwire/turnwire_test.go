@@ -104,3 +104,35 @@ func TestReasoningJoin(t *testing.T) {
 		t.Errorf("after Drop(1): content %v, want [final]", got.Content)
 	}
 }
+
+func TestNotSteerable(t *testing.T) {
+	err := NotSteerable("compact")
+	var pe *protocol.Error
+	if !errors.As(err, &pe) || pe.Kind != protocol.ErrInvalidRequest || pe.Msg != "cannot steer a compact turn" {
+		t.Fatalf("NotSteerable(compact) = %#v", err)
+	}
+	var te protocol.TurnError
+	if err := json.Unmarshal(pe.Data, &te); err != nil || te.Message != pe.Msg {
+		t.Errorf("its data = %s (%v), want the TurnError with the message", pe.Data, err)
+	}
+	want, _ := json.Marshal(protocol.ErrorInfoNotSteerable("compact"))
+	if got, _ := json.Marshal(te.CodexErrorInfo); string(got) != string(want) {
+		t.Errorf("codexErrorInfo = %s, want %s", got, want)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	for _, tc := range []struct {
+		in   model.Usage
+		want protocol.TokenUsageBreakdown
+	}{
+		{model.Usage{InputTokens: 10, CachedInputTokens: 4, OutputTokens: 3, ReasoningOutputTokens: 1, TotalTokens: 15},
+			protocol.TokenUsageBreakdown{TotalTokens: 15, InputTokens: 10, CachedInputTokens: 4, OutputTokens: 3, ReasoningOutputTokens: 1}},
+		{model.Usage{InputTokens: 10, OutputTokens: 3}, protocol.TokenUsageBreakdown{TotalTokens: 13, InputTokens: 10, OutputTokens: 3}},
+		{model.Usage{}, protocol.TokenUsageBreakdown{}},
+	} {
+		if got := Usage(tc.in); got != tc.want {
+			t.Errorf("Usage(%+v) = %+v, want %+v", tc.in, got, tc.want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/apserver/apserver/blueprint"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/tools/gitwork"
 )
 
@@ -253,15 +254,61 @@ func (s *Service) RecordEvidence(ctx context.Context, link protocol.RunBlueprint
 		return fmt.Errorf("blueprints: evidence for task %s: %w", taskID, err)
 	}
 	on, err := repo.OnBranch(ctx, ev.Commit, ev.Branch)
+	if err == nil && !on {
+		// A run carried out by a cluster worker pushed its branch to the
+		// repository's remote, not here: look there.
+		on, err = onRemoteBranch(ctx, repo, ev.Commit, ev.Branch)
+	}
 	if err != nil {
 		return fmt.Errorf("blueprints: evidence for task %s: %w", taskID, err)
 	}
 	if !on {
 		return fmt.Errorf("blueprints: evidence for task %s: commit %s is not on branch %s of %s", taskID, ev.Commit, ev.Branch, repo.Root())
 	}
+	found, err := s.changeRunTask(ctx, st, b, link.VersionID, taskID, "task.done", func(x *protocol.BlueprintTask) json.RawMessage {
+		if x.Status == protocol.NodeDone && x.Evidence != nil && x.Evidence.Commit == ev.Commit {
+			return nil // recorded already
+		}
+		x.Status = protocol.NodeDone
+		e := ev
+		x.Evidence = &e
+		raw, _ := json.Marshal(map[string]any{"taskId": taskID, "runId": ev.RunID, "branch": ev.Branch, "commit": ev.Commit, "atMs": ev.AtMs})
+		return raw
+	})
+	if err != nil {
+		return fmt.Errorf("recording task %s done: %w", taskID, err)
+	}
+	if !found {
+		return fmt.Errorf("blueprints: evidence for an unknown task %s of blueprint %s", taskID, b.ID)
+	}
+	return nil
+}
+
+// onRemoteBranch says whether commit sha is on branch of the repository's
+// origin, fetching the branch first. A repository without origin, or an
+// origin without the branch, is false.
+func onRemoteBranch(ctx context.Context, repo *gitwork.Repo, sha, branch string) (bool, error) {
+	if _, err := gitwork.RemoteURL(ctx, repo.Root(), "origin"); err != nil {
+		return false, nil
+	}
+	tip, err := gitwork.Fetch(ctx, repo.Root(), "origin", branch)
+	if err != nil {
+		return false, nil // no such branch there (or no way to reach it): not on it
+	}
+	return repo.IsAncestor(ctx, sha, tip)
+}
+
+// changeRunTask finds task taskID in the blueprint's primary version, else in
+// the version versionID (the one a run started from), and lets change
+// update it: change returns the event's payload, or nil when the task is
+// to stay as it is. A change is committed with the event and the nodes
+// whose status follows the task, and plan.md is written again. found is
+// false when neither version has the task.
+func (s *Service) changeRunTask(ctx context.Context, st *store.Store, b protocol.Blueprint, versionID, taskID, event string,
+	change func(x *protocol.BlueprintTask) json.RawMessage) (found bool, err error) {
 	s.edit.Lock()
 	defer s.edit.Unlock()
-	for _, vid := range []string{b.Primary.ID, link.VersionID} {
+	for _, vid := range []string{b.Primary.ID, versionID} {
 		v, err := st.BlueprintVersion(ctx, vid)
 		if err != nil || v.Status != string(protocol.JobReady) {
 			continue
@@ -269,31 +316,27 @@ func (s *Service) RecordEvidence(ctx context.Context, link protocol.RunBlueprint
 		v.Document = ""
 		tasks, err := s.tasks(ctx, st, v.ID)
 		if err != nil {
-			return err
+			return true, err
 		}
 		j := slices.IndexFunc(tasks, func(x protocol.BlueprintTask) bool { return x.ID == taskID })
 		if j < 0 {
 			continue
 		}
-		x := &tasks[j]
-		if x.Status == protocol.NodeDone && x.Evidence != nil && x.Evidence.Commit == ev.Commit {
-			return nil // recorded already
+		raw := change(&tasks[j])
+		if raw == nil {
+			return true, nil
 		}
 		t, err := s.tree(ctx, st, v)
 		if err != nil {
-			return err
+			return true, err
 		}
-		x.Status = protocol.NodeDone
-		e := ev
-		x.Evidence = &e
-		raw, _ := json.Marshal(map[string]any{"taskId": taskID, "runId": ev.RunID, "branch": ev.Branch, "commit": ev.Commit, "atMs": ev.AtMs})
-		if err := s.commitTasks(ctx, st, b.ID, v.ID, t, tasks, []string{taskID}, "task.done", raw); err != nil {
-			return fmt.Errorf("recording task %s done: %w", taskID, err)
+		if err := s.commitTasks(ctx, st, b.ID, v.ID, t, tasks, []string{taskID}, event, raw); err != nil {
+			return true, err
 		}
 		s.writePlan(ctx, st, b.ID)
-		return nil
+		return true, nil
 	}
-	return fmt.Errorf("blueprints: evidence for an unknown task %s of blueprint %s", taskID, b.ID)
+	return false, nil
 }
 
 // RecordProgress shows in the blueprint where a run is with a task:
@@ -315,39 +358,21 @@ func (s *Service) RecordProgress(ctx context.Context, link protocol.RunBlueprint
 	if err != nil {
 		return err
 	}
-	s.edit.Lock()
-	defer s.edit.Unlock()
-	for _, vid := range []string{b.Primary.ID, link.VersionID} {
-		v, err := st.BlueprintVersion(ctx, vid)
-		if err != nil || v.Status != string(protocol.JobReady) {
-			continue
-		}
-		v.Document = ""
-		tasks, err := s.tasks(ctx, st, v.ID)
-		if err != nil {
-			return err
-		}
-		j := slices.IndexFunc(tasks, func(x protocol.BlueprintTask) bool { return x.ID == taskID })
-		if j < 0 {
-			continue
-		}
-		x := &tasks[j]
+	found, err := s.changeRunTask(ctx, st, b, link.VersionID, taskID, "task.progress", func(x *protocol.BlueprintTask) json.RawMessage {
 		switch {
 		case x.Status == status, x.Status == protocol.NodeDone,
 			status == protocol.NodePlanned && x.Status != protocol.NodeInProgress && x.Status != protocol.NodeBlocked:
 			return nil
 		}
-		t, err := s.tree(ctx, st, v)
-		if err != nil {
-			return err
-		}
 		x.Status = status
 		raw, _ := json.Marshal(map[string]any{"taskId": taskID, "runId": runID, "status": status})
-		if err := s.commitTasks(ctx, st, b.ID, v.ID, t, tasks, []string{taskID}, "task.progress", raw); err != nil {
-			return fmt.Errorf("recording the progress of task %s: %w", taskID, err)
-		}
-		s.writePlan(ctx, st, b.ID)
-		return nil
+		return raw
+	})
+	if err != nil {
+		return fmt.Errorf("recording the progress of task %s: %w", taskID, err)
 	}
-	return fmt.Errorf("blueprints: progress of an unknown task %s of blueprint %s", taskID, b.ID)
+	if !found {
+		return fmt.Errorf("blueprints: progress of an unknown task %s of blueprint %s", taskID, b.ID)
+	}
+	return nil
 }

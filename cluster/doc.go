@@ -7,7 +7,10 @@
 // schema (Migrate: apserver's tables and River's) and the operator's view
 // (Status). Workers (Worker) claim the jobs and drive runs; editor sides
 // that drive their runs themselves hold a lease on each (Lease) and take
-// up the runs of a process that died (KeepDriving).
+// up the runs of a process that died (KeepDriving). The runs' token usage
+// lives with them (Store is a runner.UsageRecorder, table
+// apserver_run_usage), so that a worker's tokens count against the editor
+// side's budgets.
 //
 // cluster sits beside server: it may import runner, runs, store and
 // protocol, never server, session or cmd.

@@ -60,6 +60,22 @@ var migrations = []string{
 		closed boolean NOT NULL DEFAULT false
 	);
 	CREATE INDEX apserver_relay_pending ON apserver_relay (id) WHERE answer IS NULL AND NOT closed;`,
+	// 4: the tokens each run used (as store's SQLite table run_usage),
+	// recorded by whichever process drives the run (cluster/usage.go):
+	// one row per model response, id unique per response observed, so
+	// that a retried insert counts once.
+	`CREATE TABLE apserver_run_usage (
+		id text PRIMARY KEY,
+		run_id text NOT NULL,
+		stage text NOT NULL,
+		task_id text NOT NULL DEFAULT '',
+		model text NOT NULL DEFAULT '',
+		input_tokens bigint NOT NULL DEFAULT 0,
+		cached_tokens bigint NOT NULL DEFAULT 0,
+		output_tokens bigint NOT NULL DEFAULT 0,
+		at bigint NOT NULL
+	);
+	CREATE INDEX apserver_run_usage_run ON apserver_run_usage (run_id, at);`,
 }
 
 // migrateLock is the advisory lock that serializes migrations: workers

@@ -19,7 +19,7 @@
 // 7 are hard rules: a decision model's answer never overrides them. Rule
 // ids are stored in receipts; renaming one is a policy change.
 //
-//  1. userStop: the user stopped the run → stop/userStop.
+//  1. userStop: the user stopped the drive → stop/userStop.
 //  2. A failed turn. failed.unrecoverable: not recoverable, or no error
 //     given → stop/failedUnrecoverable. retry: recoverable and Retries ≤
 //     MaxRetries → continue with an empty NextInput, meaning "re-run the

@@ -16,7 +16,9 @@ import (
 // both merge cleanly: the brain owns .apserver/memory.md (written in the
 // checkout, never committed by a run), and each run's section lands in
 // it. The first run's planner states a decision: it is recorded as
-// proposed with the run's id, and the plan's approval makes it active.
+// proposed with the run's id, and the plan's approval makes it active. Its
+// first answer also has a decision without a title: the planner is asked
+// again, told which field, and the entry never reaches the decisions.
 func TestBrainRunsMergeAndRecordDecisions(t *testing.T) {
 	t.Parallel()
 	plan := func(marker, file string, decisions []map[string]any) string {
@@ -32,6 +34,7 @@ func TestBrainRunsMergeAndRecordDecisions(t *testing.T) {
 		"alternatives": []string{"bash"}, "files": []string{"*.sh"}, "tags": []string{"shell"}},
 		{"title": "", "text": "a decision without a title is left out"}}
 	model := startModel(t, reviewRule,
+		scripted.Rule{Match: "Your plan is not valid", Steps: []scripted.Step{{Text: plan("B1", "b1.txt", stated[:1])}}},
 		scripted.Rule{Match: "graph of small tasks: B1", Steps: []scripted.Step{{Text: plan("B1", "b1.txt", stated)}}},
 		scripted.Rule{Match: "graph of small tasks: B2", Steps: []scripted.Step{{Text: plan("B2", "b2.txt", nil)}}},
 		taskRule("B1-task", "echo B1 > b1.txt"), taskRule("B2-task", "echo B2 > b2.txt"))
@@ -67,6 +70,15 @@ func TestBrainRunsMergeAndRecordDecisions(t *testing.T) {
 	if !strings.Contains(string(l.Raw), `"title":"Scripts are POSIX sh"`) || strings.Contains(string(l.Raw), `"status":"proposed"`) ||
 		!strings.Contains(string(l.Raw), `"source":"planner"`) {
 		t.Errorf("after the runs, project/decision/list = %s", l.Raw)
+	}
+	var told []string
+	for _, req := range modelRequests(model) {
+		if strings.Contains(req.LastUserText, "Your plan is not valid") {
+			told = append(told, req.LastUserText)
+		}
+	}
+	if len(told) != 1 || !strings.Contains(told[0], "decisions[1].title: empty") {
+		t.Errorf("the planner was asked again %d times (%q), want once, naming decisions[1].title", len(told), told)
 	}
 	for _, f := range []string{"b1.txt", "b2.txt"} {
 		if _, err := os.Stat(filepath.Join(repo, f)); err != nil {

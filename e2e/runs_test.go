@@ -1177,6 +1177,69 @@ func TestRunValidatorAnswerChecked(t *testing.T) {
 	}
 }
 
+// The planner's answer is untrusted too: one that is not a valid plan (not
+// JSON, or a decision without a title) is asked for again once in the
+// planner's thread, saying what was wrong; a second bad answer fails the
+// run naming it, and no task starts.
+func TestRunPlannerAnswerChecked(t *testing.T) {
+	t.Parallel()
+	tasks := []planTask{{ID: "t1", Title: "P1 write p.txt", Kind: "file_create", Dependencies: []string{}, Risk: "low",
+		Acceptance: accept("test -f p.txt"), Estimate: "1m"}}
+	withDecision := func(title string) string {
+		b, err := json.Marshal(map[string]any{"summary": "the plan", "tasks": tasks, "clarification": nil,
+			"decisions": []map[string]any{{"title": title, "text": "Plain files only.", "why": "simple", "alternatives": []string{},
+				"files": []string{}, "tags": []string{}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for _, tc := range []struct {
+		name, first, again, told string
+		code                     int
+	}{
+		{"notjson", "Here is my plan: write p.txt.", planJSON(t, tasks...), "the plan is not JSON", 0},
+		{"decision", withDecision(" "), withDecision("Plain files"), "decisions[0].title: empty", 0},
+		{"twice", withDecision(""), withDecision(""), "decisions[0].title: empty", 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			model := startModel(t,
+				scripted.Rule{Match: "Your plan is not valid", Steps: []scripted.Step{{Text: tc.again}}},
+				scripted.Rule{Match: "Plan this request", Steps: []scripted.Step{{Text: tc.first}}},
+				scripted.Rule{Match: "Review task", Steps: []scripted.Step{{Text: `{"pass":true,"findings":"p.txt is there"}`}}},
+				taskRule("P1 write", "echo p > p.txt"))
+			repo := shoutRepo(t)
+			r := runCmd(t, model, repo, t.TempDir(), "--base", "main", "--trust-planning", "auto", "write p")
+			if r.code != tc.code {
+				t.Fatalf("apserver run = exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tc.code, r.stdout, r.stderr)
+			}
+			var asked []string
+			for _, req := range modelRequests(model) {
+				if strings.Contains(req.LastUserText, "Your plan is not valid") {
+					asked = append(asked, req.LastUserText)
+				}
+			}
+			if len(asked) != 1 || !strings.Contains(asked[0], tc.told) {
+				t.Errorf("the planner was asked again %d times (%q), want once, told %q", len(asked), asked, tc.told)
+			}
+			commits := len(strings.Fields(gitOut(t, repo, "log", "--all", "--format=%H", "--grep", "Apserver-Task: t1")))
+			if tc.code == 0 {
+				if commits != 1 {
+					t.Errorf("%d commits of t1, want 1", commits)
+				}
+				return
+			}
+			if !strings.Contains(r.stdout, "is not valid, twice") || !strings.Contains(r.stdout, tc.told) {
+				t.Errorf("the failed run's reason does not name the bad answer:\n%s", r.stdout)
+			}
+			if commits != 0 {
+				t.Errorf("%d commits of t1 after two bad plans, want 0", commits)
+			}
+		})
+	}
+}
+
 // A task whose implementer says it is done after a check of its own was
 // declined (or failed, or never finished) is not done: the attempt fails
 // naming the check, and after the retries the task is blocked for

@@ -4,10 +4,13 @@
 // headers), the startup notifications, and the methods a client calls
 // about the servers themselves (mcpServerStatus/list, mcpServer/tool/call,
 // mcpServer/resource/read, config/mcpServer/reload), which server
-// registers. The tools' names as a model sees them and when a call needs
-// approval are package mcptool's rules; a thread's calls and their items
-// are session's (session/mcptools.go).
+// registers. For the threads it lists the tools under their model names
+// (Tools, Lookup), keeps the tools a thread's user allowed for the session
+// (Approve), and calls a tool with the server's elicitations routed to the
+// call in flight (Call). The names and when a call needs approval are
+// package mcptool's rules; a thread's approvals asked, elicitations
+// forwarded and items are session's (session/mcptools.go).
 //
-// It is a leaf: it imports config, mcp, protocol and session/port's
-// types, never session.
+// It is a leaf: it imports config, mcp, mcptool, model (a tool as the
+// model is offered it), protocol and session/port's types, never session.
 package mcpservers

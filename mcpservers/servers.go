@@ -35,6 +35,11 @@ type Servers struct {
 
 	mu      sync.Mutex
 	servers map[string]config.MCPServer // the configuration in effect
+	// approved are the tools a thread's user allowed for the session
+	// (Approve); active the calls in flight by server, for their
+	// elicitations (Call).
+	approved map[string]bool
+	active   map[string][]*caller
 }
 
 // Options configure Servers.
@@ -49,9 +54,6 @@ type Options struct {
 	Log     *slog.Logger
 	// Notify sends mcpServer/startupStatus/updated.
 	Notify func(method string, params any)
-	// Elicit answers a server's elicitation (session: on behalf of the
-	// thread whose call to it is in flight).
-	Elicit func(ctx context.Context, server string, req mcp.ElicitRequest) (mcp.ElicitResult, error)
 }
 
 // defaultMCPEnv are the variables a stdio server inherits besides those it
@@ -64,7 +66,7 @@ func New(o Options) *Servers {
 	s := &Servers{cwd: o.Cwd, sources: o.Sources, log: o.Log, notify: o.Notify, servers: o.Config}
 	s.Pool = mcp.NewPool(s.poolServers(s.servers), mcp.Options{
 		Log:     o.Log,
-		Elicit:  o.Elicit,
+		Elicit:  s.elicit, // to the call in flight (tools.go)
 		OnState: s.onState,
 	})
 	return s

@@ -7,12 +7,29 @@ import (
 	"github.com/apserver/apserver/store"
 )
 
+// UsageSource is where the runs' token usage is read for the budgets:
+// the SQLite store (store.Store) by default, the runner (runner.Runner,
+// which reads it where it records it: the cluster's PostgreSQL in cluster
+// mode, where workers record theirs) when wired (Options.Usage).
+type UsageSource interface {
+	// RunsUsage sums the usage of the runs runIDs recorded at or after
+	// since (unix ms), by stage and model.
+	RunsUsage(ctx context.Context, runIDs []string, since int64) ([]store.RunUsage, error)
+}
+
+var _ UsageSource = (*store.Store)(nil)
+
 // usageSpend is the tokens and cost the runs runIDs used since since (unix
 // ms): the runner records every model response of a run's threads (table
-// run_usage); the cost uses Options.Prices, a model without a price
-// leaving the cost unknown (Spend.Unpriced) rather than 0.
+// run_usage, or the cluster's apserver_run_usage); it is read from
+// Options.Usage, else from db. The cost uses Options.Prices, a model
+// without a price leaving the cost unknown (Spend.Unpriced) rather than 0.
 func (s *Service) usageSpend(ctx context.Context, db *store.Store, runIDs []string, since int64) (manager.Spend, error) {
-	rows, err := db.RunsUsage(ctx, runIDs, since)
+	var src UsageSource = db
+	if s.opts.Usage != nil {
+		src = s.opts.Usage
+	}
+	rows, err := src.RunsUsage(ctx, runIDs, since)
 	if err != nil {
 		return manager.Spend{}, err
 	}

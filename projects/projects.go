@@ -50,7 +50,10 @@ type Options struct {
 	// Prices are the models' prices (the configuration's [prices]): the
 	// cost of the runs' tokens against a cost budget.
 	Prices map[string]manager.Price
-	Log    *slog.Logger
+	// Usage, when set, is where the runs' token usage is read for the
+	// budgets (budget.go); nil means Store's table run_usage.
+	Usage UsageSource
+	Log   *slog.Logger
 	// Intent configures intent from chat (intent.go).
 	Intent IntentOptions
 	// Attention, when set, puts (it != nil) or takes out what the

@@ -441,6 +441,12 @@ func escapedLen(s string, html bool) int {
 	return n
 }
 
+// AppendJSONString appends s quoted and escaped exactly as encoding/json
+// does without HTML escaping ('<', '>' and '&' as they are): invalid UTF-8
+// becomes U+FFFD, U+2028 and U+2029 are escaped. It is the one escaper of
+// apserver's output (server's message lines use it too).
+func AppendJSONString(dst []byte, s string) []byte { return appendJSONString(dst, s, false) }
+
 // appendJSONString appends s quoted and escaped exactly as encoding/json
 // does (escapeHTML as html).
 func appendJSONString(dst []byte, s string, html bool) []byte {

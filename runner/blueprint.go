@@ -116,6 +116,11 @@ func (x *run) recordEvidence(e runs.BlueprintEvidence) {
 	rn := x.rn
 	b := rn.bps()
 	if b == nil {
+		if _, shared := rn.shared(); shared {
+			// A worker: the apservers following the log, which keep the
+			// blueprints, record it (catchUpLog).
+			return
+		}
 		rn.log.Warn("a blueprint run's evidence cannot be recorded: no blueprints service", "run", x.id, "task", e.TaskID)
 		return
 	}

@@ -127,9 +127,9 @@ func plannerDecisions(ds []plannerDecision) (out []protocol.ProjectDecisionAddPa
 	return out, problems
 }
 
-// recordPlannerDecisions records the plan's valid decisions as proposed
-// (before the plan is proposed: its approval confirms them); invalid ones
-// are logged with what was wrong and left out.
+// recordPlannerDecisions records the plan's decisions as proposed (before
+// the plan is proposed: its approval confirms them). checkPlan has
+// refused a plan with an invalid one, so problems here are a bug, logged.
 func (x *run) recordPlannerDecisions(ctx context.Context, cfg runs.Config, ds []plannerDecision) {
 	b := x.rn.opts.Brain
 	if b == nil || len(ds) == 0 {

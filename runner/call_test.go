@@ -23,6 +23,13 @@ import (
 // in. wrap, when set, wraps the session's thread port the runner gets.
 func newTestRunner(t *testing.T, wrap func(port.Threads) port.Threads) (*Runner, *recorder, string) {
 	t.Helper()
+	rn, rec, repo, _ := newTestRunnerLogs(t, wrap)
+	return rn, rec, repo
+}
+
+// newTestRunnerLogs is newTestRunner that also returns the log.
+func newTestRunnerLogs(t *testing.T, wrap func(port.Threads) port.Threads) (*Runner, *recorder, string, *syncBuffer) {
+	t.Helper()
 	srv, err := scripted.Start(scripted.Script{Rules: []scripted.Rule{{Match: "Plan this request", Steps: []scripted.Step{{Text: planText}}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +50,8 @@ func newTestRunner(t *testing.T, wrap func(port.Threads) port.Threads) (*Runner,
 	gitIn(t, repo, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "start")
 
 	rec := &recorder{changed: make(chan struct{})}
-	log := slog.New(slog.NewTextHandler(&syncBuffer{}, nil))
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
 	db := filepath.Join(t.TempDir(), "a.db")
 	mgr := session.NewManager(session.Options{
 		OpenStore: func() (*store.Store, error) { return store.Open(db, store.Options{}) },
@@ -56,7 +64,7 @@ func newTestRunner(t *testing.T, wrap func(port.Threads) port.Threads) (*Runner,
 	}
 	rn := New(Options{Threads: threads, Store: mgr.Store, Config: cfg, DataDir: t.TempDir(), Logger: log})
 	t.Cleanup(rn.Close)
-	return rn, rec, repo
+	return rn, rec, repo, logs
 }
 
 // The typed API answers Go values: the run started, the run read back,

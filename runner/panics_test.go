@@ -5,21 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/apserver/apserver/config"
-	"github.com/apserver/apserver/model/scripted"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/runs"
 	"github.com/apserver/apserver/session"
-	"github.com/apserver/apserver/store"
 )
 
 const testTimeout = time.Minute
@@ -121,36 +116,7 @@ func TestPanicFailsTheRunOnly(t *testing.T) {
 	} {
 		t.Run(tc.site, func(t *testing.T) {
 			// Not parallel: testPanic is the package's.
-			srv, err := scripted.Start(scripted.Script{Rules: []scripted.Rule{{Match: "Plan this request", Steps: []scripted.Step{{Text: planText}}}}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(srv.Close)
-			cfg := config.Default()
-			pc := cfg.Providers[cfg.Provider]
-			pc.BaseURL, pc.APIKey, pc.APIKeyEnv, pc.Wire = srv.URL(), "test-key", "", "responses"
-			cfg.Providers[cfg.Provider] = pc
-			cfg.RequestMaxRetries = 0
-
-			repo := t.TempDir()
-			if err := os.WriteFile(filepath.Join(repo, "README.md"), []byte("# r\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			gitIn(t, repo, "init", "-q", "-b", "main")
-			gitIn(t, repo, "add", "-A")
-			gitIn(t, repo, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "start")
-
-			rec := &recorder{changed: make(chan struct{})}
-			logs := &syncBuffer{}
-			log := slog.New(slog.NewTextHandler(logs, nil))
-			db := filepath.Join(t.TempDir(), "a.db")
-			mgr := session.NewManager(session.Options{
-				OpenStore: func() (*store.Store, error) { return store.Open(db, store.Options{}) },
-				Config:    cfg, Client: rec, Logger: log, Version: "test", DataDir: t.TempDir(),
-			})
-			t.Cleanup(func() { _ = mgr.Close() })
-			rn := New(Options{Threads: mgr.Threads(), Store: mgr.Store, Config: cfg, DataDir: t.TempDir(), Logger: log})
-			t.Cleanup(rn.Close)
+			rn, rec, repo, logs := newTestRunnerLogs(t, nil)
 
 			var once sync.Once
 			hook := func(site, run string, what any) {

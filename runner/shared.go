@@ -50,9 +50,12 @@ func decode(id string, evs []store.RunEvent) ([]runs.Event, error) {
 
 // catchUpLog, on the run's goroutine, applies the events other processes
 // appended since the machine's last one. Of their effects only what tells
-// the client is carried out here, and the interruption of a thread (a
+// the client is carried out here, the interruption of a thread (a
 // run/cancel answered on another apserver stops the task's turn where
-// its thread is: on this worker); a run they ended leaves this process.
+// its thread is: on this worker), and, where this process keeps
+// blueprints, what the run records in its blueprint (a task's progress
+// and its evidence: a worker has no blueprints, and recording twice
+// changes nothing); a run they ended leaves this process.
 func (x *run) catchUpLog(ctx context.Context) error {
 	s, ok := x.rn.shared()
 	if !ok {
@@ -73,10 +76,15 @@ func (x *run) catchUpLog(ctx context.Context) error {
 		effs := x.m.Apply(ev.AtMs, ev)
 		x.seq = evs[i].Seq
 		var tell []runs.Effect
+		bps := x.rn.bps() != nil
 		for _, e := range effs {
 			switch e.(type) {
 			case runs.Notify, runs.SetAttention, runs.ClearAttention, runs.Interrupt:
 				tell = append(tell, e)
+			case runs.BlueprintProgress, runs.BlueprintEvidence:
+				if bps {
+					tell = append(tell, e)
+				}
 			}
 		}
 		x.apply(tell)

@@ -185,6 +185,30 @@ func jsonObject(s string) string {
 	return s
 }
 
+// checkPlan parses and checks the planner's answer: a JSON object with
+// either a clarification and no tasks, or tasks that are valid
+// (protocol.ValidateTasks), and decisions that are valid
+// (plannerDecisions). The error names what is wrong.
+func checkPlan(text string) (planOutput, error) {
+	var out planOutput
+	if err := json.Unmarshal([]byte(jsonObject(text)), &out); err != nil {
+		return out, fmt.Errorf("the plan is not JSON (%v): %.200q", err, text)
+	}
+	if out.Clarification != nil && len(out.Tasks) == 0 {
+		return out, nil
+	}
+	if len(out.Tasks) == 0 {
+		return out, errors.New("the plan has no tasks")
+	}
+	if err := protocol.ValidateTasks("tasks", out.Tasks); err != nil {
+		return out, fmt.Errorf("the plan is not valid: %v", err)
+	}
+	if _, problems := plannerDecisions(out.Decisions); len(problems) > 0 {
+		return out, fmt.Errorf("the plan's decisions are not valid: %s", strings.Join(problems, "; "))
+	}
+	return out, nil
+}
+
 func (x *run) plan(ctx context.Context, cfg runs.Config, e runs.StartPlanner) error {
 	thread := e.ThreadID
 	if thread == "" {
@@ -204,22 +228,25 @@ func (x *run) plan(ctx context.Context, cfg runs.Config, e runs.StartPlanner) er
 		}
 		return nil
 	}
-	var out planOutput
-	if err := json.Unmarshal([]byte(jsonObject(text)), &out); err != nil {
-		x.result(runs.Event{Type: runs.EvPlannerFailed, Reason: fmt.Sprintf("the plan is not JSON (%v): %.200q", err, text)})
-		return nil
+	out, perr := checkPlan(text)
+	if perr != nil {
+		// Model output is untrusted: ask once more in the same thread,
+		// saying what was wrong; a second bad answer fails the run.
+		text, err = x.turn(ctx, usageTag{stage: "planning"}, thread, fmt.Sprintf("Your plan is not valid: %v. Answer again with JSON only, matching the output schema.", perr), planSchema)
+		if err != nil {
+			if ctx.Err() == nil {
+				x.result(runs.Event{Type: runs.EvPlannerFailed, Reason: err.Error()})
+			}
+			return nil
+		}
+		if out, perr = checkPlan(text); perr != nil {
+			x.result(runs.Event{Type: runs.EvPlannerFailed, Reason: "the planner's answer is not valid, twice: " + perr.Error()})
+			return nil
+		}
 	}
 	if c := out.Clarification; c != nil && len(out.Tasks) == 0 {
 		x.result(runs.Event{Type: runs.EvClarificationAsked, Clarification: &protocol.RunClarification{
 			Stage: protocol.StagePlanning, Question: c.Question, Context: c.Context, Options: c.Options}})
-		return nil
-	}
-	if len(out.Tasks) == 0 {
-		x.result(runs.Event{Type: runs.EvPlannerFailed, Reason: "the plan has no tasks"})
-		return nil
-	}
-	if err := protocol.ValidateTasks("tasks", out.Tasks); err != nil {
-		x.result(runs.Event{Type: runs.EvPlannerFailed, Reason: "the plan is not valid: " + err.Error()})
 		return nil
 	}
 	x.markForbidden(cfg, out.Tasks)

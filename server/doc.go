@@ -48,8 +48,9 @@
 // stream.go is the jsonrpc2.ObjectStream and its state; read.go splits the
 // input into lines (capped, without buffering an overlong one); decode.go
 // turns a line into a message or says why it is not one; encode.go writes
-// each outgoing message as one line (appendString is the JSON string
-// escaper, the same bytes as model/scripted's, which a test checks); write.go
+// each outgoing message as one line (its strings through
+// protocol.AppendJSONString, the one escaper of apserver's output; a test
+// holds it to encoding/json's bytes and to model/scripted's copy); write.go
 // is the writer goroutine and its queue.
 //
 // # Why jsonrpc2 stays

@@ -17,9 +17,11 @@ var escapeCases = []string{
 	"mixed \xff\u2028\x01\"",
 }
 
-// TestEscapersAgree holds apserver's escaper (appendString) and the fake
-// model's (scripted.AppendJSONString) to the same bytes, and both to what
-// encoding/json decodes from its own encoding.
+// TestEscapersAgree holds apserver's escaper (appendString, which is
+// protocol.AppendJSONString) and the fake model's
+// (scripted.AppendJSONString) to the same bytes, those to encoding/json's
+// own bytes without HTML escaping, and both to what encoding/json decodes
+// from its own encoding.
 func TestEscapersAgree(t *testing.T) {
 	for _, s := range escapeCases {
 		ours, theirs := appendString(nil, s), scripted.AppendJSONString(nil, s)
@@ -30,6 +32,10 @@ func TestEscapersAgree(t *testing.T) {
 			if bytes.ContainsRune(b, '\u2028') || bytes.ContainsRune(b, '\u2029') {
 				t.Errorf("escaping %q = %s: U+2028/U+2029 left raw", s, b)
 			}
+		}
+		if std, _ := json.Marshal(s); !bytes.Equal(ours, bytes.ReplaceAll(bytes.ReplaceAll(bytes.ReplaceAll(std,
+			[]byte(`\u003c`), []byte("<")), []byte(`\u003e`), []byte(">")), []byte(`\u0026`), []byte("&"))) {
+			t.Errorf("escaping %q: server %s, encoding/json (no HTML escaping) %s", s, ours, std)
 		}
 		var back, want string
 		if err := json.Unmarshal(ours, &back); err != nil {

@@ -42,6 +42,14 @@
 // answer) live beside session in package services, registered by server;
 // session offers them its defaults, config, client and hooks (host.go).
 //
+// The command judge (rules, sandbox, approval policy) is package
+// commandpolicy's; policy.go builds it from a thread. What a file change
+// is, without a thread (a patch applied in memory, its diffs, stale files),
+// is package filechange's.
+// The MCP tools' listing, session approvals and elicitation routing are
+// package mcpservers'; the saved tool outputs read_output pages through
+// are tooloutput/saved's.
+//
 // session declares what it consumes: the editor (Client), the model
 // (via model.Client, configured from config), the store and the tools. It
 // must not import server or any JSON-RPC package.

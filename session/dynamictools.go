@@ -9,7 +9,6 @@ import (
 
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/dynamictools"
-	"github.com/apserver/apserver/mcptool"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 )
@@ -23,26 +22,15 @@ import (
 
 // dynamicTools are the tools the thread's client declared.
 func (t *thread) dynamicTools() []dynamictools.Tool {
-	if t.settings.DynamicTools == "" {
-		return nil
-	}
-	var specs []protocol.DynamicToolSpec
-	if err := json.Unmarshal([]byte(t.settings.DynamicTools), &specs); err != nil {
+	tools, err := dynamictools.FromSettings(t.settings.DynamicTools)
+	if err != nil {
 		t.m.log.Error("decoding the thread's dynamicTools", "thread", t.id, "err", err)
-		return nil
 	}
-	return dynamictools.Flatten(specs)
+	return tools
 }
 
-// dynamicModelTools offers the client's tools to the model as function
-// tools (schemas made acceptable to every provider, as MCP tools').
-func (t *thread) dynamicModelTools() []model.Tool {
-	var out []model.Tool
-	for _, d := range t.dynamicTools() {
-		out = append(out, model.Tool{Name: d.Name, Description: d.Spec.Description, Parameters: mcptool.SanitizeSchema(d.Spec.InputSchema)})
-	}
-	return out
-}
+// dynamicModelTools offers the client's tools to the model.
+func (t *thread) dynamicModelTools() []model.Tool { return dynamictools.ModelTools(t.dynamicTools()) }
 
 // runDynamicCall runs the call if it names a tool the client declared, and
 // reports whether it did.
@@ -101,30 +89,12 @@ func (t *thread) runDynamicCall(tr *turn, call model.ToolCall) bool {
 
 // onDynamicDone completes the item with the client's answer.
 func (t *thread) onDynamicDone(tr *turn, call model.ToolCall, item protocol.DynamicToolCallItem, raw json.RawMessage, err error) {
-	var res protocol.DynamicToolCallResponse
-	if err == nil {
-		res, err = dynamictools.Decode(raw)
+	if errors.Is(err, ErrNoClient) {
+		err = errors.New("the editor is gone")
 	}
-	limit := int(t.m.opts.Config.MCPToolOutputMaxBytes)
-	if limit <= 0 {
-		limit = config.DefaultMCPToolOutputMaxBytes
-	}
-	item.ContentItems = []protocol.DynamicToolCallContent{}
-	var out string
-	if err != nil {
-		if errors.Is(err, ErrNoClient) {
-			err = errors.New("the editor is gone")
-		}
-		item.Status, item.Success = protocol.ItemFailed, ptr(false)
-		out = "The editor's tool " + call.Name + " failed: " + err.Error()
-		t.m.log.Warn("dynamic tool call failed", "thread", t.id, "item", item.ID, "err", err)
-	} else {
-		item.ContentItems, out = dynamictools.Output(res, limit)
-		item.Success = ptr(res.Success)
-		item.Status = protocol.ItemCompleted
-		if !res.Success {
-			item.Status = protocol.ItemFailed
-		}
+	out, failure := dynamictools.Complete(&item, call.Name, raw, err, t.m.opts.Config.MCPToolOutputMaxBytes)
+	if failure != nil {
+		t.m.log.Warn("dynamic tool call failed", "thread", t.id, "item", item.ID, "err", failure)
 	}
 	if err := t.commitItem(tr, item, callHistory(call, out)); err != nil {
 		t.failTurn(tr, err)

@@ -3,11 +3,10 @@ package session
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/apserver/apserver/agenttools"
+	"github.com/apserver/apserver/commandpolicy"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/tools"
@@ -44,19 +43,8 @@ func (t *thread) runCommandCall(tr *turn, call model.ToolCall) {
 		t.applyPatchText(tr, call, text)
 		return
 	}
-	dir := t.settings.Cwd
-	if args.Workdir != "" {
-		if filepath.IsAbs(args.Workdir) {
-			dir = filepath.Clean(args.Workdir)
-		} else {
-			dir = filepath.Join(t.settings.Cwd, args.Workdir)
-		}
-	}
-	timeout := defaultCommandTimeout
-	if args.TimeoutMs > 0 {
-		timeout = min(time.Duration(args.TimeoutMs)*time.Millisecond, maxCommandTimeout)
-	}
-	run := &commandRun{call: call, command: cmd, dir: dir, timeout: timeout}
+	dir := args.Dir(t.settings.Cwd)
+	run := &commandRun{call: call, command: cmd, dir: dir, timeout: args.Timeout(defaultCommandTimeout, maxCommandTimeout)}
 	run.item = protocol.CommandExecutionItem{
 		ID:             t.uniqueItemID(call.CallID),
 		Command:        tools.DisplayCommand(cmd),
@@ -90,30 +78,8 @@ func (t *thread) notifyItemStarted(tr *turn, item protocol.ThreadItem) {
 	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: t.nowMs()})
 }
 
-func commandActions(cmd string) []protocol.CommandAction {
-	acts := tools.ParseCommandActions(cmd)
-	out := make([]protocol.CommandAction, 0, len(acts))
-	for _, a := range acts {
-		pa := protocol.CommandAction{Type: a.Type, Command: a.Command, Name: a.Name}
-		switch a.Type {
-		case "read":
-			pa.Path = ptr(a.Path)
-		case "listFiles":
-			if a.Path != "" {
-				pa.Path = ptr(a.Path)
-			}
-		case "search":
-			if a.Path != "" {
-				pa.Path = ptr(a.Path)
-			}
-			if a.Query != "" {
-				pa.Query = ptr(a.Query)
-			}
-		}
-		out = append(out, pa)
-	}
-	return out
-}
+// commandActions: commandpolicy.CommandActions.
+func commandActions(cmd string) []protocol.CommandAction { return commandpolicy.CommandActions(cmd) }
 
 // askApproval sends item/commandExecution/requestApproval. Codex's order for
 // commands: the waitingOnApproval status first, then item/started, then the
@@ -136,29 +102,9 @@ func (t *thread) commandRequest(turnID string, run *commandRun, reason string) s
 	params := protocol.CommandApprovalParams{
 		ThreadID: t.id, TurnID: turnID, ItemID: run.item.ID, StartedAtMs: t.nowMs(),
 		Kind: "command", Command: ptr(run.item.Command), Cwd: ptr(run.dir),
-		CommandActions: run.item.CommandActions, ProposedExecpolicyAmendment: proposedPrefix(run.command),
-		AvailableDecisions: []protocol.Decision{protocol.DecisionAccept, protocol.DecisionAcceptForSession, protocol.DecisionCancel},
+		CommandActions: run.item.CommandActions,
 	}
-	if reason != "" {
-		params.Reason = ptr(reason)
-	}
-	var why string
-	switch {
-	case run.plan.forbidden():
-		why = run.plan.reason()
-	case run.plan.privileged() != "":
-		why = "This command runs something as another user: " + run.plan.privileged()
-	case run.plan.opaque() != "":
-		why = "The rules cannot read this command fully: " + run.plan.opaque()
-	}
-	if why != "" {
-		if reason != "" {
-			why += ". The agent says: " + reason
-		}
-		params.Reason = ptr(why)
-		params.ProposedExecpolicyAmendment = nil
-		params.AvailableDecisions = []protocol.Decision{protocol.DecisionAccept, protocol.DecisionCancel} // never approved for the session
-	}
+	run.plan.policy().Request(&params, run.command, reason)
 	return serverRequest{Method: protocol.RequestCommandApproval, Params: params, Kind: "command", Command: run.command,
 		Rule: run.plan.ruleDecision(), RuleName: run.plan.ruleName(), Sandboxed: run.plan.sandboxed(),
 		Escalated: run.plan.escalated, Opaque: run.plan.opaque(), Privileged: run.plan.privileged()}
@@ -269,19 +215,4 @@ func (t *thread) onCommandDone(tr *turn, run *commandRun, res tools.ExecResult, 
 		status = protocol.ItemFailed
 	}
 	t.finishCommand(tr, run, status, tools.FormatForModel(res))
-}
-
-// proposedPrefix suggests an allow-rule prefix for a command: its program
-// and first argument, when the command is a single simple one.
-func proposedPrefix(cmd string) []string {
-	for _, c := range []string{"&&", "||", ";", "|", "$(", "`", ">", "<", "\n"} {
-		if strings.Contains(cmd, c) {
-			return nil
-		}
-	}
-	f := strings.Fields(cmd)
-	if len(f) > 2 {
-		f = f[:2]
-	}
-	return f
 }

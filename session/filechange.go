@@ -2,17 +2,14 @@ package session
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"sort"
 	"strings"
 
+	"github.com/apserver/apserver/commandpolicy"
+	"github.com/apserver/apserver/filechange"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/tools/files"
-	"github.com/apserver/apserver/tools/patch"
 )
 
 // fileRun is one file-changing tool call (apply_patch, edit_file,
@@ -62,52 +59,12 @@ func (t *thread) applyPatchText(tr *turn, call model.ToolCall, text string) {
 		t.toolError(tr, call, "apply_patch: "+err.Error())
 		return
 	}
-	p, err := patch.Parse(text)
+	changes, err := filechange.FromPatch(ws, text)
 	if err != nil {
-		t.toolError(tr, call, "apply_patch: the patch is malformed, nothing was changed: "+err.Error())
+		t.toolError(tr, call, "apply_patch: "+err.Error())
 		return
-	}
-	results, err := patch.Apply(p, func(path string) ([]byte, error) {
-		abs, err := ws.ResolveWrite(path)
-		if err != nil {
-			return nil, err
-		}
-		return os.ReadFile(abs)
-	})
-	if err != nil {
-		t.toolError(tr, call, "apply_patch: the patch does not apply, nothing was changed: "+err.Error())
-		return
-	}
-	changes := make([]files.Change, 0, len(results))
-	for _, r := range results {
-		c := files.Change{Path: r.Path, MoveTo: r.MoveTo, Old: r.Old, New: r.New}
-		switch r.Kind {
-		case patch.Add:
-			c.Kind = "add"
-			if r.Old != nil {
-				c.Kind = "update"
-			}
-		case patch.Delete:
-			c.Kind = "delete"
-		default:
-			c.Kind = "update"
-		}
-		c.Diff = changeDiff(c)
-		changes = append(changes, c)
 	}
 	t.proposeChanges(tr, call, ws, changes)
-}
-
-// changeDiff is what a fileChange item shows for one change: the contents
-// of an added or deleted file, the hunks of an update.
-func changeDiff(c files.Change) string {
-	switch c.Kind {
-	case "add":
-		return string(c.New)
-	case "delete":
-		return string(c.Old)
-	}
-	return patch.Hunks(c.Old, c.New)
 }
 
 // runEditCall handles edit_file and write_file.
@@ -145,31 +102,18 @@ func (t *thread) runEditCall(tr *turn, call model.ToolCall) {
 // agent last saw them, then announces the fileChange item and asks for
 // approval when the policy says so.
 func (t *thread) proposeChanges(tr *turn, call model.ToolCall, ws *files.Workspace, changes []files.Change) {
-	if stale := t.staleFiles(tr, ws, changes); len(stale) > 0 {
+	if stale := filechange.Stamps(tr.stamps).Stale(ws, changes); len(stale) > 0 {
 		t.toolError(tr, call, fmt.Sprintf("%s: refused, nothing was changed: %s changed outside this session since you last read or wrote it (the user may be editing it). Read it again with read_file and redo your edit on its current contents.", call.Name, strings.Join(stale, ", ")))
 		return
 	}
-	paths := make([]string, 0, len(changes))
-	for _, c := range changes {
-		paths = append(paths, c.Path)
-		if c.MoveTo != "" {
-			paths = append(paths, c.MoveTo)
-		}
-	}
+	paths := filechange.Paths(changes)
 	plan := t.fileChangePlan(paths, true)
 	if plan == fileRefuse {
 		t.toolError(tr, call, call.Name+": refused, nothing was changed: this thread's sandbox is read-only and it never asks for approval, so no file can be changed.")
 		return
 	}
 	run := &fileRun{call: call, ws: ws, changes: changes, inside: true}
-	run.item = protocol.FileChangeItem{ID: t.uniqueItemID(call.CallID), Status: protocol.ItemInProgress}
-	for _, c := range changes {
-		fc := protocol.FileUpdateChange{Path: c.Path, Kind: protocol.PatchChangeKind{Type: c.Kind}, Diff: c.Diff}
-		if c.MoveTo != "" {
-			fc.Kind.MovePath = ptr(c.MoveTo)
-		}
-		run.item.Changes = append(run.item.Changes, fc)
-	}
+	run.item = protocol.FileChangeItem{ID: t.uniqueItemID(call.CallID), Status: protocol.ItemInProgress, Changes: filechange.Item(changes)}
 	t.notifyItemStarted(tr, run.item)
 	if t.alignChanges(tr, run, plan, paths) {
 		return // judged first; proceedChanges goes on (brainhook.go)
@@ -196,9 +140,9 @@ func (t *thread) proceedChanges(tr *turn, run *fileRun, plan string, paths []str
 
 // What happens to a file change.
 const (
-	fileWrite  = "write"
-	fileAsk    = "ask"
-	fileRefuse = "refuse"
+	fileWrite  = commandpolicy.FileWrite
+	fileAsk    = commandpolicy.FileAsk
+	fileRefuse = commandpolicy.FileRefuse
 )
 
 // fileChangePlan: see judge.fileChangePlan (policy.go).
@@ -248,23 +192,9 @@ func (t *thread) commitChanges(tr *turn, run *fileRun) {
 		t.finishFileChange(tr, run, protocol.ItemFailed, "Nothing was changed: "+err.Error())
 		return
 	}
-	t.stampChanged(tr, run.ws, run.changes)
-	var b strings.Builder
-	b.WriteString("Success. Updated the following files:\n")
-	for _, c := range run.changes {
-		switch {
-		case c.Kind == "add":
-			fmt.Fprintf(&b, "A %s\n", c.Path)
-		case c.Kind == "delete":
-			fmt.Fprintf(&b, "D %s\n", c.Path)
-		case c.MoveTo != "":
-			fmt.Fprintf(&b, "M %s -> %s\n", c.Path, c.MoveTo)
-		default:
-			fmt.Fprintf(&b, "M %s\n", c.Path)
-		}
-	}
+	filechange.Stamps(tr.stamps).Record(run.ws, run.changes)
 	run.item.Status = protocol.ItemCompleted
-	if err := t.commitItem(tr, run.item, callHistory(run.call, b.String())); err != nil {
+	if err := t.commitItem(tr, run.item, callHistory(run.call, filechange.Summary(run.changes))); err != nil {
 		t.failTurn(tr, err)
 		return
 	}
@@ -281,41 +211,6 @@ func (t *thread) finishFileChange(tr *turn, run *fileRun, status protocol.ItemSt
 	t.runNextCall(tr)
 }
 
-// staleFiles lists the paths of changes whose file differs from what the
-// agent last read or wrote in this turn: someone else edited it.
-func (t *thread) staleFiles(tr *turn, ws *files.Workspace, changes []files.Change) []string {
-	var stale []string
-	for _, c := range changes {
-		seen, ok := tr.stamps[c.Path]
-		if !ok {
-			continue
-		}
-		now, err := ws.Stamp(c.Path)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if !now.Same(seen) {
-			stale = append(stale, c.Path)
-		}
-	}
-	sort.Strings(stale)
-	return stale
-}
-
-// stampChanged records what the agent just wrote.
-func (t *thread) stampChanged(tr *turn, ws *files.Workspace, changes []files.Change) {
-	for _, c := range changes {
-		for _, p := range []string{c.Path, c.MoveTo} {
-			if p == "" {
-				continue
-			}
-			if st, err := ws.Stamp(p); err == nil {
-				tr.stamps[p] = st
-			}
-		}
-	}
-}
-
 // restamp refreshes every recorded stamp: the agent's own commands may
 // have changed those files, which is not an outside edit.
 func (t *thread) restamp(tr *turn) {
@@ -326,9 +221,5 @@ func (t *thread) restamp(tr *turn) {
 	if err != nil {
 		return
 	}
-	for p := range tr.stamps {
-		if st, err := ws.Stamp(p); err == nil {
-			tr.stamps[p] = st
-		}
-	}
+	filechange.Stamps(tr.stamps).Refresh(ws)
 }

@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"path/filepath"
-	"strings"
 
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"
@@ -46,34 +45,8 @@ func (m *Manager) JudgePolicy(ctx context.Context, p protocol.PolicyExplainParam
 	reply(judge{m: m, settings: s, rules: &rules, sandboxWarned: &warned}.judgment(p), nil)
 }
 
-// judgment is the plan a command or a file change would get.
+// judgment is the plan a command or a file change would get
+// (commandpolicy.Judge.Judgment).
 func (j judge) judgment(p protocol.PolicyExplainParams) port.PolicyJudgment {
-	res := port.PolicyJudgment{Sandbox: j.settings.Sandbox, Approval: j.settings.ApprovalPolicy}
-	if p.Command != nil {
-		escalated := p.SandboxPermissions != nil && *p.SandboxPermissions == "require_escalated"
-		// The very plan a command of this thread gets: same function, same
-		// rules, approvals and sandbox.
-		plan := j.planCommand(*p.Command, escalated)
-		v := plan.verdict
-		c := &port.CommandJudgment{Escalated: escalated, Decision: v.Decision.String(), Reason: v.Reason, Effective: plan.effective(),
-			Refusal: plan.refuse, Opaque: v.Opaque, Privileged: v.Privileged, Part: v.Part}
-		if v.Rule != nil {
-			c.Rule = strings.TrimSpace(v.Rule.Decision.String() + " " + strings.Join(v.Rule.Prefix, " "))
-			c.Source, c.Line = v.Rule.Source, v.Rule.Line
-		}
-		res.Command = c
-		return res
-	}
-	f := &port.FileJudgment{WritableRoots: j.writableRoots()}
-	res.File = f
-	ws, err := j.workspace()
-	if err == nil {
-		var abs string
-		if abs, err = ws.ResolveWrite(*p.Path); err == nil {
-			f.Resolved, f.Plan = abs, j.fileChangePlan([]string{relKey(j.settings.Cwd, abs)}, true)
-			return res
-		}
-	}
-	f.Refused, f.Plan = err.Error(), fileRefuse
-	return res
+	return j.policy().Judgment(p)
 }

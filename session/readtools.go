@@ -2,8 +2,8 @@ package session
 
 import (
 	"encoding/json"
-	"path/filepath"
 
+	"github.com/apserver/apserver/commandpolicy"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/tooloutput"
@@ -66,7 +66,7 @@ func (t *thread) readTool(tr *turn, call model.ToolCall) (string, error) {
 			// What the agent has seen: a later edit by someone else to this
 			// file makes the agent's next change to it stale.
 			if st, serr := ws.Stamp(p.Path); serr == nil {
-				tr.stamps[relKey(t.settings.Cwd, p.Path)] = st
+				tr.stamps[commandpolicy.PathKey(t.settings.Cwd, p.Path)] = st
 			}
 		}
 		return out, err
@@ -83,15 +83,4 @@ func (t *thread) readTool(tr *turn, call model.ToolCall) (string, error) {
 		}
 		return ws.Search(p)
 	}
-}
-
-// relKey is the workspace-relative, slash-separated form of a path the
-// agent gave, the form file changes carry.
-func relKey(cwd, p string) string {
-	if filepath.IsAbs(p) {
-		if r, err := filepath.Rel(cwd, p); err == nil {
-			p = r
-		}
-	}
-	return filepath.ToSlash(filepath.Clean(p))
 }

@@ -22,10 +22,10 @@ type Drive struct {
 // ErrNotFound.
 func (s *Store) PutDrive(ctx context.Context, r Drive) error {
 	if r.ThreadID == "" || r.State == "" {
-		return errors.New("store: put run: empty thread id or state")
+		return errors.New("store: put drive: empty thread id or state")
 	}
 	if len(r.Data) == 0 {
-		return errors.New("store: put run: empty run")
+		return errors.New("store: put drive: empty drive")
 	}
 	if err := checkJSON("run", r.Data); err != nil {
 		return err
@@ -40,7 +40,7 @@ func (s *Store) PutDrive(ctx context.Context, r Drive) error {
 		return classify(err)
 	})
 	if err != nil {
-		return fmt.Errorf("store: put run of thread %q: %w", r.ThreadID, err)
+		return fmt.Errorf("store: put drive of thread %q: %w", r.ThreadID, err)
 	}
 	return nil
 }
@@ -52,10 +52,10 @@ func (s *Store) GetDrive(ctx context.Context, threadID string) (Drive, error) {
 	err := s.r.QueryRowContext(ctx, `SELECT state, run, updated_at FROM fullauto_runs WHERE thread_id = ?`, threadID).
 		Scan(&r.State, &b, &r.UpdatedAt)
 	if errors.Is(err, sql.ErrNoRows) {
-		return Drive{}, fmt.Errorf("store: run of thread %q: %w", threadID, ErrNotFound)
+		return Drive{}, fmt.Errorf("store: drive of thread %q: %w", threadID, ErrNotFound)
 	}
 	if err != nil {
-		return Drive{}, fmt.Errorf("store: run of thread %q: %w", threadID, err)
+		return Drive{}, fmt.Errorf("store: drive of thread %q: %w", threadID, err)
 	}
 	r.Data = b
 	return r, nil
@@ -66,7 +66,7 @@ func (s *Store) GetDrive(ctx context.Context, threadID string) (Drive, error) {
 func (s *Store) Drives(ctx context.Context, states ...string) ([]Drive, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT thread_id, state, run, updated_at FROM fullauto_runs ORDER BY updated_at, thread_id`)
 	if err != nil {
-		return nil, fmt.Errorf("store: runs: %w", err)
+		return nil, fmt.Errorf("store: drives: %w", err)
 	}
 	defer rows.Close()
 	want := map[string]bool{}
@@ -78,7 +78,7 @@ func (s *Store) Drives(ctx context.Context, states ...string) ([]Drive, error) {
 		var r Drive
 		var b []byte
 		if err := rows.Scan(&r.ThreadID, &r.State, &b, &r.UpdatedAt); err != nil {
-			return nil, fmt.Errorf("store: runs: %w", err)
+			return nil, fmt.Errorf("store: drives: %w", err)
 		}
 		if len(want) > 0 && !want[r.State] {
 			continue
@@ -87,7 +87,7 @@ func (s *Store) Drives(ctx context.Context, states ...string) ([]Drive, error) {
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: runs: %w", err)
+		return nil, fmt.Errorf("store: drives: %w", err)
 	}
 	return out, nil
 }
@@ -99,7 +99,7 @@ func (s *Store) DeleteDrive(ctx context.Context, threadID string) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("store: delete run of thread %q: %w", threadID, err)
+		return fmt.Errorf("store: delete drive of thread %q: %w", threadID, err)
 	}
 	return nil
 }

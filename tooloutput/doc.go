@@ -4,8 +4,8 @@
 // output is saved under, and the pages read_output returns.
 //
 // It is pure: strings in, strings out. It reads no clock and touches no
-// file; session saves and reads the whole outputs (session/tooloutput.go)
-// and calls this package for what the model sees.
+// file; package tooloutput/saved saves and reads the whole outputs, and
+// session (session/tooloutput.go) calls both with the turn's budget.
 //
 // tooloutput imports nothing of the module (internal/layers checks it).
 package tooloutput

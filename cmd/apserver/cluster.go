@@ -201,3 +201,15 @@ func (b brokenRuns) AppendRunEvent(context.Context, store.RunRow, string, json.R
 }
 func (b brokenRuns) RunEvents(context.Context, string) ([]store.RunEvent, error) { return nil, b.err }
 func (b brokenRuns) RunRows(context.Context) ([]store.RunRow, error)             { return nil, b.err }
+
+// RecordRunUsage implements runner.UsageRecorder: the usage of a run
+// belongs in the database too, which cannot be used.
+func (b brokenRuns) RecordRunUsage(context.Context, string, store.RunUsage) error { return b.err }
+
+// RunsUsage implements runner.UsageRecorder: the budgets cannot be read
+// (rather than read as nothing spent from this process's SQLite).
+func (b brokenRuns) RunsUsage(context.Context, []string, int64) ([]store.RunUsage, error) {
+	return nil, b.err
+}
+
+var _ runner.UsageRecorder = brokenRuns{}

@@ -28,7 +28,7 @@ import (
 // newProjects makes the manager's driver (docs/manager.md) over the
 // runner and the blueprints service; its notifications go to c.
 func newProjects(cfg config.Config, mgr *session.Manager, rn *runner.Runner, bs *blueprints.Service, c interface{ Notify(string, any) }, log *slog.Logger) *projects.Service {
-	ps := projects.New(projects.Options{Store: mgr.Store, Runs: server.RunnerRuns{Runner: rn}, Blueprints: bs, Notify: c.Notify, Log: log,
+	ps := projects.New(projects.Options{Store: mgr.Store, Runs: server.RunnerRuns{Runner: rn}, Usage: rn, Blueprints: bs, Notify: c.Notify, Log: log,
 		Intent: projects.IntentOptions{Tree: bs, Config: cfg}, Attention: mgr.SetProjectAttention, Prices: managerPrices(cfg)})
 	mgr.SetIntentRouter(ps) // intent from chat in project threads
 	rn.SetOnChange(ps.Wake) // a run's change wakes the heartbeat
@@ -108,7 +108,7 @@ autopilot  [--mode full_auto] [--phase ID] [--blueprint ID] [--max-parallel-runs
 		return true, err
 	}
 	defer env.Close()
-	ps := projects.New(projects.Options{Store: env.mgr.Store, Runs: server.RunnerRuns{Runner: env.rn}, Blueprints: env.bs, Log: env.log,
+	ps := projects.New(projects.Options{Store: env.mgr.Store, Runs: server.RunnerRuns{Runner: env.rn}, Usage: env.rn, Blueprints: env.bs, Log: env.log,
 		Prices: managerPrices(env.cfg)})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

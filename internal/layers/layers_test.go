@@ -33,6 +33,8 @@ var layers = []struct {
 	{"github", 4}, {"mcp", 4}, {"mcpservers", 4}, {"internal/", 4},
 	{"tooloutput", 4}, {"imageinput", 4}, {"paramcheck", 4}, {"instructions", 4}, {"threadwire", 4}, {"mcptool", 4}, {"agenttools", 4}, {"modelcatalog", 4}, {"dynamictools", 4},
 	{"turnwire", 4}, {"outcomes", 4}, {"contextwindow", 4}, {"modelstream", 4},
+	{"commandpolicy", 4}, // the command judge: rules, sandbox, approval policy
+	{"filechange", 4},    // a file-changing tool call's changes without a thread
 	{"protocol", 5},
 }
 

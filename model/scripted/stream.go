@@ -218,9 +218,11 @@ func hang(ctx context.Context, w http.ResponseWriter, contentType string) {
 // AppendJSONString appends s as a JSON string: '"', '\\' and control
 // characters escaped, invalid UTF-8 as \ufffd and U+2028 and U+2029 as
 // \u2028 and \u2029 (as encoding/json does), '<', '>' and '&' as they are.
-// It is the same escaping, byte for byte, as apserver's own output (a test
-// in package server holds the two to it); scripted keeps its own copy to
-// stay standard-library only.
+// It is the same escaping, byte for byte, as encoding/json's and as
+// apserver's own output (protocol.AppendJSONString; a test in package
+// server holds the two to it). scripted keeps its own copy on purpose: a
+// fake the product is tested against shares no code with it, and stays
+// standard-library only.
 func AppendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
@@ -236,6 +238,10 @@ func AppendJSONString(b []byte, s string) []byte {
 			switch c {
 			case '"', '\\':
 				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
 			case '\n':
 				b = append(b, '\\', 'n')
 			case '\r':

@@ -198,6 +198,35 @@ function M.keys(chat, keys)
   vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(keys, true, false, true), "x", false)
 end
 
+-- Buffers (the run, blueprint and project views): M.buftext is buffer b's
+-- text; M.has(b, s) a condition for M.wait that b shows s; M.buf_keys
+-- presses keys in b's window as a user would; M.line_of the first line of b
+-- holding s.
+function M.buftext(b)
+  return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), "\n")
+end
+
+function M.has(b, s)
+  return function()
+    return vim.api.nvim_buf_is_valid(b) and M.buftext(b):find(s, 1, true) ~= nil
+  end
+end
+
+function M.buf_keys(b, k)
+  local w = vim.fn.win_findbuf(b)[1]
+  assert(w, "buffer shown")
+  vim.api.nvim_set_current_win(w)
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(k, true, false, true), "x", false)
+end
+
+function M.line_of(b, s)
+  for i, l in ipairs(vim.api.nvim_buf_get_lines(b, 0, -1, false)) do
+    if l:find(s, 1, true) then
+      return i
+    end
+  end
+end
+
 function M.teardown()
   local app = package.loaded["apserver"]
   if app then

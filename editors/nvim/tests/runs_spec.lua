@@ -5,32 +5,7 @@
 local h = require("helpers")
 local methods = require("apserver.methods")
 
-local function buftext(b)
-  return table.concat(vim.api.nvim_buf_get_lines(b, 0, -1, false), "\n")
-end
-
-local function has(b, s)
-  return function()
-    return vim.api.nvim_buf_is_valid(b) and buftext(b):find(s, 1, true) ~= nil
-  end
-end
-
--- press keys in buffer b's window, as a user would
-local function keys(b, k)
-  local w = vim.fn.win_findbuf(b)[1]
-  assert(w, "buffer shown")
-  vim.api.nvim_set_current_win(w)
-  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(k, true, false, true), "x", false)
-end
-
--- the line of buffer b holding s
-local function line_of(b, s)
-  for i, l in ipairs(vim.api.nvim_buf_get_lines(b, 0, -1, false)) do
-    if l:find(s, 1, true) then
-      return i
-    end
-  end
-end
+local buftext, has, keys, line_of = h.buftext, h.has, h.buf_keys, h.line_of
 
 -- read asks apserver for the run as it stands
 local function read(id)

@@ -8,24 +8,8 @@
 #   tests/tmux.sh [APSERVER_BIN]
 #   CAPTURE_OUT=FILE tests/tmux.sh    also saves the screen before (FILE.pending) and after the approval
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-bin=${1:-${APSERVER_TEST_BIN:-$here/../../bin/apserver}}
-bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
-tmp=$(mktemp -d)
-sock="apserver-nvim-$$"
-model_pid=""
-cleanup() {
-  tmux -L "$sock" kill-server 2>/dev/null || true
-  [ -n "$model_pid" ] && kill "$model_pid" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL  tmux: $*"
-  echo "---- screen ----"
-  tmux -L "$sock" capture-pane -p -t t 2>/dev/null || true
-  exit 1
-}
+name="tmux" sock_name="apserver-nvim" wait_default=15
+. "$(dirname "$0")/tmux_lib.sh"
 
 cat > "$tmp/script.json" <<'JSON'
 {"rules": [
@@ -35,42 +19,11 @@ cat > "$tmp/script.json" <<'JSON'
   {"match": "many", "steps": [{"deltas": 10000, "delta_text": "word ", "inter_delta_us": 600}]}],
  "default": [{"text": "Hello! I am apserver, streaming this answer into your buffer.", "inter_delta_us": 20000}]}
 JSON
-"$bin" fake-model --script "$tmp/script.json" > "$tmp/url" 2>/dev/null < /dev/null &
-model_pid=$!
-for _ in $(seq 100); do [ -s "$tmp/url" ] && break; sleep 0.1; done
-[ -s "$tmp/url" ] || fail "the fake model printed no URL"
+start_model
 mkdir -p "$tmp/ws" "$tmp/data"
 printf 'hello world\n' > "$tmp/ws/greet.txt"
-cat > "$tmp/init.lua" <<LUA
-vim.opt.runtimepath:prepend("$here")
-vim.o.laststatus = 2
-vim.o.statusline = "%f %= %{v:lua.require'apserver'.statusline()} "
-require("apserver").setup({
-  cmd = "$bin",
-  extra_args = { "--data-dir", "$tmp/data", "--base-url", "$(cat "$tmp/url")", "--model", "scripted" },
-  env = { OPENAI_API_KEY = "test-key" },
-  cwd = "$tmp/ws",
-  approval_policy = "untrusted",
-  width = 0.55,
-})
-_G.deltas = 0
-require("apserver").on_notification_hook = function(m)
-  if m == "item/agentMessage/delta" then _G.deltas = _G.deltas + 1 end
-end
-LUA
-
-T() { tmux -L "$sock" "$@"; }
-screen() { T capture-pane -p -t t; }
-# wait_for TEXT [SECONDS]: until the screen shows TEXT
-wait_for() {
-  local end=$((SECONDS + ${2:-15}))
-  while [ $SECONDS -lt $end ]; do
-    screen | grep -qF -- "$1" && return 0
-    sleep 0.05
-  done
-  fail "the screen never showed: $1"
-}
-# the polling above is the only way to watch a terminal from outside
+write_init '  approval_policy = "untrusted",
+  width = 0.55,'
 
 T new-session -d -s t -x 110 -y 32 "cd $tmp/ws && TERM=xterm-256color nvim -u $tmp/init.lua -i NONE -n greet.txt"
 wait_for "hello world"
@@ -95,21 +48,8 @@ echo "ok    tmux: an approval answered with one key"
 if [ -n "${CAPTURE_OUT:-}" ]; then screen > "$CAPTURE_OUT"; fi
 
 # Responsiveness: the time from sending a key to seeing it on the screen,
-# typed into the prompt, first idle, then while 10,000 deltas stream in.
-# echo_times PREFIX: types a..t after PREFIX, one key at a time; sets gaps.
-echo_times() {
-  local typed=$1 t0 t1
-  gaps=()
-  for c in a b c d e f g h i j k l m n o p q r s t; do
-    typed="$typed$c"
-    t0=$(date +%s%N)
-    T send-keys -t t -l "$c"
-    while ! screen | grep -qF -- "$typed"; do :; done
-    t1=$(date +%s%N)
-    gaps+=($(( (t1 - t0) / 1000000 )))
-  done
-}
-stats() { printf '%s\n' "${gaps[@]}" | sort -n | awk '{a[NR]=$1} END {printf "median %d ms, max %d ms", a[int((NR+1)/2)], a[NR]}'; }
+# typed into the prompt, first idle, then while 10,000 deltas stream in
+# (echo_times, stats: tmux_lib.sh).
 T send-keys -t t C-w j "i" "idle-"
 wait_for "idle-"
 echo_times "idle-"

@@ -12,24 +12,8 @@
 #   CAPTURE_OUT=FILE tests/tmux_runs.sh   also saves the screen with the tree
 #                                         and the project buffer at the end
 set -euo pipefail
-here=$(cd "$(dirname "$0")/.." && pwd)
-bin=${1:-${APSERVER_TEST_BIN:-$here/../../bin/apserver}}
-bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
-tmp=$(mktemp -d)
-sock="apserver-nvim-runs-$$"
-model_pid=""
-cleanup() {
-  tmux -L "$sock" kill-server 2>/dev/null || true
-  [ -n "$model_pid" ] && kill "$model_pid" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL  tmux runs: $*"
-  echo "---- screen ----"
-  tmux -L "$sock" capture-pane -p -t t 2>/dev/null || true
-  exit 1
-}
+name="tmux runs" sock_name="apserver-nvim-runs" wait_default=20
+. "$(dirname "$0")/tmux_lib.sh"
 
 # n1's implementer streams 4,000 deltas (about 4 s) before it is done: the
 # typing is measured meanwhile
@@ -72,42 +56,12 @@ cat > "$tmp/script.json" <<JSON
     {"text": "The task is complete."}]}],
  "default": [{"text": "hello"}]}
 JSON
-"$bin" fake-model --script "$tmp/script.json" > "$tmp/url" 2>"$tmp/model.err" < /dev/null &
-model_pid=$!
-for _ in $(seq 100); do [ -s "$tmp/url" ] && break; sleep 0.1; done
-[ -s "$tmp/url" ] || { cat "$tmp/model.err"; fail "the fake model printed no URL"; }
+start_model
 mkdir -p "$tmp/ws" "$tmp/data"
 printf '%s\n' "notes" "write two files" "into the workspace" "end" > "$tmp/ws/request.txt"
 printf '%s\n' "# Phase 1: Greetings" "" "## Epic: Say hello" "" "### Task: Print hello" "" "The tool MUST print hello." "" "### Task: Print bye" "" "The tool prints bye." > "$tmp/ws/spec.md"
 (cd "$tmp/ws" && git init -q -b main && git -c user.name=T -c user.email=t@example.com add -A && git -c user.name=T -c user.email=t@example.com commit -q -m first)
-cat > "$tmp/init.lua" <<LUA
-vim.opt.runtimepath:prepend("$here")
-vim.o.laststatus = 2
-vim.o.statusline = "%f %= %{v:lua.require'apserver'.statusline()} "
-require("apserver").setup({
-  cmd = "$bin",
-  extra_args = { "--data-dir", "$tmp/data", "--base-url", "$(cat "$tmp/url")", "--model", "scripted" },
-  env = { OPENAI_API_KEY = "test-key" },
-  cwd = "$tmp/ws",
-  blueprint_paths_file = "$tmp/paths.json",
-})
-_G.deltas = 0
-require("apserver").on_notification_hook = function(m)
-  if m == "item/agentMessage/delta" then _G.deltas = _G.deltas + 1 end
-end
-LUA
-
-T() { tmux -L "$sock" "$@"; }
-screen() { T capture-pane -p -t t; }
-wait_for() {
-  local end=$((SECONDS + ${2:-20}))
-  while [ $SECONDS -lt $end ]; do
-    screen | grep -qF -- "$1" && return 0
-    sleep 0.05
-  done
-  fail "the screen never showed: $1"
-}
-# the polling above is the only way to watch a terminal from outside
+write_init "  blueprint_paths_file = \"$tmp/paths.json\","
 
 T new-session -d -s t -x 200 -y 40 "cd $tmp/ws && TERM=xterm-256color nvim -u $tmp/init.lua -i NONE -n request.txt"
 wait_for "write two files"
@@ -126,19 +80,6 @@ wait_for "N2-task write two.txt, edited  [risk medium]"
 T send-keys -t t ":close" Enter
 echo "ok    tmux runs: the plan edited in its buffer and written with :w"
 
-echo_times() {
-  local typed=$1 t0 t1
-  gaps=()
-  for c in a b c d e f g h i j k l m n o p q r s t; do
-    typed="$typed$c"
-    t0=$(date +%s%N)
-    T send-keys -t t -l "$c"
-    while ! screen | grep -qF -- "$typed"; do :; done
-    t1=$(date +%s%N)
-    gaps+=($(( (t1 - t0) / 1000000 )))
-  done
-}
-stats() { printf '%s\n' "${gaps[@]}" | sort -n | awk '{a[NR]=$1} END {printf "median %d ms, max %d ms", a[int((NR+1)/2)], a[NR]}'; }
 # the same typing with nothing streaming, for comparison
 T send-keys -t t C-w h "G" "o" "idle-"
 wait_for "idle-"

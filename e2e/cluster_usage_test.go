@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apserver/apserver/cluster"
+	"github.com/apserver/apserver/internal/pgtest"
+)
+
+// TestClusterUsageCountsAgainstBudget: the manager of an editor-side
+// apserver with [cluster] execute = "workers" starts a blueprint's task as
+// a run, which a worker carries out (its task and reviewer threads answer
+// on the worker). The worker records the tokens of those responses with
+// the run in PostgreSQL, so the editor side's project/status counts them
+// and a token budget smaller than them stops the next tick with
+// budget_exhausted. (Before, the worker recorded them in its own SQLite:
+// the editor side counted 0 tokens and started the next run.)
+func TestClusterUsageCountsAgainstBudget(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
+		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
+	}
+	e := newManagerEnv(t, "")
+	remote := filepath.Join(t.TempDir(), "remote.git")
+	git(t, e.repo, "clone", "-q", "--bare", e.repo, remote)
+	git(t, e.repo, "remote", "add", "origin", remote)
+	out, err := e.cli("blueprint", "list").Output()
+	bp := strings.Fields(string(out))
+	if err != nil || len(bp) == 0 || !strings.HasPrefix(bp[0], "bp_") {
+		t.Fatalf("blueprint list: %v\n%s", err, out)
+	}
+
+	w := startWorker(t, e.model, pg.URL, "w1", "")
+	cfg := "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"workers\"\n"
+	c := newRunsClient(t, e.model, faOptions{dataDir: e.dataDir, config: cfg})
+	c.wait = 3 * time.Minute
+	const budget = 50
+	if up := c.call("project/settings/update", map[string]any{"cwd": e.repo, "mode": "full_auto", "blueprintId": bp[0], "maxParallelRuns": 1,
+		"budget": map[string]any{"tokensPerDay": budget}}); up.str("settings.mode") != "full_auto" {
+		t.Fatalf("project/settings/update = %s", up.Raw)
+	}
+	c.call("manager/tick", map[string]any{"cwd": e.repo})
+	id := c.waitFor("run/started", nil).str("run.id")
+	if end := c.runEnd(id); end.str("run.status") != "completed" {
+		t.Fatalf("the run on the worker ended %s", end.Raw)
+	}
+	// The work was the worker's: the run's worktree is in its cache, and
+	// the run's branch is on the remote.
+	if m, _ := filepath.Glob(filepath.Join(w.cache, "worktrees", "*")); len(m) == 0 {
+		t.Errorf("no worktree in the worker's cache %s", w.cache)
+	}
+	if refs := gitOut(t, remote, "for-each-ref", "--format=%(refname)"); !strings.Contains(refs, "refs/heads/apserver/"+id[:8]) {
+		t.Errorf("the run's branch is not on the remote:\n%s", refs)
+	}
+
+	st := c.call("project/status", map[string]any{"cwd": e.repo})
+	tokens, _ := st.get("spend.tokens").(float64)
+	// The task's implementer (two responses) and reviewer: each reports
+	// at least 100 input tokens.
+	if tokens < 300 || !strings.HasPrefix(st.str("spend.exhausted"), "tokens today: ") {
+		t.Errorf("project/status after the worker's run = %s; want its tokens counted and the budget of %d exhausted", st.Raw, budget)
+	}
+	if n := len(c.find("run/started", nil)); n != 1 {
+		t.Errorf("%d runs started, want 1 (the worker's tokens spent the budget)", n)
+	}
+}
+
+// TestClusterUsageHereTakeUp: with execute = "here" a run taken up by
+// another apserver (its first one killed -9 in the middle of t2) keeps
+// its usage in one place, PostgreSQL: the planner's responses, answered
+// on the first apserver, and t3's, answered on the second, are both
+// there. (Before, each process recorded into its own SQLite, and the
+// first one's was lost with it.)
+func TestClusterUsageHereTakeUp(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
+		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
+	}
+	mark := t.TempDir()
+	rules := shoutRules(t)
+	for i, r := range rules {
+		if r.Match == "S2 add test_greet.sh" {
+			// The first t2 says it runs, then sleeps until its apserver
+			// is killed.
+			rules[i] = taskRule(r.Match, `if mkdir `+mark+`/once 2>/dev/null; then pwd > `+mark+`/where.tmp && mv `+mark+`/where.tmp `+mark+`/where; sleep 120; fi; `+
+				`printf '%s\n' 'set -e' 'sh greet.sh bob | grep -q "Hello, bob"' 'sh greet.sh --shout bob | grep -q "HELLO, BOB"' > test_greet.sh`)
+		}
+	}
+	model := startModel(t, rules...)
+	repo := shoutRepo(t)
+	cfg := "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"here\"\n[sandbox_settings]\nwritable_roots = [\"" + mark + "\"]\n"
+	a := newRunsClient(t, model, faOptions{config: cfg})
+	b := newRunsClient(t, model, faOptions{config: cfg})
+	b.wait = 3 * time.Minute
+
+	id := a.startRun(map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main",
+		"trust": map[string]any{"planning": "auto"}})
+	readWhenThere(t, filepath.Join(mark, "where"), func() {
+		t.Logf("run/read %s = %s", id, b.call("run/read", map[string]any{"runId": id}).Raw)
+	})
+	a.kill()
+	if end := b.runEnd(id); end.str("run.status") != "completed" {
+		t.Fatalf("run end on the apserver that took it up = %s", end.Raw)
+	}
+
+	ctx := context.Background()
+	pool, err := cluster.Connect(ctx, pg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	rows, err := pool.Query(ctx, `SELECT DISTINCT stage || ':' || task_id FROM apserver_run_usage WHERE run_id = $1 AND input_tokens > 0 ORDER BY 1`, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, s)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// planning: on the first apserver only; t3 and its review: on the
+	// second only.
+	for _, want := range []string{"planning:", "task:t1", "task:t2", "task:t3", "review:t3"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("the run's usage in PostgreSQL has %v, no %s", got, want)
+		}
+	}
+	s, err := cluster.NewStore(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := s.RunsUsage(ctx, []string{id}, 0)
+	if err != nil || len(sum) == 0 {
+		t.Errorf("RunsUsage(%s) = %+v, %v; want the run's usage", id, sum, err)
+	}
+}

@@ -8,12 +8,10 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 )
 
@@ -96,40 +94,5 @@ func TestTimeBudgetInterruptsTurn(t *testing.T) {
 			t.Errorf("%d deltas before the budget ran out, want the stream to have flowed", n)
 		}
 		once.Do(func() { _ = m.Close() })
-	})
-}
-
-// TestEventQueueBounded: the model goroutine waits once maxQueuedText bytes
-// wait for the thread, goes on when the thread takes them, gives up when
-// its stream ends, and never waits with the final (done) event.
-func TestEventQueueBounded(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		q := newEventQueue()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		delta := modelEvent{ev: model.Event{Kind: model.EvTextDelta, Text: strings.Repeat("x", 1<<10)}}
-		var pushed atomic.Int64
-		go func() {
-			for q.push(ctx, delta) {
-				pushed.Add(1)
-			}
-		}()
-		synctest.Wait()
-		want := int64(maxQueuedText >> 10)
-		if n := pushed.Load(); n != want {
-			t.Fatalf("pushed %d deltas before waiting, want %d (%d bytes)", n, want, maxQueuedText)
-		}
-		if !q.push(ctx, modelEvent{done: true}) {
-			t.Fatal("the done event was refused")
-		}
-		if evs := q.take(nil); int64(len(evs)) != want+1 {
-			t.Fatalf("took %d events, want %d", len(evs), want+1)
-		}
-		synctest.Wait()
-		if n := pushed.Load(); n <= want {
-			t.Errorf("the producer did not go on after take (pushed %d)", n)
-		}
-		cancel()
-		synctest.Wait() // the producer returned: push gave up on the ended stream
 	})
 }

@@ -4,33 +4,26 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/apserver/apserver/agenttools"
 	"github.com/apserver/apserver/brain"
 	"github.com/apserver/apserver/compaction"
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/contextwindow"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/store"
 )
 
-// Aligner is the project brain's alignment check as the session sees it
-// (brains.Service implements it; cmd wires it into Options.Align).
-type Aligner interface {
-	// AlignThread judges an action of the thread in its project; ok is
-	// false when the project has no brain to judge by (no active
-	// decisions). record is what the verdict was judged from (JSON of a
-	// brain.Record), stored in the thread's alignment receipt. It may ask
-	// a model: it is never called on a thread goroutine.
-	AlignThread(ctx context.Context, threadID string, a protocol.AlignmentAction) (v protocol.AlignmentVerdict, record json.RawMessage, ok bool)
-	// AlignmentApproved records that a human approved an action the check
-	// stopped: a decision superseding the one it went against.
-	AlignmentApproved(ctx context.Context, threadID string, a protocol.AlignmentAction, v protocol.AlignmentVerdict)
-	// RecordDecision records a decision in the thread's project (the
-	// model's record_decision tool; p.Cwd is filled in).
-	RecordDecision(ctx context.Context, threadID string, p protocol.ProjectDecisionAddParams) (protocol.ProjectDecision, error)
-}
+// The hooks of the layers above (port/hooks.go): the brain's alignment
+// check, a plain thread's project context and its rolling summary.
+type (
+	Aligner          = port.Aligner
+	ProjectContexter = port.ProjectContexter
+	Summarizer       = port.Summarizer
+)
 
 // The alignment hook (docs/brain.md). Under full auto, a command the
 // rules do not mark plainly safe (not read-only) and every file change
@@ -158,19 +151,9 @@ func (t *thread) storeAlignment(persist bool, turnID string, v protocol.Alignmen
 	}
 }
 
-// alignmentReason is a stopped action's approval reason: the verdict,
-// the decisions it goes against, the reasons.
-func alignmentReason(v protocol.AlignmentVerdict) string {
-	var names []string
-	for _, d := range v.Decisions {
-		names = append(names, fmt.Sprintf("%s %q", d.ID, d.Title))
-	}
-	s := "The project brain judged this " + string(v.Status)
-	if len(names) > 0 {
-		s += " against decision " + strings.Join(names, ", ")
-	}
-	return truncate(s+": "+strings.Join(v.Reasons, "; ")+". Approving records a decision that supersedes it.", 600)
-}
+// alignmentReason is a stopped action's approval reason
+// (brain.AlignmentReason).
+func alignmentReason(v protocol.AlignmentVerdict) string { return brain.AlignmentReason(v) }
 
 // alignmentApproved tells the brain a human approved a stopped action
 // (on a child goroutine: it writes the store), then goes on with then on
@@ -188,41 +171,20 @@ func (t *thread) alignmentApproved(tr *turn, a protocol.AlignmentAction, v proto
 	}()
 }
 
-// toolRecordDecision is the model's way to record a decision: a proposed
-// one, which a human (project/decision/update) or, in a run, the run's
-// trust confirms.
-const toolRecordDecision = "record_decision"
+// toolRecordDecision is the model's way to record a decision
+// (agenttools.RecordDecision).
+const toolRecordDecision = agenttools.RecordDecision
 
-var recordDecisionTool = model.Tool{Name: toolRecordDecision,
-	Description: "Record a decision about this project (a technology, a convention, a design choice) so that later work follows it. It is recorded as proposed; a human, or the run's trust, confirms it. Name the alternatives you rejected.",
-	Parameters: json.RawMessage(`{"type":"object","properties":{
-  "title":{"type":"string","description":"The decision in a few words, e.g. Use PostgreSQL."},
-  "text":{"type":"string","description":"What was decided."},
-  "why":{"type":"string"},
-  "alternatives":{"type":"array","items":{"type":"string"},"description":"Options rejected."},
-  "files":{"type":"array","items":{"type":"string"},"description":"Globs of the files it concerns."},
-  "tags":{"type":"array","items":{"type":"string"}}},
- "required":["title","text"],"additionalProperties":false}`)}
+var recordDecisionTool = agenttools.RecordDecisionTool
 
 // runDecisionCall records the model's decision as proposed (on a child
 // goroutine: the store), then gives the model the decision's id.
 func (t *thread) runDecisionCall(tr *turn, call model.ToolCall) {
-	var a struct {
-		Title, Text, Why    string
-		Alternatives, Files []string
-		Tags                []string
-	}
-	if err := json.Unmarshal([]byte(call.Arguments), &a); err != nil {
-		t.toolError(tr, call, "record_decision: invalid arguments: "+err.Error())
+	p, err := agenttools.ParseDecision(call.Arguments)
+	if err != nil {
+		t.toolError(tr, call, err.Error())
 		return
 	}
-	if strings.TrimSpace(a.Title) == "" || strings.TrimSpace(a.Text) == "" {
-		t.toolError(tr, call, "record_decision: title and text are required")
-		return
-	}
-	proposed := protocol.DecisionProposed
-	p := protocol.ProjectDecisionAddParams{Title: a.Title, Text: a.Text, Why: a.Why, Alternatives: a.Alternatives, Source: "model", Status: &proposed,
-		Scope: &protocol.DecisionScope{Files: a.Files, Tags: a.Tags}}
 	ctx, al := tr.ctx, t.m.opts.Align
 	go func() {
 		d, err := al.RecordDecision(context.WithoutCancel(ctx), t.id, p)
@@ -236,15 +198,6 @@ func (t *thread) runDecisionCall(tr *turn, call model.ToolCall) {
 			}
 		})
 	}()
-}
-
-// ProjectContexter is implemented by an Aligner that also gives a plain
-// thread its project's context block (brains.Service).
-type ProjectContexter interface {
-	// ThreadContext is the context block of the thread in its project
-	// cwd (docs/brain.md), "" when the workspace is not a project or the
-	// thread already gets one (a run's stage). It reads the store only.
-	ThreadContext(ctx context.Context, threadID, cwd string) string
 }
 
 // projectContextWait bounds the store reads of a turn's context block.
@@ -271,16 +224,6 @@ func (t *thread) projectContext() string {
 	return "\n\n" + block
 }
 
-// Summarizer is implemented by an Aligner that keeps the conversation
-// summaries of a project's threads (brains.Service).
-type Summarizer interface {
-	// SummaryDue reports whether the thread (a plain thread of a project)
-	// has turns its summary does not cover; turns is how many it has.
-	SummaryDue(ctx context.Context, threadID, cwd string) (turns int, due bool)
-	// SaveSummary stores the thread's summary of its first turns turns.
-	SaveSummary(ctx context.Context, threadID, cwd, summary string, turns int) error
-}
-
 // summarizeIdle refreshes the thread's rolling summary when it goes idle
 // after new turns (docs/brain.md), under project_context = true: the
 // compaction summarizer (its role's model, or the thread's) over the
@@ -302,7 +245,7 @@ func (t *thread) summarizeIdle() {
 		}
 	}
 	window, _ := t.compactLimits(client.Provider().Name, modelName)
-	input := compaction.FitSummaryInput(compaction.Summarizable(entries(t.history)), window)
+	input := compaction.FitSummaryInput(compaction.Summarizable(contextwindow.Entries(t.history)), window)
 	if len(input) == 0 {
 		return
 	}

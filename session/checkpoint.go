@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/apserver/apserver/protocol"
@@ -20,15 +19,6 @@ import (
 // a start snapshot. A turn that runs no tool cannot change the workspace and
 // takes no snapshot at all, so a plain chat turn never waits for git.
 
-// turnCheckpoints are the snapshot ids of one turn.
-type turnCheckpoints struct {
-	Start string `json:"start,omitempty"`
-	End   string `json:"end,omitempty"`
-	// Missing: the turn ran tools but no snapshot could be taken, so its
-	// changes cannot be undone.
-	Missing bool `json:"missing,omitempty"`
-}
-
 // pendingSnapshot is a snapshot being taken by a child goroutine.
 type pendingSnapshot struct {
 	done chan struct{}
@@ -36,63 +26,17 @@ type pendingSnapshot struct {
 	err  error
 }
 
-func checkpointKey(threadID, turnID string) string {
-	return "checkpoint/" + threadID + "/" + turnID
-}
-
 // checkpointOpener opens the snapshot store of one workspace. It runs on a
 // child goroutine: opening may run git init.
 type checkpointOpener func(ctx context.Context) (*checkpoint.Store, error)
 
-// checkpoints returns the opener of the thread's workspace's snapshot store;
-// it fails when checkpoints are off (no data dir) or git is missing. Called
-// on the thread goroutine; the opener is called off it.
+// checkpoints returns the opener of the thread's workspace's snapshot store
+// (checkpoint.Stores.Open); it fails when checkpoints are off (no data
+// dir) or git is missing. Called on the thread goroutine; the opener is
+// called off it.
 func (t *thread) checkpoints() checkpointOpener {
-	m, dir, cwd := t.m, t.m.opts.DataDir, t.settings.Cwd
-	return func(ctx context.Context) (*checkpoint.Store, error) {
-		if dir == "" {
-			return nil, errors.New("checkpoints are off (no data dir)")
-		}
-		return m.checkpointStore(ctx, dir, cwd)
-	}
-}
-
-// checkpointOpening is a workspace's snapshot store, once open.
-type checkpointOpening struct {
-	done chan struct{}
-	cs   *checkpoint.Store
-	err  error
-}
-
-// checkpointStore returns the snapshot store of workspace cwd, opening it
-// on first use; concurrent callers wait for the one opening it. A failed
-// open is tried again by the next caller.
-func (m *Manager) checkpointStore(ctx context.Context, dataDir, cwd string) (*checkpoint.Store, error) {
-	m.mu.Lock()
-	o := m.ckpts[cwd]
-	opener := o == nil
-	if opener {
-		o = &checkpointOpening{done: make(chan struct{})}
-		m.ckpts[cwd] = o
-	}
-	m.mu.Unlock()
-	if !opener {
-		select {
-		case <-o.done:
-			return o.cs, o.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	// The Manager's context, not the caller's: others may wait on this open.
-	o.cs, o.err = checkpoint.Open(m.ctx, dataDir, cwd, m.opts.Checkpoints)
-	if o.err != nil {
-		m.mu.Lock()
-		delete(m.ckpts, cwd)
-		m.mu.Unlock()
-	}
-	close(o.done)
-	return o.cs, o.err
+	ss, cwd := t.m.ckpts, t.settings.Cwd
+	return func(ctx context.Context) (*checkpoint.Store, error) { return ss.Open(ctx, cwd) }
 }
 
 // snapshotAsync starts a snapshot in a child goroutine.
@@ -160,7 +104,7 @@ func (t *thread) noteStartSnapshot(tr *turn) {
 		if !tr.ckptWarned {
 			tr.ckptWarned = true
 			t.m.log.Warn("no checkpoint for turn; its diff and revert are unavailable", "thread", t.id, "turn", tr.id, "err", ps.err)
-			t.saveCheckpoints(tr.id, turnCheckpoints{Missing: true})
+			t.saveCheckpoints(tr.id, checkpoint.Turn{Missing: true})
 		}
 		return
 	}
@@ -168,7 +112,7 @@ func (t *thread) noteStartSnapshot(tr *turn) {
 	t.saveCheckpoints(tr.id, tr.ckpt)
 }
 
-func (t *thread) saveCheckpoints(turnID string, c turnCheckpoints) {
+func (t *thread) saveCheckpoints(turnID string, c checkpoint.Turn) {
 	if !t.persistent() {
 		t.ckpts[turnID] = c
 		return
@@ -178,25 +122,25 @@ func (t *thread) saveCheckpoints(turnID string, c turnCheckpoints) {
 		return
 	}
 	raw, _ := json.Marshal(c)
-	if err := db.PutState(context.Background(), checkpointKey(t.id, turnID), raw); err != nil {
+	if err := db.PutState(context.Background(), checkpoint.TurnKey(t.id, turnID), raw); err != nil {
 		t.m.log.Warn("recording checkpoint", "thread", t.id, "turn", turnID, "err", err)
 	}
 }
 
-func (t *thread) loadCheckpoints(turnID string) (turnCheckpoints, bool) {
+func (t *thread) loadCheckpoints(turnID string) (checkpoint.Turn, bool) {
 	if !t.persistent() {
 		c, ok := t.ckpts[turnID]
 		return c, ok
 	}
 	db, err := t.m.store()
 	if err != nil {
-		return turnCheckpoints{}, false
+		return checkpoint.Turn{}, false
 	}
-	raw, err := db.GetState(context.Background(), checkpointKey(t.id, turnID))
+	raw, err := db.GetState(context.Background(), checkpoint.TurnKey(t.id, turnID))
 	if err != nil {
-		return turnCheckpoints{}, false
+		return checkpoint.Turn{}, false
 	}
-	var c turnCheckpoints
+	var c checkpoint.Turn
 	return c, json.Unmarshal(raw, &c) == nil
 }
 
@@ -310,56 +254,31 @@ func (t *thread) revert(p protocol.ThreadRevertParams, reply Reply) {
 	// The state to go back to is the start snapshot of the first turn from
 	// beforeTurnId on that ran a tool: turns before it changed nothing.
 	// When none did, there are no files to restore.
-	target := ""
-	for _, id := range turnIDs[idx:] {
-		c, ok := t.loadCheckpoints(id)
-		if ok && c.Missing {
-			reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "turn %s ran tools but has no checkpoint (is git installed?): its files cannot be restored", id))
-			return
-		}
-		if ok && c.Start != "" {
-			target = c.Start
-			break
-		}
-	}
-	if target == "" {
-		t.finishRevert(p, idx, turnIDs, nil, nil, reply)
+	plan := checkpoint.PlanRevert(turnIDs, idx, t.loadCheckpoints)
+	if plan.Missing != "" {
+		reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "turn %s ran tools but has no checkpoint (is git installed?): its files cannot be restored", plan.Missing))
 		return
 	}
-	// The agent's last known state of the workspace: the end snapshot of
-	// the latest turn that has one.
-	lastEnd := ""
-	for i := len(turnIDs) - 1; i >= idx && lastEnd == ""; i-- {
-		if c, ok := t.loadCheckpoints(turnIDs[i]); ok {
-			lastEnd = c.End
-		}
+	if plan.Target == "" {
+		t.finishRevert(p, idx, turnIDs, nil, nil, reply)
+		return
 	}
 	open := t.checkpoints()
 	ctx := t.ctx
 	go func() {
-		restored, err := func() ([]string, error) {
-			cs, err := open(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("revert: %w", err)
-			}
-			now, err := cs.Snapshot(ctx, "before revert")
-			if err != nil {
-				return nil, err
-			}
-			if lastEnd != "" && !p.Force {
-				changed, err := cs.Changed(ctx, lastEnd, now.ID)
-				if err != nil {
-					return nil, err
-				}
-				if len(changed) > 0 {
-					sort.Strings(changed)
-					return nil, protocol.Errorf(protocol.ErrInvalidRequest,
-						"revert refused: these files changed outside apserver since its last turn, and reverting would lose those changes: %s (pass force: true to revert anyway)",
-						strings.Join(changed, ", "))
-				}
-			}
-			return cs.Restore(ctx, target, now.ID)
-		}()
+		cs, err := open(ctx)
+		var restored []string
+		if err != nil {
+			err = fmt.Errorf("revert: %w", err)
+		} else {
+			restored, err = cs.Revert(ctx, plan, p.Force)
+		}
+		var outside *checkpoint.ChangedOutsideError
+		if errors.As(err, &outside) {
+			err = protocol.Errorf(protocol.ErrInvalidRequest,
+				"revert refused: these files changed outside apserver since its last turn, and reverting would lose those changes: %s (pass force: true to revert anyway)",
+				strings.Join(outside.Paths, ", "))
+		}
 		t.post(func() { t.finishRevert(p, idx, turnIDs, restored, err, reply) })
 	}()
 }
@@ -379,7 +298,7 @@ func (t *thread) finishRevert(p protocol.ThreadRevertParams, idx int, turnIDs, r
 			return
 		}
 		for _, id := range turnIDs[idx:] {
-			_ = db.DeleteState(t.ctx, checkpointKey(t.id, id))
+			_ = db.DeleteState(t.ctx, checkpoint.TurnKey(t.id, id))
 		}
 		if err := t.reloadHistory(db); err != nil {
 			reply(nil, fmt.Errorf("revert: files restored and turns dropped, but %w", err))
@@ -427,7 +346,7 @@ func (t *thread) turnIDs() ([]string, error) {
 // fork keeps their ids), so that reverting them in the fork restores files
 // as it would in the source.
 func (t *thread) copyCheckpoints(db *store.Store, srcID string) {
-	prefix := "checkpoint/" + srcID + "/"
+	prefix := checkpoint.TurnKey(srcID, "")
 	states, err := db.ListState(t.ctx, prefix)
 	if err != nil {
 		t.m.log.Warn("copying checkpoints to a fork", "thread", t.id, "from", srcID, "err", err)
@@ -439,7 +358,7 @@ func (t *thread) copyCheckpoints(db *store.Store, srcID string) {
 	}
 	for _, id := range ids {
 		if raw, ok := states[prefix+id]; ok {
-			if err := db.PutState(t.ctx, checkpointKey(t.id, id), raw); err != nil {
+			if err := db.PutState(t.ctx, checkpoint.TurnKey(t.id, id), raw); err != nil {
 				t.m.log.Warn("copying checkpoints to a fork", "thread", t.id, "turn", id, "err", err)
 			}
 		}

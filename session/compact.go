@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/apserver/apserver/compaction"
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/contextwindow"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
+	"github.com/apserver/apserver/turnwire"
 )
 
 // Context compaction (docs/protocol.md, "Compaction").
@@ -28,24 +29,11 @@ import (
 // package compaction; this file does what it decides: the model request,
 // the store, the notifications.
 
-// windowKey keys a learned context window: the same model name served by
-// two providers (a hosted model and a local quantization of it, two
-// gateways) may have two windows, so a refusal by one provider says
-// nothing about the other.
-type windowKey struct{ provider, model string }
-
 // compactLimits are the token limits of model as provider serves it: its
-// context window (0 unknown) and the automatic-compaction trigger (0
-// never).
+// context window (0 unknown, configured or learned) and the
+// automatic-compaction trigger (0 never).
 func (t *thread) compactLimits(provider, modelName string) (window, trigger int64) {
-	c := t.m.opts.Config
-	window = c.ContextWindow(modelName)
-	if window == 0 {
-		if v, ok := t.m.learnedWindows.Load(windowKey{provider, modelName}); ok {
-			window = v.(int64)
-		}
-	}
-	return window, c.CompactTrigger(window)
+	return t.m.windows.Limits(&t.m.opts.Config, provider, modelName)
 }
 
 // turnLimits is compactLimits for the turn's own model and provider.
@@ -59,23 +47,6 @@ func (tr *turn) providerName() string {
 		return ""
 	}
 	return tr.client.Provider().Name
-}
-
-// learnWindow notes that provider refused a request of about tokens as
-// too long for model, whose window no configuration gives: the window is
-// at most that for that provider, and its later requests compact before
-// they reach 90% of it.
-func (t *thread) learnWindow(provider, modelName string, tokens int64) {
-	if t.m.opts.Config.ContextWindow(modelName) > 0 || tokens <= 0 {
-		return
-	}
-	key := windowKey{provider, modelName}
-	for {
-		old, loaded := t.m.learnedWindows.LoadOrStore(key, tokens)
-		if !loaded || old.(int64) <= tokens || t.m.learnedWindows.CompareAndSwap(key, old, tokens) {
-			return
-		}
-	}
 }
 
 // messageTooBig is the error of a user message of n bytes that cannot fit
@@ -93,7 +64,7 @@ func (t *thread) messageTooBigFor(tr *turn, n int, fate string) error {
 	window, _ := t.turnLimits(tr)
 	learned := t.m.opts.Config.ContextWindow(tr.modelName) == 0
 	if msg := compaction.MessageTooBig(tr.modelName, window, learned, n, len(tr.prompt)+t.toolsBytes(), fate); msg != "" {
-		return &contextError{msg: msg}
+		return &turnwire.ContextError{Msg: msg}
 	}
 	return nil
 }
@@ -102,39 +73,7 @@ func (t *thread) messageTooBigFor(tr *turn, n int, fate string) error {
 func approxTokens(n int) int64 { return compaction.ApproxTokens(n) }
 
 // entry is what compaction reads of a history entry.
-func entry(e model.Entry) compaction.Entry {
-	k := compaction.Other
-	switch e.Kind {
-	case model.EntryUser:
-		k = compaction.User
-	case model.EntryAssistant:
-		k = compaction.Assistant
-	case model.EntryToolCall:
-		k = compaction.ToolCall
-	case model.EntryToolOutput:
-		k = compaction.ToolOutput
-	}
-	return compaction.Entry{Kind: k, Text: e.Text, CallID: e.CallID, Name: e.Name, Arguments: e.Arguments, Output: e.Output}
-}
-
-// entries is what compaction reads of a history.
-func entries(h []model.Entry) []compaction.Entry {
-	out := make([]compaction.Entry, len(h))
-	for i, e := range h {
-		out[i] = entry(e)
-	}
-	return out
-}
-
-func entryBytes(e model.Entry) int { return entry(e).Bytes() }
-
-func entriesBytes(es []model.Entry) int {
-	n := 0
-	for _, e := range es {
-		n += entryBytes(e)
-	}
-	return n
-}
+func entry(e model.Entry) compaction.Entry { return contextwindow.Entry(e) }
 
 // toolsBytes is the encoded size of the tools the agent is offered. The
 // set depends only on the tools switched off (the thread's settings, and
@@ -155,12 +94,12 @@ func (t *thread) toolsBytes() int {
 func (t *thread) promptTokens(tr *turn) int64 {
 	e := compaction.Estimate{
 		FixedBytes:   len(tr.prompt) + t.toolsBytes(),
-		HistoryBytes: entriesBytes(t.history),
+		HistoryBytes: contextwindow.Bytes(t.history),
 		HistoryLen:   len(t.history),
 		Usage:        compaction.Usage{Valid: t.lastUsage.valid, Tokens: t.lastUsage.tokens, HistLen: t.lastUsage.histLen},
 	}
 	if u := t.lastUsage; u.valid && u.histLen <= len(t.history) {
-		e.SinceBytes = entriesBytes(t.history[u.histLen:])
+		e.SinceBytes = contextwindow.Bytes(t.history[u.histLen:])
 	}
 	return e.Tokens()
 }
@@ -208,10 +147,10 @@ func (t *thread) compactOnOverflow(tr *turn, err error) bool {
 	}
 	tr.overflowCompacted = true
 	tr.sampling = false
-	t.learnWindow(tr.providerName(), tr.modelName, t.promptTokens(tr))
+	t.m.windows.Learn(&t.m.opts.Config, tr.providerName(), tr.modelName, t.promptTokens(tr))
 	// A window learned just now from a request that was mostly the
 	// latest message: no compaction can help, since it keeps that message.
-	if i := compaction.LatestUser(entries(t.history), tr.histStart); i >= 0 {
+	if i := compaction.LatestUser(contextwindow.Entries(t.history), tr.histStart); i >= 0 {
 		if err := t.messageTooBigFor(tr, len(t.history[i].Text), "the provider refused it as too long"); err != nil {
 			t.failTurn(tr, err)
 			return true
@@ -252,7 +191,7 @@ func (t *thread) compactStart(reply Reply) {
 	tr, err := t.beginTurn(protocol.TurnStartParams{})
 	if err != nil {
 		t.m.log.Error("starting a compaction turn", "thread", t.id, "err", err)
-		t.notify(protocol.NotifyError, protocol.ErrorNotification{Error: turnErrorFrom(err, ""), ThreadID: t.id})
+		t.notify(protocol.NotifyError, protocol.ErrorNotification{Error: turnwire.ErrorFrom(err, ""), ThreadID: t.id})
 		return
 	}
 	tr.kind = turnKindCompact
@@ -266,13 +205,6 @@ func (t *thread) compactStart(reply Reply) {
 		tr.endRecorded = true
 		t.completeTurn(tr, protocol.TurnCompleted, nil)
 	})
-}
-
-// notSteerable is turn/steer's answer while a compaction turn runs.
-func notSteerable(kind string) error {
-	msg := "cannot steer a " + kind + " turn"
-	data, _ := json.Marshal(protocol.TurnError{Message: msg, CodexErrorInfo: protocol.ErrorInfoNotSteerable(kind)})
-	return &protocol.Error{Kind: protocol.ErrInvalidRequest, Msg: msg, Data: data}
 }
 
 // startCompaction compacts the thread's history within tr: item/started
@@ -295,7 +227,7 @@ func (t *thread) startCompaction(tr *turn, auto bool, then func()) {
 		modelName, client = name, t.m.modelClient(prov)
 	}
 	window, _ := t.compactLimits(client.Provider().Name, modelName)
-	input := compaction.FitSummaryInput(compaction.Summarizable(entries(t.history)), window)
+	input := compaction.FitSummaryInput(compaction.Summarizable(contextwindow.Entries(t.history)), window)
 	go func() {
 		summary, err := t.summarizeContext(ctx, client, modelName, input)
 		t.postEvent(ctx, func() { t.finishCompaction(tr, c, summary, err) })
@@ -303,43 +235,9 @@ func (t *thread) startCompaction(tr *turn, auto bool, then func()) {
 }
 
 // summarizeContext asks the compaction model for the handoff summary of
-// entries (already fitted to the window: compaction.FitSummaryInput). One
-// the model refuses as too long drops the oldest entry and retries.
+// entries, in a scheduler's slot (contextwindow.Summarize).
 func (t *thread) summarizeContext(ctx context.Context, client *model.Client, modelName string, entries []compaction.Entry) (string, error) {
-	for attempt := 0; ; attempt++ {
-		req := model.Request{
-			Model:        modelName,
-			Instructions: compaction.Instructions,
-			Input:        []model.Entry{{Kind: model.EntryUser, Text: compaction.SummaryRequest(entries)}},
-		}
-		var text, final strings.Builder
-		err := t.m.sched.stream(ctx, client, req, func(ev model.Event) {
-			switch ev.Kind {
-			case model.EvTextDelta:
-				text.WriteString(ev.Text)
-			case model.EvMessageDone:
-				final.WriteString(ev.Text)
-			}
-		})
-		var me *model.Error
-		if errors.As(err, &me) && me.Kind == model.ErrKindContextWindow {
-			if shorter, ok := compaction.RetryShorter(entries, attempt); ok {
-				entries = shorter
-				continue
-			}
-		}
-		if err != nil {
-			return "", err
-		}
-		s := final.String()
-		if s == "" {
-			s = text.String()
-		}
-		if strings.TrimSpace(s) == "" {
-			return "", errors.New("the compaction model returned an empty summary")
-		}
-		return strings.TrimSpace(s), nil
-	}
+	return contextwindow.Summarize(ctx, t.m.sched.stream, client, modelName, entries)
 }
 
 // finishCompaction installs the summary: the new history, the tombstone in
@@ -360,18 +258,18 @@ func (t *thread) finishCompaction(tr *turn, c *compactRun, summary string, err e
 	window, trigger := t.turnLimits(tr)
 	o := compaction.Judge(compaction.Judged{
 		Auto:   c.auto,
-		Before: approxTokens(base + entriesBytes(t.history)), After: approxTokens(base + entriesBytes(hist)),
+		Before: approxTokens(base + contextwindow.Bytes(t.history)), After: approxTokens(base + contextwindow.Bytes(hist)),
 		Window: window, Trigger: trigger, Streak: t.compactStreak,
 	})
-	after := approxTokens(base + entriesBytes(hist))
+	after := approxTokens(base + contextwindow.Bytes(hist))
 	if !o.Replaced {
 		// Roo's rule: a compaction that does not shrink the prompt (both
 		// sides estimated alike) is refused; the history stays as it was.
-		t.m.log.Warn("compaction refused: it would not shrink the prompt", "thread", t.id, "turn", tr.id, "before", approxTokens(base+entriesBytes(t.history)), "after", after)
+		t.m.log.Warn("compaction refused: it would not shrink the prompt", "thread", t.id, "turn", tr.id, "before", approxTokens(base+contextwindow.Bytes(t.history)), "after", after)
 		if o.Verdict == compaction.Fail {
 			// The prompt is over the trigger and cannot be made smaller.
 			tr.dropOpen(c.item.ID)
-			t.failTurn(tr, &contextError{msg: o.Message})
+			t.failTurn(tr, &turnwire.ContextError{Msg: o.Message})
 			return
 		}
 		// A client's compaction of a thread too small to gain from one:
@@ -416,17 +314,11 @@ func (t *thread) finishCompaction(tr *turn, c *compactRun, summary string, err e
 	}
 	t.compactStreak = o.Streak // reset only by real user input (userMessage)
 	if o.Verdict == compaction.Fail {
-		t.failTurn(tr, &contextError{msg: o.Message})
+		t.failTurn(tr, &turnwire.ContextError{Msg: o.Message})
 		return
 	}
 	c.then()
 }
-
-// contextError ends a turn that compaction cannot help: its TurnError has
-// codexErrorInfo "contextWindowExceeded".
-type contextError struct{ msg string }
-
-func (e *contextError) Error() string { return e.msg }
 
 // savedHistory is an ephemeral thread's history before a compaction in
 // turn turnID, for thread/revert (a persistent thread's store keeps it).
@@ -457,19 +349,9 @@ func (t *thread) undoCompactions(dropped []string) {
 // the newest user messages, and, mid-turn, the step in flight. inflight is
 // that step's length.
 func (t *thread) compactedHistory(tr *turn, summary string) (hist []model.Entry, inflight int) {
-	p := compaction.Replace(entries(t.history), compaction.Step{InStep: tr.inStep, Start: tr.stepStart},
+	p := compaction.Replace(contextwindow.Entries(t.history), compaction.Step{InStep: tr.inStep, Start: tr.stepStart},
 		summary, t.pinnedContext(tr), compaction.KeptBudget(t.outputBudget(tr)))
-	hist = append(hist, model.Entry{Kind: model.EntryUser, Text: p.Summary})
-	if p.Pinned != "" {
-		hist = append(hist, model.Entry{Kind: model.EntryUser, Text: p.Pinned})
-	}
-	for _, k := range p.Users {
-		e := t.history[k.Index] // its images too
-		e.Text = k.Text
-		hist = append(hist, e)
-	}
-	hist = append(hist, t.history[p.Tail:]...)
-	return hist, p.Inflight(len(t.history))
+	return contextwindow.Compacted(t.history, p)
 }
 
 // pinnedContext is what no summary may lose: the full-auto objective and

@@ -55,4 +55,21 @@
 // session declares what it consumes: the editor (Client), the model
 // (via model.Client, configured from config), the store and the tools. It
 // must not import server or any JSON-RPC package.
+//
+// A turn's parts that need no thread are leaves session calls:
+// the TurnError of what ended a turn, an item's stored JSON, reasoning
+// joined from its parts and the request's service tier are turnwire's.
+// The thread port's outcome streams are package outcomes (threads.go publishes).
+// Paging of the thread lists and thread/list's store options are threadwire's,
+// and so are a thread's settings: stored, overridden by thread/start, resume,
+// fork, turn/start and thread/settings/update.
+// Opening each workspace's snapshot store once, a turn's checkpoint record and
+// revert's plan and refusal are tools/checkpoint's (turns.go).
+// Context windows, learned or configured, the history as compaction reads
+// it, the summary request and the compacted history are contextwindow's.
+// The hooks' interfaces (Aligner, ProjectContexter, Summarizer, IntentRouter)
+// are session/port's (hooks.go); an alignment's approval reason is brain's,
+// record_decision's tool and arguments agenttools', the intent confirmation's
+// question and answer manager's.
+// The queue of model events to the thread and the merging of deltas are modelstream's.
 package session

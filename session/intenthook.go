@@ -3,36 +3,21 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"slices"
 
 	"github.com/apserver/apserver/fullauto"
+	"github.com/apserver/apserver/manager"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"
 )
 
-// IntentRouter is the manager's intent from chat as the session sees it
-// (docs/manager.md#intent-from-chat; projects.Service implements it, cmd
-// wires it into Options.Intents).
-type IntentRouter interface {
-	// RouteIntent classifies a user message of a thread whose workspace is
-	// cwd and acts on it (starts building a phase, pauses the autopilot…).
-	// It may ask a model: it is never called on a thread goroutine.
-	RouteIntent(ctx context.Context, r IntentRequest) IntentOutcome
-}
-
-// The router's request and answer are the port's (projects answers them
-// without importing session).
+// The router, its request and answer are the port's (projects answers
+// them without importing session).
 type (
+	IntentRouter  = port.IntentRouter
 	IntentRequest = port.IntentRequest
 	IntentOutcome = port.IntentOutcome
 	IntentConfirm = port.IntentConfirm
-)
-
-// Confirmation answers: the option labels of the question.
-const (
-	IntentApply  = "Apply"
-	IntentCancel = "Cancel"
 )
 
 // routeIntent runs before a turn's first model request (runTurn): a user
@@ -87,13 +72,12 @@ func (t *thread) managerMessage(tr *turn, msg string) bool {
 // a child goroutine) and completes the turn with the manager's message.
 func (t *thread) confirmIntent(tr *turn, c IntentConfirm) {
 	params := protocol.ToolRequestUserInputParams{ThreadID: t.id, TurnID: tr.id, ItemID: t.uniqueItemID(""), IsBlocking: true,
-		Questions: []protocol.UserInputQuestion{{ID: "confirm", Header: "Manager", Question: c.Question, Options: []protocol.UserInputOption{
-			{Label: IntentApply, Description: "Make the change"}, {Label: IntentCancel, Description: "Leave the plan as it is"}}}}}
+		Questions: manager.ConfirmQuestions(c.Question)}
 	req := serverRequest{Method: protocol.RequestUserInput, Params: params, Kind: "question"}
 	t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{protocol.FlagWaitingOnUserInput}})
 	t.sendRequest(tr, req, func(id int64, raw json.RawMessage, err error) {
 		t.resolved(id)
-		confirmed := err == nil && confirmedIn(raw)
+		confirmed := err == nil && manager.Confirmed(raw)
 		ctx := tr.ctx
 		go func() {
 			msg := c.Apply(context.WithoutCancel(ctx), confirmed)
@@ -108,19 +92,6 @@ func (t *thread) confirmIntent(tr *turn, c IntentConfirm) {
 			})
 		}()
 	})
-}
-
-// confirmedIn reports whether a requestUserInput answer chose Apply.
-func confirmedIn(raw json.RawMessage) bool {
-	var a struct {
-		Answers map[string]struct {
-			Answers []string `json:"answers"`
-		} `json:"answers"`
-	}
-	if json.Unmarshal(raw, &a) != nil {
-		return false
-	}
-	return slices.Contains(a.Answers["confirm"].Answers, IntentApply)
 }
 
 // SetIntentRouter sets Options.Intents, for a Manager made before the

@@ -7,16 +7,17 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 
 	"github.com/apserver/apserver/agenttools"
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/contextwindow"
 	"github.com/apserver/apserver/dynamictools"
 	"github.com/apserver/apserver/internal/clock"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/modelcatalog"
+	"github.com/apserver/apserver/outcomes"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/threadwire"
@@ -99,14 +100,13 @@ type Manager struct {
 	turnEnded chan struct{}      // closed at the next turn/completed, for Drain; nil: nobody waits
 	threads   map[string]*thread // loaded threads
 	models    map[string]*model.Client
-	ckpts     map[string]*checkpointOpening // snapshot stores by workspace (checkpoint.go)
+	ckpts     *checkpoint.Stores // snapshot stores by workspace (checkpoint.go)
 	// atClose and atInterrupt are the services' hooks (host.go).
 	atClose, atInterrupt []func()
 
-	// learnedWindows are context windows learned from requests a provider
-	// refused as too long, for models no configuration sizes (compact.go):
-	// windowKey (provider and model name) → tokens.
-	learnedWindows sync.Map
+	// windows are the context windows learned from requests a provider
+	// refused as too long (compact.go).
+	windows contextwindow.Windows
 
 	mcp      *mcpState // MCP servers (mcptools.go); set by NewManager
 	watchers watchers  // the thread port's outcome streams (threads.go)
@@ -128,7 +128,7 @@ func NewManager(opts Options) *Manager {
 		storeReady: make(chan struct{}),
 		threads:    map[string]*thread{},
 		models:     map[string]*model.Client{},
-		ckpts:      map[string]*checkpointOpening{},
+		ckpts:      checkpoint.NewStores(ctx, opts.DataDir, opts.Checkpoints),
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -220,7 +220,7 @@ func (m *Manager) notifyAbout(threadID, method string, params any) {
 	} else {
 		m.client.Notify(method, params)
 	}
-	if o := outcomeOf(threadID, method, params); o != nil {
+	if o := outcomes.Of(threadID, method, params); o != nil {
 		m.watchers.publish(o)
 	}
 	if method == protocol.NotifyTurnCompleted {
@@ -258,42 +258,6 @@ func wrapNotFound(id string, err error) error {
 	return err
 }
 
-// resolveSettings merges request overrides onto a base.
-func (m *Manager) resolveSettings(base threadSettings, o protocol.ThreadSettings) (threadSettings, error) {
-	s := base
-	if o.Cwd != nil && *o.Cwd != "" {
-		if !filepath.IsAbs(*o.Cwd) {
-			return s, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: cwd must be an absolute path: %s", *o.Cwd)
-		}
-		s.Cwd = filepath.Clean(*o.Cwd)
-	}
-	if o.Model != nil && *o.Model != "" {
-		s.Model = *o.Model
-	}
-	if o.ModelProvider != nil && *o.ModelProvider != "" {
-		s.Provider = *o.ModelProvider // checked by ValidateThreadSettings
-	}
-	if o.ServiceTier != nil {
-		s.ServiceTier = *o.ServiceTier
-	}
-	if o.ApprovalPolicy != nil {
-		if o.ApprovalPolicy.Granular != nil {
-			return s, protocol.Errorf(protocol.ErrInvalidRequest, "askForApproval.granular requires experimentalApi capability")
-		}
-		s.ApprovalPolicy = o.ApprovalPolicy.Mode
-	}
-	if o.Sandbox != nil {
-		s.Sandbox = *o.Sandbox
-	}
-	if o.BaseInstructions != nil {
-		s.BaseInstructions = *o.BaseInstructions
-	}
-	if o.DeveloperInstructions != nil {
-		s.DeveloperInstructions = *o.DeveloperInstructions
-	}
-	return s, nil
-}
-
 func (m *Manager) defaultSettings() threadSettings {
 	c := m.opts.Config
 	cwd := m.opts.Cwd
@@ -318,7 +282,7 @@ func (m *Manager) defaultSettings() threadSettings {
 
 // StartThread implements thread/start: the response, then thread/started.
 func (m *Manager) StartThread(ctx context.Context, p protocol.ThreadStartParams, reply Reply) {
-	s, err := m.resolveSettings(m.defaultSettings(), p.ThreadSettings)
+	s, err := threadwire.ResolveSettings(m.defaultSettings(), p.ThreadSettings)
 	if err != nil {
 		reply(nil, err)
 		return
@@ -379,7 +343,7 @@ func (m *Manager) load(ctx context.Context, id string) (*thread, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading thread %s: %w", id, wrapNotFound(id, err))
 	}
-	s := settingsFromStore(meta, m.defaultSettings())
+	s := threadwire.SettingsFromStore(meta, m.defaultSettings())
 	m.mu.Lock()
 	if t := m.threads[id]; t != nil { // lost a race with another load
 		m.mu.Unlock()
@@ -408,7 +372,7 @@ func (m *Manager) ForkThread(ctx context.Context, p protocol.ThreadForkParams, r
 		reply(nil, wrapNotFound(p.ThreadID, err))
 		return
 	}
-	s, err := m.resolveSettings(settingsFromStore(src, m.defaultSettings()), p.ThreadSettings)
+	s, err := threadwire.ResolveSettings(threadwire.SettingsFromStore(src, m.defaultSettings()), p.ThreadSettings)
 	if err != nil {
 		reply(nil, err)
 		return
@@ -436,27 +400,7 @@ func (m *Manager) ListThreads(ctx context.Context, p protocol.ThreadListParams, 
 			reply(nil, err)
 			return
 		}
-		o := store.ListOptions{}
-		if p.Cursor != nil {
-			o.Cursor = *p.Cursor
-		}
-		if p.Limit != nil {
-			o.Limit = *p.Limit
-		}
-		if p.SortKey != nil && *p.SortKey != "created_at" { // recency and (without sections) section position follow updates
-			o.SortKey = "updated_at"
-		}
-		o.Ascending = p.SortDirection != nil && *p.SortDirection == "asc"
-		o.Archived = p.Archived != nil && *p.Archived
-		o.Cwds, _ = p.Cwds()
-		if p.SearchTerm != nil {
-			o.SearchTerm = *p.SearchTerm
-		}
-		o.ModelProviders = p.ModelProviders
-		if p.IncludedThreadIDs != nil {
-			o.OnlyIDs, o.IDs = true, *p.IncludedThreadIDs
-		}
-		rows, next, err := db.ListThreads(ctx, o)
+		rows, next, err := db.ListThreads(ctx, threadwire.ListOptions(p))
 		if err != nil {
 			if errors.Is(err, store.ErrBadCursor) {
 				err = protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: invalid cursor")

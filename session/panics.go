@@ -32,7 +32,7 @@ func (t *thread) guard(site string, f func()) {
 	defer func() {
 		if r := recover(); r != nil {
 			t.recovered(r, debug.Stack())
-			t.events.rearm()
+			t.events.Rearm()
 		}
 	}()
 	panicPoint(site, t.id)
@@ -58,21 +58,6 @@ func (t *thread) recovered(r any, stack []byte) {
 		}
 	}()
 	t.failTurn(tr, fmt.Errorf("internal error: %v", r))
-}
-
-// rearm wakes the thread again when events wait: a panic may have come
-// between the wake-up and taking them, and push signals only when the
-// queue goes from empty to non-empty.
-func (q *eventQueue) rearm() {
-	q.mu.Lock()
-	n := len(q.evs)
-	q.mu.Unlock()
-	if n > 0 {
-		select {
-		case q.wake <- struct{}{}:
-		default:
-		}
-	}
 }
 
 // childRecover, deferred by a child goroutine of turn tr (its model

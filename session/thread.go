@@ -8,53 +8,15 @@ import (
 
 	"github.com/apserver/apserver/instructions"
 	"github.com/apserver/apserver/model"
+	"github.com/apserver/apserver/modelstream"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/threadwire"
+	"github.com/apserver/apserver/tools/checkpoint"
 )
 
-// threadSettings are a thread's effective settings. Turn overrides stick.
-type threadSettings struct {
-	Cwd                   string                  `json:"cwd"`
-	Model                 string                  `json:"model"`
-	Provider              string                  `json:"provider"`
-	ApprovalPolicy        protocol.ApprovalPolicy `json:"approvalPolicy"`
-	Sandbox               protocol.SandboxMode    `json:"sandbox"`
-	Effort                string                  `json:"effort,omitempty"`
-	Summary               string                  `json:"summary,omitempty"` // reasoning summary (turn/start summary)
-	ServiceTier           string                  `json:"serviceTier,omitempty"`
-	BaseInstructions      string                  `json:"baseInstructions,omitempty"`
-	DeveloperInstructions string                  `json:"developerInstructions,omitempty"`
-	DisabledTools         string                  `json:"disabledTools,omitempty"` // from thread/start config (configtools.go)
-	DynamicTools          string                  `json:"dynamicTools,omitempty"`  // thread/start's dynamicTools as JSON (dynamictools.go)
-	// Mode is the collaboration mode turn/start set last (planmode.go).
-	Mode string `json:"mode,omitempty"`
-	// GitInfo is what thread/metadata/update stored (threadops.go).
-	GitInfo *protocol.GitInfo `json:"gitInfo,omitempty"`
-}
-
-func settingsFromStore(meta store.Thread, def threadSettings) threadSettings {
-	s := def
-	if len(meta.Settings) > 0 {
-		_ = json.Unmarshal(meta.Settings, &s)
-	}
-	if meta.Cwd != "" {
-		s.Cwd = meta.Cwd
-	}
-	if meta.Model != "" {
-		s.Model = meta.Model
-	}
-	if meta.ModelProvider != "" {
-		s.Provider = meta.ModelProvider
-	}
-	if meta.ApprovalPolicy != "" {
-		s.ApprovalPolicy = protocol.ApprovalPolicy(meta.ApprovalPolicy)
-	}
-	if meta.Sandbox != "" {
-		s.Sandbox = protocol.SandboxMode(meta.Sandbox)
-	}
-	return s
-}
+// threadSettings are a thread's effective settings (threadwire.Settings).
+type threadSettings = threadwire.Settings
 
 // thread is one loaded conversation. Every field below mu-free is owned by
 // the thread's goroutine (run); other goroutines only post closures.
@@ -81,7 +43,7 @@ type thread struct {
 	approvedPaths map[string]bool
 	// ckpts are the checkpoints of an ephemeral thread's turns (persistent
 	// threads keep them in the store).
-	ckpts map[string]turnCheckpoints
+	ckpts map[string]checkpoint.Turn
 	// histMark is len(history) when each turn started (for reverting
 	// ephemeral threads).
 	histMark map[string]int
@@ -120,7 +82,7 @@ func (m *Manager) newThread(meta store.Thread, s threadSettings) *thread {
 		m:        m,
 		id:       meta.ID,
 		inbox:    make(chan func(), 256),
-		events:   newEventQueue(),
+		events:   modelstream.NewQueue[*turn](),
 		done:     make(chan struct{}),
 		ctx:      ctx,
 		stop:     cancel,
@@ -129,7 +91,7 @@ func (m *Manager) newThread(meta store.Thread, s threadSettings) *thread {
 		approved: map[string]bool{},
 
 		approvedPaths: map[string]bool{},
-		ckpts:         map[string]turnCheckpoints{},
+		ckpts:         map[string]checkpoint.Turn{},
 		histMark:      map[string]int{},
 		itemIDs:       map[string]bool{},
 		portAnswers:   map[int64]portAnswer{},
@@ -159,7 +121,7 @@ func (t *thread) loop() {
 				return
 			}
 			t.guard("inbox", f)
-		case <-t.events.wake:
+		case <-t.events.Wake():
 			if t.ctx.Err() != nil {
 				t.abandonTurn()
 				return
@@ -368,7 +330,7 @@ func (t *thread) reloadHistory(db *store.Store) error {
 
 // resume answers thread/resume.
 func (t *thread) resume(p protocol.ThreadResumeParams, reply Reply) {
-	s, err := t.m.resolveSettings(t.settings, p.ThreadSettings)
+	s, err := threadwire.ResolveSettings(t.settings, p.ThreadSettings)
 	if err != nil {
 		reply(nil, err)
 		return

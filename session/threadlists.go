@@ -19,7 +19,7 @@ func (m *Manager) ListLoadedThreads(_ context.Context, p protocol.PageParams, re
 	}
 	m.mu.Unlock()
 	sort.Strings(ids)
-	reply(page(ids, p.Cursor, p.Limit, func(id string) string { return id }))
+	reply(threadwire.Page(ids, p.Cursor, p.Limit, func(id string) string { return id }))
 }
 
 // Loaded reports whether a thread is in memory.
@@ -48,7 +48,7 @@ func (m *Manager) ListTurns(ctx context.Context, p protocol.ThreadTurnsListParam
 		if p.SortDirection == nil || *p.SortDirection == "desc" {
 			slices.Reverse(turns)
 		}
-		reply(page(turns, p.Cursor, p.Limit, func(t protocol.Turn) string { return t.ID }))
+		reply(threadwire.Page(turns, p.Cursor, p.Limit, func(t protocol.Turn) string { return t.ID }))
 	}()
 }
 
@@ -61,18 +61,8 @@ func (m *Manager) ListItems(ctx context.Context, p protocol.ThreadItemsListParam
 			reply(nil, err)
 			return
 		}
-		items := []protocol.ThreadItemEntry{}
-		found := p.TurnID == nil
-		for _, t := range turns {
-			if p.TurnID != nil && t.ID != *p.TurnID {
-				continue
-			}
-			found = true
-			for _, it := range t.Items {
-				items = append(items, protocol.ThreadItemEntry{Item: it, TurnID: t.ID})
-			}
-		}
-		if !found {
+		items, ok := threadwire.ItemEntries(turns, p.TurnID)
+		if !ok {
 			reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "turn not found: %s", *p.TurnID))
 			return
 		}
@@ -84,7 +74,7 @@ func (m *Manager) ListItems(ctx context.Context, p protocol.ThreadItemsListParam
 		if after != "" {
 			cursor = &after
 		}
-		reply(page(items, cursor, p.Limit, func(e protocol.ThreadItemEntry) string { return e.Item.ItemID() }))
+		reply(threadwire.Page(items, cursor, p.Limit, func(e protocol.ThreadItemEntry) string { return e.Item.ItemID() }))
 	}()
 }
 
@@ -106,35 +96,6 @@ func (m *Manager) turnsOf(ctx context.Context, id string) ([]protocol.Turn, erro
 		return nil, err
 	}
 	return threadwire.LoadTurns(ctx, db, meta.ID)
-}
-
-// page cuts a list after the element whose key is cursor, limit long; the
-// next cursor is the key of the last element returned when more follow.
-func page[T any](all []T, cursor *string, limit *int, key func(T) string) (protocol.PageResult[T], error) {
-	start := 0
-	if cursor != nil && *cursor != "" {
-		start = -1
-		for i, x := range all {
-			if key(x) == *cursor {
-				start = i + 1
-				break
-			}
-		}
-		if start < 0 {
-			return protocol.PageResult[T]{}, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: invalid cursor")
-		}
-	}
-	rest := all[start:]
-	res := protocol.PageResult[T]{Data: rest}
-	if limit != nil && *limit > 0 && *limit < len(rest) {
-		res.Data = rest[:*limit]
-		next := key(res.Data[len(res.Data)-1])
-		res.NextCursor = &next
-	}
-	if res.Data == nil {
-		res.Data = []T{}
-	}
-	return res, nil
 }
 
 // ReleaseEphemeral unloads an ephemeral thread that no client follows any

@@ -12,6 +12,7 @@ import (
 	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/threadwire"
 	"github.com/apserver/apserver/tools"
+	"github.com/apserver/apserver/tools/checkpoint"
 	"github.com/apserver/apserver/tools/rules"
 	"github.com/apserver/apserver/tools/sandbox"
 )
@@ -40,7 +41,7 @@ func (m *Manager) DeleteThread(ctx context.Context, p protocol.ThreadIDParams, r
 				reply(nil, wrapNotFound(p.ThreadID, err))
 				return
 			}
-			if keys, err := db.ListState(ctx, checkpointKey(p.ThreadID, "")); err == nil {
+			if keys, err := db.ListState(ctx, checkpoint.TurnKey(p.ThreadID, "")); err == nil {
 				for k := range keys {
 					_ = db.DeleteState(ctx, k)
 				}
@@ -77,7 +78,7 @@ func (m *Manager) UpdateThreadMetadata(ctx context.Context, p protocol.ThreadMet
 			reply(nil, err)
 			return
 		}
-		s := settingsFromStore(meta, m.defaultSettings())
+		s := threadwire.SettingsFromStore(meta, m.defaultSettings())
 		s.GitInfo = threadwire.PatchGitInfo(s.GitInfo, p.GitInfo)
 		meta.Settings, _ = json.Marshal(s)
 		if err := db.UpdateThread(ctx, meta); err != nil {
@@ -221,33 +222,10 @@ func (m *Manager) UpdateThreadSettings(ctx context.Context, p protocol.ThreadSet
 }
 
 func (t *thread) updateSettings(p protocol.ThreadSettingsUpdateParams, reply Reply) {
-	s := t.settings
-	set := func(dst *string, v *string) {
-		if v != nil && *v != "" {
-			*dst = *v
-		}
-	}
-	set(&s.Cwd, p.Cwd)
-	set(&s.Model, p.Model)
-	set(&s.Effort, p.Effort)
-	if p.ApprovalPolicy != nil {
-		if p.ApprovalPolicy.Granular != nil {
-			reply(nil, protocol.Errorf(protocol.ErrInvalidRequest, "askForApproval.granular requires experimentalApi capability"))
-			return
-		}
-		if p.ApprovalPolicy.Mode != "" {
-			s.ApprovalPolicy = p.ApprovalPolicy.Mode
-		}
-	}
-	if p.SandboxPolicy != nil {
-		mode := protocol.SandboxModeFor(*p.SandboxPolicy)
-		s.Sandbox = mode
-	}
-	if cm := p.CollaborationMode; cm != nil {
-		s.Mode = cm.Mode
-		if cm.Mode == protocol.ModeDefault {
-			s.Mode = ""
-		}
+	s, err := t.settings.Updated(p)
+	if err != nil {
+		reply(nil, err)
+		return
 	}
 	if s != t.settings {
 		old := t.settings

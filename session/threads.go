@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 
+	"github.com/apserver/apserver/outcomes"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"
+	"github.com/apserver/apserver/threadwire"
 )
 
 // The thread port (package port): what the layers above session (runner,
@@ -71,19 +72,13 @@ func (p threadPort) StartThread(ctx context.Context, s port.ThreadSpec) (string,
 }
 
 func (p threadPort) Resume(ctx context.Context, threadID string, s protocol.ThreadSettings) error {
-	if p.m.Loaded(threadID) && isZeroSettings(s) {
+	if p.m.Loaded(threadID) && threadwire.NoOverrides(s) {
 		return nil
 	}
 	_, err := await[protocol.ThreadResumeResult](ctx, "thread/resume", func(r Reply) {
 		p.m.ResumeThread(ctx, protocol.ThreadResumeParams{ThreadID: threadID, ThreadSettings: s, ExcludeTurns: true}, r)
 	})
 	return err
-}
-
-func isZeroSettings(s protocol.ThreadSettings) bool {
-	return s.Cwd == nil && s.Model == nil && s.ModelProvider == nil && s.ServiceTier == nil && s.ApprovalPolicy == nil &&
-		s.ApprovalsReviewer == nil && s.Sandbox == nil && len(s.Config) == 0 && s.BaseInstructions == nil &&
-		s.DeveloperInstructions == nil && s.Personality == nil
 }
 
 func (p threadPort) StartTurn(ctx context.Context, tp protocol.TurnStartParams) (protocol.Turn, error) {
@@ -224,121 +219,10 @@ func (t *thread) answerFromPort(id int64, result json.RawMessage) error {
 	return nil
 }
 
-// outcomeOf is the port's outcome for a notification about threadID, if
-// it is one (turn/completed, item/completed, fullAuto/statusChanged).
-func outcomeOf(threadID, method string, params any) port.Outcome {
-	switch p := params.(type) {
-	case protocol.TurnNotification:
-		if method == protocol.NotifyTurnCompleted {
-			return port.TurnEnded{ThreadID: threadID, TurnID: p.Turn.ID, Status: p.Turn.Status, Error: p.Turn.Error}
-		}
-	case protocol.ItemCompletedNotification:
-		return port.ItemCompleted{ThreadID: threadID, TurnID: p.TurnID, Item: p.Item}
-	case protocol.FullAutoStatusChangedNotification:
-		run := p.Run
-		run.State = p.State
-		return port.FullAutoChanged{ThreadID: threadID, Run: run}
-	}
-	return nil
-}
+// watchers are the port's outcome streams, by thread (package outcomes).
+type watchers struct{ outcomes.Hub }
 
-// watchers are the port's outcome streams, by thread.
-type watchers struct {
-	mu sync.Mutex
-	by map[string]map[*outcomeStream]bool // guarded by mu
-}
-
-func (w *watchers) watch(threadID string) *outcomeStream {
-	s := &outcomeStream{w: w, thread: threadID, wake: make(chan struct{}, 1)}
-	w.mu.Lock()
-	if w.by == nil {
-		w.by = map[string]map[*outcomeStream]bool{}
-	}
-	if w.by[threadID] == nil {
-		w.by[threadID] = map[*outcomeStream]bool{}
-	}
-	w.by[threadID][s] = true
-	w.mu.Unlock()
-	return s
-}
+func (w *watchers) watch(threadID string) port.Stream { return w.Watch(threadID) }
 
 // publish queues o on every stream watching its thread. It never blocks.
-func (w *watchers) publish(o port.Outcome) {
-	w.mu.Lock()
-	subs := w.by[o.Thread()]
-	list := make([]*outcomeStream, 0, len(subs))
-	for s := range subs {
-		list = append(list, s)
-	}
-	w.mu.Unlock()
-	for _, s := range list {
-		s.push(o)
-	}
-}
-
-// outcomeStream is a port.Stream.
-type outcomeStream struct {
-	w      *watchers
-	thread string
-	wake   chan struct{}
-
-	mu     sync.Mutex
-	queue  []port.Outcome // guarded by mu
-	closed bool           // guarded by mu
-}
-
-func (s *outcomeStream) push(o port.Outcome) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	s.queue = append(s.queue, o)
-	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (s *outcomeStream) Next(ctx context.Context) (port.Outcome, error) {
-	for {
-		s.mu.Lock()
-		if len(s.queue) > 0 {
-			o := s.queue[0]
-			s.queue[0] = nil
-			s.queue = s.queue[1:]
-			s.mu.Unlock()
-			return o, nil
-		}
-		closed := s.closed
-		s.mu.Unlock()
-		if closed {
-			return nil, port.ErrClosed
-		}
-		select {
-		case <-s.wake:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
-func (s *outcomeStream) Close() {
-	s.w.mu.Lock()
-	if subs := s.w.by[s.thread]; subs != nil {
-		delete(subs, s)
-		if len(subs) == 0 {
-			delete(s.w.by, s.thread)
-		}
-	}
-	s.w.mu.Unlock()
-	s.mu.Lock()
-	s.closed = true
-	s.queue = nil
-	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-}
+func (w *watchers) publish(o port.Outcome) { w.Publish(o) }

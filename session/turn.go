@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 	"unicode/utf8"
 
@@ -16,7 +15,9 @@ import (
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/store"
+	"github.com/apserver/apserver/tools/checkpoint"
 	"github.com/apserver/apserver/tools/files"
+	"github.com/apserver/apserver/turnwire"
 )
 
 // turn is the active turn of a thread; owned by the thread goroutine.
@@ -62,12 +63,9 @@ type turn struct {
 	msgText      model.TextBuffer
 	msgStarted   time.Time
 	reasoning    *protocol.ReasoningItem // reasoning in flight
-	// reasonParts hold the reasoning's streamed summary and content parts
-	// (by index) until the item completes (reasoningItem): appending each
-	// delta to a string would copy the part so far at every delta.
-	reasonParts [2][]model.TextBuffer
-	reasonModel string
-	calls       []model.ToolCall // tool calls of the last response, not yet run
+	reasonParts  turnwire.Reasoning      // its streamed parts until it completes
+	reasonModel  string
+	calls        []model.ToolCall // tool calls of the last response, not yet run
 
 	// pendingInput is steered input not yet given to the model.
 	pendingInput []userInput
@@ -101,7 +99,7 @@ type turn struct {
 	// Checkpoints: the start snapshot being taken, the ids recorded so far,
 	// whether a diff was sent and the end snapshot recorded.
 	startSnap   *pendingSnapshot
-	ckpt        turnCheckpoints
+	ckpt        checkpoint.Turn
 	ckptWarned  bool
 	diffSent    bool
 	endRecorded bool
@@ -125,7 +123,7 @@ const turnKindCompact = "compact"
 func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 	if tr := t.turn; tr != nil {
 		if tr.kind == turnKindCompact {
-			reply(nil, notSteerable(tr.kind))
+			reply(nil, turnwire.NotSteerable(tr.kind))
 			return
 		}
 		// Codex: turn/start on a busy thread steers the active turn.
@@ -144,35 +142,13 @@ func (t *thread) startTurn(p protocol.TurnStartParams, reply Reply) {
 	t.runTurn(tr, userInput{p.Input, p.ClientUserMessage}, nil)
 }
 
-// setSetting sets *dst to a non-empty *v and notes whether that changed it.
-func setSetting[T ~string](dst, v *T, changed *bool) {
-	if v != nil && *v != "" && *dst != *v {
-		*dst, *changed = *v, true
-	}
-}
-
 // beginTurn makes the thread's next turn from p (its settings overrides
 // stick) and records it; the caller answers, then calls runTurn. Both
 // turn/start and a full-auto run start turns this way.
 func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
-	changed := false
-	if p.Cwd != nil && *p.Cwd != "" && !filepath.IsAbs(*p.Cwd) {
-		return nil, protocol.Errorf(protocol.ErrInvalidParams, "Invalid params: cwd must be an absolute path: %s", *p.Cwd)
-	}
-	setSetting(&t.settings.Cwd, p.Cwd, &changed)
-	setSetting(&t.settings.Model, p.Model, &changed)
-	setSetting(&t.settings.Effort, p.Effort, &changed)
-	setSetting(&t.settings.Summary, p.Summary, &changed)
-	setSetting(&t.settings.ServiceTier, p.ServiceTier, &changed)
-	if p.ApprovalPolicy != nil {
-		if p.ApprovalPolicy.Granular != nil {
-			return nil, protocol.Errorf(protocol.ErrInvalidRequest, "askForApproval.granular requires experimentalApi capability")
-		}
-		setSetting(&t.settings.ApprovalPolicy, &p.ApprovalPolicy.Mode, &changed)
-	}
-	if p.SandboxPolicy != nil {
-		mode := protocol.SandboxModeFor(*p.SandboxPolicy)
-		setSetting(&t.settings.Sandbox, &mode, &changed)
+	changed, err := t.settings.ApplyTurn(p)
+	if err != nil {
+		return nil, err
 	}
 	modelName, provider, err := t.m.opts.Config.ResolveThreadModel(t.settings.Model, t.settings.Provider)
 	if err != nil {
@@ -224,7 +200,7 @@ func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 	if d := t.m.opts.Config.TurnMaxTime; d > 0 {
 		tr.limit = t.m.clock.AfterFunc(d, func() {
 			t.postEvent(ctx, func() {
-				t.failTurn(tr, &limitError{what: fmt.Sprintf("the turn ran longer than %s", d), key: "turn_max_time_ms"})
+				t.failTurn(tr, &turnwire.LimitError{What: fmt.Sprintf("the turn ran longer than %s", d), Key: "turn_max_time_ms"})
 			})
 		})
 	}
@@ -277,7 +253,7 @@ func (t *thread) steer(p protocol.TurnSteerParams, reply Reply) {
 		return
 	}
 	if tr.kind == turnKindCompact {
-		reply(nil, notSteerable(tr.kind))
+		reply(nil, turnwire.NotSteerable(tr.kind))
 		return
 	}
 	tr.pendingInput = append(tr.pendingInput, userInput{p.Input, p.ClientUserMessage})
@@ -427,7 +403,7 @@ func (t *thread) commitItem(tr *turn, item protocol.ThreadItem, hist []model.Ent
 	now := t.m.clock.Now()
 	hist = t.budgetOutputs(tr, item, hist) // tooloutput.go
 	if t.persistent() {
-		raw, enc, err := encodeItem(item)
+		raw, enc, err := turnwire.Encode(item)
 		if err != nil {
 			return fmt.Errorf("encoding item %s: %w", item.ItemID(), err)
 		}
@@ -450,28 +426,6 @@ func (t *thread) commitItem(tr *turn, item protocol.ThreadItem, hist []model.Ent
 	}
 	t.notify(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, CompletedAtMs: now.UnixMilli()})
 	return nil
-}
-
-// encodeItem is the stored JSON of item. Every item type encodes itself
-// (compact, with its "type" tag); calling that directly spares the copy
-// json.Marshal makes of the result, which for an answer cut at a 64 MiB
-// response cap is 64 MiB more at the worst moment. An item whose encoding
-// is protocol.HugeEncoding or more comes back as an encoding that escapes
-// its long strings as it is written (the same bytes): the store writes it
-// straight to the item's side file, and the JSON is never held whole.
-func encodeItem(item protocol.ThreadItem) ([]byte, store.Encoding, error) {
-	if l, ok, err := protocol.MarshalLarge(item, true); err == nil && ok {
-		if l.Len() >= protocol.HugeEncoding {
-			return nil, l, nil
-		}
-		return l.AppendTo(make([]byte, 0, l.Len())), nil, nil
-	}
-	if m, ok := item.(json.Marshaler); ok {
-		b, err := m.MarshalJSON()
-		return b, nil, err
-	}
-	b, err := json.Marshal(item)
-	return b, nil, err
 }
 
 // postEvent queues an event from a child goroutine; it is dropped if the
@@ -502,7 +456,7 @@ func (t *thread) sample(tr *turn) {
 		Tools:             t.agentTools(),
 		ReasoningEffort:   t.settings.Effort,
 		ReasoningSummary:  t.settings.Summary,
-		ServiceTier:       requestTier(t.settings.ServiceTier),
+		ServiceTier:       turnwire.RequestTier(t.settings.ServiceTier),
 		ParallelToolCalls: true,
 		OutputSchema:      tr.schema,
 	}
@@ -511,9 +465,9 @@ func (t *thread) sample(tr *turn) {
 		defer t.childRecover(ctx, tr) // a panic fails the turn (panics.go)
 		panicPoint("sampling", t.id)
 		err := t.m.sched.stream(ctx, client, req, func(ev model.Event) { // capped across threads (sched.go)
-			t.events.push(ctx, modelEvent{tr: tr, gen: gen, ev: ev})
+			t.events.Push(ctx, modelEvent{Turn: tr, Gen: gen, Ev: ev})
 		})
-		t.events.push(ctx, modelEvent{tr: tr, gen: gen, done: true, err: err})
+		t.events.Push(ctx, modelEvent{Turn: tr, Gen: gen, Done: true, Err: err})
 	}()
 }
 
@@ -564,14 +518,14 @@ func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 		for len(tr.reasoning.Summary) <= ev.Index {
 			tr.reasoning.Summary = append(tr.reasoning.Summary, "")
 		}
-		tr.reasonPart(0, ev.Index).WriteString(ev.Text)
+		tr.reasonParts.Part(0, ev.Index).WriteString(ev.Text)
 		t.notify(protocol.NotifyReasoningSummaryDelta, protocol.ReasoningSummaryDeltaNotification{ThreadID: t.id, TurnID: tr.id, ItemID: tr.reasoning.ID, Delta: ev.Text, SummaryIndex: ev.Index})
 	case model.EvReasoningTextDelta:
 		t.startReasoning(tr, ev.ItemID)
 		for len(tr.reasoning.Content) <= ev.Index {
 			tr.reasoning.Content = append(tr.reasoning.Content, "")
 		}
-		tr.reasonPart(1, ev.Index).WriteString(ev.Text)
+		tr.reasonParts.Part(1, ev.Index).WriteString(ev.Text)
 		t.notify(protocol.NotifyReasoningTextDelta, protocol.ReasoningTextDeltaNotification{ThreadID: t.id, TurnID: tr.id, ItemID: tr.reasoning.ID, Delta: ev.Text, ContentIndex: ev.Index})
 	case model.EvReasoningDone:
 		if tr.reasoning == nil && len(ev.Summary) == 0 && len(ev.Content) == 0 {
@@ -579,10 +533,12 @@ func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 		}
 		t.startReasoning(tr, ev.ItemID)
 		if len(ev.Summary) > 0 { // the final event's parts are the whole text
-			tr.reasoning.Summary, tr.reasonParts[0] = ev.Summary, nil
+			tr.reasoning.Summary = ev.Summary
+			tr.reasonParts.Drop(0)
 		}
 		if len(ev.Content) > 0 {
-			tr.reasoning.Content, tr.reasonParts[1] = ev.Content, nil
+			tr.reasoning.Content = ev.Content
+			tr.reasonParts.Drop(1)
 		}
 		t.completeReasoning(tr)
 	case model.EvToolCall:
@@ -595,18 +551,12 @@ func (t *thread) onModelEvent(tr *turn, gen int, ev model.Event) {
 		if ev.Err != nil {
 			msg = fmt.Sprintf("Reconnecting... attempt %d: %v", ev.Attempt, ev.Err)
 		}
-		t.notify(protocol.NotifyError, protocol.ErrorNotification{Error: turnErrorFrom(ev.Err, msg), WillRetry: true, ThreadID: t.id, TurnID: tr.id})
+		t.notify(protocol.NotifyError, protocol.ErrorNotification{Error: turnwire.ErrorFrom(ev.Err, msg), WillRetry: true, ThreadID: t.id, TurnID: tr.id})
 	case model.EvCompleted:
 		if !t.flushInFlight(tr) {
 			return
 		}
-		last := protocol.TokenUsageBreakdown{
-			TotalTokens: ev.Usage.TotalTokens, InputTokens: ev.Usage.InputTokens, CachedInputTokens: ev.Usage.CachedInputTokens,
-			OutputTokens: ev.Usage.OutputTokens, ReasoningOutputTokens: ev.Usage.ReasoningOutputTokens,
-		}
-		if last.TotalTokens == 0 {
-			last.TotalTokens = last.InputTokens + last.OutputTokens
-		}
+		last := turnwire.Usage(ev.Usage)
 		t.usage.Add(last)
 		t.lastUsage = usageMark{valid: true, tokens: last.InputTokens + last.OutputTokens, histLen: len(t.history)}
 		t.notify(protocol.NotifyThreadTokenUsage, protocol.ThreadTokenUsageUpdatedNotification{
@@ -670,45 +620,12 @@ func (t *thread) startReasoning(tr *turn, modelID string) {
 	}
 	tr.reasonModel = modelID
 	tr.reasoning = &protocol.ReasoningItem{ID: t.uniqueItemID(modelID), Summary: []string{}, Content: []string{}}
-	tr.reasonParts = [2][]model.TextBuffer{}
+	tr.reasonParts.Reset()
 	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: *tr.reasoning, ThreadID: t.id, TurnID: tr.id, StartedAtMs: t.nowMs()})
 }
 
-// reasonPart is the buffer of the reasoning's summary (kind 0) or content
-// (kind 1) part i.
-func (tr *turn) reasonPart(kind, i int) *model.TextBuffer {
-	for len(tr.reasonParts[kind]) <= i {
-		tr.reasonParts[kind] = append(tr.reasonParts[kind], model.TextBuffer{})
-	}
-	return &tr.reasonParts[kind][i]
-}
-
-// reasoningItem is the reasoning in flight with its streamed parts joined;
-// the buffers are let go.
-func (tr *turn) reasoningItem() protocol.ReasoningItem {
-	item := *tr.reasoning
-	for kind, dst := range [2]*[]string{&item.Summary, &item.Content} {
-		bufs := tr.reasonParts[kind]
-		if len(bufs) == 0 {
-			continue
-		}
-		parts := append([]string(nil), (*dst)...)
-		for len(parts) < len(bufs) {
-			parts = append(parts, "")
-		}
-		for i := range bufs {
-			if bufs[i].Len() > 0 {
-				parts[i] = bufs[i].Take()
-			}
-		}
-		*dst = parts
-	}
-	tr.reasonParts = [2][]model.TextBuffer{}
-	return item
-}
-
 func (t *thread) completeReasoning(tr *turn) bool {
-	item := tr.reasoningItem()
+	item := tr.reasonParts.Item(*tr.reasoning)
 	tr.reasoning = nil
 	if err := t.commitItem(tr, item, nil); err != nil {
 		t.failTurn(tr, err)
@@ -784,65 +701,8 @@ func (t *thread) failTurn(tr *turn, err error) {
 		return
 	}
 	t.m.log.Error("turn failed", "thread", t.id, "turn", tr.id, "err", err)
-	te := turnErrorFrom(err, "")
+	te := turnwire.ErrorFrom(err, "")
 	t.completeTurn(tr, protocol.TurnFailed, &te)
-}
-
-// turnErrorFrom maps an error to a TurnError with Codex's error info.
-func turnErrorFrom(err error, msg string) protocol.TurnError {
-	te := protocol.TurnError{CodexErrorInfo: protocol.ErrorInfo("other")}
-	if msg != "" {
-		te.Message = msg
-	} else if err != nil {
-		te.Message = err.Error()
-	}
-	var me *model.Error
-	if errors.As(err, &me) {
-		if msg == "" {
-			te.Message = me.Message
-		}
-		switch me.Kind {
-		case model.ErrKindContextWindow:
-			te.CodexErrorInfo = protocol.ErrorInfo("contextWindowExceeded")
-		case model.ErrKindUnauthorized:
-			te.CodexErrorInfo = protocol.ErrorInfo("unauthorized")
-		case model.ErrKindServer:
-			te.CodexErrorInfo = protocol.ErrorInfo("internalServerError")
-		case model.ErrKindTooManyAttempts:
-			// Codex reports by the upstream status: a 5xx is a server
-			// error however often it was retried; a 429 is "too many
-			// failed attempts".
-			if me.HTTPStatus >= 500 {
-				te.CodexErrorInfo = protocol.ErrorInfo("internalServerError")
-			} else {
-				te.CodexErrorInfo = protocol.ErrorInfoHTTP("responseTooManyFailedAttempts", me.HTTPStatus)
-			}
-		case model.ErrKindConnection:
-			te.CodexErrorInfo = protocol.ErrorInfoHTTP("httpConnectionFailed", me.HTTPStatus)
-		case model.ErrKindDisconnected, model.ErrKindIdleTimeout:
-			te.CodexErrorInfo = protocol.ErrorInfoHTTP("responseStreamDisconnected", me.HTTPStatus)
-		case model.ErrKindOutputLimit:
-			te.Message = me.Message + " (config: response_max_output_bytes)"
-			te.AdditionalDetails = ptr("response_max_output_bytes")
-		case model.ErrKindResponseTimeout:
-			te.Message = me.Message + " (config: response_max_time_ms)"
-			te.AdditionalDetails = ptr("response_max_time_ms")
-		}
-	}
-	var ce *contextError
-	if errors.As(err, &ce) {
-		te.Message = ce.Error()
-		te.CodexErrorInfo = protocol.ErrorInfo("contextWindowExceeded")
-	}
-	var le *limitError
-	if errors.As(err, &le) {
-		te.Message = le.Error()
-		te.AdditionalDetails = ptr(le.key)
-	}
-	if te.Message == "" {
-		te.Message = "unknown error"
-	}
-	return te
 }
 
 // completeTurn ends the turn with the given status, in Codex's order.
@@ -914,19 +774,6 @@ const (
 	maxCommandTimeout     = 30 * time.Minute
 )
 
-// limitError ends a turn that went past one of its caps; key is the config
-// key that sets the cap. Its TurnError has codexErrorInfo "other" (see
-// docs/protocol.md: no Codex variant names a server-side cap, and the
-// stream variants would make full auto retry a runaway) with the key in
-// additionalDetails.
-type limitError struct {
-	what, key string
-}
-
-func (e *limitError) Error() string {
-	return fmt.Sprintf("%s; apserver stopped it (config: %s)", e.what, e.key)
-}
-
 // countOutput adds a model event's output to the turn's total and fails
 // the turn once it passes Config.TurnMaxOutputBytes; false means the turn
 // ended.
@@ -944,7 +791,7 @@ func (t *thread) countOutput(tr *turn, ev model.Event) bool {
 		return true
 	}
 	tr.streamCancel()
-	t.failTurn(tr, &limitError{what: fmt.Sprintf("the turn's model output passed %d bytes", limit), key: "turn_max_output_bytes"})
+	t.failTurn(tr, &turnwire.LimitError{What: fmt.Sprintf("the turn's model output passed %d bytes", limit), Key: "turn_max_output_bytes"})
 	return false
 }
 
@@ -975,21 +822,15 @@ func (t *thread) closeOpenItems(tr *turn) {
 			it = item
 		case protocol.ReasoningItem:
 			if tr.reasoning != nil && tr.reasoning.ID == item.ID {
-				item = tr.reasoningItem()
+				item = tr.reasonParts.Item(*tr.reasoning)
 				tr.reasoning = nil
 			}
 			it = item
-		case protocol.CommandExecutionItem:
-			item.Status = protocol.ItemFailed
-			it = item
-		case protocol.FileChangeItem:
-			item.Status = protocol.ItemFailed
-			it = item
-		case protocol.DynamicToolCallItem:
-			item.Status = protocol.ItemFailed
-			it = item
-		case protocol.ContextCompactionItem:
-			continue // nothing was compacted: the item stays open
+		default:
+			var ok bool
+			if it, ok = turnwire.Failed(it); !ok {
+				continue // nothing was compacted: the item stays open
+			}
 		}
 		if err := t.commitItem(tr, it, nil); err != nil {
 			// The client still learns the item is over.
@@ -997,18 +838,4 @@ func (t *thread) closeOpenItems(tr *turn) {
 			t.notify(protocol.NotifyItemCompleted, protocol.ItemCompletedNotification{Item: it, ThreadID: t.id, TurnID: tr.id, CompletedAtMs: t.nowMs()})
 		}
 	}
-}
-
-// requestTier is the service_tier a thread's serviceTier asks the provider
-// for. Codex's TUI sends "default" on every turn: that, "auto" and unset
-// send none, so that providers with other tiers or none (Groq, vLLM) are
-// not asked for one they refuse; Codex's "fast" is the API's "priority".
-func requestTier(tier string) string {
-	switch tier {
-	case "", "default", "auto":
-		return ""
-	case "fast":
-		return "priority"
-	}
-	return tier
 }

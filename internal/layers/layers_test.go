@@ -32,6 +32,7 @@ var layers = []struct {
 	{"fullauto", 4}, {"autodrive", 4}, {"runs", 4}, {"compaction", 4}, {"blueprint", 4}, {"brain", 4}, {"manager", 4}, {"controller", 4}, {"tools", 4}, {"store", 4}, {"model", 4}, {"config", 4},
 	{"github", 4}, {"mcp", 4}, {"mcpservers", 4}, {"internal/", 4},
 	{"tooloutput", 4}, {"imageinput", 4}, {"paramcheck", 4}, {"instructions", 4}, {"threadwire", 4}, {"mcptool", 4}, {"agenttools", 4}, {"modelcatalog", 4}, {"dynamictools", 4},
+	{"turnwire", 4}, {"outcomes", 4}, {"contextwindow", 4}, {"modelstream", 4},
 	{"commandpolicy", 4}, // the command judge: rules, sandbox, approval policy
 	{"filechange", 4},    // a file-changing tool call's changes without a thread
 	{"protocol", 5},

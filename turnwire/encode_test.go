@@ -1,4 +1,4 @@
-package session
+package turnwire
 
 import (
 	"bytes"
@@ -9,10 +9,10 @@ import (
 	"github.com/apserver/apserver/protocol"
 )
 
-// TestEncodeItemIsJSONMarshal: the stored JSON of an item is json.Marshal's
+// TestEncodeIsJSONMarshal: the stored JSON of an item is json.Marshal's
 // bytes whether it comes back whole (small, or with long strings) or, from
 // protocol.HugeEncoding on, as an encoding the store writes out itself.
-func TestEncodeItemIsJSONMarshal(t *testing.T) {
+func TestEncodeIsJSONMarshal(t *testing.T) {
 	for _, n := range []int{5, protocol.LargeMin + 3, protocol.HugeEncoding + 7} {
 		text := strings.Repeat("é<&>\u2028\"\\x", n/12+1)
 		for _, item := range []protocol.ThreadItem{
@@ -23,7 +23,7 @@ func TestEncodeItemIsJSONMarshal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			raw, enc, err := encodeItem(item)
+			raw, enc, err := Encode(item)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -237,7 +237,7 @@ func (t *thread) startCompaction(tr *turn, auto bool, then func()) {
 // summarizeContext asks the compaction model for the handoff summary of
 // entries, in a scheduler's slot (contextwindow.Summarize).
 func (t *thread) summarizeContext(ctx context.Context, client *model.Client, modelName string, entries []compaction.Entry) (string, error) {
-	return contextwindow.Summarize(ctx, t.m.sched.stream, client, modelName, entries)
+	return contextwindow.Summarize(ctx, t.m.sched.Stream, client, modelName, entries)
 }
 
 // finishCompaction installs the summary: the new history, the tombstone in

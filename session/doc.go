@@ -21,7 +21,7 @@
 // Full auto's decisions belong to package fullauto, a pure state machine
 // that the thread goroutine drives: it feeds events and applies the
 // effects (fullauto.go). The Manager owns what spans threads: the
-// model-call scheduler (sched.go) and the clock (clock.go).
+// model-call scheduler (internal/modelsched) and the clock (clock.go).
 // Full auto's effects carrier is package autodrive (autodrive.Drive); the
 // thread is its autodrive.Thread (autoThread, fullauto.go).
 //

@@ -21,7 +21,7 @@ import (
 // The Manager keeps what spans threads (fullAutoManager): the attention
 // summary, what the drives share (autodrive.Env) and the restart of
 // drives. The model-call scheduler that every turn goes through is the
-// Manager's (sched.go).
+// Manager's (internal/modelsched).
 
 // fullAutoManager is the Manager's share of full auto. Its fields are set
 // once by NewManager; attention has its own lock.

@@ -13,5 +13,5 @@ func (m *Manager) decisionModel() *autodrive.DecisionModel {
 		m.log.Warn("decision model unavailable", "err", err)
 		return nil
 	}
-	return &autodrive.DecisionModel{Name: name, Client: m.modelClient(prov), Stream: m.sched.stream}
+	return &autodrive.DecisionModel{Name: name, Client: m.modelClient(prov), Stream: m.sched.Stream}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/apserver/apserver/internal/modelsched"
 	"log/slog"
 	"net/http"
 	"os"
@@ -82,9 +83,9 @@ type Manager struct {
 	wg sync.WaitGroup
 
 	fa *fullAutoManager // full auto across threads (fullauto.go); set by NewManager
-	// sched caps the model calls of every thread (sched.go); clock is
+	// sched caps the model calls of every thread (internal/modelsched); clock is
 	// Options.Clock or the real one. Both are set by NewManager.
-	sched *scheduler
+	sched *modelsched.Scheduler
 	clock Clock
 
 	toolsOnce sync.Once
@@ -150,7 +151,7 @@ func NewManager(opts Options) *Manager {
 	sandbox.HideEnv(config.EnvDatabaseURL)
 	m.fa = newFullAutoManager(m)
 	m.mcp = newMCPState(m)
-	m.sched = newScheduler(opts.Config.MaxConcurrentModelCalls)
+	m.sched = modelsched.New(opts.Config.MaxConcurrentModelCalls)
 	m.clock = opts.Clock
 	if m.clock == nil {
 		m.clock = clock.Real{}

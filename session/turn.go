@@ -464,7 +464,7 @@ func (t *thread) sample(tr *turn) {
 	go func() {
 		defer t.childRecover(ctx, tr) // a panic fails the turn (panics.go)
 		panicPoint("sampling", t.id)
-		err := t.m.sched.stream(ctx, client, req, func(ev model.Event) { // capped across threads (sched.go)
+		err := t.m.sched.Stream(ctx, client, req, func(ev model.Event) { // capped across threads (internal/modelsched)
 			t.events.Push(ctx, modelEvent{Turn: tr, Gen: gen, Ev: ev})
 		})
 		t.events.Push(ctx, modelEvent{Turn: tr, Gen: gen, Done: true, Err: err})

@@ -1,4 +1,7 @@
-package session
+// Package modelsched caps the model requests in flight across all of a
+// process's threads (max_concurrent_model_calls), serving the waiters in
+// the order they asked.
+package modelsched
 
 import (
 	"context"
@@ -7,29 +10,30 @@ import (
 	"github.com/apserver/apserver/model"
 )
 
-// scheduler caps the model requests in flight across all threads
+// Scheduler caps the model requests in flight across all threads
 // (max_concurrent_model_calls). A request that finds every slot taken
 // waits in a FIFO queue; a freed slot goes to the head of the queue. Each
 // thread has at most one model request waiting at a time (one turn per
 // thread, one sampling at a time), so the queue is a fair round-robin over
 // the threads that are ready to call the model. Slots are held only while a
 // model stream runs: a thread waiting on a human holds none.
-type scheduler struct {
+type Scheduler struct {
 	mu    sync.Mutex
 	free  int
 	queue []chan struct{} // waiters, oldest first; closed when granted a slot
 }
 
-func newScheduler(slots int) *scheduler {
+// New is a Scheduler of slots slots (at least one).
+func New(slots int) *Scheduler {
 	if slots <= 0 {
 		slots = 1
 	}
-	return &scheduler{free: slots}
+	return &Scheduler{free: slots}
 }
 
-// acquire waits for a slot. The caller must call release exactly once
+// Acquire waits for a slot. The caller must call Release exactly once
 // after a nil error.
-func (s *scheduler) acquire(ctx context.Context) error {
+func (s *Scheduler) Acquire(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -56,13 +60,13 @@ func (s *scheduler) acquire(ctx context.Context) error {
 		}
 		s.mu.Unlock()
 		// Granted while giving up: pass the slot on.
-		s.release()
+		s.Release()
 		return ctx.Err()
 	}
 }
 
-// release frees a slot, handing it to the oldest waiter if there is one.
-func (s *scheduler) release() {
+// Release frees a slot, handing it to the oldest waiter if there is one.
+func (s *Scheduler) Release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.queue) > 0 {
@@ -74,11 +78,11 @@ func (s *scheduler) release() {
 	s.free++
 }
 
-// stream runs one model request in a slot.
-func (s *scheduler) stream(ctx context.Context, c *model.Client, req model.Request, fn func(model.Event)) error {
-	if err := s.acquire(ctx); err != nil {
+// Stream runs one model request in a slot.
+func (s *Scheduler) Stream(ctx context.Context, c *model.Client, req model.Request, fn func(model.Event)) error {
+	if err := s.Acquire(ctx); err != nil {
 		return err
 	}
-	defer s.release()
+	defer s.Release()
 	return c.Stream(ctx, req, fn)
 }

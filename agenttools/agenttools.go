@@ -212,3 +212,11 @@ func PatchCommand(cmd string) (string, bool) {
 	}
 	return "", false
 }
+
+// CallHistory is the history a tool call and its output add.
+func CallHistory(call model.ToolCall, output string) []model.Entry {
+	return []model.Entry{
+		{Kind: model.EntryToolCall, CallID: call.CallID, Name: call.Name, Arguments: call.Arguments, Custom: call.Custom},
+		{Kind: model.EntryToolOutput, CallID: call.CallID, Output: output, Custom: call.Custom},
+	}
+}

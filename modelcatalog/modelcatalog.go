@@ -59,3 +59,19 @@ func List(c *config.Config, p protocol.ModelListParams, defaultProvider *string)
 	}
 	return out
 }
+
+// Defaults are the provider and model of new threads: the configured ones,
+// unless modelProvider/default/set chose another provider (chosen, nil
+// when none was), whose model is then the first the catalog lists for it
+// (the configured model when it lists none).
+func Defaults(c config.Config, chosen *string) (provider, model string) {
+	if chosen == nil || *chosen == c.Provider {
+		return c.Provider, c.Model
+	}
+	for _, mi := range c.Models {
+		if mi.Provider == *chosen {
+			return *chosen, mi.ID
+		}
+	}
+	return *chosen, c.Model
+}

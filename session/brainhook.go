@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/apserver/apserver/internal/uuid"
 	"time"
 
 	"github.com/apserver/apserver/agenttools"
@@ -66,7 +67,7 @@ func (t *thread) alignCommand(tr *turn, run *commandRun, justification string) b
 			run.verdict = &v
 			req := t.commandRequest(tr.id, run, "")
 			p := req.Params.(protocol.CommandApprovalParams)
-			p.Reason = ptr(alignmentReason(v))
+			p.Reason = ptr(brain.AlignmentReason(v))
 			p.ProposedExecpolicyAmendment = nil
 			p.AvailableDecisions = []protocol.Decision{protocol.DecisionAccept, protocol.DecisionDecline, protocol.DecisionCancel}
 			p.Alignment = &v
@@ -124,7 +125,7 @@ func (t *thread) alignChanges(tr *turn, run *fileRun, plan string, paths []strin
 				return
 			}
 			run.verdict, run.action = worst, stopped
-			params := protocol.FileChangeApprovalParams{ThreadID: t.id, TurnID: tr.id, ItemID: run.item.ID, StartedAtMs: t.nowMs(), Reason: ptr(alignmentReason(*worst)), Alignment: worst}
+			params := protocol.FileChangeApprovalParams{ThreadID: t.id, TurnID: tr.id, ItemID: run.item.ID, StartedAtMs: t.nowMs(), Reason: ptr(brain.AlignmentReason(*worst)), Alignment: worst}
 			req := serverRequest{Method: protocol.RequestFileChangeApproval, Params: params, Kind: "fileChange", Paths: paths, InsideWorkspace: run.inside, Alignment: worst}
 			t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{protocol.FlagWaitingOnApproval}})
 			t.sendRequest(tr, req, func(id int64, raw json.RawMessage, err error) { t.onFileApproval(tr, run, id, raw, err) })
@@ -143,17 +144,13 @@ func (t *thread) storeAlignment(persist bool, turnID string, v protocol.Alignmen
 	out, _ := json.Marshal(v)
 	db, err := t.m.store()
 	if err == nil {
-		_, err = db.AppendReceipt(context.WithoutCancel(t.ctx), store.Receipt{ThreadID: t.id, ID: newID(), Kind: brain.ReceiptKind, TurnID: turnID,
+		_, err = db.AppendReceipt(context.WithoutCancel(t.ctx), store.Receipt{ThreadID: t.id, ID: uuid.NewV7(), Kind: brain.ReceiptKind, TurnID: turnID,
 			Input: rec, Output: out, Executed: !v.Status.Stops()})
 	}
 	if err != nil {
 		t.m.log.Error("storing an alignment receipt", "thread", t.id, "err", err)
 	}
 }
-
-// alignmentReason is a stopped action's approval reason
-// (brain.AlignmentReason).
-func alignmentReason(v protocol.AlignmentVerdict) string { return brain.AlignmentReason(v) }
 
 // alignmentApproved tells the brain a human approved a stopped action
 // (on a child goroutine: it writes the store), then goes on with then on

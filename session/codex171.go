@@ -10,32 +10,6 @@ import (
 	"github.com/apserver/apserver/protocol"
 )
 
-// providerDefault is the provider of new threads: modelProvider/default/set's
-// choice, else the configured one.
-func (m *Manager) providerDefault() string {
-	if p := m.defaultProvider.Load(); p != nil {
-		return *p
-	}
-	return m.opts.Config.Provider
-}
-
-// modelDefault is the model of new threads: the configured one, unless
-// modelProvider/default/set chose another provider whose models the catalog
-// lists (then its first).
-func (m *Manager) modelDefault() string {
-	c := m.opts.Config
-	p := m.defaultProvider.Load()
-	if p == nil || *p == c.Provider {
-		return c.Model
-	}
-	for _, mi := range c.Models {
-		if mi.Provider == *p {
-			return mi.ID
-		}
-	}
-	return c.Model
-}
-
 // SetDefaultProvider implements modelProvider/default/set: the provider,
 // which must be configured, becomes the default of new threads (and of
 // model/list without a modelProvider) for the rest of this apserver

@@ -69,9 +69,6 @@ func (t *thread) messageTooBigFor(tr *turn, n int, fate string) error {
 	return nil
 }
 
-// approxTokens estimates the tokens of n bytes of request (4 bytes a token).
-func approxTokens(n int) int64 { return compaction.ApproxTokens(n) }
-
 // entry is what compaction reads of a history entry.
 func entry(e model.Entry) compaction.Entry { return contextwindow.Entry(e) }
 
@@ -258,14 +255,14 @@ func (t *thread) finishCompaction(tr *turn, c *compactRun, summary string, err e
 	window, trigger := t.turnLimits(tr)
 	o := compaction.Judge(compaction.Judged{
 		Auto:   c.auto,
-		Before: approxTokens(base + contextwindow.Bytes(t.history)), After: approxTokens(base + contextwindow.Bytes(hist)),
+		Before: compaction.ApproxTokens(base + contextwindow.Bytes(t.history)), After: compaction.ApproxTokens(base + contextwindow.Bytes(hist)),
 		Window: window, Trigger: trigger, Streak: t.compactStreak,
 	})
-	after := approxTokens(base + contextwindow.Bytes(hist))
+	after := compaction.ApproxTokens(base + contextwindow.Bytes(hist))
 	if !o.Replaced {
 		// Roo's rule: a compaction that does not shrink the prompt (both
 		// sides estimated alike) is refused; the history stays as it was.
-		t.m.log.Warn("compaction refused: it would not shrink the prompt", "thread", t.id, "turn", tr.id, "before", approxTokens(base+contextwindow.Bytes(t.history)), "after", after)
+		t.m.log.Warn("compaction refused: it would not shrink the prompt", "thread", t.id, "turn", tr.id, "before", compaction.ApproxTokens(base+contextwindow.Bytes(t.history)), "after", after)
 		if o.Verdict == compaction.Fail {
 			// The prompt is over the trigger and cannot be made smaller.
 			tr.dropOpen(c.item.ID)

@@ -4,6 +4,7 @@ import (
 	"github.com/apserver/apserver/autodrive"
 	"github.com/apserver/apserver/compaction"
 	"github.com/apserver/apserver/fullauto"
+	"github.com/apserver/apserver/internal/uuid"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/store"
 )
@@ -17,7 +18,7 @@ func (t *thread) handoff(e fullauto.Handoff) {
 	text := t.handoffText(e.Drive.Objective)
 	now := t.m.clock.Now().UnixMilli()
 	meta := store.Thread{
-		ID: newID(), ForkedFromID: t.id, Cwd: t.settings.Cwd, Preview: truncate(e.Drive.Objective, 200),
+		ID: uuid.NewV7(), ForkedFromID: t.id, Cwd: t.settings.Cwd, Preview: truncate(e.Drive.Objective, 200),
 		Ephemeral: t.meta.Ephemeral, CreatedAt: now, UpdatedAt: now,
 	}
 	nt := t.m.newThread(meta, t.settings)

@@ -5,42 +5,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/apserver/apserver/session/port"
 	"sync/atomic"
 
 	"github.com/apserver/apserver/protocol"
 )
 
-// EOFMode is what the Manager does with the work in flight when the
-// client's input ends (apserver --on-eof).
-type EOFMode int
+// EOFMode and its values are session/port's (--on-eof).
+type EOFMode = port.EOFMode
 
 const (
-	// EOFDrain lets running turns go on to their end; a request that needs
-	// the client is cancelled (the turn stops interrupted). For scripts.
-	EOFDrain EOFMode = iota
-	// EOFInterrupt interrupts running turns at once, and kills running
-	// command/exec processes (InputClosed). For editors, which close
-	// stdin to shut apserver down.
-	EOFInterrupt
+	EOFDrain     = port.EOFDrain
+	EOFInterrupt = port.EOFInterrupt
 )
 
-func (e EOFMode) String() string {
-	if e == EOFInterrupt {
-		return "interrupt"
-	}
-	return "drain"
-}
-
 // ParseEOFMode reads "drain" or "interrupt".
-func ParseEOFMode(s string) (EOFMode, error) {
-	switch s {
-	case "drain":
-		return EOFDrain, nil
-	case "interrupt":
-		return EOFInterrupt, nil
-	}
-	return EOFDrain, fmt.Errorf("unknown end-of-input mode %q (want drain or interrupt)", s)
-}
+var ParseEOFMode = port.ParseEOFMode
 
 // ErrUnfinished is wrapped by Drain's error when the work in flight could
 // not all end normally: a turn was interrupted, or a request that only the

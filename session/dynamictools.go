@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/apserver/apserver/agenttools"
 	"strings"
 
 	"github.com/apserver/apserver/config"
@@ -96,7 +97,7 @@ func (t *thread) onDynamicDone(tr *turn, call model.ToolCall, item protocol.Dyna
 	if failure != nil {
 		t.m.log.Warn("dynamic tool call failed", "thread", t.id, "item", item.ID, "err", failure)
 	}
-	if err := t.commitItem(tr, item, callHistory(call, out)); err != nil {
+	if err := t.commitItem(tr, item, agenttools.CallHistory(call, out)); err != nil {
 		t.failTurn(tr, err)
 		return
 	}

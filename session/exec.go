@@ -51,7 +51,7 @@ func (t *thread) runCommandCall(tr *turn, call model.ToolCall) {
 		Cwd:            dir,
 		Source:         "agent",
 		Status:         protocol.ItemInProgress,
-		CommandActions: commandActions(cmd),
+		CommandActions: commandpolicy.CommandActions(cmd),
 	}
 	run.plan = t.planCommand(cmd, args.SandboxPermissions == "require_escalated")
 	if run.plan.refuse == "" && t.alignCommand(tr, run, args.Justification) {
@@ -77,9 +77,6 @@ func (t *thread) proceedCommand(tr *turn, run *commandRun, justification string)
 func (t *thread) notifyItemStarted(tr *turn, item protocol.ThreadItem) {
 	t.notify(protocol.NotifyItemStarted, protocol.ItemStartedNotification{Item: item, ThreadID: t.id, TurnID: tr.id, StartedAtMs: t.nowMs()})
 }
-
-// commandActions: commandpolicy.CommandActions.
-func commandActions(cmd string) []protocol.CommandAction { return commandpolicy.CommandActions(cmd) }
 
 // askApproval sends item/commandExecution/requestApproval. Codex's order for
 // commands: the waitingOnApproval status first, then item/started, then the
@@ -163,7 +160,7 @@ func (t *thread) finishCommand(tr *turn, run *commandRun, status protocol.ItemSt
 
 func (t *thread) finishCommandOnly(tr *turn, run *commandRun, status protocol.ItemStatus, modelMsg string) bool {
 	run.item.Status = status
-	if err := t.commitItem(tr, run.item, callHistory(run.call, modelMsg)); err != nil {
+	if err := t.commitItem(tr, run.item, agenttools.CallHistory(run.call, modelMsg)); err != nil {
 		t.failTurn(tr, err)
 		return false
 	}

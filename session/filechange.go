@@ -3,6 +3,7 @@ package session
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/apserver/apserver/agenttools"
 	"strings"
 
 	"github.com/apserver/apserver/commandpolicy"
@@ -178,7 +179,7 @@ func (t *thread) onFileApproval(tr *turn, run *fileRun, reqID int64, raw json.Ra
 		}
 		t.commitChanges(tr, run)
 	case protocol.DecisionCancel:
-		t.history = append(t.history, callHistory(run.call, "The user cancelled these changes and stopped the turn; nothing was changed.")...)
+		t.history = append(t.history, agenttools.CallHistory(run.call, "The user cancelled these changes and stopped the turn; nothing was changed.")...)
 		t.completeTurn(tr, protocol.TurnInterrupted, nil)
 	default:
 		t.finishFileChange(tr, run, protocol.ItemDeclined, "The user declined these changes; nothing was changed. Do not retry them as they are; continue without them or explain what you needed.")
@@ -194,7 +195,7 @@ func (t *thread) commitChanges(tr *turn, run *fileRun) {
 	}
 	filechange.Stamps(tr.stamps).Record(run.ws, run.changes)
 	run.item.Status = protocol.ItemCompleted
-	if err := t.commitItem(tr, run.item, callHistory(run.call, filechange.Summary(run.changes))); err != nil {
+	if err := t.commitItem(tr, run.item, agenttools.CallHistory(run.call, filechange.Summary(run.changes))); err != nil {
 		t.failTurn(tr, err)
 		return
 	}
@@ -204,7 +205,7 @@ func (t *thread) commitChanges(tr *turn, run *fileRun) {
 // finishFileChange completes a change that was not applied, then goes on.
 func (t *thread) finishFileChange(tr *turn, run *fileRun, status protocol.ItemStatus, modelMsg string) {
 	run.item.Status = status
-	if err := t.commitItem(tr, run.item, callHistory(run.call, run.call.Name+": "+modelMsg)); err != nil {
+	if err := t.commitItem(tr, run.item, agenttools.CallHistory(run.call, run.call.Name+": "+modelMsg)); err != nil {
 		t.failTurn(tr, err)
 		return
 	}

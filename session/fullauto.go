@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"github.com/apserver/apserver/internal/uuid"
 	"sync"
 	"time"
 
@@ -42,7 +43,7 @@ func (fa *fullAutoManager) drives() *autodrive.Env {
 	m := fa.m
 	return &autodrive.Env{
 		Clock: m.clock, Store: m.store, Log: m.log, Config: &m.opts.Config.FullAuto,
-		Attention: fa.attn.summary(), DecisionModel: m.decisionModel, InputClosed: m.inputClosed.Load, NewID: newID,
+		Attention: fa.attn.summary(), DecisionModel: m.decisionModel, InputClosed: m.inputClosed.Load, NewID: uuid.NewV7,
 		OnMachine: func(id string) { panicPoint("fullauto", id) }, // tests: a panic in the machine (panics.go)
 	}
 }
@@ -161,7 +162,7 @@ func (t *thread) hiddenInput(tr *turn, text string) error {
 	if err := t.autod().StoreHidden(tr.ctx, tr.id, text); err != nil {
 		return err
 	}
-	t.history = append(t.history, hiddenEntry(text))
+	t.history = append(t.history, autodrive.HiddenEntry(text))
 	return nil
 }
 

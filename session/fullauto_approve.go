@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"github.com/apserver/apserver/brain"
 	"sync"
 
 	"github.com/apserver/apserver/autodrive"
@@ -14,26 +15,23 @@ import (
 // the editor) is autodrive's (autodrive.Drive.AutoAnswer, AnswerLater,
 // RequestWait, Settle); these are its entry points from the agent loop.
 
-// autoRequest is req as package autodrive reads it.
-func autoRequest(req serverRequest) autodrive.Request { return autodrive.Request(req) }
-
 // approvalRequest is req as the rules read it.
 func approvalRequest(req serverRequest) controller.ApprovalRequest {
-	return autoRequest(req).Approval()
+	return autodrive.Request(req).Approval()
 }
 
 // autoAnswer is consulted before a server request goes to the client
 // (rung 1). When it returns ok, raw is taken as the client's answer and
 // the client never sees the request.
 func (t *thread) autoAnswer(tr *turn, req serverRequest) (raw json.RawMessage, ok bool) {
-	return t.autod().AutoAnswer(tr.id, autoRequest(req))
+	return t.autod().AutoAnswer(tr.id, autodrive.Request(req))
 }
 
 // answerLater is rung 2 of the ladder: the decision model may answer a
 // request the rules passed on. It reports whether it took the request;
 // onAnswer is then called later on the thread goroutine.
 func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID int64, raw json.RawMessage, err error)) bool {
-	return t.autod().AnswerLater(tr.ctx, tr.id, autoRequest(req), func() bool { return t.turn == tr }, func(raw json.RawMessage) {
+	return t.autod().AnswerLater(tr.ctx, tr.id, autodrive.Request(req), func() bool { return t.turn == tr }, func(raw json.RawMessage) {
 		if len(t.status.ActiveFlags) > 0 {
 			t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
 		}
@@ -44,8 +42,8 @@ func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID in
 // requestWait is rung 3: the request went to the client as id. It returns
 // how the request's wait context is derived from the turn's.
 func (t *thread) requestWait(tr *turn, req serverRequest, id int64) func(context.Context) (context.Context, context.CancelFunc) {
-	ar := autoRequest(req)
-	return t.autod().RequestWait(tr.id, ar, ar.Reason(alignmentReason), id)
+	ar := autodrive.Request(req)
+	return t.autod().RequestWait(tr.id, ar, ar.Reason(brain.AlignmentReason), id)
 }
 
 // settleRequest runs on the request's wait goroutine once the wait is

@@ -3,9 +3,9 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"github.com/apserver/apserver/commandpolicy"
 
 	"github.com/apserver/apserver/autodrive"
-	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/store"
@@ -83,7 +83,7 @@ func (a autoThread) Answered(id int64) {
 
 // CommandActions is what a command does, as its item shows it.
 func (a autoThread) CommandActions(command string) []protocol.CommandAction {
-	return commandActions(command)
+	return commandpolicy.CommandActions(command)
 }
 
 // RunApproved runs an approved command, resent after a restart, under the
@@ -122,6 +122,3 @@ func (t *thread) resumeCallItems(tr *turn, rc *resumedCall) error {
 	t.notifyItemStarted(tr, started)
 	return t.commitItem(tr, rc.Item, rc.Hist)
 }
-
-// hiddenEntry is the model history entry of hidden input.
-func hiddenEntry(text string) model.Entry { return autodrive.HiddenEntry(text) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/apserver/apserver/internal/modelsched"
+	"github.com/apserver/apserver/internal/uuid"
 	"log/slog"
 	"net/http"
 	"os"
@@ -265,10 +266,11 @@ func (m *Manager) defaultSettings() threadSettings {
 	if cwd == "" {
 		cwd, _ = os.Getwd()
 	}
+	provider, modelName := modelcatalog.Defaults(c, m.defaultProvider.Load())
 	s := threadSettings{
 		Cwd:            cwd,
-		Model:          m.modelDefault(),
-		Provider:       m.providerDefault(),
+		Model:          modelName,
+		Provider:       provider,
 		ApprovalPolicy: protocol.ApprovalPolicy(c.ApprovalPolicy),
 		Sandbox:        protocol.SandboxMode(c.Sandbox),
 	}
@@ -294,7 +296,7 @@ func (m *Manager) StartThread(ctx context.Context, p protocol.ThreadStartParams,
 	}
 	now := m.clock.Now()
 	meta := store.Thread{
-		ID:        newID(),
+		ID:        uuid.NewV7(),
 		Cwd:       s.Cwd,
 		CreatedAt: now.UnixMilli(),
 		UpdatedAt: now.UnixMilli(),
@@ -380,7 +382,7 @@ func (m *Manager) ForkThread(ctx context.Context, p protocol.ThreadForkParams, r
 	}
 	now := m.clock.Now()
 	meta := src
-	meta.ID = newID()
+	meta.ID = uuid.NewV7()
 	meta.ForkedFromID = src.ID
 	meta.CreatedAt, meta.UpdatedAt = now.UnixMilli(), now.UnixMilli()
 	meta.Archived = false

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/apserver/apserver/agenttools"
 	"strings"
 	"time"
 
@@ -205,7 +206,7 @@ func (t *thread) onMCPDone(tr *turn, c *mcpCall, res mcp.Result, err error) {
 	if failed {
 		c.item.Status = protocol.ItemFailed
 	}
-	if err := t.commitItem(tr, c.item, callHistory(c.call, forModel)); err != nil {
+	if err := t.commitItem(tr, c.item, agenttools.CallHistory(c.call, forModel)); err != nil {
 		t.failTurn(tr, err)
 		return
 	}
@@ -219,7 +220,7 @@ func (t *thread) finishMCPCall(tr *turn, c *mcpCall, msg string) {
 	if c.item.DurationMs == nil {
 		c.item.DurationMs = ptr(int64(0))
 	}
-	if err := t.commitItem(tr, c.item, callHistory(c.call, msg)); err != nil {
+	if err := t.commitItem(tr, c.item, agenttools.CallHistory(c.call, msg)); err != nil {
 		t.failTurn(tr, err)
 		return
 	}

@@ -25,7 +25,7 @@ func (t *thread) runPlanCall(tr *turn, call model.ToolCall) {
 	t.notify(protocol.NotifyTurnPlanUpdated, n)
 	item := protocol.PlanItem{ID: t.uniqueItemID(call.CallID), Text: agenttools.PlanMarkdown(explanation, steps)}
 	t.notifyItemStarted(tr, item)
-	if err := t.commitItem(tr, item, callHistory(call, "Plan updated")); err != nil {
+	if err := t.commitItem(tr, item, agenttools.CallHistory(call, "Plan updated")); err != nil {
 		t.failTurn(tr, err)
 		return
 	}
@@ -49,7 +49,7 @@ func (t *thread) runQuestionCall(tr *turn, call model.ToolCall) {
 		if err != nil {
 			out = "request_user_input: the user did not answer: " + err.Error()
 		}
-		t.history = append(t.history, callHistory(call, out)...)
+		t.history = append(t.history, agenttools.CallHistory(call, out)...)
 		t.runNextCall(tr)
 	}
 	if raw, ok := t.autoAnswer(tr, req); ok {

@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"github.com/apserver/apserver/agenttools"
 
 	"github.com/apserver/apserver/commandpolicy"
 	"github.com/apserver/apserver/model"
@@ -39,7 +40,7 @@ func (t *thread) runReadCall(tr *turn, call model.ToolCall) {
 		shown = shown[:maxShownOutput] + "\n… (truncated)"
 	}
 	item.ContentItems = []protocol.DynamicToolCallContent{{Type: "inputText", Text: shown}}
-	if err := t.commitItem(tr, item, callHistory(call, out)); err != nil {
+	if err := t.commitItem(tr, item, agenttools.CallHistory(call, out)); err != nil {
 		t.failTurn(tr, err)
 		return
 	}

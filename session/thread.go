@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/apserver/apserver/autodrive"
 	"sync"
 
 	"github.com/apserver/apserver/instructions"
@@ -279,7 +280,7 @@ func readHistory(ctx context.Context, db *store.Store, threadID string) (storedH
 	hidden := src.Hidden
 	for _, it := range src.Items {
 		if text, ok := hidden[it.TurnID]; ok {
-			h.entries = append(h.entries, hiddenEntry(text))
+			h.entries = append(h.entries, autodrive.HiddenEntry(text))
 			delete(hidden, it.TurnID)
 		}
 		if len(it.History) > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/apserver/apserver/commandpolicy"
 	"strings"
 	"time"
 
@@ -139,7 +140,7 @@ func (t *thread) shellCommand(p protocol.ThreadShellCommandParams, reply Reply) 
 		Cwd:            run.dir,
 		Source:         "userShell",
 		Status:         protocol.ItemInProgress,
-		CommandActions: commandActions(p.Command),
+		CommandActions: commandpolicy.CommandActions(p.Command),
 	}
 	t.notifyItemStarted(tr, run.item)
 	sb, refuse := t.judge().userCommandPlan(p.Command)

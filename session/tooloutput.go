@@ -1,6 +1,7 @@
 package session
 
 import (
+	"github.com/apserver/apserver/compaction"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/tooloutput"
@@ -20,7 +21,7 @@ func (t *thread) outputBudget(tr *turn) int {
 	if trigger <= 0 {
 		return 0
 	}
-	return tooloutput.Budget(trigger - approxTokens(len(tr.prompt)+t.toolsBytes()))
+	return tooloutput.Budget(trigger - compaction.ApproxTokens(len(tr.prompt)+t.toolsBytes()))
 }
 
 func (t *thread) savedOutputs() saved.Outputs { return saved.Outputs{DataDir: t.m.opts.DataDir} }

@@ -89,17 +89,9 @@ func (t *thread) dispatch(tr *turn, call model.ToolCall) {
 	}
 }
 
-// callHistory is the history a tool call and its output add.
-func callHistory(call model.ToolCall, output string) []model.Entry {
-	return []model.Entry{
-		{Kind: model.EntryToolCall, CallID: call.CallID, Name: call.Name, Arguments: call.Arguments, Custom: call.Custom},
-		{Kind: model.EntryToolOutput, CallID: call.CallID, Output: output, Custom: call.Custom},
-	}
-}
-
 // toolError answers a tool call the agent got wrong; the model sees the
 // message and the turn goes on.
 func (t *thread) toolError(tr *turn, call model.ToolCall, msg string) {
-	t.history = append(t.history, callHistory(call, msg)...)
+	t.history = append(t.history, agenttools.CallHistory(call, msg)...)
 	t.runNextCall(tr)
 }

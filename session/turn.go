@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/apserver/apserver/internal/uuid"
 	"time"
 	"unicode/utf8"
 
@@ -174,7 +175,7 @@ func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 	}
 	ctx, cancel := context.WithCancel(t.ctx)
 	tr := &turn{
-		id: newID(), ctx: ctx, cancel: cancel, started: now,
+		id: uuid.NewV7(), ctx: ctx, cancel: cancel, started: now,
 		modelName: modelName,
 		stamps:    map[string]files.Stamp{},
 		client:    t.m.modelClient(provider),
@@ -376,7 +377,7 @@ func (t *thread) userMessage(tr *turn, u userInput) error {
 // uniqueItemID returns candidate if it is unused in this thread, else a fresh id.
 func (t *thread) uniqueItemID(candidate string) string {
 	if candidate == "" || t.itemIDs[candidate] || t.storedItemID(candidate) {
-		candidate = newID()
+		candidate = uuid.NewV7()
 	}
 	t.itemIDs[candidate] = true
 	return candidate

@@ -113,7 +113,7 @@ type Manager struct {
 	mcp      *mcpState // MCP servers (mcptools.go); set by NewManager
 	watchers watchers  // the thread port's outcome streams (threads.go)
 
-	// defaultProvider is modelProvider/default/set's choice (codex171.go);
+	// defaultProvider is modelProvider/default/set's choice (defaultprovider.go);
 	// nil: the configured provider.
 	defaultProvider atomic.Pointer[string]
 }

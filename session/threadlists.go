@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"sort"
 
@@ -117,4 +118,25 @@ func (m *Manager) ReleaseEphemeral(id string) {
 		}
 	case <-t.done:
 	}
+}
+
+// ListRealtime implements thread/realtime/list: apserver has no realtime
+// (voice) sessions, so a known thread's list is empty and its coverage
+// "unsupported"; an unknown thread is the usual thread-not-found error.
+func (m *Manager) ListRealtime(ctx context.Context, p protocol.ThreadRealtimeListParams, reply Reply) {
+	if t := m.loaded(p.ThreadID); t != nil {
+		reply(emptyRealtime(), nil)
+		return
+	}
+	go func() {
+		if _, _, err := m.storedThread(ctx, p.ThreadID); err != nil {
+			reply(nil, err)
+			return
+		}
+		reply(emptyRealtime(), nil)
+	}()
+}
+
+func emptyRealtime() protocol.ThreadRealtimeListResult {
+	return protocol.ThreadRealtimeListResult{Coverage: "unsupported", Data: []json.RawMessage{}}
 }

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 
@@ -34,25 +33,4 @@ func (m *Manager) SetDefaultProvider(_ context.Context, p protocol.ModelProvider
 		Version:  "apserver-session:model_provider=" + id,
 		FilePath: m.opts.ConfigSources.UserFile,
 	}, nil)
-}
-
-// ListRealtime implements thread/realtime/list: apserver has no realtime
-// (voice) sessions, so a known thread's list is empty and its coverage
-// "unsupported"; an unknown thread is the usual thread-not-found error.
-func (m *Manager) ListRealtime(ctx context.Context, p protocol.ThreadRealtimeListParams, reply Reply) {
-	if t := m.loaded(p.ThreadID); t != nil {
-		reply(emptyRealtime(), nil)
-		return
-	}
-	go func() {
-		if _, _, err := m.storedThread(ctx, p.ThreadID); err != nil {
-			reply(nil, err)
-			return
-		}
-		reply(emptyRealtime(), nil)
-	}()
-}
-
-func emptyRealtime() protocol.ThreadRealtimeListResult {
-	return protocol.ThreadRealtimeListResult{Coverage: "unsupported", Data: []json.RawMessage{}}
 }

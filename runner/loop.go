@@ -53,7 +53,17 @@ type run struct {
 	bpMu    sync.Mutex
 	bpQueue []func()
 	bpBusy  bool
+
+	// asked are the closures posted with ask that the run's goroutine has
+	// not taken yet; when it ends, each is told it was dropped (askMu
+	// guards them; askDone: it has ended).
+	askMu   sync.Mutex
+	asked   map[*asked]struct{}
+	askDone bool
 }
+
+// asked is one closure of ask: run it, or tell it it was dropped.
+type asked struct{ f, dropped func() }
 
 func (rn *Runner) spawn(id string, m *runs.Machine, seq int64) *run {
 	ctx, cancel := context.WithCancel(rn.ctx)
@@ -65,13 +75,63 @@ func (rn *Runner) spawn(id string, m *runs.Machine, seq int64) *run {
 	go func() {
 		defer rn.wg.Done()
 		x.owner.Run(x.guard) // a panic fails the run (panics.go)
+		x.dropAsked()
 	}()
 	return x
 }
 
 // post runs f on the run's goroutine. It returns false when the runner is
-// closing.
+// closing. What is posted when the goroutine stops is not run: a caller
+// that waits for f uses ask.
 func (x *run) post(f func()) bool { return x.owner.Post(f) }
+
+// ask runs f on the run's goroutine, or dropped (on another goroutine)
+// when it will not run there: the runner is closing or the run's loop has
+// stopped, even after f was posted. Exactly one of the two runs, so that a
+// caller waiting for an answer never waits for ever.
+func (x *run) ask(f, dropped func()) {
+	a := &asked{f: f, dropped: dropped}
+	x.askMu.Lock()
+	if x.askDone {
+		x.askMu.Unlock()
+		dropped()
+		return
+	}
+	if x.asked == nil {
+		x.asked = map[*asked]struct{}{}
+	}
+	x.asked[a] = struct{}{}
+	x.askMu.Unlock()
+	if !x.post(func() {
+		if x.takeAsked(a) {
+			a.f()
+		}
+	}) && x.takeAsked(a) {
+		dropped()
+	}
+}
+
+// takeAsked removes a from the closures waiting; false when it was not
+// there (run or dropped already).
+func (x *run) takeAsked(a *asked) bool {
+	x.askMu.Lock()
+	defer x.askMu.Unlock()
+	_, ok := x.asked[a]
+	delete(x.asked, a)
+	return ok
+}
+
+// dropAsked, once the run's goroutine has ended, tells every closure of
+// ask still waiting that it was dropped.
+func (x *run) dropAsked() {
+	x.askMu.Lock()
+	left := x.asked
+	x.asked, x.askDone = nil, true
+	x.askMu.Unlock()
+	for a := range left {
+		a.dropped()
+	}
+}
 
 // driver is how the run's goroutine feeds its machine (package drive): an
 // event comes with its time (handle stamps it from the Runner's clock) or
@@ -99,10 +159,9 @@ func (x *run) driver() *drive.Driver[runs.Event, runs.Effect] {
 // done(nil) (the reply) and the effects, in that order. An event that does
 // not fit the run is answered with the error and changes nothing.
 func (x *run) do(ev runs.Event, done func(error)) {
-	ok := x.post(func() { x.handle(ev, done) })
-	if !ok {
-		done(fmt.Errorf("run %s: apserver is shutting down", x.id))
-	}
+	x.ask(func() { x.handle(ev, done) }, func() {
+		done(fmt.Errorf("run %s: apserver is shutting down, or the run is no longer driven here", x.id))
+	})
 }
 
 // handle is do on the run's goroutine.

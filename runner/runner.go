@@ -371,16 +371,15 @@ func (rn *Runner) TakeUp(id string) Call[protocol.Run] {
 				then(protocol.Run{}, err)
 				return
 			}
-			ok := x.post(func() {
+			x.ask(func() {
 				if !x.restored {
 					x.restored = true
 					x.apply(x.m.Restore(rn.now()))
 				}
 				then(x.m.Run(), nil)
-			})
-			if !ok {
+			}, func() {
 				then(protocol.Run{}, fmt.Errorf("taking up run %s: the runner is closing", id))
-			}
+			})
 		}()
 	}
 }

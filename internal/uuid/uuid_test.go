@@ -34,3 +34,24 @@ func TestNewV7(t *testing.T) {
 		prev = id
 	}
 }
+
+// TestNewV7Increases: ids made one after the other in a process increase
+// strictly as strings, even many in the same millisecond, so that a list
+// ordered by creation time and then by id keeps the order they were made.
+func TestNewV7Increases(t *testing.T) {
+	prev := NewV7()
+	sameMs := 0
+	for range 20000 {
+		id := NewV7()
+		if id <= prev {
+			t.Fatalf("NewV7() = %q after %q: not greater", id, prev)
+		}
+		if id[:13] == prev[:13] {
+			sameMs++
+		}
+		prev = id
+	}
+	if sameMs == 0 {
+		t.Skip("no two ids in the same millisecond: the counter was not exercised")
+	}
+}

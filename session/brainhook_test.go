@@ -197,8 +197,17 @@ func TestProjectContextInPlainThread(t *testing.T) {
 			id := h.startThread(t, threadParams(&cwd, protocol.ApprovalNever)).Thread.ID
 			h.startTurn(t, id, "S-ctx")
 			h.turnCompleted(t, id)
-			reqs := h.srv.Requests()
-			body := string(reqs[len(reqs)-1].Body)
+			// The turn's request (once idle the thread may also ask for
+			// its rolling summary, which is not the turn's).
+			var body string
+			for _, r := range h.srv.Requests() {
+				if b := string(r.Body); strings.Contains(b, "S-ctx") && !strings.Contains(b, "Compaction request") {
+					body = b
+				}
+			}
+			if body == "" {
+				t.Fatal("no request of the turn reached the model")
+			}
 			got := strings.Contains(body, "# Project context for the thread") && strings.Contains(body, "Use PostgreSQL") && strings.Contains(body, "Thread "+id)
 			if got != tc.want || (!tc.want && strings.Contains(body, "# Project context")) {
 				t.Fatalf("the block in the instructions: %v, want %v; request:\n%s", got, tc.want, body)

@@ -2,6 +2,7 @@ package autodrive
 
 import (
 	"encoding/json"
+	"github.com/apserver/apserver/tooloutput"
 	"strings"
 
 	"github.com/apserver/apserver/controller"
@@ -10,8 +11,8 @@ import (
 )
 
 // Request is a server request the agent needs answered (an approval or a
-// question), as the session asks it: the same fields as the session's own
-// request, which converts to it.
+// question), as the session asks it (session's serverRequest is this
+// type).
 type Request struct {
 	Method string
 	Params any
@@ -76,15 +77,15 @@ func (req Request) Reason(alignReason func(protocol.AlignmentVerdict) string) st
 	}
 	switch p := req.Params.(type) {
 	case protocol.CommandApprovalParams:
-		return "approve command: " + clip(req.Command, 200)
+		return "approve command: " + tooloutput.CutBytes(req.Command, 200)
 	case protocol.FileChangeApprovalParams:
-		return "approve changes to " + clip(strings.Join(req.Paths, ", "), 200)
+		return "approve changes to " + tooloutput.CutBytes(strings.Join(req.Paths, ", "), 200)
 	case protocol.ToolRequestUserInputParams:
 		if len(p.Questions) > 0 {
-			return "answer: " + clip(p.Questions[0].Question, 200)
+			return "answer: " + tooloutput.CutBytes(p.Questions[0].Question, 200)
 		}
 	case protocol.McpServerElicitationParams:
-		return clip(p.Message, 200)
+		return tooloutput.CutBytes(p.Message, 200)
 	}
 	return "answer " + req.Method
 }

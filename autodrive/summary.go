@@ -4,11 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/apserver/apserver/tooloutput"
 	"io"
 	"regexp"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/apserver/apserver/agenttools"
 	"github.com/apserver/apserver/controller"
@@ -216,17 +216,5 @@ func normalizeResult(out string) string {
 		return s
 	}
 	sum := sha256.Sum256([]byte(s))
-	return clip(s, resultDigestBytes) + "… #" + hex.EncodeToString(sum[:8])
-}
-
-// clip cuts s to at most n bytes, at a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
+	return tooloutput.CutBytes(s, resultDigestBytes) + "… #" + hex.EncodeToString(sum[:8])
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/apserver/apserver/internal/uuid"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/store"
+	"github.com/apserver/apserver/tooloutput"
 )
 
 // handoff carries out fullauto.Handoff: compaction keeps leaving the
@@ -18,7 +19,7 @@ func (t *thread) handoff(e fullauto.Handoff) {
 	text := t.handoffText(e.Drive.Objective)
 	now := t.m.clock.Now().UnixMilli()
 	meta := store.Thread{
-		ID: uuid.NewV7(), ForkedFromID: t.id, Cwd: t.settings.Cwd, Preview: truncate(e.Drive.Objective, 200),
+		ID: uuid.NewV7(), ForkedFromID: t.id, Cwd: t.settings.Cwd, Preview: tooloutput.CutBytes(e.Drive.Objective, 200),
 		Ephemeral: t.meta.Ephemeral, CreatedAt: now, UpdatedAt: now,
 	}
 	nt := t.m.newThread(meta, t.settings)

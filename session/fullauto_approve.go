@@ -17,21 +17,21 @@ import (
 
 // approvalRequest is req as the rules read it.
 func approvalRequest(req serverRequest) controller.ApprovalRequest {
-	return autodrive.Request(req).Approval()
+	return req.Approval()
 }
 
 // autoAnswer is consulted before a server request goes to the client
 // (rung 1). When it returns ok, raw is taken as the client's answer and
 // the client never sees the request.
 func (t *thread) autoAnswer(tr *turn, req serverRequest) (raw json.RawMessage, ok bool) {
-	return t.autod().AutoAnswer(tr.id, autodrive.Request(req))
+	return t.autod().AutoAnswer(tr.id, req)
 }
 
 // answerLater is rung 2 of the ladder: the decision model may answer a
 // request the rules passed on. It reports whether it took the request;
 // onAnswer is then called later on the thread goroutine.
 func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID int64, raw json.RawMessage, err error)) bool {
-	return t.autod().AnswerLater(tr.ctx, tr.id, autodrive.Request(req), func() bool { return t.turn == tr }, func(raw json.RawMessage) {
+	return t.autod().AnswerLater(tr.ctx, tr.id, req, func() bool { return t.turn == tr }, func(raw json.RawMessage) {
 		if len(t.status.ActiveFlags) > 0 {
 			t.setStatus(protocol.ThreadStatus{Type: protocol.StatusActive, ActiveFlags: []string{}})
 		}
@@ -42,7 +42,7 @@ func (t *thread) answerLater(tr *turn, req serverRequest, onAnswer func(reqID in
 // requestWait is rung 3: the request went to the client as id. It returns
 // how the request's wait context is derived from the turn's.
 func (t *thread) requestWait(tr *turn, req serverRequest, id int64) func(context.Context) (context.Context, context.CancelFunc) {
-	ar := autodrive.Request(req)
+	ar := req
 	return t.autod().RequestWait(tr.id, ar, ar.Reason(brain.AlignmentReason), id)
 }
 

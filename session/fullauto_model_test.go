@@ -76,7 +76,7 @@ func TestDecisionModelAnswers(t *testing.T) {
 		{"unknown", serverRequest{Method: "item/unknown", Params: struct{}{}}, "", "", nil, "cannot answer item/unknown"},
 	} {
 		before := len(srv.Requests())
-		ra, err := dm.Answer(context.Background(), tc.objective, autodrive.Request(tc.req))
+		ra, err := dm.Answer(context.Background(), tc.objective, tc.req)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%s: answer() error = %v, want %q", tc.objective, err, tc.err)

@@ -4,41 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/apserver/apserver/autodrive"
 
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"
 )
 
 // serverRequest is a request the thread is about to send to the client: an
-// approval (command or file change) or a question for the user.
-type serverRequest struct {
-	Method string
-	Params any
-	// Kind is "command", "fileChange" or "question".
-	Kind string
-	// Command is the raw command of a command approval.
-	Command string
-	// Paths are the workspace-relative paths of a file-change approval.
-	Paths []string
-	// Rule is the command-rules verdict ("allow", "prompt", "forbidden")
-	// and RuleName the rule that decided, when the rules were consulted.
-	Rule, RuleName string
-	// Sandboxed: the command would run confined by the kernel sandbox.
-	Sandboxed bool
-	// Escalated: the command asks to run outside the sandbox. Opaque says
-	// why the rules cannot read it fully: a human's call outside the
-	// sandbox. Privileged says why it runs a command as another user:
-	// always a human's call.
-	Escalated  bool
-	Opaque     string
-	Privileged string
-	// InsideWorkspace: every path of a file change is inside the writable
-	// roots.
-	InsideWorkspace bool
-	// Alignment, when set, stopped the action (brainhook.go): the request
-	// goes to a human, never to full auto's rules or decision model.
-	Alignment *protocol.AlignmentVerdict
-}
+// approval (command or file change) or a question for the user (its fields:
+// autodrive.Request, which full auto reads).
+type serverRequest = autodrive.Request
 
 // sendRequest asks the client and calls onAnswer on the thread goroutine
 // with the raw result (or the error) once it arrives. reqID is -1 when the

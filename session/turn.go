@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"github.com/apserver/apserver/internal/uuid"
+	"github.com/apserver/apserver/tooloutput"
 	"time"
-	"unicode/utf8"
 
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/imageinput"
@@ -163,7 +163,7 @@ func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 	}
 	text := protocol.InputText(p.Input)
 	if t.meta.Preview == "" && text != "" {
-		t.meta.Preview = truncate(text, 200)
+		t.meta.Preview = tooloutput.CutBytes(text, 200)
 		changed = true
 	}
 	now := t.m.clock.Now()
@@ -229,17 +229,6 @@ func (t *thread) runTurn(tr *turn, user userInput, auto *fullauto.TurnInput) {
 	if !t.routeIntent(tr, user, auto) { // the manager's intent from chat (intenthook.go)
 		t.sampleNext(tr) // pre-turn compaction check (compact.go)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut]
 }
 
 // steer implements turn/steer.

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 
 	"github.com/apserver/apserver/cluster"
-	"github.com/apserver/apserver/internal/pgtest"
 	"github.com/apserver/apserver/model/scripted"
 	"github.com/apserver/apserver/protocol"
 )
@@ -43,10 +41,7 @@ func TestClusterBench(b *testing.T) {
 
 func benchCluster(b *testing.T, workers int, turn time.Duration) {
 	const runs = 20
-	pg := pgtest.Start(b)
-	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
-		b.Fatalf("apserver cluster migrate: %v\n%s", err, out)
-	}
+	pg := migratedPG(b)
 	rules := shoutRules(b)
 	for i := range rules {
 		for j := range rules[i].Steps {

@@ -1,13 +1,9 @@
 package e2e
 
 import (
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/apserver/apserver/internal/pgtest"
 )
 
 // TestClusterWorkerBlueprintEvidence: with [cluster] execute = "workers"
@@ -20,25 +16,14 @@ import (
 // in_progress and the manager had nothing to do.)
 func TestClusterWorkerBlueprintEvidence(t *testing.T) {
 	t.Parallel()
-	pg := pgtest.Start(t)
-	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
-		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
-	}
-	e := newManagerEnv(t, "")
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	git(t, e.repo, "clone", "-q", "--bare", e.repo, remote)
-	git(t, e.repo, "remote", "add", "origin", remote)
-	out, err := e.cli("blueprint", "list").Output()
-	bp := strings.Fields(string(out))
-	if err != nil || len(bp) == 0 || !strings.HasPrefix(bp[0], "bp_") {
-		t.Fatalf("blueprint list: %v\n%s", err, out)
-	}
+	pg := migratedPG(t)
+	e, _, bp := clusterProject(t)
 
 	startWorker(t, e.model, pg.URL, "w1", "")
 	cfg := "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"workers\"\n"
 	c := newRunsClient(t, e.model, faOptions{dataDir: e.dataDir, config: cfg})
 	c.wait = 3 * time.Minute
-	if up := c.call("project/settings/update", map[string]any{"cwd": e.repo, "mode": "full_auto", "blueprintId": bp[0], "maxParallelRuns": 1}); up.str("settings.mode") != "full_auto" {
+	if up := c.call("project/settings/update", map[string]any{"cwd": e.repo, "mode": "full_auto", "blueprintId": bp, "maxParallelRuns": 1}); up.str("settings.mode") != "full_auto" {
 		t.Fatalf("project/settings/update = %s", up.Raw)
 	}
 	c.call("manager/tick", map[string]any{"cwd": e.repo})
@@ -48,7 +33,7 @@ func TestClusterWorkerBlueprintEvidence(t *testing.T) {
 		t.Fatalf("the run on the worker ended %s", end.Raw)
 	}
 	done := c.waitFor("blueprint/updated", func(m *message) bool { return m.str("node.kind") == "task" && m.str("node.status") == "done" })
-	if done.str("blueprintId") != bp[0] {
+	if done.str("blueprintId") != bp {
 		t.Errorf("a task of another blueprint was marked done: %s", done.Raw)
 	}
 	if out, err := e.cli("blueprint", "tasks", e.features[0]).CombinedOutput(); err != nil || strings.Count(string(out), "\tdone\t") != 1 {

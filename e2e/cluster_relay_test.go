@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/apserver/apserver/internal/pgtest"
 	"github.com/apserver/apserver/model/scripted"
 )
 
@@ -67,10 +66,7 @@ func runItems(t *testing.T, m *message, id string) int {
 // run completes with approved.txt in the commit pushed to the remote.
 func TestClusterRelayApproval(t *testing.T) {
 	t.Parallel()
-	pg := pgtest.Start(t)
-	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
-		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
-	}
+	pg := migratedPG(t)
 	model := startModel(t, relayRules(t)...)
 	repo, remote := clusterRemote(t)
 	cfg := "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"workers\"\n"
@@ -147,10 +143,7 @@ func declineAll(c *client, id string) (*message, int) {
 // with the same reason, having asked the editor as many times.
 func TestClusterRelayDecline(t *testing.T) {
 	t.Parallel()
-	pg := pgtest.Start(t)
-	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
-		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
-	}
+	pg := migratedPG(t)
 	model := startModel(t, relayRules(t)...)
 	params := func(repo string) map[string]any {
 		return map[string]any{"cwd": repo, "request": "write approved.txt", "baseBranch": "main",
@@ -190,10 +183,7 @@ func TestClusterRelayDecline(t *testing.T) {
 // client is told it is resolved and no longer sees it in attention.
 func TestClusterRelayCancel(t *testing.T) {
 	t.Parallel()
-	pg := pgtest.Start(t)
-	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
-		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
-	}
+	pg := migratedPG(t)
 	model := startModel(t, relayRules(t)...)
 	repo, _ := clusterRemote(t)
 	a := newRunsClient(t, model, faOptions{config: "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"workers\"\n"})

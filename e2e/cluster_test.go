@@ -130,10 +130,7 @@ func startWorker(t *testing.T, model *scripted.Server, url, name, config string,
 // pushed.
 func TestClusterWorkers(t *testing.T) {
 	t.Parallel()
-	pg := pgtest.Start(t)
-	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
-		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
-	}
+	pg := migratedPG(t)
 	mark := t.TempDir()
 	const n = 10
 	rules := shoutRules(t)
@@ -268,10 +265,7 @@ func readWhenThere(t *testing.T, path string, explain func()) string {
 // completes with each task committed exactly once.
 func TestClusterHereTakeUp(t *testing.T) {
 	t.Parallel()
-	pg := pgtest.Start(t)
-	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
-		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
-	}
+	pg := migratedPG(t)
 	mark := t.TempDir()
 	rules := shoutRules(t)
 	for i, r := range rules {
@@ -342,10 +336,7 @@ exit 0
 // the remote; the commit pushed before the kill is the one kept.
 func TestClusterWorkerKilledMidCommit(t *testing.T) {
 	t.Parallel()
-	pg := pgtest.Start(t)
-	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
-		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
-	}
+	pg := migratedPG(t)
 	mark := t.TempDir()
 	model := startModel(t, shoutRules(t)...)
 	hooks := []string{"pre-receive", "post-receive"}
@@ -430,10 +421,7 @@ func TestClusterWorkerKilledMidCommit(t *testing.T) {
 // is killed, and the worker's job ends.
 func TestClusterCancelInterruptsWorker(t *testing.T) {
 	t.Parallel()
-	pg := pgtest.Start(t)
-	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
-		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
-	}
+	pg := migratedPG(t)
 	mark := t.TempDir()
 	// Two minutes, told from any other sleep by its fraction.
 	nap := fmt.Sprintf("119.%d", time.Now().UnixNano()%1000000)
@@ -502,10 +490,7 @@ func sleeping(arg string) bool {
 // its remote and nothing recorded is lost.
 func TestClusterDatabaseOutage(t *testing.T) {
 	t.Parallel()
-	pg := pgtest.Start(t)
-	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
-		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
-	}
+	pg := migratedPG(t)
 	mark := t.TempDir()
 	const n = 3
 	rules := shoutRules(t)
@@ -593,10 +578,7 @@ func TestClusterDatabaseOutage(t *testing.T) {
 // merges it, as one apserver does (TestRunGitHubAutoMerge).
 func TestClusterWorkerGitHub(t *testing.T) {
 	t.Parallel()
-	pg := pgtest.Start(t)
-	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
-		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
-	}
+	pg := migratedPG(t)
 	g := ghSetup(t)
 	g.fake.Do(func() { g.repo.AutoChecks = green })
 	model := startModel(t, ghRules(t)...)
@@ -634,10 +616,7 @@ func TestClusterWorkerGitHub(t *testing.T) {
 // committed exactly once.
 func TestClusterPauseResumeOnWorker(t *testing.T) {
 	t.Parallel()
-	pg := pgtest.Start(t)
-	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
-		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
-	}
+	pg := migratedPG(t)
 	mark := t.TempDir()
 	rules := shoutRules(t)
 	for i, r := range rules {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/apserver/apserver/cluster"
-	"github.com/apserver/apserver/internal/pgtest"
 )
 
 // TestClusterUsageCountsAgainstBudget: the manager of an editor-side
@@ -23,26 +21,15 @@ import (
 // the editor side counted 0 tokens and started the next run.)
 func TestClusterUsageCountsAgainstBudget(t *testing.T) {
 	t.Parallel()
-	pg := pgtest.Start(t)
-	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
-		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
-	}
-	e := newManagerEnv(t, "")
-	remote := filepath.Join(t.TempDir(), "remote.git")
-	git(t, e.repo, "clone", "-q", "--bare", e.repo, remote)
-	git(t, e.repo, "remote", "add", "origin", remote)
-	out, err := e.cli("blueprint", "list").Output()
-	bp := strings.Fields(string(out))
-	if err != nil || len(bp) == 0 || !strings.HasPrefix(bp[0], "bp_") {
-		t.Fatalf("blueprint list: %v\n%s", err, out)
-	}
+	pg := migratedPG(t)
+	e, remote, bp := clusterProject(t)
 
 	w := startWorker(t, e.model, pg.URL, "w1", "")
 	cfg := "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"workers\"\n"
 	c := newRunsClient(t, e.model, faOptions{dataDir: e.dataDir, config: cfg})
 	c.wait = 3 * time.Minute
 	const budget = 50
-	if up := c.call("project/settings/update", map[string]any{"cwd": e.repo, "mode": "full_auto", "blueprintId": bp[0], "maxParallelRuns": 1,
+	if up := c.call("project/settings/update", map[string]any{"cwd": e.repo, "mode": "full_auto", "blueprintId": bp, "maxParallelRuns": 1,
 		"budget": map[string]any{"tokensPerDay": budget}}); up.str("settings.mode") != "full_auto" {
 		t.Fatalf("project/settings/update = %s", up.Raw)
 	}
@@ -80,10 +67,7 @@ func TestClusterUsageCountsAgainstBudget(t *testing.T) {
 // first one's was lost with it.)
 func TestClusterUsageHereTakeUp(t *testing.T) {
 	t.Parallel()
-	pg := pgtest.Start(t)
-	if out, err := exec.Command(binPath, "cluster", "migrate", "--database-url", pg.URL).CombinedOutput(); err != nil {
-		t.Fatalf("apserver cluster migrate: %v\n%s", err, out)
-	}
+	pg := migratedPG(t)
 	mark := t.TempDir()
 	rules := shoutRules(t)
 	for i, r := range rules {

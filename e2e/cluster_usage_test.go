@@ -38,10 +38,19 @@ func TestClusterUsageCountsAgainstBudget(t *testing.T) {
 	if end := c.runEnd(id); end.str("run.status") != "completed" {
 		t.Fatalf("the run on the worker ended %s", end.Raw)
 	}
-	// The work was the worker's: the run's worktree is in its cache, and
+	// The work was the worker's: the run's commit is in its clone, and
 	// the run's branch is on the remote.
-	if m, _ := filepath.Glob(filepath.Join(w.cache, "worktrees", "*")); len(m) == 0 {
-		t.Errorf("no worktree in the worker's cache %s", w.cache)
+	// (The worktree itself may already be gone: a finished run's
+	// worktree is removed. The worker's clone keeps the run's commit.)
+	var committed bool
+	clones, _ := filepath.Glob(filepath.Join(w.cache, "repos", "*"))
+	for _, clone := range clones {
+		if strings.TrimSpace(gitOut(t, clone, "log", "--all", "--format=%H", "--grep", "Apserver-Run: "+id)) != "" {
+			committed = true
+		}
+	}
+	if !committed {
+		t.Errorf("no commit of run %s in the worker's clones %v (cache %s)", id, clones, w.cache)
 	}
 	if refs := gitOut(t, remote, "for-each-ref", "--format=%(refname)"); !strings.Contains(refs, "refs/heads/apserver/"+id[:8]) {
 		t.Errorf("the run's branch is not on the remote:\n%s", refs)

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apserver/apserver/internal/pgtest"
 )
@@ -35,4 +36,36 @@ func clusterProject(t *testing.T) (*managerEnv, string, string) {
 		t.Fatalf("blueprint list: %v\n%s", err, out)
 	}
 	return e, remote, bp[0]
+}
+
+// hereRunInT2 starts the shout run on apserver a of two with [cluster]
+// execute = "here" on one database, and returns once a's t2 works: the
+// first t2 says so, then sleeps until its apserver is killed. b follows
+// the run (and waits up to three minutes for its end).
+func hereRunInT2(t *testing.T) (pg *pgtest.Server, repo string, a, b *client, id string) {
+	t.Helper()
+	pg = migratedPG(t)
+	mark := t.TempDir()
+	rules := shoutRules(t)
+	for i, r := range rules {
+		if r.Match == "S2 add test_greet.sh" {
+			// The first t2 says it runs, then sleeps until its apserver
+			// is killed.
+			rules[i] = taskRule(r.Match, `if mkdir `+mark+`/once 2>/dev/null; then pwd > `+mark+`/where.tmp && mv `+mark+`/where.tmp `+mark+`/where; sleep 120; fi; `+
+				`printf '%s\n' 'set -e' 'sh greet.sh bob | grep -q "Hello, bob"' 'sh greet.sh --shout bob | grep -q "HELLO, BOB"' > test_greet.sh`)
+		}
+	}
+	model := startModel(t, rules...)
+	repo = shoutRepo(t)
+	cfg := "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"here\"\n[sandbox_settings]\nwritable_roots = [\"" + mark + "\"]\n"
+	a = newRunsClient(t, model, faOptions{config: cfg})
+	b = newRunsClient(t, model, faOptions{config: cfg})
+	b.wait = 3 * time.Minute
+
+	id = a.startRun(map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main",
+		"trust": map[string]any{"planning": "auto"}})
+	readWhenThere(t, filepath.Join(mark, "where"), func() {
+		t.Logf("run/read %s = %s", id, b.call("run/read", map[string]any{"runId": id}).Raw)
+	})
+	return pg, repo, a, b, id
 }

@@ -76,29 +76,7 @@ func TestClusterUsageCountsAgainstBudget(t *testing.T) {
 // first one's was lost with it.)
 func TestClusterUsageHereTakeUp(t *testing.T) {
 	t.Parallel()
-	pg := migratedPG(t)
-	mark := t.TempDir()
-	rules := shoutRules(t)
-	for i, r := range rules {
-		if r.Match == "S2 add test_greet.sh" {
-			// The first t2 says it runs, then sleeps until its apserver
-			// is killed.
-			rules[i] = taskRule(r.Match, `if mkdir `+mark+`/once 2>/dev/null; then pwd > `+mark+`/where.tmp && mv `+mark+`/where.tmp `+mark+`/where; sleep 120; fi; `+
-				`printf '%s\n' 'set -e' 'sh greet.sh bob | grep -q "Hello, bob"' 'sh greet.sh --shout bob | grep -q "HELLO, BOB"' > test_greet.sh`)
-		}
-	}
-	model := startModel(t, rules...)
-	repo := shoutRepo(t)
-	cfg := "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"here\"\n[sandbox_settings]\nwritable_roots = [\"" + mark + "\"]\n"
-	a := newRunsClient(t, model, faOptions{config: cfg})
-	b := newRunsClient(t, model, faOptions{config: cfg})
-	b.wait = 3 * time.Minute
-
-	id := a.startRun(map[string]any{"cwd": repo, "request": "add a shout option to greet.sh", "baseBranch": "main",
-		"trust": map[string]any{"planning": "auto"}})
-	readWhenThere(t, filepath.Join(mark, "where"), func() {
-		t.Logf("run/read %s = %s", id, b.call("run/read", map[string]any{"runId": id}).Raw)
-	})
+	pg, _, a, b, id := hereRunInT2(t)
 	a.kill()
 	if end := b.runEnd(id); end.str("run.status") != "completed" {
 		t.Fatalf("run end on the apserver that took it up = %s", end.Raw)

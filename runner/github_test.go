@@ -2,10 +2,12 @@ package runner
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apserver/apserver/config"
@@ -78,7 +80,9 @@ func (takesAll) Takes(runs.Effect) bool { return true }
 
 // token_env's variable is hidden from commands, whatever its name.
 func TestGitHubTokenEnvHidden(t *testing.T) {
-	name := "APSERVER_TEST_GH_CREDLESS_NAME"
+	// A name of its own each time: the sandbox never forgets a secret
+	// name, so a second run (-count=2) must not reuse the first's.
+	name := fmt.Sprintf("APSERVER_TEST_GH_CREDLESS_NAME_%d", credlessRuns.Add(1))
 	if sandbox.SecretEnv(name) {
 		t.Fatalf("%s already counts as secret; the test needs a name that does not", name)
 	}
@@ -90,6 +94,9 @@ func TestGitHubTokenEnvHidden(t *testing.T) {
 		t.Errorf("token_env %s reaches commands", name)
 	}
 }
+
+// credlessRuns numbers TestGitHubTokenEnvHidden's runs.
+var credlessRuns atomic.Int64
 
 // Replies asked again (a restart between the reply and its event) are not
 // written twice: each reply carries a marker naming the comment.

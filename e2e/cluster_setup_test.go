@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"github.com/apserver/apserver/protocol"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -68,4 +69,48 @@ func hereRunInT2(t *testing.T) (pg *pgtest.Server, repo string, a, b *client, id
 		t.Logf("run/read %s = %s", id, b.call("run/read", map[string]any{"runId": id}).Raw)
 	})
 	return pg, repo, a, b, id
+}
+
+// waitRunsCommittedOnce waits (three minutes at most) until every run of
+// ids is over, then holds each to what a cluster owes it: completed with
+// its three tasks, its branch on its remote (remotes[i]), and each task
+// committed exactly once on the remote's main.
+func waitRunsCommittedOnce(t *testing.T, a *client, ids, remotes []string) {
+	t.Helper()
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		over := 0
+		for _, id := range ids {
+			if st := protocol.RunStatus(a.call("run/read", map[string]any{"runId": id}).str("run.status")); st.Final() {
+				over++
+			}
+		}
+		if over == len(ids) {
+			break
+		}
+		if time.Now().After(deadline) {
+			for _, id := range ids {
+				t.Logf("run/read %s = %.1500s", id, a.call("run/read", map[string]any{"runId": id}).Raw)
+			}
+			t.Fatalf("%d of %d runs are over", over, len(ids))
+		}
+	}
+	for _, id := range ids {
+		if end := a.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 3.0 {
+			t.Fatalf("run %s ended %s", id, end.Raw)
+		}
+	}
+	for i, id := range ids {
+		remote := remotes[i]
+		r := a.call("run/read", map[string]any{"runId": id})
+		if out, err := exec.Command("git", "-C", remote, "rev-parse", "--verify", "-q", "refs/heads/"+r.str("run.branch")).Output(); err != nil || len(out) == 0 {
+			t.Errorf("run %s: its branch %s is not on the remote", id, r.str("run.branch"))
+		}
+		for _, task := range []string{"t1", "t2", "t3"} {
+			got := strings.Fields(gitOut(t, remote, "log", "main", "--format=%H", "--all-match", "--grep", "Apserver-Run: "+id, "--grep", "Apserver-Task: "+task))
+			if len(got) != 1 {
+				t.Errorf("run %s: %d commits of %s on the remote's main, want 1; the run's reason: %s; its branch:\n%s", id, len(got), task,
+					r.str("run.reason"), gitOut(t, remote, "log", "--format=%h %s%n%b", r.str("run.branch")))
+			}
+		}
+	}
 }

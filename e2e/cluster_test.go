@@ -11,7 +11,6 @@ import (
 
 	"github.com/apserver/apserver/internal/pgtest"
 	"github.com/apserver/apserver/model/scripted"
-	"github.com/apserver/apserver/protocol"
 )
 
 // Two editors on two apservers pointed at one PostgreSQL database
@@ -200,42 +199,7 @@ func TestClusterWorkers(t *testing.T) {
 	}
 	b.call("run/plan/approve", map[string]any{"runId": manual})
 
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		over := 0
-		for _, id := range ids {
-			if st := protocol.RunStatus(a.call("run/read", map[string]any{"runId": id}).str("run.status")); st.Final() {
-				over++
-			}
-		}
-		if over == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			for _, id := range ids {
-				t.Logf("run/read %s = %.600s", id, a.call("run/read", map[string]any{"runId": id}).Raw)
-			}
-			t.Fatalf("%d of %d runs are over", over, n)
-		}
-	}
-	for _, id := range ids {
-		if end := a.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 3.0 {
-			t.Fatalf("run %s ended %s", id, end.Raw)
-		}
-	}
-	for i, id := range ids {
-		remote := remotes[i]
-		r := a.call("run/read", map[string]any{"runId": id})
-		if out, err := exec.Command("git", "-C", remote, "rev-parse", "--verify", "-q", "refs/heads/"+r.str("run.branch")).Output(); err != nil || len(out) == 0 {
-			t.Errorf("run %s: its branch %s is not on the remote", id, r.str("run.branch"))
-		}
-		for _, task := range []string{"t1", "t2", "t3"} {
-			got := strings.Fields(gitOut(t, remote, "log", "main", "--format=%H", "--all-match", "--grep", "Apserver-Run: "+id, "--grep", "Apserver-Task: "+task))
-			if len(got) != 1 {
-				t.Errorf("run %s: %d commits of %s on the remote's main, want 1; the run's reason: %s; its branch:\n%s", id, len(got), task,
-					r.str("run.reason"), gitOut(t, remote, "log", "--format=%h %s%n%b", r.str("run.branch")))
-			}
-		}
-	}
+	waitRunsCommittedOnce(t, a, ids, remotes)
 	if n := len(strings.Fields(gitOut(t, repos[0], "log", "main", "--format=%H", "--grep", "Apserver-Task: t1"))); n != 0 {
 		t.Errorf("the editor's own repository got %d task commits: the workers do the work", n)
 	}
@@ -507,43 +471,7 @@ func TestClusterDatabaseOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		over := 0
-		for _, id := range ids {
-			if st := protocol.RunStatus(a.call("run/read", map[string]any{"runId": id}).str("run.status")); st.Final() {
-				over++
-			}
-		}
-		if over == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			for _, id := range ids {
-				t.Logf("run/read %s = %.1500s", id, a.call("run/read", map[string]any{"runId": id}).Raw)
-			}
-			t.Fatalf("%d of %d runs are over", over, n)
-		}
-	}
-	for _, id := range ids {
-		if end := a.runEnd(id); end.str("run.status") != "completed" || end.get("run.counts.completed") != 3.0 {
-			t.Fatalf("run %s ended %s", id, end.Raw)
-		}
-	}
-	for i, id := range ids {
-		r := a.call("run/read", map[string]any{"runId": id})
-		if out, err := exec.Command("git", "-C", remotes[i], "rev-parse", "--verify", "-q", "refs/heads/"+r.str("run.branch")).Output(); err != nil || len(out) == 0 {
-			t.Errorf("run %s: its branch %s is not on the remote", id, r.str("run.branch"))
-		}
-		for _, task := range []string{"t1", "t2", "t3"} {
-			got := strings.Fields(gitOut(t, remotes[i], "log", "main", "--format=%H", "--all-match", "--grep", "Apserver-Run: "+id, "--grep", "Apserver-Task: "+task))
-			if len(got) != 1 {
-				t.Errorf("run %s: %d commits of %s on the remote's main, want 1", id, len(got), task)
-			}
-			if n := strings.Count(r.Raw, `"commit":`); n == 0 && task == "t1" {
-				t.Logf("run/read %s = %s", id, r.Raw)
-			}
-		}
-	}
+	waitRunsCommittedOnce(t, a, ids, remotes)
 	out, err := exec.Command(binPath, "cluster", "status", "--database-url", pg.URL).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "runs: 3 completed") {
 		t.Errorf("apserver cluster status after the outage: %v\n%s", err, out)

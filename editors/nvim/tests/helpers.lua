@@ -227,6 +227,28 @@ function M.line_of(b, s)
   end
 end
 
+-- M.ingested ingests helpers.SPEC in the workspace and opens its tree;
+-- returns the blueprint id and the tree buffer
+function M.ingested(ws)
+  vim.fn.writefile(M.SPEC, ws .. "/spec.md")
+  local bp = require("apserver.blueprint")
+  local res
+  bp.ingest(ws .. "/spec.md", function(r)
+    res = r
+  end)
+  M.wait(function()
+    return res and bp.ingests[res.blueprint.id].status == "ready"
+  end, 30000, "the ingestion")
+  local b
+  bp.open(res.blueprint.id, function(buf)
+    b = buf
+  end)
+  M.wait(function()
+    return b and M.buftext(b):find("Print bye", 1, true)
+  end, 15000, "the tree")
+  return res.blueprint.id, b
+end
+
 function M.teardown()
   local app = package.loaded["apserver"]
   if app then

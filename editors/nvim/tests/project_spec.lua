@@ -46,27 +46,7 @@ local function answers(list)
   end
 end
 
--- ingested ingests helpers.SPEC in the workspace and opens its tree;
--- returns the blueprint id and the tree buffer
-local function ingested(ws)
-  vim.fn.writefile(h.SPEC, ws .. "/spec.md")
-  local bp = require("apserver.blueprint")
-  local res
-  bp.ingest(ws .. "/spec.md", function(r)
-    res = r
-  end)
-  h.wait(function()
-    return res and bp.ingests[res.blueprint.id].status == "ready"
-  end, 30000, "the ingestion")
-  local b
-  bp.open(res.blueprint.id, function(buf)
-    b = buf
-  end)
-  h.wait(function()
-    return b and buftext(b):find("Print bye", 1, true)
-  end, 15000, "the tree")
-  return res.blueprint.id, b
-end
+local ingested = h.ingested
 
 local runs = require("apserver.runs")
 

@@ -323,26 +323,11 @@ describe("blueprints", function()
   end)
 
   it("the tree follows blueprint/updated: a task marked done counts under its parents", function()
-    local ws = require("apserver.config").options.cwd
-    vim.fn.writefile(h.SPEC, ws .. "/spec.md")
     local bp = require("apserver.blueprint")
-    local res
-    bp.ingest(ws .. "/spec.md", function(r)
-      res = r
-    end)
-    h.wait(function()
-      return res and bp.ingests[res.blueprint.id].status == "ready"
-    end, 30000, "the ingestion")
-    local b
-    bp.open(res.blueprint.id, function(buf)
-      b = buf
-    end)
-    h.wait(function()
-      return b
-    end, 15000, "the tree")
-    local node = bp.trees[res.blueprint.id].nodes[3]
+    local id, b = h.ingested(require("apserver.config").options.cwd)
+    local node = bp.trees[id].nodes[3]
     assert.are.equal("Print hello", node.title)
-    local _, err = require("apserver").state.client:request_sync(methods.MethodBlueprintNodeUpdate, { blueprintId = res.blueprint.id, nodeId = node.id, status = "done" }, 10000)
+    local _, err = require("apserver").state.client:request_sync(methods.MethodBlueprintNodeUpdate, { blueprintId = id, nodeId = node.id, status = "done" }, 10000)
     assert.falsy(err)
     h.wait(has(b, "◐ phase  Greetings  1/2"), 10000, "the phase's progress")
     assert.truthy(buftext(b):find("    ● task  Print hello  1/1", 1, true), buftext(b))

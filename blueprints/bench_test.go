@@ -2,15 +2,12 @@ package blueprints
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"testing"
 
 	"github.com/apserver/apserver/blueprint"
 	"github.com/apserver/apserver/internal/specgen"
 	"github.com/apserver/apserver/model/scripted"
 	"github.com/apserver/apserver/protocol"
-	"github.com/apserver/apserver/store"
 )
 
 // BenchmarkIngestLarge: a whole ingestion of the ~500,000-word generated
@@ -96,34 +93,7 @@ func tenThousandTasks(b *testing.B) *Service {
 	s, _ := f.service(b, 0, 4, nil)
 	st := mustStore(b, s)
 	ctx := context.Background()
-	bp := store.BlueprintRow{ID: "bp_bench", Title: "bench"}
-	if err := st.CreateBlueprintVersion(ctx, bp, store.BlueprintVersionRow{ID: "v1", Status: "ingesting", Document: "# P\n"}, json.RawMessage(`{}`)); err != nil {
-		b.Fatal(err)
-	}
-	var rows []store.BlueprintNodeRow
-	add := func(n protocol.BlueprintNode) {
-		n.Order = len(rows)
-		raw, _ := json.Marshal(n)
-		rows = append(rows, store.BlueprintNodeRow{Ord: n.Order, ID: n.ID, Node: raw})
-	}
-	add(protocol.BlueprintNode{ID: "P", Kind: protocol.KindPhase, Title: "P", Anchor: []string{"P"}, Status: protocol.NodePlanned})
-	story := ""
-	for i := 0; i < 10000; i++ {
-		if i%10 == 0 {
-			story = fmt.Sprintf("s%d", i/10)
-			add(protocol.BlueprintNode{ID: story, Kind: protocol.KindStory, ParentID: "P", Depth: 1, Anchor: []string{"P", story}, Status: protocol.NodePlanned})
-		}
-		t := protocol.BlueprintNode{ID: fmt.Sprintf("t%d", i), Kind: protocol.KindTask, ParentID: story, Depth: 2, Status: protocol.NodePlanned,
-			Title: fmt.Sprintf("Task %d", i), Anchor: []string{"P", story, fmt.Sprintf("Task %d", i)}, Priority: protocol.PriorityHigh, Estimate: "M"}
-		if i%4 == 0 {
-			t.Status = protocol.NodeDone
-		}
-		if i%10 != 0 {
-			t.DependsOn = []string{fmt.Sprintf("t%d", i-1)}
-		}
-		add(t)
-	}
-	if err := st.FinishBlueprintVersion(ctx, "v1", rows, nil, json.RawMessage(`{}`)); err != nil {
+	if err := specgen.StoreTenThousandTasks(ctx, st, "bp_bench"); err != nil {
 		b.Fatal(err)
 	}
 	return s

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/apserver/apserver/internal/specgen"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -42,33 +43,7 @@ func benchTick10k(b *testing.B, changed bool) {
 	b.Cleanup(func() { st.Close() })
 	open := func() (*store.Store, error) { return st, nil }
 	bpID := "bp_bench"
-	if err := st.CreateBlueprintVersion(ctx, store.BlueprintRow{ID: bpID, Title: "bench"}, store.BlueprintVersionRow{ID: "v1", Status: "ingesting", Document: "# P\n"}, json.RawMessage(`{}`)); err != nil {
-		b.Fatal(err)
-	}
-	var rows []store.BlueprintNodeRow
-	add := func(n protocol.BlueprintNode) {
-		n.Order = len(rows)
-		raw, _ := json.Marshal(n)
-		rows = append(rows, store.BlueprintNodeRow{Ord: n.Order, ID: n.ID, Node: raw})
-	}
-	add(protocol.BlueprintNode{ID: "P", Kind: protocol.KindPhase, Title: "P", Anchor: []string{"P"}, Status: protocol.NodePlanned})
-	story := ""
-	for i := range 10000 {
-		if i%10 == 0 {
-			story = fmt.Sprintf("s%d", i/10)
-			add(protocol.BlueprintNode{ID: story, Kind: protocol.KindStory, ParentID: "P", Depth: 1, Anchor: []string{"P", story}, Status: protocol.NodePlanned})
-		}
-		t := protocol.BlueprintNode{ID: fmt.Sprintf("t%d", i), Kind: protocol.KindTask, ParentID: story, Depth: 2, Status: protocol.NodePlanned,
-			Title: fmt.Sprintf("Task %d", i), Anchor: []string{"P", story, fmt.Sprintf("Task %d", i)}, Priority: protocol.PriorityHigh, Estimate: "M"}
-		if i%4 == 0 {
-			t.Status = protocol.NodeDone
-		}
-		if i%10 != 0 {
-			t.DependsOn = []string{fmt.Sprintf("t%d", i-1)}
-		}
-		add(t)
-	}
-	if err := st.FinishBlueprintVersion(ctx, "v1", rows, nil, json.RawMessage(`{}`)); err != nil {
+	if err := specgen.StoreTenThousandTasks(ctx, st, bpID); err != nil {
 		b.Fatal(err)
 	}
 	bs := blueprints.New(blueprints.Options{Store: open, Config: config.Default()})

@@ -59,19 +59,54 @@ func (d *DecisionModel) ask(ctx context.Context, instructions, prompt, schemaNam
 	if out == "" {
 		out = deltas.String()
 	}
-	if strings.TrimSpace(out) == "" {
-		return nil, errors.New("the decision model gave no answer")
-	}
 	return []byte(strings.TrimSpace(out)), nil
+}
+
+// errNoAnswer: the decision model answered nothing.
+var errNoAnswer = errors.New("the decision model gave no answer")
+
+// askValid asks, and checks the answer with check (which keeps what it
+// parsed). Model output is untrusted: an answer check refuses is asked for
+// once more, saying what was wrong; a second refused answer is an error
+// naming it. A model that cannot be reached is an error at once (the
+// client has retried already).
+func (d *DecisionModel) askValid(ctx context.Context, instructions, prompt, schemaName string, schema json.RawMessage, check func([]byte) error) ([]byte, error) {
+	checked := func(raw []byte) error {
+		if len(raw) == 0 {
+			return errNoAnswer
+		}
+		return check(raw)
+	}
+	raw, err := d.ask(ctx, instructions, prompt, schemaName, schema)
+	if err != nil {
+		return nil, err
+	}
+	bad := checked(raw)
+	if bad == nil {
+		return raw, nil
+	}
+	again := fmt.Sprintf("%s\n\nYour previous answer was not valid: %v. Answer again with only the JSON object the schema describes.", prompt, bad)
+	if raw, err = d.ask(ctx, instructions, again, schemaName, schema); err != nil {
+		return nil, err
+	}
+	if bad := checked(raw); bad != nil {
+		return raw, fmt.Errorf("the decision model's answer is not valid, twice: %w", bad)
+	}
+	return raw, nil
 }
 
 // Decide asks the decision model about a finished turn.
 func (d *DecisionModel) Decide(ctx context.Context, in controller.Input) (controller.ModelAnswer, error) {
-	raw, err := d.ask(ctx, controller.ModelInstructions(), controller.ModelPrompt(in), "fullauto_decision", controller.ModelSchema())
+	var a controller.ModelAnswer
+	_, err := d.askValid(ctx, controller.ModelInstructions(), controller.ModelPrompt(in), "fullauto_decision", controller.ModelSchema(), func(raw []byte) error {
+		var err error
+		a, err = controller.ParseModelAnswer(raw)
+		return err
+	})
 	if err != nil {
 		return controller.ModelAnswer{}, err
 	}
-	return controller.ParseModelAnswer(raw)
+	return a, nil
 }
 
 // RequestAnswer is the decision model's answer to an approval or a
@@ -137,43 +172,88 @@ func (d *DecisionModel) Answer(ctx context.Context, objective string, req Reques
 	default:
 		return RequestAnswer{}, fmt.Errorf("the decision model cannot answer %s", req.Method)
 	}
-	raw, err := d.ask(ctx, requestInstructions, b.String(), name, schema)
+	var ra RequestAnswer
+	parse := parseApproval
+	if name == "fullauto_answer" {
+		asked := map[string]bool{}
+		for _, q := range req.Params.(protocol.ToolRequestUserInputParams).Questions {
+			asked[q.ID] = true
+		}
+		parse = func(raw []byte) (RequestAnswer, error) { return parseAnswers(raw, asked) }
+	}
+	raw, err := d.askValid(ctx, requestInstructions, b.String(), name, schema, func(raw []byte) error {
+		var err error
+		ra, err = parse(raw)
+		return err
+	})
 	if err != nil {
+		return RequestAnswer{Raw: raw}, err
+	}
+	ra.Raw = raw
+	return ra, nil
+}
+
+// parseAnswers reads the decision model's answers to the questions asked
+// (by id): each answer names an asked question and says something, every
+// question is answered, and the confidence is between 0 and 1.
+func parseAnswers(raw []byte, asked map[string]bool) (RequestAnswer, error) {
+	var v struct {
+		Answers []struct {
+			ID     string `json:"id"`
+			Answer string `json:"answer"`
+		} `json:"answers"`
+		Reason     string  `json:"reason"`
+		Confidence float64 `json:"confidence"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return RequestAnswer{}, fmt.Errorf("decoding the decision model's answer: %w", err)
+	}
+	answers := map[string]any{}
+	for i, a := range v.Answers {
+		switch {
+		case !asked[a.ID]:
+			return RequestAnswer{}, fmt.Errorf("answers[%d].id: %q is not a question asked", i, a.ID)
+		case strings.TrimSpace(a.Answer) == "":
+			return RequestAnswer{}, fmt.Errorf("answers[%d].answer: empty", i)
+		}
+		answers[a.ID] = map[string]any{"answers": []string{a.Answer}}
+	}
+	for id := range asked {
+		if _, ok := answers[id]; !ok {
+			return RequestAnswer{}, fmt.Errorf("answers: question %q has no answer", id)
+		}
+	}
+	if err := checkConfidence(v.Confidence); err != nil {
 		return RequestAnswer{}, err
 	}
-	ra := RequestAnswer{Raw: raw}
-	if name == "fullauto_answer" {
-		var v struct {
-			Answers []struct {
-				ID     string `json:"id"`
-				Answer string `json:"answer"`
-			} `json:"answers"`
-			Reason     string  `json:"reason"`
-			Confidence float64 `json:"confidence"`
-		}
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return ra, fmt.Errorf("decoding the decision model's answer: %w", err)
-		}
-		answers := map[string]any{}
-		for _, a := range v.Answers {
-			answers[a.ID] = map[string]any{"answers": []string{a.Answer}}
-		}
-		ra.Answer, _ = json.Marshal(map[string]any{"answers": answers})
-		ra.Outcome, ra.Reason, ra.Confidence = controller.OutcomeAccept, v.Reason, v.Confidence
-		return ra, nil
-	}
+	ra := RequestAnswer{Outcome: controller.OutcomeAccept, Reason: v.Reason, Confidence: v.Confidence}
+	ra.Answer, _ = json.Marshal(map[string]any{"answers": answers})
+	return ra, nil
+}
+
+// parseApproval reads the decision model's answer to an approval: accept
+// or decline, with a confidence between 0 and 1.
+func parseApproval(raw []byte) (RequestAnswer, error) {
 	var v struct {
 		Decision   string  `json:"decision"`
 		Reason     string  `json:"reason"`
 		Confidence float64 `json:"confidence"`
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return ra, fmt.Errorf("decoding the decision model's answer: %w", err)
+		return RequestAnswer{}, fmt.Errorf("decoding the decision model's answer: %w", err)
 	}
 	if v.Decision != controller.OutcomeAccept && v.Decision != controller.OutcomeDecline {
-		return ra, fmt.Errorf("the decision model answered %q", v.Decision)
+		return RequestAnswer{}, fmt.Errorf("decision: %q is neither accept nor decline", v.Decision)
 	}
-	ra.Outcome, ra.Reason, ra.Confidence = v.Decision, v.Reason, v.Confidence
-	ra.Answer = DecisionJSON(protocol.Decision(v.Decision))
-	return ra, nil
+	if err := checkConfidence(v.Confidence); err != nil {
+		return RequestAnswer{}, err
+	}
+	return RequestAnswer{Outcome: v.Decision, Reason: v.Reason, Confidence: v.Confidence, Answer: DecisionJSON(protocol.Decision(v.Decision))}, nil
+}
+
+func checkConfidence(c float64) error {
+	if c < 0 || c > 1 {
+		return fmt.Errorf("confidence: %v is not between 0 and 1", c)
+	}
+	return nil
 }

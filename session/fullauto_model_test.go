@@ -128,3 +128,56 @@ func TestDecisionModelUnavailable(t *testing.T) {
 		t.Errorf("decisionModel() = %+v, want nil", dm)
 	}
 }
+
+// TestDecisionModelAskedAgainOnce: an answer off its contract (a decision
+// that is neither accept nor decline, a confidence above 1, an answer to a
+// question nobody asked) is asked for once more, saying what was wrong;
+// the second answer is taken when it is valid, and is an error naming the
+// problem when it is not.
+func TestDecisionModelAskedAgainOnce(t *testing.T) {
+	t.Parallel()
+	sc := scripted.Script{Rules: []scripted.Rule{
+		// Only the second request about "fixed" says its decision was "nope".
+		{Match: `not valid: decision: "nope"`, Steps: []scripted.Step{{Text: `{"decision":"accept","reason":"ok now","confidence":0.9}`}}},
+		{Match: "Your previous answer was not valid", Steps: []scripted.Step{{Text: `{"decision":"maybe","reason":"unsure","confidence":0.5}`}}},
+		{Match: "objective: fixed", Steps: []scripted.Step{{Text: `{"decision":"nope","reason":"?","confidence":0.5}`}}},
+		{Match: "objective: maybe", Steps: []scripted.Step{{Text: `{"decision":"maybe","reason":"unsure","confidence":0.5}`}}},
+		{Match: "objective: sure", Steps: []scripted.Step{{Text: `{"decision":"accept","reason":"very","confidence":7}`}}},
+		{Match: "objective: stranger", Steps: []scripted.Step{{Text: `{"answers":[{"id":"other","answer":"x"}],"reason":"r","confidence":0.5}`}}},
+	}}
+	m, srv := decisionManager(t, sc, config.RoleConfig{Model: "scripted-decision"})
+	dm := m.decisionModel()
+	command := serverRequest{Method: protocol.RequestCommandApproval, Command: "make test", Params: protocol.CommandApprovalParams{}}
+	question := serverRequest{Method: protocol.RequestUserInput, Params: protocol.ToolRequestUserInputParams{Questions: []protocol.UserInputQuestion{
+		{ID: "lang", Header: "Language", Question: "Which one?"}}}}
+	for _, tc := range []struct {
+		objective string
+		req       serverRequest
+		told, err string // what the second request says was wrong; the error, "" when the second answer is taken
+	}{
+		{"fixed", command, `decision: "nope" is neither accept nor decline`, ""},
+		{"maybe", command, `decision: "maybe" is neither accept nor decline`, `not valid, twice: decision: "maybe"`},
+		{"sure", command, "confidence: 7 is not between 0 and 1", `not valid, twice: decision: "maybe"`},
+		{"stranger", question, `answers[0].id: "other" is not a question asked`, `not valid, twice: answers: question "lang" has no answer`},
+	} {
+		before := len(srv.Requests())
+		ra, err := dm.Answer(context.Background(), tc.objective, tc.req)
+		reqs := srv.Requests()[before:]
+		if len(reqs) != 2 {
+			t.Errorf("%s: %d model requests, want 2 (asked again once)", tc.objective, len(reqs))
+			continue
+		}
+		if !strings.Contains(reqs[1].LastUserText, "Your previous answer was not valid: "+tc.told) {
+			t.Errorf("%s: the second request does not say %q:\n%s", tc.objective, tc.told, reqs[1].LastUserText)
+		}
+		if tc.err == "" {
+			if err != nil || ra.Outcome != controller.OutcomeAccept || ra.Reason != "ok now" {
+				t.Errorf("%s: answer() = %+v, %v; want the second answer taken", tc.objective, ra, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: answer() error = %v, want %q", tc.objective, err, tc.err)
+		}
+	}
+}

@@ -84,17 +84,10 @@ func (c broadcastClient) Notify(method string, params any) { c.NotifyThread("", 
 
 func (c broadcastClient) Call(method string, params any) session.ClientCall {
 	h := c.h
-	call := &hubCall{h: h, id: h.nextID.Add(1) - 1, method: method, everyone: true, done: make(chan struct{}), sent: map[*Server]bool{}}
-	raw, err := json.Marshal(params)
-	if err != nil {
-		call.finish(nil, err)
+	call, ok := h.newCall(h.nextID.Add(1)-1, method, params, true)
+	if !ok {
 		return call
 	}
-	call.params = raw
-	call.threadID = threadOf(raw)
-	h.mu.Lock()
-	h.pending[call.id] = call
-	h.mu.Unlock()
 	for _, s := range h.targets("") {
 		if s.state.Load() != nil {
 			call.sendTo(s)
@@ -489,21 +482,33 @@ func (c hubClient) CallWithID(id int64, method string, params any) session.Clien
 			break
 		}
 	}
-	call := &hubCall{h: h, id: id, method: method, done: make(chan struct{}), sent: map[*Server]bool{}}
+	call, ok := h.newCall(id, method, params, false)
+	if !ok {
+		return call
+	}
+	for _, s := range h.targets(call.threadID) {
+		call.sendTo(s)
+	}
+	return call
+}
+
+// newCall makes request id, registered as waiting for its answer; ok is
+// false (the call already finished with the error) when params do not
+// encode. everyone: it goes to every initialized connection, not only
+// those following its thread.
+func (h *Hub) newCall(id int64, method string, params any, everyone bool) (*hubCall, bool) {
+	call := &hubCall{h: h, id: id, method: method, everyone: everyone, done: make(chan struct{}), sent: map[*Server]bool{}}
 	raw, err := json.Marshal(params)
 	if err != nil {
 		call.finish(nil, err)
-		return call
+		return call, false
 	}
 	call.params = raw
 	call.threadID = threadOf(raw)
 	h.mu.Lock()
 	h.pending[id] = call
 	h.mu.Unlock()
-	for _, s := range h.targets(call.threadID) {
-		call.sendTo(s)
-	}
-	return call
+	return call, true
 }
 
 // hubCall is one server→client request, possibly sent to several

@@ -78,7 +78,9 @@ func (o *Owner) Run(guard func(f func())) {
 }
 
 // Post runs f on the owner's goroutine. It returns false when the owner's
-// context ended first.
+// context ended first. A function posted just before the context ends
+// may never run (Run stops without draining): a caller that waits for f
+// needs another way to learn that (the runner's run.ask).
 func (o *Owner) Post(f func()) bool {
 	if o.ctx.Err() != nil {
 		return false

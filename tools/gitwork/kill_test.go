@@ -24,6 +24,12 @@ func helperMain() {
 	var repo, wt, mode string
 	fmt.Sscanf(os.Getenv(helperEnv), "%s %s %s", &repo, &wt, &mode)
 	var err error
+	if mode == "setup-started" {
+		// Killed right after the command started, before its process
+		// group is on disk.
+		testHookSetupStarted = func() { select {} }
+		mode = "setup"
+	}
 	if mode == "setup" {
 		err = Setup(context.Background(), repo, wt, nil, `exec -a "$GITWORK_MARK" sleep 60`)
 	} else {
@@ -246,15 +252,23 @@ func killedRun(t *testing.T, mode string, span time.Duration, rng *rand.Rand) {
 
 // TestSetupAfterKill: apserver killed while Setup's command runs leaves
 // the command running; the next Setup stops it before it runs the command
-// again. Judged by the processes in /proc.
+// again. Judged by the processes in /proc. The kill comes while the
+// command runs, or right after it started, before its process group was
+// recorded.
 func TestSetupAfterKill(t *testing.T) {
+	for _, mode := range []string{"setup", "setup-started"} {
+		t.Run(mode, func(t *testing.T) { setupAfterKill(t, mode) })
+	}
+}
+
+func setupAfterKill(t *testing.T, mode string) {
 	dir := newRepo(t)
 	r := open(t, dir)
 	wt, _ := addWorktree(t, r, "orphan")
 	mark := fmt.Sprintf("gitwork-orphan-%d", time.Now().UnixNano())
 	t.Setenv("GITWORK_MARK", mark)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+dir+" "+wt+" setup")
+	cmd.Env = append(os.Environ(), helperEnv+"="+dir+" "+wt+" "+mode)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

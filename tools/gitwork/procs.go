@@ -131,6 +131,53 @@ func settle(ctx context.Context, key string, busy func() bool) error {
 	return nil
 }
 
+// procStat reads the state and the process group of pid from
+// /proc/pid/stat.
+func procStat(pid string) (state string, pgrp int, ok bool) {
+	stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return "", 0, false
+	}
+	// pid (comm) state ppid pgrp ...: comm may hold anything but ends at
+	// the last ')'.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return "", 0, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 3 {
+		return "", 0, false
+	}
+	pgrp, err = strconv.Atoi(f[2])
+	return f[0], pgrp, err == nil
+}
+
+// processGroup is the process group of a live pid, or 0.
+func processGroup(pid int) int {
+	state, pgrp, ok := procStat(strconv.Itoa(pid))
+	if !ok || state == "Z" {
+		return 0
+	}
+	return pgrp
+}
+
+// withEnv lists the live (not zombie) processes whose environment holds
+// entry ("NAME=value") exactly.
+func withEnv(entry string) []int {
+	var found []int
+	for _, pid := range pids() {
+		environ, err := os.ReadFile(filepath.Join("/proc", pid, "environ"))
+		if err != nil || !slices.ContainsFunc(bytes.Split(environ, []byte{0}), func(kv []byte) bool { return string(kv) == entry }) {
+			continue
+		}
+		if state, _, ok := procStat(pid); ok && state != "Z" {
+			n, _ := strconv.Atoi(pid)
+			found = append(found, n)
+		}
+	}
+	return found
+}
+
 // groupMembers lists the live (not zombie) processes of process group
 // pgid; with under set, only if one of them works in under or below it
 // (so that a reused group id of someone else's is not taken for ours).
@@ -139,18 +186,8 @@ func groupMembers(pgid int, under string) []int {
 	inside := under == ""
 	want := canonical(under)
 	for _, pid := range pids() {
-		stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...: comm may hold anything but
-		// ends at the last ')'.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 3 || f[0] == "Z" || f[2] != strconv.Itoa(pgid) {
+		state, pgrp, ok := procStat(pid)
+		if !ok || state == "Z" || pgrp != pgid {
 			continue
 		}
 		n, _ := strconv.Atoi(pid)

@@ -3,6 +3,7 @@ package gitwork
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -286,10 +287,21 @@ func copyEntry(src, dst string, d fs.DirEntry) error {
 // carries.
 const setupOutputTail = 2048
 
-// setupPIDFile, in the worktree's private git directory, holds the process
-// group of the setup command while it runs, so that after a kill of
-// apserver the next Setup can stop what the killed one left running.
+// setupPIDFile, in the worktree's private git directory, is written before
+// the setup command starts and removed when it ends. It holds a token that
+// the command and everything it starts carry in their environment
+// (setupEnv), and, once the command has started, its process group. After
+// a kill of apserver, at any moment, the next Setup finds what the killed
+// one left running by either and stops it.
 const setupPIDFile = "apserver-setup.pid"
+
+// testHookSetupStarted, set by tests, runs between the setup command's
+// start and the recording of its process group.
+var testHookSetupStarted func()
+
+// setupEnv names the environment variable that carries a setup command's
+// token.
+const setupEnv = "APSERVER_SETUP_ID"
 
 func runSetup(ctx context.Context, dir, gitDir, command string) error {
 	cmd := exec.CommandContext(ctx, "bash", "-c", command)
@@ -301,19 +313,32 @@ func runSetup(ctx context.Context, dir, gitDir, command string) error {
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = env
+	var raw [16]byte
+	rand.Read(raw[:])
+	token := hex.EncodeToString(raw[:])
+	cmd.Env = append(env, setupEnv+"="+token)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
+	// The token is on disk before the command starts: a kill between the
+	// start and the second write still leaves a way to find the command.
+	pidFile := filepath.Join(gitDir, setupPIDFile)
+	if err := writeAtomic(pidFile, []byte("token "+token+"\n")); err != nil {
 		return fmt.Errorf("setup command %q: %w", command, err)
 	}
-	pidFile := filepath.Join(gitDir, setupPIDFile)
-	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o644); err != nil {
+	if err := cmd.Start(); err != nil {
+		os.Remove(pidFile)
+		return fmt.Errorf("setup command %q: %w", command, err)
+	}
+	if testHookSetupStarted != nil {
+		testHookSetupStarted()
+	}
+	if err := writeAtomic(pidFile, []byte("token "+token+"\npgid "+strconv.Itoa(cmd.Process.Pid)+"\n")); err != nil {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
+		os.Remove(pidFile)
 		return err
 	}
 	err := cmd.Wait()
@@ -331,27 +356,62 @@ func runSetup(ctx context.Context, dir, gitDir, command string) error {
 	return fmt.Errorf("setup command %q: %w: %s", command, err, strings.TrimSpace(string(tail)))
 }
 
-// killOrphanSetup kills the process group of a setup command that a killed
-// apserver left running in worktree (its group is in setupPIDFile, and one
-// of its processes still works inside the worktree), and waits until it
-// is gone.
+// killOrphanSetup stops a setup command that a killed apserver left
+// running in worktree, with everything it started: the processes that
+// carry its token (setupPIDFile) in their environment, with their process
+// groups, and the recorded process group if one of its processes still
+// works inside the worktree. It waits until they are gone.
 func killOrphanSetup(ctx context.Context, gitDir, worktree string) error {
 	pidFile := filepath.Join(gitDir, setupPIDFile)
 	data, err := os.ReadFile(pidFile)
 	if err != nil {
 		return nil
 	}
-	pgid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err == nil && pgid > 1 && len(groupMembers(pgid, worktree)) > 0 {
-		syscall.Kill(-pgid, syscall.SIGKILL)
-		deadline := time.Now().Add(5 * time.Second)
-		for len(groupMembers(pgid, "")) > 0 {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("the setup command left running by a killed apserver (process group %d) does not end", pgid)
+	var token string
+	pgid := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		switch key, value, _ := strings.Cut(strings.TrimSpace(line), " "); key {
+		case "token":
+			token = value
+		case "pgid":
+			pgid, _ = strconv.Atoi(value)
+		default:
+			if n, err := strconv.Atoi(key); err == nil && value == "" {
+				pgid = n // written by an older apserver: the group alone
 			}
-			if err := pause(ctx, 10*time.Millisecond); err != nil {
-				return err
+		}
+	}
+	left := func() (groups, procs []int) {
+		if token != "" {
+			procs = withEnv(setupEnv + "=" + token)
+			for _, pid := range procs {
+				if g := processGroup(pid); g > 1 && !slices.Contains(groups, g) {
+					groups = append(groups, g)
+				}
 			}
+		}
+		if pgid > 1 && !slices.Contains(groups, pgid) && len(groupMembers(pgid, worktree)) > 0 {
+			groups = append(groups, pgid)
+		}
+		return groups, procs
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		groups, procs := left()
+		if len(groups) == 0 && len(procs) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the setup command left running by a killed apserver (process groups %v) does not end", groups)
+		}
+		for _, g := range groups {
+			syscall.Kill(-g, syscall.SIGKILL)
+		}
+		for _, pid := range procs {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		if err := pause(ctx, 10*time.Millisecond); err != nil {
+			return err
 		}
 	}
 	return os.Remove(pidFile)

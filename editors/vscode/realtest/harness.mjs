@@ -319,6 +319,27 @@ export async function runCommand(page, title) {
   await input.press("Enter");
 }
 
+/**
+ * Runs the context-menu item `label` of `target` (a locator). A click that
+ * lands while the menu is still settling can be dropped, leaving it open:
+ * the item is clicked again until the menu has closed (running an item
+ * closes it), opening the menu again if it closed without running.
+ */
+export async function contextMenu(page, target, label) {
+  const menu = page.locator(".context-view .monaco-menu");
+  const item = menu.locator(".action-label", { hasText: label });
+  let clicked = false;
+  await until(async () => {
+    if (!(await menu.isVisible())) {
+      if (clicked) return true;
+      await target.click({ button: "right" });
+      await item.waitFor({ timeout: 5000 }).catch(() => {});
+    }
+    clicked = await item.click({ timeout: 5000 }).then(() => true, () => clicked);
+    return menu.waitFor({ state: "hidden", timeout: 2000 }).then(() => clicked, () => false);
+  }, 30000, `the context menu's ${label}`);
+}
+
 /** The apserver panel's document (the webview's inner frame). */
 export function panelFrame(page) {
   return page.frameLocator(`iframe.webview[src*="extensionId=${EXT_ID}"]`).first().frameLocator("#active-frame");

@@ -8,7 +8,7 @@ import { after, before, describe, test as nodeTest } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
-import { copyShot, EXT_ID, extensionLoaded, runCommand, shot, startFakeModel, startVSCode, testWithShot, uncaughtErrors, until } from "./harness.mjs";
+import { contextMenu, copyShot, EXT_ID, extensionLoaded, runCommand, shot, startFakeModel, startVSCode, testWithShot, uncaughtErrors, until } from "./harness.mjs";
 import { GREET, PROJECT_SCRIPT, SPEC } from "../test/project-fixture.mjs";
 
 const update = process.env.UPDATE_SCREENSHOT === "1";
@@ -97,8 +97,7 @@ describe("real VS Code: a blueprint built by the manager", () => {
   });
 
   test("Generate Tasks for Node from the feature's context menu; the tree shows them", async () => {
-    await row("Feature: Shout").click({ button: "right" });
-    await page.locator(".monaco-menu .action-label", { hasText: "Generate Tasks for Node" }).click();
+    await contextMenu(page, row("Feature: Shout"), "Generate Tasks for Node");
     // The node opens on its new tasks.
     await row("S1 make greet.sh accept --shout").waitFor({ timeout: 60000 });
     await row("S3 document --shout").waitFor();

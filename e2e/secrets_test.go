@@ -108,3 +108,36 @@ func TestCommandsGetNoSecrets(t *testing.T) {
 		})
 	}
 }
+
+// TestRunSetupCommandGetsNoSecrets: a run's setup command (the user's, from
+// the config) runs what the repository gives it (an install's scripts,
+// say), so it gets apserver's environment without the model's key or any
+// variable named like a secret, and with the rest.
+func TestRunSetupCommandGetsNoSecrets(t *testing.T) {
+	t.Parallel()
+	model := startModel(t, shoutRules(t)...)
+	repo := shoutRepo(t)
+	home := t.TempDir()
+	seen := filepath.Join(t.TempDir(), "setup-env.txt")
+	cfg := filepath.Join(home, "config.toml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[runs]\nsetup_command = %q\n", "env > "+seen)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := execResult{dataDir: t.TempDir(), cwd: repo}
+	r.run(t, home, []string{"run", "--config", cfg, "--data-dir", r.dataDir, "--model", "scripted-model",
+		"--base-url", model.URL(), "--base", "main", "add a shout option to greet.sh"})
+	if r.code != 5 {
+		t.Fatalf("apserver run = exit %d, want 5 (waiting for the plan's approval)\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	data, err := os.ReadFile(seen)
+	if err != nil {
+		t.Fatalf("the setup command did not run: %v", err)
+	}
+	env := "\n" + string(data)
+	if strings.Contains(env, "\nOPENAI_API_KEY=") {
+		t.Errorf("the setup command got the model's key:\n%s", data)
+	}
+	if !strings.Contains(env, "\nPATH=") || !strings.Contains(env, "\nHOME="+home+"\n") {
+		t.Errorf("the setup command lost the rest of the environment:\n%s", data)
+	}
+}

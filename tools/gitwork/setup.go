@@ -18,6 +18,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/apserver/apserver/tools/sandbox"
 )
 
 // setupMark is the file in a worktree's private git directory that records
@@ -306,8 +308,11 @@ const setupEnv = "APSERVER_SETUP_ID"
 func runSetup(ctx context.Context, dir, gitDir, command string) error {
 	cmd := exec.CommandContext(ctx, "bash", "-c", command)
 	cmd.Dir = dir
+	// The command is the user's, but what it runs (an install's package
+	// scripts, say) is the repository's: it gets apserver's environment
+	// without apserver's secrets, as every command does.
 	var env []string
-	for _, kv := range os.Environ() {
+	for _, kv := range sandbox.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if !strings.HasPrefix(name, "GIT_") || !contains(dropEnv, name) {
 			env = append(env, kv)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apserver/apserver/internal/proctest"
+	"github.com/apserver/apserver/tools/sandbox"
 )
 
 func TestSetupCopies(t *testing.T) {
@@ -122,6 +123,31 @@ func TestSetupCommand(t *testing.T) {
 		t.Errorf("Setup after a failure = %v", err)
 	}
 	read(t, wt2, "fixed.log")
+}
+
+// TestSetupCommandGetsNoSecrets: the setup command gets apserver's
+// environment without its secrets (a provider's key variable, names that
+// look like a secret's), and with everything else.
+func TestSetupCommandGetsNoSecrets(t *testing.T) {
+	dir := newRepo(t)
+	wt, _ := addWorktree(t, open(t, dir), "env")
+	// The sandbox never forgets a hidden name: a fresh one each run.
+	hidden := fmt.Sprintf("PROVIDER_AUTH_%d", time.Now().UnixNano())
+	sandbox.HideEnv(hidden)
+	t.Setenv(hidden, "canary-hidden")
+	t.Setenv("OPENAI_API_KEY", "canary-key")
+	t.Setenv("GITHUB_TOKEN", "canary-token")
+	t.Setenv("SETUP_PLAIN_VALUE", "kept")
+	if err := Setup(context.Background(), dir, wt, nil, "env > env.log"); err != nil {
+		t.Fatalf("Setup = %v", err)
+	}
+	got := read(t, wt, "env.log")
+	if strings.Contains(got, "canary") {
+		t.Errorf("the setup command got a secret:\n%s", got)
+	}
+	if !strings.Contains(got, "SETUP_PLAIN_VALUE=kept\n") || !strings.Contains(got, "PATH=") {
+		t.Errorf("the setup command lost the rest of the environment:\n%s", got)
+	}
 }
 
 // TestSetupCancel: when ctx ends, the command and what it started in the

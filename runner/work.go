@@ -69,7 +69,10 @@ func (x *run) createWorktree(ctx context.Context, cfg runs.Config) error {
 		return err
 	}
 	rc := x.rn.opts.Config.Runs
-	if err := gitwork.Setup(ctx, repo.Root(), cfg.Worktree, rc.SetupCopy, rc.SetupCommand); err != nil {
+	// The setup command is the user's, but what it runs (an install's
+	// package scripts, say) is the repository's: it gets apserver's
+	// environment without apserver's secrets, as every command does.
+	if err := gitwork.Setup(ctx, repo.Root(), cfg.Worktree, rc.SetupCopy, rc.SetupCommand, sandbox.Environ()); err != nil {
 		return err
 	}
 	x.result(runs.Event{Type: runs.EvWorktreeReady})

@@ -58,7 +58,7 @@ func TestNoRepositoryCode(t *testing.T) {
 
 	r := open(t, dir)
 	wt, branch := addWorktree(t, r, "hooks")
-	if err := Setup(ctx, dir, wt, []string{"greet.sh"}, "true"); err != nil {
+	if err := Setup(ctx, dir, wt, []string{"greet.sh"}, "true", os.Environ()); err != nil {
 		t.Fatal(err)
 	}
 	write(t, wt, "a.txt", "a\n")

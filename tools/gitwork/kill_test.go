@@ -31,7 +31,7 @@ func helperMain() {
 		mode = "setup"
 	}
 	if mode == "setup" {
-		err = Setup(context.Background(), repo, wt, nil, `exec -a "$GITWORK_MARK" sleep 60`)
+		err = Setup(context.Background(), repo, wt, nil, `exec -a "$GITWORK_MARK" sleep 60`, os.Environ())
 	} else {
 		err = runSequence(context.Background(), repo, wt, mode)
 	}
@@ -58,7 +58,7 @@ func runSequence(ctx context.Context, repo, wt, mode string) error {
 	if err := r.AddWorktree(ctx, wt, branch, "main"); err != nil {
 		return err
 	}
-	if err := Setup(ctx, repo, wt, []string{".env"}, "echo set up >> setup.log"); err != nil {
+	if err := Setup(ctx, repo, wt, []string{".env"}, "echo set up >> setup.log", os.Environ()); err != nil {
 		return err
 	}
 	for k := 1; k <= killTasks; k++ {
@@ -290,7 +290,7 @@ func setupAfterKill(t *testing.T, mode string) {
 		t.Fatal("the setup command died with the process: nothing to test")
 	}
 
-	if err := Setup(context.Background(), dir, wt, nil, "echo ok > done.log"); err != nil {
+	if err := Setup(context.Background(), dir, wt, nil, "echo ok > done.log", os.Environ()); err != nil {
 		t.Fatalf("Setup after the kill = %v", err)
 	}
 	if alive := proctest.Marked(mark); len(alive) > 0 {

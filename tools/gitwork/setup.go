@@ -18,8 +18,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/apserver/apserver/tools/sandbox"
 )
 
 // setupMark is the file in a worktree's private git directory that records
@@ -31,12 +29,17 @@ const setupMark = "apserver-setup"
 // ".env" or "config/*.local.yml"; a matched directory is copied whole)
 // into the same place in worktree, then runs command, if any, with bash -c
 // in worktree (stdin empty, the process group killed when ctx ends; bound
-// it with a ctx deadline). A failing command is an error with its exit
+// it with a ctx deadline) and the environment env: the caller's to choose,
+// without what the command must not see (apserver's secrets), and never
+// more than env, whatever the process's own environment holds; the GIT_*
+// variables that would point git at another repository are dropped. A failing command is an error with its exit
 // status and the end of its output.
 //
 // Files already in the worktree (tracked ones, say) are never overwritten,
 // .git is never copied, symbolic links are copied as links, and a pattern
-// must stay inside repoRoot. A pattern matching nothing is not an error.
+// must stay inside repoRoot. A match that a symbolic link on its way takes
+// out of repoRoot is an error, and no copy writes through a link out of
+// worktree. A pattern matching nothing is not an error.
 //
 // What Setup leaves in the worktree that .gitignore does not ignore (a
 // copied .env, say, or what the command made) is recorded in the
@@ -48,7 +51,7 @@ const setupMark = "apserver-setup"
 // missing and runs the command again, so the command should be safe to
 // repeat (an install usually is); a command that a killed apserver left
 // running is killed first (its process group is recorded while it runs).
-func Setup(ctx context.Context, repoRoot, worktree string, copy []string, command string) error {
+func Setup(ctx context.Context, repoRoot, worktree string, copy []string, command string, env []string) error {
 	for _, pattern := range copy {
 		if err := checkPattern(pattern); err != nil {
 			return fmt.Errorf("setting up %s: copy pattern %q: %w", worktree, pattern, err)
@@ -77,7 +80,7 @@ func Setup(ctx context.Context, repoRoot, worktree string, copy []string, comman
 		return fmt.Errorf("setting up %s: %w", worktree, err)
 	}
 	if strings.TrimSpace(command) != "" {
-		if err := runSetup(ctx, worktree, gitDir, command); err != nil {
+		if err := runSetup(ctx, worktree, gitDir, command, env); err != nil {
 			return fmt.Errorf("setting up %s: %w", worktree, err)
 		}
 	}
@@ -98,8 +101,23 @@ func checkPattern(pattern string) error {
 	return err
 }
 
-// copyPattern copies what pattern matches in root to dst.
-func copyPattern(root, dst, pattern string) error {
+// copyPattern copies what pattern matches in root to dst. Everything is
+// read through an os.Root of the repository, so a path that leads out of
+// it through a symbolic link (a directory of the checkout that a command
+// replaced with a link to ~/.ssh, say) is an error naming the path, never
+// a copy of what is out there into the worktree, where the model could
+// read it; links that stay inside are followed.
+func copyPattern(root string, dst, pattern string) error {
+	repo, err := os.OpenRoot(root)
+	if err != nil {
+		return err
+	}
+	defer repo.Close()
+	wt, err := os.OpenRoot(dst)
+	if err != nil {
+		return err
+	}
+	defer wt.Close()
 	matches, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(pattern)))
 	if err != nil {
 		return err
@@ -109,7 +127,13 @@ func copyPattern(root, dst, pattern string) error {
 		if err != nil || !filepath.IsLocal(rel) || slices.Contains(strings.Split(filepath.ToSlash(rel), "/"), ".git") {
 			continue
 		}
-		err = filepath.WalkDir(m, func(p string, d fs.DirEntry, err error) error {
+		if _, err := repo.Lstat(rel); err != nil {
+			if _, lerr := os.Lstat(m); lerr == nil {
+				return fmt.Errorf("%s is outside the repository: a symbolic link on its way leads out (%w)", filepath.ToSlash(rel), err)
+			}
+			return err
+		}
+		err = fs.WalkDir(noFollowRoot{repo}, filepath.ToSlash(rel), func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return err
 			}
@@ -119,17 +143,33 @@ func copyPattern(root, dst, pattern string) error {
 				}
 				return nil
 			}
-			rel, err := filepath.Rel(root, p)
-			if err != nil {
-				return err
-			}
-			return copyEntry(p, filepath.Join(dst, rel), d)
+			return copyEntry(repo, wt, filepath.FromSlash(p), d)
 		})
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// noFollowRoot is the repository as an fs.FS for fs.WalkDir whose Stat does
+// not follow a symbolic link at the end of the path: a matched link is
+// copied as a link, not walked.
+type noFollowRoot struct{ r *os.Root }
+
+func (n noFollowRoot) Open(name string) (fs.File, error) { return n.r.Open(filepath.FromSlash(name)) }
+func (n noFollowRoot) Stat(name string) (fs.FileInfo, error) {
+	return n.r.Lstat(filepath.FromSlash(name))
+}
+func (n noFollowRoot) ReadDir(name string) ([]fs.DirEntry, error) {
+	f, err := n.r.Open(filepath.FromSlash(name))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	entries, err := f.ReadDir(-1)
+	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return entries, err
 }
 
 // copiedFile lists, in a worktree's private git directory, the untracked
@@ -228,11 +268,13 @@ func addAllArgs(ctx context.Context, worktree string) ([]string, error) {
 	return append([]string{"add", "--all", "--", ":/"}, excl...), nil
 }
 
-// copyEntry copies one file, link or directory (not its contents) from src
-// to dst unless dst exists. A file is written to dst.apserver-copy and
+// copyEntry copies one file, link or directory (not its contents) at rel
+// from repo to the same place in wt unless it exists there. Both are
+// os.Roots: a link in the worktree (a tracked one, say) cannot send the
+// copy out of it either. A file is written to rel.apserver-copy and
 // renamed, so that an interrupted copy leaves no half file behind.
-func copyEntry(src, dst string, d fs.DirEntry) error {
-	if _, err := os.Lstat(dst); err == nil {
+func copyEntry(repo, wt *os.Root, rel string, d fs.DirEntry) error {
+	if _, err := wt.Lstat(rel); err == nil {
 		return nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -243,34 +285,35 @@ func copyEntry(src, dst string, d fs.DirEntry) error {
 	}
 	switch {
 	case d.IsDir():
-		return os.MkdirAll(dst, info.Mode().Perm()|0o700)
+		return wt.MkdirAll(rel, info.Mode().Perm()|0o700)
 	case d.Type()&fs.ModeSymlink != 0:
-		target, err := os.Readlink(src)
+		target, err := repo.Readlink(rel)
 		if err != nil {
 			return err
 		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		if err := wt.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
 			return err
 		}
-		return os.Symlink(target, dst)
+		return wt.Symlink(target, rel)
 	case !d.Type().IsRegular():
 		return nil // sockets, fifos, devices
 	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+	if err := wt.MkdirAll(filepath.Dir(rel), 0o755); err != nil {
 		return err
 	}
-	in, err := os.Open(src)
+	in, err := repo.Open(rel)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
 	// A fixed name: the copy that follows a kill reuses the temporary file
 	// the killed one left behind, so none stays.
-	tmp, err := os.OpenFile(dst+".apserver-copy", os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	tmpName := rel + ".apserver-copy"
+	tmp, err := wt.OpenFile(tmpName, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
+	defer wt.Remove(tmpName)
 	if _, err := io.Copy(tmp, in); err != nil {
 		tmp.Close()
 		return err
@@ -282,7 +325,7 @@ func copyEntry(src, dst string, d fs.DirEntry) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), dst)
+	return wt.Rename(tmpName, rel)
 }
 
 // setupOutputTail is how much of a failed setup command's output its error
@@ -305,23 +348,20 @@ var testHookSetupStarted func()
 // token.
 const setupEnv = "APSERVER_SETUP_ID"
 
-func runSetup(ctx context.Context, dir, gitDir, command string) error {
+func runSetup(ctx context.Context, dir, gitDir, command string, env []string) error {
 	cmd := exec.CommandContext(ctx, "bash", "-c", command)
 	cmd.Dir = dir
-	// The command is the user's, but what it runs (an install's package
-	// scripts, say) is the repository's: it gets apserver's environment
-	// without apserver's secrets, as every command does.
-	var env []string
-	for _, kv := range sandbox.Environ() {
+	cmdEnv := make([]string, 0, len(env)+1)
+	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
 		if !strings.HasPrefix(name, "GIT_") || !contains(dropEnv, name) {
-			env = append(env, kv)
+			cmdEnv = append(cmdEnv, kv)
 		}
 	}
 	var raw [16]byte
 	rand.Read(raw[:])
 	token := hex.EncodeToString(raw[:])
-	cmd.Env = append(env, setupEnv+"="+token)
+	cmd.Env = append(cmdEnv, setupEnv+"="+token)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second

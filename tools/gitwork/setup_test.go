@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"github.com/apserver/apserver/internal/proctest"
-	"github.com/apserver/apserver/tools/sandbox"
 )
 
 func TestSetupCopies(t *testing.T) {
@@ -32,7 +32,7 @@ func TestSetupCopies(t *testing.T) {
 	wt, _ := addWorktree(t, r, "s")
 
 	copy := []string{".env", "config/*.local.yml", "node_modules", "greet.sh", "nothing-*.txt", ".git"}
-	if err := Setup(ctx, dir, wt, copy, ""); err != nil {
+	if err := Setup(ctx, dir, wt, copy, "", os.Environ()); err != nil {
 		t.Fatalf("Setup = %v", err)
 	}
 	for rel, want := range map[string]string{
@@ -79,7 +79,7 @@ func TestSetupCopies(t *testing.T) {
 	wt2, _ := addWorktree(t, r, "bad")
 	for _, bad := range []string{"../outside", "/etc/passwd", "config/../../x", "[", ""} {
 		// The good pattern first: nothing is copied when one is bad.
-		if err := Setup(ctx, dir, wt2, []string{".env", bad}, ""); err == nil {
+		if err := Setup(ctx, dir, wt2, []string{".env", bad}, "", os.Environ()); err == nil {
 			t.Errorf("Setup(copy %q) = nil error", bad)
 		}
 	}
@@ -97,14 +97,14 @@ func TestSetupCommand(t *testing.T) {
 
 	cmd := fmt.Sprintf(`pwd > setup.log; echo run >> %q; test -z "$GIT_DIR"`, counter)
 	t.Setenv("GIT_DIR", filepath.Join(dir, ".git")) // as in a git hook
-	if err := Setup(ctx, dir, wt, nil, cmd); err != nil {
+	if err := Setup(ctx, dir, wt, nil, cmd, os.Environ()); err != nil {
 		t.Fatalf("Setup = %v", err)
 	}
 	if got := strings.TrimSpace(read(t, wt, "setup.log")); canonical(got) != canonical(wt) {
 		t.Errorf("setup ran in %s, want %s", got, wt)
 	}
 	// Done once: the repeat does not run the command again.
-	if err := Setup(ctx, dir, wt, nil, cmd); err != nil {
+	if err := Setup(ctx, dir, wt, nil, cmd, os.Environ()); err != nil {
 		t.Fatalf("Setup again = %v", err)
 	}
 	if got := read(t, "/", counter); got != "run\n" {
@@ -115,38 +115,92 @@ func TestSetupCommand(t *testing.T) {
 	// marked done, so that the next Setup runs it again.
 	wt2, _ := addWorktree(t, r, "fail")
 	fail := `echo first line; echo "npm ERR! missing thing" >&2; exit 3`
-	err := Setup(ctx, dir, wt2, nil, fail)
+	err := Setup(ctx, dir, wt2, nil, fail, os.Environ())
 	if err == nil || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "npm ERR! missing thing") {
 		t.Errorf("failing Setup = %v, want exit status 3 and the output", err)
 	}
-	if err := Setup(ctx, dir, wt2, nil, "echo fixed > fixed.log"); err != nil {
+	if err := Setup(ctx, dir, wt2, nil, "echo fixed > fixed.log", os.Environ()); err != nil {
 		t.Errorf("Setup after a failure = %v", err)
 	}
 	read(t, wt2, "fixed.log")
 }
 
-// TestSetupCommandGetsNoSecrets: the setup command gets apserver's
-// environment without its secrets (a provider's key variable, names that
-// look like a secret's), and with everything else.
-func TestSetupCommandGetsNoSecrets(t *testing.T) {
+// TestSetupCopyStaysInTheRepository: a directory of the checkout that a
+// command replaced with a symbolic link to somewhere else (~/.ssh, say)
+// does not make Setup copy what is there into the worktree, where the
+// sandboxed model could read it: the copy fails, naming the path, and
+// nothing from outside arrives. A link that stays inside the repository
+// is followed as before.
+func TestSetupCopyStaysInTheRepository(t *testing.T) {
+	ctx := context.Background()
+	dir := newRepo(t)
+	outside := t.TempDir()
+	write(t, outside, "id.local.yml", "private key\n")
+	write(t, outside, "deep/id.local.yml", "private key\n")
+	if err := os.Symlink(outside, filepath.Join(dir, "config")); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "real/app.local.yml", "local: true\n")
+	if err := os.Symlink("real", filepath.Join(dir, "inside")); err != nil {
+		t.Fatal(err)
+	}
+	r := open(t, dir)
+	for i, pattern := range []string{"config/*.local.yml", "config/*/id.local.yml", "config/deep"} {
+		wt, _ := addWorktree(t, r, fmt.Sprintf("out%d", i))
+		err := Setup(ctx, dir, wt, []string{pattern}, "", os.Environ())
+		if err == nil || !strings.Contains(err.Error(), "outside the repository") {
+			t.Errorf("Setup(copy %q) through a link out of the repository = %v, want an error saying so", pattern, err)
+		}
+		filepath.WalkDir(wt, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && !strings.Contains(p, string(filepath.Separator)+".git") {
+				if data, _ := os.ReadFile(p); strings.Contains(string(data), "private key") {
+					t.Errorf("Setup(copy %q) copied %s from outside the repository", pattern, p)
+				}
+			}
+			return nil
+		})
+	}
+	// A link in the worktree (a tracked one of the branch, say) where the
+	// checkout has a directory: the copy does not write through it.
+	wt, _ := addWorktree(t, r, "wtlink")
+	target := t.TempDir()
+	if err := os.Symlink(target, filepath.Join(wt, "real")); err != nil {
+		t.Fatal(err)
+	}
+	if err := Setup(ctx, dir, wt, []string{"real/*.local.yml"}, "", os.Environ()); err == nil {
+		t.Errorf("Setup wrote through the worktree's link without an error")
+	}
+	if entries, _ := os.ReadDir(target); len(entries) > 0 {
+		t.Errorf("Setup wrote %s outside the worktree, through its link", entries[0].Name())
+	}
+
+	wt, _ = addWorktree(t, r, "in")
+	if err := Setup(ctx, dir, wt, []string{"inside/*.local.yml"}, "", os.Environ()); err != nil {
+		t.Fatalf("Setup through a link inside the repository = %v", err)
+	}
+	if got := read(t, wt, "inside/app.local.yml"); got != "local: true\n" {
+		t.Errorf("inside/app.local.yml = %q", got)
+	}
+}
+
+// TestSetupCommandEnvironment: the setup command gets the environment it
+// is given, without the GIT_* variables that would point git elsewhere,
+// and nothing of the process's own that the caller left out (the runner
+// leaves out apserver's secrets: e2e TestRunSetupCommandGetsNoSecrets).
+func TestSetupCommandEnvironment(t *testing.T) {
 	dir := newRepo(t)
 	wt, _ := addWorktree(t, open(t, dir), "env")
-	// The sandbox never forgets a hidden name: a fresh one each run.
-	hidden := fmt.Sprintf("PROVIDER_AUTH_%d", time.Now().UnixNano())
-	sandbox.HideEnv(hidden)
-	t.Setenv(hidden, "canary-hidden")
 	t.Setenv("OPENAI_API_KEY", "canary-key")
-	t.Setenv("GITHUB_TOKEN", "canary-token")
-	t.Setenv("SETUP_PLAIN_VALUE", "kept")
-	if err := Setup(context.Background(), dir, wt, nil, "env > env.log"); err != nil {
+	env := []string{"PATH=" + os.Getenv("PATH"), "SETUP_PLAIN_VALUE=kept", "GIT_DIR=" + filepath.Join(dir, ".git")}
+	if err := Setup(context.Background(), dir, wt, nil, "env > env.log", env); err != nil {
 		t.Fatalf("Setup = %v", err)
 	}
-	got := read(t, wt, "env.log")
-	if strings.Contains(got, "canary") {
-		t.Errorf("the setup command got a secret:\n%s", got)
+	got := "\n" + read(t, wt, "env.log")
+	if strings.Contains(got, "canary") || strings.Contains(got, "\nGIT_DIR=") {
+		t.Errorf("the setup command got more than it was given:\n%s", got)
 	}
-	if !strings.Contains(got, "SETUP_PLAIN_VALUE=kept\n") || !strings.Contains(got, "PATH=") {
-		t.Errorf("the setup command lost the rest of the environment:\n%s", got)
+	if !strings.Contains(got, "\nSETUP_PLAIN_VALUE=kept\n") || !strings.Contains(got, "\nPATH=") {
+		t.Errorf("the setup command lost what it was given:\n%s", got)
 	}
 }
 
@@ -170,7 +224,7 @@ func TestSetupCancel(t *testing.T) {
 	// The mark comes from the environment, so that the command line of
 	// bash -c itself does not hold it.
 	t.Setenv("GITWORK_MARK", mark)
-	err := Setup(ctx, dir, wt, nil, `(exec -a "$GITWORK_MARK-bg" sleep 60) & exec -a "$GITWORK_MARK-fg" sleep 60`)
+	err := Setup(ctx, dir, wt, nil, `(exec -a "$GITWORK_MARK-bg" sleep 60) & exec -a "$GITWORK_MARK-fg" sleep 60`, os.Environ())
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled Setup = %v, want context.Canceled", err)
 	}

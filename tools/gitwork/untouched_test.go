@@ -84,7 +84,7 @@ func TestDirtyCheckoutUntouched(t *testing.T) {
 		t.Fatalf("AddWorktree = %v", err)
 	}
 	before.diff(t, snapshot(t, dir), "after AddWorktree")
-	if err := Setup(ctx, r.Root(), path, []string{".env", "lib.sh"}, "echo ok > setup.out"); err != nil {
+	if err := Setup(ctx, r.Root(), path, []string{".env", "lib.sh"}, "echo ok > setup.out", os.Environ()); err != nil {
 		t.Fatalf("Setup = %v", err)
 	}
 	before.diff(t, snapshot(t, dir), "after Setup")

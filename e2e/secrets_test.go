@@ -141,3 +141,53 @@ func TestRunSetupCommandGetsNoSecrets(t *testing.T) {
 		t.Errorf("the setup command lost the rest of the environment:\n%s", data)
 	}
 }
+
+// TestAgentsLinkOutOfTheWorkspace: a sandboxed command cannot read
+// ~/.ssh, but it can make a symbolic link to it; apserver, which reads
+// AGENTS.md itself, unsandboxed, must not follow a link out of the
+// workspace and carry what is there to the model. The command makes
+// AGENTS.md a link to a private file; the next turn's request to the
+// model holds nothing of it.
+func TestAgentsLinkOutOfTheWorkspace(t *testing.T) {
+	t.Parallel()
+	base, err := os.MkdirTemp("/var/tmp", "apserver-e2e-agents-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	ws, private := filepath.Join(base, "ws"), filepath.Join(base, "private")
+	for _, d := range []string{ws, private} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	canary := "marker-private-key-" + filepath.Base(base)
+	key := filepath.Join(private, "id_rsa")
+	if err := os.WriteFile(key, []byte(canary+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	model := startModel(t,
+		scripted.Rule{Match: "make the link", Steps: []scripted.Step{
+			{ToolCalls: []scripted.ToolCall{{Command: "ln -s " + key + " AGENTS.md && ls -l AGENTS.md"}}},
+			{Text: "linked"},
+		}},
+		scripted.Rule{Match: "next turn", Steps: []scripted.Step{{Text: "done"}}})
+	c := newClient(t, model, options{})
+	threadID := c.call("thread/start", map[string]any{"cwd": ws, "approvalPolicy": "never", "sandbox": "workspace-write"}).str("thread.id")
+	_, turnID := c.startTurn(threadID, "make the link")
+	c.turnDone(turnID)
+	if target, err := os.Readlink(filepath.Join(ws, "AGENTS.md")); err != nil || target != key {
+		t.Fatalf("the sandboxed command did not make the link: %q, %v", target, err)
+	}
+	_, turnID = c.startTurn(threadID, "next turn")
+	c.turnDone(turnID)
+	reqs := modelRequests(model)
+	if len(reqs) < 3 {
+		t.Fatalf("%d model requests, want at least 3", len(reqs))
+	}
+	for i, r := range reqs {
+		if strings.Contains(string(r.Body), canary) {
+			t.Errorf("model request %d carries the private file that AGENTS.md links to", i)
+		}
+	}
+}

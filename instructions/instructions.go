@@ -1,6 +1,7 @@
 package instructions
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,23 +62,36 @@ func SandboxNote(mode protocol.SandboxMode) string {
 }
 
 // readAgents is the start of the workspace's AGENTS.md, trimmed; empty
-// when there is none.
+// when there is none. It is read through an os.Root of the workspace: an
+// AGENTS.md that is a symbolic link out of it (one a command made, or a
+// cloned repository shipped, to ~/.ssh/id_rsa, say) is not read, for what
+// it would bring into the prompt is outside the workspace; a link to a
+// file inside it is followed.
 func readAgents(cwd string) string {
-	f, err := os.Open(filepath.Join(cwd, "AGENTS.md"))
+	root, err := os.OpenRoot(cwd)
+	if err != nil {
+		return ""
+	}
+	defer root.Close()
+	f, err := root.Open("AGENTS.md")
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
 	buf := make([]byte, MaxAgentsBytes)
-	n, _ := f.Read(buf)
+	n, _ := io.ReadFull(f, buf)
 	return strings.TrimSpace(string(buf[:n]))
 }
 
 // Sources lists the instruction files loaded for a workspace.
 func Sources(cwd string) []string {
-	p := filepath.Join(cwd, "AGENTS.md")
-	if _, err := os.Stat(p); err == nil {
-		return []string{p}
+	root, err := os.OpenRoot(cwd)
+	if err != nil {
+		return []string{}
+	}
+	defer root.Close()
+	if fi, err := root.Stat("AGENTS.md"); err == nil && fi.Mode().IsRegular() {
+		return []string{filepath.Join(cwd, "AGENTS.md")}
 	}
 	return []string{}
 }

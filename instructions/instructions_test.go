@@ -61,3 +61,47 @@ func TestProposedPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentsLinkOutOfTheWorkspace: an AGENTS.md that is a symbolic link
+// out of the workspace (a command could make one, a cloned repository
+// could ship one) is not read into the prompt, and is no instruction
+// source; one that links to a file inside the workspace is.
+func TestAgentsLinkOutOfTheWorkspace(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "id_rsa")
+	if err := os.WriteFile(outside, []byte("PRIVATE-KEY-CANARY\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The workspaces sit beside the key's directory: an absolute link and
+	// a relative one out of them.
+	for name, target := range map[string]string{"abs": outside, "rel": "../" + filepath.Base(filepath.Dir(outside)) + "/id_rsa"} {
+		cwd := filepath.Join(filepath.Dir(filepath.Dir(outside)), "ws-"+name)
+		if err := os.MkdirAll(cwd, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(cwd, "AGENTS.md")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.ReadFile(filepath.Join(cwd, "AGENTS.md")); err != nil {
+			t.Fatalf("the link %s does not lead to the file: %v", target, err)
+		}
+		if got := System(cwd, "", "", ""); strings.Contains(got, "PRIVATE-KEY-CANARY") || strings.Contains(got, "AGENTS.md in the workspace") {
+			t.Errorf("AGENTS.md -> %s: read into the prompt:\n%s", target, got)
+		}
+		if got := Sources(cwd); len(got) != 0 {
+			t.Errorf("AGENTS.md -> %s: Sources = %v, want none", target, got)
+		}
+	}
+	cwd := t.TempDir()
+	if err := os.WriteFile(filepath.Join(cwd, "rules.md"), []byte("RULE-INSIDE\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("rules.md", filepath.Join(cwd, "AGENTS.md")); err != nil {
+		t.Fatal(err)
+	}
+	if got := System(cwd, "", "", ""); !strings.Contains(got, "RULE-INSIDE") {
+		t.Errorf("AGENTS.md -> rules.md inside the workspace was not read:\n%s", got)
+	}
+	if got := Sources(cwd); len(got) != 1 {
+		t.Errorf("Sources with a link inside = %v, want AGENTS.md", got)
+	}
+}

@@ -29,11 +29,7 @@ writable_roots = ["/"]
 func TestHostileWorkspaceConfig(t *testing.T) {
 	t.Parallel()
 	// Not under /tmp: workspace-write lets commands write /tmp.
-	base, err := os.MkdirTemp("/var/tmp", "apserver-e2e-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
+	base := varTmpDir(t, "apserver-e2e-")
 	ws := filepath.Join(base, "ws")
 	if err := os.MkdirAll(filepath.Join(ws, ".apserver"), 0o755); err != nil {
 		t.Fatal(err)

@@ -146,6 +146,19 @@ func modelRequests(srv *scripted.Server) []scripted.Request {
 	return out
 }
 
+// varTmpDir is a fresh directory under /var/tmp, removed after the test:
+// not under /tmp, which workspace-write lets commands write (and where the
+// sandbox gives them a private one).
+func varTmpDir(t *testing.T, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/var/tmp", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // waitModelRequests waits until the model has received at least n requests.
 func waitModelRequests(t *testing.T, srv *scripted.Server, n int) []scripted.Request {
 	t.Helper()

@@ -88,11 +88,7 @@ func TestSandboxedCommands(t *testing.T) {
 	c := newClient(t, model, options{inProcess: true})
 	// Not under /tmp: workspace-write lets commands write /tmp (as Codex
 	// does), which would hide an escape to the workspace's parent.
-	base, err := os.MkdirTemp("/var/tmp", "apserver-e2e-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
+	base := varTmpDir(t, "apserver-e2e-")
 	cwd := filepath.Join(base, "ws")
 	if err := os.Mkdir(cwd, 0o755); err != nil {
 		t.Fatal(err)

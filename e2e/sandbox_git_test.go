@@ -20,11 +20,7 @@ func TestSandboxedCommandCannotMakeWorkspaceARepository(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("no git")
 	}
-	base, err := os.MkdirTemp("/var/tmp", "apserver-e2e-git-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
+	base := varTmpDir(t, "apserver-e2e-git-")
 	ws := filepath.Join(base, "ws")
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		t.Fatal(err)

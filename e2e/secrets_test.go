@@ -28,11 +28,7 @@ func TestCommandsGetNoSecrets(t *testing.T) {
 	for _, mode := range []string{"read-only", "workspace-write", "danger-full-access"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			base, err := os.MkdirTemp("/var/tmp", "apserver-e2e-secrets-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(base) })
+			base := varTmpDir(t, "apserver-e2e-secrets-")
 			id := filepath.Base(base)
 			key, canary := "marker-secret-key-"+id, "marker-store-canary-"+id
 			home := filepath.Join(base, "home")
@@ -150,11 +146,7 @@ func TestRunSetupCommandGetsNoSecrets(t *testing.T) {
 // model holds nothing of it.
 func TestAgentsLinkOutOfTheWorkspace(t *testing.T) {
 	t.Parallel()
-	base, err := os.MkdirTemp("/var/tmp", "apserver-e2e-agents-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
+	base := varTmpDir(t, "apserver-e2e-agents-")
 	ws, private := filepath.Join(base, "ws"), filepath.Join(base, "private")
 	for _, d := range []string{ws, private} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

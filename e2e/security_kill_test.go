@@ -37,11 +37,7 @@ func TestKilledServerLeavesNoProcesses(t *testing.T) {
 			}})
 			c := newClient(t, model, options{})
 			// Not under /tmp, which the sandbox replaces with a private one.
-			base, err := os.MkdirTemp("/var/tmp", "apserver-e2e-kill-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(base) })
+			base := varTmpDir(t, "apserver-e2e-kill-")
 			r := c.call("thread/start", map[string]any{"cwd": base, "approvalPolicy": "never", "sandbox": mode})
 			threadID := r.str("thread.id")
 			c.startTurn(threadID, "leave an orphan")

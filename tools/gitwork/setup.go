@@ -32,8 +32,9 @@ const setupMark = "apserver-setup"
 // it with a ctx deadline) and the environment env: the caller's to choose,
 // without what the command must not see (apserver's secrets), and never
 // more than env, whatever the process's own environment holds; the GIT_*
-// variables that would point git at another repository are dropped. A failing command is an error with its exit
-// status and the end of its output.
+// variables that would point git at another repository are dropped. A
+// failing command is an error with its exit status and the end of its
+// output.
 //
 // Files already in the worktree (tracked ones, say) are never overwritten,
 // .git is never copied, symbolic links are copied as links, and a pattern
@@ -50,7 +51,8 @@ const setupMark = "apserver-setup"
 // command returns at once. One that was interrupted copies what is still
 // missing and runs the command again, so the command should be safe to
 // repeat (an install usually is); a command that a killed apserver left
-// running is killed first (its process group is recorded while it runs).
+// running is killed first (found by the token in its environment and its
+// process group, both recorded while it runs: setupPIDFile).
 func Setup(ctx context.Context, repoRoot, worktree string, copy []string, command string, env []string) error {
 	for _, pattern := range copy {
 		if err := checkPattern(pattern); err != nil {
@@ -107,7 +109,7 @@ func checkPattern(pattern string) error {
 // replaced with a link to ~/.ssh, say) is an error naming the path, never
 // a copy of what is out there into the worktree, where the model could
 // read it; links that stay inside are followed.
-func copyPattern(root string, dst, pattern string) error {
+func copyPattern(root, dst, pattern string) error {
 	repo, err := os.OpenRoot(root)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package gitwork
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -30,9 +31,12 @@ func helperMain() {
 		testHookSetupStarted = func() { select {} }
 		mode = "setup"
 	}
-	if mode == "setup" {
+	switch mode {
+	case "setup":
 		err = Setup(context.Background(), repo, wt, nil, `exec -a "$GITWORK_MARK" sleep 60`, os.Environ())
-	} else {
+	case "own-group":
+		err = orphanInOwnGroup(repo, wt)
+	default:
 		err = runSequence(context.Background(), repo, wt, mode)
 	}
 	if err != nil {
@@ -248,6 +252,43 @@ func killedRun(t *testing.T, mode string, span time.Duration, rng *rand.Rand) {
 		t.Errorf("lock files left: %v", locks)
 	}
 	before.diff(t, snapshot(t, dir), "after the kills")
+}
+
+// orphanInOwnGroup is a process of TestOrphanInApserversGroup, the leader
+// of its own process group, standing for a restarted apserver: a process
+// carrying a left-over setup token (in repo, the private git directory)
+// has joined its group; stopping the orphan must kill that process alone.
+func orphanInOwnGroup(gitDir, wt string) error {
+	token := "own-group-token"
+	orphan := exec.Command("sleep", "60")
+	orphan.Env = append(os.Environ(), setupEnv+"="+token)
+	if err := orphan.Start(); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(gitDir, setupPIDFile), []byte("token "+token+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := killOrphanSetup(context.Background(), gitDir, wt); err != nil {
+		return err
+	}
+	if err := orphan.Wait(); err == nil {
+		return errors.New("the orphan was not killed")
+	}
+	return nil
+}
+
+// TestOrphanInApserversGroup: a left-over setup process that moved into
+// apserver's own process group is killed alone; apserver (a helper
+// process, its group's leader) survives.
+func TestOrphanInApserversGroup(t *testing.T) {
+	gitDir, wt := t.TempDir(), t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"="+gitDir+" "+wt+" own-group")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the helper standing for apserver: %v\n%s", err, out)
+	}
 }
 
 // TestSetupAfterKill: apserver killed while Setup's command runs leaves

@@ -428,16 +428,19 @@ func killOrphanSetup(ctx context.Context, gitDir, worktree string) error {
 			}
 		}
 	}
+	// A process that carries the token but moved into apserver's own group
+	// is killed alone, never with that group.
+	own := syscall.Getpgrp()
 	left := func() (groups, procs []int) {
 		if token != "" {
 			procs = withEnv(setupEnv + "=" + token)
 			for _, pid := range procs {
-				if g := processGroup(pid); g > 1 && !slices.Contains(groups, g) {
+				if g := processGroup(pid); g > 1 && g != own && !slices.Contains(groups, g) {
 					groups = append(groups, g)
 				}
 			}
 		}
-		if pgid > 1 && !slices.Contains(groups, pgid) && len(groupMembers(pgid, worktree)) > 0 {
+		if pgid > 1 && pgid != own && !slices.Contains(groups, pgid) && len(groupMembers(pgid, worktree)) > 0 {
 			groups = append(groups, pgid)
 		}
 		return groups, procs

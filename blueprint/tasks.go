@@ -143,6 +143,11 @@ func ParseTasksPage(d *Doc, n protocol.BlueprintNode, k int, seen map[string]boo
 		case !t.Risk.Valid():
 			return bad("%s: unknown risk %q", what, t.Risk)
 		}
+		for _, f := range t.Files {
+			if !protocol.LocalFile(f) {
+				return bad("%s: file %q is not a path relative to the repository that stays inside it", what, f)
+			}
+		}
 		ex, ok := findExcerpt(d.Text, n.Start, n.End, t.Excerpt)
 		if !ok {
 			return bad("%s: its excerpt is not in the node's text", what)

@@ -39,6 +39,8 @@ func TestParseTasksPage(t *testing.T) {
 		{"criteria", `{"tasks":[` + strings.Replace(taskJSON("A", "A notice"), `["it works"]`, `[]`, 1) + `],"next":""}`, "no acceptance criteria"},
 		{"too many", `{"tasks":[` + taskJSON("A", "A notice") + `,` + taskJSON("B", "A notice") + `,` + taskJSON("C", "A notice") + `],"next":"x"}`, "3 tasks in one answer, at most 2"},
 		{"prose", `Here you go`, "not the JSON object"},
+		{"file outside", `{"tasks":[` + strings.Replace(taskJSON("A", "A notice"), `"files":[]`, `"files":["src/ok.go","../../home/u/.ssh/id_rsa"]`, 1) + `],"next":""}`, `file "../../home/u/.ssh/id_rsa" is not a path relative to the repository`},
+		{"file absolute", `{"tasks":[` + strings.Replace(taskJSON("A", "A notice"), `"files":[]`, `"files":["/etc/passwd"]`, 1) + `],"next":""}`, `file "/etc/passwd" is not a path relative`},
 	} {
 		got, _, err := ParseTasksPage(d, n, 2, map[string]bool{}, []byte(tc.raw))
 		if tc.err == "" {

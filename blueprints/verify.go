@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"
 	"github.com/apserver/apserver/tools"
+	"github.com/apserver/apserver/tools/files"
 	"github.com/apserver/apserver/tools/sandbox"
 )
 
@@ -69,7 +69,7 @@ func (s *Service) Verify(ctx context.Context, p protocol.BlueprintVerifyParams) 
 		tv := protocol.TaskVerification{TaskID: x.ID, Title: x.Title, Passed: true, Checks: []protocol.CheckResult{}}
 		couldNotRun := false
 		for _, f := range x.Acceptance.Files {
-			if _, err := os.Stat(filepath.Join(b.Cwd, filepath.FromSlash(f))); err != nil {
+			if present, err := files.Inside(b.Cwd, f); err != nil || !present {
 				tv.Passed = false
 				tv.MissingFiles = append(tv.MissingFiles, f)
 			}

@@ -1194,6 +1194,9 @@ func TestRunPlannerAnswerChecked(t *testing.T) {
 		}
 		return string(b)
 	}
+	outside := tasks[0]
+	outside.Acceptance = map[string]any{"criteria": []string{"it is there"}, "checks": []string{}, "files": []string{"../../../etc/passwd"}}
+	outsideFile := planJSON(t, outside)
 	for _, tc := range []struct {
 		name, first, again, told string
 		code                     int
@@ -1201,6 +1204,9 @@ func TestRunPlannerAnswerChecked(t *testing.T) {
 		{"notjson", "Here is my plan: write p.txt.", planJSON(t, tasks...), "the plan is not JSON", 0},
 		{"decision", withDecision(" "), withDecision("Plain files"), "decisions[0].title: empty", 0},
 		{"twice", withDecision(""), withDecision(""), "decisions[0].title: empty", 6},
+		// A file outside the repository is never looked for: the plan is
+		// sent back.
+		{"outside", outsideFile, planJSON(t, tasks...), "tasks[0].acceptance.files[0]", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

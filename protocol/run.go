@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"path"
 	"regexp"
 	"strings"
 )
@@ -157,11 +158,24 @@ type RunModelsParams struct {
 
 // TaskAcceptance is what proves a task done: criteria in words, the checks
 // (shell commands run in the run's worktree, in the sandbox; each must exit
-// 0) and the files that must exist afterwards.
+// 0) and the files that must exist afterwards (LocalFile paths).
 type TaskAcceptance struct {
 	Criteria []string `json:"criteria"`
 	Checks   []string `json:"checks"`
 	Files    []string `json:"files"`
+}
+
+// LocalFile reports whether f, an acceptance file, is a slash-separated
+// path relative to the repository that stays inside it (as
+// filepath.IsLocal): not empty, not absolute, no ".." out of it. A
+// planner's answer naming another file would have apserver look outside
+// the worktree for it.
+func LocalFile(f string) bool {
+	if f == "" || path.IsAbs(f) || strings.ContainsRune(f, 0) {
+		return false
+	}
+	c := path.Clean(f)
+	return c != ".." && !strings.HasPrefix(c, "../")
 }
 
 // PlanTask is a task as the planner or a client writes it (run/plan/update,
@@ -400,7 +414,8 @@ type RunPlanUpdateParams struct {
 var taskIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 
 // ValidateTasks checks a task list as a plan: ids well formed and unique,
-// titles present, risks known, dependencies on tasks of the list, no cycle.
+// titles present, risks known, acceptance files inside the repository
+// (LocalFile), dependencies on tasks of the list, no cycle.
 func ValidateTasks(field string, tasks []PlanTask) error {
 	ids := make(map[string]int, len(tasks))
 	for i, t := range tasks {
@@ -418,6 +433,11 @@ func ValidateTasks(field string, tasks []PlanTask) error {
 		case RiskLow, RiskMedium, RiskHigh:
 		default:
 			return Errorf(ErrInvalidParams, "Invalid params: %s[%d].risk must be \"low\", \"medium\" or \"high\", got %q", field, i, t.Risk)
+		}
+		for j, f := range t.Acceptance.Files {
+			if !LocalFile(f) {
+				return Errorf(ErrInvalidParams, "Invalid params: %s[%d].acceptance.files[%d] must be a path relative to the repository that stays inside it, got %q", field, i, j, f)
+			}
 		}
 	}
 	for i, t := range tasks {

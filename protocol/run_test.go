@@ -21,6 +21,10 @@ func TestValidateTasks(t *testing.T) {
 		{"unknown dep", []PlanTask{{ID: "t1", Title: "x", Risk: RiskLow, Dependencies: []string{"t9"}}}, "unknown task \"t9\""},
 		{"cycle", []PlanTask{{ID: "a", Title: "x", Risk: RiskLow, Dependencies: []string{"b"}}, {ID: "b", Title: "y", Risk: RiskLow, Dependencies: []string{"a"}}}, "cycle"},
 		{"self", []PlanTask{{ID: "a", Title: "x", Risk: RiskLow, Dependencies: []string{"a"}}}, "cycle"},
+		{"files inside", []PlanTask{{ID: "a", Title: "x", Risk: RiskLow, Acceptance: TaskAcceptance{Files: []string{"src/a.go", "./b/../c.txt", "d..e"}}}}, ""},
+		{"file up", []PlanTask{{ID: "a", Title: "x", Risk: RiskLow, Acceptance: TaskAcceptance{Files: []string{"ok.txt", "src/../../etc/passwd"}}}}, "tasks[0].acceptance.files[1]"},
+		{"file absolute", []PlanTask{{ID: "a", Title: "x", Risk: RiskLow, Acceptance: TaskAcceptance{Files: []string{"/home/u/.ssh/id_rsa"}}}}, "tasks[0].acceptance.files[0]"},
+		{"file empty", []PlanTask{{ID: "a", Title: "x", Risk: RiskLow, Acceptance: TaskAcceptance{Files: []string{""}}}}, "acceptance.files[0]"},
 	} {
 		err := ValidateTasks("tasks", tc.tasks)
 		switch {

@@ -15,6 +15,7 @@ import (
 	"github.com/apserver/apserver/runs"
 	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/tools"
+	"github.com/apserver/apserver/tools/files"
 	"github.com/apserver/apserver/tools/gitwork"
 	"github.com/apserver/apserver/tools/rules"
 	"github.com/apserver/apserver/tools/sandbox"
@@ -414,10 +415,14 @@ func (x *run) validate(ctx context.Context, cfg runs.Config, t protocol.RunTask)
 	var rep strings.Builder
 	ok := true
 	for _, f := range t.Acceptance.Files {
-		if _, err := os.Stat(filepath.Join(cfg.Worktree, filepath.FromSlash(f))); err != nil {
+		switch present, err := files.Inside(cfg.Worktree, f); {
+		case err != nil:
+			ok = false
+			fmt.Fprintf(&rep, "- file `%s`: %v\n", f, err)
+		case !present:
 			ok = false
 			fmt.Fprintf(&rep, "- file `%s`: missing\n", f)
-		} else {
+		default:
 			fmt.Fprintf(&rep, "- file `%s`: present\n", f)
 		}
 	}

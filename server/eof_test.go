@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/apserver/apserver/session"
@@ -13,21 +14,34 @@ import (
 // TestInputEndDrains: a request whose answer comes after the end of input
 // is still answered, with the notifications its work sends, before Run
 // returns; OnInputEnd runs only once everything read is answered, with the
-// output still open, and its error is Run's.
+// output still open, and its error is Run's. OnInputEnd stands for
+// session.Manager.Drain: it waits for the work still in flight (here the
+// notification the handler's work sends after its answer) before its own.
 func TestInputEndDrains(t *testing.T) {
-	release := make(chan struct{})
+	release, workDone, closed := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var answering atomic.Bool
 	errDrain := errors.New("drain result")
 	var c *testConn
-	c = startServer(t, Options{OnInputEnd: func(ctx context.Context) error {
+	c = startServer(t, Options{OnInputClosed: func() { close(closed) }, OnInputEnd: func(ctx context.Context) error {
+		if !answering.Load() {
+			t.Errorf("OnInputEnd ran before the request read was answered")
+		}
+		select {
+		case <-workDone:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 		c.s.Client().Notify("test/draining", nil)
 		return errDrain
 	}}, func(s *Server) {
 		Handle(s, "test/later", func(ctx context.Context, p struct{}, reply session.Reply) {
 			go func() {
+				defer close(workDone)
 				<-release
 				if ctx.Err() != nil {
 					t.Errorf("handler ctx ended with the input: %v", ctx.Err())
 				}
+				answering.Store(true)
 				reply("late", nil)
 				s.Client().Notify("test/after", nil)
 			}()
@@ -36,7 +50,9 @@ func TestInputEndDrains(t *testing.T) {
 	c.initialize(nil)
 	c.send(`{"id":1,"method":"test/later"}`)
 	c.in.Close()
-	<-c.s.st.inputEnded // the answer comes after the server saw the end
+	// The answer comes once the server is draining: a server that did not
+	// wait for it would run OnInputEnd first.
+	<-closed
 	close(release)
 	var got []string
 	for range 3 {

@@ -2,12 +2,12 @@ package autodrive
 
 import (
 	"encoding/json"
-	"github.com/apserver/apserver/tooloutput"
 	"strings"
 
 	"github.com/apserver/apserver/controller"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/tooloutput"
 )
 
 // Request is a server request the agent needs answered (an approval or a

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/apserver/apserver/tooloutput"
 	"io"
 	"regexp"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"github.com/apserver/apserver/controller"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/tooloutput"
 	"github.com/apserver/apserver/tools/rules"
 )
 

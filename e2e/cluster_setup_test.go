@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"github.com/apserver/apserver/protocol"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -9,6 +8,8 @@ import (
 	"time"
 
 	"github.com/apserver/apserver/internal/pgtest"
+	"github.com/apserver/apserver/model/scripted"
+	"github.com/apserver/apserver/protocol"
 )
 
 // migratedPG is a throwaway PostgreSQL with the cluster's tables
@@ -47,16 +48,7 @@ func hereRunInT2(t *testing.T) (pg *pgtest.Server, repo string, a, b *client, id
 	t.Helper()
 	pg = migratedPG(t)
 	mark := t.TempDir()
-	rules := shoutRules(t)
-	for i, r := range rules {
-		if r.Match == "S2 add test_greet.sh" {
-			// The first t2 says it runs, then sleeps until its apserver
-			// is killed.
-			rules[i] = taskRule(r.Match, `if mkdir `+mark+`/once 2>/dev/null; then pwd > `+mark+`/where.tmp && mv `+mark+`/where.tmp `+mark+`/where; sleep 120; fi; `+
-				`printf '%s\n' 'set -e' 'sh greet.sh bob | grep -q "Hello, bob"' 'sh greet.sh --shout bob | grep -q "HELLO, BOB"' > test_greet.sh`)
-		}
-	}
-	model := startModel(t, rules...)
+	model := startModel(t, sleepingT2Rules(t, mark)...)
 	repo = shoutRepo(t)
 	cfg := "[cluster]\ndatabase_url = \"" + pg.URL + "\"\nexecute = \"here\"\n[sandbox_settings]\nwritable_roots = [\"" + mark + "\"]\n"
 	a = newRunsClient(t, model, faOptions{config: cfg})
@@ -69,6 +61,21 @@ func hereRunInT2(t *testing.T) (pg *pgtest.Server, repo string, a, b *client, id
 		t.Logf("run/read %s = %s", id, b.call("run/read", map[string]any{"runId": id}).Raw)
 	})
 	return pg, repo, a, b, id
+}
+
+// sleepingT2Rules are shoutRules whose first t2, wherever it runs, writes
+// its directory to mark/where and then sleeps until its process is killed;
+// later t2s do the task. mark must be writable from the sandbox.
+func sleepingT2Rules(t *testing.T, mark string) []scripted.Rule {
+	t.Helper()
+	rules := shoutRules(t)
+	for i, r := range rules {
+		if r.Match == "S2 add test_greet.sh" {
+			rules[i] = taskRule(r.Match, `if mkdir `+mark+`/once 2>/dev/null; then pwd > `+mark+`/where.tmp && mv `+mark+`/where.tmp `+mark+`/where; sleep 120; fi; `+
+				`printf '%s\n' 'set -e' 'sh greet.sh bob | grep -q "Hello, bob"' 'sh greet.sh --shout bob | grep -q "HELLO, BOB"' > test_greet.sh`)
+		}
+	}
+	return rules
 }
 
 // waitRunsCommittedOnce waits (three minutes at most) until every run of

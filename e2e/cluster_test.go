@@ -132,16 +132,9 @@ func TestClusterWorkers(t *testing.T) {
 	pg := migratedPG(t)
 	mark := t.TempDir()
 	const n = 10
-	rules := shoutRules(t)
-	for i, r := range rules {
-		if r.Match == "S2 add test_greet.sh" {
-			// The first t2 anywhere says where it runs, then sleeps until
-			// its worker is killed.
-			rules[i] = taskRule(r.Match, `if mkdir `+mark+`/once 2>/dev/null; then pwd > `+mark+`/where.tmp && mv `+mark+`/where.tmp `+mark+`/where; sleep 120; fi; `+
-				`printf '%s\n' 'set -e' 'sh greet.sh bob | grep -q "Hello, bob"' 'sh greet.sh --shout bob | grep -q "HELLO, BOB"' > test_greet.sh`)
-		}
-	}
-	model := startModel(t, rules...)
+	// The first t2 anywhere says where it runs, then sleeps until its
+	// worker is killed.
+	model := startModel(t, sleepingT2Rules(t, mark)...)
 	// Ten projects: the runs of one project would conflict (each adds the
 	// same line to README.md), which is not what this test is about.
 	repos, remotes := make([]string, n), make([]string, n)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/apserver/apserver/internal/specgen"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/apserver/apserver/blueprints"
 	"github.com/apserver/apserver/config"
+	"github.com/apserver/apserver/internal/specgen"
 	"github.com/apserver/apserver/manager"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"

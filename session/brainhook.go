@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/apserver/apserver/internal/uuid"
 	"time"
 
 	"github.com/apserver/apserver/agenttools"
@@ -12,6 +11,7 @@ import (
 	"github.com/apserver/apserver/compaction"
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/contextwindow"
+	"github.com/apserver/apserver/internal/uuid"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/apserver/apserver/session/port"
 	"sync/atomic"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/session/port"
 )
 
 // EOFMode and its values are session/port's (--on-eof).

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/apserver/apserver/agenttools"
 	"strings"
 
+	"github.com/apserver/apserver/agenttools"
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/dynamictools"
 	"github.com/apserver/apserver/model"

@@ -3,9 +3,9 @@ package session
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/apserver/apserver/agenttools"
 	"strings"
 
+	"github.com/apserver/apserver/agenttools"
 	"github.com/apserver/apserver/commandpolicy"
 	"github.com/apserver/apserver/filechange"
 	"github.com/apserver/apserver/model"

@@ -2,12 +2,12 @@ package session
 
 import (
 	"context"
-	"github.com/apserver/apserver/internal/uuid"
 	"sync"
 	"time"
 
 	"github.com/apserver/apserver/autodrive"
 	"github.com/apserver/apserver/fullauto"
+	"github.com/apserver/apserver/internal/uuid"
 	"github.com/apserver/apserver/protocol"
 )
 

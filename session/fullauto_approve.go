@@ -3,10 +3,10 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"github.com/apserver/apserver/brain"
 	"sync"
 
 	"github.com/apserver/apserver/autodrive"
+	"github.com/apserver/apserver/brain"
 	"github.com/apserver/apserver/controller"
 	"github.com/apserver/apserver/protocol"
 )

@@ -2,12 +2,12 @@ package session
 
 import (
 	"context"
-	"github.com/apserver/apserver/autodrive"
 	"io"
 	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/apserver/apserver/autodrive"
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/controller"
 	"github.com/apserver/apserver/model/scripted"

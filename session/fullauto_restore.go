@@ -3,9 +3,9 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"github.com/apserver/apserver/commandpolicy"
 
 	"github.com/apserver/apserver/autodrive"
+	"github.com/apserver/apserver/commandpolicy"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"
 	"github.com/apserver/apserver/store"

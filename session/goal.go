@@ -2,8 +2,8 @@ package session
 
 import (
 	"context"
-	"github.com/apserver/apserver/autodrive"
 
+	"github.com/apserver/apserver/autodrive"
 	"github.com/apserver/apserver/fullauto"
 	"github.com/apserver/apserver/protocol"
 )

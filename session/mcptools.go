@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/apserver/apserver/agenttools"
 	"strings"
 	"time"
 
+	"github.com/apserver/apserver/agenttools"
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/mcp"
 	"github.com/apserver/apserver/mcpservers"

@@ -2,8 +2,8 @@ package session
 
 import (
 	"encoding/json"
-	"github.com/apserver/apserver/agenttools"
 
+	"github.com/apserver/apserver/agenttools"
 	"github.com/apserver/apserver/commandpolicy"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/apserver/apserver/autodrive"
 
+	"github.com/apserver/apserver/autodrive"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"
 )

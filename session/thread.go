@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/apserver/apserver/autodrive"
 	"sync"
 
+	"github.com/apserver/apserver/autodrive"
 	"github.com/apserver/apserver/instructions"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/modelstream"

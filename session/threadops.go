@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/apserver/apserver/commandpolicy"
 	"strings"
 	"time"
 
+	"github.com/apserver/apserver/commandpolicy"
 	"github.com/apserver/apserver/model"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/store"

@@ -156,22 +156,13 @@ func copyPattern(root, dst, pattern string) error {
 
 // noFollowRoot is the repository as an fs.FS for fs.WalkDir whose Stat does
 // not follow a symbolic link at the end of the path: a matched link is
-// copied as a link, not walked.
+// copied as a link, not walked. (fs.ReadDir lists a directory through
+// Open, sorted.)
 type noFollowRoot struct{ r *os.Root }
 
 func (n noFollowRoot) Open(name string) (fs.File, error) { return n.r.Open(filepath.FromSlash(name)) }
 func (n noFollowRoot) Stat(name string) (fs.FileInfo, error) {
 	return n.r.Lstat(filepath.FromSlash(name))
-}
-func (n noFollowRoot) ReadDir(name string) ([]fs.DirEntry, error) {
-	f, err := n.r.Open(filepath.FromSlash(name))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	entries, err := f.ReadDir(-1)
-	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	return entries, err
 }
 
 // copiedFile lists, in a worktree's private git directory, the untracked

@@ -12,6 +12,10 @@
 //	         one JSON line in the shape of drive's metrics
 //	longthread  time thread/resume and thread/read of a 100,000-item
 //	         thread with compactions, and the server's peak RSS
+//	startpair  start two binaries in turn (A B A B …), each answering one
+//	         initialize and ending at the end of its input, and print each
+//	         one's median wall and CPU time and the medians of the ratios
+//	         B/A pair by pair
 //	relabel  copy JSON lines from stdin to stdout with "label" replaced
 //	report   read summarize's medians, print the comparison table, write
 //	         report.json; exit status 1 when a run failed
@@ -30,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -38,7 +43,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchtool sseread|longthread|relabel|report [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchtool sseread|longthread|startpair|relabel|report [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -47,6 +52,8 @@ func main() {
 		err = sseread(os.Args[2:])
 	case "relabel":
 		err = relabel(os.Args[2:])
+	case "startpair":
+		err = startpair(os.Args[2:])
 	case "longthread":
 		err = longthread(os.Args[2:])
 	case "report":
@@ -619,4 +626,78 @@ func procCPU(pid int) float64 {
 	fmt.Sscan(f[11], &ut)
 	fmt.Sscan(f[12], &st)
 	return (ut + st) * 10 // 100 ticks a second
+}
+
+// startpair times start → initialize answered → end of input, for two
+// binaries in turn, so that a drift of the machine's speed falls on both.
+// With -fresh each start gets a new data dir (the store is created);
+// otherwise each binary keeps one (an everyday start).
+func startpair(args []string) error {
+	fs := flag.NewFlagSet("startpair", flag.ExitOnError)
+	a := fs.String("a", "", "the first binary (the baseline)")
+	b := fs.String("b", "", "the second binary")
+	pairs := fs.Int("pairs", 60, "pairs of starts")
+	fresh := fs.Bool("fresh", false, "a new data dir for every start")
+	fs.Parse(args)
+	if *a == "" || *b == "" {
+		return fmt.Errorf("startpair: -a and -b are required")
+	}
+	base, err := os.MkdirTemp("", "startpair-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(base)
+	const initialize = `{"id":1,"method":"initialize","params":{"clientInfo":{"name":"startpair","version":"1"}}}` + "\n"
+	start := func(bin, dir string) (wall, cpu float64, err error) {
+		if *fresh {
+			if dir, err = os.MkdirTemp(base, "data-"); err != nil {
+				return 0, 0, err
+			}
+			defer os.RemoveAll(dir)
+		}
+		cmd := exec.Command(bin, "--data-dir", dir)
+		cmd.Stdin = strings.NewReader(initialize)
+		t0 := time.Now()
+		if err := cmd.Run(); err != nil {
+			return 0, 0, fmt.Errorf("%s: %w", bin, err)
+		}
+		wall = time.Since(t0).Seconds() * 1000
+		cpu = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds() * 1000
+		return wall, cpu, nil
+	}
+	dirs := [2]string{filepath.Join(base, "a"), filepath.Join(base, "b")}
+	bins := [2]string{*a, *b}
+	var wall, cpu [2][]float64
+	var wallRatio, cpuRatio []float64
+	for i := -1; i < *pairs; i++ { // pair -1 warms up (and makes the kept data dirs)
+		var w, c [2]float64
+		for k := range bins {
+			if w[k], c[k], err = start(bins[k], dirs[k]); err != nil {
+				return err
+			}
+		}
+		if i < 0 {
+			continue
+		}
+		for k := range bins {
+			wall[k], cpu[k] = append(wall[k], w[k]), append(cpu[k], c[k])
+		}
+		wallRatio = append(wallRatio, w[1]/w[0])
+		if c[0] > 0 {
+			cpuRatio = append(cpuRatio, c[1]/c[0])
+		}
+	}
+	median := func(v []float64) float64 {
+		v = append([]float64(nil), v...)
+		sort.Float64s(v)
+		if len(v) == 0 {
+			return math.NaN()
+		}
+		return v[len(v)/2]
+	}
+	fmt.Printf("pairs %d, data dir %s\n", *pairs, map[bool]string{true: "new for every start", false: "kept"}[*fresh])
+	fmt.Printf("A %s: wall %.1f ms, CPU %.1f ms (medians)\n", *a, median(wall[0]), median(cpu[0]))
+	fmt.Printf("B %s: wall %.1f ms, CPU %.1f ms (medians)\n", *b, median(wall[1]), median(cpu[1]))
+	fmt.Printf("B/A pair by pair: wall %.3f, CPU %.3f (medians)\n", median(wallRatio), median(cpuRatio))
+	return nil
 }

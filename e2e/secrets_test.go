@@ -182,4 +182,57 @@ func TestAgentsLinkOutOfTheWorkspace(t *testing.T) {
 			t.Errorf("model request %d carries the private file that AGENTS.md links to", i)
 		}
 	}
+	// The user is told why AGENTS.md was not read, and how to have it read,
+	// once: a third turn repeats nothing.
+	skipped := func(m *message) bool {
+		return strings.Contains(m.str("message"), "AGENTS.md") && strings.Contains(m.str("message"), "readable_roots")
+	}
+	c.waitFor("warning", skipped)
+	_, turnID = c.startTurn(threadID, "next turn again")
+	c.turnDone(turnID)
+	if n := len(c.find("warning", skipped)); n != 1 {
+		t.Errorf("%d warnings that AGENTS.md was not read over two turns, want 1", n)
+	}
+}
+
+// TestAgentsInReadableRoot: a shared AGENTS.md that the workspace links
+// to, in a directory the user made a readable root, is read: read_file
+// could read it too, so the model gains nothing it could not have.
+// Everyday use of a shared instructions file keeps working, with one
+// setting, and its thread lists it as an instruction source.
+func TestAgentsInReadableRoot(t *testing.T) {
+	t.Parallel()
+	base := varTmpDir(t, "apserver-e2e-agents-shared-")
+	ws, shared := filepath.Join(base, "ws"), filepath.Join(base, "dotfiles")
+	for _, d := range []string{ws, shared} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rule := "SHARED-RULE-" + filepath.Base(base)
+	if err := os.WriteFile(filepath.Join(shared, "AGENTS.md"), []byte(rule+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(shared, "AGENTS.md"), filepath.Join(ws, "AGENTS.md")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(base, "config.toml")
+	if err := os.WriteFile(cfg, []byte("[sandbox_settings]\nreadable_roots = [\""+shared+"\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	model := startModel(t, scripted.Rule{Match: "hello", Steps: []scripted.Step{{Text: "hi"}}})
+	c := newClient(t, model, options{args: []string{"--config", cfg}})
+	start := c.call("thread/start", map[string]any{"cwd": ws, "approvalPolicy": "never", "sandbox": "workspace-write"})
+	if got := start.str("instructionSources.0"); got != filepath.Join(ws, "AGENTS.md") {
+		t.Errorf("instructionSources.0 = %q, want the workspace's AGENTS.md", got)
+	}
+	_, turnID := c.startTurn(start.str("thread.id"), "hello")
+	c.turnDone(turnID)
+	reqs := modelRequests(model)
+	if len(reqs) != 1 || !strings.Contains(string(reqs[0].Body), rule) {
+		t.Errorf("the model request does not carry the shared AGENTS.md (%d requests)", len(reqs))
+	}
+	if w := c.find("warning", func(m *message) bool { return strings.Contains(m.str("message"), "AGENTS.md") }); len(w) != 0 {
+		t.Errorf("warned that AGENTS.md was not read: %s", w[0].str("message"))
+	}
 }

@@ -6,6 +6,7 @@
 // lists the instruction files a workspace has (a thread's
 // instructionSources).
 //
-// It reads AGENTS.md in the workspace it is given and nothing else; it
-// knows no thread.
+// It reads AGENTS.md in the workspace it is given, through the thread's
+// file-tool view of its roots (a link is followed only where read_file
+// could go), and nothing else; it knows no thread.
 package instructions

@@ -1,12 +1,14 @@
 package instructions
 
 import (
-	"io"
-	"os"
+	"errors"
+	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/tools/files"
 )
 
 // MaxAgentsBytes caps how much of a workspace's AGENTS.md goes into the prompt.
@@ -25,9 +27,9 @@ How to work:
 - When you are done, reply with a short summary of what you changed and how you checked it.`
 
 // System builds the instructions for one turn: the base prompt, the
-// workspace's AGENTS.md if present, configured extra instructions and the
-// thread's developer instructions.
-func System(cwd, base, extra, developer string) string {
+// workspace's AGENTS.md (agents, from ReadAgents) if present, configured
+// extra instructions and the thread's developer instructions.
+func System(cwd, base, agents, extra, developer string) string {
 	var b strings.Builder
 	if base != "" {
 		b.WriteString(base)
@@ -36,7 +38,7 @@ func System(cwd, base, extra, developer string) string {
 	}
 	b.WriteString("\n\nWorkspace: ")
 	b.WriteString(cwd)
-	if agents := readAgents(cwd); agents != "" {
+	if agents != "" {
 		b.WriteString("\n\n# Instructions from AGENTS.md in the workspace\n\n")
 		b.WriteString(agents)
 	}
@@ -61,37 +63,52 @@ func SandboxNote(mode protocol.SandboxMode) string {
 	return "\n\nCommands run in a sandbox. Its /tmp and $TMPDIR are private to apserver's sandboxed commands: files there stay between commands but are not in the user's /tmp, so the user cannot open them. Write anything the user should see or keep in the workspace."
 }
 
-// readAgents is the start of the workspace's AGENTS.md, trimmed; empty
-// when there is none. It is read through an os.Root of the workspace: an
-// AGENTS.md that is a symbolic link out of it (one a command made, or a
-// cloned repository shipped, to ~/.ssh/id_rsa, say) is not read, for what
-// it would bring into the prompt is outside the workspace; a link to a
-// file inside it is followed.
-func readAgents(cwd string) string {
-	root, err := os.OpenRoot(cwd)
-	if err != nil {
-		return ""
-	}
-	defer root.Close()
-	f, err := root.Open("AGENTS.md")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	buf := make([]byte, MaxAgentsBytes)
-	n, _ := io.ReadFull(f, buf)
-	return strings.TrimSpace(string(buf[:n]))
+// Agents is a workspace's AGENTS.md as a turn gets it.
+type Agents struct {
+	// Text is the start of the file (MaxAgentsBytes), trimmed; "" when
+	// none was read.
+	Text string
+	// Path is the file read, as the workspace names it; "" when none.
+	Path string
+	// Skipped says why an AGENTS.md that is there was not read (a link to
+	// a file the file tools may not read, say); "" otherwise. The user is
+	// told: the model is not.
+	Skipped string
 }
 
-// Sources lists the instruction files loaded for a workspace.
-func Sources(cwd string) []string {
-	root, err := os.OpenRoot(cwd)
-	if err != nil {
+// ReadAgents reads cwd's AGENTS.md through ws, the thread's file-tool view
+// of its roots, so that it brings into the prompt only what read_file could:
+// apserver reads it itself, outside the sandbox, and an AGENTS.md that is a
+// symbolic link (one a sandboxed command made, or a cloned repository
+// shipped, to ~/.ssh/id_rsa, say) is followed only into the workspace and
+// the configured writable and readable roots. A shared instructions file
+// elsewhere is read once its directory is a readable root
+// (sandbox_settings.readable_roots). A nil ws stands for the workspace
+// alone.
+func ReadAgents(ws *files.Workspace, cwd string) Agents {
+	if ws == nil {
+		var err error
+		if ws, err = files.NewWorkspace(cwd, nil, nil); err != nil {
+			return Agents{}
+		}
+	}
+	data, _, err := ws.ReadHead(filepath.Join(cwd, "AGENTS.md"), MaxAgentsBytes)
+	var pe *files.PathError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return Agents{}
+	case errors.As(err, &pe):
+		return Agents{Skipped: fmt.Sprintf("AGENTS.md in %s was not read: %s. To use it, add its directory to sandbox_settings.readable_roots in your config.", cwd, pe.Reason)}
+	case err != nil:
+		return Agents{Skipped: fmt.Sprintf("AGENTS.md in %s was not read: %v", cwd, err)}
+	}
+	return Agents{Text: strings.TrimSpace(string(data)), Path: filepath.Join(cwd, "AGENTS.md")}
+}
+
+// Sources lists the instruction files a turn loads: a's file, if read.
+func Sources(a Agents) []string {
+	if a.Path == "" {
 		return []string{}
 	}
-	defer root.Close()
-	if fi, err := root.Stat("AGENTS.md"); err == nil && fi.Mode().IsRegular() {
-		return []string{filepath.Join(cwd, "AGENTS.md")}
-	}
-	return []string{}
+	return []string{a.Path}
 }

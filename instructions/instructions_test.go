@@ -4,9 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/tools/files"
 )
 
 // TestSystemOrder: the base prompt (or the thread's own), the workspace,
@@ -15,17 +17,19 @@ import (
 // such section and no instruction sources.
 func TestSystemOrder(t *testing.T) {
 	cwd := t.TempDir()
-	if got := System(cwd, "", "", ""); !strings.HasPrefix(got, Base) || strings.Contains(got, "AGENTS.md") {
+	none := ReadAgents(nil, cwd)
+	if got := System(cwd, "", none.Text, "", ""); !strings.HasPrefix(got, Base) || strings.Contains(got, "AGENTS.md") {
 		t.Errorf("without AGENTS.md: %q", got)
 	}
-	if got := Sources(cwd); len(got) != 0 || got == nil {
-		t.Errorf("Sources without AGENTS.md = %#v, want an empty list", got)
+	if got := Sources(none); len(got) != 0 || got == nil || none.Skipped != "" {
+		t.Errorf("Sources without AGENTS.md = %#v (skipped %q), want an empty list", got, none.Skipped)
 	}
 	agents := "RULE-A\n" + strings.Repeat("x", MaxAgentsBytes)
 	if err := os.WriteFile(filepath.Join(cwd, "AGENTS.md"), []byte(agents), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got := System(cwd, "BASE", "EXTRA", "DEV")
+	a := ReadAgents(nil, cwd)
+	got := System(cwd, "BASE", a.Text, "EXTRA", "DEV")
 	order := []string{"BASE", "Workspace: " + cwd, "# Instructions from AGENTS.md", "RULE-A", "EXTRA", "DEV"}
 	at := 0
 	for _, w := range order {
@@ -38,7 +42,7 @@ func TestSystemOrder(t *testing.T) {
 	if strings.Contains(got, Base) || len(got) > MaxAgentsBytes+200 {
 		t.Errorf("the thread's base replaces the default and AGENTS.md is capped: %d bytes", len(got))
 	}
-	if s := Sources(cwd); len(s) != 1 || s[0] != filepath.Join(cwd, "AGENTS.md") {
+	if s := Sources(a); len(s) != 1 || s[0] != filepath.Join(cwd, "AGENTS.md") {
 		t.Errorf("Sources = %v", s)
 	}
 	if SandboxNote(protocol.SandboxDangerFullAccess) != "" || SandboxNote(protocol.SandboxWorkspaceWrite) == "" {
@@ -64,8 +68,10 @@ func TestProposedPlan(t *testing.T) {
 
 // TestAgentsLinkOutOfTheWorkspace: an AGENTS.md that is a symbolic link
 // out of the workspace (a command could make one, a cloned repository
-// could ship one) is not read into the prompt, and is no instruction
-// source; one that links to a file inside the workspace is.
+// could ship one) is not read into the prompt, is no instruction source,
+// and says why (for the user); one that links to a file inside the
+// workspace is read, and so is one that links into a configured readable
+// root, which read_file could read too (a shared instructions file).
 func TestAgentsLinkOutOfTheWorkspace(t *testing.T) {
 	outside := filepath.Join(t.TempDir(), "id_rsa")
 	if err := os.WriteFile(outside, []byte("PRIVATE-KEY-CANARY\n"), 0o600); err != nil {
@@ -84,11 +90,31 @@ func TestAgentsLinkOutOfTheWorkspace(t *testing.T) {
 		if _, err := os.ReadFile(filepath.Join(cwd, "AGENTS.md")); err != nil {
 			t.Fatalf("the link %s does not lead to the file: %v", target, err)
 		}
-		if got := System(cwd, "", "", ""); strings.Contains(got, "PRIVATE-KEY-CANARY") || strings.Contains(got, "AGENTS.md in the workspace") {
-			t.Errorf("AGENTS.md -> %s: read into the prompt:\n%s", target, got)
+		// A readable root that is not where the link goes changes nothing.
+		ws, err := files.NewWorkspace(cwd, nil, []string{t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if got := Sources(cwd); len(got) != 0 {
-			t.Errorf("AGENTS.md -> %s: Sources = %v, want none", target, got)
+		for _, w := range []*files.Workspace{nil, ws} {
+			a := ReadAgents(w, cwd)
+			if got := System(cwd, "", a.Text, "", ""); strings.Contains(got, "PRIVATE-KEY-CANARY") || strings.Contains(got, "AGENTS.md in the workspace") {
+				t.Errorf("AGENTS.md -> %s: read into the prompt:\n%s", target, got)
+			}
+			if got := Sources(a); len(got) != 0 {
+				t.Errorf("AGENTS.md -> %s: Sources = %v, want none", target, got)
+			}
+			if !strings.Contains(a.Skipped, "outside the workspace") || !strings.Contains(a.Skipped, "readable_roots") {
+				t.Errorf("AGENTS.md -> %s: Skipped = %q, want why and what to do", target, a.Skipped)
+			}
+		}
+		// Once the key's directory is a readable root, read_file could read
+		// it, and so AGENTS.md is followed there.
+		ws, err = files.NewWorkspace(cwd, nil, []string{filepath.Dir(outside)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ReadAgents(ws, cwd); a.Text != "PRIVATE-KEY-CANARY" || len(Sources(a)) != 1 || a.Skipped != "" {
+			t.Errorf("AGENTS.md -> %s in a readable root: %+v, want it read", target, a)
 		}
 	}
 	cwd := t.TempDir()
@@ -98,10 +124,19 @@ func TestAgentsLinkOutOfTheWorkspace(t *testing.T) {
 	if err := os.Symlink("rules.md", filepath.Join(cwd, "AGENTS.md")); err != nil {
 		t.Fatal(err)
 	}
-	if got := System(cwd, "", "", ""); !strings.Contains(got, "RULE-INSIDE") {
+	a := ReadAgents(nil, cwd)
+	if got := System(cwd, "", a.Text, "", ""); !strings.Contains(got, "RULE-INSIDE") {
 		t.Errorf("AGENTS.md -> rules.md inside the workspace was not read:\n%s", got)
 	}
-	if got := Sources(cwd); len(got) != 1 {
+	if got := Sources(a); len(got) != 1 {
 		t.Errorf("Sources with a link inside = %v, want AGENTS.md", got)
+	}
+	// Something that is not a file is not read, and the user is told.
+	fifo := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(fifo, "AGENTS.md"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if a := ReadAgents(nil, fifo); a.Text != "" || a.Path != "" || a.Skipped == "" {
+		t.Errorf("AGENTS.md as a named pipe: %+v, want skipped with a reason", a)
 	}
 }

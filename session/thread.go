@@ -52,6 +52,9 @@ type thread struct {
 	// warning was sent.
 	rules         *rulesCache
 	sandboxWarned bool
+	// agentsSkipped is why AGENTS.md was last not read, once the user was
+	// told (agents).
+	agentsSkipped string
 	spareEvents   []modelEvent    // drained event buffer, reused
 	itemIDs       map[string]bool // item ids used in this thread
 	status        protocol.ThreadStatus
@@ -417,7 +420,7 @@ func (t *thread) sessionResult() protocol.ThreadSessionResult {
 		ApprovalsReviewer:  "user",
 		Sandbox:            protocol.SandboxPolicyFor(t.settings.Sandbox, t.m.opts.Config.SandboxNetwork, t.m.opts.Config.SandboxWritableRoots),
 		ReasoningEffort:    optional(t.settings.Effort),
-		InstructionSources: instructions.Sources(t.settings.Cwd),
+		InstructionSources: instructions.Sources(t.readAgents()),
 	}
 }
 

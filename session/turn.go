@@ -179,7 +179,7 @@ func (t *thread) beginTurn(p protocol.TurnStartParams) (*turn, error) {
 		modelName: modelName,
 		stamps:    map[string]files.Stamp{},
 		client:    t.m.modelClient(provider),
-		prompt:    instructions.System(t.settings.Cwd, t.settings.BaseInstructions, t.m.opts.Config.Instructions, t.settings.DeveloperInstructions) + instructions.SandboxNote(t.settings.Sandbox) + t.projectContext(),
+		prompt:    instructions.System(t.settings.Cwd, t.settings.BaseInstructions, t.agents(), t.m.opts.Config.Instructions, t.settings.DeveloperInstructions) + instructions.SandboxNote(t.settings.Sandbox) + t.projectContext(),
 	}
 	tr.schema = outputSchema(p.OutputSchema)
 	if t.persistent() {

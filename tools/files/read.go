@@ -162,3 +162,30 @@ func readLine(r *bufio.Reader, keep int) (line []byte, long bool, err error) {
 		return nil, false, err
 	}
 }
+
+// ReadHead returns the first n bytes of the regular file p names, under the
+// same confinement as Read: p, and every symbolic link on the way, must
+// resolve inside the workspace or a writable or readable root, or the error
+// is a *PathError. It also returns the resolved path. Callers that read a
+// file for the model outside a tool call (AGENTS.md) use it, so that such a
+// file can bring into the prompt only what read_file could.
+func (w *Workspace) ReadHead(p string, n int) ([]byte, string, error) {
+	abs, err := w.ResolveRead(p)
+	if err != nil {
+		return nil, "", err
+	}
+	f, fi, err := openEntry(within(w.readable, abs), abs)
+	if err != nil {
+		return nil, abs, err
+	}
+	defer f.Close()
+	if !fi.Mode().IsRegular() {
+		return nil, abs, fmt.Errorf("%s is not a regular file", w.display(abs))
+	}
+	buf := make([]byte, n)
+	m, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, abs, fmt.Errorf("reading %s: %w", w.display(abs), err)
+	}
+	return buf[:m], abs, nil
+}

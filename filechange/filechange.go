@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"sort"
 	"strings"
 
@@ -21,13 +20,7 @@ func FromPatch(ws *files.Workspace, text string) ([]files.Change, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the patch is malformed, nothing was changed: %w", err)
 	}
-	results, err := patch.Apply(p, func(path string) ([]byte, error) {
-		abs, err := ws.ResolveWrite(path)
-		if err != nil {
-			return nil, err
-		}
-		return os.ReadFile(abs)
-	})
+	results, err := patch.Apply(p, ws.ReadForWrite)
 	if err != nil {
 		return nil, fmt.Errorf("the patch does not apply, nothing was changed: %w", err)
 	}

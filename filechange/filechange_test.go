@@ -97,6 +97,26 @@ func TestFromPatchErrors(t *testing.T) {
 	}
 }
 
+// TestFromPatchReadsAsEditFileDoes: a patch's old text is read the way
+// edit_file reads it (files.Workspace.ReadForWrite), so a file past the
+// file tools' size limit is refused by name rather than read into memory
+// whole.
+func TestFromPatchReadsAsEditFileDoes(t *testing.T) {
+	ws, dir := workspace(t, map[string]string{})
+	big, err := os.Create(filepath.Join(dir, "big.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := big.Truncate(17 << 20); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	big.Close()
+	_, err = FromPatch(ws, "*** Begin Patch\n*** Update File: big.log\n@@\n-x\n+y\n*** End Patch")
+	if err == nil || !strings.Contains(err.Error(), "big.log is over 16 MiB") {
+		t.Errorf("a patch of a 17 MiB file: %v, want it refused for its size", err)
+	}
+}
+
 func TestDiff(t *testing.T) {
 	tests := []struct {
 		c    files.Change

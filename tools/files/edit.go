@@ -99,6 +99,19 @@ func (w *Workspace) Edit(p EditParams) ([]Change, error) {
 	return []Change{{Kind: KindUpdate, Path: rel, Old: old, New: updated, Diff: unifiedDiff(old, updated)}}, nil
 }
 
+// ReadForWrite reads the file p names before a change replaces it (a
+// patch's old text): resolved as ResolveWrite does, then opened without
+// following a link below its root and checked again through the opened
+// file, as edit_file reads. A missing file is an error that
+// errors.Is(err, fs.ErrNotExist).
+func (w *Workspace) ReadForWrite(p string) ([]byte, error) {
+	abs, err := w.ResolveWrite(p)
+	if err != nil {
+		return nil, err
+	}
+	return w.readForWrite(abs)
+}
+
 // readForWrite reads the file at abs, resolved by ResolveWrite, checking
 // again through the opened file that it may be written.
 func (w *Workspace) readForWrite(abs string) ([]byte, error) {

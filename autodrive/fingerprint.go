@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -74,15 +75,29 @@ func WorkspaceFingerprint(ctx context.Context, root string, cache FPCache) (stri
 		case !fi.Mode().IsRegular() || fi.Size() > fingerprintFileBytes:
 			sig.sum = sha256.Sum256([]byte(strconv.FormatInt(sig.size, 10) + "\x00" + sig.mod.UTC().String()))
 		default:
-			fh := sha256.New()
-			if f, err := os.Open(p); err == nil {
-				io.Copy(fh, f)
-				f.Close()
-			}
-			copy(sig.sum[:], fh.Sum(nil))
+			sig.sum = hashFile(p)
 		}
 		next[p] = sig
 		h.Write(sig.sum[:])
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16], next
+}
+
+// hashFile is the SHA-256 of the regular file at p; of nothing when p is
+// anything else by the time it is opened. Commands may still be running
+// in the workspace while it is walked: a file swapped for a named pipe
+// after the Lstat must not block the walk, nor one swapped for a link
+// lead it out of the workspace.
+func hashFile(p string) [sha256.Size]byte {
+	h := sha256.New()
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err == nil {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			io.Copy(h, io.LimitReader(f, fingerprintFileBytes))
+		}
+		f.Close()
+	}
+	var sum [sha256.Size]byte
+	copy(sum[:], h.Sum(nil))
+	return sum
 }

@@ -2,9 +2,12 @@ package autodrive
 
 import (
 	"context"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestWorkspaceFingerprint(t *testing.T) {
@@ -46,5 +49,34 @@ func TestWorkspaceFingerprint(t *testing.T) {
 	}
 	if fp, _ := WorkspaceFingerprint(ctx, dir, nil); fp == fp1 {
 		t.Errorf("a rename left the fingerprint unchanged")
+	}
+}
+
+// TestHashFileNeverBlocks: commands may still run while the workspace is
+// walked, so a file can turn into a named pipe or a link between the walk's
+// Lstat and the open. Hashing it must return (the pipe has no writer, so a
+// plain open would wait for one for ever) and must not follow the link.
+func TestHashFileNeverBlocks(t *testing.T) {
+	dir := t.TempDir()
+	fifo, link, secret := filepath.Join(dir, "pipe"), filepath.Join(dir, "link"), filepath.Join(t.TempDir(), "secret")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(secret, []byte("secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, link); err != nil {
+		t.Fatal(err)
+	}
+	empty := sha256.Sum256(nil)
+	done := make(chan [2][sha256.Size]byte, 1)
+	go func() { done <- [2][sha256.Size]byte{hashFile(fifo), hashFile(link)} }()
+	select {
+	case got := <-done:
+		if got[0] != empty || got[1] != empty {
+			t.Errorf("hashFile of a pipe and of a link = %x, %x; want the hash of nothing", got[0], got[1])
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("hashFile blocked on a named pipe")
 	}
 }

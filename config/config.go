@@ -71,6 +71,10 @@ type Config struct {
 	SandboxReadableRoots []string
 	// SandboxNetwork lets sandboxed commands use the network (likewise).
 	SandboxNetwork bool
+	// SandboxPassEnv names variables that commands get although their
+	// names look like secrets (NPM_TOKEN, say); never one of OwnSecretEnv
+	// (only the user's file, or a trusted project's, sets it).
+	SandboxPassEnv []string
 	// RulesFile is the user's command rules file (see tools/rules); the
 	// workspace's .apserver/rules is read as well.
 	RulesFile string
@@ -372,4 +376,35 @@ func (c Config) Catalog() []ModelInfo {
 	out := make([]ModelInfo, 0, len(c.Models)+1)
 	out = append(out, ModelInfo{ID: c.Model, DisplayName: c.Model, Provider: c.Provider})
 	return append(out, c.Models...)
+}
+
+// OwnSecretEnv names the variables that hold apserver's own secrets, each
+// with where the configuration names it: every provider's api_key_env
+// (and OPENAI_API_KEY, which serves the default provider without one),
+// the GitHub token's variable (GITHUB_TOKEN and GH_TOKEN when token_env is
+// unset), the MCP servers' bearer tokens and header values, and the
+// cluster's database URL. No command gets any of them, whatever
+// sandbox_settings.pass_env says.
+func (c Config) OwnSecretEnv() map[string]string {
+	own := map[string]string{EnvOpenAIAPIKey: "the default provider's key", EnvDatabaseURL: "the cluster's database URL"}
+	for _, name := range sortedKeys(c.Providers) {
+		if v := c.Providers[name].APIKeyEnv; v != "" {
+			own[v] = "providers." + name + ".api_key_env"
+		}
+	}
+	if v := c.GitHub.TokenEnv; v != "" {
+		own[v] = "github.token_env"
+	} else {
+		own["GITHUB_TOKEN"], own["GH_TOKEN"] = "the GitHub token", "the GitHub token"
+	}
+	for _, name := range sortedKeys(c.MCPServers) {
+		s := c.MCPServers[name]
+		if s.BearerTokenEnvVar != "" {
+			own[s.BearerTokenEnvVar] = "mcp_servers." + name + ".bearer_token_env_var"
+		}
+		for h, v := range s.EnvHTTPHeaders {
+			own[v] = "mcp_servers." + name + ".env_http_headers." + h
+		}
+	}
+	return own
 }

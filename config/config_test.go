@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -496,5 +497,36 @@ func TestBadBaseURL(t *testing.T) {
 	// A good flag wins over a bad environment variable.
 	if _, err := Load(LoadOptions{Getenv: env(t, "OPENAI_BASE_URL", "/v1"), Overrides: Overrides{BaseURL: ptr("http://localhost:8080/v1")}}); err != nil {
 		t.Errorf("Load with a good --base-url over a bad OPENAI_BASE_URL = %v", err)
+	}
+}
+
+// TestPassEnv: the user's sandbox_settings.pass_env lists variables that
+// commands get although they look like secrets; a name that is not a
+// variable's is refused by key, and so is one that holds a secret of
+// apserver's, whatever the config calls it.
+func TestPassEnv(t *testing.T) {
+	dir := t.TempDir()
+	load := func(text string) (Config, error) {
+		return Load(LoadOptions{UserFile: writeFile(t, filepath.Join(dir, "user.toml"), text), Getenv: env(t)})
+	}
+	c, err := load("[sandbox_settings]\npass_env = [\"NPM_TOKEN\", \"CARGO_REGISTRY_TOKEN\", \"NPM_TOKEN\"]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(c.SandboxPassEnv, []string{"NPM_TOKEN", "CARGO_REGISTRY_TOKEN"}) {
+		t.Errorf("SandboxPassEnv = %q", c.SandboxPassEnv)
+	}
+	for _, tc := range []struct{ text, want string }{
+		{"[sandbox_settings]\npass_env = [\"NPM TOKEN\"]\n", `sandbox_settings.pass_env: "NPM TOKEN" is not an environment variable name`},
+		{"[sandbox_settings]\npass_env = [\"OPENAI_API_KEY\"]\n", "sandbox_settings.pass_env: OPENAI_API_KEY holds a secret of apserver's (providers.openai.api_key_env)"},
+		{"[sandbox_settings]\npass_env = [\"GITHUB_TOKEN\"]\n", "GITHUB_TOKEN holds a secret of apserver's (the GitHub token)"},
+		{"[sandbox_settings]\npass_env = [\"MY_GH\"]\n[github]\ntoken_env = \"MY_GH\"\n", "MY_GH holds a secret of apserver's (github.token_env)"},
+		{"[sandbox_settings]\npass_env = [\"LOCAL_KEY\"]\n[providers.local]\nbase_url = \"http://localhost:1/v1\"\napi_key_env = \"LOCAL_KEY\"\n", "LOCAL_KEY holds a secret of apserver's (providers.local.api_key_env)"},
+		{"[sandbox_settings]\npass_env = [\"MCP_TOKEN\"]\n[mcp_servers.docs]\nurl = \"http://localhost:1/mcp\"\nbearer_token_env_var = \"MCP_TOKEN\"\n", "MCP_TOKEN holds a secret of apserver's (mcp_servers.docs.bearer_token_env_var)"},
+		{"[sandbox_settings]\npass_env = [\"APSERVER_DATABASE_URL\"]\n", "APSERVER_DATABASE_URL holds a secret of apserver's (the cluster's database URL)"},
+	} {
+		if _, err := load(tc.text); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.text, err, tc.want)
+		}
 	}
 }

@@ -138,6 +138,7 @@ type fileSandbox struct {
 	WritableRoots []string `toml:"writable_roots"`
 	ReadableRoots []string `toml:"readable_roots"`
 	Network       *bool    `toml:"network"`
+	PassEnv       []string `toml:"pass_env"`
 }
 
 type fileConfig struct {
@@ -325,6 +326,16 @@ func (c *Config) mergeFile(path string, ws *workspaceLayer) error {
 		}
 		if sb.Network != nil && may("sandbox_settings.network", *sb.Network, *sb.Network && !c.SandboxNetwork) {
 			c.SandboxNetwork = *sb.Network
+		}
+		if len(sb.PassEnv) > 0 && may("sandbox_settings.pass_env", sb.PassEnv, true) {
+			for _, n := range sb.PassEnv {
+				if !reEnvName.MatchString(n) {
+					return bad("sandbox_settings.pass_env", "%q is not an environment variable name", n)
+				}
+				if !slices.Contains(c.SandboxPassEnv, n) {
+					c.SandboxPassEnv = append(c.SandboxPassEnv, n)
+				}
+			}
 		}
 	}
 	if f.RulesFile != nil {
@@ -591,6 +602,12 @@ func (c Config) Validate() error {
 	}
 	if c.DataDir == "" {
 		return fmt.Errorf("config: data_dir is empty")
+	}
+	own := c.OwnSecretEnv()
+	for _, n := range c.SandboxPassEnv {
+		if why, ok := own[n]; ok {
+			return fmt.Errorf("config: sandbox_settings.pass_env: %s holds a secret of apserver's (%s), which no command gets", n, why)
+		}
 	}
 	return nil
 }

@@ -22,6 +22,7 @@ provider = "evil"
 writable_roots = ["/"]
 readable_roots = ["/"]
 network = true
+pass_env = ["AWS_SECRET_ACCESS_KEY"]
 [full_auto]
 on_restart = "running"
 error_backoff_ms = 1
@@ -83,6 +84,7 @@ func TestUntrustedWorkspaceOnlyTightens(t *testing.T) {
 		{"writable_roots", len(c.SandboxWritableRoots), 0},
 		{"readable_roots", len(c.SandboxReadableRoots), 0},
 		{"network", c.SandboxNetwork, false},
+		{"pass_env", len(c.SandboxPassEnv), 0},
 		{"max_concurrent_model_calls", c.MaxConcurrentModelCalls, 2},
 		{"on_restart", c.FullAuto.OnRestart, OnRestartPaused},
 		{"error_backoff", c.FullAuto.ErrorBackoff, 5 * time.Second},
@@ -106,7 +108,7 @@ func TestUntrustedWorkspaceOnlyTightens(t *testing.T) {
 	}
 	all := strings.Join(c.Warnings, "\n")
 	for _, key := range []string{"approval_policy", "sandbox =", "data_dir", "rules_file", "sandbox_settings.writable_roots",
-		"sandbox_settings.readable_roots", "sandbox_settings.network", "max_concurrent_model_calls", "full_auto.on_restart",
+		"sandbox_settings.readable_roots", "sandbox_settings.network", "sandbox_settings.pass_env", "max_concurrent_model_calls", "full_auto.on_restart",
 		"full_auto.error_backoff_ms", "full_auto.question_min_confidence", "providers.openai.base_url", "providers.openai.api_key",
 		"providers.openai.api_key_env", "providers.evil", "roles.decision.provider", "prices.\"m\".input_per_mtok", "[projects] has no effect"} {
 		if !strings.Contains(all, key) {

@@ -20,6 +20,7 @@ type execResult struct {
 	code           int
 	stdout, stderr string
 	dataDir, cwd   string
+	env            []string // added to the process's environment
 }
 
 // runExec runs `apserver exec args...` in a fresh workspace against model.
@@ -44,7 +45,7 @@ func (r *execResult) run(t *testing.T, home string, args []string) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, args...)
 	cmd.Dir = r.cwd
-	cmd.Env = []string{"HOME=" + home, "OPENAI_API_KEY=test", "PATH=" + os.Getenv("PATH")}
+	cmd.Env = append([]string{"HOME=" + home, "OPENAI_API_KEY=test", "PATH=" + os.Getenv("PATH")}, r.env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -116,10 +116,12 @@ func TestRunSetupCommandGetsNoSecrets(t *testing.T) {
 	home := t.TempDir()
 	seen := filepath.Join(t.TempDir(), "setup-env.txt")
 	cfg := filepath.Join(home, "config.toml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[runs]\nsetup_command = %q\n", "env > "+seen)), 0o600); err != nil {
+	// The user passes one variable named like a secret on (a registry's
+	// token, for an install); the other stays with apserver.
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[runs]\nsetup_command = %q\n[sandbox_settings]\npass_env = [\"APSERVER_E2E_REGISTRY_TOKEN\"]\n", "env > "+seen)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := execResult{dataDir: t.TempDir(), cwd: repo}
+	r := execResult{dataDir: t.TempDir(), cwd: repo, env: []string{"APSERVER_E2E_REGISTRY_TOKEN=registry", "APSERVER_E2E_OTHER_TOKEN=other"}}
 	r.run(t, home, []string{"run", "--config", cfg, "--data-dir", r.dataDir, "--model", "scripted-model",
 		"--base-url", model.URL(), "--base", "main", "add a shout option to greet.sh"})
 	if r.code != 5 {
@@ -135,6 +137,50 @@ func TestRunSetupCommandGetsNoSecrets(t *testing.T) {
 	}
 	if !strings.Contains(env, "\nPATH=") || !strings.Contains(env, "\nHOME="+home+"\n") {
 		t.Errorf("the setup command lost the rest of the environment:\n%s", data)
+	}
+	if !strings.Contains(env, "\nAPSERVER_E2E_REGISTRY_TOKEN=registry\n") || strings.Contains(env, "APSERVER_E2E_OTHER_TOKEN") {
+		t.Errorf("the setup command should get the variable pass_env names and no other secret:\n%s", data)
+	}
+}
+
+// TestPassEnvReachesCommands: a variable the user's pass_env names
+// reaches the agent's commands in every mode, though its name looks like
+// a secret's; others named so, and apserver's own keys, do not.
+func TestPassEnvReachesCommands(t *testing.T) {
+	t.Parallel()
+	base := varTmpDir(t, "apserver-e2e-passenv-")
+	ws := filepath.Join(base, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(base, "config.toml")
+	if err := os.WriteFile(cfg, []byte("[sandbox_settings]\npass_env = [\"APSERVER_E2E_REGISTRY_TOKEN\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id := filepath.Base(base)
+	model := startModel(t, scripted.Rule{Match: "show env", Steps: []scripted.Step{
+		{ToolCalls: []scripted.ToolCall{{Command: "env; echo ENV-DONE"}}},
+		{Text: "done"},
+	}})
+	c := newClient(t, model, options{args: []string{"--config", cfg}, env: []string{
+		"OPENAI_API_KEY=key-" + id, "APSERVER_E2E_REGISTRY_TOKEN=registry-" + id, "APSERVER_E2E_OTHER_TOKEN=other-" + id,
+	}})
+	for _, mode := range []string{"read-only", "workspace-write", "danger-full-access"} {
+		threadID := c.call("thread/start", map[string]any{"cwd": ws, "approvalPolicy": "never", "sandbox": mode}).str("thread.id")
+		_, turnID := c.startTurn(threadID, "show env")
+		c.turnDone(turnID)
+		out := c.waitFor("item/completed", itemOfType(turnID, "commandExecution")).str("item.aggregatedOutput")
+		if !strings.Contains(out, "ENV-DONE") {
+			t.Fatalf("%s: the command did not run:\n%s", mode, out)
+		}
+		if !strings.Contains(out, "APSERVER_E2E_REGISTRY_TOKEN=registry-"+id) {
+			t.Errorf("%s: the variable pass_env names did not reach the command", mode)
+		}
+		for _, s := range []string{"key-" + id, "other-" + id} {
+			if strings.Contains(out, s) {
+				t.Errorf("%s: the command got %q", mode, s)
+			}
+		}
 	}
 }
 

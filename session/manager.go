@@ -138,18 +138,14 @@ func NewManager(opts Options) *Manager {
 	// What apserver keeps to itself reaches no command: its data dir
 	// (the store, the ws token) and the variables holding its keys.
 	sandbox.Conceal(opts.DataDir)
-	for _, pc := range opts.Config.Providers {
-		sandbox.HideEnv(pc.APIKeyEnv)
+	// The providers' keys, the GitHub token, the MCP servers' credentials
+	// and the cluster's database URL (it may carry a password), whatever
+	// their names: the secret-word rule may miss some, and the user's
+	// pass_env cannot open them.
+	for name := range opts.Config.OwnSecretEnv() {
+		sandbox.HideEnv(name)
 	}
-	// So do the MCP servers' credentials and the cluster's database URL
-	// (it may carry a password): names the secret-word rule may miss.
-	for _, s := range opts.Config.MCPServers {
-		sandbox.HideEnv(s.BearerTokenEnvVar)
-		for _, v := range s.EnvHTTPHeaders {
-			sandbox.HideEnv(v)
-		}
-	}
-	sandbox.HideEnv(config.EnvDatabaseURL)
+	sandbox.PassEnv(opts.Config.SandboxPassEnv...)
 	m.fa = newFullAutoManager(m)
 	m.mcp = newMCPState(m)
 	m.sched = modelsched.New(opts.Config.MaxConcurrentModelCalls)

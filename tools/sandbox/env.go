@@ -23,7 +23,9 @@ import (
 //     (Command with env nil, and Environ for callers that add to it) gets
 //     it without the variables HideEnv named and without any whose name
 //     looks like a secret's (secretWords), as Codex's default shell
-//     environment policy does.
+//     environment policy does. The user may pass some of the latter on
+//     (PassEnv: a registry token that an install needs, say), never the
+//     former.
 //   - The helper, which stays as the init of a sandboxed command's pid
 //     namespace and so is visible to it, gets no environment at all (the
 //     command's comes through a memfd) and is not dumpable, so its
@@ -36,10 +38,11 @@ import (
 // in any case.
 var secretWords = []string{"KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL"}
 
-// private is what HideEnv and Conceal registered.
+// private is what HideEnv, PassEnv and Conceal registered.
 var private struct {
 	mu   sync.Mutex
 	env  map[string]bool
+	pass map[string]bool
 	dirs []string
 }
 
@@ -59,19 +62,42 @@ func HideEnv(names ...string) {
 	}
 }
 
+// PassEnv names variables that commands get from apserver's environment
+// although their names look like secrets (the user's
+// sandbox_settings.pass_env: NPM_TOKEN for a private registry, say). A
+// name HideEnv registered, before or after, is never passed. Empty names
+// are ignored.
+func PassEnv(names ...string) {
+	private.mu.Lock()
+	defer private.mu.Unlock()
+	if private.pass == nil {
+		private.pass = map[string]bool{}
+	}
+	for _, n := range names {
+		if n != "" {
+			private.pass[n] = true
+		}
+	}
+}
+
 // SecretEnv reports whether the variable name is one a command does not
 // get from apserver's environment: named by HideEnv, or holding one of
-// KEY, SECRET, TOKEN, PASSWORD, PASSWD, CREDENTIAL in any case.
+// KEY, SECRET, TOKEN, PASSWORD, PASSWD, CREDENTIAL in any case and not
+// named by PassEnv.
 func SecretEnv(name string) bool {
+	private.mu.Lock()
+	hidden, passed := private.env[name], private.pass[name]
+	private.mu.Unlock()
+	if hidden {
+		return true
+	}
 	up := strings.ToUpper(name)
 	for _, w := range secretWords {
 		if strings.Contains(up, w) {
-			return true
+			return !passed
 		}
 	}
-	private.mu.Lock()
-	defer private.mu.Unlock()
-	return private.env[name]
+	return false
 }
 
 // Environ returns apserver's environment without its secrets (see

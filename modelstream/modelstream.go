@@ -32,8 +32,9 @@ type Event[T comparable] struct {
 // queue goes from empty to non-empty, so a fast stream costs one wake-up per
 // burst instead of one per delta; the thread drains the whole burst at once.
 //
-// The queue is bounded: once MaxQueuedText bytes of event text wait, Push
-// blocks until the thread takes them. A thread held up (by a client that
+// The queue is bounded: once MaxQueuedBytes wait (each event's strings
+// and its own size, so that a flood of tiny or empty events counts as
+// much as a few large ones), Push blocks until the thread takes them. A thread held up (by a client that
 // reads slowly, say: its notifications wait for room in the output queue)
 // thus slows the model stream down to its own pace instead of letting the
 // queue grow with everything the model sends meanwhile.
@@ -42,13 +43,30 @@ type Queue[T comparable] struct {
 	// room is signalled when Take empties the queue.
 	room chan struct{}
 
-	mu   sync.Mutex
-	evs  []Event[T]
-	text int // bytes of event text queued
+	mu    sync.Mutex
+	evs   []Event[T]
+	bytes int // cost of the events queued
 }
 
-// MaxQueuedText bounds the event text waiting for the thread goroutine.
-const MaxQueuedText = 256 << 10
+// MaxQueuedBytes bounds what waits for the thread goroutine: the cost of
+// the events queued.
+const MaxQueuedBytes = 256 << 10
+
+// eventSize is what an event costs the queue besides its strings: no less
+// than the size of an Event (TestEventSize), 264 bytes on 64-bit machines.
+const eventSize = 272
+
+// cost is what e holds in the queue: its own size and its strings.
+func cost[T comparable](e Event[T]) int {
+	n := eventSize + len(e.Ev.ItemID) + len(e.Ev.Text) + len(e.Ev.Call.CallID) + len(e.Ev.Call.Name) + len(e.Ev.Call.Arguments)
+	for _, s := range e.Ev.Summary {
+		n += len(s)
+	}
+	for _, s := range e.Ev.Content {
+		n += len(s)
+	}
+	return n
+}
 
 // NewQueue returns an empty queue.
 func NewQueue[T comparable]() Queue[T] {
@@ -64,9 +82,9 @@ func (q *Queue[T]) Wake() <-chan struct{} { return q.wake }
 func (q *Queue[T]) Push(ctx context.Context, e Event[T]) bool {
 	for {
 		q.mu.Lock()
-		if e.Done || q.text < MaxQueuedText {
+		if e.Done || q.bytes < MaxQueuedBytes {
 			q.evs = append(q.evs, e)
-			q.text += len(e.Ev.Text)
+			q.bytes += cost(e)
 			first := len(q.evs) == 1
 			q.mu.Unlock()
 			if first {
@@ -91,7 +109,7 @@ func (q *Queue[T]) Take(spare []Event[T]) []Event[T] {
 	q.mu.Lock()
 	evs := q.evs
 	q.evs = spare[:0]
-	q.text = 0
+	q.bytes = 0
 	q.mu.Unlock()
 	select {
 	case q.room <- struct{}{}:

@@ -53,7 +53,8 @@ lint: ## go vet, gofmt and staticcheck
 # package:FuzzTarget pairs run by `make fuzz`.
 FUZZ_TARGETS := server:FuzzReadLine model:FuzzFastDecode tools/patch:FuzzParse \
 	tools/patch:FuzzRoundTrip tools/patch:FuzzUnifiedDiff \
-	tools/rules:FuzzEvaluate session:FuzzExplainIsThePlan blueprint:FuzzParsePage
+	tools/rules:FuzzEvaluate session:FuzzExplainIsThePlan blueprint:FuzzParsePage \
+	tools/files:FuzzReadsStayInside
 
 fuzz: ## run each fuzz target briefly (FUZZTIME=15s each)
 	@set -e; for t in $(FUZZ_TARGETS); do \

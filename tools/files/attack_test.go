@@ -22,7 +22,7 @@ type attackEnv struct {
 
 const secret = "SECRET"
 
-func newAttackEnv(t *testing.T) *attackEnv {
+func newAttackEnv(t testing.TB) *attackEnv {
 	t.Helper()
 	tmp := t.TempDir()
 	e := &attackEnv{ws: filepath.Join(tmp, "ws"), outside: filepath.Join(tmp, "outside")}

@@ -15,7 +15,7 @@ import (
 
 // writeTree creates the files in tree under dir; a name ending in / is a
 // directory.
-func writeTree(t *testing.T, dir string, tree map[string]string) {
+func writeTree(t testing.TB, dir string, tree map[string]string) {
 	t.Helper()
 	for name, content := range tree {
 		p := filepath.Join(dir, filepath.FromSlash(name))

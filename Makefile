@@ -54,7 +54,7 @@ lint: ## go vet, gofmt and staticcheck
 FUZZ_TARGETS := server:FuzzReadLine model:FuzzFastDecode tools/patch:FuzzParse \
 	tools/patch:FuzzRoundTrip tools/patch:FuzzUnifiedDiff \
 	tools/rules:FuzzEvaluate session:FuzzExplainIsThePlan blueprint:FuzzParsePage \
-	tools/files:FuzzReadsStayInside
+	tools/files:FuzzReadsStayInside tools/files:FuzzWritesStayInside
 
 fuzz: ## run each fuzz target briefly (FUZZTIME=15s each)
 	@set -e; for t in $(FUZZ_TARGETS); do \

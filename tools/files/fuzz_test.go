@@ -2,8 +2,11 @@ package files_test
 
 import (
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,4 +57,86 @@ func FuzzReadsStayInside(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzWritesStayInside: whatever paths the model gives, write_file,
+// edit_file and the changes they propose, committed as given or turned
+// into a move or a delete, change nothing outside the workspace: the
+// files beside it stay as they were and nothing appears next to it.
+func FuzzWritesStayInside(f *testing.F) {
+	for _, seed := range [][2]string{
+		{"a.txt", "moved.txt"}, {"new/dir/n.txt", "sub/f.txt"}, {"../outside/target.txt", "a.txt"},
+		{"a.txt", "../outside/new.txt"}, {"sib/new.txt", "sib/target.txt"}, {"key", "tlink"}, {"dang", "dangrel"},
+		{"l1", "loop"}, {"hooks/pre-commit", "gitlink/config"}, {"root/tmp/x", "procroot/tmp/y"},
+		{"/proc/self/root/tmp/z", "/proc/self/cwd/z"}, {"sub/../../outside/.bashrc", "sub/../a.txt"},
+		{"hard", "pipe"}, {"sub", "a.txt/x"}, {".", "/"}, {"sub/f.txt", "sib/sub/f.txt"},
+	} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, p, q string) {
+		if strings.ContainsRune(p+q, 0) {
+			return
+		}
+		e := newAttackEnv(t)
+		before := snapshotOutside(t, e)
+		if changes, err := e.w.Write(files.WriteParams{Path: p, Content: "pwned\n"}); err == nil {
+			moved := slices.Clone(changes)
+			for i := range moved {
+				if moved[i].Kind == files.KindUpdate {
+					moved[i].MoveTo = q
+				}
+			}
+			deleted := slices.Clone(changes)
+			for i := range deleted {
+				if deleted[i].Kind == files.KindUpdate {
+					deleted[i].Kind, deleted[i].New = files.KindDelete, nil
+				}
+			}
+			_ = e.w.Commit(moved)
+			_ = e.w.Commit(deleted)
+			_ = e.w.Commit(changes)
+		}
+		if changes, err := e.w.Edit(files.EditParams{Path: p, OldString: "f", NewString: "pwned"}); err == nil {
+			_ = e.w.Commit(changes)
+		}
+		if changes, err := e.w.Write(files.WriteParams{Path: q, Content: "pwned\n"}); err == nil {
+			_ = e.w.Commit(changes)
+		}
+		if after := snapshotOutside(t, e); !maps.Equal(before, after) {
+			t.Fatalf("writing %q (moved to %q) changed what is outside the workspace:\nbefore %q\nafter  %q", p, q, before, after)
+		}
+	})
+}
+
+// snapshotOutside is everything beside the workspace: each entry under
+// its parent directory but the workspace, with its content or link target.
+func snapshotOutside(t *testing.T, e *attackEnv) map[string]string {
+	t.Helper()
+	snap := map[string]string{}
+	base := filepath.Dir(e.ws)
+	err := filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == e.ws {
+			return filepath.SkipDir
+		}
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			snap[p] = "-> " + target
+			return err
+		case d.Type().IsRegular():
+			data, err := os.ReadFile(p)
+			snap[p] = string(data)
+			return err
+		default:
+			snap[p] = d.Type().String()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
 }

@@ -317,3 +317,51 @@ func TestSandboxedTurnToldAboutTmp(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentsFromTheRepositoryRoot: a thread started in a subdirectory of
+// a repository gets the AGENTS.md files from the repository's root down
+// to its workspace, the root's first, as Codex's threads do, and lists
+// them as its instruction sources.
+func TestAgentsFromTheRepositoryRoot(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	sub := filepath.Join(repo, "services", "api")
+	id := filepath.Base(repo)
+	for p, text := range map[string]string{
+		".git/HEAD":                       "ref: refs/heads/main\n",
+		"AGENTS.md":                       "ROOT-RULE-" + id + "\n",
+		"services/api/AGENTS.md":          "API-RULE-" + id + "\n",
+		"services/other/AGENTS.md":        "SIBLING-RULE-" + id + "\n",
+		"services/api/handlers/AGENTS.md": "BELOW-RULE-" + id + "\n",
+	} {
+		full := filepath.Join(repo, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model := startModel(t, scripted.Rule{Match: "hello", Steps: []scripted.Step{{Text: "hi"}}})
+	c := newClient(t, model, options{inProcess: true})
+	start := c.call("thread/start", map[string]any{"cwd": sub})
+	if a, b := start.str("instructionSources.0"), start.str("instructionSources.1"); a != filepath.Join(repo, "AGENTS.md") || b != filepath.Join(sub, "AGENTS.md") {
+		t.Errorf("instructionSources = %q, %q; want the root's AGENTS.md, then the workspace's", a, b)
+	}
+	_, turnID := c.startTurn(start.str("thread.id"), "hello")
+	c.turnDone(turnID)
+	reqs := modelRequests(model)
+	if len(reqs) != 1 {
+		t.Fatalf("%d model requests, want 1", len(reqs))
+	}
+	body := string(reqs[0].Body)
+	root, api := strings.Index(body, "ROOT-RULE-"+id), strings.Index(body, "API-RULE-"+id)
+	if root < 0 || api < 0 || root > api {
+		t.Errorf("the request should carry the root's rule before the workspace's (at %d and %d)", root, api)
+	}
+	for _, other := range []string{"SIBLING-RULE-", "BELOW-RULE-"} {
+		if strings.Contains(body, other+id) {
+			t.Errorf("the request carries %s, which is not on the way from the root to the workspace", other)
+		}
+	}
+}

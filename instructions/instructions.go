@@ -3,9 +3,14 @@ package instructions
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
+	"unicode/utf8"
 
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/tools/files"
@@ -39,7 +44,7 @@ func System(cwd, base, agents, extra, developer string) string {
 	b.WriteString("\n\nWorkspace: ")
 	b.WriteString(cwd)
 	if agents != "" {
-		b.WriteString("\n\n# Instructions from AGENTS.md in the workspace\n\n")
+		b.WriteString("\n\n# Instructions from AGENTS.md (the repository root's first, the workspace's last)\n\n")
 		b.WriteString(agents)
 	}
 	if extra != "" {
@@ -63,28 +68,39 @@ func SandboxNote(mode protocol.SandboxMode) string {
 	return "\n\nCommands run in a sandbox. Its /tmp and $TMPDIR are private to apserver's sandboxed commands: files there stay between commands but are not in the user's /tmp, so the user cannot open them. Write anything the user should see or keep in the workspace."
 }
 
-// Agents is a workspace's AGENTS.md as a turn gets it.
+// Agents is what a turn gets of the AGENTS.md files along its workspace.
 type Agents struct {
-	// Text is the start of the file (MaxAgentsBytes), trimmed; "" when
-	// none was read.
+	// Text is the files' text, the repository root's first, joined by
+	// blank lines and cut to MaxAgentsBytes in all; "" when none was read.
 	Text string
-	// Path is the file read, as the workspace names it; "" when none.
-	Path string
-	// Skipped says why an AGENTS.md that is there was not read (a link to
-	// a file the file tools may not read, say); "" otherwise. The user is
+	// Paths are the files read, in that order.
+	Paths []string
+	// Skipped says why a file that is there was not read (a link to a
+	// file the file tools may not read, say); "" otherwise. The user is
 	// told: the model is not.
 	Skipped string
 }
 
-// ReadAgents reads cwd's AGENTS.md through ws, the thread's file-tool view
-// of its roots, so that it brings into the prompt only what read_file could:
-// apserver reads it itself, outside the sandbox, and an AGENTS.md that is a
-// symbolic link (one a sandboxed command made, or a cloned repository
-// shipped, to ~/.ssh/id_rsa, say) is followed only into the workspace and
-// the configured writable and readable roots. A shared instructions file
-// elsewhere is read once its directory is a readable root
-// (sandbox_settings.readable_roots). A nil ws stands for the workspace
-// alone.
+// agentsNames are the names looked for in each directory, the first one
+// there taken: a local override (untracked, say) before the shared file,
+// as Codex does.
+var agentsNames = []string{"AGENTS.override.md", "AGENTS.md"}
+
+// ReadAgents reads the AGENTS.md files that apply to a thread in cwd, as
+// Codex does: one in each directory from the repository's root (the
+// nearest directory above cwd holding .git; cwd alone outside a
+// repository) down to cwd, AGENTS.override.md before AGENTS.md.
+//
+// apserver reads them itself, outside the sandbox, so each is read the way
+// read_file reads, through ws, the thread's file-tool view of its roots:
+// an AGENTS.md that is a symbolic link (one a sandboxed command made, or
+// a cloned repository shipped, to ~/.ssh/id_rsa, say) is followed only
+// into the workspace and the configured writable and readable roots, so a
+// shared instructions file elsewhere is read once its directory is a
+// readable root (sandbox_settings.readable_roots). The one exception is
+// that a directory above the workspace may hold its own AGENTS.md as a
+// plain file, read where it is and never through a link. A nil ws stands
+// for the workspace alone.
 func ReadAgents(ws *files.Workspace, cwd string) Agents {
 	if ws == nil {
 		var err error
@@ -92,23 +108,101 @@ func ReadAgents(ws *files.Workspace, cwd string) Agents {
 			return Agents{}
 		}
 	}
-	data, _, err := ws.ReadHead(filepath.Join(cwd, "AGENTS.md"), MaxAgentsBytes)
-	var pe *files.PathError
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return Agents{}
-	case errors.As(err, &pe):
-		return Agents{Skipped: fmt.Sprintf("AGENTS.md in %s was not read: %s. To use it, add its directory to sandbox_settings.readable_roots in your config.", cwd, pe.Reason)}
-	case err != nil:
-		return Agents{Skipped: fmt.Sprintf("AGENTS.md in %s was not read: %v", cwd, err)}
+	var a Agents
+	var skipped []string
+	var b strings.Builder
+	for _, dir := range agentsDirs(cwd) {
+		for _, name := range agentsNames {
+			p := filepath.Join(dir, name)
+			data, err := readAgentsFile(ws, p, dir != cwd)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			var pe *files.PathError
+			switch {
+			case errors.As(err, &pe):
+				skipped = append(skipped, fmt.Sprintf("%s was not read: %s. To use it, add its directory to sandbox_settings.readable_roots in your config.", p, pe.Reason))
+			case err != nil:
+				skipped = append(skipped, fmt.Sprintf("%s was not read: %v", p, err))
+			default:
+				// A file cut at the budget may end inside a character.
+				sep := ""
+				if b.Len() > 0 {
+					sep = "\n\n"
+				}
+				room := MaxAgentsBytes - b.Len() - len(sep)
+				if text := cut(strings.TrimSpace(strings.ToValidUTF8(string(data), "")), max(room, 0)); text != "" {
+					b.WriteString(sep)
+					b.WriteString(text)
+					a.Paths = append(a.Paths, p)
+				}
+			}
+			break // the first name there is the directory's file
+		}
 	}
-	return Agents{Text: strings.TrimSpace(string(data)), Path: filepath.Join(cwd, "AGENTS.md")}
+	a.Text = strings.TrimSpace(b.String())
+	a.Skipped = strings.Join(skipped, " ")
+	return a
 }
 
-// Sources lists the instruction files a turn loads: a's file, if read.
-func Sources(a Agents) []string {
-	if a.Path == "" {
-		return []string{}
+// cut is s, shortened to at most n bytes at a character boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return []string{a.Path}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// agentsDirs are the directories whose AGENTS.md apply in cwd: from the
+// repository's root down to cwd, or cwd alone outside a repository.
+func agentsDirs(cwd string) []string {
+	dirs := []string{cwd}
+	for d := cwd; ; {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			slices.Reverse(dirs)
+			return dirs
+		}
+		up := filepath.Dir(d)
+		if up == d {
+			return []string{cwd}
+		}
+		d = up
+		dirs = append(dirs, d)
+	}
+}
+
+// readAgentsFile reads the start of p through ws; when ws refuses it and p
+// is in a directory above the workspace (above), a plain file there is
+// read where it is, never through a link.
+func readAgentsFile(ws *files.Workspace, p string, above bool) ([]byte, error) {
+	data, _, err := ws.ReadHead(p, MaxAgentsBytes)
+	var pe *files.PathError
+	if !above || !errors.As(err, &pe) {
+		return data, err
+	}
+	f, ferr := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if ferr != nil {
+		if errors.Is(ferr, syscall.ELOOP) {
+			return nil, err // a link out of the roots: ws's reason
+		}
+		return nil, ferr
+	}
+	defer f.Close()
+	if fi, ferr := f.Stat(); ferr != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	buf := make([]byte, MaxAgentsBytes)
+	n, ferr := io.ReadFull(f, buf)
+	if ferr != nil && !errors.Is(ferr, io.EOF) && !errors.Is(ferr, io.ErrUnexpectedEOF) {
+		return nil, ferr
+	}
+	return buf[:n], nil
+}
+
+// Sources lists the instruction files a turn loads: a's files.
+func Sources(a Agents) []string {
+	return append([]string{}, a.Paths...)
 }

@@ -3,9 +3,11 @@ package instructions
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/tools/files"
@@ -97,7 +99,7 @@ func TestAgentsLinkOutOfTheWorkspace(t *testing.T) {
 		}
 		for _, w := range []*files.Workspace{nil, ws} {
 			a := ReadAgents(w, cwd)
-			if got := System(cwd, "", a.Text, "", ""); strings.Contains(got, "PRIVATE-KEY-CANARY") || strings.Contains(got, "AGENTS.md in the workspace") {
+			if got := System(cwd, "", a.Text, "", ""); strings.Contains(got, "PRIVATE-KEY-CANARY") || strings.Contains(got, "# Instructions from AGENTS.md") {
 				t.Errorf("AGENTS.md -> %s: read into the prompt:\n%s", target, got)
 			}
 			if got := Sources(a); len(got) != 0 {
@@ -136,7 +138,101 @@ func TestAgentsLinkOutOfTheWorkspace(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(fifo, "AGENTS.md"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if a := ReadAgents(nil, fifo); a.Text != "" || a.Path != "" || a.Skipped == "" {
+	if a := ReadAgents(nil, fifo); a.Text != "" || len(a.Paths) != 0 || a.Skipped == "" {
 		t.Errorf("AGENTS.md as a named pipe: %+v, want skipped with a reason", a)
+	}
+}
+
+// TestAgentsFromTheRepositoryRoot: as in Codex, the AGENTS.md files from
+// the repository's root down to the workspace all apply, the root's first;
+// in each directory AGENTS.override.md wins over AGENTS.md; empty files
+// add nothing; outside a repository only the workspace's own counts. A
+// directory above the workspace gives its own plain file, but a link
+// there is followed only where read_file could go.
+func TestAgentsFromTheRepositoryRoot(t *testing.T) {
+	repo := t.TempDir()
+	cwd := filepath.Join(repo, "svc", "api")
+	outside := filepath.Join(t.TempDir(), "id_rsa")
+	for p, text := range map[string]string{
+		".git/HEAD":                "ref: refs/heads/main\n",
+		"AGENTS.md":                "ROOT-RULE\n",
+		"svc/AGENTS.md":            "SVC-SHARED\n",
+		"svc/AGENTS.override.md":   "SVC-OVERRIDE\n",
+		"svc/api/AGENTS.md":        "API-RULE\n",
+		"svc/api/deeper/AGENTS.md": "BELOW-THE-WORKSPACE\n",
+		"svc/other/AGENTS.md":      "SIBLING\n",
+	} {
+		full := filepath.Join(repo, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(outside, []byte("PRIVATE-KEY-CANARY\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := ReadAgents(nil, cwd)
+	if want := "ROOT-RULE\n\nSVC-OVERRIDE\n\nAPI-RULE"; a.Text != want {
+		t.Errorf("Text = %q, want %q", a.Text, want)
+	}
+	want := []string{filepath.Join(repo, "AGENTS.md"), filepath.Join(repo, "svc", "AGENTS.override.md"), filepath.Join(cwd, "AGENTS.md")}
+	if got := Sources(a); !slices.Equal(got, want) || a.Skipped != "" {
+		t.Errorf("Sources = %q (skipped %q), want %q", got, a.Skipped, want)
+	}
+	if got := System(cwd, "", a.Text, "", ""); !strings.Contains(got, "ROOT-RULE") || strings.Contains(got, "SIBLING") || strings.Contains(got, "BELOW") {
+		t.Errorf("System:\n%s", got)
+	}
+
+	// An empty override hides the directory's AGENTS.md and adds nothing.
+	if err := os.WriteFile(filepath.Join(repo, "svc", "AGENTS.override.md"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if a := ReadAgents(nil, cwd); a.Text != "ROOT-RULE\n\nAPI-RULE" || len(a.Paths) != 2 {
+		t.Errorf("with an empty override: %+v", a)
+	}
+
+	// The root's AGENTS.md as a link to a private file: not read, and the
+	// user is told; read once its directory is a readable root.
+	root := filepath.Join(repo, "AGENTS.md")
+	if err := os.Remove(root); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, root); err != nil {
+		t.Fatal(err)
+	}
+	a = ReadAgents(nil, cwd)
+	if strings.Contains(a.Text, "PRIVATE") || slices.Contains(a.Paths, root) || !strings.Contains(a.Skipped, root) {
+		t.Errorf("root AGENTS.md linked out: %+v", a)
+	}
+	ws, err := files.NewWorkspace(cwd, nil, []string{filepath.Dir(outside)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := ReadAgents(ws, cwd); !strings.HasPrefix(a.Text, "PRIVATE-KEY-CANARY") || a.Skipped != "" {
+		t.Errorf("root AGENTS.md linked into a readable root: %+v", a)
+	}
+
+	// Outside a repository only the workspace's own file counts.
+	if err := os.RemoveAll(filepath.Join(repo, ".git")); err != nil {
+		t.Fatal(err)
+	}
+	if a := ReadAgents(nil, cwd); a.Text != "API-RULE" || len(a.Paths) != 1 {
+		t.Errorf("outside a repository: %+v", a)
+	}
+
+	// The budget holds across files, cut at a character boundary.
+	if err := os.Mkdir(filepath.Join(repo, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(root); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(root, []byte("x"+strings.Repeat("é", MaxAgentsBytes)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if a := ReadAgents(nil, cwd); len(a.Text) > MaxAgentsBytes || !utf8.ValidString(a.Text) || len(a.Paths) != 1 {
+		t.Errorf("over the budget: %d bytes, valid %v, paths %q", len(a.Text), utf8.ValidString(a.Text), a.Paths)
 	}
 }

@@ -125,12 +125,12 @@ func ReadAgents(ws *files.Workspace, cwd string) Agents {
 			case err != nil:
 				skipped = append(skipped, fmt.Sprintf("%s was not read: %v", p, err))
 			default:
-				// A file cut at the budget may end inside a character.
 				sep := ""
 				if b.Len() > 0 {
 					sep = "\n\n"
 				}
 				room := MaxAgentsBytes - b.Len() - len(sep)
+				// A file cut at the budget may end inside a character.
 				if text := cut(strings.TrimSpace(strings.ToValidUTF8(string(data), "")), max(room, 0)); text != "" {
 					b.WriteString(sep)
 					b.WriteString(text)

@@ -33,6 +33,9 @@ type Request struct {
 	Escalated  bool
 	Opaque     string
 	Privileged string
+	// HumanOnly says why only a human approves the request, whatever the
+	// strategy (controller.ApprovalRequest.HumanOnly).
+	HumanOnly string
 	// InsideWorkspace: every path of a file change is inside the writable
 	// roots.
 	InsideWorkspace bool
@@ -65,7 +68,7 @@ func (req Request) Approval() controller.ApprovalRequest {
 		Kind: req.Kind, Command: req.Command,
 		RuleDecision: req.Rule, Rule: req.RuleName, Paths: append([]string{}, req.Paths...),
 		InsideWritableRoots: req.InsideWorkspace, Sandboxed: req.Sandboxed,
-		Escalated: req.Escalated, Opaque: req.Opaque, Privileged: req.Privileged,
+		Escalated: req.Escalated, Opaque: req.Opaque, Privileged: req.Privileged, HumanOnly: req.HumanOnly,
 	}
 }
 

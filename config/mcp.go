@@ -64,6 +64,10 @@ type MCPServer struct {
 	SupportsParallelToolCalls bool
 	// Source is the file that defined the server.
 	Source string
+	// Untrusted: a workspace file the user does not trust added the
+	// server, so its URL is the repository's choice and only a human
+	// approves a call of its tools, whatever full auto's strategy.
+	Untrusted bool
 }
 
 // MCPToolConfig is one [mcp_servers.NAME.tools.TOOL] table.
@@ -173,6 +177,7 @@ func (c *Config) mergeMCP(f fileMCP, path string, ws *workspaceLayer, bad func(k
 				// model read leaves for that URL unseen. (The file cannot
 				// loosen this below: that is loosening an approval mode.)
 				s.DefaultApprovalMode = MCPApprovalPrompt
+				s.Untrusted = true
 			}
 		}
 		s.Source = path

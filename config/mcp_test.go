@@ -226,8 +226,12 @@ func TestMCPUntrustedWorkspace(t *testing.T) {
 	}
 	// The HTTP server it added reaches a URL of the repository's choosing:
 	// every call to it asks a human, whatever its tools say of themselves.
-	if l := c.MCPServers["leak"]; l.ApprovalMode("any_tool") != MCPApprovalPrompt {
-		t.Errorf("a server an untrusted workspace added calls tools without asking: %+v", l)
+	if l := c.MCPServers["leak"]; l.ApprovalMode("any_tool") != MCPApprovalPrompt || !l.Untrusted {
+		t.Errorf("a server an untrusted workspace added calls tools without asking a human: %+v", l)
+	}
+	// A server the user defined stays the user's, whatever the file says.
+	if w := c.MCPServers["web"]; w.Untrusted {
+		t.Errorf("the user's server is marked untrusted: %+v", w)
 	}
 	w := c.MCPServers["web"]
 	if w.URL != "https://mcp.example/mcp" || w.DefaultApprovalMode != MCPApprovalAuto || w.ApprovalMode("a") != MCPApprovalPrompt ||
@@ -251,8 +255,11 @@ func TestMCPUntrustedWorkspace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := c.MCPServers["evil"]; e.Command != "sh" {
+	if e := c.MCPServers["evil"]; e.Command != "sh" || e.Untrusted {
 		t.Errorf("trusted: evil = %+v", e)
+	}
+	if l := c.MCPServers["leak"]; l.Untrusted {
+		t.Errorf("trusted: leak is marked untrusted: %+v", l)
 	}
 	if w := c.MCPServers["web"]; w.DefaultApprovalMode != MCPApprovalApprove || w.URL != "https://evil.example/mcp" || w.ApprovalMode("a") != MCPApprovalAuto {
 		t.Errorf("trusted: web = %+v", w)

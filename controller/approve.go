@@ -21,8 +21,8 @@ const blockedPrefixDenials = 3
 //     writable roots, and sandboxed commands the rules only prompt for,
 //     opaque ones included (running the workspace's code is what the
 //     sandbox is for). It never accepts a forbidden, privileged or
-//     escalated command, nor an opaque one outside the sandbox: a human
-//     decides.
+//     escalated command, nor an opaque one outside the sandbox, nor a
+//     request only a human may approve (HumanOnly): a human decides.
 //
 // Under never and policy a prefix a human declined 3 times is declined
 // without asking again, and questions always go on (the session asks the
@@ -54,6 +54,8 @@ func Approve(strategy ApprovalStrategy, req ApprovalRequest, denials map[string]
 			return verdict(OutcomeDecline, "never.forbidden", "forbidden by rule %s", req.Rule)
 		case req.Privileged != "":
 			return verdict(OutcomeDecline, "never.privileged", "%s: only a human approves that, and under approval strategy never nobody is asked", req.Privileged)
+		case req.HumanOnly != "":
+			return verdict(OutcomeDecline, "never.humanOnly", "%s: only a human approves that, and under approval strategy never nobody is asked", req.HumanOnly)
 		case req.Escalated:
 			return verdict(OutcomeDecline, "never.escalated", "running outside the sandbox is a human's call, and under approval strategy never nobody is asked")
 		case opaqueOutside:
@@ -66,6 +68,8 @@ func Approve(strategy ApprovalStrategy, req ApprovalRequest, denials map[string]
 		return verdict(OutcomeForward, "policy.forbidden", "forbidden by rule %s: a human decides", req.Rule)
 	case req.Privileged != "":
 		return verdict(OutcomeForward, "policy.privileged", "%s: a human decides", req.Privileged)
+	case req.HumanOnly != "":
+		return verdict(OutcomeForward, "policy.humanOnly", "%s: a human decides", req.HumanOnly)
 	case req.Escalated:
 		return verdict(OutcomeForward, "policy.escalated", "the command asks to run outside the sandbox: a human decides")
 	case opaqueOutside:

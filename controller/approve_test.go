@@ -24,6 +24,8 @@ func TestApprove(t *testing.T) {
 		r.Privileged = "sudo runs commands as another user"
 		return r
 	}
+	untrustedMCP := ApprovalRequest{Kind: "mcpToolCall", Command: "mcp__exfil__write", HumanOnly: "MCP server \"exfil\" was added by an untrusted workspace file"}
+	trustedMCP := ApprovalRequest{Kind: "mcpToolCall", Command: "mcp__docs__write"}
 	blocked := map[string]int{"git push": 3}
 	for _, c := range []struct {
 		name     string
@@ -71,6 +73,14 @@ func TestApprove(t *testing.T) {
 		{"policy: privileged, sandboxed", ApprovePolicy, privileged("prompt", true), nil, OutcomeForward, "policy.privileged"},
 		{"policy: privileged, allowed", ApprovePolicy, privileged("allow", true), nil, OutcomeForward, "policy.privileged"},
 		{"ask: privileged", ApproveAsk, privileged("prompt", true), nil, OutcomeForward, "ask"},
+		// A tool of an MCP server an untrusted workspace added: its URL is
+		// the repository's choice, so a human decides in every strategy. A
+		// server the user configured is the strategy's as before.
+		{"never: untrusted MCP server", ApproveNever, untrustedMCP, nil, OutcomeDecline, "never.humanOnly"},
+		{"policy: untrusted MCP server", ApprovePolicy, untrustedMCP, nil, OutcomeForward, "policy.humanOnly"},
+		{"ask: untrusted MCP server", ApproveAsk, untrustedMCP, nil, OutcomeForward, "ask"},
+		{"never: the user's MCP server", ApproveNever, trustedMCP, nil, OutcomeAccept, "never"},
+		{"policy: the user's MCP server", ApprovePolicy, trustedMCP, nil, OutcomeForward, "policy.forward"},
 		{"ask: escalated", ApproveAsk, escalated("allow"), nil, OutcomeForward, "ask"},
 		{"policy: blocked prefix", ApprovePolicy, cmd("git  push --force", "allow", true), blocked, OutcomeDecline, "denials.prefixBlocked"},
 		{"policy: explicit prefix", ApprovePolicy, ApprovalRequest{Kind: "command", Command: "x", Prefix: "git push", RuleDecision: "allow"}, blocked, OutcomeDecline, "denials.prefixBlocked"},

@@ -305,6 +305,10 @@ type ApprovalRequest struct {
 	// Privileged says why the command runs a command as another user
 	// (sudo, su, doas, pkexec, run0, ...): only a human approves it.
 	Privileged string `json:"privileged,omitempty"`
+	// HumanOnly says why only a human approves the request, whatever the
+	// strategy: a tool of an MCP server that an untrusted workspace file
+	// added (its URL is the repository's choice).
+	HumanOnly string `json:"humanOnly,omitempty"`
 }
 
 // Approval outcomes.

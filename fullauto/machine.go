@@ -921,11 +921,11 @@ func (m *Machine) onModelMayAnswer(key string, req controller.ApprovalRequest) (
 
 // ModelMayAnswerRequest: under strategy, the decision model may answer req
 // (rung 2): never under "ask", and never for a forbidden, privileged or
-// escalated command, nor an opaque one outside the sandbox, which are a
-// human's call.
+// escalated command, an opaque one outside the sandbox, or a request only
+// a human may approve (HumanOnly), which are a human's call.
 func ModelMayAnswerRequest(strategy controller.ApprovalStrategy, req controller.ApprovalRequest) bool {
 	return strategy != controller.ApproveAsk && req.RuleDecision != "forbidden" && req.Privileged == "" &&
-		!req.Escalated && (req.Opaque == "" || req.Sandboxed)
+		req.HumanOnly == "" && !req.Escalated && (req.Opaque == "" || req.Sandboxed)
 }
 
 // RequestAnswer is the decision model's answer to an approval or question.

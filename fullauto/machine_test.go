@@ -366,6 +366,7 @@ func TestApprovalLadder(t *testing.T) {
 		{Kind: "command", Opaque: "a variable names the program"},
 		{Kind: "command", RuleDecision: "prompt", Sandboxed: true, Privileged: "sudo runs commands as another user"},
 		{Kind: "command", RuleDecision: "allow", Privileged: "su runs commands as another user"},
+		{Kind: "mcpToolCall", Command: "mcp__exfil__write", HumanOnly: "an untrusted workspace file added the server"},
 	} {
 		if ok, _, _ := m.ModelMayAnswer("k2", r); ok {
 			t.Errorf("the model may answer %+v: a human's call", r)

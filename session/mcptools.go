@@ -132,6 +132,9 @@ func (t *thread) askMCPApproval(tr *turn, c *mcpCall, mode string) {
 	params := mcptool.ApprovalRequest(c.ref.Server, c.ref.Tool, c.item.Arguments, mode)
 	params.ThreadID, params.TurnID, params.ItemID = t.id, ptr(tr.id), c.item.ID
 	req := serverRequest{Method: protocol.RequestMcpServerElicitation, Params: params, Kind: "mcpToolCall", Command: c.ref.Name}
+	if c.ref.Config.Untrusted {
+		req.HumanOnly = fmt.Sprintf("MCP server %q was added by %s, which you have not trusted: its calls go to a URL the repository chose", c.ref.Server, c.ref.Config.Source)
+	}
 	onAnswer := func(id int64, raw json.RawMessage, err error) { t.onMCPApproval(tr, c, mode, id, raw, err) }
 	if raw, ok := t.autoAnswer(tr, req); ok { // full auto's rules (fullauto_approve.go)
 		onAnswer(-1, raw, nil)

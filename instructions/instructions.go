@@ -10,9 +10,9 @@ import (
 	"slices"
 	"strings"
 	"syscall"
-	"unicode/utf8"
 
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/tooloutput"
 	"github.com/apserver/apserver/tools/files"
 )
 
@@ -131,7 +131,7 @@ func ReadAgents(ws *files.Workspace, cwd string) Agents {
 				}
 				room := MaxAgentsBytes - b.Len() - len(sep)
 				// A file cut at the budget may end inside a character.
-				if text := cut(strings.TrimSpace(strings.ToValidUTF8(string(data), "")), max(room, 0)); text != "" {
+				if text := tooloutput.CutBytes(strings.TrimSpace(strings.ToValidUTF8(string(data), "")), max(room, 0)); text != "" {
 					b.WriteString(sep)
 					b.WriteString(text)
 					a.Paths = append(a.Paths, p)
@@ -143,17 +143,6 @@ func ReadAgents(ws *files.Workspace, cwd string) Agents {
 	a.Text = strings.TrimSpace(b.String())
 	a.Skipped = strings.Join(skipped, " ")
 	return a
-}
-
-// cut is s, shortened to at most n bytes at a character boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // agentsDirs are the directories whose AGENTS.md apply in cwd: from the

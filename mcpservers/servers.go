@@ -19,6 +19,7 @@ import (
 	"github.com/apserver/apserver/mcp"
 	"github.com/apserver/apserver/protocol"
 	"github.com/apserver/apserver/session/port"
+	"github.com/apserver/apserver/tools/sandbox"
 )
 
 // Servers are the configured MCP servers and the one pool of connections
@@ -318,6 +319,11 @@ func (s *Servers) Reload(ctx context.Context, _ protocol.Empty, reply port.Reply
 	}
 	for _, w := range cfg.Warnings {
 		s.log.Warn(w)
+	}
+	// A server added now may read its credentials from variables the
+	// start did not know of: commands must not get them either.
+	for name := range cfg.OwnSecretEnv() {
+		sandbox.HideEnv(name)
 	}
 	s.mu.Lock()
 	s.servers = cfg.MCPServers

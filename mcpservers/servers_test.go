@@ -11,6 +11,7 @@ import (
 
 	"github.com/apserver/apserver/config"
 	"github.com/apserver/apserver/protocol"
+	"github.com/apserver/apserver/tools/sandbox"
 )
 
 // TestPoolServers: what the pool starts of the configuration: enabled
@@ -77,5 +78,32 @@ func TestReloadWithoutUserFile(t *testing.T) {
 	s.mu.Unlock()
 	if !ok {
 		t.Fatalf("the user file's server was not read: %v", s.servers)
+	}
+}
+
+// TestReloadHidesNewCredentials: a server that a reload adds reads its
+// token from a variable whose name says nothing of a secret; commands
+// must not get that variable any more than one named at start.
+func TestReloadHidesNewCredentials(t *testing.T) {
+	home := t.TempDir()
+	const auth, header = "APSERVER_TEST_RELOADED_AUTH", "APSERVER_TEST_RELOADED_HDR"
+	if sandbox.SecretEnv(auth) || sandbox.SecretEnv(header) {
+		t.Fatal("the variables look like secrets already: the test proves nothing")
+	}
+	s := New(Options{Cwd: t.TempDir(), Sources: config.Sources{UserFile: filepath.Join(home, "config.toml")}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer s.Close()
+	user := "[mcp_servers.docs]\nurl = \"http://127.0.0.1:1/mcp\"\nbearer_token_env_var = \"" + auth + "\"\nenv_http_headers = { \"X-Org\" = \"" + header + "\" }\n"
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(user), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	s.Reload(context.Background(), protocol.Empty{}, func(_ any, e error) { err = e })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{auth, header} {
+		if !sandbox.SecretEnv(v) {
+			t.Errorf("after the reload, commands still get %s", v)
+		}
 	}
 }

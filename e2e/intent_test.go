@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -133,7 +134,15 @@ func TestIntentFromChat(t *testing.T) {
 	st := c.call("project/status", map[string]any{"cwd": repo})
 	// (the run's own wait, its plan's approval, may be listed before it)
 	pausedItem := st.str("attention.0.kind") == "paused" || st.str("attention.1.kind") == "paused"
-	if st.get("paused") != true || !pausedItem || st.str("recent.0.kind") != "intent" || st.str("recent.0.intent") != "PAUSE_AUTOPILOT" {
+	// The newest event is the pause, or a tick after it that the pause
+	// kept idle (the run's progress may start one at any moment).
+	latest := 0
+	for st.str(fmt.Sprintf("recent.%d.kind", latest)) == "tick" && st.str(fmt.Sprintf("recent.%d.result", latest)) == "idle" &&
+		st.str(fmt.Sprintf("recent.%d.reason", latest)) == "the autopilot is paused" {
+		latest++
+	}
+	if st.get("paused") != true || !pausedItem || st.str(fmt.Sprintf("recent.%d.kind", latest)) != "intent" ||
+		st.str(fmt.Sprintf("recent.%d.intent", latest)) != "PAUSE_AUTOPILOT" {
 		t.Errorf("project/status = %s", st.Raw)
 	}
 	c.waitFor("attention", func(m *message) bool {

@@ -34,11 +34,7 @@ func TestCommandsGetNoSecrets(t *testing.T) {
 			home := filepath.Join(base, "home")
 			data := filepath.Join(home, ".local", "share", "apserver")
 			ws := filepath.Join(base, "ws")
-			for _, d := range []string{data, ws} {
-				if err := os.MkdirAll(d, 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
+			mkdirs(t, data, ws)
 			// The shell's descriptors, numbers only, between markers.
 			fds := `echo FDS:; ls /proc/$$/fd; echo :FDS; `
 			script := fds + `env; echo; echo ENV-DONE; env > env.txt; ` +
@@ -194,11 +190,7 @@ func TestAgentsLinkOutOfTheWorkspace(t *testing.T) {
 	t.Parallel()
 	base := varTmpDir(t, "apserver-e2e-agents-")
 	ws, private := filepath.Join(base, "ws"), filepath.Join(base, "private")
-	for _, d := range []string{ws, private} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mkdirs(t, ws, private)
 	canary := "marker-private-key-" + filepath.Base(base)
 	key := filepath.Join(private, "id_rsa")
 	if err := os.WriteFile(key, []byte(canary+"\n"), 0o600); err != nil {
@@ -250,11 +242,7 @@ func TestAgentsInReadableRoot(t *testing.T) {
 	t.Parallel()
 	base := varTmpDir(t, "apserver-e2e-agents-shared-")
 	ws, shared := filepath.Join(base, "ws"), filepath.Join(base, "dotfiles")
-	for _, d := range []string{ws, shared} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mkdirs(t, ws, shared)
 	rule := "SHARED-RULE-" + filepath.Base(base)
 	if err := os.WriteFile(filepath.Join(shared, "AGENTS.md"), []byte(rule+"\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -280,5 +268,15 @@ func TestAgentsInReadableRoot(t *testing.T) {
 	}
 	if w := c.find("warning", func(m *message) bool { return strings.Contains(m.str("message"), "AGENTS.md") }); len(w) != 0 {
 		t.Errorf("warned that AGENTS.md was not read: %s", w[0].str("message"))
+	}
+}
+
+// mkdirs makes each directory, with its parents.
+func mkdirs(t *testing.T, dirs ...string) {
+	t.Helper()
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -183,12 +183,7 @@ func readAgentsFile(ws *files.Workspace, p string, above bool) ([]byte, error) {
 	if fi, ferr := f.Stat(); ferr != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", p)
 	}
-	buf := make([]byte, MaxAgentsBytes)
-	n, ferr := io.ReadFull(f, buf)
-	if ferr != nil && !errors.Is(ferr, io.EOF) && !errors.Is(ferr, io.ErrUnexpectedEOF) {
-		return nil, ferr
-	}
-	return buf[:n], nil
+	return io.ReadAll(io.LimitReader(f, MaxAgentsBytes))
 }
 
 // Sources lists the instruction files a turn loads: a's files.
